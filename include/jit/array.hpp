@@ -1,0 +1,113 @@
+// jitexpr — arrays: an element type, a shape, strides and storage on one backend.
+#pragma once
+
+#include <jit/dtype.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace jit {
+
+enum class Backend : std::uint8_t { Auto, Cpu, Cuda };
+std::string_view backend_name(Backend b);
+
+inline constexpr int kMaxDims = 8;
+
+using Shape = std::vector<std::int64_t>;    // extents, outermost first
+using Strides = std::vector<std::int64_t>;  // in elements (not bytes), may be 0 or negative
+
+std::int64_t shape_size(const Shape& s);
+Strides contiguous_strides(const Shape& s);  // C order
+std::string shape_to_string(const Shape& s);  // "(3, 4)", "()" for 0-d
+
+// Memory owned (or borrowed) by arrays. Arrays share it; views keep it alive.
+class Storage {
+public:
+    virtual ~Storage() = default;
+    virtual void* data() const = 0;
+    virtual std::size_t bytes() const = 0;
+    virtual Backend backend() const = 0;
+};
+
+// An N-dimensional array (0 to 8 dims). Cheap to copy: copies share storage.
+// On Backend::Cuda the data lives in device memory of the primary context of device 0.
+class Array {
+public:
+    Array() = default;
+
+    // Uninitialised array, C-contiguous. Backend::Auto means the default runtime's backend.
+    static Array empty(DType dtype, Shape shape, Backend backend = Backend::Auto);
+    static Array zeros(DType dtype, Shape shape, Backend backend = Backend::Auto);
+
+    // Copies host data (C order) into a new array on `backend`.
+    static Array from_host(const void* data, DType dtype, Shape shape, Backend backend = Backend::Auto);
+    template <class T>
+    static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto) {
+        if (shape.empty() && values.size() != 1) shape = {static_cast<std::int64_t>(values.size())};
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+    }
+    template <class T>
+    static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto) {
+        if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+    }
+
+    // A view over memory that jitexpr does not own (a cudaMalloc pointer, a host buffer).
+    // `keep_alive` (may be null) is held as long as any array refers to the memory.
+    static Array view(void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                      std::shared_ptr<void> keep_alive = nullptr);
+
+    DType dtype() const { return dtype_; }
+    const Shape& shape() const { return shape_; }
+    const Strides& strides() const { return strides_; }
+    int ndim() const { return static_cast<int>(shape_.size()); }
+    std::int64_t size() const { return shape_size(shape_); }
+    std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
+    Backend backend() const { return backend_; }
+    bool defined() const { return storage_ != nullptr; }
+    bool is_contiguous() const;  // C order, no gaps
+
+    // Address of element (0, ..., 0): host or device pointer depending on backend().
+    void* data() const;
+    std::int64_t offset() const { return offset_; }  // in elements, from storage start
+    const std::shared_ptr<Storage>& storage() const { return storage_; }
+
+    // Strided views (no copy).
+    Array transpose() const;                    // reverse the axes
+    Array reshape(Shape shape) const;           // contiguous arrays only
+    Array slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
+    Array broadcast_to(const Shape& shape) const;
+
+    // Copies to host memory in C order (synchronises with the device if needed).
+    void copy_to_host(void* dst) const;
+    // For bool arrays use to_vector<std::uint8_t>() (std::vector<bool> has no contiguous storage).
+    template <class T>
+    std::vector<T> to_vector() const {
+        static_assert(!std::is_same_v<T, bool>, "read bool arrays with to_vector<std::uint8_t>()");
+        std::vector<T> out(static_cast<std::size_t>(size()));
+        check_host_type(dtype_of_v<T>);
+        copy_to_host(out.data());
+        return out;
+    }
+    // A C-contiguous copy on `backend` (a copy even when already there).
+    Array to(Backend backend) const;
+    Array contiguous() const;  // this array if already contiguous, else a copy
+
+    std::string describe() const;  // "float32 (3, 4) on cpu"
+
+private:
+    void check_host_type(DType t) const;
+    DType dtype_ = DType::Float32;
+    Shape shape_;
+    Strides strides_;
+    std::int64_t offset_ = 0;
+    Backend backend_ = Backend::Cpu;
+    std::shared_ptr<Storage> storage_;
+    friend struct ArrayAccess;
+};
+
+}  // namespace jit

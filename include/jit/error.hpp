@@ -1,0 +1,109 @@
+// jitexpr — the errors it throws. User errors (bad text, names, types, shapes, files, options)
+// are apart from environment errors (driver, device, compiler) and from internal bugs.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace jit {
+
+// A half-open byte range [begin, end) in the user's text.
+struct SourceSpan {
+    std::uint32_t begin = 0;
+    std::uint32_t end = 0;
+    bool empty() const { return begin >= end; }
+};
+
+// Renders the line of `text` holding `span` with a caret line under it:
+//   line 2: c = a +* b
+//                  ^
+std::string render_caret(std::string_view text, SourceSpan span);
+
+// Base of everything jitexpr throws. what() is the whole message, ready to print.
+class Error : public std::runtime_error {
+public:
+    explicit Error(const std::string& message) : std::runtime_error(message) {}
+};
+
+// An error in the user's text: carries the text, the span and the bare message; what() is
+// "<kind>: <message>\n<line with caret>".
+class SourceError : public Error {
+public:
+    SourceError(std::string_view kind, std::string message, std::string_view text, SourceSpan span);
+    const std::string& message() const { return message_; }
+    SourceSpan span() const { return span_; }
+    const std::string& source() const { return source_; }
+    const std::string& kind() const { return kind_; }
+
+private:
+    std::string kind_, message_, source_;
+    SourceSpan span_;
+};
+
+#define JIT_DECLARE_SOURCE_ERROR(Name, kind)                                          \
+    class Name : public SourceError {                                                 \
+    public:                                                                           \
+        Name(std::string message, std::string_view text, SourceSpan span)             \
+            : SourceError(kind, std::move(message), text, span) {}                    \
+    };
+JIT_DECLARE_SOURCE_ERROR(ParseError, "syntax error")
+JIT_DECLARE_SOURCE_ERROR(NameError, "name error")    // unknown identifier, arity, keyword
+JIT_DECLARE_SOURCE_ERROR(TypeError, "type error")    // dtype not allowed by the operation
+JIT_DECLARE_SOURCE_ERROR(ShapeError, "shape error")  // shapes that do not broadcast or fit
+JIT_DECLARE_SOURCE_ERROR(ValueError, "value error")  // e.g. integer ** negative integer
+#undef JIT_DECLARE_SOURCE_ERROR
+
+// Arguments given to the API that do not fit the program (count, dtype of an output, ...).
+class ArgumentError : public Error {
+public:
+    using Error::Error;
+};
+
+// A file that cannot be read or written, or whose content is not what it claims (.npy).
+class IOError : public Error {
+public:
+    using Error::Error;
+};
+
+// NVRTC rejected generated source: always a bug in jitexpr or an unsupported toolkit.
+class CompileError : public Error {
+public:
+    CompileError(std::string message, std::string log, std::string options, std::string source);
+    const std::string& log() const { return log_; }
+    const std::string& options() const { return options_; }
+    const std::string& source() const { return source_; }
+
+private:
+    std::string log_, options_, source_;
+};
+
+// A CUDA driver call failed. `result` is the CUresult value, `name` its symbolic name.
+class CudaError : public Error {
+public:
+    CudaError(int result, std::string name, std::string call, std::string hint = {});
+    int result() const { return result_; }
+    const std::string& result_name() const { return name_; }
+    const std::string& call() const { return call_; }
+    // True for errors that poison the context (illegal address, launch failure, ...).
+    bool sticky() const;
+
+private:
+    int result_;
+    std::string name_, call_;
+};
+
+// No usable CUDA driver or device on this machine (the CPU backend still works).
+class NoDeviceError : public Error {
+public:
+    using Error::Error;
+};
+
+// A bug in jitexpr: an invariant did not hold.
+class InternalError : public Error {
+public:
+    using Error::Error;
+};
+
+}  // namespace jit

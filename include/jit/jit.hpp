@@ -1,0 +1,58 @@
+// jitexpr — evaluate array expressions, compiled at run time for the GPU (or run on the CPU).
+//
+//   jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3});
+//   jit::Array b = jit::Array::from(std::vector<float>{4, 5, 6});
+//   jit::Array c = jit::eval("c = a * 2 + b", a, b);   // positional, in order of first appearance
+//
+//   jit::Kernel k = jit::compile("a * x + b");           // parse and check once
+//   jit::Array d = k(a, 2.5, b);                          // a scalar is a kernel parameter
+#pragma once
+
+#include <jit/array.hpp>
+#include <jit/dtype.hpp>
+#include <jit/error.hpp>
+#include <jit/runtime.hpp>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit {
+
+// Evaluates `text` on the default runtime with the arguments bound positionally.
+template <class... Args>
+Array eval(std::string_view text, Args&&... args) {
+    return Runtime::default_runtime().eval(text, std::vector<Arg>{Arg(std::forward<Args>(args))...});
+}
+
+// A program checked for syntax once and evaluated many times; each distinct combination of
+// argument dtypes and shapes is prepared once and kept.
+class Kernel {
+public:
+    Kernel(std::string text, Runtime* runtime);
+    const std::string& text() const { return text_; }
+    // Names bound positionally, in order.
+    const std::vector<std::string>& parameters() const { return params_; }
+
+    template <class... Args>
+    Array operator()(Args&&... args) const {
+        return runtime_->eval(text_, std::vector<Arg>{Arg(std::forward<Args>(args))...});
+    }
+    Array call(const std::vector<Arg>& args, void* stream = nullptr) const {
+        return runtime_->eval(text_, args, stream);
+    }
+
+private:
+    std::string text_;
+    std::vector<std::string> params_;
+    Runtime* runtime_;
+};
+
+// Parses `text` (throwing ParseError/NameError now, not at the first call).
+Kernel compile(std::string_view text, Runtime& runtime = Runtime::default_runtime());
+
+// The names a program reads before assigning them, in order of first appearance: the
+// positional parameters of eval and Kernel.
+std::vector<std::string> parameters(std::string_view text);
+
+}  // namespace jit

@@ -1,0 +1,42 @@
+// jitexpr — reading and writing NumPy .npy files.
+//
+// Reads format versions 1.0, 2.0 and 3.0; writes 1.0 (2.0 if the header would not fit, which
+// cannot happen with at most 8 dimensions). Every jitexpr dtype is supported:
+//
+//   bool '|b1'   int8..int64 '|i1' '<i2' '<i4' '<i8'   uint8..uint64 '|u1' '<u2' '<u4' '<u8'
+//   float16 '<f2'   float32 '<f4'   float64 '<f8'   complex64 '<c8'   complex128 '<c16'
+//   bfloat16 'bfloat16'  (the name ml_dtypes registers with NumPy; little-endian 16-bit patterns.
+//                         NumPy reads it when ml_dtypes is imported.)
+//
+// Loading accepts either byte order ('>' is swapped, '=' means this machine's), '|' or any order
+// for one-byte types, C or Fortran order (Fortran data is converted to C order), 0 to 8
+// dimensions. Anything else (structured dtypes, strings, objects, datetimes, long double), a
+// malformed header, a shape whose size overflows, or a file shorter than its data is a
+// jit::IOError that names the file and says what is wrong. Bytes after the data are ignored
+// (as NumPy does).
+//
+// Saving writes C order, little-endian, to `path.tmp.<pid>.<random>` in the same folder, fsyncs
+// it, then renames it over `path`: a failure never leaves a partial file at `path`.
+#pragma once
+
+#include <jit/array.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace jit {
+
+// Loads a .npy file into a new C-contiguous array on `backend` (Auto: the default runtime's).
+Array load_npy(const std::string& path, Backend backend = Backend::Auto);
+
+// Saves `a` (any backend, any strides) as a .npy file, atomically.
+void save_npy(const std::string& path, const Array& a);
+
+// In-memory variants: the bytes of a whole .npy file. `name` is used in error messages.
+Array parse_npy(std::string_view bytes, Backend backend = Backend::Auto, std::string_view name = "<memory>");
+std::string to_npy_bytes(const Array& a);
+
+// The descr string written for `t` ("<f4", "|b1", "bfloat16").
+std::string npy_descr(DType t);
+
+}  // namespace jit

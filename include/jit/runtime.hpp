@@ -1,0 +1,110 @@
+// jitexpr — the runtime: backend choice, caches, statistics, and evaluation with named variables.
+#pragma once
+
+#include <jit/array.hpp>
+#include <jit/error.hpp>
+
+#include <complex>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace jit {
+
+// A value bound to a variable: an array, or a host scalar. Host scalars are kernel parameters
+// (changing the value never recompiles) and are weakly typed like Python scalars (NEP 50):
+// `float32_array * x` with a double x stays float32.
+class Arg {
+public:
+    Arg(Array a) : v_(std::move(a)) {}
+    Arg(bool v) : v_(v) {}
+    Arg(int v) : v_(static_cast<std::int64_t>(v)) {}
+    Arg(long v) : v_(static_cast<std::int64_t>(v)) {}
+    Arg(long long v) : v_(static_cast<std::int64_t>(v)) {}
+    Arg(double v) : v_(v) {}
+    Arg(float v) : v_(static_cast<double>(v)) {}
+    Arg(std::complex<double> v) : v_(v) {}
+
+    bool is_array() const { return std::holds_alternative<Array>(v_); }
+    const Array& array() const { return std::get<Array>(v_); }
+    const std::variant<Array, bool, std::int64_t, double, std::complex<double>>& value() const { return v_; }
+
+private:
+    std::variant<Array, bool, std::int64_t, double, std::complex<double>> v_;
+};
+
+// Named variables: what the REPL and Runtime::run read and assign.
+using Environment = std::map<std::string, Arg, std::less<>>;
+
+struct CacheStats {
+    std::uint64_t hits = 0;         // evals that found a prepared program (no parse/check/emit)
+    std::uint64_t misses = 0;       // evals that parsed, checked and prepared
+    std::uint64_t compiles = 0;     // NVRTC compiles (CUDA)
+    double compile_ms = 0;          // total NVRTC time
+    std::uint64_t disk_hits = 0;    // modules loaded from the disk cache
+    std::uint64_t entries = 0;      // prepared programs held in memory
+};
+
+struct RuntimeOptions {
+    Backend backend = Backend::Auto;  // Auto: CUDA when a driver and a device are present, else CPU
+    bool fast_math = false;           // opt-in: -use_fast_math on CUDA, relaxed math on CPU
+    int cpu_threads = 0;              // 0: every core
+    std::size_t memory_cache_entries = 4096;
+    // Disk cache: empty means $JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr.
+    std::string cache_dir;
+    bool disk_cache = true;
+    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
+    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1.
+    static RuntimeOptions from_environment();
+};
+
+// Where the time of one evaluation went (for :time).
+struct Timing {
+    bool cache_hit = false;        // prepared program found in memory
+    bool module_cache_hit = false; // CUDA module found in the module cache (memory or disk)
+    double parse_ms = 0, check_ms = 0, emit_ms = 0, compile_ms = 0, load_ms = 0;
+    double run_ms = 0;             // launch(es) and, for host data, transfers, until complete
+};
+
+class Runtime {
+public:
+    explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
+    ~Runtime();
+    Runtime(const Runtime&) = delete;
+    Runtime& operator=(const Runtime&) = delete;
+
+    // The backend this runtime evaluates on (Auto resolved). Throws NoDeviceError for an
+    // explicit Cuda request on a machine without a driver or device.
+    Backend backend() const;
+    // Why CUDA is not in use, when backend() is Cpu under Auto ("no CUDA driver (libcuda.so.1 not found)").
+    std::string fallback_reason() const;
+
+    // Evaluates a program with variables bound by position, in order of first appearance of
+    // the names the program reads before assigning. Returns the value of the last statement.
+    Array eval(std::string_view text, const std::vector<Arg>& args, void* stream = nullptr);
+    // Evaluates with named variables: reads them from `env`, writes every assigned name back
+    // (in place into an existing array of the same dtype and shape). Returns the value of the
+    // last statement (an undefined Array if the program is empty).
+    Array run(std::string_view text, Environment& env, void* stream = nullptr, Timing* timing = nullptr);
+
+    // The generated CUDA source for a program with the given variables (for :source).
+    std::string source(std::string_view text, const Environment& env);
+
+    CacheStats stats() const;
+    void clear_memory_cache();
+    const RuntimeOptions& options() const;
+
+    // The process-wide runtime used by jit::eval and jit::compile.
+    static Runtime& default_runtime();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace jit
