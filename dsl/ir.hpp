@@ -1,0 +1,152 @@
+// jitexpr — the checked, typed program that every backend consumes.
+//
+// A Program is a vector of nodes in topological order (children have smaller indices), built
+// only by dsl::lower after checking. Invariants every backend may rely on:
+//   * every node has its final dtype and broadcast shape;
+//   * operands of an Op node already have the op's operand dtype (lowering inserted the casts):
+//       - most ops: every operand has the node's dtype;
+//       - Compare ops, Predicate ops: operands share one dtype, the node is Bool;
+//       - And/Or/Not: operands are Bool;
+//       - Where: operand 0 is Bool, operands 1 and 2 have the node's dtype;
+//       - Abs/Real/Imag on complex: operand complex, node its real dtype;
+//   * Reduce nodes: operand dtype == node dtype, except Any/All (operand Bool);
+//     Mean divides by the count in the node's dtype;
+//   * float16/bfloat16 values are computed in float32 and rounded when stored to memory or
+//     when an explicit Cast leaves or enters a 16-bit float type;
+//   * integer arithmetic wraps; integer // and % by zero give 0.
+// User names never reach a backend's generated code: inputs, scalars and outputs are referred
+// to by index; the names are kept only for diagnostics and binding.
+#pragma once
+
+#include <jit/array.hpp>
+#include <jit/dtype.hpp>
+#include <jit/error.hpp>
+
+#include <complex>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit::ir {
+
+enum class OpKind : std::uint8_t { Operator, Function, Reduction };
+
+enum class Rule : std::uint8_t {
+    Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
+    Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
+    PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
+    MeanReduce, AnyAll
+};
+
+enum class Op : std::uint16_t {
+#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) Id,
+#include "dsl/ops.def"
+#undef JIT_OP
+};
+
+struct OpInfo {
+    Op op;
+    std::string_view id;     // "Add"
+    OpKind kind;
+    int arity;
+    Rule rule;
+    std::string_view token;  // "+" or ""
+    std::string_view names;  // "arcsin|asin" or ""
+    std::string_view doc;
+};
+
+// The table, indexed by static_cast<size_t>(Op).
+const std::vector<OpInfo>& op_table();
+inline const OpInfo& info(Op op) { return op_table()[static_cast<std::size_t>(op)]; }
+// The first name of a function, or the token of an operator ("arcsin", "+").
+std::string_view spelling(Op op);
+
+// A constant's value. Integers are kept exactly; floats as double; complex as two doubles.
+struct Value {
+    DType dtype = DType::Float64;
+    bool b = false;
+    std::int64_t i = 0;   // signed integers
+    std::uint64_t u = 0;  // unsigned integers
+    double f = 0.0;       // floats; real part of complex
+    double im = 0.0;      // imaginary part of complex
+
+    static Value of_bool(bool v);
+    static Value of_int(std::int64_t v, DType t = DType::Int64);
+    static Value of_uint(std::uint64_t v, DType t = DType::UInt64);
+    static Value of_float(double v, DType t = DType::Float64);
+    static Value of_complex(std::complex<double> v, DType t = DType::Complex128);
+    // The same number converted to `t` with NumPy's casting (wrapping for integers).
+    Value cast(DType t) const;
+    double as_double() const;
+    std::string to_string() const;  // exact, round-trips ("0.1" -> "0.10000000000000001")
+};
+
+enum class NodeKind : std::uint8_t {
+    Input,   // slot: index into Program::inputs (an array read with broadcasting)
+    Scalar,  // slot: index into Program::scalars (a host value passed as a kernel parameter)
+    Const,   // value
+    Op,      // op, args
+    Cast,    // args[0] converted to dtype
+    Reduce,  // op (a Reduction), args[0], axis (-1: every element)
+};
+
+struct Node {
+    NodeKind kind = NodeKind::Const;
+    Op op = Op::Add;
+    DType dtype = DType::Float64;
+    Shape shape;
+    std::int32_t args[3] = {-1, -1, -1};
+    std::uint8_t nargs = 0;
+    std::int32_t slot = -1;
+    std::int32_t axis = -1;
+    Value value;
+    SourceSpan span;
+};
+
+struct InputDecl {
+    std::string name;  // for messages only
+    DType dtype = DType::Float32;
+    Shape shape;
+    Strides strides;  // in elements
+};
+
+struct ScalarDecl {
+    std::string name;  // for messages only
+    DType dtype = DType::Float64;
+    // Set when the scalar is an integer exponent of an integer base: a negative value is a
+    // ValueError at bind time (pointing at `span`), as for a negative literal.
+    bool must_be_nonnegative = false;
+    SourceSpan span;
+};
+
+struct OutputDecl {
+    std::string name;           // the variable assigned
+    std::int32_t node = -1;     // the value
+    std::int32_t alias_input = -1;  // >= 0: writes in place into that input's memory
+};
+
+struct Program {
+    std::vector<Node> nodes;
+    std::vector<InputDecl> inputs;
+    std::vector<ScalarDecl> scalars;
+    std::vector<OutputDecl> outputs;
+    std::int32_t result = -1;  // node of the last statement (what eval returns)
+    std::string text;          // the user's text, for messages
+
+    const Node& node(std::int32_t i) const { return nodes[static_cast<std::size_t>(i)]; }
+    bool has_reductions() const;
+    // Stable text of the program without names: equal for programs that compute the same thing
+    // with the same dtypes and shapes. Used in cache keys and golden tests.
+    std::string canonical() const;
+};
+
+// Readable dump for tests and :source.
+std::string dump(const Program& p);
+
+}  // namespace jit::ir
+
+namespace jit::ir {
+// The op table as Markdown tables (operators, functions, reductions) for docs/language.md.
+std::string op_reference_markdown();
+}  // namespace jit::ir

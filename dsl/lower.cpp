@@ -1,0 +1,677 @@
+#include "dsl/lower.hpp"
+
+#include "dsl/types.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <optional>
+#include <set>
+
+namespace jit::dsl {
+
+using ir::Node;
+using ir::NodeKind;
+using ir::Op;
+using ir::OpKind;
+using syntax::Expr;
+using syntax::ExprKind;
+
+namespace {
+
+constexpr std::size_t kMaxNodes = 1'000'000;
+
+const std::map<std::string_view, double, std::less<>>& named_constants() {
+    static const std::map<std::string_view, double, std::less<>> c = {
+        {"pi", std::numbers::pi},
+        {"e", std::numbers::e},
+        {"inf", std::numeric_limits<double>::infinity()},
+        {"nan", std::numeric_limits<double>::quiet_NaN()},
+    };
+    return c;
+}
+
+// Operator token -> op, for binary and unary forms.
+std::optional<Op> binary_op(std::string_view tok) {
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind == OpKind::Operator && i.arity == 2 && i.token == tok) return i.op;
+    return std::nullopt;
+}
+std::optional<Op> unary_op(std::string_view tok) {
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind == OpKind::Operator && i.arity == 1 && i.token == tok) return i.op;
+    return std::nullopt;
+}
+
+bool name_in(std::string_view names, std::string_view name) {
+    std::size_t pos = 0;
+    while (pos <= names.size()) {
+        std::size_t bar = names.find('|', pos);
+        if (bar == std::string_view::npos) bar = names.size();
+        if (names.substr(pos, bar - pos) == name) return true;
+        pos = bar + 1;
+    }
+    return false;
+}
+
+// Functions (and reductions) called `name`, any arity.
+std::vector<const ir::OpInfo*> functions_named(std::string_view name) {
+    std::vector<const ir::OpInfo*> r;
+    if (name.empty()) return r;
+    for (const ir::OpInfo& i : ir::op_table())
+        if (!i.names.empty() && name_in(i.names, name)) r.push_back(&i);
+    return r;
+}
+
+bool is_comparison(std::string_view tok) {
+    return tok == "<" || tok == "<=" || tok == "==" || tok == "!=" || tok == ">=" || tok == ">";
+}
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j)
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+SourceSpan join(SourceSpan a, SourceSpan b) { return {std::min(a.begin, b.begin), std::max(a.end, b.end)}; }
+
+// Does an exact integer value fit in integer dtype t?
+bool fits(const ir::Value& v, DType t) {
+    if (!is_integer(t)) return true;
+    if (is_bool(v.dtype)) return true;
+    const bool neg = is_signed_int(v.dtype) && v.i < 0;
+    const std::uint64_t mag = is_signed_int(v.dtype) ? (neg ? 0 - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i)) : v.u;
+    if (is_unsigned_int(t)) {
+        if (neg) return false;
+        const int bits = static_cast<int>(itemsize(t)) * 8;
+        return bits == 64 || mag < (std::uint64_t{1} << bits);
+    }
+    const int bits = static_cast<int>(itemsize(t)) * 8 - 1;
+    return neg ? mag <= (std::uint64_t{1} << bits) : mag < (std::uint64_t{1} << bits);
+}
+
+struct Val {
+    std::int32_t node = -1;
+    Weak weak = Weak::None;
+};
+
+class Lowerer {
+public:
+    Lowerer(std::string_view text, const Lookup& lookup, const std::vector<std::string>& bound)
+        : text_(text), lookup_(lookup), bound_(bound) {
+        p_.text = std::string(text);
+    }
+
+    ir::Program run(const syntax::Module& m) {
+        for (std::size_t s = 0; s < m.statements.size(); ++s) statement(m.statements[s], s + 1 == m.statements.size());
+        return std::move(p_);
+    }
+
+private:
+    // ---- node construction
+    const Node& node(std::int32_t i) const { return p_.nodes[static_cast<std::size_t>(i)]; }
+    DType dt(const Val& v) const { return node(v.node).dtype; }
+    const Shape& shape(const Val& v) const { return node(v.node).shape; }
+
+    std::int32_t add(Node n) {
+        if (p_.nodes.size() >= kMaxNodes)
+            throw ValueError(fmt::format("program too large (more than {} operations)", kMaxNodes), text_, n.span);
+        p_.nodes.push_back(std::move(n));
+        return static_cast<std::int32_t>(p_.nodes.size() - 1);
+    }
+
+    std::int32_t constant(const ir::Value& v, SourceSpan span) {
+        Node n;
+        n.kind = NodeKind::Const;
+        n.dtype = v.dtype;
+        n.value = v;
+        n.span = span;
+        return add(std::move(n));
+    }
+
+    Shape broadcast(const Shape& a, const Shape& b, SourceSpan span) const {
+        const std::size_t nd = std::max(a.size(), b.size());
+        Shape r(nd);
+        for (std::size_t k = 0; k < nd; ++k) {
+            const std::int64_t x = k < nd - a.size() ? 1 : a[k - (nd - a.size())];
+            const std::int64_t y = k < nd - b.size() ? 1 : b[k - (nd - b.size())];
+            if (x != y && x != 1 && y != 1)
+                throw ShapeError(fmt::format("shapes {} and {} cannot be broadcast together", shape_to_string(a),
+                                             shape_to_string(b)),
+                                 text_, span);
+            r[k] = x == 1 ? y : x;
+        }
+        if (static_cast<int>(r.size()) > kMaxDims)
+            throw ShapeError(fmt::format("more than {} dimensions", kMaxDims), text_, span);
+        return r;
+    }
+
+    // Converts v to dtype t (folding constants; a weak integer must fit).
+    std::int32_t cast(const Val& v, DType t, SourceSpan span) {
+        const Node& n = node(v.node);
+        if (n.dtype == t) return v.node;
+        if (n.kind == NodeKind::Const) {
+            if (v.weak == Weak::Int && is_integer(t) && !fits(n.value, t))
+                throw ValueError(fmt::format("integer {} is out of bounds for {}", n.value.to_string(), dtype_name(t)),
+                                 text_, n.span);
+            return constant(n.value.cast(t), n.span);
+        }
+        Node c;
+        c.kind = NodeKind::Cast;
+        c.dtype = t;
+        c.shape = n.shape;
+        c.args[0] = v.node;
+        c.nargs = 1;
+        c.span = span;
+        return add(std::move(c));
+    }
+
+    // An identity cast that gives an output a node of its own, with the output's shape.
+    std::int32_t fresh(std::int32_t v, const Shape& s, SourceSpan span) {
+        Node c;
+        c.kind = NodeKind::Cast;
+        c.dtype = node(v).dtype;
+        c.shape = s;
+        c.args[0] = v;
+        c.nargs = 1;
+        c.span = span;
+        return add(std::move(c));
+    }
+
+    std::int32_t op_node(Op op, DType result, Shape s, std::initializer_list<std::int32_t> args, SourceSpan span) {
+        Node n;
+        n.kind = NodeKind::Op;
+        n.op = op;
+        n.dtype = result;
+        n.shape = std::move(s);
+        for (std::int32_t a : args) n.args[n.nargs++] = a;
+        n.span = span;
+        return add(std::move(n));
+    }
+
+    // Promotes several values (strong and weak) to one dtype, NEP 50 style.
+    DType promote_all(std::initializer_list<const Val*> vals, Weak* weak_out) const {
+        std::optional<DType> strong;
+        Weak weak = Weak::None;
+        for (const Val* v : vals) {
+            if (v->weak != Weak::None) {
+                weak = std::max(weak, v->weak);
+            } else {
+                strong = strong ? promote(*strong, dt(*v)) : dt(*v);
+            }
+        }
+        if (weak_out) *weak_out = strong ? Weak::None : weak;
+        if (!strong) return default_dtype(weak);
+        return weak == Weak::None ? *strong : promote_weak(*strong, weak);
+    }
+
+    [[noreturn]] void type_error(const std::string& msg, SourceSpan span) const { throw TypeError(msg, text_, span); }
+
+    Typed rule(Op op, DType p, SourceSpan span) const {
+        std::string err;
+        auto t = apply_rule(op, p, &err);
+        if (!t) type_error(err, span);
+        return *t;
+    }
+
+    static bool negative_const(const Node& n) {
+        if (n.kind != NodeKind::Const) return false;
+        if (is_signed_int(n.value.dtype)) return n.value.i < 0;
+        return false;
+    }
+
+    // ---- operators
+    Val binary(Op op, const Val& a, const Val& b, SourceSpan span, SourceSpan op_span) {
+        Weak weak = Weak::None;
+        DType p = promote_all({&a, &b}, &weak);
+        // NumPy 2 compares an integer array with any Python integer: widen if the literal does not fit.
+        if (ir::info(op).rule == ir::Rule::Compare && weak == Weak::None) {
+            for (const Val* w : {&a, &b}) {
+                const Node& n = node(w->node);
+                if (w->weak == Weak::Int && n.kind == NodeKind::Const && is_integer(p) && !fits(n.value, p))
+                    p = promote(p, is_unsigned_int(n.value.dtype) ? DType::UInt64 : DType::Int64);
+            }
+        }
+        const Typed t = rule(op, p, span);
+        if (ir::info(op).rule == ir::Rule::Power && is_integer(t.operand)) {
+            const Node& e = node(b.node);
+            if (negative_const(e))
+                throw ValueError("integers to negative integer powers are not allowed", text_, e.span);
+            mark_nonnegative_scalar(b.node);
+        }
+        const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
+        Shape s = broadcast(node(x).shape, node(y).shape, span);
+        (void)op_span;
+        const std::int32_t r = op_node(op, t.result, std::move(s), {x, y}, span);
+        // A value made only of weak values stays weak (2 * 3.5 adapts like a literal).
+        const bool keeps_weak = weak != Weak::None && ir::info(op).rule != ir::Rule::Compare &&
+                                ir::info(op).rule != ir::Rule::Logical;
+        return Val{r, keeps_weak ? weak_kind_of(t.result) : Weak::None};
+    }
+
+    // Marks the host scalar behind `n` (possibly through casts) as an exponent that must not be negative.
+    void mark_nonnegative_scalar(std::int32_t n) {
+        while (node(n).kind == NodeKind::Cast) n = node(n).args[0];
+        const Node& s = node(n);
+        if (s.kind == NodeKind::Scalar) {
+            ir::ScalarDecl& d = p_.scalars[static_cast<std::size_t>(s.slot)];
+            d.must_be_nonnegative = true;
+            d.span = s.span;
+        }
+    }
+
+    Val unary(Op op, const Val& a, SourceSpan span) {
+        const Node& n = node(a.node);
+        if (op == Op::Neg && a.weak != Weak::None && n.kind == NodeKind::Const && !is_bool(n.dtype)) {
+            ir::Value v = n.value;  // fold -literal so that it stays an exact weak constant
+            if (is_signed_int(v.dtype)) {
+                v.i = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(v.i));
+            } else if (is_unsigned_int(v.dtype)) {  // a literal above int64's range
+                if (v.u > (std::uint64_t{1} << 63))
+                    throw ValueError(fmt::format("integer -{} is out of bounds for int64", v.u), text_, span);
+                v = ir::Value::of_int(static_cast<std::int64_t>(0 - v.u));
+            } else {
+                v.f = -v.f;
+                v.im = -v.im;
+            }
+            const std::int32_t c = constant(v, span);
+            return Val{c, a.weak};
+        }
+        if (op == Op::Pos) return a;
+        const Typed t = rule(op, dt(a), span);
+        const std::int32_t x = cast(a, t.operand, span);
+        const std::int32_t r = op_node(op, t.result, node(x).shape, {x}, span);
+        const bool keeps_weak = a.weak != Weak::None && (op == Op::Neg || op == Op::Invert);
+        return Val{r, keeps_weak ? a.weak : Weak::None};
+    }
+
+    // ---- expressions
+    Val expr(const Expr& e) {
+        switch (e.kind) {
+            case ExprKind::Int: {
+                ir::Value v = e.int_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
+                                  ? ir::Value::of_uint(e.int_value)
+                                  : ir::Value::of_int(static_cast<std::int64_t>(e.int_value));
+                return Val{constant(v, e.span), Weak::Int};
+            }
+            case ExprKind::Float: return Val{constant(ir::Value::of_float(e.float_value), e.span), Weak::Float};
+            case ExprKind::Bool: return Val{constant(ir::Value::of_bool(e.bool_value), e.span), Weak::Bool};
+            case ExprKind::Name: return name(e);
+            case ExprKind::Unary: {
+                const Val a = expr(*e.operands.at(0));
+                const std::string& tok = e.ops.at(0);
+                auto op = unary_op(tok);
+                if (!op) throw InternalError("unknown unary operator");
+                return unary(*op, a, e.span);
+            }
+            case ExprKind::Chain: return chain(e);
+            case ExprKind::Ternary: {
+                const Val c = expr(*e.operands.at(0));
+                const Val x = expr(*e.operands.at(1));
+                const Val y = expr(*e.operands.at(2));
+                return where(c, x, y, e.span);
+            }
+            case ExprKind::Call: return call(e);
+        }
+        throw InternalError("unknown expression kind");
+    }
+
+    Val name(const Expr& e) {
+        if (auto it = locals_.find(e.text); it != locals_.end()) return it->second;
+        if (const Binding* b = lookup_ ? lookup_(e.text) : nullptr) {
+            if (b->kind == Binding::Kind::Array) {
+                if (static_cast<int>(b->shape.size()) > kMaxDims)
+                    throw ShapeError(fmt::format("'{}' has more than {} dimensions", e.text, kMaxDims), text_, e.span);
+                auto [it, inserted] = input_slot_.try_emplace(e.text, -1);
+                if (inserted) {
+                    it->second = static_cast<std::int32_t>(p_.inputs.size());
+                    p_.inputs.push_back(ir::InputDecl{e.text, b->dtype, b->shape, b->strides});
+                    Node n;
+                    n.kind = NodeKind::Input;
+                    n.dtype = b->dtype;
+                    n.shape = b->shape;
+                    n.slot = it->second;
+                    n.span = e.span;
+                    input_node_[e.text] = add(std::move(n));
+                }
+                return Val{input_node_.at(e.text), Weak::None};
+            }
+            auto [it, inserted] = scalar_slot_.try_emplace(e.text, -1);
+            if (inserted) {
+                it->second = static_cast<std::int32_t>(p_.scalars.size());
+                p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, e.span});
+                Node n;
+                n.kind = NodeKind::Scalar;
+                n.dtype = b->dtype;
+                n.slot = it->second;
+                n.span = e.span;
+                scalar_node_[e.text] = add(std::move(n));
+            }
+            return Val{scalar_node_.at(e.text), weak_kind_of(b->dtype)};
+        }
+        if (auto c = named_constants().find(e.text); c != named_constants().end())
+            return Val{constant(ir::Value::of_float(c->second), e.span), Weak::Float};
+        unknown_name(e.text, e.span);
+    }
+
+    [[noreturn]] void unknown_name(const std::string& name, SourceSpan span) const {
+        // Did you mean: the closest known name within a small edit distance.
+        std::vector<std::string> candidates = builtin_names();
+        for (const auto& [n, v] : locals_) candidates.push_back(n);
+        candidates.insert(candidates.end(), bound_.begin(), bound_.end());
+        std::string best;
+        std::size_t best_d = std::max<std::size_t>(2, name.size() / 3) + 1;
+        for (const std::string& c : candidates) {
+            const std::size_t d = edit_distance(name, c);
+            if (d < best_d) best_d = d, best = c;
+        }
+        const bool is_fn = !functions_named(name).empty() || dtype_from_name(name);
+        std::string msg = is_fn ? fmt::format("'{}' is a function: call it as {}(...)", name, name)
+                                : fmt::format("unknown name '{}'", name);
+        if (!is_fn && !best.empty()) msg += fmt::format(" (did you mean '{}'?)", best);
+        throw NameError(msg, text_, span);
+    }
+
+    Val chain(const Expr& e) {
+        const auto& ops = e.ops;
+        if (ops.empty()) return expr(*e.operands.at(0));
+        if (is_comparison(ops[0])) {
+            // a < b < c  ==  (a < b) and (b < c), each operand evaluated once.
+            Val left = expr(*e.operands[0]);
+            std::optional<Val> acc;
+            for (std::size_t k = 0; k < ops.size(); ++k) {
+                const Val right = expr(*e.operands[k + 1]);
+                const SourceSpan span = join(e.operands[k]->span, e.operands[k + 1]->span);
+                Val c = binary(*binary_op(ops[k]), left, right, span, e.op_spans[k]);
+                acc = acc ? binary(Op::And, *acc, c, join(e.operands[0]->span, e.operands[k + 1]->span), e.op_spans[k]) : c;
+                left = right;
+            }
+            return *acc;
+        }
+        if (ops[0] == "**") {  // right-assoc: fold from the right
+            Val acc = expr(*e.operands.back());
+            for (std::size_t k = ops.size(); k-- > 0;) {
+                const Val base = expr(*e.operands[k]);
+                acc = binary(Op::Pow, base, acc, join(e.operands[k]->span, e.operands.back()->span), e.op_spans[k]);
+            }
+            return acc;
+        }
+        Val acc = expr(*e.operands[0]);
+        for (std::size_t k = 0; k < ops.size(); ++k) {
+            const Val right = expr(*e.operands[k + 1]);
+            auto op = binary_op(ops[k]);
+            if (!op) throw InternalError(fmt::format("unknown binary operator '{}'", ops[k]));
+            acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span), e.op_spans[k]);
+        }
+        return acc;
+    }
+
+    Val where(const Val& c, const Val& x, const Val& y, SourceSpan span) {
+        const std::int32_t cb = cast(c, DType::Bool, span);
+        Weak weak = Weak::None;
+        const DType p = promote_all({&x, &y}, &weak);
+        const std::int32_t xs = cast(x, p, span), ys = cast(y, p, span);
+        Shape s = broadcast(broadcast(node(cb).shape, node(xs).shape, span), node(ys).shape, span);
+        return Val{op_node(Op::Where, p, std::move(s), {cb, xs, ys}, span), weak};
+    }
+
+    Val call(const Expr& e) {
+        const std::string& fname = e.text;
+        const std::size_t nargs = e.operands.size();
+        // dtype casts: float32(x), int64(x), bool(x), ...
+        if (auto t = dtype_from_name(fname)) {
+            if (nargs != 1 || !e.keywords.empty())
+                throw NameError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
+            if (locals_.count(fname) == 0 && !(lookup_ && lookup_(fname))) {
+                const Val a = expr(*e.operands[0]);
+                return Val{cast(Val{a.node, Weak::None}, *t, e.span), Weak::None};
+            }
+        }
+        auto candidates = functions_named(fname);
+        if (candidates.empty()) {
+            if (locals_.count(fname) || (lookup_ && lookup_(fname)) || named_constants().count(fname))
+                throw NameError(fmt::format("'{}' is not a function", fname), text_, e.name_span);
+            std::vector<std::string> all = builtin_names();
+            std::string best;
+            std::size_t best_d = std::max<std::size_t>(2, fname.size() / 3) + 1;
+            for (const std::string& c : all) {
+                const std::size_t d = edit_distance(fname, c);
+                if (d < best_d) best_d = d, best = c;
+            }
+            throw NameError(fmt::format("unknown function '{}'{}", fname,
+                                        best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best)),
+                            text_, e.name_span);
+        }
+        const ir::OpInfo* fn = nullptr;
+        for (const ir::OpInfo* c : candidates)
+            if (static_cast<std::size_t>(c->arity) == nargs) fn = c;
+        if (!fn) {
+            std::string arities;
+            for (const ir::OpInfo* c : candidates) arities += (arities.empty() ? "" : " or ") + std::to_string(c->arity);
+            throw NameError(fmt::format("{}() takes {} argument{} ({} given)", fname, arities,
+                                        arities == "1" ? "" : "s", nargs),
+                            text_, e.span);
+        }
+        // Keywords: only axis=, only on reductions.
+        std::optional<std::int64_t> axis;
+        SourceSpan axis_span{};
+        for (const syntax::Keyword& k : e.keywords) {
+            if (fn->kind != OpKind::Reduction || k.name != "axis")
+                throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, k.name), text_,
+                                k.name_span);
+            if (axis) throw NameError("axis given twice", text_, k.name_span);
+            axis = constant_int(*k.value);
+            axis_span = k.value->span;
+        }
+        std::vector<Val> args;
+        args.reserve(nargs);
+        for (const auto& a : e.operands) args.push_back(expr(*a));
+
+        if (fn->kind == OpKind::Reduction) return reduce(fn->op, args[0], axis, axis_span, e.span);
+        switch (fn->arity) {
+            case 1: return unary(fn->op, Val{args[0].node, Weak::None}, e.span);
+            case 2: return binary(fn->op == Op::Pow ? Op::Pow : fn->op, args[0], args[1], e.span, e.name_span);
+            default: break;
+        }
+        if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);
+        // clip(x, lo, hi)
+        Weak weak = Weak::None;
+        const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);
+        const Typed t = rule(fn->op, p, e.span);
+        const std::int32_t x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
+                           hi = cast(args[2], t.operand, e.span);
+        Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
+        return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), weak};
+    }
+
+    std::int64_t constant_int(const Expr& e) const {
+        if (e.kind == ExprKind::Int && e.int_value <= static_cast<std::uint64_t>(kMaxDims)) return static_cast<std::int64_t>(e.int_value);
+        if (e.kind == ExprKind::Unary && e.ops.at(0) == "-" && e.operands.at(0)->kind == ExprKind::Int &&
+            e.operands[0]->int_value <= static_cast<std::uint64_t>(kMaxDims))
+            return -static_cast<std::int64_t>(e.operands[0]->int_value);
+        throw ValueError("axis must be a small integer literal", text_, e.span);
+    }
+
+    Val reduce(Op op, const Val& a, std::optional<std::int64_t> axis, SourceSpan axis_span, SourceSpan span) {
+        const Typed t = rule(op, dt(a), span);
+        const std::int32_t x = cast(Val{a.node, Weak::None}, t.operand, span);
+        const Shape& in = node(x).shape;
+        const auto nd = static_cast<std::int64_t>(in.size());
+        std::int32_t ax = -1;
+        Shape out;
+        if (axis) {
+            std::int64_t k = *axis;
+            if (k < -nd || k >= nd)
+                throw ShapeError(fmt::format("axis {} is out of bounds for an array of {} dimension{}", k, nd,
+                                             nd == 1 ? "" : "s"),
+                                 text_, axis_span);
+            if (k < 0) k += nd;
+            ax = static_cast<std::int32_t>(k);
+            for (std::int64_t d = 0; d < nd; ++d)
+                if (d != k) out.push_back(in[static_cast<std::size_t>(d)]);
+        }
+        const bool empty = axis ? in[static_cast<std::size_t>(ax)] == 0 : shape_size(in) == 0;
+        if (empty && (op == Op::ReduceMin || op == Op::ReduceMax))
+            throw ValueError(fmt::format("{}() of an empty array has no value", ir::spelling(op)), text_, span);
+        Node n;
+        n.kind = NodeKind::Reduce;
+        n.op = op;
+        n.dtype = t.result;
+        n.shape = std::move(out);
+        n.args[0] = x;
+        n.nargs = 1;
+        n.axis = ax;
+        n.span = span;
+        return Val{add(std::move(n)), Weak::None};
+    }
+
+    // ---- statements
+    void statement(const syntax::Statement& st, bool last) {
+        const Val v = expr(*st.value);
+        if (st.target.empty()) {
+            if (last) {
+                std::int32_t n = v.node;
+                const NodeKind k = node(n).kind;
+                if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n)) n = fresh(n, node(n).shape, st.span);
+                p_.outputs.push_back(ir::OutputDecl{"", n, -1});
+                output_nodes_.insert(n);
+                p_.result = n;
+            }
+            return;
+        }
+        if (dtype_from_name(st.target) || !functions_named(st.target).empty()) {
+            // Allowed (a variable may shadow a function name only as a variable), but warn by error:
+            // calling it later would be ambiguous. Keep it simple: forbid.
+            throw NameError(fmt::format("cannot assign to '{}': it is a function name", st.target), text_, st.target_span);
+        }
+        std::int32_t n = v.node;
+        std::int32_t alias = -1;
+        const Binding* bound = (lookup_ && !locals_.count(st.target)) ? lookup_(st.target) : nullptr;
+        if (!bound && locals_.count(st.target) && alias_of_.count(st.target)) bound = alias_binding_.at(st.target);
+        if (bound && bound->kind == Binding::Kind::Array) {
+            // Written in place: the value must fit the array's dtype (same kind) and shape.
+            if (!can_cast_same_kind(dt(v), bound->dtype))
+                throw TypeError(fmt::format("cannot store a {} value in '{}' ({} {}) in place; cast it with {}(...)",
+                                            dtype_name(dt(v)), st.target, dtype_name(bound->dtype),
+                                            shape_to_string(bound->shape), dtype_name(bound->dtype)),
+                                text_, st.value->span);
+            const Shape bs = broadcast(shape(v), bound->shape, st.value->span);
+            if (bs != bound->shape)
+                throw ShapeError(fmt::format("cannot store a value of shape {} in '{}' of shape {}",
+                                             shape_to_string(shape(v)), st.target, shape_to_string(bound->shape)),
+                                 text_, st.value->span);
+            n = cast(Val{n, v.weak}, bound->dtype, st.value->span);
+            // The input slot of the array (created if the program never reads it).
+            alias = input_slot_for(st.target, *bound, st.target_span);
+            alias_of_[st.target] = alias;
+            alias_binding_[st.target] = bound;
+            if (node(n).shape != bound->shape || node(n).kind == NodeKind::Input || node(n).kind == NodeKind::Scalar ||
+                output_nodes_.count(n))
+                n = fresh(n, bound->shape, st.span);
+        } else {
+            const NodeKind k = node(n).kind;
+            if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n)) n = fresh(n, node(n).shape, st.span);
+        }
+        // A name assigned twice keeps only its last value as the output.
+        std::erase_if(p_.outputs, [&](const ir::OutputDecl& o) {
+            if (o.name != st.target) return false;
+            output_nodes_.erase(o.node);
+            return true;
+        });
+        p_.outputs.push_back(ir::OutputDecl{st.target, n, alias});
+        output_nodes_.insert(n);
+        locals_[st.target] = Val{n, v.weak};
+        if (last) p_.result = n;
+    }
+
+    std::int32_t input_slot_for(const std::string& name, const Binding& b, SourceSpan span) {
+        auto [it, inserted] = input_slot_.try_emplace(name, -1);
+        if (inserted) {
+            it->second = static_cast<std::int32_t>(p_.inputs.size());
+            p_.inputs.push_back(ir::InputDecl{name, b.dtype, b.shape, b.strides});
+        }
+        (void)span;
+        return it->second;
+    }
+
+    std::string_view text_;
+    const Lookup& lookup_;
+    const std::vector<std::string>& bound_;
+    ir::Program p_;
+    std::map<std::string, Val, std::less<>> locals_;
+    std::map<std::string, std::int32_t, std::less<>> input_slot_, scalar_slot_, input_node_, scalar_node_;
+    std::map<std::string, std::int32_t, std::less<>> alias_of_;
+    std::map<std::string, const Binding*, std::less<>> alias_binding_;
+    std::set<std::int32_t> output_nodes_;
+};
+
+void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned,
+                        std::vector<std::string>& out, std::set<std::string, std::less<>>& seen) {
+    if (e.kind == ExprKind::Name) {
+        if (!assigned.count(e.text) && !named_constants().count(e.text) && !seen.count(e.text)) {
+            seen.insert(e.text);
+            out.push_back(e.text);
+        }
+        return;
+    }
+    for (const auto& o : e.operands) collect_parameters(*o, assigned, out, seen);
+    for (const auto& k : e.keywords) collect_parameters(*k.value, assigned, out, seen);
+}
+
+}  // namespace
+
+ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
+                  const std::vector<std::string>& bound_names) {
+    Lowerer l(text, lookup, bound_names);
+    return l.run(module);
+}
+
+std::vector<std::string> parameters(const syntax::Module& module) {
+    std::vector<std::string> out;
+    std::set<std::string, std::less<>> assigned, seen;
+    for (const syntax::Statement& st : module.statements) {
+        collect_parameters(*st.value, assigned, out, seen);
+        if (!st.target.empty()) assigned.insert(st.target);
+    }
+    return out;
+}
+
+std::vector<std::string> targets(const syntax::Module& module) {
+    std::vector<std::string> out;
+    for (const syntax::Statement& st : module.statements)
+        if (!st.target.empty() && std::find(out.begin(), out.end(), st.target) == out.end()) out.push_back(st.target);
+    return out;
+}
+
+std::vector<std::string> builtin_names() {
+    std::vector<std::string> r;
+    for (const ir::OpInfo& i : ir::op_table()) {
+        std::string_view names = i.names;
+        std::size_t pos = 0;
+        while (!names.empty() && pos <= names.size()) {
+            std::size_t bar = names.find('|', pos);
+            if (bar == std::string_view::npos) bar = names.size();
+            r.emplace_back(names.substr(pos, bar - pos));
+            pos = bar + 1;
+        }
+    }
+#define JIT_DTYPE_NAME_LIST(Id, lower, spelled, size) r.emplace_back(spelled);
+    JIT_FOR_EACH_DTYPE(JIT_DTYPE_NAME_LIST)
+#undef JIT_DTYPE_NAME_LIST
+    for (const auto& [n, v] : named_constants()) r.emplace_back(n);
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    return r;
+}
+
+}  // namespace jit::dsl

@@ -1,0 +1,44 @@
+// jitexpr — from the syntax tree to a checked ir::Program: names, dtypes, shapes.
+#pragma once
+
+#include "dsl/ir.hpp"
+#include "dsl/syntax.hpp"
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit::dsl {
+
+// What the caller binds to a name.
+struct Binding {
+    enum class Kind : std::uint8_t { Array, Scalar };
+    Kind kind = Kind::Array;
+    DType dtype = DType::Float32;  // Scalar: Bool, Int64, Float64 or Complex128 (weakly typed)
+    Shape shape;
+    Strides strides;
+};
+
+// Returns the binding of `name`, or nullptr if the caller has none.
+using Lookup = std::function<const Binding*(std::string_view name)>;
+
+// Checks and lowers `module`. Every statement's target becomes an output; a target that names
+// a bound array is written in place (its dtype and shape must hold the value). Throws
+// NameError, TypeError, ShapeError or ValueError pointing into `text`.
+// `bound_names` (optional) lists the names the caller binds, for did-you-mean suggestions.
+ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
+                  const std::vector<std::string>& bound_names = {});
+
+// Names the program reads before assigning them, in order of first appearance, leaving out
+// functions, dtype names used as casts and the named constants (pi, e, inf, nan) — the
+// positional parameters of jit::eval.
+std::vector<std::string> parameters(const syntax::Module& module);
+
+// Names the program assigns, in order.
+std::vector<std::string> targets(const syntax::Module& module);
+
+// Every name the language knows (functions, casts, constants), for completion and did-you-mean.
+std::vector<std::string> builtin_names();
+
+}  // namespace jit::dsl

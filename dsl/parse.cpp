@@ -1,0 +1,566 @@
+// jitexpr — parse(): checks the bytes, splits statements, runs the X3 expression grammar
+// (instantiated here) and converts its tree into the plain jit::syntax tree with byte spans.
+#include "dsl/parse_grammar_def.hpp"
+#include "dsl/syntax.hpp"
+
+#include <jit/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <string>
+#include <utility>
+
+namespace jit::syntax {
+
+namespace grammar {
+
+void fail(const ParseState& state, iterator_type first, iterator_type last, std::string message) {
+    auto offset = [&](iterator_type p) { return static_cast<std::uint32_t>(p - state.text_begin); };
+    throw ParseError(std::move(message), state.text(), SourceSpan{offset(first), offset(last)});
+}
+
+std::string nesting_message() {
+    return fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting);
+}
+
+std::size_t lex_token(iterator_type p, iterator_type last, Tok& out) {
+    if (p == last) return 0;
+    const char c = *p;
+    const char n = (p + 1 != last) ? p[1] : '\0';
+    if (is_ident_start(c)) {
+        iterator_type end = scan_word(p, last);
+        std::string_view word(p, static_cast<std::size_t>(end - p));
+        if (word == "and") out = Tok::And;
+        else if (word == "or") out = Tok::Or;
+        else if (word == "not") out = Tok::Not;
+        else return 0;
+        return word.size();
+    }
+    auto one = [&](Tok t) { out = t; return std::size_t{1}; };
+    auto two = [&](Tok t) { out = t; return std::size_t{2}; };
+    switch (c) {
+        case '*': return n == '*' ? two(Tok::Pow) : one(Tok::Star);
+        case '/': return n == '/' ? two(Tok::FloorDiv) : one(Tok::Slash);
+        case '<': return n == '<' ? two(Tok::Shl) : n == '=' ? two(Tok::Le) : one(Tok::Lt);
+        case '>': return n == '>' ? two(Tok::Shr) : n == '=' ? two(Tok::Ge) : one(Tok::Gt);
+        case '=': return n == '=' ? two(Tok::Eq) : 0;
+        case '!': return n == '=' ? two(Tok::Ne) : 0;
+        case '|': return one(Tok::BitOr);
+        case '^': return one(Tok::Xor);
+        case '&': return one(Tok::BitAnd);
+        case '+': return one(Tok::Plus);
+        case '-': return one(Tok::Minus);
+        case '%': return one(Tok::Percent);
+        case '~': return one(Tok::Tilde);
+        case '(': return one(Tok::LParen);
+        case '?': return one(Tok::Question);
+        default: return 0;
+    }
+}
+
+bool starts_expression(iterator_type p, iterator_type last) {
+    if (p == last) return false;
+    const char c = *p;
+    if (is_digit(c) || c == '(' || c == '-' || c == '+' || c == '~') return true;
+    if (c == '.') return p + 1 != last && is_digit(p[1]);
+    if (is_ident_start(c)) {
+        std::string_view word(p, static_cast<std::size_t>(scan_word(p, last) - p));
+        return word != "and" && word != "or";
+    }
+    return false;
+}
+
+BOOST_SPIRIT_INSTANTIATE(expression_type, iterator_type, context_type)
+
+}  // namespace grammar
+
+namespace {
+
+namespace x3 = boost::spirit::x3;
+using grammar::fail;
+using grammar::iterator_type;
+using grammar::nesting_message;
+using grammar::ParseState;
+
+// ---- the byte check before parsing ---------------------------------------------------------
+
+// Characters that look like an ASCII operator; named in the error to help.
+struct LookAlike {
+    char32_t code;
+    const char* ascii;
+};
+constexpr LookAlike kLookAlikes[] = {
+    {0x2212, "-"}, {0x2010, "-"}, {0x2011, "-"}, {0x2013, "-"}, {0x2014, "-"}, {0xFE63, "-"}, {0xFF0D, "-"},
+    {0x00D7, "*"}, {0x2217, "*"}, {0x22C5, "*"}, {0xFF0A, "*"}, {0x00F7, "/"}, {0x2215, "/"}, {0xFF0F, "/"},
+    {0xFF0B, "+"}, {0xFF1D, "="}, {0xFF08, "("}, {0xFF09, ")"}, {0xFF0C, ","}, {0x2264, "<="},
+    {0x2265, ">="}, {0x2260, "!="}, {0x00A0, "a space"}, {0x3000, "a space"}, {0x2018, "'"}, {0x2019, "'"},
+    {0x201C, "\""}, {0x201D, "\""}, {0x2026, "..."},
+};
+
+// Decodes one UTF-8 character at p; returns its length (0 if the bytes are not valid UTF-8).
+std::size_t decode_utf8(iterator_type p, iterator_type last, char32_t& code) {
+    auto byte = [&](std::size_t i) { return static_cast<unsigned char>(p[i]); };
+    const auto avail = static_cast<std::size_t>(last - p);
+    const unsigned char b0 = byte(0);
+    std::size_t len;
+    if (b0 >= 0xC2 && b0 <= 0xDF) {
+        len = 2;
+        code = b0 & 0x1F;
+    } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+        len = 3;
+        code = b0 & 0x0F;
+    } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+        len = 4;
+        code = b0 & 0x07;
+    } else {
+        return 0;
+    }
+    if (avail < len) return 0;
+    for (std::size_t i = 1; i < len; ++i) {
+        if ((byte(i) & 0xC0) != 0x80) return 0;
+        code = (code << 6) | (byte(i) & 0x3F);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are not characters.
+    if ((len == 3 && code < 0x800) || (len == 4 && (code < 0x10000 || code > 0x10FFFF)) ||
+        (code >= 0xD800 && code <= 0xDFFF)) {
+        return 0;
+    }
+    return len;
+}
+
+[[noreturn]] void reject_character(const ParseState& st, iterator_type p) {
+    const auto c = static_cast<unsigned char>(*p);
+    if (c < 0x80) {
+        if (c < 0x20 || c == 0x7F) fail(st, p, p + 1, fmt::format("unexpected control character 0x{:02X}", c));
+        fail(st, p, p + 1, fmt::format("unexpected character '{}'", static_cast<char>(c)));
+    }
+    char32_t code = 0;
+    std::size_t len = decode_utf8(p, st.text_end, code);
+    if (len == 0) fail(st, p, p + 1, fmt::format("unexpected byte 0x{:02X} (the text is not valid UTF-8)", c));
+    std::string hint;
+    for (const LookAlike& l : kLookAlikes) {
+        if (l.code == code) {
+            hint = std::strcmp(l.ascii, "a space") == 0 ? std::string("looks like a space; ")
+                                                          : fmt::format("looks like '{}'; ", l.ascii);
+            break;
+        }
+    }
+    fail(st, p, p + len,
+         fmt::format("unexpected character U+{:04X} ({}only ASCII is allowed outside comments)",
+                     static_cast<std::uint32_t>(code), hint));
+}
+
+// Rejects bytes the language never uses (outside comments) and parentheses nested past the
+// limit, before the grammar recurses into them.
+void check_bytes(const ParseState& st) {
+    int depth = 0;
+    for (iterator_type p = st.text_begin; p != st.text_end; ++p) {
+        const auto c = static_cast<unsigned char>(*p);
+        if (c == '#') {
+            while (p + 1 != st.text_end && p[1] != '\n') ++p;
+            continue;
+        }
+        if (c == '(') {
+            if (++depth > kMaxNesting) fail(st, p, p + 1, nesting_message());
+            continue;
+        }
+        if (c == ')') {
+            if (depth > 0) --depth;
+            continue;
+        }
+        if (c == '\n' || c == '\t' || c == '\r') continue;
+        if (c < 0x20 || c >= 0x7F || std::strchr("$@`\"'[]{}\\", static_cast<int>(c)) != nullptr) {
+            reject_character(st, p);
+        }
+    }
+}
+
+// ---- X3 tree -> syntax tree ----------------------------------------------------------------
+
+// Binding strength of the binary operators (dsl/syntax.hpp), and of the prefix `not`.
+constexpr int kNotPrecedence = 3;
+int precedence(x3ast::Tok t) {
+    using x3ast::Tok;
+    switch (t) {
+        case Tok::Or: return 1;
+        case Tok::And: return 2;
+        case Tok::Lt: case Tok::Le: case Tok::Eq: case Tok::Ne: case Tok::Ge: case Tok::Gt: return 4;
+        case Tok::BitOr: return 5;
+        case Tok::Xor: return 6;
+        case Tok::BitAnd: return 7;
+        case Tok::Shl: case Tok::Shr: return 8;
+        case Tok::Plus: case Tok::Minus: return 9;
+        case Tok::Star: case Tok::Slash: case Tok::FloorDiv: case Tok::Percent: return 10;
+        default: throw InternalError("parser: not a binary operator: " + std::string(x3ast::spelling(t)));
+    }
+}
+
+class Converter {
+public:
+    explicit Converter(const ParseState& st) : st_(st) {}
+
+    ExprPtr convert(const x3ast::Ternary& t, int depth) {
+        if (t.rest.empty()) return convert(t.cond, depth);
+        const std::size_t n = t.rest.size();
+        // Ternary k (0-based) sits at depth + k + 1: a ? b : (c ? d : e) nests the second.
+        if (depth + static_cast<int>(n) > kMaxNesting) {
+            const auto& q = t.rest[static_cast<std::size_t>(kMaxNesting - depth)].question;
+            too_deep(span(q));
+        }
+        // Convert in text order, then fold from the right.
+        std::vector<ExprPtr> conds, thens;
+        conds.reserve(n);
+        thens.reserve(n);
+        for (std::size_t k = 0; k < n; ++k) {
+            const int d = depth + static_cast<int>(k) + 1;
+            conds.push_back(convert(k == 0 ? t.cond : t.rest[k - 1].otherwise, d));
+            thens.push_back(convert(t.rest[k].then, d));
+        }
+        ExprPtr acc = convert(t.rest[n - 1].otherwise, depth + static_cast<int>(n));
+        const std::uint32_t end = span(t).end;
+        for (std::size_t k = n; k-- > 0;) {
+            const std::uint32_t begin = k == 0 ? span(t).begin : span(t.rest[k - 1].otherwise).begin;
+            ExprPtr node = make(ExprKind::Ternary, {begin, end});
+            node->operands.reserve(3);
+            node->operands.push_back(std::move(conds[k]));
+            node->operands.push_back(std::move(thens[k]));
+            node->operands.push_back(std::move(acc));
+            acc = std::move(node);
+        }
+        return acc;
+    }
+
+    // The flat list of binary operators, grouped by precedence with an operator stack (no
+    // recursion): operators of one level in a row extend one Chain; `not` is a prefix operator
+    // binding below the comparisons and above `and`.
+    ExprPtr convert(const x3ast::Binary& b, int depth) {
+        if (b.rest.empty() && b.first.nots.empty()) return convert(b.first.unary, depth);
+        struct Value {
+            ExprPtr node;
+            std::uint32_t begin, end;  // the text it covers, parentheses included
+            int chain_prec;            // a Chain still open to more operators of this level; 0 if none
+        };
+        struct Pending {
+            int prec;
+            const x3ast::OpToken* op;  // a binary operator, or a `not`
+        };
+        std::vector<Value> values;
+        std::vector<Pending> ops;
+        int open_nots = 0;
+
+        auto pop_value = [&] {
+            Value v = std::move(values.back());
+            values.pop_back();
+            return v;
+        };
+        auto reduce = [&] {
+            const Pending top = ops.back();
+            ops.pop_back();
+            if (top.op->tok == x3ast::Tok::Not) {
+                Value v = pop_value();
+                --open_nots;
+                const SourceSpan op = span(*top.op);
+                ExprPtr node = make(ExprKind::Unary, {op.begin, v.end});
+                push_op(*node, *top.op);
+                node->operands.push_back(std::move(v.node));
+                values.push_back({std::move(node), op.begin, v.end, 0});
+                return;
+            }
+            Value rhs = pop_value();
+            Value lhs = pop_value();
+            if (lhs.chain_prec != top.prec) {
+                ExprPtr node = make(ExprKind::Chain, {lhs.begin, rhs.end});
+                node->operands.push_back(std::move(lhs.node));
+                lhs.node = std::move(node);
+                lhs.chain_prec = top.prec;
+            }
+            push_op(*lhs.node, *top.op);
+            lhs.node->operands.push_back(std::move(rhs.node));
+            lhs.node->span.end = lhs.end = rhs.end;
+            values.push_back(std::move(lhs));
+        };
+        auto push_operand = [&](const x3ast::Operand& o, const x3ast::OpToken* before) {
+            if (!o.nots.empty() && before != nullptr && before->tok != x3ast::Tok::And &&
+                before->tok != x3ast::Tok::Or) {
+                const SourceSpan s = span(o.nots.front());
+                fail(st_, pointer(s.begin), pointer(s.end),
+                     fmt::format("expected an operand after '{}' (put 'not ...' in parentheses)",
+                                 x3ast::spelling(before->tok)));
+            }
+            for (const x3ast::OpToken& n : o.nots) {
+                if (depth + open_nots + 1 > kMaxNesting) too_deep(span(n));
+                ops.push_back({kNotPrecedence, &n});
+                ++open_nots;
+            }
+            const SourceSpan extent = span(o.unary);
+            values.push_back({convert(o.unary, depth + open_nots), extent.begin, extent.end, 0});
+        };
+
+        push_operand(b.first, nullptr);
+        for (const auto& link : b.rest) {
+            const int prec = precedence(link.op.tok);
+            while (!ops.empty() && ops.back().prec >= prec) reduce();
+            ops.push_back({prec, &link.op});
+            push_operand(link.operand, &link.op);
+        }
+        while (!ops.empty()) reduce();
+        return std::move(values.back().node);
+    }
+
+    ExprPtr convert(const x3ast::Unary& u, int depth) {
+        const std::uint32_t end = span(u).end;
+        return prefixed(u.prefix, end, depth, [&](int d) { return convert(u.operand, d); });
+    }
+
+    // p0 ** p1 ** ... is right-assoc; an operand carrying unary operators applies them to the
+    // rest of the chain: a ** -b ** c is a ** (-(b ** c)). Each run without unary operators
+    // becomes one flat Chain.
+    ExprPtr convert(const x3ast::Power& p, int depth) {
+        if (p.rest.empty()) return convert(p.first, depth);
+        const std::size_t n = p.rest.size();
+        const SourceSpan whole = span(p);
+        std::vector<ExprPtr> prims;
+        prims.reserve(n + 1);
+        std::vector<std::size_t> starts{0};  // operand indices where a run begins
+        int d = depth;
+        prims.push_back(convert(p.first, d));
+        for (std::size_t i = 1; i <= n; ++i) {
+            const x3ast::PowerOperand& op = p.rest[i - 1].operand;
+            if (!op.prefix.empty()) {
+                starts.push_back(i);
+                const auto k = static_cast<int>(op.prefix.size());
+                if (d + k > kMaxNesting) too_deep(span(op.prefix[static_cast<std::size_t>(kMaxNesting - d)]));
+                d += k;
+            }
+            prims.push_back(convert(op.base, d));
+        }
+        ExprPtr acc;
+        for (std::size_t s = starts.size(); s-- > 0;) {
+            const std::size_t start = starts[s];
+            const std::size_t stop = s + 1 < starts.size() ? starts[s + 1] : n + 1;  // [start, stop)
+            ExprPtr node;
+            if (stop - start == 1 && !acc) {
+                node = std::move(prims[start]);
+            } else {
+                std::uint32_t begin = whole.begin;
+                if (start > 0) {
+                    const auto& prefix = p.rest[start - 1].operand.prefix;
+                    begin = offset(grammar::skip_blanks(pointer(span(prefix.back()).end), st_.text_end, true));
+                }
+                node = make(ExprKind::Chain, {begin, whole.end});
+                for (std::size_t i = start; i < stop; ++i) {
+                    if (i > start) push_op(*node, p.rest[i - 1].op);
+                    node->operands.push_back(std::move(prims[i]));
+                }
+                if (acc) {
+                    push_op(*node, p.rest[stop - 1].op);
+                    node->operands.push_back(std::move(acc));
+                }
+            }
+            if (start > 0) {
+                node = wrap_unary(p.rest[start - 1].operand.prefix, whole.end, std::move(node));
+            }
+            acc = std::move(node);
+        }
+        return acc;
+    }
+
+    ExprPtr convert(const x3ast::Primary& p, int depth) {
+        struct Visitor {
+            using result_type = ExprPtr;
+            Converter& self;
+            int depth;
+            ExprPtr operator()(const x3ast::Literal& l) const { return self.literal(l); }
+            ExprPtr operator()(const x3ast::NameOrCall& c) const { return self.name_or_call(c, depth); }
+            ExprPtr operator()(const x3::forward_ast<x3ast::Group>& g) const {
+                if (depth + 1 > kMaxNesting) self.too_deep(self.span(g.get().open));
+                return self.convert(g.get().inner, depth + 1);
+            }
+        };
+        return boost::apply_visitor(Visitor{*this, depth}, p);
+    }
+
+private:
+    ExprPtr literal(const x3ast::Literal& l) {
+        ExprPtr node = make(l.kind, span(l));
+        node->text.assign(l.text);
+        node->int_value = l.int_value;
+        node->float_value = l.float_value;
+        node->bool_value = l.bool_value;
+        return node;
+    }
+
+    ExprPtr name_or_call(const x3ast::NameOrCall& c, int depth) {
+        if (!c.args) {
+            ExprPtr node = make(ExprKind::Name, span(c.name));
+            node->text.assign(c.name.name);
+            return node;
+        }
+        ExprPtr node = make(ExprKind::Call, span(c));
+        node->text.assign(c.name.name);
+        node->name_span = span(c.name);
+        if (depth + 1 > kMaxNesting) too_deep(node->name_span);
+        struct Visitor {
+            using result_type = void;
+            Converter& self;
+            Expr& call;
+            int depth;
+            void operator()(const x3ast::KeywordArg& k) const {
+                for (const Keyword& prev : call.keywords) {
+                    if (prev.name == k.name.name) {
+                        fail(self.st_, self.pointer(self.span(k.name).begin), self.pointer(self.span(k.name).end),
+                             fmt::format("keyword argument '{}' repeated", k.name.name));
+                    }
+                }
+                call.keywords.push_back(Keyword{std::string(k.name.name), self.span(k.name), self.convert(k.value, depth)});
+            }
+            void operator()(const x3ast::Ternary& t) const {
+                if (!call.keywords.empty()) {
+                    const SourceSpan s = self.span(t);
+                    fail(self.st_, self.pointer(s.begin), self.pointer(s.end),
+                         "positional argument follows keyword argument");
+                }
+                call.operands.push_back(self.convert(t, depth));
+            }
+        };
+        node->operands.reserve(c.args->size());
+        for (const x3ast::Argument& a : *c.args) boost::apply_visitor(Visitor{*this, *node, depth + 1}, a);
+        return node;
+    }
+
+    // op1 op2 ... operand -> Unary(op1, Unary(op2, ... operand)); each operator is one level.
+    template <typename Inner>
+    ExprPtr prefixed(const std::vector<x3ast::OpToken>& prefix, std::uint32_t end, int depth, Inner inner) {
+        const auto k = static_cast<int>(prefix.size());
+        if (depth + k > kMaxNesting) too_deep(span(prefix[static_cast<std::size_t>(kMaxNesting - depth)]));
+        return wrap_unary(prefix, end, inner(depth + k));
+    }
+
+    ExprPtr wrap_unary(const std::vector<x3ast::OpToken>& prefix, std::uint32_t end, ExprPtr operand) {
+        for (std::size_t j = prefix.size(); j-- > 0;) {
+            const SourceSpan op = span(prefix[j]);
+            ExprPtr node = make(ExprKind::Unary, {op.begin, end});
+            node->ops.emplace_back(x3ast::spelling(prefix[j].tok));
+            node->op_spans.push_back(op);
+            node->operands.push_back(std::move(operand));
+            operand = std::move(node);
+        }
+        return operand;
+    }
+
+    void push_op(Expr& node, const x3ast::OpToken& op) {
+        node.ops.emplace_back(x3ast::spelling(op.tok));
+        node.op_spans.push_back(span(op));
+    }
+
+    [[noreturn]] void too_deep(SourceSpan at) const { fail(st_, pointer(at.begin), pointer(at.end), nesting_message()); }
+
+    static ExprPtr make(ExprKind kind, SourceSpan s) {
+        auto e = std::make_unique<Expr>();
+        e->kind = kind;
+        e->span = s;
+        return e;
+    }
+
+    SourceSpan span(const x3::position_tagged& node) const {
+        auto range = st_.positions.position_of(node);
+        return {offset(range.begin()), offset(range.end())};
+    }
+    std::uint32_t offset(iterator_type p) const { return static_cast<std::uint32_t>(p - st_.text_begin); }
+    iterator_type pointer(std::uint32_t off) const { return st_.text_begin + off; }
+
+    const ParseState& st_;
+};
+
+// ---- statements ----------------------------------------------------------------------------
+
+[[noreturn]] void reject_statement_end(const ParseState& st, iterator_type at, const Expr& value, bool has_target) {
+    const char c = *at;
+    const char next = at + 1 != st.text_end ? at[1] : '\0';
+    if (c == '=' && next != '=') {
+        if (has_target) fail(st, at, at + 1, "only one '=' is allowed in a statement");
+        const iterator_type b = st.text_begin + value.span.begin;
+        const iterator_type e = st.text_begin + value.span.end;
+        if (value.kind == ExprKind::Int || value.kind == ExprKind::Float || value.kind == ExprKind::Bool) {
+            fail(st, b, e, "cannot assign to a literal");
+        }
+        fail(st, b, e, "cannot assign to an expression (the left side of '=' must be a name)");
+    }
+    if (c == ')') fail(st, at, at + 1, "unmatched ')'");
+    if (c == ':') fail(st, at, at + 1, "unexpected ':' (a conditional is written 'condition ? x : y')");
+    grammar::report_expectation(st, at, "an operator or end of statement");
+}
+
+}  // namespace
+
+Module parse(std::string_view text) {
+    if (text.size() > kMaxTextBytes) {
+        throw ParseError(fmt::format("program too large ({} bytes; at most {} are allowed)", text.size(), kMaxTextBytes),
+                         std::string_view{}, SourceSpan{});
+    }
+    const iterator_type first = text.data();
+    const iterator_type last = text.data() + text.size();
+    ParseState st(first, last);
+    check_bytes(st);
+
+    const grammar::skipper_parser skipper{{}, &st};
+    auto const skipper_context = x3::make_context<x3::skipper_tag>(skipper);
+    auto const context = x3::make_context<grammar::state_tag>(st, skipper_context);
+    static_assert(std::is_same_v<std::remove_const_t<decltype(context)>, grammar::context_type>);
+
+    Module module;
+    Converter converter(st);
+    iterator_type p = first;
+    for (;;) {
+        // Blank statements, separators and comments.
+        for (;;) {
+            p = grammar::skip_blanks(p, last, true);
+            if (p != last && *p == ';') {
+                ++p;
+                continue;
+            }
+            break;
+        }
+        if (p == last) break;
+
+        Statement stmt;
+        const iterator_type begin = p;
+        // `name =` (but not `name ==`) makes an assignment.
+        const iterator_type word_end = grammar::scan_word(p, last);
+        if (word_end != p) {
+            const iterator_type eq = grammar::skip_blanks(word_end, last, false);
+            if (eq != last && *eq == '=' && (eq + 1 == last || eq[1] != '=')) {
+                std::string_view word(p, static_cast<std::size_t>(word_end - p));
+                if (word == "True" || word == "False") fail(st, p, word_end, "cannot assign to a literal");
+                if (grammar::is_keyword(word)) fail(st, p, word_end, fmt::format("cannot assign to keyword '{}'", word));
+                if (word.size() > kMaxIdentifier) {
+                    fail(st, p, word_end,
+                         fmt::format("identifier too long ({} characters; at most {} are allowed)", word.size(),
+                                     kMaxIdentifier));
+                }
+                stmt.target.assign(word);
+                stmt.target_span = {static_cast<std::uint32_t>(p - first), static_cast<std::uint32_t>(word_end - first)};
+                p = eq + 1;
+            }
+        }
+
+        const iterator_type expr_begin = grammar::skip_blanks(p, last, false);
+        if (!grammar::starts_expression(expr_begin, last)) grammar::report_expectation(st, p, "an expression");
+        x3ast::Ternary ast;
+        iterator_type it = p;
+        if (!grammar::expression().parse(it, last, context, x3::unused, ast)) {
+            grammar::report_expectation(st, p, "an expression");
+        }
+        stmt.value = converter.convert(ast, 0);
+
+        const iterator_type end = grammar::skip_blanks(it, last, false);
+        if (end != last && *end != '\n' && *end != ';') reject_statement_end(st, end, *stmt.value, !stmt.target.empty());
+        stmt.span = {static_cast<std::uint32_t>(begin - first), stmt.value->span.end};
+        module.statements.push_back(std::move(stmt));
+        p = end;
+    }
+    return module;
+}
+
+}  // namespace jit::syntax

@@ -1,0 +1,88 @@
+// jitexpr — the syntax tree the parser produces and lowering consumes. Plain C++: no Boost types
+// leave dsl/parse*.cpp. Every node carries the byte span of its text.
+//
+// Precedence, lowest first (Python's, plus a C-style ternary):
+//   cond ? x : y      (right-assoc)
+//   or
+//   and
+//   not x
+//   < <= == != >= >   (chained: a < b < c means (a < b) and (b < c))
+//   |
+//   ^
+//   &
+//   << >>
+//   + -
+//   * / // %
+//   unary - + ~
+//   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
+//                      and its right operand may carry a unary: a**-b)
+//   primary: number, name, True/False, call f(args, axis=k), ( expr )
+// Statements: [name =] expr, separated by ';' or newlines; '#' starts a comment to end of line.
+#pragma once
+
+#include <jit/error.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit::syntax {
+
+enum class ExprKind : std::uint8_t {
+    Int,      // integer literal: int_value (decimal or 0x hex); text is the literal
+    Float,    // float literal: float_value
+    Bool,     // True / False: bool_value
+    Name,     // identifier: text
+    Chain,    // operands[0] ops[0] operands[1] ops[1] ... operands[n]; left-assoc except "**"
+              // (right-assoc) and comparisons (chained); ops are the tokens: "+", "//", "<=",
+              // "and", "or", "**", ...
+    Unary,    // ops[0] operands[0]; ops[0] is "-", "+", "~" or "not"
+    Ternary,  // operands[0] ? operands[1] : operands[2]
+    Call,     // text(operands...) with keyword arguments in keywords
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Keyword {
+    std::string name;
+    SourceSpan name_span;
+    ExprPtr value;
+};
+
+struct Expr {
+    ExprKind kind = ExprKind::Int;
+    SourceSpan span;                 // the whole expression
+    std::string text;                // Name/Call: identifier; Int/Float: literal as written
+    SourceSpan name_span;            // Call: the function name
+    std::uint64_t int_value = 0;
+    double float_value = 0.0;
+    bool bool_value = false;
+    std::vector<ExprPtr> operands;
+    std::vector<std::string> ops;    // Chain/Unary: operator tokens
+    std::vector<SourceSpan> op_spans;  // span of each token in ops
+    std::vector<Keyword> keywords;   // Call only
+};
+
+struct Statement {
+    std::string target;          // empty: a bare expression
+    SourceSpan target_span;
+    ExprPtr value;
+    SourceSpan span;             // the whole statement
+};
+
+struct Module {
+    std::vector<Statement> statements;
+};
+
+// Limits that keep parsing, lowering and destruction bounded (ParseError past them).
+inline constexpr int kMaxNesting = 200;            // parentheses/calls/unary nesting depth
+inline constexpr std::size_t kMaxTextBytes = 1 << 20;
+inline constexpr std::size_t kMaxIdentifier = 256;
+
+// Parses a whole program. Throws jit::ParseError (with a caret) on any syntax error.
+Module parse(std::string_view text);
+
+}  // namespace jit::syntax

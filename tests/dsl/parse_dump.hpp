@@ -1,0 +1,56 @@
+// jitexpr tests — a compact, fully parenthesized rendering of a syntax tree, so a test can
+// state a tree's whole shape in one string: Chain "(a + b - c)", Unary "(- a)",
+// Ternary "(c ? x : y)", Call "f(a, axis=1)", literals and names as written.
+#pragma once
+
+#include "dsl/syntax.hpp"
+
+#include <string>
+
+namespace jit::syntax::testing {
+
+inline std::string dump(const Expr& e) {
+    switch (e.kind) {
+        case ExprKind::Int:
+        case ExprKind::Float:
+        case ExprKind::Name:
+            return e.text;
+        case ExprKind::Bool:
+            return e.bool_value ? "True" : "False";
+        case ExprKind::Chain: {
+            std::string s = "(" + dump(*e.operands[0]);
+            for (std::size_t i = 0; i < e.ops.size(); ++i) s += " " + e.ops[i] + " " + dump(*e.operands[i + 1]);
+            return s + ")";
+        }
+        case ExprKind::Unary:
+            return "(" + e.ops[0] + " " + dump(*e.operands[0]) + ")";
+        case ExprKind::Ternary:
+            return "(" + dump(*e.operands[0]) + " ? " + dump(*e.operands[1]) + " : " + dump(*e.operands[2]) + ")";
+        case ExprKind::Call: {
+            std::string s = e.text + "(";
+            const char* sep = "";
+            for (const auto& a : e.operands) {
+                s += sep + dump(*a);
+                sep = ", ";
+            }
+            for (const auto& k : e.keywords) {
+                s += sep + k.name + "=" + dump(*k.value);
+                sep = ", ";
+            }
+            return s + ")";
+        }
+    }
+    return "?";
+}
+
+inline std::string dump(const Module& m) {
+    std::string s;
+    for (const auto& st : m.statements) {
+        if (!s.empty()) s += "; ";
+        if (!st.target.empty()) s += st.target + " = ";
+        s += dump(*st.value);
+    }
+    return s;
+}
+
+}  // namespace jit::syntax::testing
