@@ -1,0 +1,54 @@
+// jitexpr — what the API layer asks of a backend (CPU or CUDA).
+//
+// The API layer lowers text to an ir::Program, allocates the outputs (shapes and dtypes come
+// from the program), then asks the backend to prepare the program once and run it many times.
+// A Prepared object is what the front cache keeps: a hit skips parse, check and emit.
+#pragma once
+
+#include "dsl/ir.hpp"
+#include "dsl/schedule.hpp"
+
+#include <jit/array.hpp>
+
+#include <memory>
+#include <span>
+#include <string>
+
+namespace jit::detail {
+
+struct RunArgs {
+    std::span<const Array> inputs;        // one per Program::inputs, shapes/strides as declared
+    std::span<const ir::Value> scalars;   // one per Program::scalars, already of the declared dtype
+    std::span<Array> outputs;             // one per Program::outputs, allocated (or the aliased
+                                          // input's memory), shape of the output node; may be strided
+    void* stream = nullptr;               // CUstream for CUDA (nullptr: the default stream)
+};
+
+struct PrepareOptions {
+    bool fast_math = false;
+};
+
+// Timing of the last prepare, for :time and stats.
+struct PrepareInfo {
+    bool module_cache_hit = false;  // CUDA: the compiled module came from the cache
+    double emit_ms = 0, compile_ms = 0, load_ms = 0;
+};
+
+class Prepared {
+public:
+    virtual ~Prepared() = default;
+    virtual void run(const RunArgs& args) = 0;
+    // CUDA: the generated source of every kernel, for :source and JITEXPR_SHOW_KERNELS.
+    virtual std::string source() const { return {}; }
+    virtual PrepareInfo info() const { return {}; }
+};
+
+class BackendImpl {
+public:
+    virtual ~BackendImpl() = default;
+    virtual Backend kind() const = 0;
+    virtual std::shared_ptr<Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
+                                              const PrepareOptions& options) = 0;
+};
+
+}  // namespace jit::detail

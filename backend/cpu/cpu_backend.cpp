@@ -1,0 +1,770 @@
+// jitexpr — the CPU backend (see cpu_backend.hpp).
+//
+// Plan of a stage: the nodes its stored values (or its reduction operand) need, in node order,
+// each turned into one instruction over a block: Load (an input or an earlier stage's buffer;
+// contiguous inputs are read in place), Fill (constants and scalars, filled once per run and
+// thread), Compute (a kernel from the table). Instruction results live in per-thread slots of
+// kBlock elements, reused once their last reader has run.
+//
+// Run: the iteration space of a stage is split into blocks of kBlock elements; blocks are split
+// in contiguous chunks over the thread pool. Block boundaries never depend on the thread count,
+// so results (reductions included) are bitwise the same with 1 or N threads.
+#include "backend/cpu/cpu_backend.hpp"
+
+#include "backend/cpu/kernels.hpp"
+#include "backend/cpu/thread_pool.hpp"
+#include "backend/semantics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace jit::cpu {
+
+const KernelTable& kernels() {
+    static const KernelTable* chosen = [] {
+        const char* env = std::getenv("JITEXPR_CPU_KERNELS");
+        const bool force_base = env && std::string(env) == "base";
+#if defined(JX_CPU_HAVE_AVX2)
+        __builtin_cpu_init();
+        if (!force_base && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c"))
+            return kernels_avx2();
+#else
+        (void)force_base;
+#endif
+        return &kernels_base();
+    }();
+    return *chosen;
+}
+
+#if !defined(JX_CPU_HAVE_AVX2)
+const KernelTable* kernels_avx2() { return nullptr; }
+#endif
+
+namespace {
+
+using i64 = std::int64_t;
+
+// ---------------------------------------------------------------- plan
+struct Instr {
+    enum class Kind : std::uint8_t { Load, Fill, Compute };
+    Kind kind = Kind::Compute;
+    OpFn fn = nullptr;  // Compute
+    int out = -1;       // slot written
+    int in[3] = {-1, -1, -1};
+    int nin = 0;
+    int node = -1;      // Load/Fill: the node loaded or filled
+    int load = -1;      // Load: index into StagePlan::loads
+    int store = -1;     // Compute: index into StagePlan::stores of the output it may write in place
+};
+
+struct LoadPlan {
+    bool is_input = true;  // else an earlier stage's buffer (a Reduce node)
+    int index = -1;        // input index, or the Reduce node
+    DType dtype = DType::Float32;
+};
+
+struct StorePlan {
+    int node = -1;
+    int slot = -1;
+    DType dtype = DType::Float32;
+    int output = -1;  // index into args.outputs
+};
+
+struct StagePlan {
+    ir::Stage::Kind kind = ir::Stage::Kind::Elementwise;
+    Shape shape;  // iteration space (Reduce: the operand's shape)
+    std::vector<LoadPlan> loads;
+    std::vector<Instr> fills;  // run once per run and thread
+    std::vector<Instr> code;   // per block
+    std::vector<StorePlan> stores;
+    int nslots = 0;
+    // Reduce stages
+    int reduce_node = -1;
+    int axis = -1;
+    Red red = Red::Sum;
+    bool mean = false;
+    int value_slot = -1;
+    DType dtype = DType::Float64;  // the reduction's register dtype (Bool for Any/All)
+    int output = -1;               // args.outputs index, or -1 for a temporary
+    int temp = -1;                 // index into Schedule::temps
+};
+
+Red red_of(ir::Op op, bool* mean) {
+    *mean = false;
+    switch (op) {
+        case ir::Op::Sum: return Red::Sum;
+        case ir::Op::Prod: return Red::Prod;
+        case ir::Op::ReduceMin: return Red::Min;
+        case ir::Op::ReduceMax: return Red::Max;
+        case ir::Op::Mean: *mean = true; return Red::Sum;
+        case ir::Op::Any: return Red::Any;
+        case ir::Op::All: return Red::All;
+        default: break;
+    }
+    throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(op).id));
+}
+
+// The dtype an op's kernel is chosen by (its operands' common dtype).
+DType operand_dtype(const ir::Program& p, const ir::Node& n) {
+    if (n.op == ir::Op::Where) return p.node(n.args[1]).dtype;
+    return p.node(n.args[0]).dtype;
+}
+
+StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt) {
+    StagePlan sp;
+    sp.kind = stage.kind;
+    sp.shape = stage.shape;
+
+    std::vector<int> roots;
+    if (stage.kind == ir::Stage::Kind::Reduce) {
+        const ir::Node& r = p.node(stage.reduce);
+        if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
+            throw InternalError("cpu backend: reduce stage without a Reduce node");
+        sp.reduce_node = stage.reduce;
+        sp.red = red_of(r.op, &sp.mean);
+        sp.dtype = p.node(r.args[0]).dtype;
+        sp.axis = r.axis;
+        sp.shape = p.node(r.args[0]).shape;
+        if (sp.axis >= static_cast<int>(sp.shape.size()))
+            throw InternalError(fmt::format("cpu backend: reduction axis {} out of range", sp.axis));
+        const int d = static_cast<int>(sp.dtype);
+        if (!kt.reduce[static_cast<int>(sp.red)][d] || (sp.mean && !kt.divide[static_cast<int>(r.dtype)]))
+            throw InternalError(fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id,
+                                            dtype_name(sp.dtype)));
+        if (sp.dtype != r.dtype && sp.red != Red::Any && sp.red != Red::All)
+            throw InternalError("cpu backend: reduction operand dtype differs from the result's");
+        const int out = s.output_of[static_cast<std::size_t>(stage.reduce)];
+        sp.output = out;
+        if (out < 0) {
+            auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
+            if (it == s.temps.end()) throw InternalError("cpu backend: reduction result has no buffer");
+            sp.temp = static_cast<int>(it - s.temps.begin());
+        }
+        roots.push_back(r.args[0]);
+    } else {
+        for (int n : stage.stores) {
+            const int out = s.output_of[static_cast<std::size_t>(n)];
+            if (out < 0) throw InternalError("cpu backend: element-wise stage stores a node that is no output");
+            roots.push_back(n);
+        }
+    }
+
+    // Nodes needed, in node (topological) order. Reduce nodes other than this stage's own are
+    // read from their buffers and not descended into.
+    std::vector<char> need(p.nodes.size(), 0);
+    std::vector<int> stack(roots.begin(), roots.end());
+    while (!stack.empty()) {
+        int n = stack.back();
+        stack.pop_back();
+        if (need[static_cast<std::size_t>(n)]) continue;
+        need[static_cast<std::size_t>(n)] = 1;
+        const ir::Node& nd = p.node(n);
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
+            for (int k = 0; k < nd.nargs; ++k) stack.push_back(nd.args[k]);
+    }
+
+    // Representative of each node's value: a cast to the same dtype is its operand.
+    std::vector<int> rep(p.nodes.size(), -1);
+    std::vector<int> order;
+    for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n) {
+        if (!need[static_cast<std::size_t>(n)]) continue;
+        const ir::Node& nd = p.node(n);
+        if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype) {
+            rep[static_cast<std::size_t>(n)] = rep[static_cast<std::size_t>(nd.args[0])];
+            continue;
+        }
+        rep[static_cast<std::size_t>(n)] = n;
+        order.push_back(n);
+    }
+
+    // Last use (position in `order`) of each value; roots live to the end.
+    constexpr int kForever = std::numeric_limits<int>::max();
+    std::vector<int> last(p.nodes.size(), -1);
+    for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+        const ir::Node& nd = p.node(order[static_cast<std::size_t>(pos)]);
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
+            for (int k = 0; k < nd.nargs; ++k) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])] = pos;
+    }
+    for (int r : roots) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = kForever;
+
+    std::vector<int> slot(p.nodes.size(), -1);
+    std::vector<int> free_slots;
+    auto take = [&] {
+        if (!free_slots.empty()) {
+            int k = free_slots.back();
+            free_slots.pop_back();
+            return k;
+        }
+        return sp.nslots++;
+    };
+    for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
+        const int n = order[static_cast<std::size_t>(pos)];
+        const ir::Node& nd = p.node(n);
+        Instr ins;
+        ins.node = n;
+        switch (nd.kind) {
+            case ir::NodeKind::Const:
+            case ir::NodeKind::Scalar:
+                ins.kind = Instr::Kind::Fill;
+                ins.out = sp.nslots++;  // never reused: filled once per run
+                slot[static_cast<std::size_t>(n)] = ins.out;
+                sp.fills.push_back(ins);
+                continue;
+            case ir::NodeKind::Input:
+            case ir::NodeKind::Reduce: {
+                LoadPlan lp;
+                lp.is_input = nd.kind == ir::NodeKind::Input;
+                lp.index = lp.is_input ? nd.slot : n;
+                lp.dtype = lp.is_input ? p.inputs[static_cast<std::size_t>(nd.slot)].dtype : nd.dtype;
+                if (lp.dtype != nd.dtype) throw InternalError("cpu backend: input node dtype differs from its declaration");
+                ins.kind = Instr::Kind::Load;
+                ins.load = static_cast<int>(sp.loads.size());
+                sp.loads.push_back(lp);
+                break;
+            }
+            case ir::NodeKind::Op: {
+                const DType od = operand_dtype(p, nd);
+                ins.fn = kt.op[static_cast<int>(nd.op)][static_cast<int>(od)];
+                if (!ins.fn)
+                    throw InternalError(fmt::format("cpu backend: no kernel for {} on {}", ir::info(nd.op).id, dtype_name(od)));
+                ins.nin = nd.nargs;
+                break;
+            }
+            case ir::NodeKind::Cast: {
+                const DType from = p.node(nd.args[0]).dtype;
+                ins.fn = kt.cast[static_cast<int>(from)][static_cast<int>(nd.dtype)];
+                ins.nin = 1;
+                break;
+            }
+        }
+        for (int k = 0; k < ins.nin; ++k) ins.in[k] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])];
+        ins.out = take();
+        slot[static_cast<std::size_t>(n)] = ins.out;
+        sp.code.push_back(ins);
+        // Free the slots whose last reader this was (after taking `out`: kernels' pointers are restrict).
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast) {
+            for (int k = 0; k < ins.nin; ++k) {
+                const int a = rep[static_cast<std::size_t>(nd.args[k])];
+                if (last[static_cast<std::size_t>(a)] == pos && p.node(a).kind != ir::NodeKind::Const &&
+                    p.node(a).kind != ir::NodeKind::Scalar) {
+                    const int sl = slot[static_cast<std::size_t>(a)];
+                    if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
+                }
+            }
+        }
+    }
+    for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n)
+        if (need[static_cast<std::size_t>(n)] && slot[static_cast<std::size_t>(n)] < 0)
+            slot[static_cast<std::size_t>(n)] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(n)])];
+
+    if (stage.kind == ir::Stage::Kind::Reduce) {
+        sp.value_slot = slot[static_cast<std::size_t>(roots[0])];
+    } else {
+        for (int n : stage.stores) {
+            StorePlan st;
+            st.node = n;
+            st.slot = slot[static_cast<std::size_t>(n)];
+            st.dtype = p.node(n).dtype;
+            st.output = s.output_of[static_cast<std::size_t>(n)];
+            for (Instr& ins : sp.code)
+                if (ins.kind == Instr::Kind::Compute && ins.node == n) ins.store = static_cast<int>(sp.stores.size());
+            sp.stores.push_back(st);
+        }
+    }
+    return sp;
+}
+
+// ---------------------------------------------------------------- run-time iteration spaces
+struct Operand {
+    const char* base = nullptr;  // element (0, ..., 0)
+    i64 item = 0;                // bytes per stored element
+    Strides strides;             // over the collapsed iteration space, in elements
+    bool direct = false;         // contiguous and stored as its register type: read in place
+};
+
+struct Space {
+    Shape shape;  // collapsed
+    i64 size = 0;
+};
+
+// Drops extent-1 axes and merges axes that every operand walks contiguously. With
+// keep_last, the last axis (a reduction axis) stays apart.
+void collapse(Shape& shape, std::vector<Strides*> strides, bool keep_last) {
+    const std::size_t nd = shape.size();
+    std::vector<std::size_t> keep;
+    for (std::size_t k = 0; k < nd; ++k)
+        if (shape[k] != 1 || (keep_last && k + 1 == nd)) keep.push_back(k);
+    Shape s2;
+    std::vector<Strides> st2(strides.size());
+    for (std::size_t k : keep) {
+        const bool last_axis = keep_last && k + 1 == nd;
+        bool merge = !s2.empty() && !last_axis;
+        if (merge) {
+            for (std::size_t o = 0; o < strides.size(); ++o)
+                if (st2[o].back() != (*strides[o])[k] * shape[k]) merge = false;
+        }
+        if (merge) {
+            s2.back() *= shape[k];
+            for (std::size_t o = 0; o < strides.size(); ++o) st2[o].back() = (*strides[o])[k];
+        } else {
+            s2.push_back(shape[k]);
+            for (std::size_t o = 0; o < strides.size(); ++o) st2[o].push_back((*strides[o])[k]);
+        }
+    }
+    shape = std::move(s2);
+    for (std::size_t o = 0; o < strides.size(); ++o) *strides[o] = std::move(st2[o]);
+}
+
+// Copies `len` elements starting at flat index `start` (C order over `shape`) through `fn`
+// (a load: memory -> block, or a store: block -> memory).
+template <class Fn>
+void walk(const Shape& shape, const Strides& strides, i64 start, i64 len, Fn&& fn) {
+    const int nd = static_cast<int>(shape.size());
+    if (nd == 0) {
+        fn(i64{0}, i64{0}, i64{0}, len);
+        return;
+    }
+    i64 idx[kMaxDims];
+    i64 rem = start;
+    for (int k = nd - 1; k >= 0; --k) {
+        idx[k] = rem % shape[static_cast<std::size_t>(k)];
+        rem /= shape[static_cast<std::size_t>(k)];
+    }
+    const i64 inner = shape[static_cast<std::size_t>(nd - 1)];
+    const i64 inner_stride = strides[static_cast<std::size_t>(nd - 1)];
+    i64 done = 0;
+    while (done < len) {
+        i64 off = 0;
+        for (int k = 0; k < nd; ++k) off += idx[k] * strides[static_cast<std::size_t>(k)];
+        const i64 run = std::min(len - done, inner - idx[nd - 1]);
+        fn(off, inner_stride, done, run);
+        done += run;
+        idx[nd - 1] += run;
+        for (int k = nd - 1; k > 0 && idx[k] == shape[static_cast<std::size_t>(k)]; --k) {
+            idx[k] = 0;
+            ++idx[k - 1];
+        }
+    }
+}
+
+i64 offset_of(i64 flat, const Shape& shape, const Strides& strides) {
+    i64 off = 0;
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+        const i64 e = shape[static_cast<std::size_t>(k)];
+        off += (flat % e) * strides[static_cast<std::size_t>(k)];
+        flat /= e;
+    }
+    return off;
+}
+
+// A register value from an ir::Value of dtype t.
+void value_to_reg(const ir::Value& v0, DType t, void* out) {
+    const ir::Value v = v0.dtype == t ? v0 : v0.cast(t);
+    switch (t) {
+        case DType::Bool: { bool b = v.b; std::memcpy(out, &b, 1); break; }
+#define JX_SINT(D, T) case DType::D: { T x = static_cast<T>(v.i); std::memcpy(out, &x, sizeof x); break; }
+#define JX_UINT(D, T) case DType::D: { T x = static_cast<T>(v.u); std::memcpy(out, &x, sizeof x); break; }
+        JX_SINT(Int8, jx::i8) JX_SINT(Int16, jx::i16) JX_SINT(Int32, jx::i32) JX_SINT(Int64, jx::i64)
+        JX_UINT(UInt8, jx::u8) JX_UINT(UInt16, jx::u16) JX_UINT(UInt32, jx::u32) JX_UINT(UInt64, jx::u64)
+#undef JX_SINT
+#undef JX_UINT
+        case DType::Float16: { float x = jx::round_f16(v.f); std::memcpy(out, &x, 4); break; }
+        case DType::BFloat16: { float x = jx::round_bf16(v.f); std::memcpy(out, &x, 4); break; }
+        case DType::Float32: { float x = static_cast<float>(v.f); std::memcpy(out, &x, 4); break; }
+        case DType::Float64: { double x = v.f; std::memcpy(out, &x, 8); break; }
+        case DType::Complex64: { jx::c64 x{static_cast<float>(v.f), static_cast<float>(v.im)}; std::memcpy(out, &x, 8); break; }
+        case DType::Complex128: { jx::c128 x{v.f, v.im}; std::memcpy(out, &x, 16); break; }
+    }
+}
+
+// Per-thread block buffers, kept between runs.
+struct alignas(64) CacheLine {
+    std::byte b[64];
+};
+std::byte* thread_scratch(std::size_t bytes) {
+    thread_local std::vector<CacheLine> buf;
+    const std::size_t lines = (bytes + 63) / 64;
+    if (buf.size() < lines) buf.resize(lines);
+    return buf.empty() ? nullptr : buf.data()->b;
+}
+
+constexpr i64 kSlotBytes = kBlock * kMaxRegBytes;
+
+// ---------------------------------------------------------------- the prepared program
+class CpuPrepared final : public detail::Prepared {
+public:
+    CpuPrepared(const ir::Program& p, const ir::Schedule& s, ThreadPool* pool)
+        : program_(p), schedule_(s), kt_(kernels()), pool_(pool) {
+        for (const auto& st : s.stages) plans_.push_back(plan_stage(program_, schedule_, st, kt_));
+        for (const auto& o : p.outputs)
+            if (o.alias_input >= 0) aliased_inputs_.push_back(o.alias_input);
+    }
+
+    void run(const detail::RunArgs& args) override;
+
+private:
+    struct Ctx {
+        const detail::RunArgs* args;
+        std::vector<std::vector<std::byte>>* temps;
+    };
+    struct Bound {  // a stage bound to this run's memory
+        const detail::RunArgs* args = nullptr;
+        Space space;
+        std::vector<Operand> loads;
+        std::vector<Operand> stores;
+        // Reduce
+        i64 rows = 1, row_len = 0;
+        char* out_base = nullptr;
+        Shape out_shape;
+        Strides out_strides;
+        i64 out_item = 0;
+    };
+
+    Bound bind(const StagePlan& sp, const Ctx& ctx) const;
+    void run_elementwise(const StagePlan& sp, const Bound& b) const;
+    void run_reduce(const StagePlan& sp, const Bound& b) const;
+    // Evaluates one block; returns per-slot pointers in `ptr`.
+    void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start, i64 len) const;
+    void fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const;
+    template <class Body>
+    void parallel(i64 units, i64 elements, Body&& body) const;
+
+    ir::Program program_;
+    ir::Schedule schedule_;
+    const KernelTable& kt_;
+    ThreadPool* pool_;
+    std::vector<StagePlan> plans_;
+    std::vector<int> aliased_inputs_;
+};
+
+template <class Body>
+void CpuPrepared::parallel(i64 units, i64 elements, Body&& body) const {
+    if (units <= 0) return;
+    int threads = pool_ ? pool_->size() : 1;
+    if (elements < kParallelThreshold) threads = 1;
+    threads = static_cast<int>(std::min<i64>(threads, units));
+    if (threads <= 1) {
+        body(i64{0}, units);
+        return;
+    }
+    pool_->run([&](int t) {
+        if (t >= threads) return;
+        const i64 u0 = units * t / threads, u1 = units * (t + 1) / threads;
+        if (u0 < u1) body(u0, u1);
+    });
+}
+
+CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const {
+    const auto& args = *ctx.args;
+    Bound b;
+    b.args = ctx.args;
+    Shape shape = sp.shape;
+    std::vector<Strides> load_strides(sp.loads.size());
+    b.loads.resize(sp.loads.size());
+    for (std::size_t i = 0; i < sp.loads.size(); ++i) {
+        const LoadPlan& lp = sp.loads[i];
+        Operand& op = b.loads[i];
+        op.item = static_cast<i64>(itemsize(lp.dtype));
+        Shape src_shape;
+        Strides src_strides;
+        if (lp.is_input) {
+            const Array& a = args.inputs[static_cast<std::size_t>(lp.index)];
+            if (a.dtype() != lp.dtype)
+                throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.index, dtype_name(a.dtype()),
+                                                dtype_name(lp.dtype)));
+            op.base = static_cast<const char*>(a.data());
+            src_shape = a.shape();
+            src_strides = a.strides();
+        } else {
+            const int out = schedule_.output_of[static_cast<std::size_t>(lp.index)];
+            src_shape = program_.node(lp.index).shape;
+            if (out >= 0) {
+                const Array& a = args.outputs[static_cast<std::size_t>(out)];
+                op.base = static_cast<const char*>(a.data());
+                src_strides = a.strides();
+            } else {
+                auto it = std::find(schedule_.temps.begin(), schedule_.temps.end(), lp.index);
+                op.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())].data());
+                src_strides = contiguous_strides(src_shape);
+            }
+        }
+        load_strides[i] = ir::broadcast_strides(src_shape, src_strides, shape);
+    }
+    std::vector<Strides> store_strides(sp.stores.size());
+    b.stores.resize(sp.stores.size());
+    for (std::size_t i = 0; i < sp.stores.size(); ++i) {
+        const StorePlan& st = sp.stores[i];
+        const Array& a = args.outputs[static_cast<std::size_t>(st.output)];
+        if (a.dtype() != st.dtype)
+            throw ArgumentError(fmt::format("output {} is {}, the program computes {}", st.output, dtype_name(a.dtype()),
+                                            dtype_name(st.dtype)));
+        if (a.shape() != shape)
+            throw ArgumentError(fmt::format("output {} has shape {}, the program computes {}", st.output,
+                                            shape_to_string(a.shape()), shape_to_string(shape)));
+        b.stores[i].base = static_cast<const char*>(a.data());
+        b.stores[i].item = static_cast<i64>(itemsize(st.dtype));
+        store_strides[i] = a.strides();
+    }
+
+    bool keep_last = false;
+    if (sp.kind == ir::Stage::Kind::Reduce) {
+        const i64 n = shape_size(shape);
+        if (sp.axis >= 0) {
+            // Move the reduced axis last: each row of the iteration space is one result.
+            const std::size_t ax = static_cast<std::size_t>(sp.axis);
+            b.row_len = shape[ax];
+            b.rows = b.row_len == 0 ? shape_size([&] { Shape s = shape; s.erase(s.begin() + sp.axis); return s; }()) : n / b.row_len;
+            auto move_last = [&](auto& v) {
+                auto x = v[ax];
+                v.erase(v.begin() + sp.axis);
+                v.push_back(x);
+            };
+            move_last(shape);
+            for (auto& s : load_strides) move_last(s);
+            keep_last = true;
+        } else {
+            b.row_len = n;
+            b.rows = 1;
+        }
+        const ir::Node& r = program_.node(sp.reduce_node);
+        b.out_shape = r.shape;
+        b.out_item = static_cast<i64>(itemsize(r.dtype));
+        if (sp.output >= 0) {
+            const Array& a = args.outputs[static_cast<std::size_t>(sp.output)];
+            if (a.dtype() != r.dtype || shape_size(a.shape()) != shape_size(r.shape))
+                throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", sp.output,
+                                                dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
+                                                shape_to_string(r.shape)));
+            b.out_base = static_cast<char*>(a.data());
+            b.out_shape = a.shape();
+            b.out_strides = a.strides();
+        } else {
+            b.out_base = reinterpret_cast<char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)].data());
+            b.out_strides = contiguous_strides(r.shape);
+        }
+    }
+
+    std::vector<Strides*> all;
+    for (auto& s : load_strides) all.push_back(&s);
+    for (auto& s : store_strides) all.push_back(&s);
+    collapse(shape, all, keep_last);
+    b.space.shape = shape;
+    b.space.size = shape_size(shape);
+    const bool flat = shape.size() <= 1;
+    for (std::size_t i = 0; i < sp.loads.size(); ++i) {
+        Operand& op = b.loads[i];
+        op.strides = std::move(load_strides[i]);
+        const LoadPlan& lp = sp.loads[i];
+        const bool aliased = lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.index) != aliased_inputs_.end();
+        op.direct = !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
+    }
+    for (std::size_t i = 0; i < sp.stores.size(); ++i) {
+        Operand& op = b.stores[i];
+        op.strides = std::move(store_strides[i]);
+        // A contiguous output is written by the kernel computing it, no block copy.
+        op.direct = flat && !is_half(sp.stores[i].dtype) && !shape.empty() && op.strides[0] == 1;
+    }
+    return b;
+}
+
+void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const {
+    for (const Instr& f : sp.fills) {
+        const ir::Node& nd = program_.node(f.node);
+        alignas(16) std::byte one[16];
+        if (nd.kind == ir::NodeKind::Scalar) {
+            if (static_cast<std::size_t>(nd.slot) >= ctx.args->scalars.size())
+                throw ArgumentError(fmt::format("scalar {} is missing", nd.slot));
+            value_to_reg(ctx.args->scalars[static_cast<std::size_t>(nd.slot)], nd.dtype, one);
+        } else {
+            value_to_reg(nd.value, nd.dtype, one);
+        }
+        const i64 rs = reg_size(nd.dtype);
+        std::byte* dst = scratch + f.out * kSlotBytes;
+        for (i64 i = 0; i < kBlock; ++i) std::memcpy(dst + i * rs, one, static_cast<std::size_t>(rs));
+        ptr[f.out] = dst;
+    }
+}
+
+void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start,
+                             i64 len) const {
+    for (const Instr& ins : sp.code) {
+        std::byte* buf = scratch + ins.out * kSlotBytes;
+        if (ins.kind == Instr::Kind::Load) {
+            const Operand& op = b.loads[static_cast<std::size_t>(ins.load)];
+            if (op.direct) {
+                ptr[ins.out] = op.base + start * op.item;
+                continue;
+            }
+            const LoadFn load = kt_.load[static_cast<int>(sp.loads[static_cast<std::size_t>(ins.load)].dtype)];
+            const i64 rs = reg_size(sp.loads[static_cast<std::size_t>(ins.load)].dtype);
+            walk(b.space.shape, op.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                load(op.base + off * op.item, stride, buf + done * rs, run);
+            });
+            ptr[ins.out] = buf;
+        } else {
+            const void* in[3] = {ptr[ins.in[0]], ins.nin > 1 ? ptr[ins.in[1]] : nullptr, ins.nin > 2 ? ptr[ins.in[2]] : nullptr};
+            if (ins.store >= 0 && b.stores[static_cast<std::size_t>(ins.store)].direct) {
+                const Operand& o = b.stores[static_cast<std::size_t>(ins.store)];
+                buf = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(o.base)) + start * o.item;
+            }
+            ins.fn(in, buf, len);
+            ptr[ins.out] = buf;
+        }
+    }
+}
+
+void CpuPrepared::run_elementwise(const StagePlan& sp, const Bound& b) const {
+    const i64 n = b.space.size;
+    const i64 blocks = (n + kBlock - 1) / kBlock;
+    Ctx ctx{b.args, nullptr};
+    parallel(blocks, n, [&](i64 b0, i64 b1) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+        std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        fill(sp, ctx, scratch, ptr.data());
+        for (i64 blk = b0; blk < b1; ++blk) {
+            const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
+            eval_block(sp, b, scratch, ptr.data(), start, len);
+            for (std::size_t i = 0; i < sp.stores.size(); ++i) {
+                const StorePlan& st = sp.stores[i];
+                const Operand& o = b.stores[i];
+                if (o.direct && static_cast<const char*>(ptr[st.slot]) == o.base + start * o.item) continue;  // written in place
+                const StoreFn store = kt_.store[static_cast<int>(st.dtype)];
+                const i64 rs = reg_size(st.dtype);
+                const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
+                char* base = const_cast<char*>(o.base);
+                walk(b.space.shape, o.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                    store(src + done * rs, base + off * o.item, stride, run);
+                });
+            }
+        }
+    });
+}
+
+void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
+    const int k = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
+    const ReduceFn reduce = kt_.reduce[k][d];
+    const IdentityFn identity = kt_.identity[k][d];
+    const ir::Node& rnode = program_.node(sp.reduce_node);
+    const DType rd = rnode.dtype;
+    const StoreFn store = kt_.store[static_cast<int>(rd)];
+    const DivideFn divide = sp.mean ? kt_.divide[static_cast<int>(rd)] : nullptr;
+    const i64 rs = reg_size(sp.dtype);
+    const i64 rows = b.rows, L = b.row_len;
+    Ctx ctx{b.args, nullptr};
+
+    auto finish_row = [&](i64 row, std::byte* acc) {
+        if (divide) divide(acc, L);
+        store(acc, b.out_base + offset_of(row, b.out_shape, b.out_strides) * b.out_item, 1, 1);
+    };
+
+    if (L == 0 || b.space.size == 0) {
+        for (i64 row = 0; row < rows; ++row) {
+            alignas(16) std::byte acc[16];
+            identity(acc);
+            finish_row(row, acc);
+        }
+        return;
+    }
+
+    if (L > kBlock) {
+        // Long rows: blocks of a row are reduced in parallel into partials, then each row's
+        // partials are reduced in block order.
+        const i64 per_row = (L + kBlock - 1) / kBlock;
+        const i64 units = rows * per_row;
+        std::vector<std::byte> partials(static_cast<std::size_t>(units * rs));
+        parallel(units, b.space.size, [&](i64 u0, i64 u1) {
+            std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+            std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+            fill(sp, ctx, scratch, ptr.data());
+            for (i64 u = u0; u < u1; ++u) {
+                const i64 row = u / per_row, j = u % per_row;
+                const i64 start = row * L + j * kBlock, len = std::min(kBlock, L - j * kBlock);
+                eval_block(sp, b, scratch, ptr.data(), start, len);
+                std::byte* acc = partials.data() + u * rs;
+                identity(acc);
+                reduce(ptr[sp.value_slot], len, acc);
+            }
+        });
+        for (i64 row = 0; row < rows; ++row) {
+            alignas(16) std::byte acc[16];
+            identity(acc);
+            reduce(partials.data() + row * per_row * rs, per_row, acc);
+            finish_row(row, acc);
+        }
+        return;
+    }
+
+    // Short rows: whole rows packed into each block.
+    const i64 per_block = std::max<i64>(1, kBlock / L);
+    const i64 units = (rows + per_block - 1) / per_block;
+    parallel(units, b.space.size, [&](i64 u0, i64 u1) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+        std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        fill(sp, ctx, scratch, ptr.data());
+        for (i64 u = u0; u < u1; ++u) {
+            const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
+            eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
+            const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
+            for (i64 row = r0; row < r1; ++row) {
+                alignas(16) std::byte acc[16];
+                identity(acc);
+                reduce(vals + (row - r0) * L * rs, L, acc);
+                finish_row(row, acc);
+            }
+        }
+    });
+}
+
+void CpuPrepared::run(const detail::RunArgs& args) {
+    if (args.inputs.size() != program_.inputs.size())
+        throw ArgumentError(fmt::format("the program takes {} inputs, {} given", program_.inputs.size(), args.inputs.size()));
+    if (args.outputs.size() != program_.outputs.size())
+        throw ArgumentError(fmt::format("the program has {} outputs, {} given", program_.outputs.size(), args.outputs.size()));
+    if (args.scalars.size() != program_.scalars.size())
+        throw ArgumentError(fmt::format("the program takes {} scalars, {} given", program_.scalars.size(), args.scalars.size()));
+    for (const Array& a : args.inputs)
+        if (a.backend() != Backend::Cpu) throw ArgumentError("the CPU backend needs inputs in host memory: " + a.describe());
+    for (const Array& a : args.outputs)
+        if (a.backend() != Backend::Cpu) throw ArgumentError("the CPU backend needs outputs in host memory: " + a.describe());
+
+    std::vector<std::vector<std::byte>> temps;
+    for (int n : schedule_.temps) {
+        const ir::Node& nd = program_.node(n);
+        temps.emplace_back(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
+    }
+    Ctx ctx{&args, &temps};
+    for (const StagePlan& sp : plans_) {
+        const Bound b = bind(sp, ctx);
+        if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
+        else run_elementwise(sp, b);
+    }
+}
+
+// ---------------------------------------------------------------- the backend
+class CpuBackend final : public detail::BackendImpl {
+public:
+    explicit CpuBackend(int threads) : pool_(threads) {}
+    Backend kind() const override { return Backend::Cpu; }
+    std::shared_ptr<detail::Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
+                                              const detail::PrepareOptions&) override {
+        return std::make_shared<CpuPrepared>(program, schedule, &pool_);
+    }
+
+private:
+    ThreadPool pool_;
+};
+
+}  // namespace
+}  // namespace jit::cpu
+
+namespace jit::detail {
+std::unique_ptr<BackendImpl> make_cpu_backend(int threads) { return std::make_unique<cpu::CpuBackend>(threads); }
+}  // namespace jit::detail

@@ -1,0 +1,24 @@
+// jitexpr — the CPU backend: evaluates any checked ir::Program with the semantics of
+// backend/semantics.h (the same as the CUDA kernels).
+//
+// prepare() builds a plan once per program: per stage, a list of block instructions (function
+// pointers to loops instantiated per (op, operand dtype) from the jx::op functions). run()
+// evaluates the plan in blocks of kBlock elements on a persistent thread pool; temporaries are
+// per-thread block buffers, never full-size arrays.
+#pragma once
+
+#include "backend/backend.hpp"
+
+#include <memory>
+
+namespace jit::detail {
+
+// threads: size of the pool (the calling thread included); 0 = every hardware thread.
+std::unique_ptr<BackendImpl> make_cpu_backend(int threads = 0);
+
+}  // namespace jit::detail
+
+namespace jit::cpu {
+// Arrays with fewer elements than this run on the calling thread only.
+inline constexpr long long kParallelThreshold = 32768;
+}  // namespace jit::cpu

@@ -1,0 +1,71 @@
+// jitexpr CPU backend — the table of block kernels. Every entry processes up to kBlock elements
+// of "register" values (the C++ type an IR value is computed in: bool, the integer types,
+// float for float16/bfloat16/float32, double, jx::c64, jx::c128) held in plain arrays.
+//
+// The table is instantiated from backend/semantics.h by kernels.inc, compiled twice (baseline
+// x86-64 and AVX2+FMA with glibc's libmvec for transcendentals); kernels() picks one at run time.
+#pragma once
+
+#include "dsl/ir.hpp"
+
+#include <jit/dtype.hpp>
+
+#include <cstdint>
+
+namespace jit::cpu {
+
+// Elements per block: every temporary of a block is this long.
+inline constexpr std::int64_t kBlock = 2048;
+// Bytes of the widest register type (complex128).
+inline constexpr std::int64_t kMaxRegBytes = 16;
+
+inline constexpr int kNumOps = 0
+#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) +1
+#include "dsl/ops.def"
+#undef JIT_OP
+    ;
+
+// Register bytes of an IR value of dtype `t`.
+constexpr std::int64_t reg_size(DType t) {
+    if (is_half(t)) return 4;
+    return static_cast<std::int64_t>(itemsize(t));
+}
+
+// out[i] = op(in[0][i], in[1][i], ...), i < n.
+using OpFn = void (*)(const void* const* in, void* out, std::int64_t n);
+// dst[i] = register(src[i * stride]) (stride in elements; 0 broadcasts one element).
+using LoadFn = void (*)(const void* src, std::int64_t stride, void* dst, std::int64_t n);
+// dst[i * stride] = storage(src[i]).
+using StoreFn = void (*)(const void* src, void* dst, std::int64_t stride, std::int64_t n);
+// *acc = combine(*acc, reduce(in[0..n))) in a fixed order (pairwise for float sums).
+using ReduceFn = void (*)(const void* in, std::int64_t n, void* acc);
+// *acc = identity.
+using IdentityFn = void (*)(void* acc);
+// *acc = combine(*acc, *x).
+using CombineFn = void (*)(void* acc, const void* x);
+// *acc = *acc / count, in the register type (Mean).
+using DivideFn = void (*)(void* acc, std::int64_t count);
+// Convert one register value of `t` to a double (test and debugging aid) — not needed at run time.
+
+enum class Red : std::uint8_t { Sum, Prod, Min, Max, Any, All, Count };
+inline constexpr int kNumRed = static_cast<int>(Red::Count);
+
+struct KernelTable {
+    const char* name = "";
+    OpFn op[kNumOps][kNumDTypes] = {};        // [op][operand dtype]
+    OpFn cast[kNumDTypes][kNumDTypes] = {};   // [from][to]
+    LoadFn load[kNumDTypes] = {};
+    StoreFn store[kNumDTypes] = {};
+    ReduceFn reduce[kNumRed][kNumDTypes] = {};
+    IdentityFn identity[kNumRed][kNumDTypes] = {};
+    CombineFn combine[kNumRed][kNumDTypes] = {};
+    DivideFn divide[kNumDTypes] = {};
+};
+
+// The best table for this CPU (AVX2 when available, else baseline). Set JITEXPR_CPU_KERNELS=base
+// to force the baseline.
+const KernelTable& kernels();
+const KernelTable& kernels_base();
+const KernelTable* kernels_avx2();  // nullptr where not built
+
+}  // namespace jit::cpu

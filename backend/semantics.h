@@ -1,0 +1,769 @@
+// jitexpr — scalar semantics of every op in dsl/ops.def, shared by the CPU backend and the CUDA
+// kernels so that both compute the same thing.
+//
+// This header is plain C++17. It compiles
+//   * on the host (included by backend/cpu), where it may use <cmath>, <cstdint>, <cstring>;
+//   * under NVRTC, with JX_CUDA defined: its text is embedded into generated kernels and it
+//     includes nothing (device math builtins and bit-cast intrinsics only).
+//
+// Contents (namespace jx):
+//   i8 i16 i32 i64 u8 u16 u32 u64      integer aliases
+//   c64 c128                           complex numbers {re, im}
+//   half_to_float, float_to_half,      16-bit float conversions (storage is u16, round to
+//   double_to_half, bf16_to_float,     nearest even, NaN stays NaN, subnormals and overflow
+//   float_to_bf16, double_to_bf16      to inf handled); round_f16/round_bf16 round a value
+//                                      through the 16-bit type and give it back as float
+//   cast<To>(v)                        conversions between register types
+//   op::<Id>(...)                      one function per op of dsl/ops.def, overloaded on the
+//                                      operand type; defined only for the operand types the
+//                                      typing rule allows (so `requires { jx::op::Id(x) }`
+//                                      tells a backend which instantiations exist)
+//   red::<Id><T>                       reduction identities and combine steps
+//
+// Semantics are NumPy 2's, with these documented choices where NumPy is undefined or raises:
+//   * integer // % fmod by zero give 0; INT_MIN // -1 wraps to INT_MIN, INT_MIN % -1 is 0;
+//   * signed overflow wraps (arithmetic is done in unsigned types);
+//   * shifts by a count < 0 or >= the width give 0 (>> of a negative value gives -1);
+//   * integer ** negative exponent (only reachable from array data; a literal is rejected by
+//     the checker): 0, except base 1 gives 1 and base -1 gives +1 or -1 by the exponent's parity;
+//   * reciprocal(0) on integers is 0;
+//   * float -> integer casts truncate toward zero, NaN gives 0, out-of-range values saturate
+//     to the target's min/max (CUDA's cvt.rzi.sat behaviour; NumPy leaves this undefined);
+//     float -> unsigned of a negative value gives 0;
+//   * complex functions use textbook formulas (accurate on finite, moderate inputs; special
+//     values do not follow C99 Annex G in every case);
+//   * float16/bfloat16 operands arrive as float; Nextafter on them must use nextafter_f16 /
+//     nextafter_bf16 (a float nextafter would be rounded away).
+#pragma once
+
+#ifdef JX_CUDA
+#define JX_HD __device__ __forceinline__
+#else
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#define JX_HD inline
+#endif
+
+namespace jx {
+
+// ---------------------------------------------------------------- integer types
+#ifdef JX_CUDA
+using i8 = signed char;
+using i16 = short;
+using i32 = int;
+using i64 = long long;
+using u8 = unsigned char;
+using u16 = unsigned short;
+using u32 = unsigned int;
+using u64 = unsigned long long;
+#else
+using i8 = std::int8_t;
+using i16 = std::int16_t;
+using i32 = std::int32_t;
+using i64 = std::int64_t;
+using u8 = std::uint8_t;
+using u16 = std::uint16_t;
+using u32 = std::uint32_t;
+using u64 = std::uint64_t;
+#endif
+
+// ---------------------------------------------------------------- complex types
+template <class R>
+struct cx {
+    R re, im;
+};
+using c64 = cx<float>;
+using c128 = cx<double>;
+
+// ---------------------------------------------------------------- tiny type traits (no <type_traits> under NVRTC)
+template <bool B, class T = void> struct enable_if {};
+template <class T> struct enable_if<true, T> { using type = T; };
+template <bool B, class T = void> using en = typename enable_if<B, T>::type;
+
+template <class A, class B> struct same { static constexpr bool value = false; };
+template <class A> struct same<A, A> { static constexpr bool value = true; };
+
+// Per integer type: its width, signedness, limits and the unsigned type (>= 32 bits, so that
+// promotions never make signed arithmetic) that wrapping arithmetic is done in.
+template <class T> struct int_traits {
+    static constexpr bool is_int = false;
+    static constexpr bool is_signed = false;
+    static constexpr int bits = 0;
+};
+#define JX_INT_TRAITS(T, SIGNED, BITS, WIDE, MINV, MAXV)   \
+    template <> struct int_traits<T> {                    \
+        static constexpr bool is_int = true;              \
+        static constexpr bool is_signed = SIGNED;         \
+        static constexpr int bits = BITS;                 \
+        using wide = WIDE;                                \
+        static JX_HD T min() { return (T)(MINV); }        \
+        static JX_HD T max() { return (T)(MAXV); }        \
+    };
+JX_INT_TRAITS(i8, true, 8, u32, -128, 127)
+JX_INT_TRAITS(i16, true, 16, u32, -32768, 32767)
+JX_INT_TRAITS(i32, true, 32, u32, -2147483647 - 1, 2147483647)
+JX_INT_TRAITS(i64, true, 64, u64, -9223372036854775807LL - 1, 9223372036854775807LL)
+JX_INT_TRAITS(u8, false, 8, u32, 0, 255)
+JX_INT_TRAITS(u16, false, 16, u32, 0, 65535)
+JX_INT_TRAITS(u32, false, 32, u32, 0, 4294967295U)
+JX_INT_TRAITS(u64, false, 64, u64, 0, 18446744073709551615ULL)
+#undef JX_INT_TRAITS
+
+template <class T> struct is_int { static constexpr bool value = int_traits<T>::is_int; };
+template <class T> struct is_sint { static constexpr bool value = int_traits<T>::is_int && int_traits<T>::is_signed; };
+template <class T> struct is_uint { static constexpr bool value = int_traits<T>::is_int && !int_traits<T>::is_signed; };
+template <class T> struct is_flt { static constexpr bool value = same<T, float>::value || same<T, double>::value; };
+template <class T> struct is_cplx { static constexpr bool value = same<T, c64>::value || same<T, c128>::value; };
+template <class T> struct is_bool { static constexpr bool value = same<T, bool>::value; };
+template <class T> struct is_real { static constexpr bool value = is_bool<T>::value || is_int<T>::value || is_flt<T>::value; };
+template <class T> struct is_num { static constexpr bool value = is_int<T>::value || is_flt<T>::value || is_cplx<T>::value; };
+template <class T> struct is_any { static constexpr bool value = is_real<T>::value || is_cplx<T>::value; };
+template <class T> struct is_intb { static constexpr bool value = is_int<T>::value || is_bool<T>::value; };
+template <class T> struct is_intf { static constexpr bool value = is_int<T>::value || is_flt<T>::value; };
+template <class T> struct is_fc { static constexpr bool value = is_flt<T>::value || is_cplx<T>::value; };
+
+template <class T> struct real_of { using type = T; };
+template <class R> struct real_of<cx<R>> { using type = R; };
+
+// ---------------------------------------------------------------- bit casts and float constants
+#ifdef JX_CUDA
+JX_HD u32 fbits(float x) { return __float_as_uint(x); }
+JX_HD float ffrom(u32 b) { return __uint_as_float(b); }
+JX_HD u64 dbits(double x) { return (u64)__double_as_longlong(x); }
+JX_HD double dfrom(u64 b) { return __longlong_as_double((long long)b); }
+#else
+JX_HD u32 fbits(float x) { u32 b; std::memcpy(&b, &x, sizeof b); return b; }
+JX_HD float ffrom(u32 b) { float x; std::memcpy(&x, &b, sizeof x); return x; }
+JX_HD u64 dbits(double x) { u64 b; std::memcpy(&b, &x, sizeof b); return b; }
+JX_HD double dfrom(u64 b) { double x; std::memcpy(&x, &b, sizeof x); return x; }
+#endif
+
+template <class R> JX_HD R inf();
+template <> JX_HD float inf<float>() { return ffrom(0x7f800000u); }
+template <> JX_HD double inf<double>() { return dfrom(0x7ff0000000000000ull); }
+template <class R> JX_HD R qnan();
+template <> JX_HD float qnan<float>() { return ffrom(0x7fc00000u); }
+template <> JX_HD double qnan<double>() { return dfrom(0x7ff8000000000000ull); }
+
+// ---------------------------------------------------------------- math wrappers: float stays float
+// (::sinf on float, ::sin on double; the same names exist on the host and under NVRTC).
+namespace m {
+#define JX_M1(name, fn)                                  \
+    JX_HD float name(float x) { return ::fn##f(x); }     \
+    JX_HD double name(double x) { return ::fn(x); }
+#define JX_M2(name, fn)                                            \
+    JX_HD float name(float x, float y) { return ::fn##f(x, y); }   \
+    JX_HD double name(double x, double y) { return ::fn(x, y); }
+JX_M1(sqrt, sqrt) JX_M1(sin, sin) JX_M1(cos, cos) JX_M1(tan, tan)
+JX_M1(asin, asin) JX_M1(acos, acos) JX_M1(atan, atan)
+JX_M1(sinh, sinh) JX_M1(cosh, cosh) JX_M1(tanh, tanh)
+JX_M1(asinh, asinh) JX_M1(acosh, acosh) JX_M1(atanh, atanh)
+JX_M1(log, log) JX_M1(log1p, log1p) JX_M1(log10, log10) JX_M1(log2, log2)
+JX_M1(exp, exp) JX_M1(expm1, expm1) JX_M1(exp2, exp2) JX_M1(cbrt, cbrt)
+JX_M1(erf, erf) JX_M1(erfc, erfc) JX_M1(tgamma, tgamma)
+JX_M1(fabs, fabs) JX_M1(ceil, ceil) JX_M1(floor, floor) JX_M1(rint, rint) JX_M1(trunc, trunc)
+JX_M2(atan2, atan2) JX_M2(hypot, hypot) JX_M2(copysign, copysign) JX_M2(nextafter, nextafter)
+JX_M2(fmod, fmod) JX_M2(pow, pow)
+#undef JX_M1
+#undef JX_M2
+#ifdef JX_CUDA
+JX_HD float lgamma(float x) { return ::lgammaf(x); }
+JX_HD double lgamma(double x) { return ::lgamma(x); }
+#else
+// The reentrant forms: plain lgamma writes the global `signgam` (a data race across threads).
+JX_HD float lgamma(float x) { int s; return ::lgammaf_r(x, &s); }
+JX_HD double lgamma(double x) { int s; return ::lgamma_r(x, &s); }
+#endif
+JX_HD bool isnan(float x) { return x != x; }
+JX_HD bool isnan(double x) { return x != x; }
+JX_HD bool isinf(float x) { return fabs(x) == inf<float>(); }
+JX_HD bool isinf(double x) { return fabs(x) == inf<double>(); }
+JX_HD bool isfinite(float x) { return fabs(x) < inf<float>(); }
+JX_HD bool isfinite(double x) { return fabs(x) < inf<double>(); }
+JX_HD bool signbit(float x) { return (fbits(x) >> 31) != 0; }
+JX_HD bool signbit(double x) { return (dbits(x) >> 63) != 0; }
+}  // namespace m
+
+// ---------------------------------------------------------------- 16-bit floats
+// IEEE binary16 -> float (exact).
+JX_HD float half_to_float(u16 h) {
+    u32 sign = (u32)(h & 0x8000u) << 16;
+    u32 e = (h >> 10) & 0x1fu;
+    u32 mant = h & 0x3ffu;
+    if (e == 0x1f) return ffrom(sign | 0x7f800000u | (mant << 13));
+    if (e == 0) {
+        float v = (float)mant * 5.9604644775390625e-8f;  // mant * 2^-24, exact
+        return ffrom(sign | fbits(v));
+    }
+    return ffrom(sign | ((e + 112u) << 23) | (mant << 13));
+}
+
+// float -> binary16, round to nearest even; overflow gives inf; NaN stays a (quiet) NaN.
+JX_HD u16 float_to_half(float f) {
+    u32 x = fbits(f);
+    u32 sign = (x >> 16) & 0x8000u;
+    u32 ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) {  // inf or NaN
+        if (ax == 0x7f800000u) return (u16)(sign | 0x7c00u);
+        return (u16)(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
+    }
+    if (ax >= 0x477ff000u) return (u16)(sign | 0x7c00u);  // >= 65520 rounds to inf
+    if (ax < 0x38800000u) {                              // below 2^-14: subnormal half or 0
+        if (ax <= 0x33000000u) return (u16)sign;         // <= 2^-25 rounds to 0 (ties to even)
+        u32 e = ax >> 23;
+        u32 mant = (ax & 0x7fffffu) | 0x800000u;
+        u32 shift = 126u - e;  // 14..24
+        u32 r = mant >> shift;
+        u32 rem = mant & ((1u << shift) - 1u);
+        u32 halfway = 1u << (shift - 1u);
+        if (rem > halfway || (rem == halfway && (r & 1u))) ++r;
+        return (u16)(sign | r);
+    }
+    u32 h = (ax - 0x38000000u) >> 13;
+    u32 rem = ax & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) ++h;
+    return (u16)(sign | h);
+}
+
+// bfloat16 <-> float.
+JX_HD float bf16_to_float(u16 h) { return ffrom((u32)h << 16); }
+JX_HD u16 float_to_bf16(float f) {
+    u32 x = fbits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);  // quiet NaN
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (u16)(x >> 16);
+}
+
+// double -> float rounded to odd: rounding that to a format with at least two bits fewer
+// mantissa (half, bfloat16) with round-to-nearest-even gives the correctly rounded result.
+JX_HD float double_to_float_odd(double d) {
+    float f = (float)d;
+    if (m::isnan(d) || (double)f == d) return f;
+    u32 b = fbits(f);
+    if (b & 1u) return f;
+    bool toward_zero = m::fabs((double)f) > m::fabs(d);
+    return ffrom(toward_zero ? b - 1u : b + 1u);
+}
+JX_HD u16 double_to_half(double d) { return float_to_half(double_to_float_odd(d)); }
+JX_HD u16 double_to_bf16(double d) { return float_to_bf16(double_to_float_odd(d)); }
+
+// A value rounded through float16/bfloat16, given back as the float that carries it.
+JX_HD float round_f16(float v) { return half_to_float(float_to_half(v)); }
+JX_HD float round_f16(double v) { return half_to_float(double_to_half(v)); }
+JX_HD float round_f16(bool v) { return v ? 1.0f : 0.0f; }
+template <class T, class = en<is_int<T>::value>>
+JX_HD float round_f16(T v) { return half_to_float(double_to_half((double)v)); }
+template <class R> JX_HD float round_f16(cx<R> v) { return round_f16(v.re); }
+JX_HD float round_bf16(float v) { return bf16_to_float(float_to_bf16(v)); }
+JX_HD float round_bf16(double v) { return bf16_to_float(double_to_bf16(v)); }
+JX_HD float round_bf16(bool v) { return v ? 1.0f : 0.0f; }
+template <class T, class = en<is_int<T>::value>>
+JX_HD float round_bf16(T v) { return bf16_to_float(double_to_bf16((double)v)); }
+template <class R> JX_HD float round_bf16(cx<R> v) { return round_bf16(v.re); }
+
+// nextafter in the 16-bit formats (operands carried as float, exactly representable).
+JX_HD float nextafter_f16(float a, float b) {
+    if (m::isnan(a) || m::isnan(b)) return a + b;
+    if (a == b) return b;
+    u16 h = float_to_half(a);
+    if ((h & 0x7fffu) == 0) return half_to_float((u16)(b > 0 ? 0x0001u : 0x8001u));
+    bool up = (a < b) == ((h & 0x8000u) == 0);  // away from zero
+    return half_to_float((u16)(up ? h + 1u : h - 1u));
+}
+JX_HD float nextafter_bf16(float a, float b) {
+    if (m::isnan(a) || m::isnan(b)) return a + b;
+    if (a == b) return b;
+    u16 h = float_to_bf16(a);
+    if ((h & 0x7fffu) == 0) return bf16_to_float((u16)(b > 0 ? 0x0001u : 0x8001u));
+    bool up = (a < b) == ((h & 0x8000u) == 0);
+    return bf16_to_float((u16)(up ? h + 1u : h - 1u));
+}
+
+// ---------------------------------------------------------------- casts between register types
+namespace detail {
+template <class To, class From, class Enable = void> struct caster;
+
+// to bool: v != 0
+template <class From> struct caster<bool, From, en<is_real<From>::value>> {
+    static JX_HD bool go(From v) { return v != From(0); }
+};
+template <class R> struct caster<bool, cx<R>, void> {
+    static JX_HD bool go(cx<R> v) { return v.re != R(0) || v.im != R(0); }
+};
+// bool/int -> int: wraps (two's complement truncation or extension)
+template <class To, class From>
+struct caster<To, From, en<is_int<To>::value && (is_int<From>::value || is_bool<From>::value)>> {
+    static JX_HD To go(From v) { return (To)v; }
+};
+// float -> int: toward zero, NaN -> 0, saturating
+template <class To, class From>
+struct caster<To, From, en<is_int<To>::value && is_flt<From>::value>> {
+    static JX_HD To go(From v) {
+        if (v != v) return To(0);
+        constexpr int bits = int_traits<To>::bits;
+        if (int_traits<To>::is_signed) {
+            const From lim = (From)((u64)1 << (bits - 1));  // 2^(bits-1), exact in float and double
+            if (v >= lim) return int_traits<To>::max();
+            if (v <= -lim) return int_traits<To>::min();
+        } else {
+            const From lim = bits == 64 ? (From)18446744073709551616.0 : (From)((u64)1 << (bits & 63));
+            if (v >= lim) return int_traits<To>::max();
+            if (v <= From(-1)) return To(0);
+        }
+        return (To)v;
+    }
+};
+// anything real -> float/double
+template <class To, class From>
+struct caster<To, From, en<is_flt<To>::value && is_real<From>::value>> {
+    static JX_HD To go(From v) { return (To)v; }
+};
+// complex -> real: the real part
+template <class To, class R>
+struct caster<To, cx<R>, en<is_intf<To>::value>> {
+    static JX_HD To go(cx<R> v) { return caster<To, R>::go(v.re); }
+};
+// real -> complex, complex -> complex
+template <class S, class From>
+struct caster<cx<S>, From, en<is_real<From>::value>> {
+    static JX_HD cx<S> go(From v) { return cx<S>{caster<S, From>::go(v), S(0)}; }
+};
+template <class S, class R>
+struct caster<cx<S>, cx<R>, void> {
+    static JX_HD cx<S> go(cx<R> v) { return cx<S>{(S)v.re, (S)v.im}; }
+};
+}  // namespace detail
+
+template <class To, class From>
+JX_HD To cast(From v) { return detail::caster<To, From>::go(v); }
+
+// ---------------------------------------------------------------- complex helpers
+template <class R> JX_HD cx<R> cadd(cx<R> a, cx<R> b) { return cx<R>{a.re + b.re, a.im + b.im}; }
+template <class R> JX_HD cx<R> csub(cx<R> a, cx<R> b) { return cx<R>{a.re - b.re, a.im - b.im}; }
+template <class R> JX_HD cx<R> cmul(cx<R> a, cx<R> b) {
+    return cx<R>{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+template <class R> JX_HD cx<R> cscale(cx<R> a, R s) { return cx<R>{a.re * s, a.im * s}; }
+// Smith's algorithm (what NumPy uses), avoiding overflow in |b|^2.
+template <class R> JX_HD cx<R> cdiv(cx<R> a, cx<R> b) {
+    R abr = m::fabs(b.re), abi = m::fabs(b.im);
+    if (abr >= abi) {
+        if (abr == R(0) && abi == R(0)) return cx<R>{a.re / abr, a.im / abi};
+        R rat = b.im / b.re;
+        R scl = R(1) / (b.re + b.im * rat);
+        return cx<R>{(a.re + a.im * rat) * scl, (a.im - a.re * rat) * scl};
+    }
+    R rat = b.re / b.im;
+    R scl = R(1) / (b.im + b.re * rat);
+    return cx<R>{(a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl};
+}
+template <class R> JX_HD R cabs(cx<R> a) { return m::hypot(a.re, a.im); }
+template <class R> JX_HD cx<R> cexp(cx<R> z) {
+    R e = m::exp(z.re);
+    if (z.im == R(0)) return cx<R>{e, z.im};
+    return cx<R>{e * m::cos(z.im), e * m::sin(z.im)};
+}
+template <class R> JX_HD cx<R> clog(cx<R> z) { return cx<R>{m::log(cabs(z)), m::atan2(z.im, z.re)}; }
+template <class R> JX_HD cx<R> csqrt(cx<R> z) {
+    if (z.re == R(0) && z.im == R(0)) return cx<R>{R(0), z.im};
+    if (m::isinf(z.im)) return cx<R>{inf<R>(), z.im};
+    R t = m::sqrt((m::fabs(z.re) + cabs(z)) * R(0.5));
+    if (z.re >= R(0)) return cx<R>{t, z.im / (R(2) * t)};
+    return cx<R>{m::fabs(z.im) / (R(2) * t), m::copysign(t, z.im)};
+}
+template <class R> JX_HD cx<R> ctimes_i(cx<R> z) { return cx<R>{-z.im, z.re}; }      // i z
+template <class R> JX_HD cx<R> ctimes_mi(cx<R> z) { return cx<R>{z.im, -z.re}; }     // -i z
+template <class R> JX_HD cx<R> csinh(cx<R> z) {
+    return cx<R>{m::sinh(z.re) * m::cos(z.im), m::cosh(z.re) * m::sin(z.im)};
+}
+template <class R> JX_HD cx<R> ccosh(cx<R> z) {
+    return cx<R>{m::cosh(z.re) * m::cos(z.im), m::sinh(z.re) * m::sin(z.im)};
+}
+template <class R> JX_HD cx<R> ctanh(cx<R> z) {
+    if (m::fabs(z.re) > R(20)) {
+        R s = m::sin(z.im), c = m::cos(z.im);
+        return cx<R>{m::copysign(R(1), z.re), R(4) * s * c * m::exp(R(-2) * m::fabs(z.re))};
+    }
+    R d = m::cosh(R(2) * z.re) + m::cos(R(2) * z.im);
+    return cx<R>{m::sinh(R(2) * z.re) / d, m::sin(R(2) * z.im) / d};
+}
+template <class R> JX_HD cx<R> casinh(cx<R> z) {
+    // asinh(z) = log(z + sqrt(z^2 + 1)), evaluated on the right half plane (odd function).
+    bool neg = z.re < R(0);
+    cx<R> w = neg ? cx<R>{-z.re, -z.im} : z;
+    cx<R> r = clog(cadd(w, csqrt(cadd(cmul(w, w), cx<R>{R(1), R(0)}))));
+    return neg ? cx<R>{-r.re, -r.im} : r;
+}
+template <class R> JX_HD cx<R> cacosh(cx<R> z) {
+    cx<R> one{R(1), R(0)};
+    return clog(cadd(z, cmul(csqrt(cadd(z, one)), csqrt(csub(z, one)))));
+}
+template <class R> JX_HD cx<R> catanh(cx<R> z) {
+    cx<R> one{R(1), R(0)};
+    return cscale(csub(clog(cadd(one, z)), clog(csub(one, z))), R(0.5));
+}
+template <class R> JX_HD cx<R> cacos(cx<R> z) {
+    // acos(z) = -i log(z + i sqrt(1 - z^2))
+    cx<R> one{R(1), R(0)};
+    return ctimes_mi(clog(cadd(z, ctimes_i(csqrt(csub(one, cmul(z, z)))))));
+}
+
+// Integer power by squaring, wrapping.
+template <class T> JX_HD T ipow(T a, T b) {
+    using W = typename int_traits<T>::wide;
+    if (int_traits<T>::is_signed && b < T(0)) {
+        if (a == T(1)) return T(1);
+        if (a == T(-1)) return (b & T(1)) ? T(-1) : T(1);
+        return T(0);
+    }
+    W r = 1, x = (W)a;
+    u64 e = (u64)b;
+    while (e) {
+        if (e & 1u) r = (W)(r * x);
+        x = (W)(x * x);
+        e >>= 1;
+    }
+    return (T)r;
+}
+
+// Lexicographic complex order with NaN propagation (NumPy's maximum/minimum on complex).
+template <class R> JX_HD bool chasnan(cx<R> a) { return m::isnan(a.re) || m::isnan(a.im); }
+template <class R> JX_HD bool cge(cx<R> a, cx<R> b) { return a.re > b.re || (a.re == b.re && a.im >= b.im); }
+template <class R> JX_HD bool cle(cx<R> a, cx<R> b) { return a.re < b.re || (a.re == b.re && a.im <= b.im); }
+
+// ================================================================ the ops, one per line of ops.def
+namespace op {
+
+// ---- Arith / Subtract
+JX_HD bool Add(bool a, bool b) { return a || b; }
+template <class T> JX_HD en<is_int<T>::value, T> Add(T a, T b) {
+    using W = typename int_traits<T>::wide;
+    return (T)(W)((W)a + (W)b);
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Add(T a, T b) { return a + b; }
+template <class R> JX_HD cx<R> Add(cx<R> a, cx<R> b) { return cadd(a, b); }
+
+template <class T> JX_HD en<is_int<T>::value, T> Sub(T a, T b) {
+    using W = typename int_traits<T>::wide;
+    return (T)(W)((W)a - (W)b);
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Sub(T a, T b) { return a - b; }
+template <class R> JX_HD cx<R> Sub(cx<R> a, cx<R> b) { return csub(a, b); }
+
+JX_HD bool Mul(bool a, bool b) { return a && b; }
+template <class T> JX_HD en<is_int<T>::value, T> Mul(T a, T b) {
+    using W = typename int_traits<T>::wide;
+    return (T)(W)((W)a * (W)b);
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Mul(T a, T b) { return a * b; }
+template <class R> JX_HD cx<R> Mul(cx<R> a, cx<R> b) { return cmul(a, b); }
+
+// ---- TrueDiv (operands are float or complex: lowering casts integers to float64)
+template <class T> JX_HD en<is_flt<T>::value, T> Div(T a, T b) { return a / b; }
+template <class R> JX_HD cx<R> Div(cx<R> a, cx<R> b) { return cdiv(a, b); }
+
+// ---- IntDiv: floor division and the remainder with the divisor's sign
+template <class T> JX_HD en<is_sint<T>::value, T> FloorDiv(T a, T b) {
+    if (b == T(0)) return T(0);
+    if (b == T(-1)) return Sub(T(0), a);  // INT_MIN // -1 wraps
+    T q = (T)(a / b);
+    if ((T)(a % b) != T(0) && ((a < T(0)) != (b < T(0)))) q = (T)(q - 1);
+    return q;
+}
+template <class T> JX_HD en<is_uint<T>::value, T> FloorDiv(T a, T b) { return b == T(0) ? T(0) : (T)(a / b); }
+template <class T> JX_HD en<is_flt<T>::value, T> FloorDiv(T a, T b) {
+    if (b == T(0)) return a / b;
+    T mod = m::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0)) {
+        if ((b < T(0)) != (mod < T(0))) div -= T(1);
+    }
+    T fl;
+    if (div != T(0)) {
+        fl = m::floor(div);
+        if (div - fl > T(0.5)) fl += T(1);
+    } else {
+        fl = m::copysign(T(0), a / b);
+    }
+    return fl;
+}
+
+template <class T> JX_HD en<is_sint<T>::value, T> Mod(T a, T b) {
+    if (b == T(0) || b == T(-1)) return T(0);
+    T r = (T)(a % b);
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r = (T)(r + b);
+    return r;
+}
+template <class T> JX_HD en<is_uint<T>::value, T> Mod(T a, T b) { return b == T(0) ? T(0) : (T)(a % b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Mod(T a, T b) {
+    T mod = m::fmod(a, b);
+    if (b == T(0)) return mod;
+    if (mod != T(0)) {
+        if ((b < T(0)) != (mod < T(0))) mod += b;
+    } else {
+        mod = m::copysign(T(0), b);
+    }
+    return mod;
+}
+
+// ---- Power
+template <class T> JX_HD en<is_int<T>::value, T> Pow(T a, T b) { return ipow(a, b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Pow(T a, T b) { return m::pow(a, b); }
+template <class R> JX_HD cx<R> Pow(cx<R> a, cx<R> b) {
+    if (b.re == R(0) && b.im == R(0)) return cx<R>{R(1), R(0)};
+    if (a.re == R(0) && a.im == R(0)) {
+        if (b.re > R(0) && b.im == R(0)) return cx<R>{R(0), R(0)};
+        return cx<R>{qnan<R>(), qnan<R>()};
+    }
+    if (b.im == R(0) && b.re == m::trunc(b.re) && m::fabs(b.re) < R(100)) {
+        // small integer exponent: repeated squaring (as NumPy does)
+        long long n = (long long)b.re;
+        bool neg = n < 0;
+        unsigned long long e = (unsigned long long)(neg ? -n : n);
+        cx<R> r{R(1), R(0)}, x = a;
+        while (e) {
+            if (e & 1u) r = cmul(r, x);
+            x = cmul(x, x);
+            e >>= 1;
+        }
+        return neg ? cdiv(cx<R>{R(1), R(0)}, r) : r;
+    }
+    return cexp(cmul(b, clog(a)));
+}
+
+// ---- Bitwise (bool: logical)
+JX_HD bool BitAnd(bool a, bool b) { return a && b; }
+JX_HD bool BitOr(bool a, bool b) { return a || b; }
+JX_HD bool BitXor(bool a, bool b) { return a != b; }
+template <class T> JX_HD en<is_int<T>::value, T> BitAnd(T a, T b) { return (T)(a & b); }
+template <class T> JX_HD en<is_int<T>::value, T> BitOr(T a, T b) { return (T)(a | b); }
+template <class T> JX_HD en<is_int<T>::value, T> BitXor(T a, T b) { return (T)(a ^ b); }
+
+// ---- Shift
+template <class T> JX_HD en<is_int<T>::value, T> Shl(T a, T b) {
+    using W = typename int_traits<T>::wide;
+    if ((u64)b >= (u64)int_traits<T>::bits) return T(0);
+    return (T)(W)((W)a << (unsigned)b);
+}
+template <class T> JX_HD en<is_int<T>::value, T> Shr(T a, T b) {
+    if ((u64)b >= (u64)int_traits<T>::bits) return (int_traits<T>::is_signed && a < T(0)) ? (T)(-1) : T(0);
+    return (T)(a >> (unsigned)b);
+}
+
+// ---- Compare (result bool; complex only == and !=)
+#define JX_CMP(Name, OPR)                                                                 \
+    template <class T> JX_HD en<is_real<T>::value, bool> Name(T a, T b) { return a OPR b; }
+JX_CMP(Lt, <) JX_CMP(Le, <=) JX_CMP(Eq, ==) JX_CMP(Ne, !=) JX_CMP(Ge, >=) JX_CMP(Gt, >)
+#undef JX_CMP
+template <class R> JX_HD bool Eq(cx<R> a, cx<R> b) { return a.re == b.re && a.im == b.im; }
+template <class R> JX_HD bool Ne(cx<R> a, cx<R> b) { return !(a.re == b.re && a.im == b.im); }
+
+// ---- Logical
+JX_HD bool And(bool a, bool b) { return a && b; }
+JX_HD bool Or(bool a, bool b) { return a || b; }
+JX_HD bool Not(bool a) { return !a; }
+
+// ---- unary operators
+template <class T> JX_HD en<is_int<T>::value, T> Neg(T a) { return Sub(T(0), a); }
+template <class T> JX_HD en<is_flt<T>::value, T> Neg(T a) { return -a; }
+template <class R> JX_HD cx<R> Neg(cx<R> a) { return cx<R>{-a.re, -a.im}; }
+
+template <class T> JX_HD en<is_any<T>::value, T> Pos(T a) { return a; }
+
+JX_HD bool Invert(bool a) { return !a; }
+template <class T> JX_HD en<is_int<T>::value, T> Invert(T a) { return (T)~a; }
+
+// ---- FloatUnary (float, double, complex)
+#define JX_FLOAT_UNARY(Name, fn, cexpr)                                                  \
+    template <class T> JX_HD en<is_flt<T>::value, T> Name(T x) { return m::fn(x); }      \
+    template <class R> JX_HD cx<R> Name(cx<R> z) { return cexpr; }
+JX_FLOAT_UNARY(Sqrt, sqrt, csqrt(z))
+JX_FLOAT_UNARY(Sin, sin, ctimes_mi(csinh(ctimes_i(z))))    // sin z = -i sinh(i z)
+JX_FLOAT_UNARY(Cos, cos, ccosh(ctimes_i(z)))               // cos z = cosh(i z)
+JX_FLOAT_UNARY(Tan, tan, ctimes_mi(ctanh(ctimes_i(z))))    // tan z = -i tanh(i z)
+JX_FLOAT_UNARY(Arcsin, asin, ctimes_mi(casinh(ctimes_i(z))))  // asin z = -i asinh(i z)
+JX_FLOAT_UNARY(Arccos, acos, cacos(z))
+JX_FLOAT_UNARY(Arctan, atan, ctimes_mi(catanh(ctimes_i(z))))  // atan z = -i atanh(i z)
+JX_FLOAT_UNARY(Sinh, sinh, csinh(z))
+JX_FLOAT_UNARY(Cosh, cosh, ccosh(z))
+JX_FLOAT_UNARY(Tanh, tanh, ctanh(z))
+JX_FLOAT_UNARY(Arcsinh, asinh, casinh(z))
+JX_FLOAT_UNARY(Arccosh, acosh, cacosh(z))
+JX_FLOAT_UNARY(Arctanh, atanh, catanh(z))
+JX_FLOAT_UNARY(Log, log, clog(z))
+JX_FLOAT_UNARY(Log1p, log1p, clog(cadd(z, cx<R>{R(1), R(0)})))
+JX_FLOAT_UNARY(Log10, log10, cscale(clog(z), R(0.43429448190325182765112891891660508)))
+JX_FLOAT_UNARY(Log2, log2, cscale(clog(z), R(1.44269504088896340735992468100189214)))
+JX_FLOAT_UNARY(Exp, exp, cexp(z))
+JX_FLOAT_UNARY(Expm1, expm1,
+               (cx<R>{m::expm1(z.re) * m::cos(z.im) - R(2) * m::sin(z.im * R(0.5)) * m::sin(z.im * R(0.5)),
+                      m::exp(z.re) * m::sin(z.im)}))
+#undef JX_FLOAT_UNARY
+
+// ---- RealUnary (float, double)
+template <class T> JX_HD en<is_flt<T>::value, T> Exp2(T x) { return m::exp2(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> Cbrt(T x) { return m::cbrt(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> Erf(T x) { return m::erf(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> Erfc(T x) { return m::erfc(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> Tgamma(T x) { return m::tgamma(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> Lgamma(T x) { return m::lgamma(x); }
+
+// ---- AbsUnary (complex gives its real type; integer abs(MIN) wraps to MIN)
+JX_HD bool Abs(bool a) { return a; }
+template <class T> JX_HD en<is_sint<T>::value, T> Abs(T a) { return a < T(0) ? Sub(T(0), a) : a; }
+template <class T> JX_HD en<is_uint<T>::value, T> Abs(T a) { return a; }
+template <class T> JX_HD en<is_flt<T>::value, T> Abs(T a) { return m::fabs(a); }
+template <class R> JX_HD R Abs(cx<R> a) { return cabs(a); }
+
+// ---- RoundUnary (bool and integers unchanged; Round is half to even)
+#define JX_ROUND(Name, fn)                                                          \
+    template <class T> JX_HD en<is_intb<T>::value, T> Name(T a) { return a; }       \
+    template <class T> JX_HD en<is_flt<T>::value, T> Name(T a) { return m::fn(a); }
+JX_ROUND(Ceil, ceil) JX_ROUND(Floor, floor) JX_ROUND(Round, rint) JX_ROUND(Trunc, trunc)
+#undef JX_ROUND
+// Rint: as Round, on the float its RealUnary rule gives (integers arrive converted).
+template <class T> JX_HD en<is_flt<T>::value, T> Rint(T a) { return m::rint(a); }
+
+// ---- SignUnary: -1, 0, 1; NaN stays NaN; complex: z / |z| (NumPy 2), 0 for 0
+template <class T> JX_HD en<is_int<T>::value, T> Sign(T a) { return (T)((a > T(0)) - (a < T(0))); }
+template <class T> JX_HD en<is_flt<T>::value, T> Sign(T a) {
+    return a > T(0) ? T(1) : (a < T(0) ? T(-1) : (a == T(0) ? T(0) : a));
+}
+template <class R> JX_HD cx<R> Sign(cx<R> z) {
+    // An infinite component gives the direction of the infinite parts (as NumPy: even when the
+    // other part is NaN); two infinite parts, or a NaN with no infinity, give NaN.
+    const bool ire = m::isinf(z.re), iim = m::isinf(z.im);
+    if (ire || iim) {
+        if (ire && iim) return cx<R>{qnan<R>(), qnan<R>()};
+        return cx<R>{ire ? m::copysign(R(1), z.re) : R(0), iim ? m::copysign(R(1), z.im) : R(0)};
+    }
+    if (chasnan(z)) return cx<R>{qnan<R>(), qnan<R>()};
+    R r = cabs(z);
+    if (r == R(0)) return cx<R>{R(0), R(0)};
+    return cx<R>{z.re / r, z.im / r};
+}
+
+// ---- IntOkUnary
+template <class T> JX_HD en<is_num<T>::value, T> Square(T a) { return Mul(a, a); }
+template <class T> JX_HD en<is_int<T>::value, T> Reciprocal(T a) {
+    if (a == T(0)) return T(0);
+    if (int_traits<T>::is_signed && a == (T)(-1)) return (T)(-1);
+    return (T)(T(1) / a);
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Reciprocal(T a) { return T(1) / a; }
+template <class R> JX_HD cx<R> Reciprocal(cx<R> a) { return cdiv(cx<R>{R(1), R(0)}, a); }
+
+// ---- Identity / PartUnary
+template <class T> JX_HD en<is_real<T>::value, T> Conj(T a) { return a; }
+template <class R> JX_HD cx<R> Conj(cx<R> a) { return cx<R>{a.re, -a.im}; }
+template <class T> JX_HD en<is_real<T>::value, T> Real(T a) { return a; }
+template <class R> JX_HD R Real(cx<R> a) { return a.re; }
+template <class T> JX_HD en<is_real<T>::value, T> Imag(T) { return T(0); }
+template <class R> JX_HD R Imag(cx<R> a) { return a.im; }
+template <class T> JX_HD en<is_any<T>::value, T> Copy(T a) { return a; }
+template <class T> JX_HD en<is_real<T>::value, T> OnesLike(T) { return T(1); }
+template <class R> JX_HD cx<R> OnesLike(cx<R>) { return cx<R>{R(1), R(0)}; }
+
+// ---- Predicate (result bool). Signbit is not defined for complex (NumPy raises TypeError).
+template <class T> JX_HD en<is_intb<T>::value, bool> Isnan(T) { return false; }
+template <class T> JX_HD en<is_intb<T>::value, bool> Isinf(T) { return false; }
+template <class T> JX_HD en<is_intb<T>::value, bool> Isfinite(T) { return true; }
+JX_HD bool Signbit(bool) { return false; }
+template <class T> JX_HD en<is_int<T>::value, bool> Signbit(T a) { return a < T(0); }
+template <class T> JX_HD en<is_flt<T>::value, bool> Isnan(T a) { return m::isnan(a); }
+template <class T> JX_HD en<is_flt<T>::value, bool> Isinf(T a) { return m::isinf(a); }
+template <class T> JX_HD en<is_flt<T>::value, bool> Isfinite(T a) { return m::isfinite(a); }
+template <class T> JX_HD en<is_flt<T>::value, bool> Signbit(T a) { return m::signbit(a); }
+template <class R> JX_HD bool Isnan(cx<R> a) { return chasnan(a); }
+template <class R> JX_HD bool Isinf(cx<R> a) { return m::isinf(a.re) || m::isinf(a.im); }
+template <class R> JX_HD bool Isfinite(cx<R> a) { return m::isfinite(a.re) && m::isfinite(a.im); }
+
+// ---- FloatBinary (float, double)
+template <class T> JX_HD en<is_flt<T>::value, T> Arctan2(T a, T b) { return m::atan2(a, b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Hypot(T a, T b) { return m::hypot(a, b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Copysign(T a, T b) { return m::copysign(a, b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Nextafter(T a, T b) { return m::nextafter(a, b); }
+
+// ---- Fmod: C fmod; integers: the sign of the dividend, x fmod 0 gives 0
+template <class T> JX_HD en<is_sint<T>::value, T> Fmod(T a, T b) {
+    if (b == T(0) || b == T(-1)) return T(0);
+    return (T)(a % b);
+}
+template <class T> JX_HD en<is_uint<T>::value, T> Fmod(T a, T b) { return b == T(0) ? T(0) : (T)(a % b); }
+template <class T> JX_HD en<is_flt<T>::value, T> Fmod(T a, T b) { return m::fmod(a, b); }
+
+// ---- MinMax: NaN propagates (the first NaN operand is returned)
+template <class T> JX_HD en<is_intb<T>::value, T> Maximum(T a, T b) { return a >= b ? a : b; }
+template <class T> JX_HD en<is_intb<T>::value, T> Minimum(T a, T b) { return a <= b ? a : b; }
+template <class T> JX_HD en<is_flt<T>::value, T> Maximum(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <class T> JX_HD en<is_flt<T>::value, T> Minimum(T a, T b) { return (a <= b || a != a) ? a : b; }
+template <class R> JX_HD cx<R> Maximum(cx<R> a, cx<R> b) {
+    if (chasnan(a)) return a;
+    if (chasnan(b)) return b;
+    return cge(a, b) ? a : b;
+}
+template <class R> JX_HD cx<R> Minimum(cx<R> a, cx<R> b) {
+    if (chasnan(a)) return a;
+    if (chasnan(b)) return b;
+    return cle(a, b) ? a : b;
+}
+
+// ---- Where, Clip
+template <class T> JX_HD en<is_any<T>::value, T> Where(bool c, T x, T y) { return c ? x : y; }
+template <class T> JX_HD en<is_any<T>::value, T> Clip(T x, T lo, T hi) { return Minimum(Maximum(x, lo), hi); }
+
+}  // namespace op
+
+// ================================================================ reductions
+// Each has identity() and combine(acc, x). Mean is Sum followed by a division by the count in
+// the node's dtype; the min/max reductions propagate NaN.
+namespace red {
+template <class T> struct Sum {
+    static JX_HD T identity() { return cast<T>(0); }
+    static JX_HD T combine(T a, T b) { return op::Add(a, b); }
+};
+template <class T> struct Prod {
+    static JX_HD T identity() { return cast<T>(1); }
+    static JX_HD T combine(T a, T b) { return op::Mul(a, b); }
+};
+namespace detail {
+template <class T, class E = void> struct extreme;
+template <class T> struct extreme<T, en<is_int<T>::value>> {
+    static JX_HD T lo() { return int_traits<T>::min(); }
+    static JX_HD T hi() { return int_traits<T>::max(); }
+};
+template <> struct extreme<bool, void> {
+    static JX_HD bool lo() { return false; }
+    static JX_HD bool hi() { return true; }
+};
+template <class T> struct extreme<T, en<is_flt<T>::value>> {
+    static JX_HD T lo() { return -inf<T>(); }
+    static JX_HD T hi() { return inf<T>(); }
+};
+template <class R> struct extreme<cx<R>, void> {
+    static JX_HD cx<R> lo() { return cx<R>{-inf<R>(), -inf<R>()}; }
+    static JX_HD cx<R> hi() { return cx<R>{inf<R>(), inf<R>()}; }
+};
+}  // namespace detail
+template <class T> struct ReduceMin {
+    static JX_HD T identity() { return detail::extreme<T>::hi(); }
+    // The accumulator is the first operand, so a NaN already held stays.
+    static JX_HD T combine(T a, T b) { return op::Minimum(a, b); }
+};
+template <class T> struct ReduceMax {
+    static JX_HD T identity() { return detail::extreme<T>::lo(); }
+    static JX_HD T combine(T a, T b) { return op::Maximum(a, b); }
+};
+template <class T = bool> struct Any {
+    static JX_HD bool identity() { return false; }
+    static JX_HD bool combine(bool a, bool b) { return a || b; }
+};
+template <class T = bool> struct All {
+    static JX_HD bool identity() { return true; }
+    static JX_HD bool combine(bool a, bool b) { return a && b; }
+};
+template <class T> struct Mean : Sum<T> {};
+}  // namespace red
+
+}  // namespace jx

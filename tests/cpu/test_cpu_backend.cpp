@@ -1,0 +1,541 @@
+// The CPU backend on hand-built programs: every kernel against the scalar semantics of
+// backend/semantics.h, block boundaries, broadcasting, strided inputs and outputs, several
+// outputs, reductions, 16-bit floats, and thread-count independence.
+#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cpu/kernels.hpp"
+#include "backend/semantics.h"
+#include "tests/cpu/program_builder.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string_view>
+
+namespace {
+
+using jit::Array;
+using jit::Backend;
+using jit::DType;
+using jit::Shape;
+using jit::cpu::kBlock;
+using jxtest::Builder;
+namespace ir = jit::ir;
+
+std::unique_ptr<jit::detail::BackendImpl>& backend1() {
+    static auto b = jit::detail::make_cpu_backend(1);
+    return b;
+}
+std::unique_ptr<jit::detail::BackendImpl>& backend4() {
+    static auto b = jit::detail::make_cpu_backend(4);
+    return b;
+}
+
+template <class T>
+Array host(const std::vector<T>& v, Shape shape) {
+    return Array::from_host(v.data(), jit::dtype_of_v<T>, std::move(shape), Backend::Cpu);
+}
+std::vector<unsigned char> bools(const Array& a) {
+    std::vector<unsigned char> v(static_cast<std::size_t>(a.size()));
+    a.copy_to_host(v.data());
+    return v;
+}
+std::vector<float> iota_f(std::int64_t n, float scale = 0.25f, float offset = -3.f) {
+    std::vector<float> v(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = offset + scale * static_cast<float>(i % 97);
+    return v;
+}
+
+// ---------------------------------------------------------------- block boundaries
+
+class BlockSizes : public ::testing::TestWithParam<std::int64_t> {};
+
+TEST_P(BlockSizes, AddTimesTwoMatchesScalarSemanticsBitwise) {
+    const std::int64_t n = GetParam();
+    Builder b;
+    int a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
+    b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, b.fconst(2.0, DType::Float32)}), c}));
+    auto av = iota_f(n), cv = iota_f(n, 0.5f, 1.f);
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend4(), b.p, {host(av, {n}), host(cv, {n})}, out);
+    auto r = out[0].to_vector<float>();
+    ASSERT_EQ(static_cast<std::int64_t>(r.size()), n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        ASSERT_EQ(r[k], av[k] * 2.0f + cv[k]) << "at " << i;
+    }
+}
+INSTANTIATE_TEST_SUITE_P(Cpu, BlockSizes,
+                         ::testing::Values(0, 1, kBlock - 1, kBlock, kBlock + 1, 3 * kBlock + 17, 100003));
+
+// ---------------------------------------------------------------- every kernel vs jx::op
+
+// A plain array (std::vector<bool> has no data()).
+template <class T>
+struct Buf {
+    std::unique_ptr<T[]> p;
+    std::size_t n = 0;
+    explicit Buf(std::size_t size) : p(new T[size]()), n(size) {}
+    T& operator[](std::size_t i) { return p[i]; }
+    T* data() { return p.get(); }
+    T* begin() { return p.get(); }
+    T* end() { return p.get() + n; }
+};
+
+// Deterministic values of a register type, special values included.
+template <class T>
+Buf<T> sample(std::int64_t n, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    Buf<T> v(static_cast<std::size_t>(n));
+    for (auto& x : v) {
+        if constexpr (std::is_same_v<T, bool>) {
+            x = rng() & 1u;
+        } else if constexpr (std::is_integral_v<T>) {
+            const std::uint32_t r = rng();
+            x = (r % 8 == 0) ? static_cast<T>(r >> 3) : static_cast<T>(static_cast<int>(r % 19) - 6);
+        } else if constexpr (std::is_floating_point_v<T>) {
+            const std::uint32_t r = rng();
+            static const T specials[] = {T(0), -T(0), T(1), T(-1), T(0.5), T(2.5), -T(2.5), INFINITY, -INFINITY, NAN};
+            x = (r % 16 == 0) ? specials[(r >> 4) % 10] : static_cast<T>(std::ldexp(double(int(r % 20001) - 10000), -11));
+        } else {
+            using R = decltype(x.re);
+            x = T{static_cast<R>(int(rng() % 21) - 10) / R(4), static_cast<R>(int(rng() % 21) - 10) / R(4)};
+        }
+    }
+    return v;
+}
+
+template <class T> double as_double(T v) {
+    if constexpr (std::is_same_v<T, jx::c64> || std::is_same_v<T, jx::c128>) return double(v.re);
+    else return double(v);
+}
+
+template <class T> bool same_value(T a, T b, int ulps) {
+    if constexpr (std::is_same_v<T, jx::c64> || std::is_same_v<T, jx::c128>) {
+        return same_value(a.re, b.re, ulps) && same_value(a.im, b.im, ulps);
+    } else if constexpr (std::is_floating_point_v<T>) {
+        if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+        if (a == b) return true;
+        if (ulps == 0 || std::isinf(a) || std::isinf(b)) return false;
+        T lo = a, hi = a;
+        for (int k = 0; k < ulps; ++k) {
+            lo = std::nextafter(lo, -INFINITY);
+            hi = std::nextafter(hi, INFINITY);
+        }
+        return b >= lo && b <= hi;
+    } else {
+        return a == b;
+    }
+}
+
+// Transcendental kernels may come from a vector math library (<= 4 ULP, glibc libmvec).
+bool vector_math_op(ir::Op op) {
+    switch (op) {
+        case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tan: case ir::Op::Arcsin: case ir::Op::Arccos:
+        case ir::Op::Arctan: case ir::Op::Sinh: case ir::Op::Cosh: case ir::Op::Tanh: case ir::Op::Arcsinh:
+        case ir::Op::Arccosh: case ir::Op::Arctanh: case ir::Op::Log: case ir::Op::Log1p: case ir::Op::Log10:
+        case ir::Op::Log2: case ir::Op::Exp: case ir::Op::Expm1: case ir::Op::Exp2: case ir::Op::Cbrt:
+        case ir::Op::Erf: case ir::Op::Erfc: case ir::Op::Arctan2: case ir::Op::Hypot: case ir::Op::Pow:
+            return true;
+        default: return false;
+    }
+}
+
+template <class T, class F>
+void check_kernel(const jit::cpu::KernelTable& kt, ir::Op op, DType dt, int arity, F scalar) {
+    const auto fn = kt.op[static_cast<int>(op)][static_cast<int>(dt)];
+    if (!fn) return;
+    const std::int64_t n = kBlock + 3;
+    auto a = sample<T>(n, 1), b = sample<T>(n, 2), c = sample<T>(n, 3);
+    auto cond = sample<bool>(n, 4);
+    // Shifts: counts in [0, 2 * width) so that over-wide shifts are covered without UB in the
+    // reference (which is the same scalar function).
+    using R = decltype(scalar(a[0], a[0], a[0], false));
+    Buf<R> out(static_cast<std::size_t>(n));
+    const void* in[3] = {a.data(), b.data(), c.data()};
+    const bool where = op == ir::Op::Where;
+    if (where) in[0] = cond.data(), in[1] = a.data(), in[2] = b.data();
+    fn(in, out.data(), n);
+    const int ulps = vector_math_op(op) ? 4 : 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const R expect = where ? scalar(a[k], b[k], c[k], cond[k]) : scalar(a[k], b[k], c[k], false);
+        ASSERT_TRUE(same_value(out[k], expect, ulps))
+            << ir::info(op).id << " on " << jit::dtype_name(dt) << " [" << kt.name << "] at " << i << ": got "
+            << as_double(out[k]) << ", want " << as_double(expect) << " (a=" << as_double(a[k]) << ", b=" << as_double(b[k]) << ")";
+    }
+    (void)arity;
+}
+
+template <class T>
+void check_all_ops(const jit::cpu::KernelTable& kt, DType dt) {
+#define JX_CHECK_Operator(Id, Arity) JX_CHECK(Id, Arity)
+#define JX_CHECK_Function(Id, Arity) JX_CHECK(Id, Arity)
+#define JX_CHECK_Reduction(Id, Arity)
+#define JX_CHECK(Id, Arity)                                                                                    \
+    if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                                           \
+        check_kernel<T>(                            \
+            kt, ir::Op::Id, dt, 1, [](T x, T, T, bool) { return jx::op::Id(x); });                            \
+    } else if constexpr (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) {                                 \
+        check_kernel<T>(                        \
+            kt, ir::Op::Id, dt, 2, [](T x, T y, T, bool) { return jx::op::Id(x, y); });                       \
+    } else if constexpr (Arity == 3 && std::string_view(#Id) == "Where" &&                                   \
+                         requires(T x, bool c) { jx::op::Id(c, x, x); }) {                      \
+        check_kernel<T>(                   \
+            kt, ir::Op::Id, dt, 3, [](T x, T y, T, bool c) { return jx::op::Id(c, x, y); });                  \
+    } else if constexpr (Arity == 3 && std::string_view(#Id) != "Where" &&                                   \
+                         requires(T x) { jx::op::Id(x, x, x); }) {                              \
+        check_kernel<T>(                   \
+            kt, ir::Op::Id, dt, 3, [](T x, T y, T z, bool) { return jx::op::Id(x, y, z); });                  \
+    }
+#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_CHECK_##Kind(Id, Arity)
+#include "dsl/ops.def"
+#undef JIT_OP
+#undef JX_CHECK
+}
+
+void check_table(const jit::cpu::KernelTable& kt) {
+    check_all_ops<bool>(kt, DType::Bool);
+    check_all_ops<jx::i8>(kt, DType::Int8);
+    check_all_ops<jx::i16>(kt, DType::Int16);
+    check_all_ops<jx::i32>(kt, DType::Int32);
+    check_all_ops<jx::i64>(kt, DType::Int64);
+    check_all_ops<jx::u8>(kt, DType::UInt8);
+    check_all_ops<jx::u16>(kt, DType::UInt16);
+    check_all_ops<jx::u32>(kt, DType::UInt32);
+    check_all_ops<jx::u64>(kt, DType::UInt64);
+    check_all_ops<float>(kt, DType::Float32);
+    check_all_ops<double>(kt, DType::Float64);
+    check_all_ops<jx::c64>(kt, DType::Complex64);
+    check_all_ops<jx::c128>(kt, DType::Complex128);
+}
+
+TEST(CpuKernels, BaselineTableMatchesScalarSemantics) { check_table(jit::cpu::kernels_base()); }
+
+TEST(CpuKernels, Avx2TableMatchesScalarSemantics) {
+    const auto* kt = jit::cpu::kernels_avx2();
+    if (!kt || !__builtin_cpu_supports("avx2")) GTEST_SKIP() << "no AVX2 on this CPU or build";
+    check_table(*kt);
+}
+
+TEST(CpuKernels, EveryElementwiseOpHasAKernelForSomeDtype) {
+    const auto& kt = jit::cpu::kernels();
+    for (const auto& info : ir::op_table()) {
+        if (info.kind == ir::OpKind::Reduction) continue;
+        bool any = false;
+        for (int d = 0; d < jit::kNumDTypes; ++d) any |= kt.op[static_cast<int>(info.op)][d] != nullptr;
+        EXPECT_TRUE(any) << info.id;
+    }
+}
+
+// ---------------------------------------------------------------- programs
+
+TEST(CpuBackend, IntegerFloorDivAndModFollowNumpyWithZeroDivisors) {
+    Builder b;
+    int a = b.input(DType::Int32, {6}), d = b.input(DType::Int32, {6});
+    b.output(b.same(ir::Op::FloorDiv, {a, d}));
+    b.output(b.same(ir::Op::Mod, {a, d}));
+    std::vector<std::int32_t> av{7, -7, 7, -7, 5, INT32_MIN}, dv{2, 2, -2, 0, 0, -1};
+    std::vector<Array> out{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend1(), b.p, {host(av, {6}), host(dv, {6})}, out);
+    EXPECT_EQ(out[0].to_vector<std::int32_t>(), (std::vector<std::int32_t>{3, -4, -4, 0, 0, INT32_MIN}));
+    EXPECT_EQ(out[1].to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 1, -1, 0, 0, 0}));
+}
+
+TEST(CpuBackend, BroadcastsColumnAgainstRowAndZeroDimInput) {
+    Builder b;
+    int col = b.input(DType::Float64, {3, 1}), row = b.input(DType::Float64, {4}), s = b.input(DType::Float64, {});
+    b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {col, row}), s}));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p,
+                {host(std::vector<double>{1, 2, 3}, {3, 1}), host(std::vector<double>{1, 10, 100, 1000}, {4}),
+                 host(std::vector<double>{0.5}, {})},
+                out);
+    EXPECT_EQ(out[0].shape(), (Shape{3, 4}));
+    EXPECT_EQ(out[0].to_vector<double>(),
+              (std::vector<double>{1.5, 10.5, 100.5, 1000.5, 2.5, 20.5, 200.5, 2000.5, 3.5, 30.5, 300.5, 3000.5}));
+}
+
+TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
+    const std::int64_t R = 37, C = 301;
+    std::vector<float> m(static_cast<std::size_t>(R * C));
+    for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
+    Array mat = host(m, {R, C});
+    Array t = mat.transpose();                       // (C, R), strides (1, C)
+    std::vector<float> w(static_cast<std::size_t>(2 * C * R));
+    for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7);
+    Array whole = host(w, {2 * C * R});
+    Array stepped = Array::view(whole.data(), DType::Float32, {C, R}, {2 * R, 2}, Backend::Cpu, whole.storage());
+    Builder b;
+    int x = b.input(DType::Float32, {C, R}), y = b.input(DType::Float32, {C, R});
+    b.p.inputs[0].strides = t.strides();
+    b.p.inputs[1].strides = stepped.strides();
+    b.output(b.same(ir::Op::Sub, {x, y}));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend4(), b.p, {t, stepped}, out);
+    auto r = out[0].to_vector<float>();
+    for (std::int64_t c = 0; c < C; ++c)
+        for (std::int64_t k = 0; k < R; ++k) {
+            const float x = m[static_cast<std::size_t>(k * C + c)], y = w[static_cast<std::size_t>(c * 2 * R + 2 * k)];
+            ASSERT_EQ(r[static_cast<std::size_t>(c * R + k)], x - y) << c << "," << k;
+        }
+}
+
+TEST(CpuBackend, WritesIntoASteppedOutputViewOnly) {
+    const std::int64_t n = 5000;
+    Builder b;
+    int a = b.input(DType::Int64, {n});
+    b.output(b.same(ir::Op::Neg, {a}));
+    std::vector<std::int64_t> av(static_cast<std::size_t>(n));
+    std::iota(av.begin(), av.end(), 1);
+    std::vector<std::int64_t> backing(static_cast<std::size_t>(2 * n), 7);
+    Array whole = host(backing, {2 * n});
+    std::vector<Array> out{whole.slice(0, 1, 2 * n, 2)};
+    jxtest::run(*backend4(), b.p, {host(av, {n})}, out);
+    auto w = whole.to_vector<std::int64_t>();
+    for (std::int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(w[static_cast<std::size_t>(2 * i)], 7);
+        ASSERT_EQ(w[static_cast<std::size_t>(2 * i + 1)], -(i + 1));
+    }
+}
+
+TEST(CpuBackend, TwoOutputsOfOneStageShareTheirOperands) {
+    const std::int64_t n = 3 * kBlock + 5;
+    Builder b;
+    int a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
+    int sum = b.same(ir::Op::Add, {a, c});
+    b.output(b.same(ir::Op::Mul, {sum, sum}));
+    b.output(b.op(ir::Op::Gt, DType::Bool, {a, c}));
+    std::vector<double> av(static_cast<std::size_t>(n)), cv(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) av[static_cast<std::size_t>(i)] = double(i % 11), cv[static_cast<std::size_t>(i)] = double(i % 5);
+    std::vector<Array> out{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend4(), b.p, {host(av, {n}), host(cv, {n})}, out);
+    auto sq = out[0].to_vector<double>();
+    auto gt = bools(out[1]);
+    for (std::size_t i = 0; i < sq.size(); ++i) {
+        ASSERT_EQ(sq[i], (av[i] + cv[i]) * (av[i] + cv[i]));
+        ASSERT_EQ(gt[i] != 0, av[i] > cv[i]);
+    }
+}
+
+TEST(CpuBackend, ScalarParameterIsBroadcast) {
+    Builder b;
+    int a = b.input(DType::Int16, {4}), s = b.scalar(DType::Int16);
+    b.output(b.same(ir::Op::Mul, {a, s}));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(std::vector<std::int16_t>{1, -2, 300, 20000}, {4})}, out,
+                {ir::Value::of_int(3, DType::Int16)});
+    // 20000 * 3 wraps in int16
+    EXPECT_EQ(out[0].to_vector<std::int16_t>(), (std::vector<std::int16_t>{3, -6, 900, static_cast<std::int16_t>(-5536)}));
+}
+
+TEST(CpuBackend, WhereSelectsPerElement) {
+    const std::int64_t n = kBlock + 9;
+    Builder b;
+    int a = b.input(DType::Float32, {n});
+    int cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.5, DType::Float32)});
+    b.output(b.same(ir::Op::Where, {cond, b.same(ir::Op::Sin, {a}), b.same(ir::Op::Mul, {a, a})}));
+    auto av = iota_f(n, 0.03f, -1.f);
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(av, {n})}, out);
+    auto r = out[0].to_vector<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        if (av[i] > 0.5f) ASSERT_NEAR(r[i], std::sin(av[i]), 4e-7f) << i;
+        else ASSERT_EQ(r[i], av[i] * av[i]) << i;
+    }
+}
+
+TEST(CpuBackend, Float16IsComputedInFloatAndRoundedOnStore) {
+    const std::int64_t n = 1000;
+    std::vector<std::uint16_t> ah(static_cast<std::size_t>(n)), bh(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+        ah[static_cast<std::size_t>(i)] = jx::float_to_half(0.001f * float(i) - 0.3f);
+        bh[static_cast<std::size_t>(i)] = jx::float_to_half(float(i) * 37.0f);
+    }
+    Builder b;
+    int a = b.input(DType::Float16, {n}), c = b.input(DType::Float16, {n});
+    b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, c}), a}));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p,
+                {Array::from_host(ah.data(), DType::Float16, {n}, Backend::Cpu),
+                 Array::from_host(bh.data(), DType::Float16, {n}, Backend::Cpu)},
+                out);
+    std::vector<std::uint16_t> r(static_cast<std::size_t>(n));
+    out[0].copy_to_host(r.data());
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        const float x = jx::half_to_float(ah[i]), y = jx::half_to_float(bh[i]);
+        ASSERT_EQ(r[i], jx::float_to_half(x * y + x)) << i;  // one rounding, at the store
+    }
+}
+
+TEST(CpuBackend, CastToInt8SaturatesAndNanGivesZero) {
+    Builder b;
+    int a = b.input(DType::Float64, {6});
+    b.output(b.cast(a, DType::Int8));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(std::vector<double>{1.9, -1.9, 300, -300, NAN, -128.5}, {6})}, out);
+    EXPECT_EQ(out[0].to_vector<std::int8_t>(), (std::vector<std::int8_t>{1, -1, 127, -128, 0, -128}));
+}
+
+TEST(CpuBackend, CastToBFloat16RoundsToNearestEven) {
+    Builder b;
+    int a = b.input(DType::Float32, {3});
+    b.output(b.cast(a, DType::BFloat16));
+    std::vector<Array> out{b.make_output(0)};
+    // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties to even (1); 1 + 3*2^-8 rounds up.
+    jxtest::run(*backend1(), b.p, {host(std::vector<float>{1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, NAN}, {3})}, out);
+    std::vector<std::uint16_t> r(3);
+    out[0].copy_to_host(r.data());
+    EXPECT_EQ(r[0], 0x3f80);
+    EXPECT_EQ(r[1], 0x3f82);
+    EXPECT_TRUE(std::isnan(jx::bf16_to_float(r[2])));
+}
+
+TEST(CpuBackend, ComplexMultiplyAndAbs) {
+    Builder b;
+    int a = b.input(DType::Complex128, {2});
+    b.output(b.op(ir::Op::Abs, DType::Float64, {b.same(ir::Op::Mul, {a, a})}));
+    std::vector<std::complex<double>> av{{3, 4}, {0, 1}};
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(av, {2})}, out);
+    EXPECT_EQ(out[0].to_vector<double>(), (std::vector<double>{25.0, 1.0}));
+}
+
+// ---------------------------------------------------------------- reductions
+
+TEST(CpuBackend, FullSumOfInt64IsExact) {
+    const std::int64_t n = 300001;
+    std::vector<std::int64_t> v(static_cast<std::size_t>(n));
+    std::iota(v.begin(), v.end(), -1000);
+    Builder b;
+    int a = b.input(DType::Int64, {n});
+    b.output(b.reduce(ir::Op::Sum, a, -1, DType::Int64));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
+    EXPECT_EQ(out[0].to_vector<std::int64_t>()[0], std::accumulate(v.begin(), v.end(), std::int64_t{0}));
+}
+
+TEST(CpuBackend, FullSumOfFloat32IsPairwiseAccurate) {
+    const std::int64_t n = 1 << 22;
+    std::vector<float> v(static_cast<std::size_t>(n), 0.1f);
+    Builder b;
+    int a = b.input(DType::Float32, {n});
+    b.output(b.reduce(ir::Op::Sum, a, -1, DType::Float32));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
+    const double exact = double(0.1f) * double(n);
+    EXPECT_NEAR(out[0].to_vector<float>()[0], exact, exact * 1e-6);  // naive summation is off by ~10%
+}
+
+TEST(CpuBackend, AxisReductionsOverShortAndLongRows) {
+    for (auto [R, C] : {std::pair<std::int64_t, std::int64_t>{37, 5000}, {5000, 3}, {4, 1}}) {
+        std::vector<double> v(static_cast<std::size_t>(R * C));
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(i % 13) - 6;
+        for (int axis : {0, 1}) {
+            Builder b;
+            int a = b.input(DType::Float64, {R, C});
+            b.output(b.reduce(ir::Op::Sum, a, axis, DType::Float64));
+            b.output(b.reduce(ir::Op::ReduceMax, a, axis, DType::Float64));
+            b.output(b.reduce(ir::Op::Mean, a, axis, DType::Float64));
+            std::vector<Array> out{b.make_output(0), b.make_output(1), b.make_output(2)};
+            jxtest::run(*backend4(), b.p, {host(v, {R, C})}, out);
+            auto s = out[0].to_vector<double>(), m = out[1].to_vector<double>(), mean = out[2].to_vector<double>();
+            const std::int64_t rows = axis == 0 ? C : R, len = axis == 0 ? R : C;
+            ASSERT_EQ(static_cast<std::int64_t>(s.size()), rows);
+            for (std::int64_t r = 0; r < rows; ++r) {
+                double es = 0, em = -INFINITY;
+                for (std::int64_t k = 0; k < len; ++k) {
+                    const double x = v[static_cast<std::size_t>(axis == 0 ? k * C + r : r * C + k)];
+                    es += x;
+                    em = std::max(em, x);
+                }
+                ASSERT_EQ(s[static_cast<std::size_t>(r)], es) << R << "x" << C << " axis " << axis << " row " << r;
+                ASSERT_EQ(m[static_cast<std::size_t>(r)], em);
+                ASSERT_DOUBLE_EQ(mean[static_cast<std::size_t>(r)], es / double(len));
+            }
+        }
+    }
+}
+
+TEST(CpuBackend, MinAndMaxPropagateNan) {
+    std::vector<float> v(10000, 1.0f);
+    v[7777] = NAN;
+    Builder b;
+    int a = b.input(DType::Float32, {10000});
+    b.output(b.reduce(ir::Op::ReduceMin, a, -1, DType::Float32));
+    b.output(b.reduce(ir::Op::ReduceMax, a, -1, DType::Float32));
+    std::vector<Array> out{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend1(), b.p, {host(v, {10000})}, out);
+    EXPECT_TRUE(std::isnan(out[0].to_vector<float>()[0]));
+    EXPECT_TRUE(std::isnan(out[1].to_vector<float>()[0]));
+}
+
+TEST(CpuBackend, AnyAndAllOverAComparison) {
+    const std::int64_t n = 50000;
+    std::vector<std::int32_t> v(static_cast<std::size_t>(n), 1);
+    v[49999] = -5;
+    Builder b;
+    int a = b.input(DType::Int32, {n});
+    int neg = b.op(ir::Op::Lt, DType::Bool, {a, b.constant(ir::Value::of_int(0, DType::Int32))});
+    b.output(b.reduce(ir::Op::Any, neg, -1, DType::Bool));
+    b.output(b.reduce(ir::Op::All, neg, -1, DType::Bool));
+    std::vector<Array> out{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
+    EXPECT_TRUE(bools(out[0])[0]);
+    EXPECT_FALSE(bools(out[1])[0]);
+}
+
+TEST(CpuBackend, ReductionResultFeedsALaterStageThroughATemporary) {
+    const std::int64_t n = 3 * kBlock + 1;
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(i % 10);
+    Builder b;
+    int a = b.input(DType::Float64, {n});
+    int mean = b.reduce(ir::Op::Mean, a, -1, DType::Float64);
+    b.output(b.same(ir::Op::Sub, {a, mean}));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
+    const double m = std::accumulate(v.begin(), v.end(), 0.0) / double(n);
+    auto r = out[0].to_vector<double>();
+    for (std::size_t i = 0; i < r.size(); ++i) ASSERT_NEAR(r[i], v[i] - m, 1e-12);
+}
+
+TEST(CpuBackend, EmptyAxisSumGivesZeros) {
+    Builder b;
+    int a = b.input(DType::Float32, {0, 3});
+    b.output(b.reduce(ir::Op::Sum, a, 0, DType::Float32));
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {Array::zeros(DType::Float32, {0, 3}, Backend::Cpu)}, out);
+    EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{0, 0, 0}));
+}
+
+// ---------------------------------------------------------------- threads
+
+TEST(CpuBackend, FourThreadsEqualOneThreadBitwise) {
+    const std::int64_t n = (1 << 20) + 77;
+    std::vector<float> v(static_cast<std::size_t>(n));
+    std::mt19937 rng(5);
+    for (auto& x : v) x = float(rng() % 100000) * 1e-3f;
+    Builder b;
+    int a = b.input(DType::Float32, {n});
+    int e = b.same(ir::Op::Add, {b.same(ir::Op::Sin, {a}), b.same(ir::Op::Exp, {b.same(ir::Op::Neg, {a})})});
+    b.output(e);
+    b.output(b.reduce(ir::Op::Sum, e, -1, DType::Float32));
+    std::vector<Array> o1{b.make_output(0), b.make_output(1)}, o4{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend1(), b.p, {host(v, {n})}, o1);
+    jxtest::run(*backend4(), b.p, {host(v, {n})}, o4);
+    EXPECT_EQ(o1[0].to_vector<float>(), o4[0].to_vector<float>());
+    EXPECT_EQ(o1[1].to_vector<float>(), o4[1].to_vector<float>());
+}
+
+TEST(CpuBackend, WrongInputCountIsAnArgumentError) {
+    Builder b;
+    int a = b.input(DType::Float32, {3});
+    b.output(b.same(ir::Op::Neg, {a}));
+    std::vector<Array> out{b.make_output(0)};
+    EXPECT_THROW(jxtest::run(*backend1(), b.p, {}, out), jit::ArgumentError);
+}
+
+}  // namespace
