@@ -1,0 +1,117 @@
+// jitexpr — the CUDA layer as the rest of jitexpr sees it: no cuda.h or nvrtc.h types here.
+//
+// libcuda is opened at run time (dlopen "libcuda.so.1" + cuGetProcAddress), so every binary
+// starts on a machine with no driver; available() says why CUDA cannot be used.
+// Everything runs in the primary context of the device (shared with the CUDA runtime API, so
+// cudaMalloc pointers work), made current on the calling thread by each entry point.
+#pragma once
+
+#include <jit/array.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace jit::cuda {
+
+// ---- driver and device
+// True when libcuda loads, cuInit succeeds and there is at least one device. Cheap after the
+// first call. On false, `why` gets a sentence ("no CUDA driver: libcuda.so.1 not found").
+bool available(std::string* why = nullptr);
+
+struct DeviceInfo {
+    int ordinal = 0;
+    std::string name;
+    int cc_major = 0, cc_minor = 0;   // compute capability
+    int sm_count = 0;
+    int max_threads_per_block = 0;
+    int max_threads_per_sm = 0;
+    std::size_t total_memory = 0;
+    std::size_t l2_bytes = 0;
+    int driver_version = 0;           // e.g. 13000
+};
+// Throws NoDeviceError if !available().
+const DeviceInfo& device_info(int ordinal = 0);
+
+// ---- memory (device 0's primary context)
+// Copies from or to host memory are complete when they return (the host buffer may be reused or
+// read at once); device-to-device copies and memset are only queued on the stream.
+void* alloc(std::size_t bytes);           // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
+void free(void* ptr) noexcept;            // reports but never throws
+void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
+void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
+void copy_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
+void memset(void* dst, int value, std::size_t bytes, void* stream = nullptr);
+void synchronize(void* stream = nullptr);  // the stream, or the whole context when null
+// True if `ptr` is device memory (or managed) of the current context.
+bool is_device_pointer(const void* ptr);
+
+// Device memory as Array storage (freed when the last array lets go).
+std::shared_ptr<Storage> make_storage(std::size_t bytes);
+
+// ---- compilation (NVRTC)
+struct CompileOptions {
+    int cc_major = 9, cc_minor = 0;  // target arch (sm_XY)
+    bool fast_math = false;
+    bool line_info = false;
+    std::vector<std::string> extra;  // more NVRTC options
+};
+struct Image {
+    std::string data;     // CUBIN bytes, or PTX text when is_cubin is false
+    bool is_cubin = true;
+    std::string arch;     // "sm_90" or "compute_90"
+    std::string options;  // the options used, space-separated
+    std::string log;      // NVRTC log (warnings)
+    double compile_ms = 0;
+};
+// Compiles `source` to CUBIN for the arch (to PTX for the highest virtual arch NVRTC knows when
+// it does not know that one). Throws CompileError with log, options and source on failure.
+Image compile(const std::string& source, const std::string& name, const CompileOptions& options);
+int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10)
+std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
+void warm_up_nvrtc();                 // starts NVRTC in a background thread (first call ~270 ms)
+
+// ---- modules and launch
+class Module;
+using ModulePtr = std::shared_ptr<const Module>;
+class Module {
+public:
+    // Loads a CUBIN or PTX image into device 0's primary context.
+    static ModulePtr load(const Image& image);
+    ~Module();
+    Module(const Module&) = delete;  // owns the CUmodule: one unload
+    Module& operator=(const Module&) = delete;
+    // Opaque CUfunction for `name`; throws CudaError if absent.
+    void* function(const std::string& name) const;
+
+private:
+    Module() = default;
+    void* handle_ = nullptr;
+};
+
+struct LaunchConfig {
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared_bytes = 0;
+    void* stream = nullptr;  // CUstream
+};
+// `args` is the driver's array of pointers to each argument's storage.
+void launch(void* function, const LaunchConfig& config, void** args);
+
+// Occupancy helper: blocks of `block_size` threads that fit on one SM for `function`.
+int max_active_blocks_per_sm(void* function, int block_size, std::size_t shared_bytes = 0);
+
+// What the driver says about a loaded kernel (cuFuncGetAttribute).
+struct FunctionAttributes {
+    int max_threads_per_block = 0;  // the most threads a block of this kernel may have
+    int registers = 0;              // per thread
+    int static_shared_bytes = 0;
+    int local_bytes = 0;            // per thread (spills, local arrays)
+    int ptx_version = 0;            // e.g. 90 for compute_90
+    int binary_version = 0;         // e.g. 90 for sm_90
+};
+FunctionAttributes function_attributes(void* function);
+
+}  // namespace jit::cuda

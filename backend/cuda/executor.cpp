@@ -1,0 +1,603 @@
+// jitexpr — the CUDA backend: module cache, prepare (emit + compile + load), run (launch).
+#include "backend/cuda/executor.hpp"
+
+#include "codegen/codegen.hpp"
+
+#include <jit/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+namespace jit::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string encode_image(const Image& img) { return (img.is_cubin ? "C" : "P") + img.data; }
+
+std::optional<Image> decode_image(const std::string& bytes, const CompileOptions& co) {
+    if (bytes.size() < 2 || (bytes[0] != 'C' && bytes[0] != 'P')) return std::nullopt;
+    Image img;
+    img.is_cubin = bytes[0] == 'C';
+    img.data = bytes.substr(1);
+    img.arch = fmt::format("{}_{}{}", img.is_cubin ? "sm" : "compute", co.cc_major, co.cc_minor);
+    return img;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------- module cache
+
+std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileOptions& co) {
+    std::string extra;
+    for (const auto& e : co.extra) extra += e + " ";
+    // Two independent 64-bit hashes and the length of the source: a 128-bit identity.
+    return fmt::format("jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}",
+                       codegen::hex64(k.hash), codegen::hex64(codegen::fnv1a(k.source, 0x9e3779b97f4a7c15ULL)),
+                       k.source.size(), k.name, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
+                       co.line_info ? 1 : 0, extra, nvrtc_version());
+}
+
+ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
+    Lookup local;
+    Lookup& lk = lookup ? *lookup : local;
+    lk = {};
+    const std::string key = fmt::format("{}:sm_{}{}:{}{}", k.key, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
+                                        co.line_info ? 1 : 0);
+    std::promise<ModulePtr> promise;
+    ImageStore store;
+    bool cacheable = true;
+    std::shared_future<ModulePtr> waiting;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        auto it = entries_.find(key);
+        if (it != entries_.end() && it->second.source == k.source) {
+            waiting = it->second.module;
+            ++stats_.hits;
+        } else if (it != entries_.end()) {
+            cacheable = false;  // a 64-bit hash collision: compile this one without caching
+        } else {
+            entries_.emplace(key, Entry{k.source, promise.get_future().share()});
+            stats_.entries = entries_.size();
+        }
+        store = store_;
+    }
+    if (waiting.valid()) {
+        lk.hit = true;
+        return waiting.get();  // rethrows the owner's compile error
+    }
+    try {
+        if (store.get) {
+            std::optional<std::string> bytes;
+            try {
+                bytes = store.get(disk_key(k, co));
+            } catch (...) {
+                bytes.reset();
+            }
+            if (bytes) {
+                if (auto decoded = decode_image(*bytes, co)) {
+                    auto t0 = Clock::now();
+                    try {
+                        ModulePtr m = Module::load(*decoded);
+                        lk.load_ms = ms_since(t0);
+                        lk.hit = true;
+                        {
+                            std::lock_guard<std::mutex> lock(mutex_);
+                            ++stats_.disk_hits;
+                        }
+                        if (cacheable) promise.set_value(m);
+                        return m;
+                    } catch (const CudaError&) {
+                        // A stale or damaged image: compile afresh below.
+                    }
+                }
+            }
+        }
+        Image img = compile(k.source, k.name, co);
+        lk.compile_ms = img.compile_ms;
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++stats_.compiles;
+            stats_.compile_ms += img.compile_ms;
+        }
+        if (store.put) {
+            try {
+                store.put(disk_key(k, co), encode_image(img));
+            } catch (...) {
+                // The disk cache is an optimisation; failing to write it is not an error here.
+            }
+        }
+        auto t0 = Clock::now();
+        ModulePtr m = Module::load(img);
+        lk.load_ms = ms_since(t0);
+        if (cacheable) promise.set_value(m);
+        return m;
+    } catch (...) {
+        if (cacheable) {
+            promise.set_exception(std::current_exception());
+            std::lock_guard<std::mutex> lock(mutex_);
+            entries_.erase(key);
+            stats_.entries = entries_.size();
+        }
+        throw;
+    }
+}
+
+void ModuleCache::set_image_store(ImageStore store) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    store_ = std::move(store);
+}
+
+ModuleCache::Stats ModuleCache::stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stats_;
+}
+
+void ModuleCache::clear() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    entries_.clear();
+    stats_.entries = 0;
+}
+
+std::shared_ptr<ModuleCache> default_module_cache() {
+    static std::shared_ptr<ModuleCache> cache = std::make_shared<ModuleCache>();
+    return cache;
+}
+
+// ------------------------------------------------------------------------------- prepared program
+
+namespace {
+
+using codegen::KernelKind;
+using codegen::KernelSource;
+using codegen::Param;
+
+// True when an array of `shape`/`strides` is laid out C-contiguously (axes of extent 1 ignored).
+bool c_contiguous(const Shape& shape, const Strides& strides) {
+    if (shape_size(shape) <= 1) return true;
+    if (strides.size() != shape.size()) return false;
+    std::int64_t expect = 1;
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] == 1) continue;
+        if (strides[d] != expect) return false;
+        expect *= shape[d];
+    }
+    return true;
+}
+
+bool same_layout(const Shape& shape, const Strides& a, const Strides& b) {
+    if (a.size() != shape.size() || b.size() != shape.size()) return false;
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (shape[d] != 1 && a[d] != b[d]) return false;
+    return true;
+}
+
+// Bytes of a scalar parameter (the register type of its dtype) from a host value.
+std::size_t pack_scalar(const ir::Value& v, DType t, unsigned char* out) {
+    auto as_double = [&]() -> double {
+        if (is_bool(v.dtype)) return v.b ? 1.0 : 0.0;
+        if (is_signed_int(v.dtype)) return static_cast<double>(v.i);
+        if (is_unsigned_int(v.dtype)) return static_cast<double>(v.u);
+        return v.f;
+    };
+    auto as_bits = [&]() -> std::uint64_t {
+        if (is_bool(v.dtype)) return v.b ? 1 : 0;
+        if (is_signed_int(v.dtype)) return static_cast<std::uint64_t>(v.i);
+        if (is_unsigned_int(v.dtype)) return v.u;
+        return static_cast<std::uint64_t>(static_cast<std::int64_t>(v.f));
+    };
+    switch (t) {
+        case DType::Bool: {
+            bool b = is_bool(v.dtype) ? v.b : (as_double() != 0.0 || v.im != 0.0);
+            std::memcpy(out, &b, 1);
+            return 1;
+        }
+        case DType::Int8: case DType::UInt8:
+        case DType::Int16: case DType::UInt16:
+        case DType::Int32: case DType::UInt32:
+        case DType::Int64: case DType::UInt64: {
+            std::uint64_t bits = as_bits();  // little-endian: the low bytes are the narrower value
+            std::memcpy(out, &bits, itemsize(t));
+            return itemsize(t);
+        }
+        case DType::Float16: case DType::BFloat16: case DType::Float32: {
+            float f = static_cast<float>(as_double());
+            std::memcpy(out, &f, 4);
+            return 4;
+        }
+        case DType::Float64: {
+            double d = as_double();
+            std::memcpy(out, &d, 8);
+            return 8;
+        }
+        case DType::Complex64: {
+            float c[2] = {static_cast<float>(as_double()), static_cast<float>(is_complex(v.dtype) ? v.im : 0.0)};
+            std::memcpy(out, c, 8);
+            return 8;
+        }
+        case DType::Complex128: {
+            double c[2] = {as_double(), is_complex(v.dtype) ? v.im : 0.0};
+            std::memcpy(out, c, 16);
+            return 16;
+        }
+    }
+    return 0;
+}
+
+std::int64_t div_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// A kernel ready to launch: its source description, module and entry points.
+struct Loaded {
+    const KernelSource* kernel = nullptr;
+    ModulePtr module;
+    std::array<void*, 4> fn{};
+    std::vector<std::int64_t> layout;  // shape then read rows; write rows filled per run
+    std::size_t workspace_offset = 0;  // ReduceAll
+};
+
+struct Variant {
+    codegen::Emitted emitted;
+    std::vector<Loaded> kernels;
+};
+
+struct Workspace {
+    void* base = nullptr;
+    std::size_t bytes = 0;
+};
+
+// Per-thread scratch for argument arrays: grows once, then no allocation on the launch path.
+struct ArgScratch {
+    std::vector<void*> argv;
+    std::vector<std::array<unsigned char, 16>> values;  // pointers, scalars, counts
+    std::vector<std::int64_t> layout;
+};
+
+class CudaPrepared final : public detail::Prepared {
+public:
+    CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
+                 std::shared_ptr<ModuleCache> cache, int block)
+        : program_(p), schedule_(s), options_(o), cache_(std::move(cache)), block_(block) {
+        const DeviceInfo& dev = device_info();
+        sm_count_ = std::max(1, dev.sm_count);
+        compile_.cc_major = dev.cc_major;
+        compile_.cc_minor = dev.cc_minor;
+        compile_.fast_math = o.fast_math;
+        auto t0 = Clock::now();
+        codegen::EmitOptions eo;
+        eo.block = block_;
+        main_.emitted = codegen::emit(program_, schedule_, eo);
+        info_.emit_ms = ms_since(t0);
+        load(main_, &info_);
+        // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
+        std::size_t off = 0;
+        auto align = [](std::size_t x) { return (x + 255) / 256 * 256; };
+        for (auto& l : main_.kernels) {
+            if (l.kernel->launch.kind != KernelKind::ReduceAll) continue;
+            l.workspace_offset = off;
+            off += align(l.kernel->launch.workspace_bytes());
+        }
+        counters_bytes_ = off;
+        for (auto node : schedule_.temps) {
+            const ir::Node& n = program_.node(node);
+            temp_offset_[node] = off;
+            off += align(std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(n.shape)) * itemsize(n.dtype)));
+        }
+        workspace_bytes_ = off;
+    }
+
+    ~CudaPrepared() override {
+        for (auto& [stream, ws] : workspaces_) cuda::free(ws.base);
+    }
+
+    void run(const detail::RunArgs& args) override {
+        check_args(args);
+        Variant* v = &main_;
+        if (needs_strided(args)) v = &strided_variant();
+        const Workspace& ws = workspace(args.stream);
+        for (auto& l : v->kernels) launch_one(l, args, ws);
+    }
+
+    std::string source() const override {
+        std::string s;
+        for (const auto& k : main_.emitted.kernels) {
+            s += fmt::format("// ---- stage {}: {} (compiled after backend/semantics.h and the jitexpr prelude)\n",
+                             k.stage, k.name);
+            s += k.body;
+        }
+        return s;
+    }
+
+    detail::PrepareInfo info() const override { return info_; }
+
+private:
+    void load(Variant& v, detail::PrepareInfo* info) {
+        bool all_hit = true;
+        v.kernels.clear();
+        v.kernels.reserve(v.emitted.kernels.size());
+        for (const auto& k : v.emitted.kernels) {
+            Loaded l;
+            l.kernel = &k;
+            ModuleCache::Lookup lk;
+            l.module = cache_->get(k, compile_, &lk);
+            all_hit = all_hit && lk.hit;
+            if (info) {
+                info->compile_ms += lk.compile_ms;
+                info->load_ms += lk.load_ms;
+            }
+            for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e) l.fn[e] = l.module->function(k.entries[e]);
+            l.layout = initial_layout(k);
+            v.kernels.push_back(std::move(l));
+        }
+        if (info) info->module_cache_hit = all_hit;
+    }
+
+    // Shape of the iteration space, then one stride row per array read (writes filled per run).
+    std::vector<std::int64_t> initial_layout(const KernelSource& k) const {
+        const int D = k.launch.ndim;
+        const int R = k.launch.layout_rows;
+        const bool has_layout = std::any_of(k.params.begin(), k.params.end(),
+                                            [](const Param& p) { return p.kind == Param::Kind::Layout; });
+        if (!has_layout) return {};
+        const ir::Stage& st = schedule_.stages[static_cast<std::size_t>(k.stage)];
+        std::vector<std::int64_t> lay(static_cast<std::size_t>(D) * (1 + std::max(R, 1)), 0);
+        for (int d = 0; d < D; ++d) lay[static_cast<std::size_t>(d)] = st.shape[static_cast<std::size_t>(d)];
+        for (const Param& p : k.params) {
+            if (p.kind != Param::Kind::Array || p.written || p.layout_row < 0) continue;
+            Shape shape;
+            Strides strides;
+            if (p.array.kind == codegen::ArrayRef::Kind::Input) {
+                const ir::InputDecl& in = program_.inputs[static_cast<std::size_t>(p.array.index)];
+                shape = in.shape;
+                strides = in.strides.size() == in.shape.size() ? in.strides : contiguous_strides(in.shape);
+            } else {
+                shape = program_.node(p.array.index).shape;
+                strides = contiguous_strides(shape);
+            }
+            Strides b = ir::broadcast_strides(shape, strides, st.shape);
+            for (int d = 0; d < D; ++d)
+                lay[static_cast<std::size_t>(D + p.layout_row * D + d)] = b[static_cast<std::size_t>(d)];
+        }
+        return lay;
+    }
+
+    void check_args(const detail::RunArgs& args) const {
+        if (args.inputs.size() != program_.inputs.size() || args.scalars.size() != program_.scalars.size() ||
+            args.outputs.size() != program_.outputs.size())
+            throw ArgumentError(fmt::format("cuda backend: expected {} inputs, {} scalars and {} outputs, got {}, {} and {}",
+                                            program_.inputs.size(), program_.scalars.size(), program_.outputs.size(),
+                                            args.inputs.size(), args.scalars.size(), args.outputs.size()));
+        for (std::size_t i = 0; i < args.inputs.size(); ++i) {
+            const Array& a = args.inputs[i];
+            const ir::InputDecl& d = program_.inputs[i];
+            if (a.backend() != Backend::Cuda)
+                throw ArgumentError(fmt::format("cuda backend: input {} is on {}, not cuda", i, backend_name(a.backend())));
+            Strides ds = d.strides.size() == d.shape.size() ? d.strides : contiguous_strides(d.shape);
+            if (a.dtype() != d.dtype || a.shape() != d.shape || !same_layout(d.shape, a.strides(), ds))
+                throw ArgumentError(fmt::format("cuda backend: input {} is {}, the program was prepared for {} {}", i,
+                                                a.describe(), dtype_name(d.dtype), shape_to_string(d.shape)));
+        }
+        for (std::size_t o = 0; o < args.outputs.size(); ++o) {
+            const Array& a = args.outputs[o];
+            const ir::Node& n = program_.node(program_.outputs[o].node);
+            if (a.backend() != Backend::Cuda || a.dtype() != n.dtype || a.shape() != n.shape)
+                throw ArgumentError(fmt::format("cuda backend: output {} is {}, expected {} {} on cuda", o, a.describe(),
+                                                dtype_name(n.dtype), shape_to_string(n.shape)));
+        }
+    }
+
+    // Flat kernels were chosen only where the outputs they write are C-contiguous (an aliased
+    // input's declared layout included); any other layout at run time takes the strided variant.
+    bool needs_strided(const detail::RunArgs& args) const {
+        for (const auto& l : main_.kernels) {
+            const KernelSource& k = *l.kernel;
+            if (k.launch.kind != KernelKind::Flat) continue;
+            for (const Param& p : k.params) {
+                if (p.kind != Param::Kind::Array || !p.written) continue;
+                std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
+                if (o < 0) continue;
+                const Array& a = args.outputs[static_cast<std::size_t>(o)];
+                if (!c_contiguous(a.shape(), a.strides())) return true;
+            }
+        }
+        return false;
+    }
+
+    Variant& strided_variant() {
+        std::lock_guard<std::mutex> lock(variant_mutex_);
+        if (!strided_) {
+            auto v = std::make_unique<Variant>();
+            codegen::EmitOptions eo;
+            eo.block = block_;
+            eo.force_strided = true;
+            v->emitted = codegen::emit(program_, schedule_, eo);
+            load(*v, nullptr);
+            for (std::size_t i = 0; i < v->kernels.size(); ++i) v->kernels[i].workspace_offset = main_.kernels[i].workspace_offset;
+            strided_ = std::move(v);
+        }
+        return *strided_;
+    }
+
+    const Workspace& workspace(void* stream) {
+        std::lock_guard<std::mutex> lock(ws_mutex_);
+        auto it = workspaces_.find(stream);
+        if (it != workspaces_.end()) return it->second;
+        Workspace ws;
+        if (workspace_bytes_ > 0) {
+            ws.base = cuda::alloc(workspace_bytes_);
+            ws.bytes = workspace_bytes_;
+            // Counters of the full reductions start at zero; the last block resets its own.
+            if (counters_bytes_ > 0) cuda::memset(ws.base, 0, counters_bytes_, stream);
+        }
+        return workspaces_.emplace(stream, ws).first->second;
+    }
+
+    void* array_pointer(const Param& p, const detail::RunArgs& args, const Workspace& ws) const {
+        if (p.array.kind == codegen::ArrayRef::Kind::Input) return args.inputs[static_cast<std::size_t>(p.array.index)].data();
+        std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
+        if (o >= 0) return args.outputs[static_cast<std::size_t>(o)].data();
+        auto t = temp_offset_.find(p.array.index);
+        if (t == temp_offset_.end())
+            throw InternalError(fmt::format("cuda backend: node {} is stored but is neither an output nor a temporary",
+                                            p.array.index));
+        return static_cast<char*>(ws.base) + t->second;
+    }
+
+    // Strides (elements) of the array a kernel writes, over the kernel's iteration space.
+    void write_row(const KernelSource& k, const Param& p, const detail::RunArgs& args, std::int64_t* row) const {
+        const int D = k.launch.ndim;
+        std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
+        const ir::Node& n = program_.node(p.array.index);
+        Strides st = o >= 0 ? args.outputs[static_cast<std::size_t>(o)].strides() : contiguous_strides(n.shape);
+        if (st.size() != n.shape.size()) st = contiguous_strides(n.shape);
+        if (k.launch.kind == KernelKind::ReduceAxis) {
+            for (int d = 0, s = 0; d < D; ++d) row[d] = d == k.launch.axis ? 0 : st[static_cast<std::size_t>(s++)];
+        } else {
+            for (int d = 0; d < D; ++d) row[d] = st[static_cast<std::size_t>(d)];
+        }
+    }
+
+    void launch_one(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const {
+        const KernelSource& k = *l.kernel;
+        const ir::Stage& st = schedule_.stages[static_cast<std::size_t>(k.stage)];
+        const std::int64_t n = shape_size(st.shape);
+        const unsigned block = static_cast<unsigned>(k.launch.block);
+        const std::int64_t cap = static_cast<std::int64_t>(sm_count_) * (2048 / block) * 64;
+
+        thread_local ArgScratch scratch;
+        const std::size_t np = k.params.size();
+        if (scratch.argv.size() < np) scratch.argv.resize(np);
+        if (scratch.values.size() < np) scratch.values.resize(np);
+        if (!l.layout.empty()) scratch.layout.assign(l.layout.begin(), l.layout.end());
+
+        bool aligned = k.launch.vec > 1;
+        for (std::size_t i = 0; i < np; ++i) {
+            const Param& p = k.params[i];
+            unsigned char* slot = scratch.values[i].data();
+            switch (p.kind) {
+                case Param::Kind::Array: {
+                    void* ptr = array_pointer(p, args, ws);
+                    if (p.vectorized) {
+                        auto need = static_cast<std::uintptr_t>(k.launch.vec) * itemsize(p.dtype);
+                        if (reinterpret_cast<std::uintptr_t>(ptr) % need != 0) aligned = false;
+                    }
+                    if (p.written && p.layout_row >= 0)
+                        write_row(k, p, args, scratch.layout.data() + k.launch.ndim * (1 + p.layout_row));
+                    std::memcpy(slot, &ptr, sizeof ptr);
+                    break;
+                }
+                case Param::Kind::Scalar:
+                    pack_scalar(args.scalars[static_cast<std::size_t>(p.scalar)], p.dtype, slot);
+                    break;
+                case Param::Kind::Count: {
+                    long long c = n;
+                    std::memcpy(slot, &c, sizeof c);
+                    break;
+                }
+                case Param::Kind::Workspace: {
+                    void* ptr = static_cast<char*>(ws.base) + l.workspace_offset;
+                    std::memcpy(slot, &ptr, sizeof ptr);
+                    break;
+                }
+                case Param::Kind::Layout: break;
+            }
+            scratch.argv[i] = p.kind == Param::Kind::Layout ? static_cast<void*>(scratch.layout.data())
+                                                            : static_cast<void*>(slot);
+        }
+
+        LaunchConfig cfg;
+        cfg.stream = args.stream;
+        cfg.block[0] = block;
+        void* fn = l.fn[0];
+        switch (k.launch.kind) {
+            case KernelKind::Flat: {
+                if (n == 0) return;
+                const std::int64_t vec = aligned ? k.launch.vec : 1;
+                const std::int64_t threads = aligned ? std::max<std::int64_t>(n / vec, n % vec) : n;
+                const std::int64_t grid = std::clamp<std::int64_t>(div_up(threads, block), 1, std::min<std::int64_t>(cap, 0x7fffffff));
+                const bool idx32 = n + grid * block < (std::int64_t{1} << 31);
+                fn = l.fn[aligned ? (idx32 ? codegen::kVector32 : codegen::kVector64)
+                                  : (idx32 ? codegen::kScalar32 : codegen::kScalar64)];
+                cfg.grid[0] = static_cast<unsigned>(grid);
+                break;
+            }
+            case KernelKind::Strided: {
+                if (n == 0) return;
+                const std::int64_t inner = st.shape.back();
+                const std::int64_t rows = n / inner;
+                const unsigned bx = static_cast<unsigned>(std::min<std::int64_t>(block, div_up(inner, 32) * 32));
+                const unsigned by = block / bx;
+                const std::int64_t gx = std::clamp<std::int64_t>(div_up(inner, bx), 1, std::min<std::int64_t>(cap, 0x7fffffff));
+                const std::int64_t gy = std::clamp<std::int64_t>(div_up(rows, by), 1, std::max<std::int64_t>(1, std::min<std::int64_t>(65535, cap / gx)));
+                cfg.block[0] = bx;
+                cfg.block[1] = by;
+                cfg.grid[0] = static_cast<unsigned>(gx);
+                cfg.grid[1] = static_cast<unsigned>(gy);
+                break;
+            }
+            case KernelKind::ReduceAll: {
+                const std::int64_t limit = std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count_) * (2048 / block));
+                cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
+                break;
+            }
+            case KernelKind::ReduceAxis: {
+                const std::int64_t len = st.shape[static_cast<std::size_t>(k.launch.axis)];
+                const std::int64_t outputs = len == 0 ? shape_size(program_.node(st.reduce).shape) : n / len;
+                if (outputs == 0) return;
+                const std::int64_t threads = k.launch.warp_per_output ? outputs * 32 : outputs;
+                cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(threads, block), 1, std::min<std::int64_t>(cap, 0x7fffffff)));
+                break;
+            }
+        }
+        launch(fn, cfg, scratch.argv.data());
+    }
+
+    ir::Program program_;
+    ir::Schedule schedule_;
+    detail::PrepareOptions options_;
+    std::shared_ptr<ModuleCache> cache_;
+    int block_;
+    int sm_count_ = 1;
+    CompileOptions compile_;
+    detail::PrepareInfo info_;
+    Variant main_;
+    std::mutex variant_mutex_;
+    std::unique_ptr<Variant> strided_;
+    std::map<std::int32_t, std::size_t> temp_offset_;
+    std::size_t counters_bytes_ = 0, workspace_bytes_ = 0;
+    std::mutex ws_mutex_;
+    std::map<void*, Workspace> workspaces_;
+};
+
+class CudaBackend final : public detail::BackendImpl {
+public:
+    explicit CudaBackend(ExecutorOptions o) : options_(std::move(o)) {
+        if (!options_.cache) options_.cache = default_module_cache();
+    }
+    Backend kind() const override { return Backend::Cuda; }
+    std::shared_ptr<detail::Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
+                                              const detail::PrepareOptions& options) override {
+        std::string why;
+        if (!available(&why)) throw NoDeviceError("cuda backend: " + why);
+        return std::make_shared<CudaPrepared>(program, schedule, options, options_.cache, options_.block);
+    }
+
+private:
+    ExecutorOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<jit::detail::BackendImpl> make_cuda_backend(ExecutorOptions options) {
+    return std::make_unique<CudaBackend>(std::move(options));
+}
+
+}  // namespace jit::cuda

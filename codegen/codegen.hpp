@@ -1,0 +1,117 @@
+// jitexpr — CUDA C++ source for a checked program: one kernel per schedule stage.
+//
+// Pure C++: no driver API here. The output says everything a launcher needs (parameters in
+// order, which arrays are vector-loaded, the launch shape), so the executor builds the
+// argument array without looking at the program's expressions again.
+//
+// Kernel shapes ("layout classes"; one kernel per class, shapes are run-time parameters):
+//   Flat         every array is C-contiguous over the iteration shape or a single element:
+//                flat index, 128-bit vector loads/stores when aligned, scalar tail. Four entry
+//                points: {scalar, vector} x {64-bit, 32-bit index}.
+//   Strided      shape and strides per array in a by-value `jx_layout` parameter; rows of the
+//                last axis: per-row offsets computed once, the last axis walked by threads.
+//   ReduceAll    a full reduction: per-thread accumulation, warp shuffle + shared-memory block
+//                reduce, one partial per block in a workspace, the last block (atomic ticket)
+//                combines the partials in a fixed order and stores the result: same result on
+//                every run.
+//   ReduceAxis   one output element per warp (reduced axis is the last one: coalesced lanes) or
+//                per thread (another axis: adjacent threads read adjacent memory).
+#pragma once
+
+#include "dsl/ir.hpp"
+#include "dsl/schedule.hpp"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit::codegen {
+
+// An array a kernel reads or writes: a program input, or the buffer of a stored node (an
+// output's memory when Schedule::output_of[node] >= 0, else the temporary of that node).
+struct ArrayRef {
+    enum class Kind : std::uint8_t { Input, Node };
+    Kind kind = Kind::Input;
+    std::int32_t index = -1;  // input slot or node index
+    bool operator==(const ArrayRef&) const = default;
+};
+
+struct Param {
+    enum class Kind : std::uint8_t {
+        Array,      // pointer: T* (storage type of `dtype`; 16-bit floats as 16-bit words)
+        Scalar,     // by value: register type of `dtype` (float for float16/bfloat16, jx::c64 ...)
+        Count,      // long long: elements of the iteration space (Flat, ReduceAll flat)
+        Layout,     // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
+        Workspace,  // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
+    };
+    Kind kind = Kind::Array;
+    ArrayRef array;               // Array
+    std::int32_t scalar = -1;     // Scalar: index into Program::scalars
+    DType dtype = DType::Float32; // Array / Scalar
+    bool written = false;         // Array: the kernel stores into it
+    bool vectorized = false;      // Array (Flat): read/written with `vec`-element vectors
+    bool broadcast = false;       // Array (Flat): a single element read once
+    std::int32_t layout_row = -1; // Array (Strided/ReduceAll strided/ReduceAxis): stride row
+};
+
+enum class KernelKind : std::uint8_t { Flat, Strided, ReduceAll, ReduceAxis };
+
+// Entry points of a Flat kernel (KernelSource::entries); other kinds have one entry.
+enum FlatEntry : int { kScalar64 = 0, kScalar32 = 1, kVector64 = 2, kVector32 = 3 };
+
+struct LaunchPolicy {
+    KernelKind kind = KernelKind::Flat;
+    int block = 256;           // threads per block
+    int vec = 1;               // Flat: elements per vector (1: no vector entries are useful)
+    int ndim = 0;              // Layout: dims of the iteration space
+    int layout_rows = 0;       // Layout: stride rows (one per array with layout_row >= 0)
+    int axis = -1;             // ReduceAxis: the reduced axis of the iteration space
+    bool warp_per_output = false;  // ReduceAxis: a warp per output (else a thread)
+    int max_blocks = 0;        // ReduceAll: grid cap = number of partial slots
+    int partial_bytes = 0;     // ReduceAll: bytes of one partial (the accumulator type)
+    std::size_t workspace_bytes() const {  // ReduceAll: partials, then the counter
+        if (kind != KernelKind::ReduceAll) return 0;
+        std::size_t p = static_cast<std::size_t>(max_blocks) * static_cast<std::size_t>(partial_bytes);
+        p = (p + 15) / 16 * 16;
+        return p + 16;
+    }
+};
+
+struct KernelSource {
+    std::string name;                  // "jx_s0_<hash>": stable, generated
+    std::vector<std::string> entries;  // entry point symbols (FlatEntry order for Flat)
+    std::string body;                  // the generated part (golden tests compare this)
+    std::string source;                // full text given to NVRTC: semantics.h + prelude + body
+    std::vector<Param> params;         // in the order of every entry point's parameters
+    LaunchPolicy launch;
+    int stage = 0;                     // index into Schedule::stages
+    std::uint64_t hash = 0;            // FNV-1a of `source`
+    std::string key;                   // hex of hash: the module cache key
+};
+
+struct EmitOptions {
+    bool force_strided = false;  // Strided kernels even where Flat would do (run-time strided outputs)
+    int block = 256;             // threads per block (multiple of 32, <= 1024)
+};
+
+struct Emitted {
+    std::vector<KernelSource> kernels;  // one per stage, in stage order
+    std::string key;                    // hash of every kernel's key
+};
+
+// Throws InternalError when the program or schedule breaks an invariant of dsl/ir.hpp.
+Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const EmitOptions& options = {});
+
+// The text of backend/semantics.h, embedded at build time.
+std::string_view semantics_source();
+
+// 64-bit FNV-1a, stable across platforms and runs (cache keys).
+std::uint64_t fnv1a(std::string_view text, std::uint64_t seed = 1469598103934665603ULL);
+std::string hex64(std::uint64_t v);
+
+// Pieces exposed for tests and the executor.
+std::string cuda_literal(const ir::Value& value, DType dtype);  // an exact CUDA constant
+std::string_view op_id(ir::Op op);                              // "Add", from dsl/ops.def
+
+}  // namespace jit::codegen

@@ -1,0 +1,869 @@
+// jitexpr — CUDA C++ emitter: ir::Program + ir::Schedule -> one kernel source per stage.
+//
+// Every value is computed inline in registers, in node order, by one generated device
+// function `jx_compute` per kernel; the kernel bodies only load, call it and store. Names in the
+// text are generated (in0, buf0, out0, s0, v12); user identifiers never appear. Ops are calls to
+// jx::op::<Id> and casts jx::cast<T> from backend/semantics.h, whose text precedes the kernel.
+#include "codegen/codegen.hpp"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <set>
+
+namespace jit::codegen {
+
+namespace {
+
+constexpr std::string_view kOpIds[] = {
+#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) #Id,
+#include "dsl/ops.def"
+#undef JIT_OP
+};
+
+[[noreturn]] void internal(const std::string& what) { throw InternalError("codegen: " + what); }
+
+// The C++ type a value of `t` has in registers (16-bit floats compute in float).
+std::string reg_type(DType t) {
+    switch (t) {
+        case DType::Bool: return "bool";
+        case DType::Int8: return "jx::i8";
+        case DType::Int16: return "jx::i16";
+        case DType::Int32: return "jx::i32";
+        case DType::Int64: return "jx::i64";
+        case DType::UInt8: return "jx::u8";
+        case DType::UInt16: return "jx::u16";
+        case DType::UInt32: return "jx::u32";
+        case DType::UInt64: return "jx::u64";
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32: return "float";
+        case DType::Float64: return "double";
+        case DType::Complex64: return "jx::c64";
+        case DType::Complex128: return "jx::c128";
+    }
+    internal("unknown dtype");
+}
+
+// The C++ type of an element in memory.
+std::string store_type(DType t) { return is_half(t) ? "jx::u16" : reg_type(t); }
+
+std::string load_conv(DType t, const std::string& x) {
+    if (t == DType::Float16) return "jx::half_to_float(" + x + ")";
+    if (t == DType::BFloat16) return "jx::bf16_to_float(" + x + ")";
+    return x;
+}
+
+std::string store_conv(DType t, const std::string& v) {
+    if (t == DType::Float16) return "jx::float_to_half(" + v + ")";
+    if (t == DType::BFloat16) return "jx::float_to_bf16(" + v + ")";
+    return v;
+}
+
+// Reduction functor of jx::red for a Reduce op.
+std::string red_type(ir::Op op, DType t) {
+    std::string r;
+    switch (op) {
+        case ir::Op::Sum: r = "Sum"; break;
+        case ir::Op::Mean: r = "Sum"; break;
+        case ir::Op::Prod: r = "Prod"; break;
+        case ir::Op::ReduceMin: r = "ReduceMin"; break;
+        case ir::Op::ReduceMax: r = "ReduceMax"; break;
+        case ir::Op::Any: r = "Any"; break;
+        case ir::Op::All: r = "All"; break;
+        default: internal(fmt::format("{} is not a reduction", op_id(op)));
+    }
+    return "jx::red::" + r + "<" + reg_type(t) + ">";
+}
+
+// ---- exact constants
+
+std::string float_literal(float x) {
+    if (!std::isfinite(x)) return fmt::format("__int_as_float(0x{:08x})", std::bit_cast<std::uint32_t>(x));
+    std::string s = fmt::format("{:a}", x) + "f";
+    return std::signbit(x) ? "(" + s + ")" : s;
+}
+
+std::string double_literal(double x) {
+    if (!std::isfinite(x))
+        return fmt::format("__longlong_as_double((long long)0x{:016x}ULL)", std::bit_cast<std::uint64_t>(x));
+    std::string s = fmt::format("{:a}", x);
+    return std::signbit(x) ? "(" + s + ")" : s;
+}
+
+// Reads a Value as (real, imag) doubles / int64 / uint64 whatever its own dtype.
+struct Num {
+    bool is_int = false, is_unsigned = false;
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    double re = 0, im = 0;
+};
+Num read_num(const ir::Value& v) {
+    Num n;
+    if (is_bool(v.dtype)) { n.is_int = true; n.i = v.b ? 1 : 0; n.u = n.i; n.re = static_cast<double>(n.i); }
+    else if (is_signed_int(v.dtype)) { n.is_int = true; n.i = v.i; n.u = static_cast<std::uint64_t>(v.i); n.re = static_cast<double>(v.i); }
+    else if (is_unsigned_int(v.dtype)) { n.is_int = true; n.is_unsigned = true; n.u = v.u; n.i = static_cast<std::int64_t>(v.u); n.re = static_cast<double>(v.u); }
+    else { n.re = v.f; n.im = is_complex(v.dtype) ? v.im : 0.0; }
+    return n;
+}
+
+std::int64_t to_int_bits(const Num& n) {
+    if (n.is_int) return n.i;
+    // float -> integer: truncate; NaN -> 0; saturate (as jx::cast does on the device)
+    double x = n.re;
+    if (std::isnan(x)) return 0;
+    if (x >= 9223372036854775807.0) return std::numeric_limits<std::int64_t>::max();
+    if (x <= -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+    return static_cast<std::int64_t>(x);
+}
+
+}  // namespace
+
+std::string_view op_id(ir::Op op) {
+    auto i = static_cast<std::size_t>(op);
+    if (i >= std::size(kOpIds)) internal("op out of range");
+    return kOpIds[i];
+}
+
+std::string cuda_literal(const ir::Value& value, DType t) {
+    const Num n = read_num(value);
+    switch (t) {
+        case DType::Bool: return (n.is_int ? n.i != 0 : (n.re != 0 || n.im != 0)) ? "true" : "false";
+        case DType::Int8: return fmt::format("jx::i8({})", static_cast<std::int8_t>(to_int_bits(n)));
+        case DType::Int16: return fmt::format("jx::i16({})", static_cast<std::int16_t>(to_int_bits(n)));
+        case DType::Int32: {
+            auto v = static_cast<std::int32_t>(to_int_bits(n));
+            if (v == std::numeric_limits<std::int32_t>::min()) return "jx::i32(-2147483647 - 1)";
+            return fmt::format("jx::i32({})", v);
+        }
+        case DType::Int64: {
+            auto v = to_int_bits(n);
+            if (v == std::numeric_limits<std::int64_t>::min()) return "jx::i64(-9223372036854775807LL - 1LL)";
+            return fmt::format("jx::i64({}LL)", v);
+        }
+        case DType::UInt8: return fmt::format("jx::u8({}U)", static_cast<std::uint8_t>(to_int_bits(n)));
+        case DType::UInt16: return fmt::format("jx::u16({}U)", static_cast<std::uint16_t>(to_int_bits(n)));
+        case DType::UInt32: return fmt::format("jx::u32({}U)", static_cast<std::uint32_t>(to_int_bits(n)));
+        case DType::UInt64:
+            return fmt::format("jx::u64({}ULL)", n.is_int ? n.u : static_cast<std::uint64_t>(to_int_bits(n)));
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32:
+            return float_literal(n.is_int ? (n.is_unsigned ? static_cast<float>(n.u) : static_cast<float>(n.i))
+                                          : static_cast<float>(n.re));
+        case DType::Float64:
+            return double_literal(n.is_int ? (n.is_unsigned ? static_cast<double>(n.u) : static_cast<double>(n.i)) : n.re);
+        case DType::Complex64:
+            return fmt::format("jx::c64{{{}, {}}}", float_literal(static_cast<float>(n.re)),
+                               float_literal(static_cast<float>(n.im)));
+        case DType::Complex128:
+            return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
+    }
+    internal("unknown dtype");
+}
+
+std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {
+    std::uint64_t h = seed;
+    for (unsigned char c : text) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return h;
+}
+
+std::string hex64(std::uint64_t v) { return fmt::format("{:016x}", v); }
+
+namespace {
+
+constexpr std::string_view kPrelude = R"(// ---- jitexpr kernel prelude
+template <class T, int N> struct __align__(sizeof(T) * N) jx_vec { T v[N]; };
+
+// Any trivially copyable value through warp shuffles, 32 bits at a time.
+template <class T> __device__ __forceinline__ T jx_shfl_down(const T& v, int delta) {
+    constexpr int W = (sizeof(T) + 3) / 4;
+    unsigned w[W];
+    T r;
+    w[W - 1] = 0u;
+    memcpy(w, &v, sizeof(T));
+#pragma unroll
+    for (int k = 0; k < W; ++k) w[k] = __shfl_down_sync(0xffffffffu, w[k], delta);
+    memcpy(&r, w, sizeof(T));
+    return r;
+}
+
+// A load that bypasses L1 (values other blocks wrote during this launch).
+template <class T> __device__ __forceinline__ T jx_ldcg(const T* p) {
+    T r;
+    if constexpr (sizeof(T) % 4 == 0) {
+        unsigned w[sizeof(T) / 4];
+#pragma unroll
+        for (int k = 0; k < (int)(sizeof(T) / 4); ++k) w[k] = __ldcg(reinterpret_cast<const unsigned*>(p) + k);
+        memcpy(&r, w, sizeof(T));
+    } else {
+        unsigned char b[sizeof(T)];
+#pragma unroll
+        for (int k = 0; k < (int)sizeof(T); ++k) b[k] = __ldcg(reinterpret_cast<const unsigned char*>(p) + k);
+        memcpy(&r, b, sizeof(T));
+    }
+    return r;
+}
+
+// Reduces one value per thread of the block; the result is valid in thread 0.
+template <class R, class T> __device__ __forceinline__ T jx_block_reduce(T v) {
+    __shared__ __align__(16) unsigned char raw[32 * sizeof(T)];
+    T* sh = reinterpret_cast<T*>(raw);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) v = R::combine(v, jx_shfl_down(v, d));
+    __syncthreads();
+    if (lane == 0) sh[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        v = lane < (int)((blockDim.x + 31) >> 5) ? sh[lane] : R::identity();
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) v = R::combine(v, jx_shfl_down(v, d));
+    }
+    return v;
+}
+)";
+
+struct ReadArray {
+    ArrayRef ref;
+    DType dtype;
+    Shape shape;
+    Strides strides;
+    std::string name;
+    bool broadcast = false;   // Flat: one element
+    bool restrict_ok = true;  // false when an output writes the same memory
+};
+
+struct WriteArray {
+    std::int32_t node;
+    DType dtype;
+    std::string name;
+    Strides strides;  // layout assumed at emit time (alias: the input's; else C order)
+    bool restrict_ok = true;
+};
+
+bool same_flat(const Shape& shape, const Strides& strides, const Shape& target) {
+    if (shape_size(target) <= 1 || shape_size(shape) == 1) return true;
+    Strides b = ir::broadcast_strides(shape, strides, target);
+    Strides c = contiguous_strides(target);
+    for (std::size_t d = 0; d < target.size(); ++d)
+        if (target[d] != 1 && b[d] != c[d]) return false;
+    return true;
+}
+
+class StageEmitter {
+public:
+    StageEmitter(const ir::Program& p, const ir::Schedule& s, int stage, const EmitOptions& o)
+        : p_(p), s_(s), stage_index_(stage), st_(s.stages.at(static_cast<std::size_t>(stage))), opt_(o) {}
+
+    KernelSource run() {
+        collect();
+        choose_kind();
+        KernelSource k;
+        k.stage = stage_index_;
+        k.launch.kind = kind_;
+        k.launch.block = opt_.block;
+        std::string body = compute_function();
+        switch (kind_) {
+            case KernelKind::Flat: body += flat_kernel(k); break;
+            case KernelKind::Strided: body += strided_kernel(k); break;
+            case KernelKind::ReduceAll: body += reduce_all_kernel(k); break;
+            case KernelKind::ReduceAxis: body += reduce_axis_kernel(k); break;
+        }
+        k.body = std::move(body);
+        k.source = "// jitexpr generated kernel\n#define JX_CUDA 1\n";
+        k.source += semantics_source();
+        k.source += "\n";
+        k.source += kPrelude;
+        k.source += "\n";
+        k.source += k.body;
+        k.hash = fnv1a(k.source);
+        k.key = hex64(k.hash);
+        k.name = "jx_" + k.key;
+        return k;
+    }
+
+private:
+    bool is_reduce_stage() const { return st_.kind == ir::Stage::Kind::Reduce; }
+
+    // A node read from an earlier stage's buffer rather than recomputed.
+    bool is_buffer(std::int32_t n) const {
+        return p_.node(n).kind == ir::NodeKind::Reduce && n != st_.reduce;
+    }
+
+    void visit(std::int32_t n) {
+        if (n < 0 || n >= static_cast<std::int32_t>(p_.nodes.size())) internal("node index out of range");
+        if (needed_[static_cast<std::size_t>(n)]) return;
+        needed_[static_cast<std::size_t>(n)] = true;
+        const ir::Node& node = p_.node(n);
+        if (is_buffer(n)) return;
+        if (node.kind == ir::NodeKind::Reduce) internal("nested reduction in a stage");
+        for (int a = 0; a < node.nargs; ++a) {
+            if (node.args[a] >= n) internal("nodes are not in topological order");
+            visit(node.args[a]);
+        }
+    }
+
+    void collect() {
+        needed_.assign(p_.nodes.size(), false);
+        if (is_reduce_stage()) {
+            const ir::Node& r = p_.node(st_.reduce);
+            if (r.kind != ir::NodeKind::Reduce || r.nargs != 1) internal("reduce stage without a Reduce node");
+            visit(r.args[0]);
+        } else {
+            if (st_.stores.empty()) internal("elementwise stage stores nothing");
+            for (auto n : st_.stores) visit(n);
+        }
+        // Arrays read: inputs by slot, then buffers by node.
+        std::set<std::int32_t> slots, bufs, scalars;
+        for (std::size_t i = 0; i < needed_.size(); ++i) {
+            if (!needed_[i]) continue;
+            const ir::Node& node = p_.nodes[i];
+            auto n = static_cast<std::int32_t>(i);
+            if (is_buffer(n)) bufs.insert(n);
+            else if (node.kind == ir::NodeKind::Input) slots.insert(node.slot);
+            else if (node.kind == ir::NodeKind::Scalar) scalars.insert(node.slot);
+        }
+        for (auto slot : slots) {
+            if (slot < 0 || slot >= static_cast<std::int32_t>(p_.inputs.size())) internal("input slot out of range");
+            const ir::InputDecl& in = p_.inputs[static_cast<std::size_t>(slot)];
+            ReadArray r{{ArrayRef::Kind::Input, slot}, in.dtype, in.shape, in.strides,
+                        fmt::format("in{}", reads_.size())};
+            if (r.strides.size() != r.shape.size()) r.strides = contiguous_strides(r.shape);
+            input_read_[slot] = static_cast<int>(reads_.size());
+            reads_.push_back(std::move(r));
+        }
+        for (auto n : bufs) {
+            const ir::Node& node = p_.node(n);
+            ReadArray r{{ArrayRef::Kind::Node, n}, node.dtype, node.shape, contiguous_strides(node.shape),
+                        fmt::format("buf{}", reads_.size())};
+            buffer_read_[n] = static_cast<int>(reads_.size());
+            reads_.push_back(std::move(r));
+        }
+        for (auto s : scalars) {
+            if (s < 0 || s >= static_cast<std::int32_t>(p_.scalars.size())) internal("scalar slot out of range");
+            scalars_.push_back(s);
+        }
+        // Arrays written.
+        auto output_alias = [&](std::int32_t n) -> std::int32_t {
+            if (static_cast<std::size_t>(n) >= s_.output_of.size()) return -1;
+            std::int32_t o = s_.output_of[static_cast<std::size_t>(n)];
+            if (o < 0) return -1;
+            return p_.outputs.at(static_cast<std::size_t>(o)).alias_input;
+        };
+        std::vector<std::int32_t> stores = is_reduce_stage() ? std::vector<std::int32_t>{st_.reduce} : st_.stores;
+        for (auto n : stores) {
+            const ir::Node& node = p_.node(n);
+            WriteArray w{n, node.dtype, fmt::format("out{}", writes_.size()), contiguous_strides(node.shape)};
+            std::int32_t alias = output_alias(n);
+            if (alias >= 0) {
+                const ir::InputDecl& in = p_.inputs.at(static_cast<std::size_t>(alias));
+                if (in.strides.size() == node.shape.size()) w.strides = in.strides;
+                w.restrict_ok = false;
+                auto it = input_read_.find(alias);
+                if (it != input_read_.end()) reads_[static_cast<std::size_t>(it->second)].restrict_ok = false;
+            }
+            writes_.push_back(std::move(w));
+        }
+    }
+
+    void choose_kind() {
+        if (is_reduce_stage()) {
+            const ir::Node& r = p_.node(st_.reduce);
+            const int nd = static_cast<int>(st_.shape.size());
+            if (r.axis < 0 || nd <= 1) {
+                kind_ = KernelKind::ReduceAll;
+                flat_reads_ = true;
+                for (auto& a : reads_) flat_reads_ = flat_reads_ && same_flat(a.shape, a.strides, st_.shape);
+                if (opt_.force_strided && nd > 0) flat_reads_ = false;
+            } else {
+                if (r.axis >= nd) internal("reduction axis out of range");
+                kind_ = KernelKind::ReduceAxis;
+            }
+            return;
+        }
+        bool flat = !opt_.force_strided || st_.shape.empty();
+        for (auto& a : reads_) flat = flat && same_flat(a.shape, a.strides, st_.shape);
+        for (auto& w : writes_) flat = flat && same_flat(p_.node(w.node).shape, w.strides, st_.shape);
+        if (st_.shape.empty()) flat = true;
+        kind_ = flat ? KernelKind::Flat : KernelKind::Strided;
+    }
+
+    // ---- the per-element function
+
+    std::string compute_function() {
+        std::string params;
+        auto sep = [&] { if (!params.empty()) params += ", "; };
+        for (auto& a : reads_) { sep(); params += fmt::format("const {} a_{}", store_type(a.dtype), a.name); }
+        for (auto s : scalars_) {
+            sep();
+            params += fmt::format("const {} s{}", reg_type(p_.scalars[static_cast<std::size_t>(s)].dtype), s);
+        }
+        std::string ret = "void";
+        if (is_reduce_stage()) {
+            ret = reg_type(p_.node(p_.node(st_.reduce).args[0]).dtype);
+        } else {
+            for (auto& w : writes_) { sep(); params += fmt::format("{}& r_{}", store_type(w.dtype), w.name); }
+        }
+        std::string out = fmt::format("__device__ __forceinline__ {} jx_compute({}) {{\n", ret, params);
+        for (std::size_t i = 0; i < needed_.size(); ++i) {
+            if (!needed_[i]) continue;
+            out += "    " + node_line(static_cast<std::int32_t>(i)) + "\n";
+        }
+        if (is_reduce_stage()) {
+            out += fmt::format("    return v{};\n", p_.node(st_.reduce).args[0]);
+        } else {
+            for (auto& w : writes_) out += fmt::format("    r_{} = {};\n", w.name, store_conv(w.dtype, fmt::format("v{}", w.node)));
+        }
+        out += "}\n\n";
+        return out;
+    }
+
+    std::string node_line(std::int32_t n) {
+        const ir::Node& node = p_.node(n);
+        const std::string t = reg_type(node.dtype);
+        auto arg = [&](int k) {
+            if (k >= node.nargs) internal("missing operand");
+            return fmt::format("v{}", node.args[k]);
+        };
+        std::string e;
+        if (is_buffer(n)) {
+            e = load_conv(node.dtype, "a_" + reads_[static_cast<std::size_t>(buffer_read_.at(n))].name);
+        } else {
+            switch (node.kind) {
+                case ir::NodeKind::Input: {
+                    const ReadArray& a = reads_[static_cast<std::size_t>(input_read_.at(node.slot))];
+                    e = load_conv(a.dtype, "a_" + a.name);
+                    if (a.dtype != node.dtype) e = fmt::format("jx::cast<{}>({})", t, e);
+                    break;
+                }
+                case ir::NodeKind::Scalar: {
+                    e = fmt::format("s{}", node.slot);
+                    if (p_.scalars[static_cast<std::size_t>(node.slot)].dtype != node.dtype)
+                        e = fmt::format("jx::cast<{}>({})", t, e);
+                    break;
+                }
+                case ir::NodeKind::Const: e = cuda_literal(node.value, node.dtype); break;
+                case ir::NodeKind::Op: {
+                    // nextafter steps in the 16-bit format, not in the float that carries it.
+                    if (node.op == ir::Op::Nextafter && node.dtype == DType::Float16)
+                        e = "jx::nextafter_f16(";
+                    else if (node.op == ir::Op::Nextafter && node.dtype == DType::BFloat16)
+                        e = "jx::nextafter_bf16(";
+                    else
+                        e = fmt::format("jx::op::{}(", op_id(node.op));
+                    for (int k = 0; k < node.nargs; ++k) e += (k ? ", " : "") + arg(k);
+                    e += ")";
+                    break;
+                }
+                case ir::NodeKind::Cast: {
+                    const DType from = p_.node(node.args[0]).dtype;
+                    // Entering or leaving a 16-bit float type rounds once, from the source value.
+                    if (node.dtype == DType::Float16)
+                        e = fmt::format("jx::round_f16({})", arg(0));
+                    else if (node.dtype == DType::BFloat16)
+                        e = fmt::format("jx::round_bf16({})", arg(0));
+                    else if (reg_type(from) == t)
+                        e = arg(0);
+                    else
+                        e = fmt::format("jx::cast<{}>({})", t, arg(0));
+                    break;
+                }
+                case ir::NodeKind::Reduce: internal("unexpected Reduce node");
+            }
+        }
+        return fmt::format("const {} v{} = {};", t, n, e);
+    }
+
+    // ---- kernel signatures
+
+    std::string array_params(bool flat) {
+        std::string s;
+        for (auto& a : reads_) {
+            const char* r = a.restrict_ok ? " __restrict__" : "";
+            s += fmt::format("const {}*{} {}, ", store_type(a.dtype), r, a.name);
+        }
+        for (auto& w : writes_) {
+            const char* r = w.restrict_ok ? " __restrict__" : "";
+            s += fmt::format("{}*{} {}, ", store_type(w.dtype), r, w.name);
+        }
+        for (auto sc : scalars_) s += fmt::format("const {} s{}, ", reg_type(p_.scalars[static_cast<std::size_t>(sc)].dtype), sc);
+        return s;
+    }
+
+    std::string call_args(const std::vector<std::string>& read_exprs, const std::vector<std::string>& write_exprs) {
+        std::string s;
+        auto sep = [&] { if (!s.empty()) s += ", "; };
+        for (auto& r : read_exprs) { sep(); s += r; }
+        for (auto sc : scalars_) { sep(); s += fmt::format("s{}", sc); }
+        for (auto& w : write_exprs) { sep(); s += w; }
+        return s;
+    }
+
+    void add_array_params(KernelSource& k, bool with_rows) {
+        int row = 0;
+        for (auto& a : reads_) {
+            Param p;
+            p.kind = Param::Kind::Array;
+            p.array = a.ref;
+            p.dtype = a.dtype;
+            p.broadcast = a.broadcast;
+            p.vectorized = kind_ == KernelKind::Flat && !a.broadcast && k.launch.vec > 1;
+            if (with_rows) p.layout_row = row++;
+            k.params.push_back(p);
+        }
+        for (auto& w : writes_) {
+            Param p;
+            p.kind = Param::Kind::Array;
+            p.array = {ArrayRef::Kind::Node, w.node};
+            p.dtype = w.dtype;
+            p.written = true;
+            p.vectorized = kind_ == KernelKind::Flat && k.launch.vec > 1;
+            if (with_rows) p.layout_row = row++;
+            k.params.push_back(p);
+        }
+        for (auto sc : scalars_) {
+            Param p;
+            p.kind = Param::Kind::Scalar;
+            p.scalar = sc;
+            p.dtype = p_.scalars[static_cast<std::size_t>(sc)].dtype;
+            k.params.push_back(p);
+        }
+    }
+
+    std::string layout_struct(int ndim, int rows) {
+        return fmt::format("struct jx_layout {{ long long shape[{}]; long long stride[{}][{}]; }};\n\n", ndim,
+                           rows > 0 ? rows : 1, ndim);
+    }
+
+    std::string launch_bounds() const { return fmt::format("__launch_bounds__({})", opt_.block); }
+
+    // ---- Flat
+
+    std::string flat_kernel(KernelSource& k) {
+        const Shape& T = st_.shape;
+        std::size_t widest = 1;
+        for (auto& a : reads_) {
+            a.broadcast = shape_size(a.shape) == 1 && shape_size(T) != 1;
+            if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
+        }
+        for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
+        const int vec = static_cast<int>(16 / widest) >= 2 ? static_cast<int>(16 / widest) : 1;
+        k.launch.vec = vec;
+        add_array_params(k, false);
+        Param cnt;
+        cnt.kind = Param::Kind::Count;
+        k.params.push_back(cnt);
+
+        std::string params = array_params(true) + "const long long n";
+        std::string s = "// flat: contiguous or single-element arrays over one index\n";
+        s += fmt::format("template <class I, bool V>\n__device__ __forceinline__ void jx_flat({}) {{\n", params);
+        s += "    const I count = static_cast<I>(n);\n";
+        s += "    const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
+        s += "    const I step = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);\n";
+        for (auto& a : reads_)
+            if (a.broadcast) s += fmt::format("    const {} x_{} = {}[0];\n", store_type(a.dtype), a.name, a.name);
+        s += "    I tail = 0;\n";
+        if (vec > 1) {
+            s += "    if (V) {\n";
+            s += fmt::format("        const I nvec = count / {};\n", vec);
+            s += "        for (I k = first; k < nvec; k += step) {\n";
+            std::vector<std::string> rd, wr;
+            for (auto& a : reads_) {
+                if (a.broadcast) { rd.push_back("x_" + a.name); continue; }
+                s += fmt::format("            const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k * {1});\n",
+                                 store_type(a.dtype), vec, a.name);
+                rd.push_back(fmt::format("x_{}.v[e]", a.name));
+            }
+            for (auto& w : writes_) {
+                s += fmt::format("            jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
+                wr.push_back(fmt::format("y_{}.v[e]", w.name));
+            }
+            s += "#pragma unroll\n";
+            s += fmt::format("            for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
+            for (auto& w : writes_)
+                s += fmt::format("            *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + k * {1}) = y_{2};\n",
+                                 store_type(w.dtype), vec, w.name);
+            s += "        }\n";
+            s += fmt::format("        tail = nvec * {};\n", vec);
+            s += "    }\n";
+        }
+        {
+            std::vector<std::string> rd, wr;
+            for (auto& a : reads_) rd.push_back(a.broadcast ? "x_" + a.name : a.name + "[i]");
+            for (auto& w : writes_) wr.push_back(w.name + "[i]");
+            s += fmt::format("    for (I i = tail + first; i < count; i += step) jx_compute({});\n", call_args(rd, wr));
+        }
+        s += "}\n\n";
+
+        std::string args;
+        for (auto& a : reads_) args += a.name + ", ";
+        for (auto& w : writes_) args += w.name + ", ";
+        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
+        args += "n";
+        const char* names[4] = {"jx_flat_s64", "jx_flat_s32", "jx_flat_v64", "jx_flat_v32"};
+        const char* inst[4] = {"long long, false", "int, false", "long long, true", "int, true"};
+        for (int e = 0; e < 4; ++e) {
+            s += fmt::format("extern \"C\" __global__ void {} {}({}) {{ jx_flat<{}>({}); }}\n", launch_bounds(),
+                             names[e], params, inst[e], args);
+            k.entries.push_back(names[e]);
+        }
+        return s;
+    }
+
+    // ---- Strided
+
+    std::string strided_kernel(KernelSource& k) {
+        const int D = static_cast<int>(st_.shape.size());
+        const int R = static_cast<int>(reads_.size() + writes_.size());
+        k.launch.ndim = D;
+        k.launch.layout_rows = R;
+        add_array_params(k, true);
+        Param lay;
+        lay.kind = Param::Kind::Layout;
+        k.params.push_back(lay);
+
+        std::string s = "// strided: per-array strides; offsets per row computed once, last axis walked by threads\n";
+        s += layout_struct(D, R);
+        s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const jx_layout L) {{\n", launch_bounds(),
+                         array_params(false));
+        s += "    long long rows = 1;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("    for (int d = 0; d < {}; ++d) rows *= L.shape[d];\n", D - 1);
+        s += fmt::format("    const long long inner = L.shape[{}];\n", D - 1);
+        s += "    const long long cfirst = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+        s += "    const long long cstep = static_cast<long long>(gridDim.x) * blockDim.x;\n";
+        s += "    for (long long row = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; row < rows;\n";
+        s += "         row += static_cast<long long>(gridDim.y) * blockDim.y) {\n";
+        for (int r = 0; r < R; ++r) s += fmt::format("        long long p{} = 0;\n", r);
+        s += "        long long rest = row;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 2);
+        s += "            const long long c = rest % L.shape[d];\n";
+        s += "            rest /= L.shape[d];\n";
+        for (int r = 0; r < R; ++r) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", r);
+        s += "        }\n";
+        for (int r = 0; r < R; ++r) s += fmt::format("        const long long t{0} = L.stride[{0}][{1}];\n", r, D - 1);
+        std::vector<std::string> rd, wr;
+        int r = 0;
+        for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + c * t{}]", a.name, r, r)); ++r; }
+        for (auto& w : writes_) { wr.push_back(fmt::format("{}[p{} + c * t{}]", w.name, r, r)); ++r; }
+        s += fmt::format("        for (long long c = cfirst; c < inner; c += cstep) jx_compute({});\n", call_args(rd, wr));
+        s += "    }\n}\n";
+        k.entries.push_back("jx_kernel");
+        return s;
+    }
+
+    // ---- Reductions
+
+    std::string finalize(const std::string& acc, const std::string& count) {
+        const ir::Node& r = p_.node(st_.reduce);
+        const std::string t = reg_type(r.dtype);
+        std::string v = acc;
+        if (r.op == ir::Op::Mean) v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
+        return store_conv(r.dtype, v);
+    }
+
+    void check_reduce_types() {
+        const ir::Node& r = p_.node(st_.reduce);
+        const DType od = p_.node(r.args[0]).dtype;
+        if (r.op == ir::Op::Any || r.op == ir::Op::All) {
+            if (od != DType::Bool || r.dtype != DType::Bool) internal("any/all need bool operand and result");
+        } else if (od != r.dtype) {
+            internal("reduction operand dtype differs from its result");
+        }
+    }
+
+    std::string reduce_all_kernel(KernelSource& k) {
+        check_reduce_types();
+        const ir::Node& r = p_.node(st_.reduce);
+        const std::string RT = reg_type(r.dtype);
+        const std::string red = red_type(r.op, r.dtype);
+        const int D = static_cast<int>(st_.shape.size());
+        const int R = flat_reads_ ? 0 : static_cast<int>(reads_.size());
+        k.launch.max_blocks = 2048;
+        k.launch.partial_bytes = static_cast<int>(itemsize(r.dtype == DType::Float16 || r.dtype == DType::BFloat16
+                                                               ? DType::Float32 : r.dtype));
+        if (r.dtype == DType::Bool) k.launch.partial_bytes = 1;
+        const std::size_t partial_area = k.launch.workspace_bytes() - 16;
+        if (!flat_reads_) {
+            k.launch.ndim = D;
+            k.launch.layout_rows = R;
+        }
+        for (auto& a : reads_) a.broadcast = flat_reads_ && shape_size(a.shape) == 1 && shape_size(st_.shape) != 1;
+        add_array_params(k, !flat_reads_);
+        for (auto& p : k.params)
+            if (p.written) p.layout_row = -1;  // one element: no strides
+        Param cnt;
+        cnt.kind = Param::Kind::Count;
+        k.params.push_back(cnt);
+        if (!flat_reads_) {
+            Param lay;
+            lay.kind = Param::Kind::Layout;
+            k.params.push_back(lay);
+        }
+        Param ws;
+        ws.kind = Param::Kind::Workspace;
+        k.params.push_back(ws);
+
+        std::string s = "// full reduction: per-thread accumulation, block reduce, partials, last block combines in order\n";
+        if (!flat_reads_) s += layout_struct(D, R);
+        s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const long long n, {}void* __restrict__ ws) {{\n",
+                         launch_bounds(), array_params(false), flat_reads_ ? "" : "const jx_layout L, ");
+        s += fmt::format("    using R = {};\n", red);
+        s += fmt::format("    {}* partial = static_cast<{}*>(ws);\n", RT, RT);
+        s += fmt::format("    unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + {});\n", partial_area);
+        s += fmt::format("    {} acc = R::identity();\n", RT);
+        s += "    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+        s += "    const long long step = static_cast<long long>(gridDim.x) * blockDim.x;\n";
+        std::vector<std::string> rd;
+        if (flat_reads_) {
+            for (auto& a : reads_) {
+                if (a.broadcast) {
+                    s += fmt::format("    const {} x_{} = {}[0];\n", store_type(a.dtype), a.name, a.name);
+                    rd.push_back("x_" + a.name);
+                } else {
+                    rd.push_back(a.name + "[i]");
+                }
+            }
+            s += fmt::format("    for (long long i = first; i < n; i += step) acc = R::combine(acc, jx_compute({}));\n",
+                             call_args(rd, {}));
+        } else {
+            s += "    for (long long i = first; i < n; i += step) {\n";
+            for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);
+            s += "        long long rest = i;\n";
+            s += "#pragma unroll\n";
+            s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 1);
+            s += "            const long long c = rest % L.shape[d];\n";
+            s += "            rest /= L.shape[d];\n";
+            for (int q = 0; q < R; ++q) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", q);
+            s += "        }\n";
+            int q = 0;
+            for (auto& a : reads_) rd.push_back(fmt::format("{}[p{}]", a.name, q++));
+            s += fmt::format("        acc = R::combine(acc, jx_compute({}));\n", call_args(rd, {}));
+            s += "    }\n";
+        }
+        s += "    acc = jx_block_reduce<R>(acc);\n";
+        s += "    __shared__ bool last;\n";
+        s += "    if (threadIdx.x == 0) {\n";
+        s += "        partial[blockIdx.x] = acc;\n";
+        s += "        __threadfence();\n";
+        s += "        last = atomicAdd(ticket, 1u) == gridDim.x - 1u;\n";
+        s += "    }\n";
+        s += "    __syncthreads();\n";
+        s += "    if (!last) return;\n";
+        s += "    __threadfence();\n";
+        s += fmt::format("    {} total = R::identity();\n", RT);
+        s += "    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) total = R::combine(total, jx_ldcg(partial + b));\n";
+        s += "    total = jx_block_reduce<R>(total);\n";
+        s += "    if (threadIdx.x == 0) {\n";
+        s += fmt::format("        {}[0] = {};\n", writes_.at(0).name, finalize("total", "n"));
+        s += "        *ticket = 0u;\n";
+        s += "    }\n}\n";
+        k.entries.push_back("jx_kernel");
+        return s;
+    }
+
+    std::string reduce_axis_kernel(KernelSource& k) {
+        check_reduce_types();
+        const ir::Node& r = p_.node(st_.reduce);
+        const std::string RT = reg_type(r.dtype);
+        const int D = static_cast<int>(st_.shape.size());
+        const int AX = r.axis;
+        const int R = static_cast<int>(reads_.size() + writes_.size());
+        const bool warp = AX == D - 1;
+        k.launch.ndim = D;
+        k.launch.layout_rows = R;
+        k.launch.axis = AX;
+        k.launch.warp_per_output = warp;
+        add_array_params(k, true);
+        Param lay;
+        lay.kind = Param::Kind::Layout;
+        k.params.push_back(lay);
+
+        std::string s = warp ? "// axis reduction over the last axis: one warp per output element\n"
+                             : "// axis reduction over an outer axis: one thread per output element\n";
+        s += layout_struct(D, R);
+        s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const jx_layout L) {{\n", launch_bounds(),
+                         array_params(false));
+        s += fmt::format("    using R = {};\n", red_type(r.op, r.dtype));
+        s += "    long long outputs = 1;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("    for (int d = 0; d < {}; ++d) if (d != {}) outputs *= L.shape[d];\n", D, AX);
+        s += fmt::format("    const long long len = L.shape[{}];\n", AX);
+        s += "    const long long gid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+        s += "    const long long gsize = static_cast<long long>(gridDim.x) * blockDim.x;\n";
+        if (warp) {
+            s += "    const long long lane = threadIdx.x & 31;\n";
+            s += "    for (long long o = gid >> 5; o < outputs; o += gsize >> 5) {\n";
+        } else {
+            s += "    for (long long o = gid; o < outputs; o += gsize) {\n";
+        }
+        for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);
+        s += "        long long rest = o;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 1);
+        s += fmt::format("            if (d == {}) continue;\n", AX);
+        s += "            const long long c = rest % L.shape[d];\n";
+        s += "            rest /= L.shape[d];\n";
+        for (int q = 0; q < R; ++q) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", q);
+        s += "        }\n";
+        for (int q = 0; q < static_cast<int>(reads_.size()); ++q)
+            s += fmt::format("        const long long t{0} = L.stride[{0}][{1}];\n", q, AX);
+        std::vector<std::string> rd;
+        int q = 0;
+        for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + j * t{}]", a.name, q, q)); ++q; }
+        s += fmt::format("        {} acc = R::identity();\n", RT);
+        s += fmt::format("        for (long long j = {}; j < len; j += {}) acc = R::combine(acc, jx_compute({}));\n",
+                         warp ? "lane" : "0", warp ? "32" : "1", call_args(rd, {}));
+        if (warp) {
+            s += "#pragma unroll\n";
+            s += "        for (int d = 16; d > 0; d >>= 1) acc = R::combine(acc, jx_shfl_down(acc, d));\n";
+            s += "        if (lane == 0) ";
+        } else {
+            s += "        ";
+        }
+        s += fmt::format("{}[p{}] = {};\n", writes_.at(0).name, R - 1, finalize("acc", "len"));
+        s += "    }\n}\n";
+        k.entries.push_back("jx_kernel");
+        return s;
+    }
+
+    const ir::Program& p_;
+    const ir::Schedule& s_;
+    int stage_index_;
+    const ir::Stage& st_;
+    EmitOptions opt_;
+    std::vector<bool> needed_;
+    std::vector<ReadArray> reads_;
+    std::vector<WriteArray> writes_;
+    std::vector<std::int32_t> scalars_;
+    std::map<std::int32_t, int> input_read_, buffer_read_;
+    KernelKind kind_ = KernelKind::Flat;
+    bool flat_reads_ = true;
+};
+
+}  // namespace
+
+Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const EmitOptions& options) {
+    if (options.block < 32 || options.block > 1024 || options.block % 32 != 0)
+        internal(fmt::format("block size {} is not a multiple of 32 in [32, 1024]", options.block));
+    if (schedule.stored_by.size() != program.nodes.size()) internal("schedule does not match the program");
+    Emitted out;
+    std::uint64_t h = fnv1a("jitexpr-emitted");
+    for (std::size_t i = 0; i < schedule.stages.size(); ++i) {
+        out.kernels.push_back(StageEmitter(program, schedule, static_cast<int>(i), options).run());
+        h = fnv1a(out.kernels.back().key, h);
+    }
+    out.key = hex64(h);
+    return out;
+}
+
+}  // namespace jit::codegen
