@@ -1,0 +1,383 @@
+// jitexpr — the cache of compiled modules: key -> bytes (CUBIN/PTX images), in memory and on disk.
+//
+// The cache knows nothing of what a key means beyond its bytes. Callers build keys with
+// KeyBuilder (every field that changes the compiled binary goes in), keep ready objects in a
+// MemoryCache (LRU by entry count, single-flight creation) and images in a DiskCache (one
+// checksummed file per key, written atomically, LRU by bytes, safe for many processes).
+// Everything here is thread-safe. See docs/cache.md.
+#pragma once
+
+#include <jit/error.hpp>
+
+#include <array>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace jit::cache {
+
+// ---------------------------------------------------------------------------------------------
+// Digest: SHA-256 (FIPS 180-4), written here so the library needs nothing beyond libc.
+
+class Sha256 {
+public:
+    Sha256();
+    Sha256& update(std::string_view bytes);
+    Sha256& update(const void* data, std::size_t size);
+    // The 32-byte digest of everything given so far. The object stays usable (finish works on a copy).
+    std::array<std::uint8_t, 32> finish() const;
+
+private:
+    void block(const std::uint8_t* p);
+    std::array<std::uint32_t, 8> h_;
+    std::array<std::uint8_t, 64> buf_;
+    std::size_t buffered_ = 0;
+    std::uint64_t total_ = 0;  // bytes
+};
+
+// Lowercase hex of `bytes`.
+std::string to_hex(const std::uint8_t* bytes, std::size_t size);
+// SHA-256 of `bytes` as 64 lowercase hex characters.
+std::string digest(std::string_view bytes);
+
+// Builds a key from named fields in a canonical, length-prefixed encoding: a domain tag, then per
+// field (u64 name length, name, u64 value length, value), little-endian. So changing any field's
+// value, name or order changes the key, and no two field lists encode to the same bytes (no
+// collision by moving bytes across a field boundary). Names must be non-empty and distinct
+// (InternalError otherwise: it is a bug in the caller).
+class KeyBuilder {
+public:
+    KeyBuilder();
+    KeyBuilder& add(std::string_view name, std::string_view value);
+    // Integers are added as their decimal text (add("nvrtc", 13000) == add("nvrtc", "13000")),
+    // bools as "1" / "0".
+    template <std::integral T>
+    KeyBuilder& add(std::string_view name, T value) {
+        if constexpr (std::is_same_v<T, bool>)
+            return add(name, std::string_view(value ? "1" : "0"));
+        else
+            return add(name, std::string_view(std::to_string(value)));
+    }
+    // The key: 64 lowercase hex characters (valid as a DiskCache key).
+    std::string key() const;
+    std::size_t fields() const { return names_.size(); }
+
+private:
+    Sha256 sha_;
+    std::vector<std::string> names_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// MemoryCache<K, V>: LRU bounded by entry count, with single-flight creation.
+//
+// get_or_create(key, factory): on a hit returns the value; on a miss exactly one caller runs
+// factory() (outside the lock) while others asking for the same key wait for it and get the same
+// value, or the same exception (exceptions are not cached: the next call tries again). Different
+// keys are created in parallel. A hit takes the lock, finds by (heterogeneous) lookup, moves the
+// entry to the front and copies V: it allocates nothing when copying V does not (use a
+// shared_ptr for anything large). A factory must not ask the same cache for its own key
+// (InternalError instead of a deadlock).
+
+// Hash that also accepts std::string_view / const char* for string keys (no temporary string).
+template <class K>
+struct CacheHash : std::hash<K> {};
+template <>
+struct CacheHash<std::string> {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
+
+struct MemoryStats {
+    std::uint64_t hits = 0;       // found ready
+    std::uint64_t misses = 0;     // ran the factory (or, for get(), found nothing)
+    std::uint64_t coalesced = 0;  // waited for another caller's factory for the same key
+    std::uint64_t evictions = 0;  // dropped because over capacity
+    std::uint64_t failures = 0;   // factory threw
+    std::size_t entries = 0;
+    std::size_t capacity = 0;
+};
+
+template <class K, class V, class Hash = CacheHash<K>, class Eq = std::equal_to<>>
+class MemoryCache {
+public:
+    // capacity: most entries kept; 0 keeps none (creation is still single-flight).
+    explicit MemoryCache(std::size_t capacity = 4096) : capacity_(capacity) {}
+    MemoryCache(const MemoryCache&) = delete;
+    MemoryCache& operator=(const MemoryCache&) = delete;
+
+    template <class Q>
+    std::optional<V> get(const Q& key) {
+        std::lock_guard lock(mutex_);
+        auto it = index_.find(key);
+        if (it == index_.end()) {
+            ++stats_.misses;
+            return std::nullopt;
+        }
+        ++stats_.hits;
+        lru_.splice(lru_.begin(), lru_, it->second);
+        return it->second->second;
+    }
+
+    template <class Q, class F>
+    V get_or_create(const Q& key, F&& factory) {
+        std::unique_lock lock(mutex_);
+        if (auto it = index_.find(key); it != index_.end()) {
+            ++stats_.hits;
+            lru_.splice(lru_.begin(), lru_, it->second);
+            return it->second->second;
+        }
+        if (auto it = flights_.find(key); it != flights_.end()) {
+            if (it->second.owner == std::this_thread::get_id())
+                throw InternalError("MemoryCache: a factory asked the cache for the key it is creating");
+            ++stats_.coalesced;
+            std::shared_future<V> result = it->second.result;
+            lock.unlock();
+            return result.get();  // the value, or rethrows the factory's exception
+        }
+        ++stats_.misses;
+        std::promise<V> promise;
+        K owned_key(key);
+        auto [flight, inserted] = flights_.emplace(owned_key, Flight{promise.get_future().share(),
+                                                                     std::this_thread::get_id()});
+        (void)inserted;
+        std::shared_future<V> result = flight->second.result;
+        lock.unlock();
+
+        try {
+            V value = std::forward<F>(factory)();
+            lock.lock();
+            insert_locked(owned_key, value);
+            flights_.erase(owned_key);
+            lock.unlock();
+            promise.set_value(std::move(value));
+        } catch (...) {
+            if (!lock.owns_lock()) lock.lock();
+            ++stats_.failures;
+            flights_.erase(owned_key);
+            lock.unlock();
+            promise.set_exception(std::current_exception());
+        }
+        return result.get();
+    }
+
+    // Inserts or replaces.
+    void put(const K& key, V value) {
+        std::lock_guard lock(mutex_);
+        insert_locked(key, std::move(value));
+    }
+
+    template <class Q>
+    bool erase(const Q& key) {
+        std::lock_guard lock(mutex_);
+        auto it = index_.find(key);
+        if (it == index_.end()) return false;
+        lru_.erase(it->second);
+        index_.erase(it);
+        return true;
+    }
+
+    // Drops every ready entry (creations in flight finish and are kept). Counters stay.
+    void clear() {
+        std::lock_guard lock(mutex_);
+        index_.clear();
+        lru_.clear();
+    }
+
+    void set_capacity(std::size_t capacity) {
+        std::lock_guard lock(mutex_);
+        capacity_ = capacity;
+        trim_locked();
+    }
+
+    MemoryStats stats() const {
+        std::lock_guard lock(mutex_);
+        MemoryStats s = stats_;
+        s.entries = index_.size();
+        s.capacity = capacity_;
+        return s;
+    }
+
+    std::size_t size() const {
+        std::lock_guard lock(mutex_);
+        return index_.size();
+    }
+
+    // Keys from most to least recently used.
+    std::vector<K> keys() const {
+        std::lock_guard lock(mutex_);
+        std::vector<K> out;
+        out.reserve(lru_.size());
+        for (const auto& kv : lru_) out.push_back(kv.first);
+        return out;
+    }
+
+private:
+    using List = std::list<std::pair<K, V>>;
+    struct Flight {
+        std::shared_future<V> result;
+        std::thread::id owner;
+    };
+
+    void insert_locked(const K& key, V value) {
+        if (auto it = index_.find(key); it != index_.end()) {
+            it->second->second = std::move(value);
+            lru_.splice(lru_.begin(), lru_, it->second);
+            return;
+        }
+        if (capacity_ == 0) return;
+        lru_.emplace_front(key, std::move(value));
+        index_.emplace(key, lru_.begin());
+        trim_locked();
+    }
+
+    void trim_locked() {
+        while (lru_.size() > capacity_) {
+            index_.erase(lru_.back().first);
+            lru_.pop_back();
+            ++stats_.evictions;
+        }
+    }
+
+    mutable std::mutex mutex_;
+    std::size_t capacity_;
+    List lru_;  // front: most recent
+    std::unordered_map<K, typename List::iterator, Hash, Eq> index_;
+    std::unordered_map<K, Flight, Hash, Eq> flights_;
+    MemoryStats stats_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// DiskCache: one file per key under <dir>/v1/<first 2 key chars>/<key>.bin.
+
+// Called with one sentence when the disk cache degrades (directory unusable, disk full).
+using WarningHandler = std::function<void(const std::string&)>;
+
+struct DiskCacheOptions {
+    // The directory. Empty: $JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else
+    // $HOME/.cache/jitexpr (when use_environment; else empty means disabled).
+    std::string dir;
+    bool enabled = true;           // false: every get misses and put stores nothing
+    bool use_environment = true;   // read JITEXPR_CACHE_DIR, XDG_CACHE_HOME, HOME, JITEXPR_DISK_CACHE
+    std::uint64_t max_bytes = std::uint64_t(1) << 30;  // bound on the files' total size
+    // When over max_bytes, evict least recently used files down to max_bytes * evict_to (0..1].
+    double evict_to = 0.9;
+    bool fsync = true;             // fsync file and directory on put (durable against power loss)
+    // Receives each warning (at most one per kind per DiskCache). Unset: stderr, at most one per
+    // kind per process.
+    WarningHandler on_warning;
+};
+
+struct DiskStats {
+    std::uint64_t hits = 0;             // this object's gets that returned bytes
+    std::uint64_t misses = 0;           // this object's gets that did not
+    std::uint64_t corrupt_removed = 0;  // bad files found (and removed) by get or verify
+    std::uint64_t writes = 0;           // puts that stored a file
+    std::uint64_t write_failures = 0;   // puts dropped (disk full, I/O error)
+    std::uint64_t evictions = 0;        // files this object evicted
+    std::uint64_t entries = 0;          // files in the directory now (all processes)
+    std::uint64_t bytes = 0;            // their total size
+};
+
+struct DiskEntry {
+    std::string key;
+    std::uint64_t bytes = 0;        // file size (header + key + payload)
+    std::int64_t last_use_ns = 0;   // mtime: last put or hit, ns since the epoch
+};
+
+struct VerifyReport {
+    std::uint64_t checked = 0;
+    std::uint64_t valid = 0;
+    std::uint64_t removed = 0;               // bad entry files and stale temporary files removed
+    std::vector<std::string> problems;       // one line per removed file: path and why
+    bool ok() const { return removed == 0; }
+};
+
+class DiskCache {
+public:
+    explicit DiskCache(DiskCacheOptions options = {});
+    ~DiskCache();
+    DiskCache(const DiskCache&) = delete;
+    DiskCache& operator=(const DiskCache&) = delete;
+
+    // Where options point (JITEXPR_DISK_CACHE=0 or enabled=false: empty).
+    static std::string resolve_directory(const DiskCacheOptions& options);
+    // A key the disk cache accepts: 8..128 characters of [0-9a-f] (what KeyBuilder and digest make).
+    static bool valid_key(std::string_view key);
+
+    bool enabled() const;
+    // The root in use (<dir>), empty when disabled.
+    std::string directory() const;
+    // Why the disk cache is off, empty when it is on.
+    std::string disabled_reason() const;
+
+    // The payload, or nullopt on a miss. A file that fails any check (magic, version, key,
+    // length, checksum) is removed and counted as corrupt; never throws for file problems.
+    // Throws ArgumentError for a key that is not valid_key().
+    std::optional<std::string> get(std::string_view key);
+    // Stores atomically (temp file, write, fsync, rename, fsync dir). False when not stored
+    // (disabled, disk full: warns once). Throws ArgumentError for an invalid key.
+    bool put(std::string_view key, std::string_view bytes);
+    bool erase(std::string_view key);
+
+    DiskStats stats() const;
+    // Removes every entry (and stray temporary files) of this cache's format version.
+    void clear();
+    // Checks every file fully; removes bad ones and old temporary files.
+    VerifyReport verify();
+    std::vector<DiskEntry> entries() const;
+    // Evicts now if over the bound (put does this itself).
+    void evict();
+
+    // The path a key's file has (for tests and tools).
+    std::string path_for(std::string_view key) const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// ImageCache: memory in front of disk for byte images. get_or_create looks in memory, then on
+// disk, then runs the factory (single-flight per key) and writes its bytes to disk.
+
+struct ImageCacheStats {
+    MemoryStats memory;
+    DiskStats disk;
+    std::uint64_t created = 0;  // factory runs that returned
+};
+
+class ImageCache {
+public:
+    using Image = std::shared_ptr<const std::string>;
+    ImageCache(std::size_t memory_entries, DiskCacheOptions disk);
+
+    // `from_disk`, when given, is set to whether the bytes came from the disk cache.
+    Image get_or_create(const std::string& key, const std::function<std::string()>& factory,
+                        bool* from_disk = nullptr);
+    ImageCacheStats stats() const;
+    void clear_memory() { memory_.clear(); }
+    DiskCache& disk() { return disk_; }
+    MemoryCache<std::string, Image>& memory() { return memory_; }
+
+private:
+    MemoryCache<std::string, Image> memory_;
+    DiskCache disk_;
+    std::atomic<std::uint64_t> created_{0};
+};
+
+}  // namespace jit::cache
