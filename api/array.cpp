@@ -1,0 +1,257 @@
+#include <jit/array.hpp>
+#include <jit/error.hpp>
+#include <jit/runtime.hpp>
+
+#include "api/internal.hpp"
+#include "backend/cuda/cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace jit {
+
+namespace {
+
+// Host memory, 64-byte aligned so that vector loads are aligned on every backend.
+class HostStorage final : public Storage {
+public:
+    explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
+        if (bytes_ > 0) {
+            const std::size_t rounded = (bytes_ + 63) / 64 * 64;
+            ptr_ = std::aligned_alloc(64, rounded);
+            if (!ptr_) throw ArgumentError(fmt::format("out of host memory allocating {} bytes", bytes_));
+        }
+    }
+    ~HostStorage() override { std::free(ptr_); }
+    void* data() const override { return ptr_; }
+    std::size_t bytes() const override { return bytes_; }
+    Backend backend() const override { return Backend::Cpu; }
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_;
+};
+
+// Memory someone else owns.
+class BorrowedStorage final : public Storage {
+public:
+    BorrowedStorage(void* p, std::size_t bytes, Backend b, std::shared_ptr<void> keep)
+        : ptr_(p), bytes_(bytes), backend_(b), keep_(std::move(keep)) {}
+    void* data() const override { return ptr_; }
+    std::size_t bytes() const override { return bytes_; }
+    Backend backend() const override { return backend_; }
+
+private:
+    void* ptr_;
+    std::size_t bytes_;
+    Backend backend_;
+    std::shared_ptr<void> keep_;
+};
+
+void check_shape(const Shape& shape) {
+    if (static_cast<int>(shape.size()) > kMaxDims)
+        throw ArgumentError(fmt::format("arrays have at most {} dimensions (got {})", kMaxDims, shape.size()));
+    for (auto e : shape)
+        if (e < 0) throw ArgumentError(fmt::format("negative extent in shape {}", shape_to_string(shape)));
+}
+
+}  // namespace
+
+namespace detail {
+Backend resolve(Backend b) { return b == Backend::Auto ? Runtime::default_runtime().backend() : b; }
+
+std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b) {
+    if (b == Backend::Cuda) return cuda::make_storage(bytes);
+    return std::make_shared<HostStorage>(bytes);
+}
+}  // namespace detail
+
+struct ArrayAccess {
+    static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b, std::shared_ptr<Storage> st) {
+        Array a;
+        a.dtype_ = t;
+        a.shape_ = std::move(shape);
+        a.strides_ = std::move(strides);
+        a.offset_ = offset;
+        a.backend_ = b;
+        a.storage_ = std::move(st);
+        return a;
+    }
+};
+
+Array Array::empty(DType dtype, Shape shape, Backend backend) {
+    check_shape(shape);
+    backend = detail::resolve(backend);
+    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
+    Strides strides = contiguous_strides(shape);
+    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, detail::allocate(bytes, backend));
+}
+
+Array Array::zeros(DType dtype, Shape shape, Backend backend) {
+    Array a = empty(dtype, std::move(shape), backend);
+    if (a.nbytes() == 0) return a;
+    if (a.backend() == Backend::Cuda) {
+        cuda::memset(a.data(), 0, a.nbytes());
+    } else {
+        std::memset(a.data(), 0, a.nbytes());
+    }
+    return a;
+}
+
+Array Array::from_host(const void* data, DType dtype, Shape shape, Backend backend) {
+    Array a = empty(dtype, std::move(shape), backend);
+    if (a.nbytes() == 0) return a;
+    if (a.backend() == Backend::Cuda) {
+        cuda::copy_to_device(a.data(), data, a.nbytes());
+        cuda::synchronize();
+    } else {
+        std::memcpy(a.data(), data, a.nbytes());
+    }
+    return a;
+}
+
+Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, std::shared_ptr<void> keep_alive) {
+    check_shape(shape);
+    backend = detail::resolve(backend);
+    if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
+    if (strides.size() != shape.size())
+        throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
+    // Extent of the memory the view may touch, for the storage's byte count.
+    std::int64_t hi = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k)
+        if (shape[k] > 0 && strides[k] > 0) hi += (shape[k] - 1) * strides[k];
+    const std::size_t bytes = shape_size(shape) == 0 ? 0 : static_cast<std::size_t>(hi + 1) * itemsize(dtype);
+    auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, std::move(keep_alive));
+    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
+}
+
+bool Array::is_contiguous() const {
+    std::int64_t expect = 1;
+    for (std::size_t k = shape_.size(); k-- > 0;) {
+        if (shape_[k] == 1) continue;
+        if (shape_[k] == 0) return true;
+        if (strides_[k] != expect) return false;
+        expect *= shape_[k];
+    }
+    return true;
+}
+
+void* Array::data() const {
+    if (!storage_) return nullptr;
+    auto* base = static_cast<char*>(storage_->data());
+    if (!base) return nullptr;
+    return base + offset_ * static_cast<std::int64_t>(itemsize(dtype_));
+}
+
+Array Array::transpose() const {
+    Array a = *this;
+    std::reverse(a.shape_.begin(), a.shape_.end());
+    std::reverse(a.strides_.begin(), a.strides_.end());
+    return a;
+}
+
+Array Array::reshape(Shape shape) const {
+    check_shape(shape);
+    if (shape_size(shape) != size())
+        throw ArgumentError(fmt::format("cannot reshape {} elements into shape {}", size(), shape_to_string(shape)));
+    if (!is_contiguous()) throw ArgumentError("reshape needs a contiguous array; call contiguous() first");
+    Array a = *this;
+    a.strides_ = contiguous_strides(shape);
+    a.shape_ = std::move(shape);
+    return a;
+}
+
+Array Array::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step) const {
+    if (axis < 0) axis += ndim();
+    if (axis < 0 || axis >= ndim()) throw ArgumentError(fmt::format("slice: axis {} out of range", axis));
+    if (step == 0) throw ArgumentError("slice: step must not be zero");
+    const std::int64_t n = shape_[static_cast<std::size_t>(axis)];
+    auto clamp = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
+        if (v < 0) v += n;
+        return std::min(std::max(v, lo), hi);
+    };
+    std::int64_t count;
+    if (step > 0) {
+        start = clamp(start, 0, n);
+        stop = clamp(stop, 0, n);
+        count = stop > start ? (stop - start + step - 1) / step : 0;
+    } else {
+        start = clamp(start, -1, n - 1);
+        stop = clamp(stop, -1, n - 1);
+        count = start > stop ? (start - stop - step - 1) / (-step) : 0;
+    }
+    Array a = *this;
+    const std::int64_t s = strides_[static_cast<std::size_t>(axis)];
+    if (count > 0) a.offset_ += start * s;
+    a.shape_[static_cast<std::size_t>(axis)] = count;
+    a.strides_[static_cast<std::size_t>(axis)] = s * step;
+    return a;
+}
+
+Array Array::broadcast_to(const Shape& shape) const {
+    check_shape(shape);
+    if (shape.size() < shape_.size()) throw ArgumentError("broadcast_to: fewer dimensions than the array");
+    Array a = *this;
+    const std::size_t off = shape.size() - shape_.size();
+    Strides st(shape.size(), 0);
+    for (std::size_t k = 0; k < shape_.size(); ++k) {
+        if (shape_[k] == shape[k + off]) st[k + off] = strides_[k];
+        else if (shape_[k] == 1) st[k + off] = 0;
+        else
+            throw ArgumentError(fmt::format("cannot broadcast {} to {}", shape_to_string(shape_), shape_to_string(shape)));
+    }
+    a.shape_ = shape;
+    a.strides_ = std::move(st);
+    return a;
+}
+
+void Array::check_host_type(DType t) const {
+    if (t == DType::UInt8 && dtype_ == DType::Bool) return;  // bool read as bytes
+    if (t != dtype_)
+        throw ArgumentError(fmt::format("array holds {}, not {}", dtype_name(dtype_), dtype_name(t)));
+}
+
+void Array::copy_to_host(void* dst) const {
+    if (size() == 0) return;
+    const Array c = contiguous();
+    if (c.backend() == Backend::Cuda) {
+        cuda::copy_to_host(dst, c.data(), c.nbytes());
+        cuda::synchronize();
+    } else {
+        std::memcpy(dst, c.data(), c.nbytes());
+    }
+}
+
+Array Array::contiguous() const {
+    if (is_contiguous()) return *this;
+    return detail::copy_contiguous(*this);
+}
+
+Array Array::to(Backend backend) const {
+    backend = detail::resolve(backend);
+    const Array c = contiguous();
+    Array out = empty(dtype_, shape_, backend);
+    if (out.nbytes() == 0) return out;
+    if (c.backend() == Backend::Cpu && backend == Backend::Cpu) {
+        std::memcpy(out.data(), c.data(), c.nbytes());
+    } else if (c.backend() == Backend::Cpu) {
+        cuda::copy_to_device(out.data(), c.data(), c.nbytes());
+        cuda::synchronize();
+    } else if (backend == Backend::Cpu) {
+        cuda::copy_to_host(out.data(), c.data(), c.nbytes());
+        cuda::synchronize();
+    } else {
+        cuda::copy_device(out.data(), c.data(), c.nbytes());
+    }
+    return out;
+}
+
+std::string Array::describe() const {
+    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape_), backend_name(backend_));
+}
+
+}  // namespace jit

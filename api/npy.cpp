@@ -1,0 +1,544 @@
+// .npy reading and writing (see include/jit/npy.hpp for the supported forms).
+#include <jit/error.hpp>
+#include <jit/npy.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace jit {
+namespace {
+
+constexpr std::string_view kMagic = "\x93NUMPY";
+constexpr std::size_t kPreludeV1 = 10;  // magic(6) + version(2) + header length(2)
+constexpr std::size_t kPreludeV2 = 12;  // magic(6) + version(2) + header length(4)
+constexpr std::size_t kMaxHeaderBytes = 1 << 20;  // far above anything a valid header needs
+
+[[noreturn]] void fail(std::string_view name, std::string_view what) {
+    throw IOError(fmt::format("{}: {}", name, what));
+}
+
+std::string errno_text(int err) { return std::strerror(err); }
+
+// A shown form of header bytes for messages: printable ASCII kept, the rest escaped, cut short.
+std::string shown(std::string_view s, std::size_t limit = 60) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size() && i < limit; ++i) {
+        unsigned char c = static_cast<unsigned char>(s[i]);
+        if (c >= 0x20 && c < 0x7F) out += static_cast<char>(c);
+        else out += fmt::format("\\x{:02x}", c);
+    }
+    if (s.size() > limit) out += "...";
+    return out;
+}
+
+// ---- the descr string
+
+struct Descr {
+    DType dtype;
+    bool swap;  // data is in the other byte order than this machine's
+};
+
+std::optional<Descr> parse_descr(std::string_view d) {
+    if (d == "bfloat16") return Descr{DType::BFloat16, std::endian::native == std::endian::big};
+    if (d.size() < 3) return std::nullopt;
+    char order = d[0];
+    std::string_view code = d.substr(1);
+    bool little;
+    switch (order) {
+        case '<': little = true; break;
+        case '>': little = false; break;
+        case '|':
+        case '=': little = std::endian::native == std::endian::little; break;
+        default: return std::nullopt;
+    }
+    struct Code { std::string_view code; DType dtype; };
+    static constexpr Code codes[] = {
+        {"b1", DType::Bool},     {"i1", DType::Int8},      {"i2", DType::Int16},
+        {"i4", DType::Int32},    {"i8", DType::Int64},     {"u1", DType::UInt8},
+        {"u2", DType::UInt16},   {"u4", DType::UInt32},    {"u8", DType::UInt64},
+        {"f2", DType::Float16},  {"f4", DType::Float32},   {"f8", DType::Float64},
+        {"c8", DType::Complex64}, {"c16", DType::Complex128},
+    };
+    for (const Code& c : codes) {
+        if (c.code == code) {
+            bool swap = itemsize(c.dtype) > 1 && little != (std::endian::native == std::endian::little);
+            return Descr{c.dtype, swap};
+        }
+    }
+    return std::nullopt;
+}
+
+// ---- the header dictionary: a Python literal {'descr': ..., 'fortran_order': ..., 'shape': (...), }
+
+struct Header {
+    DType dtype = DType::Float64;
+    bool swap = false;
+    bool fortran = false;
+    Shape shape;
+    std::size_t data_offset = 0;
+    std::size_t data_bytes = 0;
+};
+
+class DictParser {
+public:
+    DictParser(std::string_view text, std::string_view name) : s_(text), name_(name) {}
+
+    Header parse() {
+        bool have_descr = false, have_fortran = false, have_shape = false;
+        Header h;
+        skip_ws();
+        expect('{', "the header does not start with '{'");
+        skip_ws();
+        while (peek() != '}') {
+            std::string key = parse_string("a quoted key");
+            skip_ws();
+            expect(':', fmt::format("expected ':' after key '{}'", key));
+            skip_ws();
+            if (key == "descr") {
+                if (have_descr) bad("key 'descr' appears twice");
+                have_descr = true;
+                if (peek() == '[') bad("structured dtypes (a list 'descr') are not supported");
+                std::string d = parse_string("a quoted string for 'descr'");
+                auto descr = parse_descr(d);
+                if (!descr) bad(fmt::format("unsupported dtype descr '{}'", shown(d)));
+                h.dtype = descr->dtype;
+                h.swap = descr->swap;
+            } else if (key == "fortran_order") {
+                if (have_fortran) bad("key 'fortran_order' appears twice");
+                have_fortran = true;
+                h.fortran = parse_bool();
+            } else if (key == "shape") {
+                if (have_shape) bad("key 'shape' appears twice");
+                have_shape = true;
+                h.shape = parse_shape();
+            } else {
+                bad(fmt::format("unexpected key '{}' (only 'descr', 'fortran_order' and 'shape' are allowed)",
+                                shown(key)));
+            }
+            skip_ws();
+            if (peek() == ',') {
+                ++pos_;
+                skip_ws();
+            } else if (peek() != '}') {
+                bad("expected ',' or '}' after a value");
+            }
+        }
+        ++pos_;
+        skip_ws();
+        if (pos_ != s_.size()) bad(fmt::format("unexpected text after the dictionary: '{}'", shown(s_.substr(pos_))));
+        if (!have_descr) bad("key 'descr' is missing");
+        if (!have_fortran) bad("key 'fortran_order' is missing");
+        if (!have_shape) bad("key 'shape' is missing");
+        return h;
+    }
+
+private:
+    [[noreturn]] void bad(std::string_view what) const { fail(name_, fmt::format("malformed .npy header: {}", what)); }
+
+    char peek() const {
+        if (pos_ >= s_.size()) bad("the header ends inside the dictionary");
+        return s_[pos_];
+    }
+    void skip_ws() {
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+    }
+    void expect(char c, std::string_view what) {
+        if (peek() != c) bad(what);
+        ++pos_;
+    }
+    std::string parse_string(std::string_view what) {
+        char q = peek();
+        if (q != '\'' && q != '"') bad(fmt::format("expected {}", what));
+        ++pos_;
+        std::string out;
+        while (true) {
+            char c = peek();
+            if (c == q) break;
+            if (c == '\\') bad("escape sequences in header strings are not supported");
+            if (c == '\n') bad("a string in the header is not closed");
+            out += c;
+            ++pos_;
+        }
+        ++pos_;
+        return out;
+    }
+    bool parse_bool() {
+        if (s_.substr(pos_, 4) == "True") { pos_ += 4; return true; }
+        if (s_.substr(pos_, 5) == "False") { pos_ += 5; return false; }
+        bad("'fortran_order' must be True or False");
+    }
+    std::int64_t parse_dim() {
+        if (peek() == '-') bad("the shape has a negative dimension");
+        if (peek() < '0' || peek() > '9') bad("the shape must be a tuple of integers");
+        std::uint64_t v = 0;
+        while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
+            v = v * 10 + static_cast<std::uint64_t>(s_[pos_] - '0');
+            if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                bad("a dimension of the shape is too large");
+            ++pos_;
+        }
+        if (pos_ < s_.size() && (s_[pos_] == 'L' || s_[pos_] == 'l')) ++pos_;  // Python 2 long
+        return static_cast<std::int64_t>(v);
+    }
+    Shape parse_shape() {
+        expect('(', "the shape must be a tuple of integers");
+        Shape shape;
+        bool trailing_comma = false;
+        skip_ws();
+        while (peek() != ')') {
+            shape.push_back(parse_dim());
+            skip_ws();
+            trailing_comma = false;
+            if (peek() == ',') {
+                ++pos_;
+                trailing_comma = true;
+                skip_ws();
+            } else if (peek() != ')') {
+                bad("expected ',' or ')' in the shape");
+            }
+            if (shape.size() > static_cast<std::size_t>(kMaxDims))
+                bad(fmt::format("the shape has more than {} dimensions", kMaxDims));
+        }
+        ++pos_;
+        if (shape.size() == 1 && !trailing_comma) bad("the shape must be a tuple: write (n,) not (n)");
+        return shape;
+    }
+
+    std::string_view s_;
+    std::string_view name_;
+    std::size_t pos_ = 0;
+};
+
+// Parses the prelude and header at the start of `bytes`. Needs only the header's bytes: the
+// data is checked by the caller.
+Header parse_header(std::string_view bytes, std::string_view name, std::size_t* header_end_needed) {
+    if (bytes.size() < kPreludeV1) fail(name, fmt::format("not a .npy file (only {} bytes)", bytes.size()));
+    if (bytes.substr(0, kMagic.size()) != kMagic) fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
+    const auto major = static_cast<unsigned char>(bytes[6]);
+    const auto minor = static_cast<unsigned char>(bytes[7]);
+    std::size_t prelude, header_len;
+    auto byte = [&](std::size_t i) { return static_cast<std::size_t>(static_cast<unsigned char>(bytes[i])); };
+    if (major == 1 && minor == 0) {
+        prelude = kPreludeV1;
+        header_len = byte(8) | byte(9) << 8;
+    } else if ((major == 2 || major == 3) && minor == 0) {
+        prelude = kPreludeV2;
+        if (bytes.size() < prelude) fail(name, "the file ends inside the .npy prelude");
+        header_len = byte(8) | byte(9) << 8 | byte(10) << 16 | byte(11) << 24;
+    } else {
+        fail(name, fmt::format("unsupported .npy format version {}.{} (1.0, 2.0 and 3.0 are supported)", major, minor));
+    }
+    if (header_len > kMaxHeaderBytes) fail(name, fmt::format("malformed .npy header: header length {} is too large", header_len));
+    if (header_end_needed) *header_end_needed = prelude + header_len;
+    if (bytes.size() < prelude + header_len)
+        fail(name, fmt::format("the file ends inside the .npy header ({} header bytes expected, {} present)", header_len,
+                               bytes.size() - prelude));
+    std::string_view text = bytes.substr(prelude, header_len);
+    if (major < 3) {
+        // Versions 1 and 2 are latin-1; a valid header is plain ASCII.
+        for (char c : text)
+            if (static_cast<unsigned char>(c) >= 0x80) fail(name, "malformed .npy header: non-ASCII byte");
+    }
+    Header h = DictParser(text, name).parse();
+    h.data_offset = prelude + header_len;
+
+    // Size of the data, checked against overflow.
+    std::uint64_t count = 1;
+    const std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    bool overflow = false;
+    for (std::int64_t d : h.shape) {
+        if (d == 0) { count = 0; overflow = false; break; }
+        if (count > limit / static_cast<std::uint64_t>(d)) overflow = true;
+        else count *= static_cast<std::uint64_t>(d);
+    }
+    const std::uint64_t isz = itemsize(h.dtype);
+    if (overflow || count > limit / isz || count * isz > std::numeric_limits<std::size_t>::max())
+        fail(name, fmt::format("malformed .npy header: shape {} is too large", shape_to_string(h.shape)));
+    h.data_bytes = static_cast<std::size_t>(count * isz);
+    return h;
+}
+
+// ---- data conversions, in place on host memory
+
+void byteswap_elements(unsigned char* p, std::size_t bytes, DType t) {
+    const std::size_t w = is_complex(t) ? itemsize(t) / 2 : itemsize(t);
+    if (w <= 1) return;
+    for (std::size_t i = 0; i + w <= bytes; i += w) std::reverse(p + i, p + i + w);
+}
+
+// Fortran-order data of `shape` -> C order.
+std::unique_ptr<unsigned char[]> fortran_to_c(const unsigned char* src, const Shape& shape, std::size_t isz,
+                                              std::size_t bytes) {
+    auto dst = std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::size_t>(bytes, 1)]);
+    const int nd = static_cast<int>(shape.size());
+    // Source strides (Fortran), in elements.
+    std::vector<std::int64_t> fstride(static_cast<std::size_t>(nd));
+    std::int64_t s = 1;
+    for (int d = 0; d < nd; ++d) {
+        fstride[static_cast<std::size_t>(d)] = s;
+        s *= shape[static_cast<std::size_t>(d)];
+    }
+    const std::int64_t n = static_cast<std::int64_t>(bytes / isz);
+    std::vector<std::int64_t> idx(static_cast<std::size_t>(nd), 0);
+    std::int64_t src_off = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::memcpy(dst.get() + static_cast<std::size_t>(i) * isz, src + static_cast<std::size_t>(src_off) * isz, isz);
+        // Advance the C-order multi-index (last axis fastest).
+        for (int d = nd - 1; d >= 0; --d) {
+            auto ud = static_cast<std::size_t>(d);
+            if (++idx[ud] < shape[ud]) {
+                src_off += fstride[ud];
+                break;
+            }
+            src_off -= fstride[ud] * (idx[ud] - 1);
+            idx[ud] = 0;
+        }
+    }
+    return dst;
+}
+
+// Byte order, bool normalisation and Fortran order, then a new array.
+Array finish(const Header& h, const unsigned char* data, Backend backend) {
+    std::unique_ptr<unsigned char[]> owned;
+    unsigned char* p = nullptr;
+    auto own_copy = [&] {
+        if (!owned) {
+            owned.reset(new unsigned char[std::max<std::size_t>(h.data_bytes, 1)]);
+            std::memcpy(owned.get(), data, h.data_bytes);
+            p = owned.get();
+        }
+    };
+    if (h.swap) {
+        own_copy();
+        byteswap_elements(p, h.data_bytes, h.dtype);
+    }
+    if (h.dtype == DType::Bool) {
+        bool normal = std::all_of(data, data + h.data_bytes, [](unsigned char c) { return c <= 1; });
+        if (!normal) {
+            own_copy();
+            for (std::size_t i = 0; i < h.data_bytes; ++i) p[i] = p[i] != 0;
+        }
+    }
+    const unsigned char* src = owned ? owned.get() : data;
+    if (h.fortran && h.shape.size() > 1 && h.data_bytes > 0) {
+        owned = fortran_to_c(src, h.shape, itemsize(h.dtype), h.data_bytes);
+        src = owned.get();
+    }
+    return Array::from_host(src, h.dtype, h.shape, backend);
+}
+
+// ---- writing
+
+std::string make_header(DType t, const Shape& shape) {
+    std::string shape_text = "(";
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        if (i) shape_text += ", ";
+        shape_text += std::to_string(shape[i]);
+    }
+    if (shape.size() == 1) shape_text += ",";
+    shape_text += ")";
+    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t), shape_text);
+    // Pad with spaces and end with '\n' so that the data starts at a multiple of 64 bytes.
+    std::size_t total = kPreludeV1 + dict.size() + 1;
+    bool v2 = false;
+    std::size_t padded = (total + 63) / 64 * 64;
+    if (padded - kPreludeV1 > 0xFFFF) {
+        v2 = true;
+        total = kPreludeV2 + dict.size() + 1;
+        padded = (total + 63) / 64 * 64;
+    }
+    const std::size_t prelude = v2 ? kPreludeV2 : kPreludeV1;
+    dict.append(padded - total, ' ');
+    dict += '\n';
+    const std::size_t len = dict.size();
+    std::string out(kMagic);
+    out += static_cast<char>(v2 ? 2 : 1);
+    out += static_cast<char>(0);
+    out += static_cast<char>(len & 0xFF);
+    out += static_cast<char>((len >> 8) & 0xFF);
+    if (v2) {
+        out += static_cast<char>((len >> 16) & 0xFF);
+        out += static_cast<char>((len >> 24) & 0xFF);
+    }
+    out += dict;
+    if (out.size() != prelude + len) throw InternalError("npy: header length mismatch");
+    return out;
+}
+
+// The array's elements in C order, little-endian, in `dst` (a.nbytes() bytes).
+void host_bytes(const Array& a, unsigned char* dst) {
+    if (a.nbytes() == 0) return;
+    a.copy_to_host(dst);
+    if constexpr (std::endian::native == std::endian::big) byteswap_elements(dst, a.nbytes(), a.dtype());
+}
+
+class Fd {
+public:
+    explicit Fd(int fd) : fd_(fd) {}
+    ~Fd() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    int get() const { return fd_; }
+    int release() { int f = fd_; fd_ = -1; return f; }
+
+private:
+    int fd_;
+};
+
+// Reads up to n bytes (fewer only at end of file).
+std::size_t read_fully(int fd, void* buf, std::size_t n, std::string_view name) {
+    std::size_t got = 0;
+    auto* p = static_cast<unsigned char*>(buf);
+    while (got < n) {
+        ssize_t r = ::read(fd, p + got, std::min<std::size_t>(n - got, std::size_t{1} << 30));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            fail(name, fmt::format("cannot read: {}", errno_text(errno)));
+        }
+        if (r == 0) break;
+        got += static_cast<std::size_t>(r);
+    }
+    return got;
+}
+
+void write_fully(int fd, const void* buf, std::size_t n, std::string_view name) {
+    const auto* p = static_cast<const unsigned char*>(buf);
+    std::size_t done = 0;
+    while (done < n) {
+        ssize_t r = ::write(fd, p + done, std::min<std::size_t>(n - done, std::size_t{1} << 30));
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            fail(name, fmt::format("cannot write: {}", errno_text(errno)));
+        }
+        done += static_cast<std::size_t>(r);
+    }
+}
+
+std::string random_suffix() {
+    std::random_device rd;
+    std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+    return fmt::format("{:016x}", r);
+}
+
+}  // namespace
+
+std::string npy_descr(DType t) {
+    switch (t) {
+        case DType::Bool: return "|b1";
+        case DType::Int8: return "|i1";
+        case DType::UInt8: return "|u1";
+        case DType::BFloat16: return "bfloat16";
+        case DType::Int16: return "<i2";
+        case DType::Int32: return "<i4";
+        case DType::Int64: return "<i8";
+        case DType::UInt16: return "<u2";
+        case DType::UInt32: return "<u4";
+        case DType::UInt64: return "<u8";
+        case DType::Float16: return "<f2";
+        case DType::Float32: return "<f4";
+        case DType::Float64: return "<f8";
+        case DType::Complex64: return "<c8";
+        case DType::Complex128: return "<c16";
+    }
+    throw InternalError("npy_descr: unknown dtype");
+}
+
+Array parse_npy(std::string_view bytes, Backend backend, std::string_view name) {
+    Header h = parse_header(bytes, name, nullptr);
+    const std::size_t have = bytes.size() - h.data_offset;
+    if (have < h.data_bytes)
+        fail(name, fmt::format("the data is truncated: {} {} needs {} bytes, {} present", dtype_name(h.dtype),
+                               shape_to_string(h.shape), h.data_bytes, have));
+    return finish(h, reinterpret_cast<const unsigned char*>(bytes.data()) + h.data_offset, backend);
+}
+
+std::string to_npy_bytes(const Array& a) {
+    if (!a.defined()) throw ArgumentError("to_npy_bytes: the array is undefined");
+    std::string out = make_header(a.dtype(), a.shape());
+    const std::size_t off = out.size();
+    out.resize(off + a.nbytes());
+    host_bytes(a, reinterpret_cast<unsigned char*>(out.data()) + off);
+    return out;
+}
+
+Array load_npy(const std::string& path, Backend backend) {
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (fd.get() < 0) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
+    struct stat st {};
+    if (::fstat(fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
+    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
+
+    // The prelude, then the header it announces.
+    std::string head(kPreludeV2, '\0');
+    head.resize(read_fully(fd.get(), head.data(), head.size(), path));
+    std::size_t header_end = 0;
+    try {
+        parse_header(head, path, &header_end);
+    } catch (const IOError&) {
+        if (header_end == 0 || header_end <= head.size()) throw;  // a bad prelude or a complete, bad header
+    }
+    if (header_end > head.size()) {
+        const std::size_t had = head.size();
+        head.resize(header_end);
+        head.resize(had + read_fully(fd.get(), head.data() + had, header_end - had, path));
+    }
+    Header h = parse_header(head, path, nullptr);
+
+    std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(h.data_bytes, 1)]);
+    const std::size_t got = read_fully(fd.get(), data.get(), h.data_bytes, path);
+    if (got < h.data_bytes)
+        fail(path, fmt::format("the file is shorter than its data: {} {} needs {} bytes after the header, {} present",
+                               dtype_name(h.dtype), shape_to_string(h.shape), h.data_bytes, got));
+    return finish(h, data.get(), backend);
+}
+
+void save_npy(const std::string& path, const Array& a) {
+    if (!a.defined()) throw ArgumentError(fmt::format("{}: cannot save an undefined array", path));
+    if (path.empty()) throw IOError("cannot save: the file name is empty");
+    // Everything that can fail before touching the file system happens first.
+    const std::string header = make_header(a.dtype(), a.shape());
+    std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(a.nbytes(), 1)]);
+    host_bytes(a, data.get());
+
+    const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), random_suffix());
+    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
+    if (fd.get() < 0) fail(path, fmt::format("cannot create '{}': {}", tmp, errno_text(errno)));
+    try {
+        write_fully(fd.get(), header.data(), header.size(), path);
+        write_fully(fd.get(), data.get(), a.nbytes(), path);
+        if (::fsync(fd.get()) != 0) fail(path, fmt::format("cannot sync: {}", errno_text(errno)));
+        if (::close(fd.release()) != 0) fail(path, fmt::format("cannot close: {}", errno_text(errno)));
+        if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, fmt::format("cannot rename the temporary file into place: {}", errno_text(errno)));
+    } catch (...) {
+        ::unlink(tmp.c_str());
+        throw;
+    }
+    // Make the rename durable; a failure here does not undo the save, so it is not reported.
+    std::string dir = ".";
+    if (auto slash = path.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
+    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        ::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+}  // namespace jit

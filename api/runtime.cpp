@@ -1,0 +1,431 @@
+#include <jit/jit.hpp>
+#include <jit/runtime.hpp>
+
+#include "api/internal.hpp"
+#include "backend/backend.hpp"
+#include "backend/cache/cache.hpp"
+#include "backend/cpu/cpu_backend.hpp"
+#include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/schedule.hpp"
+#include "dsl/syntax.hpp"
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+namespace jit {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+std::string env_or(const char* name, std::string fallback = {}) {
+    const char* v = std::getenv(name);
+    return v && *v ? std::string(v) : fallback;
+}
+
+// The parsed text of a program and the names whose bindings its checking depends on.
+struct Front {
+    syntax::Module module;
+    std::vector<std::string> params;   // positional parameters
+    std::vector<std::string> names;    // params, then assigned names (in-place targets)
+};
+
+// A program prepared for one set of argument dtypes/shapes/layouts.
+struct Entry {
+    ir::Program program;
+    ir::Schedule schedule;
+    std::shared_ptr<detail::Prepared> prepared;
+    // Per output: write directly into the aliased input (true), or into a fresh array that is
+    // then copied into it (false; the input is read elsewhere in the program).
+    std::vector<bool> direct_alias;
+    std::int32_t result_output = -1;   // index of the output eval returns
+};
+
+// Inputs each stage reads (not through a stored value of an earlier stage).
+std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
+    std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
+    std::vector<std::int32_t> stack;
+    std::vector<char> seen(p.nodes.size());
+    for (std::size_t k = 0; k < s.stages.size(); ++k) {
+        std::fill(seen.begin(), seen.end(), 0);
+        const ir::Stage& st = s.stages[k];
+        stack.clear();
+        if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        for (auto n : st.stores) stack.push_back(n);
+        while (!stack.empty()) {
+            const std::int32_t n = stack.back();
+            stack.pop_back();
+            if (seen[static_cast<std::size_t>(n)]) continue;
+            seen[static_cast<std::size_t>(n)] = 1;
+            const ir::Node& nd = p.node(n);
+            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
+            if (by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
+            if (by == static_cast<std::int32_t>(k) && st.kind == ir::Stage::Kind::Reduce && n == st.reduce) {
+                stack.push_back(nd.args[0]);
+                continue;
+            }
+            if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
+            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
+        }
+    }
+    return r;
+}
+
+void append_signature(std::string& key, const std::string& name, const Environment& env) {
+    auto it = env.find(name);
+    if (it == env.end()) {
+        key += "-;";
+        return;
+    }
+    const Arg& a = it->second;
+    if (!a.is_array()) {
+        key += fmt::format("s{};", a.value().index());
+        return;
+    }
+    const Array& arr = a.array();
+    key += fmt::format("a{}:{}:", static_cast<int>(arr.dtype()), static_cast<int>(arr.backend()));
+    for (auto e : arr.shape()) key += fmt::format("{},", e);
+    key += '/';
+    for (auto e : arr.strides()) key += fmt::format("{},", e);
+    key += ';';
+}
+
+DType scalar_dtype(const Arg& a) {
+    switch (a.value().index()) {
+        case 1: return DType::Bool;
+        case 2: return DType::Int64;
+        case 3: return DType::Float64;
+        default: return DType::Complex128;
+    }
+}
+
+ir::Value scalar_value(const Arg& a) {
+    const auto& v = a.value();
+    switch (v.index()) {
+        case 1: return ir::Value::of_bool(std::get<bool>(v));
+        case 2: return ir::Value::of_int(std::get<std::int64_t>(v));
+        case 3: return ir::Value::of_float(std::get<double>(v));
+        default: return ir::Value::of_complex(std::get<std::complex<double>>(v));
+    }
+}
+
+}  // namespace
+
+RuntimeOptions RuntimeOptions::from_environment() {
+    RuntimeOptions o;
+    const std::string b = env_or("JITEXPR_BACKEND");
+    if (b == "cpu") o.backend = Backend::Cpu;
+    else if (b == "cuda") o.backend = Backend::Cuda;
+    o.cache_dir = env_or("JITEXPR_CACHE_DIR");
+    if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
+    if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
+    if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
+    return o;
+}
+
+struct Runtime::Impl {
+    RuntimeOptions options;
+    Backend backend = Backend::Cpu;
+    std::string fallback;
+    std::unique_ptr<detail::BackendImpl> impl;
+    std::shared_ptr<cuda::ModuleCache> modules;  // CUDA: compiled modules (memory, then disk)
+    std::shared_ptr<cache::DiskCache> disk;      // CUDA: the disk level, when enabled
+
+    mutable std::shared_mutex mutex;
+    std::unordered_map<std::string, std::shared_ptr<const Front>> fronts;
+    std::unordered_map<std::string, std::shared_ptr<const Entry>> entries;
+    CacheStats stats;
+
+    std::shared_ptr<const Front> front(std::string_view text, double* parse_ms) {
+        {
+            std::shared_lock lock(mutex);
+            if (auto it = fronts.find(std::string(text)); it != fronts.end()) return it->second;
+        }
+        const auto t0 = Clock::now();
+        auto f = std::make_shared<Front>();
+        f->module = syntax::parse(text);
+        f->params = dsl::parameters(f->module);
+        f->names = f->params;
+        for (auto& t : dsl::targets(f->module))
+            if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+        if (parse_ms) *parse_ms = ms_since(t0);
+        std::unique_lock lock(mutex);
+        return fronts.emplace(std::string(text), std::move(f)).first->second;
+    }
+
+    std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing) {
+        std::string key(text);
+        key += '\0';
+        for (const std::string& n : f.names) append_signature(key, n, env);
+        {
+            std::shared_lock lock(mutex);
+            if (auto it = entries.find(key); it != entries.end()) {
+                ++hits;
+                if (timing) timing->cache_hit = true;
+                return it->second;
+            }
+        }
+        auto t0 = Clock::now();
+        // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
+        std::unordered_map<std::string, dsl::Binding> bindings;
+        for (const std::string& n : f.names) {
+            auto it = env.find(n);
+            if (it == env.end()) continue;
+            dsl::Binding b;
+            if (it->second.is_array()) {
+                const Array& a = it->second.array();
+                b.kind = dsl::Binding::Kind::Array;
+                b.dtype = a.dtype();
+                b.shape = a.shape();
+                b.strides = a.strides();
+            } else {
+                b.kind = dsl::Binding::Kind::Scalar;
+                b.dtype = scalar_dtype(it->second);
+            }
+            bindings.emplace(n, std::move(b));
+        }
+        dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+            auto it = bindings.find(std::string(name));
+            return it == bindings.end() ? nullptr : &it->second;
+        };
+        auto e = std::make_shared<Entry>();
+        std::vector<std::string> bound;
+        for (const auto& [n, v] : env) bound.push_back(n);
+        e->program = dsl::lower(f.module, text, lookup, bound);
+        e->schedule = ir::schedule(e->program);
+        for (std::size_t o = 0; o < e->program.outputs.size(); ++o)
+            if (e->program.outputs[o].node == e->program.result) e->result_output = static_cast<std::int32_t>(o);
+        // In-place outputs: direct only when the stage writing it stores nothing else and no
+        // other elementwise stage reads the array (reduction stages run before and are safe).
+        const auto reads = inputs_read_by_stage(e->program, e->schedule);
+        e->direct_alias.assign(e->program.outputs.size(), false);
+        for (std::size_t o = 0; o < e->program.outputs.size(); ++o) {
+            const ir::OutputDecl& od = e->program.outputs[o];
+            if (od.alias_input < 0) continue;
+            const std::int32_t stage = e->schedule.stored_by[static_cast<std::size_t>(od.node)];
+            const ir::Stage& st = e->schedule.stages[static_cast<std::size_t>(stage)];
+            bool ok = st.kind == ir::Stage::Kind::Elementwise && st.stores.size() == 1 &&
+                      e->program.inputs[static_cast<std::size_t>(od.alias_input)].shape == st.shape;
+            for (std::size_t k = 0; k < e->schedule.stages.size() && ok; ++k)
+                if (static_cast<std::int32_t>(k) != stage && e->schedule.stages[k].kind == ir::Stage::Kind::Elementwise &&
+                    reads[k][static_cast<std::size_t>(od.alias_input)])
+                    ok = false;
+            e->direct_alias[o] = ok;
+        }
+        const double check_ms = ms_since(t0);
+        detail::PrepareOptions po;
+        po.fast_math = options.fast_math;
+        e->prepared = impl->prepare(e->program, e->schedule, po);
+        const detail::PrepareInfo info = e->prepared->info();
+        if (timing) {
+            timing->check_ms = check_ms;
+            timing->emit_ms = info.emit_ms;
+            timing->compile_ms = info.compile_ms;
+            timing->load_ms = info.load_ms;
+            timing->module_cache_hit = info.module_cache_hit;
+        }
+        std::unique_lock lock(mutex);
+        ++stats.misses;
+        auto [it, inserted] = entries.emplace(std::move(key), std::move(e));
+        if (entries.size() > options.memory_cache_entries) {
+            // Simple bound: drop everything else but this entry (prepared programs are cheap to
+            // rebuild when their modules are still cached below).
+            auto keep = *it;
+            entries.clear();
+            it = entries.emplace(keep.first, keep.second).first;
+        }
+        stats.entries = entries.size();
+        return it->second;
+    }
+
+    std::atomic<std::uint64_t> hits{0};
+};
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
+    impl_->options = std::move(options);
+    std::string why;
+    switch (impl_->options.backend) {
+        case Backend::Cpu:
+            impl_->backend = Backend::Cpu;
+            impl_->fallback.clear();
+            break;
+        case Backend::Cuda:
+            if (!cuda::available(&why)) throw NoDeviceError(why);
+            impl_->backend = Backend::Cuda;
+            break;
+        case Backend::Auto:
+            impl_->backend = cuda::available(&why) ? Backend::Cuda : Backend::Cpu;
+            impl_->fallback = why;
+            break;
+    }
+    if (impl_->backend == Backend::Cuda) {
+        cuda::warm_up_nvrtc();
+        cuda::ExecutorOptions eo;
+        eo.cache = std::make_shared<cuda::ModuleCache>();
+        if (impl_->options.disk_cache) {
+            cache::DiskCacheOptions dco;
+            dco.dir = impl_->options.cache_dir;
+            auto disk = std::make_shared<cache::DiskCache>(dco);
+            if (disk->enabled()) {
+                impl_->disk = disk;
+                eo.cache->set_image_store(cuda::ImageStore{
+                    [disk](const std::string& key) { return disk->get(cache::digest(key)); },
+                    [disk](const std::string& key, const std::string& bytes) { disk->put(cache::digest(key), bytes); }});
+            }
+        }
+        impl_->modules = eo.cache;
+        impl_->impl = cuda::make_cuda_backend(eo);
+    } else {
+        impl_->impl = detail::make_cpu_backend(impl_->options.cpu_threads);
+    }
+}
+
+Runtime::~Runtime() = default;
+
+Backend Runtime::backend() const { return impl_->backend; }
+std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
+const RuntimeOptions& Runtime::options() const { return impl_->options; }
+
+CacheStats Runtime::stats() const {
+    std::shared_lock lock(impl_->mutex);
+    CacheStats s = impl_->stats;
+    s.hits = impl_->hits.load();
+    s.entries = impl_->entries.size();
+    if (impl_->modules) {
+        const auto ms = impl_->modules->stats();
+        s.compiles = ms.compiles;
+        s.compile_ms = ms.compile_ms;
+        s.disk_hits = ms.disk_hits;
+    }
+    return s;
+}
+
+void Runtime::clear_memory_cache() {
+    std::unique_lock lock(impl_->mutex);
+    impl_->entries.clear();
+    impl_->fronts.clear();
+}
+
+Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* stream) {
+    auto f = impl_->front(text, nullptr);
+    if (args.size() != f->params.size()) {
+        std::string names;
+        for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
+        throw ArgumentError(fmt::format("the program reads {} variable{} ({}) but {} argument{} given",
+                                        f->params.size(), f->params.size() == 1 ? "" : "s",
+                                        names.empty() ? "none" : names, args.size(), args.size() == 1 ? " was" : "s were"));
+    }
+    Environment env;
+    for (std::size_t i = 0; i < args.size(); ++i) env.emplace(f->params[i], args[i]);
+    return run(text, env, stream, nullptr);
+}
+
+Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing* timing) {
+    const auto t_parse = Clock::now();
+    double parse_ms = 0;
+    auto f = impl_->front(text, &parse_ms);
+    if (timing) timing->parse_ms = parse_ms;
+    (void)t_parse;
+    if (f->module.statements.empty()) return Array();
+
+    // Arrays must live on this runtime's backend: moving them is explicit (Array::to).
+    for (const std::string& n : f->names) {
+        auto it = env.find(n);
+        if (it != env.end() && it->second.is_array() && it->second.array().backend() != impl_->backend)
+            throw ArgumentError(fmt::format("'{}' is a {} array but this runtime evaluates on {}; move it with .to(Backend::{})",
+                                            n, backend_name(it->second.array().backend()), backend_name(impl_->backend),
+                                            impl_->backend == Backend::Cuda ? "Cuda" : "Cpu"));
+    }
+    auto e = impl_->entry(text, *f, env, timing);
+    const ir::Program& p = e->program;
+
+    const auto t_run = Clock::now();
+    std::vector<Array> inputs(p.inputs.size());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.at(p.inputs[i].name).array();
+    std::vector<ir::Value> scalars(p.scalars.size());
+    for (std::size_t s = 0; s < p.scalars.size(); ++s) {
+        const ir::ScalarDecl& d = p.scalars[s];
+        scalars[s] = scalar_value(env.at(d.name));
+        if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
+            throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
+                                         scalars[s].i),
+                             p.text, d.span);
+    }
+    std::vector<Array> outputs(p.outputs.size());
+    std::vector<std::size_t> copy_back;
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const ir::OutputDecl& od = p.outputs[o];
+        const ir::Node& n = p.node(od.node);
+        if (od.alias_input >= 0 && e->direct_alias[o]) {
+            outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
+        } else {
+            outputs[o] = Array::empty(n.dtype, n.shape, impl_->backend);
+            if (od.alias_input >= 0) copy_back.push_back(o);
+        }
+    }
+    detail::RunArgs ra;
+    ra.inputs = inputs;
+    ra.scalars = scalars;
+    ra.outputs = outputs;
+    ra.stream = stream;
+    e->prepared->run(ra);
+    // Results that could not be written in place: copy into the arrays now.
+    for (std::size_t o : copy_back) {
+        const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
+        Environment ce{{"dst", Arg(target)}, {"src", Arg(outputs[o])}};
+        run("dst = src", ce, stream, nullptr);
+        outputs[o] = target;
+    }
+    if (timing) {
+        if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
+        timing->run_ms = ms_since(t_run);
+    }
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
+    return e->result_output >= 0 ? outputs[static_cast<std::size_t>(e->result_output)] : Array();
+}
+
+std::string Runtime::source(std::string_view text, const Environment& env) {
+    auto f = impl_->front(text, nullptr);
+    auto e = impl_->entry(text, *f, env, nullptr);
+    return e->prepared->source();
+}
+
+Runtime& Runtime::default_runtime() {
+    static Runtime rt(RuntimeOptions::from_environment());
+    return rt;
+}
+
+namespace detail {
+Array copy_contiguous(const Array& a) {
+    Runtime& d = Runtime::default_runtime();
+    if (d.backend() == a.backend()) return d.eval("copy(x)", {Arg(a)});
+    static Runtime other([&] {
+        RuntimeOptions o = RuntimeOptions::from_environment();
+        o.backend = a.backend();
+        return o;
+    }());
+    return other.eval("copy(x)", {Arg(a)});
+}
+}  // namespace detail
+
+Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), runtime_(runtime) {
+    params_ = dsl::parameters(syntax::parse(text_));
+}
+
+Kernel compile(std::string_view text, Runtime& runtime) { return Kernel(std::string(text), &runtime); }
+
+std::vector<std::string> parameters(std::string_view text) { return dsl::parameters(syntax::parse(text)); }
+
+}  // namespace jit

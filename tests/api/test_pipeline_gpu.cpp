@@ -1,0 +1,129 @@
+// The whole pipeline on the GPU: text -> kernel -> NVRTC -> driver -> launch, checked against a
+// host computation. Skips, saying why, where there is no CUDA driver or device.
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <cmath>
+
+using namespace jit;
+
+namespace {
+Runtime& gpu() {
+    static Runtime rt([] {
+        RuntimeOptions o;
+        o.backend = Backend::Cuda;
+        return o;
+    }());
+    return rt;
+}
+#define REQUIRE_GPU()                                                    \
+    do {                                                                 \
+        std::string why;                                                 \
+        if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
+    } while (0)
+
+template <class T>
+void check_axpb(std::int64_t n) {
+    std::vector<T> a(static_cast<std::size_t>(n)), b(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+        a[static_cast<std::size_t>(i)] = static_cast<T>((i * 7919) % 1000 - 500);
+        b[static_cast<std::size_t>(i)] = static_cast<T>((i * 104729) % 777);
+    }
+    Array da = Array::from(a, {}, Backend::Cuda), db = Array::from(b, {}, Backend::Cuda);
+    Array c = gpu().eval("c = a*2 + b", {da, db});
+    ASSERT_EQ(c.backend(), Backend::Cuda);
+    ASSERT_EQ(c.size(), n);
+    std::vector<T> h = c.to_vector<T>();
+    std::int64_t bad = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        if (h[k] != static_cast<T>(a[k] * T(2) + b[k])) ++bad;
+    }
+    EXPECT_EQ(bad, 0) << "n = " << n;
+}
+}  // namespace
+
+TEST(GpuPipeline, AxpbFloat32Sizes) {
+    REQUIRE_GPU();
+    for (std::int64_t n : {0LL, 1LL, 1000LL, (1LL << 20) + 3}) check_axpb<float>(n);
+}
+
+TEST(GpuPipeline, AxpbFloat32TwoToThe28) {
+    REQUIRE_GPU();
+    check_axpb<float>(1LL << 28);
+}
+
+TEST(GpuPipeline, AxpbEveryBasicDtype) {
+    REQUIRE_GPU();
+    check_axpb<double>(100003);
+    check_axpb<std::int32_t>(100003);
+    check_axpb<std::int64_t>(100003);
+}
+
+TEST(GpuPipeline, SecondEvalIsACacheHitWithoutNvrtc) {
+    REQUIRE_GPU();
+    Array a = Array::from(std::vector<float>(1000, 1.f), {}, Backend::Cuda);
+    Array b = Array::from(std::vector<float>(1000, 2.f), {}, Backend::Cuda);
+    gpu().eval("z = a*3 - b", {a, b});
+    const CacheStats s1 = gpu().stats();
+    gpu().eval("z = a*3 - b", {a, b});
+    const CacheStats s2 = gpu().stats();
+    EXPECT_EQ(s2.hits, s1.hits + 1);
+    EXPECT_EQ(s2.misses, s1.misses);
+    EXPECT_EQ(s2.compiles, s1.compiles);
+}
+
+TEST(GpuPipeline, CudaMallocPointersWorkThroughTheDriverPath) {
+    REQUIRE_GPU();
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "CUDA runtime sees no device";
+    const int n = 4096;
+    float *pa = nullptr, *pb = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&pa), n * sizeof(float)), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&pb), n * sizeof(float)), cudaSuccess);
+    std::vector<float> ha(n), hb(n);
+    for (int i = 0; i < n; ++i) ha[i] = static_cast<float>(i), hb[i] = 0.5f;
+    ASSERT_EQ(cudaMemcpy(pa, ha.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(pb, hb.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    Array a = Array::view(pa, DType::Float32, {n}, {1}, Backend::Cuda);
+    Array b = Array::view(pb, DType::Float32, {n}, {1}, Backend::Cuda);
+    Array c = gpu().eval("a*2 + b", {a, b});
+    auto hc = c.to_vector<float>();
+    for (int i = 0; i < n; ++i) ASSERT_EQ(hc[i], 2.0f * i + 0.5f) << i;
+    // In place into the runtime API's memory.
+    Environment env{{"a", Arg(a)}, {"b", Arg(b)}};
+    gpu().run("a = a + b", env);
+    ASSERT_EQ(cudaMemcpy(ha.data(), pa, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int i = 0; i < n; ++i) ASSERT_EQ(ha[i], i + 0.5f) << i;
+    cudaFree(pa);
+    cudaFree(pb);
+}
+
+TEST(GpuPipeline, ReductionMatchesHost) {
+    REQUIRE_GPU();
+    const int n = (1 << 20) + 17;
+    std::vector<float> p(n), q(n);
+    double ref = 0;
+    for (int i = 0; i < n; ++i) {
+        p[i] = static_cast<float>((i % 13) - 6) * 0.25f;
+        q[i] = static_cast<float>((i % 7) + 1);
+        ref += static_cast<double>(p[i]) * q[i];
+    }
+    Array dp = Array::from(p, {}, Backend::Cuda), dq = Array::from(q, {}, Backend::Cuda);
+    Array s = gpu().eval("sum(p * q)", {dp, dq});
+    EXPECT_NEAR(s.to_vector<float>()[0], ref, std::fabs(ref) * 1e-5 + 1e-3);
+}
+
+TEST(GpuPipeline, GeneratedSourceHoldsNoUserNames) {
+    REQUIRE_GPU();
+    Array a = Array::from(std::vector<float>(8, 1.f), {}, Backend::Cuda);
+    Environment env{{"secret_name", Arg(a)}};
+    const std::string src = gpu().source("secret_name * 2", env);
+    EXPECT_EQ(src.find("secret_name"), std::string::npos);
+    EXPECT_NE(src.find("extern \"C\""), std::string::npos);
+}
