@@ -1,0 +1,348 @@
+#!/usr/bin/env python3
+"""The jitexpr script interface, run as a subprocess: .npy round trips against NumPy, -e,
+SCRIPT, stdin, constructors, printing, exit statuses, error messages, --save behaviour.
+
+usage: cli_test.py PATH/TO/jitexpr [unittest options]
+Exits 77 (CTest: skipped) when NumPy is not installed.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("cli_test.py: NumPy is not installed; skipping")
+    sys.exit(77)
+
+JITEXPR = None
+
+
+def run(args, stdin=None, cwd=None, env=None):
+    e = dict(os.environ)
+    e["JITEXPR_BACKEND"] = e.get("JITEXPR_TEST_BACKEND", "auto")
+    e.setdefault("JITEXPR_DISK_CACHE", "0")
+    if env:
+        e.update(env)
+    return subprocess.run([JITEXPR] + args, input=stdin, capture_output=True, text=True, cwd=cwd,
+                          env=e, timeout=120)
+
+
+# Every dtype NumPy can write that jitexpr has (bfloat16 needs ml_dtypes: tested on its own).
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+          "float16", "float32", "float64", "complex64", "complex128"]
+
+
+def sample(dtype, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        flat = rng.integers(0, 2, n).astype(bool)
+    elif dt.kind in "iu":
+        info = np.iinfo(dt)
+        flat = rng.integers(info.min, info.max, n, dtype=dt, endpoint=True)
+    elif dt.kind == "f":
+        flat = (rng.standard_normal(n) * 100).astype(dt)
+    else:
+        flat = (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dt)
+    return flat.reshape(shape)
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="jitexpr_cli_test_")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def round_trip(self, array):
+        """--load x=in.npy --save x=out.npy through the runtime; returns what NumPy reads back."""
+        np.save(self.path("in.npy"), array)
+        r = run(["--load", "x=" + self.path("in.npy"), "-e", "y = x", "--save", "y=" + self.path("out.npy")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return np.load(self.path("out.npy"))
+
+    def assertSameArray(self, got, want):
+        want = np.asarray(want)
+        self.assertEqual(got.shape, want.shape)
+        self.assertEqual(got.dtype, want.dtype.newbyteorder("="))
+        self.assertEqual(np.ascontiguousarray(got).tobytes(),
+                         np.ascontiguousarray(want.astype(want.dtype.newbyteorder("="))).tobytes())
+
+
+class NpyRoundTrip(Base):
+    def test_every_dtype_in_c_order(self):
+        for dt in DTYPES:
+            with self.subTest(dtype=dt):
+                a = sample(dt, (5, 3), seed=1)
+                self.assertSameArray(self.round_trip(a), a)
+
+    def test_every_dtype_in_fortran_order(self):
+        for dt in DTYPES:
+            with self.subTest(dtype=dt):
+                a = np.asfortranarray(sample(dt, (2, 3, 4), seed=2))
+                self.assertSameArray(self.round_trip(a), a)
+
+    def test_big_endian(self):
+        for dt in [">i2", ">i4", ">u8", ">f2", ">f4", ">f8", ">c8", ">c16"]:
+            with self.subTest(dtype=dt):
+                a = sample(np.dtype(dt).newbyteorder("="), (7,), seed=3).astype(dt)
+                self.assertSameArray(self.round_trip(a), a)
+
+    def test_zero_dimensional(self):
+        a = np.array(3.5, dtype=np.float32)
+        got = self.round_trip(a)
+        self.assertEqual(got.shape, ())
+        self.assertSameArray(got, a)
+
+    def test_three_dimensional(self):
+        a = sample("float64", (2, 3, 4), seed=4)
+        self.assertSameArray(self.round_trip(a), a)
+
+    def test_bfloat16_saved_by_jitexpr_loads_back(self):
+        r = run(["-e", "x = full(3, 1.5, dtype=bfloat16)", "--save", "x=" + self.path("b.npy")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(self.path("b.npy"), "rb") as f:
+            self.assertIn(b"'descr': 'bfloat16'", f.read(128))
+        r = run(["--load", "x=" + self.path("b.npy"), "-e", "x"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "array([1.5, 1.5, 1.5], dtype=bfloat16)  # shape (3,)")
+
+    def test_load_and_save_statements(self):
+        np.save(self.path("a.npy"), np.arange(4, dtype=np.int32))
+        r = run(["-e", 'a = load("a.npy"); save(a * 3, "b.npy")'], cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSameArray(np.load(self.path("b.npy")), np.arange(4, dtype=np.int32) * 3)
+
+
+class Statements(Base):
+    def test_bare_expression_prints_numpy_style(self):
+        r = run(["-e", "arange(3)"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array([0, 1, 2], dtype=int64)  # shape (3,)\n")
+
+    def test_several_e_run_in_one_environment(self):
+        r = run(["-e", "a = arange(4); b = a * 2", "-e", "b\nc = b + 1", "-e", "c"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array([0, 2, 4, 6], dtype=int64)  # shape (4,)",
+                          "array([1, 3, 5, 7], dtype=int64)  # shape (4,)"])
+
+    def test_script_file_runs_after_e(self):
+        with open(self.path("s.jx"), "w") as f:
+            f.write("# a comment\ny = x * 10   # trailing comment\ny + \\\n  1\nz = (y +\n     2)\nz\n")
+        r = run(["-e", "x = arange(2)", self.path("s.jx")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array([ 1, 11], dtype=int64)  # shape (2,)",
+                          "array([ 2, 12], dtype=int64)  # shape (2,)"])
+
+    def test_dash_reads_stdin(self):
+        r = run(["-"], stdin="q = ones(2, dtype=int32)\nq * 5\n")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array([5, 5], dtype=int32)  # shape (2,)\n")
+
+    def test_assignment_prints_nothing(self):
+        r = run(["-e", "a = arange(3); b = a + 1"])
+        self.assertEqual((r.returncode, r.stdout), (0, ""))
+
+    def test_reduction_prints_zero_dimensional_value(self):
+        r = run(["-e", "sum(arange(5))"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array(10, dtype=int64)  # shape ()\n")
+
+    def test_large_array_is_summarised(self):
+        r = run(["-e", "arange(2000)"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array([   0,    1,    2, ..., 1997, 1998, 1999], dtype=int64)  # shape (2000,)\n")
+
+    def test_float_printing_is_shortest_round_trip(self):
+        r = run(["-e", "x = full(2, 0.1, dtype=float32); x; full(1, 0.1) + 0.2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array([0.1, 0.1], dtype=float32)  # shape (2,)",
+                          "array([0.30000000000000004], dtype=float64)  # shape (1,)"])
+
+
+class Constructors(Base):
+    def saved(self, statements, name="x"):
+        out = self.path(name + ".npy")
+        r = run(["-e", statements, "--save", "%s=%s" % (name, out)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return np.load(out)
+
+    def test_arange_matches_numpy(self):
+        self.assertSameArray(self.saved("x = arange(2, 11, 3)"), np.arange(2, 11, 3))
+        self.assertSameArray(self.saved("x = arange(0.5, 2, 0.25)"), np.arange(0.5, 2, 0.25))
+        self.assertSameArray(self.saved("x = arange(5, dtype=float32)"), np.arange(5, dtype=np.float32))
+
+    def test_linspace_matches_numpy(self):
+        self.assertSameArray(self.saved("x = linspace(-1, 2, 7)"), np.linspace(-1, 2, 7))
+
+    def test_zeros_accepts_tuple_and_flat_shapes(self):
+        self.assertSameArray(self.saved("x = zeros((2, 3), dtype=float32)"), np.zeros((2, 3), np.float32))
+        self.assertSameArray(self.saved("x = zeros(2, 3)"), np.zeros((2, 3)))
+        self.assertSameArray(self.saved("x = ones((4,))"), np.ones(4))
+        self.assertSameArray(self.saved("x = zeros(())"), np.zeros(()))
+
+    def test_full_takes_its_dtype_from_the_value(self):
+        self.assertSameArray(self.saved("x = full((2, 2), 7)"), np.full((2, 2), 7))
+        self.assertSameArray(self.saved("x = full(3, 2.5, dtype=float16)"), np.full(3, 2.5, np.float16))
+
+    def test_rand_is_reproducible_for_a_seed(self):
+        a = self.saved("x = rand(100, seed=7)")
+        b = self.saved("x = rand(100, seed=7)")
+        c = self.saved("x = rand(100, seed=8)")
+        self.assertSameArray(a, b)
+        self.assertFalse(np.array_equal(a, c))
+        self.assertTrue(((a >= 0) & (a < 1)).all())
+
+    def test_randn_looks_standard_normal(self):
+        a = self.saved("x = randn(20000, seed=1)")
+        self.assertLess(abs(a.mean()), 0.05)
+        self.assertLess(abs(a.std() - 1), 0.05)
+
+    def test_constructors_inside_expressions(self):
+        r = run(["-e", "sum(arange(5) ** 2); zeros((2, 2)) + full((2, 2), 1.5)"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array(30, dtype=int64)  # shape ()",
+                          "array([[1.5, 1.5],", "       [1.5, 1.5]], dtype=float64)  # shape (2, 2)"])
+
+    def test_load_without_quoted_file_is_an_error(self):
+        r = run(["-e", "x = load(a)"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn('use load("file.npy")', r.stderr)
+
+    def test_constructor_arguments_may_use_variables(self):
+        self.assertSameArray(self.saved("n = 3; x = arange(n * 2)"), np.arange(6))
+
+
+class Errors(Base):
+    def test_success_exits_0(self):
+        self.assertEqual(run(["-e", "1 + 1"]).returncode, 0)
+
+    def test_unknown_name_exits_1_with_caret(self):
+        r = run(["-e", "a = arange(3)\nb = a + nope"])
+        self.assertEqual(r.returncode, 1)
+        lines = r.stderr.splitlines()
+        self.assertTrue(lines[0].startswith("jitexpr: "), r.stderr)
+        self.assertIn("name error", lines[0])
+        self.assertEqual(lines[1], "line 2: b = a + nope")
+        self.assertEqual(lines[2], " " * len("line 2: b = a + ") + "^^^^")
+
+    def test_syntax_error_in_script_names_the_script(self):
+        with open(self.path("bad.jx"), "w") as f:
+            f.write("x = 1 +* 2\n")
+        r = run([self.path("bad.jx")])
+        self.assertEqual(r.returncode, 1)
+        self.assertTrue(r.stderr.startswith("jitexpr: %s: syntax error" % self.path("bad.jx")), r.stderr)
+        self.assertIn("^", r.stderr)
+
+    def test_constructor_error_has_caret(self):
+        r = run(["-e", "x = zeros(3, -2)"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("value error", r.stderr)
+        self.assertIn("line 1: x = zeros(3, -2)\n" + " " * len("line 1: x = zeros(3, ") + "^^", r.stderr)
+
+    def test_string_outside_load_and_save_is_an_error(self):
+        r = run(["-e", 'x = sin("a")'])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("strings are only allowed", r.stderr)
+
+    def test_missing_load_file_exits_1(self):
+        r = run(["--load", "x=" + self.path("missing.npy"), "-e", "x"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("missing.npy", r.stderr)
+
+    def test_malformed_npy_exits_1(self):
+        with open(self.path("junk.npy"), "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00\x10\x00{'descr': '<f4'}")
+        r = run(["--load", "x=" + self.path("junk.npy"), "-e", "x"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("junk.npy", r.stderr)
+
+    def test_unknown_option_exits_2(self):
+        r = run(["--frobnicate"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown option", r.stderr)
+
+    def test_missing_option_value_exits_2(self):
+        self.assertEqual(run(["-e"]).returncode, 2)
+        self.assertEqual(run(["--backend"]).returncode, 2)
+
+    def test_bad_name_file_exits_2(self):
+        for bad in ["x", "=f.npy", "1x=f.npy", "x="]:
+            with self.subTest(value=bad):
+                self.assertEqual(run(["--save", bad, "-e", "1"]).returncode, 2)
+
+    def test_bad_backend_exits_2(self):
+        self.assertEqual(run(["--backend", "tpu", "-e", "1"]).returncode, 2)
+
+    def test_help_and_version_exit_0(self):
+        r = run(["--help"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("usage: jitexpr", r.stdout)
+        r = run(["--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertTrue(r.stdout.startswith("jitexpr "))
+
+    def test_cache_stats_exits_0(self):
+        r = run(["cache", "stats"], env={"JITEXPR_CACHE_DIR": self.path("cache"), "JITEXPR_DISK_CACHE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("entries: 0", r.stdout)
+
+    def test_unknown_cache_command_exits_2(self):
+        self.assertEqual(run(["cache", "shrink"]).returncode, 2)
+
+
+class Saving(Base):
+    def test_nothing_is_saved_when_a_statement_fails(self):
+        out = self.path("x.npy")
+        r = run(["-e", "x = arange(3)", "-e", "y = x + nope", "--save", "x=" + out])
+        self.assertEqual(r.returncode, 1)
+        self.assertFalse(os.path.exists(out))
+
+    def test_nothing_is_saved_when_a_save_name_is_unbound(self):
+        a, b = self.path("a.npy"), self.path("b.npy")
+        r = run(["-e", "x = arange(3)", "--save", "x=" + a, "--save", "nope=" + b])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("nope", r.stderr)
+        self.assertFalse(os.path.exists(a) or os.path.exists(b))
+
+    def test_failed_save_leaves_no_partial_file(self):
+        out = os.path.join(self.dir, "no_such_dir", "x.npy")
+        r = run(["-e", "x = arange(3)", "--save", "x=" + out])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_save_replaces_file_and_leaves_no_temporary(self):
+        out = self.path("x.npy")
+        np.save(out, np.zeros(1))
+        r = run(["-e", "x = arange(3)", "--save", "x=" + out])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.listdir(self.dir), ["x.npy"])
+        self.assertSameArray(np.load(out), np.arange(3))
+
+    def test_scalar_result_is_saved_as_zero_dimensional(self):
+        out = self.path("s.npy")
+        r = run(["-e", "s = sum(arange(4))", "--save", "s=" + out])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        got = np.load(out)
+        self.assertEqual(got.shape, ())
+        self.assertEqual(got, 6)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__)
+        sys.exit(2)
+    JITEXPR = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

@@ -1,0 +1,328 @@
+// .npy parsing and serialising, in memory and through files (CPU arrays).
+#include <jit/error.hpp>
+#include <jit/npy.hpp>
+
+#include <gtest/gtest.h>
+
+#include <complex>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using jit::Array;
+using jit::Backend;
+using jit::DType;
+
+// A whole .npy file: version 1.0 prelude + `dict` padded to 64 bytes + `data`.
+std::string npy_v1(std::string dict, std::string_view data) {
+    std::size_t total = 10 + dict.size() + 1;
+    dict.append((total + 63) / 64 * 64 - total, ' ');
+    dict += '\n';
+    std::string out = "\x93NUMPY";
+    out += '\x01';
+    out += '\x00';
+    out += static_cast<char>(dict.size() & 0xFF);
+    out += static_cast<char>(dict.size() >> 8);
+    return out + dict + std::string(data);
+}
+
+std::string npy_v2(int major, const std::string& dict, std::string_view data) {
+    std::string out = "\x93NUMPY";
+    out += static_cast<char>(major);
+    out += '\x00';
+    const std::size_t n = dict.size();
+    for (int i = 0; i < 4; ++i) out += static_cast<char>((n >> (8 * i)) & 0xFF);
+    return out + dict + std::string(data);
+}
+
+template <class T>
+std::string raw(const std::vector<T>& v) {
+    return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+std::string io_error_message(std::string_view bytes) {
+    try {
+        jit::parse_npy(bytes, Backend::Cpu, "bad.npy");
+    } catch (const jit::IOError& e) {
+        return e.what();
+    }
+    return "(no IOError)";
+}
+
+std::string tmp_path(const std::string& leaf) {
+    auto dir = std::filesystem::temp_directory_path() /
+               ("jitexpr_npy_test_" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir);
+    return (dir / leaf).string();
+}
+
+TEST(NpyParse, ReadsLittleEndianFloat32Vector) {
+    std::vector<float> v{1.5f, -2.0f, 3.25f};
+    Array a = jit::parse_npy(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }", raw(v)), Backend::Cpu);
+    EXPECT_EQ(a.dtype(), DType::Float32);
+    EXPECT_EQ(a.shape(), (jit::Shape{3}));
+    EXPECT_EQ(a.to_vector<float>(), v);
+}
+
+TEST(NpyParse, SwapsBigEndianInt32) {
+    std::string data("\x00\x00\x00\x01\xff\xff\xff\xfe", 8);
+    Array a = jit::parse_npy(npy_v1("{'descr': '>i4', 'fortran_order': False, 'shape': (2,), }", data), Backend::Cpu);
+    EXPECT_EQ(a.to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, -2}));
+}
+
+TEST(NpyParse, SwapsEachHalfOfBigEndianComplex) {
+    // complex64 (1 + 2j): two big-endian float32s.
+    std::string data("\x3f\x80\x00\x00\x40\x00\x00\x00", 8);
+    Array a = jit::parse_npy(npy_v1("{'descr': '>c8', 'fortran_order': False, 'shape': (), }", data), Backend::Cpu);
+    EXPECT_EQ(a.ndim(), 0);
+    EXPECT_EQ(a.to_vector<std::complex<float>>(), (std::vector<std::complex<float>>{{1.0f, 2.0f}}));
+}
+
+TEST(NpyParse, ConvertsFortranOrderToC) {
+    // Shape (2, 3) in column-major order: columns (0, 3), (1, 4), (2, 5).
+    std::vector<std::int16_t> f{0, 3, 1, 4, 2, 5};
+    Array a = jit::parse_npy(npy_v1("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }", raw(f)), Backend::Cpu);
+    EXPECT_EQ(a.shape(), (jit::Shape{2, 3}));
+    EXPECT_EQ(a.to_vector<std::int16_t>(), (std::vector<std::int16_t>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(NpyParse, ConvertsThreeDimensionalFortranOrderToC) {
+    // C index (i, j, k) of shape (2, 2, 2) holds 4i + 2j + k; Fortran position i + 2j + 4k.
+    std::vector<std::uint8_t> f(8);
+    for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j)
+            for (int k = 0; k < 2; ++k) f[static_cast<std::size_t>(i + 2 * j + 4 * k)] = static_cast<std::uint8_t>(4 * i + 2 * j + k);
+    Array a = jit::parse_npy(npy_v1("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }", raw(f)), Backend::Cpu);
+    EXPECT_EQ(a.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+TEST(NpyParse, AcceptsVersion2And3Headers) {
+    std::vector<double> v{0.5};
+    const std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (1,)}\n";
+    EXPECT_EQ(jit::parse_npy(npy_v2(2, dict, raw(v)), Backend::Cpu).to_vector<double>(), v);
+    EXPECT_EQ(jit::parse_npy(npy_v2(3, dict, raw(v)), Backend::Cpu).to_vector<double>(), v);
+}
+
+TEST(NpyParse, AcceptsKeysInAnyOrderWithDoubleQuotes) {
+    std::vector<std::int64_t> v{7, 8};
+    Array a = jit::parse_npy(npy_v1("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<i8\"}", raw(v)), Backend::Cpu);
+    EXPECT_EQ(a.to_vector<std::int64_t>(), v);
+}
+
+TEST(NpyParse, NormalisesBoolBytesToZeroOrOne) {
+    Array a = jit::parse_npy(npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\x01", 3)),
+                             Backend::Cpu);
+    std::vector<unsigned char> out(3);
+    a.copy_to_host(out.data());
+    EXPECT_EQ(out, (std::vector<unsigned char>{0, 1, 1}));
+}
+
+TEST(NpyParse, ReadsEmptyArray) {
+    Array a = jit::parse_npy(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 3), }", ""), Backend::Cpu);
+    EXPECT_EQ(a.shape(), (jit::Shape{0, 3}));
+    EXPECT_EQ(a.size(), 0);
+}
+
+TEST(NpyParse, ReadsBfloat16Descr) {
+    std::vector<std::uint16_t> bits{0x3F80, 0xC000};  // 1.0, -2.0
+    Array a = jit::parse_npy(npy_v1("{'descr': 'bfloat16', 'fortran_order': False, 'shape': (2,), }", raw(bits)), Backend::Cpu);
+    EXPECT_EQ(a.dtype(), DType::BFloat16);
+    std::vector<std::uint16_t> out(2);
+    a.copy_to_host(out.data());
+    EXPECT_EQ(out, bits);
+}
+
+TEST(NpyParseErrors, RejectsBadMagic) {
+    EXPECT_NE(io_error_message(std::string("\x93NUMPZ\x01\x00\x00\x00", 10)).find("magic"), std::string::npos);
+}
+
+TEST(NpyParseErrors, RejectsUnknownVersion) {
+    std::string bytes = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", "abcd");
+    bytes[6] = '\x04';
+    EXPECT_NE(io_error_message(bytes).find("version 4.0"), std::string::npos);
+}
+
+TEST(NpyParseErrors, MessageNamesTheFile) {
+    EXPECT_EQ(io_error_message("short").rfind("bad.npy: ", 0), 0u);
+}
+
+TEST(NpyParseErrors, RejectsHeaderLongerThanTheFile) {
+    std::string bytes = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", "");
+    EXPECT_NE(io_error_message(bytes.substr(0, 30)).find("ends inside the .npy header"), std::string::npos);
+}
+
+TEST(NpyParseErrors, RejectsTruncatedData) {
+    std::string bytes = npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (2,), }", std::string(12, '\0'));
+    EXPECT_NE(io_error_message(bytes).find("truncated"), std::string::npos);
+}
+
+TEST(NpyParseErrors, RejectsUnsupportedDescr) {
+    for (const char* d : {"<U10", "|O", "<M8[ns]", "<f16", "|V8", "<f3", "bf16", "<bfloat16"}) {
+        std::string msg = io_error_message(npy_v1(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (), }", std::string(16, '\0')));
+        EXPECT_NE(msg.find("unsupported dtype descr"), std::string::npos) << d << ": " << msg;
+    }
+}
+
+TEST(NpyParseErrors, RejectsStructuredDescr) {
+    std::string msg = io_error_message(npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (), }", "xxxx"));
+    EXPECT_NE(msg.find("structured"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsMissingKey) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'shape': (1,), }", "xxxx"));
+    EXPECT_NE(msg.find("'fortran_order' is missing"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsExtraKey) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", "xxxx"));
+    EXPECT_NE(msg.find("unexpected key 'x'"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsDuplicateKey) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "xxxx"));
+    EXPECT_NE(msg.find("twice"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsUnclosedDictionary) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), ", "xxxx"));
+    EXPECT_NE(msg.find("malformed .npy header"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsTextAfterDictionary) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,)} junk", "xxxx"));
+    EXPECT_NE(msg.find("after the dictionary"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsNonBooleanFortranOrder) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': 0, 'shape': (1,)}", "xxxx"));
+    EXPECT_NE(msg.find("True or False"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsParenthesisedIntegerAsShape) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1)}", "xxxx"));
+    EXPECT_NE(msg.find("must be a tuple"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsNegativeDimension) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (-1,)}", "xxxx"));
+    EXPECT_NE(msg.find("negative"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsShapeWhoseSizeOverflows) {
+    std::string msg = io_error_message(
+        npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", "xxxx"));
+    EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsDimensionBeyondInt64) {
+    std::string msg = io_error_message(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,)}", ""));
+    EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
+}
+
+TEST(NpyParseErrors, RejectsMoreThanEightDimensions) {
+    std::string msg = io_error_message(
+        npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1)}", "x"));
+    EXPECT_NE(msg.find("more than 8 dimensions"), std::string::npos) << msg;
+}
+
+TEST(NpySerialise, HeaderIsPaddedTo64BytesAndEndsWithNewline) {
+    Array a = Array::from(std::vector<float>{1, 2, 3}, {}, Backend::Cpu);
+    std::string bytes = jit::to_npy_bytes(a);
+    ASSERT_GE(bytes.size(), 10u);
+    const std::size_t header_len = static_cast<unsigned char>(bytes[8]) | static_cast<unsigned char>(bytes[9]) << 8;
+    EXPECT_EQ((10 + header_len) % 64, 0u);
+    EXPECT_EQ(bytes[10 + header_len - 1], '\n');
+    EXPECT_EQ(bytes.size(), 10 + header_len + 12);
+    EXPECT_NE(bytes.find("'descr': '<f4', 'fortran_order': False, 'shape': (3,), "), std::string::npos);
+}
+
+TEST(NpySerialise, RoundTripsEveryDtype) {
+    for (int t = 0; t < jit::kNumDTypes; ++t) {
+        const DType dt = static_cast<DType>(t);
+        const std::size_t isz = jit::itemsize(dt);
+        std::vector<unsigned char> data(6 * isz);
+        for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(dt == DType::Bool ? i % 2 : i * 37 + 1);
+        Array a = Array::from_host(data.data(), dt, {2, 3}, Backend::Cpu);
+        Array b = jit::parse_npy(jit::to_npy_bytes(a), Backend::Cpu);
+        EXPECT_EQ(b.dtype(), dt) << jit::dtype_name(dt);
+        EXPECT_EQ(b.shape(), (jit::Shape{2, 3}));
+        std::vector<unsigned char> out(data.size());
+        b.copy_to_host(out.data());
+        EXPECT_EQ(out, data) << jit::dtype_name(dt);
+    }
+}
+
+TEST(NpySerialise, RoundTripsZeroDimensionalArray) {
+    const double v = 2.5;
+    Array a = Array::from_host(&v, DType::Float64, {}, Backend::Cpu);
+    Array b = jit::parse_npy(jit::to_npy_bytes(a), Backend::Cpu);
+    EXPECT_EQ(b.ndim(), 0);
+    EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{2.5}));
+}
+
+TEST(NpyFiles, SaveThenLoadRoundTrips) {
+    const std::string path = tmp_path("a.npy");
+    Array a = Array::from(std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}, {3, 2}, Backend::Cpu);
+    jit::save_npy(path, a);
+    Array b = jit::load_npy(path, Backend::Cpu);
+    EXPECT_EQ(b.shape(), (jit::Shape{3, 2}));
+    EXPECT_EQ(b.to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(NpyFiles, SaveLeavesNoTemporaryFile) {
+    const std::string path = tmp_path("b.npy");
+    jit::save_npy(path, Array::from(std::vector<float>{1}, {}, Backend::Cpu));
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(path).parent_path())) {
+        (void)e;
+        ++files;
+    }
+    EXPECT_EQ(files, 1);
+}
+
+TEST(NpyFiles, SaveIntoMissingFolderThrowsAndCreatesNothing) {
+    const std::string path = tmp_path("missing") + "/c.npy";
+    EXPECT_THROW(jit::save_npy(path, Array::from(std::vector<float>{1}, {}, Backend::Cpu)), jit::IOError);
+    EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(path).parent_path()));
+}
+
+TEST(NpyFiles, LoadMissingFileNamesIt) {
+    const std::string path = tmp_path("nope.npy");
+    try {
+        jit::load_npy(path, Backend::Cpu);
+        FAIL() << "no IOError";
+    } catch (const jit::IOError& e) {
+        EXPECT_NE(std::string(e.what()).find(path), std::string::npos);
+    }
+}
+
+TEST(NpyFiles, LoadShortFileSaysItIsShorterThanItsData) {
+    const std::string path = tmp_path("short.npy");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }", std::string(40, '\0'));
+    }
+    try {
+        jit::load_npy(path, Backend::Cpu);
+        FAIL() << "no IOError";
+    } catch (const jit::IOError& e) {
+        EXPECT_NE(std::string(e.what()).find("shorter than its data"), std::string::npos) << e.what();
+    }
+}
+
+TEST(NpyFiles, LoadFileEndingInsideHeaderThrows) {
+    const std::string path = tmp_path("cut.npy");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", "").substr(0, 20);
+    }
+    EXPECT_THROW(jit::load_npy(path, Backend::Cpu), jit::IOError);
+}
+
+}  // namespace

@@ -1,0 +1,444 @@
+#include "repl.hpp"
+
+#include "format.hpp"
+#include "statements.hpp"
+
+#include "dsl/ir.hpp"
+
+#include <jit/error.hpp>
+#include <jit/runtime.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <new>
+#include <optional>
+#include <set>
+
+#include <fcntl.h>
+#include <sys/select.h>
+#include <unistd.h>
+
+#ifndef JITEXPR_HAVE_READLINE
+#define JITEXPR_HAVE_READLINE 0
+#endif
+#if JITEXPR_HAVE_READLINE
+#include <readline/history.h>
+#include <readline/readline.h>
+#endif
+
+#ifndef JITEXPR_VERSION
+#define JITEXPR_VERSION "unknown"
+#endif
+
+namespace jit::cli {
+namespace {
+
+volatile std::sig_atomic_t g_sigint = 0;
+extern "C" void on_sigint(int) { g_sigint = 1; }
+
+// Installs the SIGINT handler for the session (no SA_RESTART: a blocked read returns EINTR)
+// and puts the previous one back at the end.
+class SigintScope {
+public:
+    SigintScope() {
+        struct sigaction sa {};
+        sa.sa_handler = on_sigint;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = 0;
+        sigaction(SIGINT, &sa, &old_);
+    }
+    ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
+    SigintScope(const SigintScope&) = delete;
+    SigintScope& operator=(const SigintScope&) = delete;
+
+private:
+    struct sigaction old_ {};
+};
+
+struct ReadResult {
+    enum class Kind { Line, Interrupted, Eof } kind = Kind::Eof;
+    std::string line;
+};
+
+const std::vector<std::string>& command_names() {
+    static const std::vector<std::string> c{":help", ":vars", ":source", ":time", ":cache", ":backend", ":quit"};
+    return c;
+}
+
+void ensure_history_file(const std::string& path) {
+    if (path.empty()) return;
+    std::error_code ec;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+}
+
+#if JITEXPR_HAVE_READLINE
+
+const Session* g_session = nullptr;
+std::vector<std::string> g_matches;
+std::optional<std::string> g_line;
+bool g_done = false;
+
+extern "C" void on_line(char* line) {
+    g_done = true;
+    if (line) {
+        g_line = std::string(line);
+        std::free(line);
+    } else {
+        g_line.reset();
+    }
+    rl_callback_handler_remove();
+}
+
+extern "C" char* completion_generator(const char*, int state) {
+    static std::size_t next = 0;
+    if (state == 0) next = 0;
+    if (next < g_matches.size()) return strdup(g_matches[next++].c_str());
+    return nullptr;
+}
+
+extern "C" char** attempt_completion(const char* text, int start, int) {
+    std::string before(rl_line_buffer, static_cast<std::size_t>(start));
+    // Inside a string (a file name for load/save): let readline complete file names.
+    if (std::count(before.begin(), before.end(), '"') % 2 == 1 || std::count(before.begin(), before.end(), '\'') % 2 == 1) {
+        rl_attempted_completion_over = 0;
+        return nullptr;
+    }
+    rl_attempted_completion_over = 1;
+    g_matches = completions(*g_session, before, text);
+    if (g_matches.empty()) return nullptr;
+    return rl_completion_matches(text, completion_generator);
+}
+
+class LineReader {
+public:
+    explicit LineReader(const Session& s) : history_(history_path()) {
+        g_session = &s;
+        rl_readline_name = "jitexpr";
+        rl_catch_signals = 0;  // SIGINT is ours (SigintScope); readline only cleans up
+        rl_attempted_completion_function = attempt_completion;
+        rl_completer_word_break_characters = const_cast<char*>(" \t\n()[],+-*/%&|^<>=!~?;\"'");
+        using_history();
+        if (!history_.empty()) {
+            ensure_history_file(history_);
+            read_history(history_.c_str());
+        }
+    }
+    ~LineReader() {
+        if (!history_.empty()) history_truncate_file(history_.c_str(), 1000);
+        g_session = nullptr;
+    }
+
+    ReadResult read(const std::string& prompt) {
+        g_done = false;
+        g_line.reset();
+        g_sigint = 0;
+        rl_callback_handler_install(prompt.c_str(), on_line);
+        while (!g_done) {
+            fd_set fds;
+            FD_ZERO(&fds);
+            FD_SET(STDIN_FILENO, &fds);
+            int r = ::select(STDIN_FILENO + 1, &fds, nullptr, nullptr, nullptr);
+            if (r < 0) {
+                if (errno != EINTR) break;
+                if (g_sigint) {
+                    g_sigint = 0;
+                    // Abandon the line: readline's state, then a fresh prompt on a new line.
+                    rl_free_line_state();
+                    rl_callback_sigcleanup();
+                    rl_callback_handler_remove();
+                    std::fputs("^C\n", stdout);
+                    std::fflush(stdout);
+                    return {ReadResult::Kind::Interrupted, {}};
+                }
+                continue;
+            }
+            rl_callback_read_char();
+        }
+        if (!g_done) rl_callback_handler_remove();
+        if (!g_line) return {ReadResult::Kind::Eof, {}};
+        return {ReadResult::Kind::Line, *g_line};
+    }
+
+    void remember(const std::string& line) {
+        add_history(line.c_str());
+        if (!history_.empty()) append_history(1, history_.c_str());
+    }
+
+private:
+    std::string history_;
+};
+
+#else  // no readline: a plain line reader
+
+class LineReader {
+public:
+    explicit LineReader(const Session&) : history_(history_path()) { ensure_history_file(history_); }
+
+    ReadResult read(const std::string& prompt) {
+        std::fputs(prompt.c_str(), stdout);
+        std::fflush(stdout);
+        std::string line;
+        g_sigint = 0;
+        while (true) {
+            char c;
+            ssize_t r = ::read(STDIN_FILENO, &c, 1);
+            if (r < 0) {
+                if (errno == EINTR) {
+                    if (g_sigint) {
+                        g_sigint = 0;
+                        std::fputs("^C\n", stdout);
+                        std::fflush(stdout);
+                        return {ReadResult::Kind::Interrupted, {}};
+                    }
+                    continue;
+                }
+                return {ReadResult::Kind::Eof, {}};
+            }
+            if (r == 0) {
+                if (line.empty()) return {ReadResult::Kind::Eof, {}};
+                return {ReadResult::Kind::Line, line};
+            }
+            if (c == '\n') return {ReadResult::Kind::Line, line};
+            line += c;
+        }
+    }
+
+    void remember(const std::string& line) {
+        if (history_.empty()) return;
+        if (FILE* f = std::fopen(history_.c_str(), "a")) {
+            std::fprintf(f, "%s\n", line.c_str());
+            std::fclose(f);
+        }
+    }
+
+private:
+    std::string history_;
+};
+
+#endif
+
+std::string trim(const std::string& s) {
+    const auto b = s.find_first_not_of(" \t\r\n");
+    if (b == std::string::npos) return {};
+    const auto e = s.find_last_not_of(" \t\r\n");
+    return s.substr(b, e - b + 1);
+}
+
+void print_value(const Array& a) { std::cout << format_array(a) << '\n' << std::flush; }
+
+std::string help_text() {
+    return R"(Statements: name = expression, or an expression to print its value; ';' or
+newlines separate statements; a line ending in an operator, ',' or '\', or with
+brackets still open, continues on the next line ('... ' prompt).
+Constructors: arange(stop), arange(start, stop[, step]), linspace(a, b, n),
+  zeros(shape), ones(shape), full(shape, value), rand(shape, seed=0),
+  randn(shape, seed=0), with optional dtype=float32; load("x.npy"), save(x, "x.npy").
+Commands:
+  :help             this text
+  :vars             variables: name, dtype, shape, backend, bytes
+  :source STMT      the generated CUDA source for STMT
+  :time STMT        run STMT and show where the time went
+  :cache            cache statistics of the runtime
+  :backend [B]      show the backend, or switch to cpu or cuda (variables move)
+  :quit             leave (so does Ctrl-D)
+Ctrl-C abandons the line being typed; Tab completes names.
+)";
+}
+
+std::string scalar_dtype(const Arg& a) {
+    return std::visit(
+        [](const auto& v) -> std::string {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, Array>) return std::string(dtype_name(v.dtype()));
+            else return std::string(dtype_name(dtype_of_v<T>)) + " scalar";
+        },
+        a.value());
+}
+
+void show_vars(Session& s) {
+    if (s.env().empty()) {
+        std::cout << "no variables\n";
+        return;
+    }
+    std::vector<std::vector<std::string>> rows{{"name", "dtype", "shape", "backend", "bytes"}};
+    for (const auto& [name, arg] : s.env()) {
+        if (arg.is_array()) {
+            const Array& a = arg.array();
+            rows.push_back({name, std::string(dtype_name(a.dtype())), shape_text(a.shape()),
+                            std::string(backend_name(a.backend())), std::to_string(a.nbytes())});
+        } else {
+            rows.push_back({name, scalar_dtype(arg), "()", "host", "-"});
+        }
+    }
+    std::vector<std::size_t> w(5, 0);
+    for (const auto& r : rows)
+        for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (const auto& r : rows) {
+        std::string line;
+        for (std::size_t i = 0; i < r.size(); ++i) {
+            std::string cell = r[i];
+            if (i == 4) cell = std::string(w[i] - cell.size(), ' ') + cell;  // bytes right-aligned
+            else if (i + 1 < r.size()) cell += std::string(w[i] - cell.size(), ' ');
+            line += cell + (i + 1 < r.size() ? "  " : "");
+        }
+        std::cout << line << '\n';
+    }
+}
+
+void show_timing(const Timing& t, double total_ms) {
+    std::cout << fmt::format(
+        "parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, compile {:.3f} ms, load {:.3f} ms, run {:.3f} ms\n"
+        "total {:.3f} ms; program cache {}, module cache {}\n",
+        t.parse_ms, t.check_ms, t.emit_ms, t.compile_ms, t.load_ms, t.run_ms, total_ms, t.cache_hit ? "hit" : "miss",
+        t.module_cache_hit ? "hit" : "miss");
+}
+
+void show_cache(Session& s) {
+    const CacheStats st = s.runtime().stats();
+    std::cout << fmt::format(
+        "backend {}: {} hits, {} misses, {} programs held, {} compiles ({:.1f} ms), {} modules from disk\n",
+        backend_name(s.backend()), st.hits, st.misses, st.entries, st.compiles, st.compile_ms, st.disk_hits);
+}
+
+void banner(Session& s) {
+    std::string where(backend_name(s.backend()));
+    if (s.backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
+        const std::string why = s.runtime().fallback_reason();
+        if (!why.empty()) where += " (" + why + ")";
+    }
+    std::cout << fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.\n", JITEXPR_VERSION, where);
+}
+
+// Runs a command line (":..."); returns false for :quit.
+bool run_command(Session& s, const std::string& line) {
+    const auto sp = line.find_first_of(" \t");
+    const std::string cmd = line.substr(0, sp);
+    const std::string arg = sp == std::string::npos ? std::string() : trim(line.substr(sp));
+    if (cmd == ":quit" || cmd == ":q" || cmd == ":exit") return false;
+    if (cmd == ":help" || cmd == ":h") {
+        std::cout << help_text();
+    } else if (cmd == ":vars") {
+        show_vars(s);
+    } else if (cmd == ":source") {
+        if (arg.empty()) throw ArgumentError(":source needs a statement, e.g. :source c = a * 2 + b");
+        const std::string src = s.runtime().source(arg, s.env());
+        if (src.empty()) std::cout << "(no generated source: the " << backend_name(s.backend()) << " backend evaluates the program directly)\n";
+        else std::cout << src << '\n';
+    } else if (cmd == ":time") {
+        if (arg.empty()) throw ArgumentError(":time needs a statement, e.g. :time c = a * 2 + b");
+        Timing t;
+        const auto t0 = std::chrono::steady_clock::now();
+        s.run(arg, print_value, &t);
+        const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        show_timing(t, total);
+    } else if (cmd == ":cache") {
+        show_cache(s);
+    } else if (cmd == ":backend") {
+        if (arg.empty()) {
+            std::cout << backend_name(s.backend()) << '\n';
+        } else if (arg == "cpu" || arg == "cuda") {
+            s.set_backend(arg == "cpu" ? Backend::Cpu : Backend::Cuda);
+            std::cout << "backend " << backend_name(s.backend()) << '\n';
+        } else {
+            throw ArgumentError(fmt::format(":backend takes cpu or cuda, not '{}'", arg));
+        }
+    } else {
+        throw ArgumentError(fmt::format("unknown command '{}' (:help lists the commands)", cmd));
+    }
+    return true;
+}
+
+void report(const std::exception& e) { std::cerr << e.what() << '\n' << std::flush; }
+
+}  // namespace
+
+bool repl_has_readline() { return JITEXPR_HAVE_READLINE != 0; }
+
+std::string history_path() {
+    if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/jitexpr/history";
+    if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.jitexpr_history";
+    return {};
+}
+
+std::vector<std::string> completions(const Session& session, const std::string& line_before_word, const std::string& prefix) {
+    std::set<std::string> out;
+    auto add = [&](std::string_view name) {
+        if (name.substr(0, prefix.size()) == prefix) out.insert(std::string(name));
+    };
+    const std::string head = trim(line_before_word);
+    if (head.empty() && !prefix.empty() && prefix[0] == ':') {
+        for (const auto& c : command_names()) add(c);
+        return {out.begin(), out.end()};
+    }
+    if (head == ":backend") {
+        add("cpu");
+        add("cuda");
+        return {out.begin(), out.end()};
+    }
+    for (const auto& [name, value] : session.env()) add(name);
+    for (const auto& info : ir::op_table()) {
+        std::string_view names = info.names;
+        while (!names.empty()) {
+            const auto bar = names.find('|');
+            add(names.substr(0, bar));
+            if (bar == std::string_view::npos) break;
+            names.remove_prefix(bar + 1);
+        }
+    }
+    for (const auto& c : constructor_names()) add(c);
+    for (int t = 0; t < kNumDTypes; ++t) add(dtype_name(static_cast<DType>(t)));
+    for (const char* k : {"True", "False", "and", "or", "not", "dtype", "seed", "axis"}) add(k);
+    return {out.begin(), out.end()};
+}
+
+int run_repl(Session& session, const CliOptions&) {
+    SigintScope sigint;
+    LineReader reader(session);
+    banner(session);
+    std::string pending;
+    while (true) {
+        ReadResult r = reader.read(pending.empty() ? ">>> " : "... ");
+        if (r.kind == ReadResult::Kind::Interrupted) {
+            pending.clear();
+            continue;
+        }
+        if (r.kind == ReadResult::Kind::Eof) {
+            std::cout << '\n';
+            break;
+        }
+        const std::string line = r.line;
+        if (!trim(line).empty()) reader.remember(line);
+        try {
+            if (pending.empty() && !trim(line).empty() && trim(line)[0] == ':') {
+                if (!run_command(session, trim(line))) break;
+                continue;
+            }
+            pending += pending.empty() ? line : "\n" + line;
+            if (needs_more_input(pending)) continue;
+            const std::string text = std::move(pending);
+            pending.clear();
+            session.run(text, print_value);
+        } catch (const std::bad_alloc&) {
+            pending.clear();
+            std::cerr << "out of memory\n";
+        } catch (const std::exception& e) {
+            pending.clear();
+            report(e);
+        }
+        std::cout << std::flush;
+    }
+    return kExitOk;
+}
+
+}  // namespace jit::cli

@@ -1,0 +1,686 @@
+#include "session.hpp"
+
+#include "host_values.hpp"
+#include "random.hpp"
+
+#include "dsl/syntax.hpp"
+
+#include <jit/error.hpp>
+#include <jit/npy.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+namespace jit::cli {
+namespace {
+
+SourceSpan span_of(std::size_t begin, std::size_t end) {
+    return {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
+}
+SourceSpan shifted(SourceSpan s, std::size_t offset) {
+    return span_of(s.begin + offset, s.end + offset);
+}
+
+// Rethrows an error about a statement's text as the same kind of error about the whole program.
+[[noreturn]] void rethrow_in(const SourceError& e, std::string_view full, std::size_t offset) {
+    const SourceSpan s = shifted(e.span(), offset);
+    const std::string& k = e.kind();
+    if (k == "syntax error") throw ParseError(e.message(), full, s);
+    if (k == "name error") throw NameError(e.message(), full, s);
+    if (k == "type error") throw TypeError(e.message(), full, s);
+    if (k == "shape error") throw ShapeError(e.message(), full, s);
+    if (k == "value error") throw ValueError(e.message(), full, s);
+    throw SourceError(k, e.message(), full, s);
+}
+
+bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+std::string_view trim(std::string_view s, std::size_t* lead = nullptr) {
+    std::size_t b = 0, e = s.size();
+    while (b < e && is_space(s[b])) ++b;
+    while (e > b && is_space(s[e - 1])) --e;
+    if (lead) *lead = b;
+    return s.substr(b, e - b);
+}
+
+bool is_identifier(std::string_view s) {
+    if (s.empty() || !is_ident_start(s[0])) return false;
+    return std::all_of(s.begin(), s.end(), is_ident_char);
+}
+
+// A tiny cursor over a statement's text, for the forms the grammar cannot parse (strings).
+struct Cursor {
+    std::string_view s;
+    std::size_t p = 0;
+    void ws() {
+        while (p < s.size() && is_space(s[p])) ++p;
+    }
+    std::string_view ident() {
+        std::size_t b = p;
+        if (p < s.size() && is_ident_start(s[p]))
+            while (p < s.size() && is_ident_char(s[p])) ++p;
+        return s.substr(b, p - b);
+    }
+    bool eat(char c) {
+        if (p < s.size() && s[p] == c) {
+            ++p;
+            return true;
+        }
+        return false;
+    }
+    bool at_end() const { return p >= s.size(); }
+};
+
+// `name =` at the start of a statement (not `==`): the target and where the rest begins.
+std::string_view assignment_target(std::string_view s, std::size_t* rest) {
+    Cursor c{s};
+    c.ws();
+    std::string_view name = c.ident();
+    c.ws();
+    if (!name.empty() && c.p < s.size() && s[c.p] == '=' && (c.p + 1 >= s.size() || s[c.p + 1] != '=')) {
+        *rest = c.p + 1;
+        return name;
+    }
+    *rest = 0;
+    return {};
+}
+
+struct StringLit {
+    std::size_t begin = 0, end = 0;  // of the quotes, end exclusive
+    std::string value;
+};
+
+std::vector<StringLit> find_strings(std::string_view s) {
+    std::vector<StringLit> out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '"' && s[i] != '\'') continue;
+        std::size_t j = s.find(s[i], i + 1);
+        if (j == std::string_view::npos) j = s.size() - 1;  // split_statements already rejected this
+        out.push_back({i, j + 1, std::string(s.substr(i + 1, j - i - 1))});
+        i = j;
+    }
+    return out;
+}
+
+// ---- constructor arguments
+
+struct Arg1 {
+    Number value;
+    SourceSpan span;  // in the whole program
+};
+
+DType parse_dtype_name(const syntax::Expr& e, std::string_view full, std::size_t offset) {
+    if (e.kind == syntax::ExprKind::Name) {
+        if (auto t = dtype_from_name(e.text)) return *t;
+        throw TypeError(fmt::format("unknown dtype '{}'", e.text), full, shifted(e.span, offset));
+    }
+    throw TypeError("dtype= takes a dtype name, such as dtype=float32", full, shifted(e.span, offset));
+}
+
+std::int64_t checked_count(const Arg1& a, std::string_view what, std::string_view full) {
+    if (!a.value.is_integral()) throw TypeError(fmt::format("{} must be an integer", what), full, a.span);
+    const std::int64_t v = a.value.kind == Number::Kind::Bool ? a.value.b : a.value.i;
+    if (v < 0) throw ValueError(fmt::format("{} must not be negative", what), full, a.span);
+    return v;
+}
+
+}  // namespace
+
+const std::vector<std::string>& constructor_names() {
+    static const std::vector<std::string> names{"arange", "linspace", "zeros", "ones", "full",
+                                                "rand", "randn", "load", "save"};
+    return names;
+}
+
+Session::Session(RuntimeOptions options) : runtime_(std::make_unique<Runtime>(options)) {
+    backend_ = runtime_->backend();
+}
+
+std::optional<Array> Session::variable(std::string_view name) const {
+    auto it = env_.find(name);
+    if (it == env_.end()) return std::nullopt;
+    const Arg& a = it->second;
+    if (a.is_array()) return a.array();
+    return std::visit(
+        [&](const auto& v) -> std::optional<Array> {
+            using T = std::decay_t<decltype(v)>;
+            if constexpr (std::is_same_v<T, Array>) {
+                return v;
+            } else {
+                // Python-like scalars: bool, int64, float64, complex128.
+                return Array::from_host(&v, dtype_of_v<T>, {}, backend_);
+            }
+        },
+        a.value());
+}
+
+void Session::set_backend(Backend backend) {
+    RuntimeOptions o = runtime_->options();
+    o.backend = backend;
+    auto fresh = std::make_unique<Runtime>(o);
+    const Backend actual = fresh->backend();  // throws NoDeviceError for cuda without a device
+    Environment moved;
+    for (const auto& [name, value] : env_) {
+        if (value.is_array()) moved.insert_or_assign(name, Arg(value.array().to(actual)));
+        else moved.insert_or_assign(name, value);
+    }
+    env_ = std::move(moved);
+    runtime_ = std::move(fresh);
+    backend_ = actual;
+}
+
+void Session::run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing) {
+    for (const Chunk& c : split_statements(text)) {
+        bool bare = false;
+        std::optional<Array> value = run_statement(c, text, timing, &bare);
+        if (bare && value && value->defined() && print) print(*value);
+    }
+}
+
+namespace {
+
+using Range = std::pair<std::size_t, std::size_t>;  // [open paren, close paren]
+std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples);
+
+struct CtorContext;
+Array run_constructor(const syntax::Expr& call, const CtorContext& cx);
+Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
+                            const std::vector<const syntax::Expr*>& roots, Timing* timing);
+
+// What a constructor statement needs from the session.
+struct CtorContext {
+    Runtime& runtime;
+    Environment& env;
+    Backend backend;
+    std::string_view full;
+    std::size_t offset;  // of the statement in `full`
+    std::string_view stmt;  // the statement's (tuple-blanked) text
+    const std::vector<Range>* tuples;  // shape tuples blanked in stmt
+};
+
+Number number_of_array(const Array& a, std::string_view what, std::string_view full, SourceSpan span) {
+    if (a.size() != 1)
+        throw ValueError(fmt::format("{} must be a single number, not an array of shape {}", what,
+                                     shape_to_string(a.shape())),
+                         full, span);
+    std::unique_ptr<unsigned char[]> buf(new unsigned char[a.nbytes()]);
+    a.copy_to_host(buf.get());
+    Number n = load(buf.get(), a.dtype());
+    if (a.dtype() == DType::UInt64 && n.i < 0) n = Number::of_float(static_cast<double>(static_cast<std::uint64_t>(n.i)));
+    if (a.dtype() == DType::Bool) n = Number::of_int(n.b);
+    return n;
+}
+
+Number fold_binary(const std::string& op, const Number& a, const Number& b, bool* ok) {
+    *ok = true;
+    const bool ints = a.is_integral() && b.is_integral();
+    if (a.kind == Number::Kind::Complex || b.kind == Number::Kind::Complex) {
+        *ok = false;
+        return {};
+    }
+    const std::int64_t ia = a.kind == Number::Kind::Bool ? a.b : a.i, ib = b.kind == Number::Kind::Bool ? b.b : b.i;
+    const double da = a.as_double(), db = b.as_double();
+    if (op == "+") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) + static_cast<std::uint64_t>(ib))) : Number::of_float(da + db);
+    if (op == "-") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) - static_cast<std::uint64_t>(ib))) : Number::of_float(da - db);
+    if (op == "*") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) * static_cast<std::uint64_t>(ib))) : Number::of_float(da * db);
+    if (op == "/") return Number::of_float(da / db);
+    if (op == "**") {
+        if (ints && ib >= 0) {
+            std::int64_t r = 1;
+            for (std::int64_t k = 0; k < ib && k < 64; ++k) r = static_cast<std::int64_t>(static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(ia));
+            return Number::of_int(r);
+        }
+        return Number::of_float(std::pow(da, db));
+    }
+    if (op == "//" && ints && ib != 0 && !(ia == std::numeric_limits<std::int64_t>::min() && ib == -1)) {
+        std::int64_t q = ia / ib;
+        if ((ia % ib != 0) && ((ia < 0) != (ib < 0))) --q;
+        return Number::of_int(q);
+    }
+    if (op == "%" && ints && ib != 0 && !(ia == std::numeric_limits<std::int64_t>::min() && ib == -1)) {
+        std::int64_t r = ia % ib;
+        if (r != 0 && ((r < 0) != (ib < 0))) r += ib;
+        return Number::of_int(r);
+    }
+    *ok = false;  // anything else (float //, %, ...) is left to the runtime
+    return {};
+}
+
+// The number an argument expression stands for: literals and simple arithmetic are folded
+// here; anything else (variables, functions) is evaluated by the runtime and must give one value.
+Number eval_number(const syntax::Expr& e, const CtorContext& cx, std::string_view what) {
+    using K = syntax::ExprKind;
+    const SourceSpan full_span = shifted(e.span, cx.offset);
+    switch (e.kind) {
+        case K::Int:
+            if (e.int_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                throw ValueError(fmt::format("{} is too large", what), cx.full, full_span);
+            return Number::of_int(static_cast<std::int64_t>(e.int_value));
+        case K::Float:
+            return Number::of_float(e.float_value);
+        case K::Bool:
+            return Number::of_bool(e.bool_value);
+        case K::Unary:
+            if (e.ops[0] == "-" || e.ops[0] == "+") {
+                Number n = eval_number(*e.operands[0], cx, what);
+                if (e.ops[0] == "+") return n;
+                if (n.is_integral()) return Number::of_int(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(n.kind == Number::Kind::Bool ? n.b : n.i)));
+                return Number::of_float(-n.as_double());
+            }
+            break;
+        case K::Chain: {
+            // Left-associative arithmetic only ("**" chains are right-associative: leave them).
+            bool arithmetic = std::all_of(e.ops.begin(), e.ops.end(), [](const std::string& op) {
+                return op == "+" || op == "-" || op == "*" || op == "/" || op == "//" || op == "%";
+            });
+            if (e.ops.size() == 1 && e.ops[0] == "**") arithmetic = true;
+            if (!arithmetic) break;
+            Number acc = eval_number(*e.operands[0], cx, what);
+            bool ok = true;
+            for (std::size_t i = 0; i < e.ops.size() && ok; ++i)
+                acc = fold_binary(e.ops[i], acc, eval_number(*e.operands[i + 1], cx, what), &ok);
+            if (ok) return acc;
+            break;
+        }
+        case K::Name:
+            if (auto it = cx.env.find(e.text); it != cx.env.end()) {
+                const Arg& a = it->second;
+                if (!a.is_array()) {
+                    return std::visit(
+                        [](const auto& v) -> Number {
+                            using T = std::decay_t<decltype(v)>;
+                            if constexpr (std::is_same_v<T, bool>) return Number::of_int(v);
+                            else if constexpr (std::is_same_v<T, std::int64_t>) return Number::of_int(v);
+                            else if constexpr (std::is_same_v<T, double>) return Number::of_float(v);
+                            else if constexpr (std::is_same_v<T, std::complex<double>>) return Number::of_complex(v);
+                            else return Number{};
+                        },
+                        a.value());
+                }
+                return number_of_array(a.array(), what, cx.full, full_span);
+            }
+            break;
+        default:
+            break;
+    }
+    if (e.kind == K::Call && (e.text == "arange" || e.text == "linspace" || e.text == "zeros" || e.text == "ones" ||
+                              e.text == "full" || e.text == "rand" || e.text == "randn" || e.text == "load" || e.text == "save")) {
+        return number_of_array(run_constructor(e, cx), what, cx.full, full_span);
+    }
+    // Evaluate the argument's text with the runtime.
+    Array value = run_with_constructors(cx, e.span.begin, e.span.end, {&e}, nullptr);
+    if (!value.defined()) throw ValueError(fmt::format("{} has no value", what), cx.full, full_span);
+    return number_of_array(value, what, cx.full, full_span);
+}
+
+Array make_array(DType t, const Shape& shape, Backend backend, const std::function<Number(std::int64_t)>& element) {
+    const std::int64_t n = shape_size(shape);
+    const std::size_t isz = itemsize(t);
+    std::unique_ptr<unsigned char[]> buf(new unsigned char[std::max<std::size_t>(static_cast<std::size_t>(n) * isz, 1)]);
+    for (std::int64_t i = 0; i < n; ++i) store(buf.get() + static_cast<std::size_t>(i) * isz, t, element(i));
+    return Array::from_host(buf.get(), t, shape, backend);
+}
+
+// Elements beyond this are refused before allocating (2^40: a 8 TiB float64 array).
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+
+Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
+    const std::optional<Range> tuple = tuple_of(call, cx.stmt, *cx.tuples);
+    if (call.text == "load" || call.text == "save")
+        throw ParseError(call.text == "load" ? "use load(\"file.npy\"), with the file name in quotes"
+                                             : "use save(x, \"file.npy\"), with the file name in quotes",
+                         cx.full, shifted(call.span, cx.offset));
+    const std::string& name = call.text;
+    const SourceSpan call_span = shifted(call.span, cx.offset);
+
+    // Keywords.
+    std::optional<DType> dtype;
+    std::optional<std::uint64_t> seed;
+    std::optional<Arg1> num_kw;
+    for (const auto& kw : call.keywords) {
+        const SourceSpan ks = shifted(kw.name_span, cx.offset);
+        const bool allowed = kw.name == "dtype" || (kw.name == "seed" && (name == "rand" || name == "randn")) ||
+                             (kw.name == "num" && name == "linspace");
+        if (!allowed) throw NameError(fmt::format("{}() takes no keyword '{}'", name, kw.name), cx.full, ks);
+        if (kw.name == "dtype") {
+            dtype = parse_dtype_name(*kw.value, cx.full, cx.offset);
+        } else if (kw.name == "seed") {
+            Arg1 a{eval_number(*kw.value, cx, "seed"), shifted(kw.value->span, cx.offset)};
+            seed = static_cast<std::uint64_t>(checked_count(a, "seed", cx.full));
+        } else {
+            num_kw = Arg1{eval_number(*kw.value, cx, "num"), shifted(kw.value->span, cx.offset)};
+        }
+    }
+
+    // Positional arguments; those inside a (tuple) are the shape.
+    std::vector<Arg1> shape_args, args;
+    for (const auto& op : call.operands) {
+        Arg1 a{eval_number(*op, cx, "an argument"), shifted(op->span, cx.offset)};
+        const bool in_tuple = tuple && op->span.begin > tuple->first && op->span.end <= tuple->second;
+        (in_tuple ? shape_args : args).push_back(a);
+    }
+
+    auto arity_error = [&](std::string_view usage) -> NameError {
+        return NameError(fmt::format("wrong arguments: use {}", usage), cx.full, call_span);
+    };
+    auto shape_from = [&](const std::vector<Arg1>& dims) {
+        if (dims.size() > static_cast<std::size_t>(kMaxDims))
+            throw ValueError(fmt::format("an array has at most {} dimensions", kMaxDims), cx.full, call_span);
+        Shape s;
+        std::int64_t total = 1;
+        for (const Arg1& d : dims) {
+            s.push_back(checked_count(d, "a dimension", cx.full));
+            if (s.back() != 0 && total > kMaxElements / s.back())
+                throw ValueError("the array would be too large", cx.full, call_span);
+            total *= s.back();
+        }
+        if (total > kMaxElements) throw ValueError("the array would be too large", cx.full, call_span);
+        return s;
+    };
+    // zeros(3, 4) and zeros((3, 4)) give the same shape.
+    auto split_shape = [&](std::size_t trailing, std::string_view usage) {
+        std::vector<Arg1> dims;
+        if (tuple) {
+            if (args.size() != trailing) throw arity_error(usage);
+            dims = shape_args;
+        } else {
+            if (args.size() < trailing + 1) throw arity_error(usage);
+            dims.assign(args.begin(), args.end() - static_cast<std::ptrdiff_t>(trailing));
+            args.erase(args.begin(), args.end() - static_cast<std::ptrdiff_t>(trailing));
+        }
+        return shape_from(dims);
+    };
+
+    if (name == "zeros" || name == "ones") {
+        Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
+        const DType t = dtype.value_or(DType::Float64);
+        const Number v = Number::of_int(name == "ones" ? 1 : 0);
+        return make_array(t, shape, cx.backend, [&](std::int64_t) { return v; });
+    }
+    if (name == "full") {
+        Shape shape = split_shape(1, "full(shape, value), full(3, 4, value) or full((3, 4), value)");
+        const Number v = args.back().value;
+        const DType t = dtype.value_or(v.natural_dtype());
+        return make_array(t, shape, cx.backend, [&](std::int64_t) { return v; });
+    }
+    if (name == "rand" || name == "randn") {
+        Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
+        const DType t = dtype.value_or(DType::Float64);
+        if (!is_float(t)) throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full, call_span);
+        Xoshiro256 rng(seed.value_or(0));
+        const bool normal = name == "randn";
+        return make_array(t, shape, cx.backend, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
+    }
+    if (name == "arange") {
+        if (tuple || args.empty() || args.size() > 3) throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
+        Number start = Number::of_int(0), step = Number::of_int(1), stop;
+        if (args.size() == 1) stop = args[0].value;
+        else {
+            start = args[0].value;
+            stop = args[1].value;
+            if (args.size() == 3) step = args[2].value;
+        }
+        for (const Arg1& a : args)
+            if (a.value.kind == Number::Kind::Complex) throw TypeError("arange() takes real numbers", cx.full, a.span);
+        const bool ints = start.is_integral() && stop.is_integral() && step.is_integral();
+        const DType t = dtype.value_or(ints ? DType::Int64 : DType::Float64);
+        std::int64_t n = 0;
+        if (ints) {
+            const std::int64_t a = start.kind == Number::Kind::Bool ? start.b : start.i;
+            const std::int64_t b = stop.kind == Number::Kind::Bool ? stop.b : stop.i;
+            const std::int64_t s = step.kind == Number::Kind::Bool ? step.b : step.i;
+            if (s == 0) throw ValueError("the step of arange() must not be zero", cx.full, args.back().span);
+            const long double span = static_cast<long double>(b) - static_cast<long double>(a);
+            const long double cnt = std::ceil(span / static_cast<long double>(s));
+            if (cnt > static_cast<long double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
+            n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
+            return make_array(t, {n}, cx.backend, [&](std::int64_t i) {
+                return Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
+            });
+        }
+        const double a = start.as_double(), b = stop.as_double(), s = step.as_double();
+        if (s == 0) throw ValueError("the step of arange() must not be zero", cx.full, args.back().span);
+        const double cnt = std::ceil((b - a) / s);
+        if (std::isnan(cnt)) throw ValueError("arange() needs finite start, stop and step", cx.full, call_span);
+        if (cnt > static_cast<double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
+        n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
+        return make_array(t, {n}, cx.backend, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+    }
+    if (name == "linspace") {
+        if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))
+            throw arity_error("linspace(start, stop, num) (num defaults to 50)");
+        Arg1 num = args.size() == 3 ? args[2] : num_kw.value_or(Arg1{Number::of_int(50), call_span});
+        const std::int64_t n = checked_count(num, "the number of samples", cx.full);
+        if (n > kMaxElements) throw ValueError("the array would be too large", cx.full, num.span);
+        for (std::size_t k = 0; k < 2; ++k)
+            if (args[k].value.kind == Number::Kind::Complex) throw TypeError("linspace() takes real numbers", cx.full, args[k].span);
+        const double a = args[0].value.as_double(), b = args[1].value.as_double();
+        const DType t = dtype.value_or(DType::Float64);
+        const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
+        return make_array(t, {n}, cx.backend, [&](std::int64_t i) {
+            return Number::of_float(i == n - 1 && n > 1 ? b : a + static_cast<double>(i) * step);
+        });
+    }
+    throw InternalError(fmt::format("constructor '{}' is not implemented", name));
+}
+
+// For every zeros/ones/full/rand/randn call whose first argument is a parenthesised tuple:
+// blanks the tuple's parentheses (and a trailing comma) so that the expression grammar reads
+// its items as arguments, and returns the tuples' ranges. Offsets do not move.
+std::vector<Range> blank_shape_tuples(std::string& s) {
+    std::vector<Range> out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (!is_ident_start(s[i]) || (i > 0 && is_ident_char(s[i - 1]))) continue;
+        Cursor c{s, i};
+        std::string_view name = c.ident();
+        i = c.p - 1;
+        if (name != "zeros" && name != "ones" && name != "full" && name != "rand" && name != "randn") continue;
+        c.ws();
+        if (!c.eat('(')) continue;
+        c.ws();
+        if (c.at_end() || s[c.p] != '(') continue;
+        const std::size_t open = c.p;
+        int depth = 0;
+        std::size_t close = std::string::npos;
+        for (std::size_t k = open; k < s.size(); ++k) {
+            if (s[k] == '(' || s[k] == '[') ++depth;
+            else if ((s[k] == ')' || s[k] == ']') && --depth == 0) {
+                close = k;
+                break;
+            }
+        }
+        if (close == std::string::npos) continue;
+        // Only a tuple if it has a top-level comma or is empty: (3) is just a parenthesised 3.
+        bool comma = false, empty = true;
+        depth = 0;
+        for (std::size_t k = open + 1; k < close; ++k) {
+            if (!is_space(s[k])) empty = false;
+            if (s[k] == '(' || s[k] == '[') ++depth;
+            else if (s[k] == ')' || s[k] == ']') --depth;
+            else if (s[k] == ',' && depth == 0) comma = true;
+        }
+        if (!comma && !empty) continue;
+        s[open] = ' ';
+        s[close] = ' ';
+        std::size_t k = close;
+        while (k > open + 1 && is_space(s[k - 1])) --k;
+        if (k > open + 1 && s[k - 1] == ',') s[k - 1] = ' ';
+        if (empty) {  // full((), v): the comma after an empty tuple has nothing before it
+            std::size_t j = close + 1;
+            while (j < s.size() && is_space(s[j])) ++j;
+            if (j < s.size() && s[j] == ',') s[j] = ' ';
+        }
+        out.emplace_back(open, close);
+    }
+    return out;
+}
+
+// The shape tuple that is the first argument of `call`, if any.
+std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples) {
+    Cursor c{text, call.name_span.end};
+    c.ws();
+    if (!c.eat('(')) return std::nullopt;
+    // The tuple's own '(' is blank now: only blanks may lie between the call's '(' and it.
+    for (const Range& r : tuples) {
+        if (r.first < c.p) continue;
+        bool adjacent = true;
+        for (std::size_t k = c.p; k < r.first; ++k) adjacent &= is_space(text[k]);
+        if (adjacent) return r;
+    }
+    return std::nullopt;
+}
+
+bool is_constructor(const std::string& name) {
+    const auto& n = constructor_names();
+    return std::find(n.begin(), n.end(), name) != n.end();
+}
+
+// Runs the statement text [begin, end) with the runtime. Constructor calls inside `roots` are
+// made first and bound to temporary names written over their call text, padded with spaces so
+// that offsets hold (sum(arange(5)) runs as sum(_jx0     )). The temporaries are dropped after.
+Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
+                            const std::vector<const syntax::Expr*>& roots, Timing* timing) {
+    std::vector<std::string> temps;
+    struct TempGuard {
+        Environment& env;
+        std::vector<std::string>& names;
+        ~TempGuard() {
+            for (const auto& n : names) env.erase(n);
+        }
+    } guard{cx.env, temps};
+    std::string program(cx.stmt.substr(begin, end - begin));
+    std::function<void(const syntax::Expr&)> visit = [&](const syntax::Expr& e) {
+        if (e.kind == syntax::ExprKind::Call && is_constructor(e.text)) {
+            Array a = run_constructor(e, cx);
+            std::string name = fmt::format("_jx{}", temps.size());
+            while (cx.env.count(name)) name += "_";
+            const std::size_t len = e.span.end - e.span.begin;
+            if (name.size() > len || e.span.begin < begin || e.span.end > end)
+                throw InternalError("a constructor call does not fit its temporary name");
+            cx.env.insert_or_assign(name, Arg(a));
+            temps.push_back(name);
+            program.replace(e.span.begin - begin, len, name + std::string(len - name.size(), ' '));
+            return;
+        }
+        for (const auto& op : e.operands) visit(*op);
+        for (const auto& kw : e.keywords) visit(*kw.value);
+    };
+    for (const syntax::Expr* r : roots) visit(*r);
+    try {
+        return cx.runtime.run(program, cx.env, nullptr, timing);
+    } catch (const SourceError& e) {
+        rethrow_in(e, cx.full, cx.offset + begin);
+    }
+}
+
+}  // namespace
+
+std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare) {
+    const std::size_t off = chunk.offset;
+    const std::string& st = chunk.text;
+
+    // load("file") and save(x, "file"): strings are not in the expression grammar.
+    if (auto strings = find_strings(st); !strings.empty()) {
+        std::size_t rest = 0;
+        std::string_view target = assignment_target(st, &rest);
+        Cursor c{st, rest};
+        c.ws();
+        const std::size_t name_begin = c.p;
+        std::string_view fn = c.ident();
+        const SourceSpan fn_span = span_of(off + name_begin, off + c.p);
+        c.ws();
+        const SourceSpan first_string = span_of(off + strings[0].begin, off + strings[0].end);
+        if ((fn != "load" && fn != "save") || !c.eat('('))
+            throw ParseError("strings are only allowed as the file name in load(\"file.npy\") and save(x, \"file.npy\")",
+                             full, first_string);
+        if (fn == "load") {
+            c.ws();
+            if (strings.size() != 1 || c.p != strings[0].begin)
+                throw ParseError("use load(\"file.npy\")", full, span_of(off + name_begin, off + st.size()));
+            c.p = strings[0].end;
+            c.ws();
+            if (!c.eat(')')) throw ParseError("expected ')' after the file name", full, span_of(off + c.p, off + c.p + 1));
+            c.ws();
+            if (!c.at_end()) throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
+            Array a;
+            try {
+                a = load_npy(strings[0].value, backend_);
+            } catch (const IOError& e) {
+                throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
+            }
+            *bare = target.empty();
+            if (!target.empty()) env_.insert_or_assign(std::string(target), Arg(a));
+            return a;
+        }
+        // save(expr, "file")
+        const StringLit& path = strings.back();
+        if (!target.empty()) throw ParseError("save() gives no value to assign", full, span_of(off, off + st.size()));
+        Cursor after{st, path.end};
+        after.ws();
+        const bool closed = after.eat(')');
+        after.ws();
+        if (strings.size() != 1 || !closed || !after.at_end())
+            throw ParseError("use save(x, \"file.npy\")", full, span_of(off + name_begin, off + st.size()));
+        std::size_t comma = path.begin;
+        while (comma > c.p && is_space(st[comma - 1])) --comma;
+        if (comma == c.p || st[comma - 1] != ',')
+            throw ParseError("use save(x, \"file.npy\")", full, span_of(off + name_begin, off + st.size()));
+        --comma;
+        std::size_t lead = 0;
+        const std::string_view expr = trim(std::string_view(st).substr(c.p, comma - c.p), &lead);
+        const std::size_t expr_off = c.p + lead;
+        if (expr.empty()) throw ParseError("save() needs a value to save", full, span_of(off + name_begin, off + st.size()));
+        Array value;
+        if (is_identifier(expr) && env_.count(expr)) {
+            value = *variable(expr);
+        } else {
+            try {
+                value = runtime_->run(expr, env_, nullptr, timing);
+            } catch (const SourceError& e) {
+                rethrow_in(e, full, off + expr_off);
+            }
+        }
+        if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
+        try {
+            save_npy(path.value, value);
+        } catch (const IOError& e) {
+            throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
+        }
+        *bare = false;
+        return std::nullopt;
+    }
+
+    // Constructors; everything else goes to the runtime.
+    std::string text = st;
+    const auto tuples = blank_shape_tuples(text);
+    syntax::Module m;
+    try {
+        m = syntax::parse(text);
+    } catch (const SourceError& e) {
+        rethrow_in(e, full, off);
+    }
+    CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples};
+    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == syntax::ExprKind::Call &&
+        is_constructor(m.statements[0].value->text)) {
+        const syntax::Statement& s = m.statements[0];
+        Array a = run_constructor(*s.value, cx);
+        *bare = s.target.empty();
+        if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));
+        return a;
+    }
+    *bare = m.statements.size() == 1 && m.statements[0].target.empty();
+
+    std::vector<const syntax::Expr*> roots;
+    for (const auto& stmt : m.statements)
+        if (stmt.value) roots.push_back(stmt.value.get());
+    return run_with_constructors(cx, 0, text.size(), roots, timing);
+}
+
+}  // namespace jit::cli

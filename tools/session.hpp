@@ -1,0 +1,51 @@
+// A session: one Runtime and one Environment, and statements run in order against them.
+// Statements whose right-hand side is an array constructor (arange, linspace, zeros, ones,
+// full, rand, randn, load, save) are run here; every other statement goes to Runtime::run.
+#pragma once
+
+#include "statements.hpp"
+
+#include <jit/runtime.hpp>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit::cli {
+
+// Names of the constructor statements (for completion and :help).
+const std::vector<std::string>& constructor_names();
+
+class Session {
+public:
+    explicit Session(RuntimeOptions options);
+
+    Runtime& runtime() { return *runtime_; }
+    Environment& env() { return env_; }
+    const Environment& env() const { return env_; }
+    Backend backend() const { return backend_; }
+
+    // Runs every statement of `text` in order; the value of each bare expression is passed to
+    // `print`. Stops at the first error, which is thrown with its caret pointing into `text`.
+    // `timing`, when given, receives the Timing of the last statement run by Runtime::run.
+    void run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing = nullptr);
+
+    // Replaces the runtime by one on `backend`, moving every array variable there. On failure
+    // (no device, ...) nothing changes and the error is thrown.
+    void set_backend(Backend backend);
+
+    // The value of a variable as an array (a scalar becomes a 0-d array); nullopt if unbound.
+    std::optional<Array> variable(std::string_view name) const;
+
+private:
+    std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
+
+    std::unique_ptr<Runtime> runtime_;
+    Backend backend_ = Backend::Cpu;
+    Environment env_;
+};
+
+}  // namespace jit::cli
