@@ -1,0 +1,169 @@
+// GPU benchmarks: jitexpr's generated kernels next to a hand-written reference kernel and a
+// device copy, in one process. Effective bandwidth = bytes the work must move / time.
+// Run on the H200 (see ../shared/GPU.md); without a device every benchmark reports an error.
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <random>
+
+using namespace jit;
+
+namespace {
+
+Runtime& gpu() {
+    static Runtime rt([] {
+        RuntimeOptions o;
+        o.backend = Backend::Cuda;
+        o.disk_cache = false;
+        return o;
+    }());
+    return rt;
+}
+
+// Random device arrays, made once per (dtype, n) and kept.
+Array device_random(DType t, std::int64_t n, int salt) {
+    static std::map<std::tuple<int, std::int64_t, int>, Array> keep;
+    auto key = std::make_tuple(static_cast<int>(t), n, salt);
+    if (auto it = keep.find(key); it != keep.end()) return it->second;
+    std::mt19937_64 rng(1234 + salt);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    std::vector<double> v(static_cast<std::size_t>(n));
+    for (auto& x : v) x = u(rng);
+    Array a64 = Array::from(v, {}, Backend::Cuda);
+    Array a = a64;
+    if (t != DType::Float64)
+        a = gpu().eval(std::string(dtype_name(t)) + (is_float(t) ? "(x)" : "(x * 100)"), {a64});
+    keep.emplace(key, a);
+    return a;
+}
+
+// Times `fn` with the device synchronised around a batch of launches.
+template <class F>
+void time_device(benchmark::State& state, double bytes, F&& fn) {
+    fn();
+    cuda::synchronize();
+    for (auto _ : state) {
+        const int reps = 10;
+        const auto t0 = std::chrono::steady_clock::now();
+        for (int r = 0; r < reps; ++r) fn();
+        cuda::synchronize();
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / reps;
+        state.SetIterationTime(s);
+    }
+    state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- references: a device copy and a hand-written float4 a*2+b kernel compiled by NVRTC
+const char* kReference = R"(
+extern "C" __global__ void ref_axpb_f4(const float4* __restrict__ a, const float4* __restrict__ b,
+                                       float4* __restrict__ c, unsigned n4) {
+    unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 x = a[i], y = b[i];
+        c[i] = make_float4(x.x * 2.f + y.x, x.y * 2.f + y.y, x.z * 2.f + y.z, x.w * 2.f + y.w);
+    }
+}
+)";
+
+void* reference_kernel() {
+    static cuda::ModulePtr mod = [] {
+        cuda::CompileOptions o;
+        o.cc_major = cuda::device_info().cc_major;
+        o.cc_minor = cuda::device_info().cc_minor;
+        return cuda::Module::load(cuda::compile(kReference, "reference.cu", o));
+    }();
+    return mod->function("ref_axpb_f4");
+}
+
+void BM_DeviceCopy(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    Array a = device_random(DType::Float32, n, 1);
+    Array c = Array::empty(DType::Float32, {n}, Backend::Cuda);
+    time_device(state, 2.0 * n * 4, [&] { cuda::copy_device(c.data(), a.data(), static_cast<std::size_t>(n) * 4); });
+}
+
+void BM_ReferenceAxpbFloat4(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    Array a = device_random(DType::Float32, n, 1), b = device_random(DType::Float32, n, 2);
+    Array c = Array::empty(DType::Float32, {n}, Backend::Cuda);
+    void* f = reference_kernel();
+    unsigned n4 = static_cast<unsigned>(n / 4);
+    void *pa = a.data(), *pb = b.data(), *pc = c.data();
+    void* args[] = {&pa, &pb, &pc, &n4};
+    cuda::LaunchConfig cfg;
+    cfg.block[0] = 256;
+    cfg.grid[0] = (n4 + 255) / 256;
+    time_device(state, 3.0 * n * 4, [&] { cuda::launch(f, cfg, args); });
+}
+
+// ---- jitexpr
+void run_expr(benchmark::State& state, const std::string& text, std::vector<Arg> args, double bytes) {
+    Kernel k = compile(text, gpu());
+    time_device(state, bytes, [&] { benchmark::DoNotOptimize(k.call(args)); });
+}
+
+void BM_Axpb(benchmark::State& state, DType t) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "a*2 + b", {device_random(t, n, 1), device_random(t, n, 2)}, 3.0 * n * itemsize(t));
+}
+
+void BM_Transcendental(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "where(a > 0.5, sin(a)*b + exp(-b), a*a - b)",
+             {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 3.0 * n * 4);
+}
+
+void BM_BroadcastColumnRow(benchmark::State& state) {
+    const std::int64_t m = state.range(0);  // (m x 1) + (1 x m): output bytes count
+    Array col = device_random(DType::Float32, m, 1).reshape({m, 1});
+    Array row = device_random(DType::Float32, m, 2).reshape({1, m});
+    run_expr(state, "x + y*2", {col, row}, 4.0 * m * m);  // as ../shared/anchors/peers_h200.py
+}
+
+void BM_StridedTranspose(benchmark::State& state) {
+    const std::int64_t m = state.range(0);  // a transposed m x m input, as the peers script
+    Array a = device_random(DType::Float32, m * m, 1).reshape({m, m}).transpose();
+    run_expr(state, "x*2 + 1", {a}, 2.0 * m * m * 4);
+}
+
+void BM_SumOfProduct(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "sum(a * b)", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 2.0 * n * 4);
+}
+
+// Host cost of one eval of a cached kernel on small data (no synchronisation per call).
+void BM_HostOverheadPerEval(benchmark::State& state) {
+    Array a = device_random(DType::Float32, 1024, 1), b = device_random(DType::Float32, 1024, 2);
+    Kernel k = compile("a*2 + b", gpu());
+    std::vector<Arg> args{a, b};
+    for (int i = 0; i < 100; ++i) k.call(args);
+    cuda::synchronize();
+    for (auto _ : state) benchmark::DoNotOptimize(k.call(args));
+    cuda::synchronize();
+}
+
+void sizes(benchmark::internal::Benchmark* b) {
+    for (int p = 10; p <= 28; p += 2) b->Arg(std::int64_t{1} << p);
+}
+
+}  // namespace
+
+BENCHMARK(BM_DeviceCopy)->Apply(sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ReferenceAxpbFloat4)->Apply(sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Axpb, float32, DType::Float32)->Apply(sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Axpb, float64, DType::Float64)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Axpb, float16, DType::Float16)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Axpb, int32, DType::Int32)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Transcendental)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_BroadcastColumnRow)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StridedTranspose)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_SumOfProduct)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostOverheadPerEval)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Builds jitexpr and runs every test. GPU tests (label `gpu`) skip, saying so, without a device.
+#   scripts/test.sh                 Release build in build/
+#   BUILD_DIR=build-asan SANITIZE=1 scripts/test.sh     AddressSanitizer + UBSan build
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+build=${BUILD_DIR:-build}
+type=${BUILD_TYPE:-Release}
+sanitize=${SANITIZE:-0}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE="$type" -DJITEXPR_SANITIZE="$( [ "$sanitize" = 1 ] && echo ON || echo OFF)" >/dev/null
+cmake --build "$build" -j"$(nproc)"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" ${CTEST_ARGS:-}
