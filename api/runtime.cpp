@@ -82,24 +82,38 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
     return r;
 }
 
+template <class T>
+void append_raw(std::string& key, const T& v) {
+    key.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+// Appends the binding of `name` (absent, scalar kind, or array dtype/backend/shape/strides) as
+// raw bytes: the part of the front-cache key that the arguments contribute.
 void append_signature(std::string& key, const std::string& name, const Environment& env) {
     auto it = env.find(name);
     if (it == env.end()) {
-        key += "-;";
+        key += '-';
         return;
     }
     const Arg& a = it->second;
     if (!a.is_array()) {
-        key += fmt::format("s{};", a.value().index());
+        key += 's';
+        key += static_cast<char>(a.value().index());
         return;
     }
     const Array& arr = a.array();
-    key += fmt::format("a{}:{}:", static_cast<int>(arr.dtype()), static_cast<int>(arr.backend()));
-    for (auto e : arr.shape()) key += fmt::format("{},", e);
-    key += '/';
-    for (auto e : arr.strides()) key += fmt::format("{},", e);
-    key += ';';
+    key += 'a';
+    key += static_cast<char>(arr.dtype());
+    key += static_cast<char>(arr.backend());
+    key += static_cast<char>(arr.ndim());
+    for (auto e : arr.shape()) append_raw(key, e);
+    for (auto e : arr.strides()) append_raw(key, e);
 }
+
+struct StringHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
 
 DType scalar_dtype(const Arg& a) {
     switch (a.value().index()) {
@@ -143,14 +157,14 @@ struct Runtime::Impl {
     std::shared_ptr<cache::DiskCache> disk;      // CUDA: the disk level, when enabled
 
     mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<const Front>> fronts;
-    std::unordered_map<std::string, std::shared_ptr<const Entry>> entries;
+    std::unordered_map<std::string, std::shared_ptr<const Front>, StringHash, std::equal_to<>> fronts;
+    std::unordered_map<std::string, std::shared_ptr<const Entry>, StringHash, std::equal_to<>> entries;
     CacheStats stats;
 
     std::shared_ptr<const Front> front(std::string_view text, double* parse_ms) {
         {
             std::shared_lock lock(mutex);
-            if (auto it = fronts.find(std::string(text)); it != fronts.end()) return it->second;
+            if (auto it = fronts.find(text); it != fronts.end()) return it->second;
         }
         const auto t0 = Clock::now();
         auto f = std::make_shared<Front>();
@@ -165,12 +179,13 @@ struct Runtime::Impl {
     }
 
     std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing) {
-        std::string key(text);
+        thread_local std::string key;  // reused: no allocation once it has grown
+        key.assign(text);
         key += '\0';
         for (const std::string& n : f.names) append_signature(key, n, env);
         {
             std::shared_lock lock(mutex);
-            if (auto it = entries.find(key); it != entries.end()) {
+            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
                 ++hits;
                 if (timing) timing->cache_hit = true;
                 return it->second;
@@ -237,7 +252,7 @@ struct Runtime::Impl {
         }
         std::unique_lock lock(mutex);
         ++stats.misses;
-        auto [it, inserted] = entries.emplace(std::move(key), std::move(e));
+        auto [it, inserted] = entries.emplace(key, std::move(e));
         if (entries.size() > options.memory_cache_entries) {
             // Simple bound: drop everything else but this entry (prepared programs are cheap to
             // rebuild when their modules are still cached below).

@@ -186,8 +186,14 @@ JX_HD bool signbit(double x) { return (dbits(x) >> 63) != 0; }
 }  // namespace m
 
 // ---------------------------------------------------------------- 16-bit floats
-// IEEE binary16 -> float (exact).
+// IEEE binary16 -> float (exact). On the GPU one conversion instruction does each direction
+// (same values; a NaN's payload may differ, which no operation observes).
 JX_HD float half_to_float(u16 h) {
+#if defined(JX_CUDA)
+    float out;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(out) : "h"(h));
+    return out;
+#endif
     u32 sign = (u32)(h & 0x8000u) << 16;
     u32 e = (h >> 10) & 0x1fu;
     u32 mant = h & 0x3ffu;
@@ -201,6 +207,11 @@ JX_HD float half_to_float(u16 h) {
 
 // float -> binary16, round to nearest even; overflow gives inf; NaN stays a (quiet) NaN.
 JX_HD u16 float_to_half(float f) {
+#if defined(JX_CUDA)
+    u16 out;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(out) : "f"(f));
+    return out;
+#endif
     u32 x = fbits(f);
     u32 sign = (x >> 16) & 0x8000u;
     u32 ax = x & 0x7fffffffu;
@@ -229,6 +240,11 @@ JX_HD u16 float_to_half(float f) {
 // bfloat16 <-> float.
 JX_HD float bf16_to_float(u16 h) { return ffrom((u32)h << 16); }
 JX_HD u16 float_to_bf16(float f) {
+#if defined(JX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    u16 out;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(out) : "f"(f));
+    return out;
+#endif
     u32 x = fbits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);  // quiet NaN
     x += 0x7fffu + ((x >> 16) & 1u);

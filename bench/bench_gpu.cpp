@@ -108,6 +108,19 @@ void run_expr(benchmark::State& state, const std::string& text, std::vector<Arg>
     time_device(state, bytes, [&] { benchmark::DoNotOptimize(k.call(args)); });
 }
 
+// The same with the result written into an existing array (no allocation at all).
+void run_into(benchmark::State& state, const std::string& text, Environment env, double bytes) {
+    Runtime& rt = gpu();
+    time_device(state, bytes, [&] { rt.run(text, env); });
+}
+
+void BM_AxpbInto(benchmark::State& state, DType t) {
+    const std::int64_t n = state.range(0);
+    Environment env{{"a", device_random(t, n, 1)}, {"b", device_random(t, n, 2)},
+                    {"c", Array::empty(t, {n}, Backend::Cuda)}};
+    run_into(state, "c = a*2 + b", env, 3.0 * n * itemsize(t));
+}
+
 void BM_Axpb(benchmark::State& state, DType t) {
     const std::int64_t n = state.range(0);
     run_expr(state, "a*2 + b", {device_random(t, n, 1), device_random(t, n, 2)}, 3.0 * n * itemsize(t));
@@ -160,6 +173,10 @@ BENCHMARK_CAPTURE(BM_Axpb, float32, DType::Float32)->Apply(sizes)->UseManualTime
 BENCHMARK_CAPTURE(BM_Axpb, float64, DType::Float64)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Axpb, float16, DType::Float16)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Axpb, int32, DType::Int32)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AxpbInto, float32, DType::Float32)->Apply(sizes)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AxpbInto, float64, DType::Float64)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AxpbInto, float16, DType::Float16)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_AxpbInto, int32, DType::Int32)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Transcendental)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BroadcastColumnRow)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StridedTranspose)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);

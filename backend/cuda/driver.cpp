@@ -114,6 +114,14 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
     JITEXPR_RESOLVE(FuncGetAttribute, 2020);
     JITEXPR_RESOLVE(OccupancyMaxActiveBlocksPerMultiprocessor, 6050);
 #undef JITEXPR_RESOLVE
+    // Optional: the stream-ordered allocator. Missing on drivers older than 11.2.
+    std::string ignored;
+    const bool pools = resolve(lookup, d.MemPoolCreate, "cuMemPoolCreate", 11020, ignored) &&
+                       resolve(lookup, d.MemPoolSetAttribute, "cuMemPoolSetAttribute", 11020, ignored) &&
+                       resolve(lookup, d.MemPoolTrimTo, "cuMemPoolTrimTo", 11020, ignored) &&
+                       resolve(lookup, d.MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, ignored) &&
+                       resolve(lookup, d.MemFreeAsync, "cuMemFreeAsync", 11020, ignored);
+    if (!pools) d.MemPoolCreate = nullptr;
     return true;
 }
 

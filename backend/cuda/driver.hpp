@@ -41,6 +41,12 @@ struct Driver {
     PFN_cuLaunchKernel_v4000 LaunchKernel = nullptr;
     PFN_cuFuncGetAttribute_v2020 FuncGetAttribute = nullptr;
     PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor_v6050 OccupancyMaxActiveBlocksPerMultiprocessor = nullptr;
+    // Stream-ordered allocation (CUDA 11.2+); null on older drivers, where plain cuMemAlloc is used.
+    PFN_cuMemPoolCreate_v11020 MemPoolCreate = nullptr;
+    PFN_cuMemPoolSetAttribute_v11020 MemPoolSetAttribute = nullptr;
+    PFN_cuMemPoolTrimTo_v11020 MemPoolTrimTo = nullptr;
+    PFN_cuMemAllocFromPoolAsync_v11020 MemAllocFromPoolAsync = nullptr;
+    PFN_cuMemFreeAsync_v11020 MemFreeAsync = nullptr;
 };
 
 // The driver, loaded and initialised once, with device 0's primary context current on the

@@ -176,6 +176,7 @@ bool c_contiguous(const Shape& shape, const Strides& strides) {
 
 bool same_layout(const Shape& shape, const Strides& a, const Strides& b) {
     if (a.size() != shape.size() || b.size() != shape.size()) return false;
+    if (shape_size(shape) == 0) return true;  // no element is read: strides do not matter
     for (std::size_t d = 0; d < shape.size(); ++d)
         if (shape[d] != 1 && a[d] != b[d]) return false;
     return true;

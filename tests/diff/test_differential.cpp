@@ -19,6 +19,9 @@
 #include <fstream>
 #include <sstream>
 #include <typeinfo>
+#include <algorithm>
+#include <atomic>
+#include <thread>
 
 #include <unistd.h>
 
@@ -250,16 +253,33 @@ void run_all(Backend backend) {
     Runtime rt(o);
     const auto cases = load_cases();
     ASSERT_GT(cases.size(), 500u);
-    int failures = 0;
-    for (const Case& c : cases) {
-        for (bool strided : {false, true}) {
-            const std::string err = check_case(rt, c, strided);
-            if (!err.empty()) {
-                ++failures;
-                ADD_FAILURE() << c.expr << "  (" << input_dtypes(c) << (strided ? ", strided" : "") << "): " << err;
+    // Cases run on several threads sharing the runtime (on CUDA each new program compiles:
+    // NVRTC scales across threads); failures are reported in case order afterwards.
+    std::vector<std::string> errors(cases.size() * 2);
+    std::atomic<std::size_t> next{0};
+    auto worker = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < cases.size();) {
+            const Case& c = cases[i];
+            for (int strided = 0; strided < 2; ++strided) {
+                try {
+                    errors[2 * i + static_cast<std::size_t>(strided)] = check_case(rt, c, strided != 0);
+                } catch (const std::exception& e) {
+                    errors[2 * i + static_cast<std::size_t>(strided)] = std::string("exception: ") + e.what();
+                }
+                if (c.expected.rfind("ERROR:", 0) == 0) break;
             }
-            if (c.expected.rfind("ERROR:", 0) == 0) break;
         }
+    };
+    const unsigned threads = std::clamp(std::thread::hardware_concurrency(), 1u, 16u);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+    int failures = 0;
+    for (std::size_t i = 0; i < errors.size(); ++i) {
+        if (errors[i].empty()) continue;
+        ++failures;
+        const Case& c = cases[i / 2];
+        ADD_FAILURE() << c.expr << "  (" << input_dtypes(c) << (i % 2 ? ", strided" : "") << "): " << errors[i];
     }
     EXPECT_EQ(failures, 0);
 }
