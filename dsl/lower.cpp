@@ -83,6 +83,18 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
     return prev[b.size()];
 }
 
+// The candidate closest to `name`, if it is close enough to be a likely typo: at most a third of
+// the letters differ (at least one may), and not every letter.
+std::string closest(const std::string& name, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t best_d = std::max<std::size_t>(1, name.size() / 3) + 1;
+    for (const std::string& c : candidates) {
+        const std::size_t d = edit_distance(name, c);
+        if (d < best_d && d < std::max(name.size(), c.size())) best_d = d, best = c;
+    }
+    return best;
+}
+
 SourceSpan join(SourceSpan a, SourceSpan b) { return {std::min(a.begin, b.begin), std::max(a.end, b.end)}; }
 
 // Does an exact integer value fit in integer dtype t?
@@ -369,12 +381,7 @@ private:
         std::vector<std::string> candidates = builtin_names();
         for (const auto& [n, v] : locals_) candidates.push_back(n);
         candidates.insert(candidates.end(), bound_.begin(), bound_.end());
-        std::string best;
-        std::size_t best_d = std::max<std::size_t>(2, name.size() / 3) + 1;
-        for (const std::string& c : candidates) {
-            const std::size_t d = edit_distance(name, c);
-            if (d < best_d) best_d = d, best = c;
-        }
+        const std::string best = closest(name, candidates);
         const bool is_fn = !functions_named(name).empty() || dtype_from_name(name);
         std::string msg = is_fn ? fmt::format("'{}' is a function: call it as {}(...)", name, name)
                                 : fmt::format("unknown name '{}'", name);
@@ -441,13 +448,7 @@ private:
         if (candidates.empty()) {
             if (locals_.count(fname) || (lookup_ && lookup_(fname)) || named_constants().count(fname))
                 throw NameError(fmt::format("'{}' is not a function", fname), text_, e.name_span);
-            std::vector<std::string> all = builtin_names();
-            std::string best;
-            std::size_t best_d = std::max<std::size_t>(2, fname.size() / 3) + 1;
-            for (const std::string& c : all) {
-                const std::size_t d = edit_distance(fname, c);
-                if (d < best_d) best_d = d, best = c;
-            }
+            const std::string best = closest(fname, builtin_names());
             throw NameError(fmt::format("unknown function '{}'{}", fname,
                                         best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best)),
                             text_, e.name_span);

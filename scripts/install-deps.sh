@@ -4,7 +4,7 @@
 set -euo pipefail
 
 debs=(cmake ninja-build g++ pkg-config libboost-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libreadline-dev libsleef-dev python3 python3-pip tmux)
+      libbenchmark-dev libreadline-dev python3 python3-pip tmux)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

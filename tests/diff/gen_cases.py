@@ -169,6 +169,13 @@ for name, f, ulps, dom in FUNCS:
         u = ulps if kind != "c" else max(ulps, 8 if ulps else 2)
         case(f"{name}(a)", u, {"a": a}, lambda a, f=f: f(a))
 
+# reciprocal: integer 1/x truncates; 1/0 is undefined in NumPy (jitexpr gives 0): no zeros
+for dt in ALL:
+    a = values(dt)
+    if np.dtype(dt).kind in "biu":
+        a = a[a != 0]
+    case("reciprocal(a)", 0 if np.dtype(dt).kind != "c" else 4, {"a": a}, lambda a: np.reciprocal(a))
+
 BIN_FUNCS = [("arctan2", np.arctan2, 4), ("hypot", np.hypot, 2), ("copysign", np.copysign, 0),
              ("nextafter", np.nextafter, 0), ("fmod", np.fmod, 0)]
 for name, f, ulps in BIN_FUNCS:
@@ -230,6 +237,10 @@ for dt in ["bool", "int8", "int32", "uint16", "float32", "float64"]:
     a = a[np.isfinite(a)] if np.dtype(dt).kind == "f" else a
     ulps = 0 if np.dtype(dt).kind in "biu" else 64
     case("sum(a)", ulps, {"a": a}, lambda a: np.sum(a))
+    small = values(dt, 12, small=True)
+    small = small[np.isfinite(small)] if np.dtype(dt).kind == "f" else small
+    case("prod(a)", 0 if np.dtype(dt).kind in "biu" else 16, {"a": small}, lambda a: np.prod(a))
+    case("prod(a, axis=1)", 0 if np.dtype(dt).kind in "biu" else 16, {"a": small[:12].reshape(3, -1) if small.size >= 12 else small.reshape(1, -1)}, lambda a: np.prod(a, axis=1))
     case("min(a)", 0, {"a": a}, lambda a: np.min(a))
     case("max(a)", 0, {"a": a}, lambda a: np.max(a))
     case("any(a)", 0, {"a": a}, lambda a: np.any(a))
