@@ -1,14 +1,16 @@
-// CPU backend throughput on hand-built programs at 2^24 elements (compare with
-// bench/cpu_peers.py: numexpr and NumPy on the same work, same thread count).
+// CPU backend throughput through the public API (text -> runtime -> CPU backend) at 2^24
+// elements, the result written into an existing array as numexpr's out= does. Compare with
+// bench/cpu_peers.py (numexpr and NumPy on the same work, same thread count); bench/cpu_compare.py
+// runs both in one call and prints the ratios.
 // Reported: bytes moved (inputs read + output written) per second, as "bytes_per_second".
 // Threads: JITEXPR_THREADS (0 or unset: every core).
-#include "backend/cpu/cpu_backend.hpp"
-#include "tests/cpu/program_builder.hpp"
+#include <jit/jit.hpp>
 
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 namespace {
@@ -16,17 +18,16 @@ namespace {
 using jit::Array;
 using jit::Backend;
 using jit::DType;
-namespace ir = jit::ir;
-using jxtest::Builder;
 
 constexpr std::int64_t kN = std::int64_t{1} << 24;
 
-jit::detail::BackendImpl& backend() {
-    static auto b = [] {
-        const char* t = std::getenv("JITEXPR_THREADS");
-        return jit::detail::make_cpu_backend(t ? std::atoi(t) : 0);
-    }();
-    return *b;
+jit::Runtime& runtime() {
+    static jit::Runtime rt([] {
+        jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
+        o.backend = Backend::Cpu;
+        return o;
+    }());
+    return rt;
 }
 
 Array filled(DType t, double base) {
@@ -41,55 +42,37 @@ Array filled(DType t, double base) {
     return a;
 }
 
-void run_program(benchmark::State& state, Builder& b, std::vector<Array> inputs) {
-    const ir::Schedule s = ir::schedule(b.p);
-    auto prepared = backend().prepare(b.p, s, {});
-    std::vector<Array> outputs{b.make_output(0)};
-    jit::detail::RunArgs args;
-    args.inputs = inputs;
-    args.outputs = outputs;
+// Runs `c = <expr>` with c an existing array of the inputs' dtype.
+void run_text(benchmark::State& state, const std::string& expr, DType t, std::vector<std::pair<std::string, double>> inputs) {
+    jit::Environment env;
+    std::int64_t bytes = kN * static_cast<std::int64_t>(jit::itemsize(t));
+    for (const auto& [name, base] : inputs) {
+        env.insert_or_assign(name, jit::Arg(filled(t, base)));
+        bytes += kN * static_cast<std::int64_t>(jit::itemsize(t));
+    }
+    env.insert_or_assign("c", jit::Arg(Array::empty(t, {kN}, Backend::Cpu)));
+    const std::string text = "c = " + expr;
+    runtime().run(text, env);  // prepare once
     for (auto _ : state) {
-        prepared->run(args);
+        runtime().run(text, env);
         benchmark::ClobberMemory();
     }
-    std::int64_t bytes = outputs[0].nbytes();
-    for (const auto& a : inputs) bytes += static_cast<std::int64_t>(a.nbytes());
     state.SetBytesProcessed(state.iterations() * bytes);
 }
 
-// c = a*2 + b
-void BM_AxpyLike(benchmark::State& state, DType t) {
-    Builder b;
-    int a = b.input(t, {kN}), c = b.input(t, {kN});
-    b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, b.fconst(2.0, t)}), c}));
-    run_program(state, b, {filled(t, 0.5), filled(t, 1.5)});
-}
+void BM_AxpyLike(benchmark::State& state, DType t) { run_text(state, "a*2 + b", t, {{"a", 0.5}, {"b", 1.5}}); }
 BENCHMARK_CAPTURE(BM_AxpyLike, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_AxpyLike, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// ((.25*a + .75)*a - 1.5)*a - 2
+// numexpr's own benchmark expression
 void BM_Polynomial(benchmark::State& state, DType t) {
-    Builder b;
-    int a = b.input(t, {kN});
-    int x = b.same(ir::Op::Add, {b.same(ir::Op::Mul, {b.fconst(0.25, t), a}), b.fconst(0.75, t)});
-    x = b.same(ir::Op::Sub, {b.same(ir::Op::Mul, {x, a}), b.fconst(1.5, t)});
-    x = b.same(ir::Op::Sub, {b.same(ir::Op::Mul, {x, a}), b.fconst(2.0, t)});
-    b.output(x);
-    run_program(state, b, {filled(t, 0.1)});
+    run_text(state, "((.25*a + .75)*a - 1.5)*a - 2", t, {{"a", 0.1}});
 }
 BENCHMARK_CAPTURE(BM_Polynomial, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_Polynomial, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
-// where(a > 0.5, sin(a)*b + exp(-b), a*a - b)
 void BM_WhereTranscendental(benchmark::State& state, DType t) {
-    Builder b;
-    int a = b.input(t, {kN}), c = b.input(t, {kN});
-    int cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.5, t)});
-    int yes = b.same(ir::Op::Add, {b.same(ir::Op::Mul, {b.same(ir::Op::Sin, {a}), c}),
-                                   b.same(ir::Op::Exp, {b.same(ir::Op::Neg, {c})})});
-    int no = b.same(ir::Op::Sub, {b.same(ir::Op::Mul, {a, a}), c});
-    b.output(b.same(ir::Op::Where, {cond, yes, no}));
-    run_program(state, b, {filled(t, 0.0), filled(t, 0.3)});
+    run_text(state, "where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", t, {{"a", 0.0}, {"b", 0.3}});
 }
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
