@@ -55,8 +55,13 @@ private:
 void check_shape(const Shape& shape) {
     if (static_cast<int>(shape.size()) > kMaxDims)
         throw ArgumentError(fmt::format("arrays have at most {} dimensions (got {})", kMaxDims, shape.size()));
-    for (auto e : shape)
+    std::int64_t n = 1;
+    for (auto e : shape) {
         if (e < 0) throw ArgumentError(fmt::format("negative extent in shape {}", shape_to_string(shape)));
+        // Every extent but zeros must multiply without overflow (strides are products too).
+        if (e > 0 && __builtin_mul_overflow(n, e, &n))
+            throw ArgumentError(fmt::format("shape {} is too large", shape_to_string(shape)));
+    }
 }
 
 }  // namespace

@@ -86,7 +86,8 @@ void pool_free(void* ptr) noexcept {
 // Device memory owned by arrays; freed when the last array lets go.
 class DeviceStorage final : public Storage {
 public:
-    explicit DeviceStorage(std::size_t bytes) : ptr_(bytes ? pool_alloc(bytes) : nullptr), bytes_(bytes) {}
+    // api() first: without a driver even a 0-byte array is a NoDeviceError.
+    explicit DeviceStorage(std::size_t bytes) : ptr_((api(), bytes ? pool_alloc(bytes) : nullptr)), bytes_(bytes) {}
     ~DeviceStorage() override { pool_free(ptr_); }
     DeviceStorage(const DeviceStorage&) = delete;
     DeviceStorage& operator=(const DeviceStorage&) = delete;
