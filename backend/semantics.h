@@ -36,6 +36,7 @@
 //     nextafter_bf16 (a float nextafter would be rounded away).
 #pragma once
 
+// @section base
 #ifdef JX_CUDA
 #define JX_HD __device__ __forceinline__
 #else
@@ -185,6 +186,8 @@ JX_HD bool signbit(float x) { return (fbits(x) >> 31) != 0; }
 JX_HD bool signbit(double x) { return (dbits(x) >> 63) != 0; }
 }  // namespace m
 
+// @section half
+// @dtypes half
 // ---------------------------------------------------------------- 16-bit floats
 // IEEE binary16 -> float (exact). On the GPU one conversion instruction does each direction
 // (same values; a NaN's payload may differ, which no operation observes).
@@ -296,6 +299,7 @@ JX_HD float nextafter_bf16(float a, float b) {
     return bf16_to_float((u16)(up ? h + 1u : h - 1u));
 }
 
+// @section base
 // ---------------------------------------------------------------- casts between register types
 namespace detail {
 template <class To, class From, class Enable = void> struct caster;
@@ -354,6 +358,8 @@ struct caster<cx<S>, cx<R>, void> {
 template <class To, class From>
 JX_HD To cast(From v) { return detail::caster<To, From>::go(v); }
 
+// @section complex
+// @dtypes complex
 // ---------------------------------------------------------------- complex helpers
 template <class R> JX_HD cx<R> cadd(cx<R> a, cx<R> b) { return cx<R>{a.re + b.re, a.im + b.im}; }
 template <class R> JX_HD cx<R> csub(cx<R> a, cx<R> b) { return cx<R>{a.re - b.re, a.im - b.im}; }
@@ -425,6 +431,7 @@ template <class R> JX_HD cx<R> cacos(cx<R> z) {
     return ctimes_mi(clog(cadd(z, ctimes_i(csqrt(csub(one, cmul(z, z)))))));
 }
 
+// @section power
 // Integer power by squaring, wrapping.
 template <class T> JX_HD T ipow(T a, T b) {
     using W = typename int_traits<T>::wide;
@@ -443,14 +450,18 @@ template <class T> JX_HD T ipow(T a, T b) {
     return (T)r;
 }
 
+// @section complex
 // Lexicographic complex order with NaN propagation (NumPy's maximum/minimum on complex).
 template <class R> JX_HD bool chasnan(cx<R> a) { return m::isnan(a.re) || m::isnan(a.im); }
 template <class R> JX_HD bool cge(cx<R> a, cx<R> b) { return a.re > b.re || (a.re == b.re && a.im >= b.im); }
 template <class R> JX_HD bool cle(cx<R> a, cx<R> b) { return a.re < b.re || (a.re == b.re && a.im <= b.im); }
 
+// @section base
 // ================================================================ the ops, one per line of ops.def
 namespace op {
 
+// @section arith
+// @ops Add Sub Mul Div
 // ---- Arith / Subtract
 JX_HD bool Add(bool a, bool b) { return a || b; }
 template <class T> JX_HD en<is_int<T>::value, T> Add(T a, T b) {
@@ -479,6 +490,9 @@ template <class R> JX_HD cx<R> Mul(cx<R> a, cx<R> b) { return cmul(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Div(T a, T b) { return a / b; }
 template <class R> JX_HD cx<R> Div(cx<R> a, cx<R> b) { return cdiv(a, b); }
 
+// @section intdiv
+// @needs arith
+// @ops FloorDiv Mod Fmod
 // ---- IntDiv: floor division and the remainder with the divisor's sign
 template <class T> JX_HD en<is_sint<T>::value, T> FloorDiv(T a, T b) {
     if (b == T(0)) return T(0);
@@ -523,6 +537,9 @@ template <class T> JX_HD en<is_flt<T>::value, T> Mod(T a, T b) {
     return mod;
 }
 
+// @section power
+// @needs arith
+// @ops Pow
 // ---- Power
 template <class T> JX_HD en<is_int<T>::value, T> Pow(T a, T b) { return ipow(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Pow(T a, T b) { return m::pow(a, b); }
@@ -548,6 +565,9 @@ template <class R> JX_HD cx<R> Pow(cx<R> a, cx<R> b) {
     return cexp(cmul(b, clog(a)));
 }
 
+// @section operators
+// @needs arith
+// @ops BitAnd BitOr BitXor Shl Shr Lt Le Eq Ne Ge Gt And Or Not Neg Pos Invert
 // ---- Bitwise (bool: logical)
 JX_HD bool BitAnd(bool a, bool b) { return a && b; }
 JX_HD bool BitOr(bool a, bool b) { return a || b; }
@@ -590,6 +610,9 @@ template <class T> JX_HD en<is_any<T>::value, T> Pos(T a) { return a; }
 JX_HD bool Invert(bool a) { return !a; }
 template <class T> JX_HD en<is_int<T>::value, T> Invert(T a) { return (T)~a; }
 
+// @section transcendental
+// @ops Sqrt Sin Cos Tan Arcsin Arccos Arctan Sinh Cosh Tanh Arcsinh Arccosh Arctanh Log Log1p Log10 Log2
+// @ops Exp Expm1 Exp2 Cbrt Erf Erfc Tgamma Lgamma Arctan2 Hypot Copysign Nextafter
 // ---- FloatUnary (float, double, complex)
 #define JX_FLOAT_UNARY(Name, fn, cexpr)                                                  \
     template <class T> JX_HD en<is_flt<T>::value, T> Name(T x) { return m::fn(x); }      \
@@ -625,6 +648,10 @@ template <class T> JX_HD en<is_flt<T>::value, T> Erfc(T x) { return m::erfc(x); 
 template <class T> JX_HD en<is_flt<T>::value, T> Tgamma(T x) { return m::tgamma(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Lgamma(T x) { return m::lgamma(x); }
 
+// @section unary
+// @needs arith
+// @ops Abs Ceil Floor Round Trunc Rint Sign Square Reciprocal Conj Real Imag Copy OnesLike
+// @ops Isnan Isinf Isfinite Signbit
 // ---- AbsUnary (complex gives its real type; integer abs(MIN) wraps to MIN)
 JX_HD bool Abs(bool a) { return a; }
 template <class T> JX_HD en<is_sint<T>::value, T> Abs(T a) { return a < T(0) ? Sub(T(0), a) : a; }
@@ -695,12 +722,14 @@ template <class R> JX_HD bool Isnan(cx<R> a) { return chasnan(a); }
 template <class R> JX_HD bool Isinf(cx<R> a) { return m::isinf(a.re) || m::isinf(a.im); }
 template <class R> JX_HD bool Isfinite(cx<R> a) { return m::isfinite(a.re) && m::isfinite(a.im); }
 
+// @section transcendental
 // ---- FloatBinary (float, double)
 template <class T> JX_HD en<is_flt<T>::value, T> Arctan2(T a, T b) { return m::atan2(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Hypot(T a, T b) { return m::hypot(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Copysign(T a, T b) { return m::copysign(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Nextafter(T a, T b) { return m::nextafter(a, b); }
 
+// @section intdiv
 // ---- Fmod: C fmod; integers: the sign of the dividend, x fmod 0 gives 0
 template <class T> JX_HD en<is_sint<T>::value, T> Fmod(T a, T b) {
     if (b == T(0) || b == T(-1)) return T(0);
@@ -709,6 +738,8 @@ template <class T> JX_HD en<is_sint<T>::value, T> Fmod(T a, T b) {
 template <class T> JX_HD en<is_uint<T>::value, T> Fmod(T a, T b) { return b == T(0) ? T(0) : (T)(a % b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Fmod(T a, T b) { return m::fmod(a, b); }
 
+// @section select
+// @ops Maximum Minimum Where Clip
 // ---- MinMax: NaN propagates (the first NaN operand is returned)
 template <class T> JX_HD en<is_intb<T>::value, T> Maximum(T a, T b) { return a >= b ? a : b; }
 template <class T> JX_HD en<is_intb<T>::value, T> Minimum(T a, T b) { return a <= b ? a : b; }
@@ -729,8 +760,12 @@ template <class R> JX_HD cx<R> Minimum(cx<R> a, cx<R> b) {
 template <class T> JX_HD en<is_any<T>::value, T> Where(bool c, T x, T y) { return c ? x : y; }
 template <class T> JX_HD en<is_any<T>::value, T> Clip(T x, T lo, T hi) { return Minimum(Maximum(x, lo), hi); }
 
+// @section base
 }  // namespace op
 
+// @section reduce
+// @needs arith select
+// @ops Sum Prod ReduceMin ReduceMax Mean Any All
 // ================================================================ reductions
 // Each has identity() and combine(acc, x). Mean is Sum followed by a division by the count in
 // the node's dtype; the min/max reductions propagate NaN.
@@ -782,4 +817,5 @@ template <class T = bool> struct All {
 template <class T> struct Mean : Sum<T> {};
 }  // namespace red
 
+// @section base
 }  // namespace jx

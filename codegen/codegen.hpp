@@ -93,6 +93,9 @@ struct KernelSource {
 struct EmitOptions {
     bool force_strided = false;  // Strided kernels even where Flat would do (run-time strided outputs)
     int block = 256;             // threads per block (multiple of 32, <= 1024)
+    // Embed the whole of backend/semantics.h instead of the sections the kernel needs (the
+    // trimmed text is the default: NVRTC parses less; kept for measurements and as a fallback).
+    bool full_semantics = false;
 };
 
 struct Emitted {
@@ -105,6 +108,24 @@ Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const Emi
 
 // The text of backend/semantics.h, embedded at build time.
 std::string_view semantics_source();
+
+// What a kernel uses from backend/semantics.h: its ops (element-wise and reductions) and whether
+// any value it touches is complex or a 16-bit float.
+struct SemanticsNeeds {
+    std::vector<ir::Op> ops;
+    bool complex = false;
+    bool half = false;
+};
+// The parts of semantics.h (its `// @section` markers, see codegen/sections.cpp) that `needs`
+// asks for, `base` and every `@needs` dependency included, in file order. Throws InternalError
+// when the markers are malformed.
+std::string semantics_for(const SemanticsNeeds& needs);
+// The names of the sections semantics_for(needs) emits, in file order.
+std::vector<std::string> semantics_sections(const SemanticsNeeds& needs);
+// Every section name, in order of first appearance; the section whose `@ops` claims `op`
+// (empty: none does, and a kernel using it gets the whole file).
+std::vector<std::string> semantics_section_names();
+std::string semantics_section_of(ir::Op op);
 
 // 64-bit FNV-1a, stable across platforms and runs (cache keys).
 std::uint64_t fnv1a(std::string_view text, std::uint64_t seed = 1469598103934665603ULL);

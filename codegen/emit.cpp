@@ -279,7 +279,8 @@ public:
         }
         k.body = std::move(body);
         k.source = "// jitexpr generated kernel\n#define JX_CUDA 1\n";
-        k.source += semantics_source();
+        if (opt_.full_semantics) k.source += semantics_source();
+        else k.source += semantics_for(semantics_needs());
         k.source += "\n";
         k.source += kPrelude;
         k.source += "\n";
@@ -293,21 +294,53 @@ public:
 private:
     bool is_reduce_stage() const { return st_.kind == ir::Stage::Kind::Reduce; }
 
+    // The ops this stage computes and the kinds of value it touches (after collect()).
+    SemanticsNeeds semantics_needs() const {
+        SemanticsNeeds needs;
+        auto touch = [&needs](DType t) {
+            needs.complex = needs.complex || is_complex(t);
+            needs.half = needs.half || t == DType::Float16 || t == DType::BFloat16;
+        };
+        for (std::size_t i = 0; i < needed_.size(); ++i) {
+            if (!needed_[i]) continue;
+            const ir::Node& node = p_.nodes[i];
+            touch(node.dtype);
+            if (node.kind == ir::NodeKind::Op && !is_buffer(static_cast<std::int32_t>(i))) needs.ops.push_back(node.op);
+            if (node.kind == ir::NodeKind::Input) touch(p_.inputs.at(static_cast<std::size_t>(node.slot)).dtype);
+            if (node.kind == ir::NodeKind::Scalar) touch(p_.scalars.at(static_cast<std::size_t>(node.slot)).dtype);
+        }
+        if (is_reduce_stage()) {
+            const ir::Node& r = p_.node(st_.reduce);
+            touch(r.dtype);
+            needs.ops.push_back(r.op);
+        }
+        for (const auto& w : writes_) touch(w.dtype);
+        for (const auto& r : reads_) touch(r.dtype);
+        return needs;
+    }
+
     // A node read from an earlier stage's buffer rather than recomputed.
     bool is_buffer(std::int32_t n) const {
         return p_.node(n).kind == ir::NodeKind::Reduce && n != st_.reduce;
     }
 
-    void visit(std::int32_t n) {
-        if (n < 0 || n >= static_cast<std::int32_t>(p_.nodes.size())) internal("node index out of range");
-        if (needed_[static_cast<std::size_t>(n)]) return;
-        needed_[static_cast<std::size_t>(n)] = true;
-        const ir::Node& node = p_.node(n);
-        if (is_buffer(n)) return;
-        if (node.kind == ir::NodeKind::Reduce) internal("nested reduction in a stage");
-        for (int a = 0; a < node.nargs; ++a) {
-            if (node.args[a] >= n) internal("nodes are not in topological order");
-            visit(node.args[a]);
+    // Marks `root` and every node it reads in this stage. An explicit stack, not recursion: a
+    // program may be a 100,000-deep chain (a + a + ... + a), too deep for the thread's stack.
+    void visit(std::int32_t root) {
+        std::vector<std::int32_t> stack{root};
+        while (!stack.empty()) {
+            const std::int32_t n = stack.back();
+            stack.pop_back();
+            if (n < 0 || n >= static_cast<std::int32_t>(p_.nodes.size())) internal("node index out of range");
+            if (needed_[static_cast<std::size_t>(n)]) continue;
+            needed_[static_cast<std::size_t>(n)] = true;
+            const ir::Node& node = p_.node(n);
+            if (is_buffer(n)) continue;
+            if (node.kind == ir::NodeKind::Reduce) internal("nested reduction in a stage");
+            for (int a = 0; a < node.nargs; ++a) {
+                if (node.args[a] >= n) internal("nodes are not in topological order");
+                stack.push_back(node.args[a]);
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 #include "cli.hpp"
 
 #include "format.hpp"
+#include "precompile.hpp"
 #include "repl.hpp"
 #include "session.hpp"
 
@@ -158,6 +159,26 @@ CliOptions parse_args(const std::vector<std::string>& args) {
         o.cache_command = args[1];
         return o;
     }
+    if (!args.empty() && args[0] == "precompile") {
+        o.mode = CliOptions::Mode::Precompile;
+        for (std::size_t i = 1; i < args.size(); ++i) {
+            const std::string& a = args[i];
+            auto value = [&](const std::string& name) -> std::string {
+                if (a.size() > name.size() + 1 && a.compare(0, name.size() + 1, name + "=") == 0) return a.substr(name.size() + 1);
+                if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", name));
+                return args[++i];
+            };
+            if (a == "--arch" || a.rfind("--arch=", 0) == 0) o.precompile_arch = value("--arch");
+            else if (a == "--cache-dir" || a.rfind("--cache-dir=", 0) == 0) o.precompile_cache_dir = value("--cache-dir");
+            else if (a == "--fast-math") o.precompile_fast_math = true;
+            else if (!a.empty() && a[0] == '-') throw UsageError(fmt::format("unknown precompile option '{}'", a));
+            else if (!o.precompile_file.empty()) throw UsageError(fmt::format("more than one file given ('{}' and '{}')", o.precompile_file, a));
+            else o.precompile_file = a;
+        }
+        if (o.precompile_file.empty())
+            throw UsageError("use: jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]");
+        return o;
+    }
     bool options_done = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
@@ -204,6 +225,7 @@ std::string usage_text() {
     return R"(usage: jitexpr [--backend cpu|cuda|auto] [--load NAME=FILE.npy]... [-e STATEMENTS]...
                [SCRIPT | -] [--save NAME=FILE.npy]...
        jitexpr cache stats|clear|verify
+       jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]
        jitexpr --help | --version
 
 Evaluates array statements such as "c = a * 2 + b" on the GPU (CUDA) or the CPU.
@@ -253,6 +275,14 @@ int main(int argc, char** argv) {
                 return kExitOk;
             case CliOptions::Mode::Cache:
                 return cache_command(o.cache_command);
+            case CliOptions::Mode::Precompile: {
+                PrecompileOptions po;
+                po.file = o.precompile_file;
+                po.arch = o.precompile_arch;
+                po.cache_dir = o.precompile_cache_dir;
+                po.fast_math = o.precompile_fast_math;
+                return precompile_command(po);
+            }
             case CliOptions::Mode::Run:
                 return run_mode(o);
         }

@@ -28,7 +28,7 @@ struct NameFile {
 };
 
 struct CliOptions {
-    enum class Mode { Run, Help, Version, Cache } mode = Mode::Run;
+    enum class Mode { Run, Help, Version, Cache, Precompile } mode = Mode::Run;
     std::optional<Backend> backend;   // --backend (else RuntimeOptions::from_environment())
     bool verbose = false;             // -v
     std::vector<NameFile> loads;      // --load NAME=FILE, in order
@@ -36,6 +36,11 @@ struct CliOptions {
     std::vector<std::string> exprs;   // -e STATEMENTS, in order
     std::optional<std::string> script;  // SCRIPT, or "-" for standard input
     std::string cache_command;        // stats | clear | verify
+    // precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math] (see precompile.hpp)
+    std::string precompile_file;
+    std::optional<std::string> precompile_arch;
+    std::string precompile_cache_dir;
+    bool precompile_fast_math = false;
 };
 
 // Parses argv[1..] (without the program name). Throws UsageError.

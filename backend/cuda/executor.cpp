@@ -47,89 +47,70 @@ std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileO
                        co.line_info ? 1 : 0, extra, nvrtc_version());
 }
 
+ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity) {}
+
 ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
     Lookup local;
     Lookup& lk = lookup ? *lookup : local;
     lk = {};
-    const std::string key = fmt::format("{}:sm_{}{}:{}{}", k.key, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
-                                        co.line_info ? 1 : 0);
-    std::promise<ModulePtr> promise;
+    const std::string key = disk_key(k, co);
+    bool created = false;
+    ModulePtr m = modules_.get_or_create(key, [&] {
+        created = true;
+        return create(k, co, key, lk);
+    });
+    if (!created) lk.hit = true;  // found in memory, or loaded by the thread that was first
+    return m;
+}
+
+ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
+                              Lookup& lk) {
     ImageStore store;
-    bool cacheable = true;
-    std::shared_future<ModulePtr> waiting;
     {
         std::lock_guard<std::mutex> lock(mutex_);
-        auto it = entries_.find(key);
-        if (it != entries_.end() && it->second.source == k.source) {
-            waiting = it->second.module;
-            ++stats_.hits;
-        } else if (it != entries_.end()) {
-            cacheable = false;  // a 64-bit hash collision: compile this one without caching
-        } else {
-            entries_.emplace(key, Entry{k.source, promise.get_future().share()});
-            stats_.entries = entries_.size();
-        }
         store = store_;
     }
-    if (waiting.valid()) {
-        lk.hit = true;
-        return waiting.get();  // rethrows the owner's compile error
-    }
-    try {
-        if (store.get) {
-            std::optional<std::string> bytes;
-            try {
-                bytes = store.get(disk_key(k, co));
-            } catch (...) {
-                bytes.reset();
-            }
-            if (bytes) {
-                if (auto decoded = decode_image(*bytes, co)) {
-                    auto t0 = Clock::now();
-                    try {
-                        ModulePtr m = Module::load(*decoded);
-                        lk.load_ms = ms_since(t0);
-                        lk.hit = true;
-                        {
-                            std::lock_guard<std::mutex> lock(mutex_);
-                            ++stats_.disk_hits;
-                        }
-                        if (cacheable) promise.set_value(m);
-                        return m;
-                    } catch (const CudaError&) {
-                        // A stale or damaged image: compile afresh below.
-                    }
+    if (store.get) {
+        std::optional<std::string> bytes;
+        try {
+            bytes = store.get(key);
+        } catch (...) {
+            bytes.reset();
+        }
+        if (bytes) {
+            if (auto decoded = decode_image(*bytes, co)) {
+                auto t0 = Clock::now();
+                try {
+                    ModulePtr m = Module::load(*decoded);
+                    lk.load_ms = ms_since(t0);
+                    lk.hit = true;
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    ++disk_hits_;
+                    return m;
+                } catch (const CudaError&) {
+                    // A stale or damaged image: compile afresh below.
                 }
             }
         }
-        Image img = compile(k.source, k.name, co);
-        lk.compile_ms = img.compile_ms;
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            ++stats_.compiles;
-            stats_.compile_ms += img.compile_ms;
-        }
-        if (store.put) {
-            try {
-                store.put(disk_key(k, co), encode_image(img));
-            } catch (...) {
-                // The disk cache is an optimisation; failing to write it is not an error here.
-            }
-        }
-        auto t0 = Clock::now();
-        ModulePtr m = Module::load(img);
-        lk.load_ms = ms_since(t0);
-        if (cacheable) promise.set_value(m);
-        return m;
-    } catch (...) {
-        if (cacheable) {
-            promise.set_exception(std::current_exception());
-            std::lock_guard<std::mutex> lock(mutex_);
-            entries_.erase(key);
-            stats_.entries = entries_.size();
-        }
-        throw;
     }
+    Image img = compile(k.source, k.name, co);
+    lk.compile_ms = img.compile_ms;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++compiles_;
+        compile_ms_ += img.compile_ms;
+    }
+    if (store.put) {
+        try {
+            store.put(key, encode_image(img));
+        } catch (...) {
+            // The disk cache is an optimisation; failing to write it is not an error here.
+        }
+    }
+    auto t0 = Clock::now();
+    ModulePtr m = Module::load(img);
+    lk.load_ms = ms_since(t0);
+    return m;
 }
 
 void ModuleCache::set_image_store(ImageStore store) {
@@ -137,15 +118,56 @@ void ModuleCache::set_image_store(ImageStore store) {
     store_ = std::move(store);
 }
 
+void ModuleCache::set_capacity(std::size_t capacity) { modules_.set_capacity(capacity); }
+
 ModuleCache::Stats ModuleCache::stats() const {
+    const cache::MemoryStats ms = modules_.stats();
+    Stats s;
+    s.hits = ms.hits + ms.coalesced;
+    s.evictions = ms.evictions;
+    s.entries = ms.entries;
+    s.capacity = ms.capacity;
     std::lock_guard<std::mutex> lock(mutex_);
-    return stats_;
+    s.compiles = compiles_;
+    s.disk_hits = disk_hits_;
+    s.compile_ms = compile_ms_;
+    return s;
 }
 
-void ModuleCache::clear() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    entries_.clear();
-    stats_.entries = 0;
+void ModuleCache::clear() { modules_.clear(); }
+
+std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::Schedule& schedule,
+                                          const CompileOptions& options, const ImageStore& store, int block) {
+    codegen::EmitOptions eo;
+    eo.block = block;
+    const codegen::Emitted emitted = codegen::emit(program, schedule, eo);
+    std::vector<PrecompiledKernel> out;
+    out.reserve(emitted.kernels.size());
+    for (const auto& k : emitted.kernels) {
+        PrecompiledKernel pk;
+        pk.name = k.name;
+        pk.disk_key = ModuleCache::disk_key(k, options);
+        std::optional<std::string> present;
+        if (store.get) {
+            try {
+                present = store.get(pk.disk_key);
+            } catch (...) {
+                present.reset();
+            }
+        }
+        if (present && decode_image(*present, options)) {
+            pk.already_stored = true;
+            pk.image_bytes = present->size();
+        } else {
+            Image img = compile(k.source, k.name, options);
+            pk.compile_ms = img.compile_ms;
+            std::string bytes = encode_image(img);
+            pk.image_bytes = bytes.size();
+            if (store.put) store.put(pk.disk_key, bytes);
+        }
+        out.push_back(std::move(pk));
+    }
+    return out;
 }
 
 std::shared_ptr<ModuleCache> default_module_cache() {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "backend/backend.hpp"
+#include "backend/cache/cache.hpp"
 #include "backend/cuda/cuda.hpp"
 
 #include <cstdint>
@@ -18,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace jit::codegen {
 struct KernelSource;
@@ -38,11 +40,13 @@ struct ImageStore {
 class ModuleCache {
 public:
     struct Stats {
-        std::uint64_t hits = 0;       // modules found in memory
+        std::uint64_t hits = 0;       // modules found in memory (or being loaded by another thread)
         std::uint64_t compiles = 0;   // NVRTC compiles
         std::uint64_t disk_hits = 0;  // images found in the ImageStore
+        std::uint64_t evictions = 0;  // modules dropped from memory by the LRU bound
         double compile_ms = 0;        // total NVRTC time
         std::size_t entries = 0;      // modules held
+        std::size_t capacity = 0;     // most modules held
     };
     // How one lookup went, for PrepareInfo.
     struct Lookup {
@@ -50,34 +54,56 @@ public:
         double compile_ms = 0, load_ms = 0;
     };
 
-    ModuleCache() = default;
+    // Keeps at most `capacity` loaded modules, least recently used dropped first (0: none is
+    // kept; a kernel asked for by several threads at once is still compiled once).
+    explicit ModuleCache(std::size_t capacity = 4096);
     ModuleCache(const ModuleCache&) = delete;
     ModuleCache& operator=(const ModuleCache&) = delete;
 
-    // The loaded module for `kernel` compiled with `options`. Throws CompileError / CudaError;
-    // a failed compile is not cached (the next call tries again).
+    // The loaded module for `kernel` compiled with `options`: from memory, else from the
+    // ImageStore, else compiled (and given to the store). Threads asking for the same kernel at
+    // once share one compile; different kernels compile in parallel. Throws CompileError /
+    // CudaError; a failure is not cached (the next call tries again).
     ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
 
     void set_image_store(ImageStore store);
+    void set_capacity(std::size_t capacity);
     Stats stats() const;
     void clear();  // drops the modules from memory (loaded functions in use stay valid)
 
-    // The text key given to the ImageStore for a kernel (exposed for tests).
+    // The text key of a kernel: every field that changes the binary (two independent 64-bit
+    // hashes and the length of the source, entry name, arch, options, NVRTC version). The
+    // memory level is keyed by it, and the ImageStore is given it.
     static std::string disk_key(const codegen::KernelSource& kernel, const CompileOptions& options);
 
 private:
-    struct Entry {
-        std::string source;  // compared on a hit: the map key is a 64-bit hash
-        std::shared_future<ModulePtr> module;
-    };
-    mutable std::mutex mutex_;
-    std::unordered_map<std::string, Entry> entries_;
+    ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
+                     Lookup& lookup);
+
+    cache::MemoryCache<std::string, ModulePtr> modules_;
+    mutable std::mutex mutex_;  // store_ and the counters below
     ImageStore store_;
-    Stats stats_;
+    std::uint64_t compiles_ = 0, disk_hits_ = 0;
+    double compile_ms_ = 0;
 };
 
 // The process-wide module cache (what make_cuda_backend uses by default).
 std::shared_ptr<ModuleCache> default_module_cache();
+
+// Ahead-of-time compilation (`jitexpr precompile`): one entry per kernel of the program, in
+// stage order, for the kernels prepare() loads first (the variant for C-contiguous outputs).
+struct PrecompiledKernel {
+    std::string name;        // the kernel's generated name
+    std::string disk_key;    // ModuleCache::disk_key: what prepare() will ask the ImageStore for
+    bool already_stored = false;  // the store had it: nothing compiled
+    double compile_ms = 0;
+    std::size_t image_bytes = 0;
+};
+// Emits the program's kernels exactly as prepare() does with a block of `block` threads,
+// compiles each with NVRTC for `options` (no driver or device needed) unless `store.get`
+// already has it, and puts the images through `store.put`. Throws CompileError.
+std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::Schedule& schedule,
+                                          const CompileOptions& options, const ImageStore& store, int block = 256);
 
 struct ExecutorOptions {
     std::shared_ptr<ModuleCache> cache;  // null: default_module_cache()

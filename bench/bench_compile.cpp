@@ -1,0 +1,298 @@
+// Compile latency: what a new expression costs, and what it costs once compiled.
+//
+//   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options]
+//
+// 1. compile only (no GPU needed): N distinct expressions (default 60) parsed, checked, emitted
+//    and compiled by NVRTC to CUBIN for the arch (default: the device's, else sm_90), with the
+//    trimmed semantics (default) and with the whole of backend/semantics.h, alternating, each
+//    the best of R compiles (default 2); p50/p99 per expression. Then the NVRTC option choices on a subset, called directly.
+// 2. GPU (skipped without a device):
+//    a. compile + load: N new expressions through jit::Runtime (disk cache off), first eval
+//    b. disk hit in a fresh process: this program re-runs itself as a child with a disk cache
+//       the parent filled; the child times its first eval of a kernel (key -> launchable
+//       function: parse, check, emit, disk read, module load, launch)
+//    c. memory hit: host time per eval of `a*2+b` on 1024 float32 elements already compiled
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+#include "codegen/codegen.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/schedule.hpp"
+#include "dsl/syntax.hpp"
+
+#include <fmt/format.h>
+#include <nvrtc.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace jit;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+struct Percentiles {
+    double p50 = 0, p99 = 0, min = 0, max = 0;
+};
+Percentiles percentiles(std::vector<double> v) {
+    Percentiles p;
+    if (v.empty()) return p;
+    std::sort(v.begin(), v.end());
+    auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))]; };
+    p.p50 = at(0.5);
+    p.p99 = at(0.99);
+    p.min = v.front();
+    p.max = v.back();
+    return p;
+}
+void report(const std::string& what, const std::vector<double>& ms) {
+    const Percentiles p = percentiles(ms);
+    std::printf("%-58s n=%-4zu p50 %8.2f ms  p99 %8.2f ms  (min %.2f, max %.2f)\n", what.c_str(), ms.size(), p.p50,
+                p.p99, p.min, p.max);
+}
+
+// N distinct expressions over arrays a and b (distinct ops, dtypes or constants: distinct kernels).
+struct Expr {
+    std::string text;
+    DType dtype;
+};
+std::vector<Expr> expressions(int count) {
+    const char* forms[] = {"a*{c}+b",           "sin(a)+{c}*b",         "sqrt(abs(a))*{c}+b", "where(a > {c}, a, b)",
+                           "exp(a)-b*{c}",      "a/(b+{c})",            "maximum(a, b)*{c}",  "tanh(a)+b*{c}",
+                           "a*a+b*{c}",         "log1p(abs(a))-{c}*b",  "cos(a)*cos(b)+{c}",  "hypot(a, b)*{c}",
+                           "floor(a*{c})-b",    "minimum(a*{c}, b)",    "sum(a*{c}+b)",       "a - mean(b)*{c}"};
+    const DType dtypes[] = {DType::Float32, DType::Float64};
+    std::vector<Expr> out;
+    for (int c = 2; static_cast<int>(out.size()) < count; ++c)
+        for (DType t : dtypes)
+            for (const char* f : forms) {
+                if (static_cast<int>(out.size()) >= count) break;
+                std::string s = f;
+                s.replace(s.find("{c}"), 3, std::to_string(c));
+                out.push_back({s, t});
+            }
+    return out;
+}
+
+std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics) {
+    const syntax::Module m = syntax::parse(e.text);
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Array;
+    b.dtype = e.dtype;
+    b.shape = {n};
+    b.strides = {1};
+    dsl::Lookup lookup = [&b](std::string_view) { return &b; };
+    const ir::Program p = dsl::lower(m, e.text, lookup);
+    codegen::EmitOptions eo;
+    eo.full_semantics = full_semantics;
+    return codegen::emit(p, ir::schedule(p), eo).kernels;
+}
+
+// NVRTC called directly with `options`: milliseconds to CUBIN (or PTX for compute_XY).
+double nvrtc_ms(const std::string& source, const std::vector<std::string>& options) {
+    std::vector<const char*> argv;
+    for (const auto& o : options) argv.push_back(o.c_str());
+    const bool ptx = std::any_of(options.begin(), options.end(), [](const std::string& o) { return o.find("compute_") != std::string::npos; });
+    const auto t0 = Clock::now();
+    nvrtcProgram prog = nullptr;
+    if (nvrtcCreateProgram(&prog, source.c_str(), "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return -1;
+    nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+    std::size_t size = 0;
+    if (r == NVRTC_SUCCESS) r = ptx ? nvrtcGetPTXSize(prog, &size) : nvrtcGetCUBINSize(prog, &size);
+    nvrtcDestroyProgram(&prog);
+    return r == NVRTC_SUCCESS ? ms_since(t0) : -1;
+}
+
+int child_disk_hit(const std::string& dir, const std::string& text) {
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.cache_dir = dir;
+    Runtime rt(o);
+    Environment env;
+    const Array a = Array::from(std::vector<float>(1024, 1.0f), {}, Backend::Cuda);
+    env.insert_or_assign("a", a);
+    env.insert_or_assign("b", a);
+    Timing t;
+    const auto t0 = Clock::now();
+    (void)rt.run("r = " + text, env, nullptr, &t);
+    cuda::synchronize();
+    const double ms = ms_since(t0);
+    std::printf("%.4f %.4f %d\n", ms, t.load_ms, t.module_cache_hit ? 1 : 0);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int count = 60;
+    int reps = 2;  // each compile-only figure is the best of this many
+    std::string arch;
+    bool skip_options = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--count" && i + 1 < argc) count = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--arch" && i + 1 < argc) arch = argv[++i];
+        else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+        else if (a == "--skip-options") skip_options = true;
+        else if (a == "--child-disk-hit" && i + 2 < argc) return child_disk_hit(argv[i + 1], argv[i + 2]);
+        else {
+            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options]\n");
+            return 2;
+        }
+    }
+    std::string why;
+    const bool gpu = cuda::available(&why);
+    cuda::CompileOptions co;
+    if (!arch.empty()) {
+        const int v = std::atoi(arch.substr(arch.find('_') + 1).c_str());
+        co.cc_major = v / 10;
+        co.cc_minor = v % 10;
+    } else if (gpu) {
+        co.cc_major = cuda::device_info().cc_major;
+        co.cc_minor = cuda::device_info().cc_minor;
+    }
+    std::printf("bench_compile: NVRTC %d, target sm_%d%d, %s\n", cuda::nvrtc_version(), co.cc_major, co.cc_minor,
+                gpu ? cuda::device_info().name.c_str() : ("no GPU: " + why).c_str());
+
+    // NVRTC's first call loads the library (~hundreds of ms): not what a new kernel costs.
+    (void)nvrtc_ms("extern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }", {"-std=c++17", "--gpu-architecture=sm_90"});
+
+    const std::vector<Expr> exprs = expressions(count);
+    // ---- 1. compile only. Trimmed and whole semantics alternate per expression, each the best of
+    // `reps` compiles: on a loaded machine that compares the two under the same load.
+    {
+        std::vector<double> trimmed, whole;
+        std::size_t bytes[2] = {0, 0}, kernels = 0;
+        for (const Expr& e : exprs) {
+            const auto kt = emit(e, 1 << 20, false), kw = emit(e, 1 << 20, true);
+            double best[2] = {1e300, 1e300};
+            for (int r = 0; r < reps; ++r) {
+                double ms[2] = {0, 0};
+                for (const auto& k : kt) ms[0] += cuda::compile(k.source, k.name, co).compile_ms;
+                for (const auto& k : kw) ms[1] += cuda::compile(k.source, k.name, co).compile_ms;
+                best[0] = std::min(best[0], ms[0]);
+                best[1] = std::min(best[1], ms[1]);
+            }
+            for (const auto& k : kt) bytes[0] += k.source.size();
+            for (const auto& k : kw) bytes[1] += k.source.size();
+            kernels += kt.size();
+            trimmed.push_back(best[0]);
+            whole.push_back(best[1]);
+        }
+        report(fmt::format("compile only, CUBIN, trimmed semantics ({} B/kernel)", bytes[0] / std::max<std::size_t>(kernels, 1)), trimmed);
+        report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)", bytes[1] / std::max<std::size_t>(kernels, 1)), whole);
+    }
+    if (!skip_options) {
+        const std::string sm = fmt::format("--gpu-architecture=sm_{}{}", co.cc_major, co.cc_minor);
+        const std::string compute = fmt::format("--gpu-architecture=compute_{}{}", co.cc_major, co.cc_minor);
+        const std::vector<std::pair<std::string, std::vector<std::string>>> variants = {
+            {"jitexpr's: CUBIN -default-device --minimal", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false"}},
+            {"CUBIN, no --minimal", {"-std=c++17", sm, "-default-device", "--fmad=false"}},
+            {"CUBIN, no -default-device", {"-std=c++17", sm, "--minimal", "--fmad=false"}},
+            {"CUBIN, neither", {"-std=c++17", sm, "--fmad=false"}},
+            {"PTX (compute_XY; the driver JIT then adds its own time)", {"-std=c++17", compute, "-default-device", "--minimal", "--fmad=false"}},
+        };
+        const std::size_t subset = std::min<std::size_t>(exprs.size(), 20);
+        for (const auto& [name, options] : variants) {
+            std::vector<double> ms;
+            for (std::size_t i = 0; i < subset; ++i) {
+                double best = 1e300;
+                for (int r = 0; r < reps; ++r) {
+                    double t = 0;
+                    for (const auto& k : emit(exprs[i], 1 << 20, false)) t += nvrtc_ms(k.source, options);
+                    best = std::min(best, t);
+                }
+                ms.push_back(best);
+            }
+            report("options: " + name, ms);
+        }
+    }
+
+    if (!gpu) {
+        std::printf("GPU parts skipped: %s\n", why.c_str());
+        return 0;
+    }
+    // ---- 2a. compile + load through the runtime, disk cache off
+    {
+        RuntimeOptions o;
+        o.backend = Backend::Cuda;
+        o.disk_cache = false;
+        Runtime rt(o);
+        Array warm = Array::from(std::vector<float>(1024, 1.0f), {}, Backend::Cuda);
+        (void)rt.eval("a*1+b", {warm, warm});  // NVRTC and the context started
+        cuda::synchronize();
+        std::vector<double> wall, compile_load;
+        for (const Expr& e : exprs) {
+            Environment env;
+            const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
+                                                      : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
+            env.insert_or_assign("a", x);
+            env.insert_or_assign("b", x);
+            Timing t;
+            const auto t0 = Clock::now();
+            (void)rt.run("r = " + e.text, env, nullptr, &t);
+            cuda::synchronize();
+            wall.push_back(ms_since(t0));
+            compile_load.push_back(t.compile_ms + t.load_ms);
+        }
+        report("GPU: new expression, first eval (wall)", wall);
+        report("GPU: new expression, NVRTC + module load", compile_load);
+
+        // ---- 2c. memory hit
+        Array a = Array::from(std::vector<float>(1024, 1.0f), {}, Backend::Cuda);
+        Array b = Array::from(std::vector<float>(1024, 2.0f), {}, Backend::Cuda);
+        (void)rt.eval("a*2+b", {a, b});
+        cuda::synchronize();
+        std::vector<double> per_eval;
+        for (int rep = 0; rep < 20; ++rep) {
+            constexpr int kCalls = 1000;
+            const auto t0 = Clock::now();
+            for (int i = 0; i < kCalls; ++i) (void)rt.eval("a*2+b", {a, b});
+            per_eval.push_back(ms_since(t0) * 1000.0 / kCalls);  // microseconds per eval
+            cuda::synchronize();
+        }
+        const Percentiles p = percentiles(per_eval);
+        std::printf("%-58s p50 %8.2f us  p99 %8.2f us  (host time per call, 20 x 1000 calls)\n",
+                    "GPU: memory hit, eval(a*2+b), n=1024 float32", p.p50, p.p99);
+    }
+    // ---- 2b. disk hit in a fresh process
+    {
+        const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("jitexpr-bench-{}", ::getpid())).string();
+        std::vector<double> wall, load;
+        int hits = 0;
+        const std::size_t m = std::min<std::size_t>(exprs.size(), 10);
+        for (std::size_t i = 0; i < m; ++i) {
+            const std::string text = exprs[i].text;
+            for (int pass = 0; pass < 2; ++pass) {  // the first fills the cache, the second hits it
+                const std::string cmd = fmt::format("'{}' --child-disk-hit '{}' '{}'", argv[0], dir, text);
+                FILE* f = ::popen(cmd.c_str(), "r");
+                if (!f) break;
+                double ms = 0, lms = 0;
+                int hit = 0;
+                const int got = std::fscanf(f, "%lf %lf %d", &ms, &lms, &hit);
+                ::pclose(f);
+                if (pass == 1 && got == 3) {
+                    wall.push_back(ms);
+                    load.push_back(lms);
+                    hits += hit;
+                }
+            }
+        }
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+        report(fmt::format("GPU: disk hit in a fresh process, first eval ({} of {} hit)", hits, wall.size()), wall);
+        report("GPU: disk hit, module load", load);
+    }
+    return 0;
+}

@@ -1,0 +1,169 @@
+// `jitexpr precompile` stores kernels under exactly the keys the runtime will look up, and the
+// keys name what a kernel computes, not what its variables are called or what scalars hold.
+// NVRTC only: no GPU or driver needed.
+#include "backend/cache/cache.hpp"
+#include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
+#include "codegen/codegen.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/schedule.hpp"
+#include "dsl/syntax.hpp"
+#include "test_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jit;
+
+dsl::Binding array(DType t, Shape shape) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.strides = contiguous_strides(shape);
+    b.shape = std::move(shape);
+    return b;
+}
+
+dsl::Binding scalar(DType t) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Scalar;
+    b.dtype = t;
+    return b;
+}
+
+// What api/runtime.cpp and the CUDA executor do for a program, computed here directly: parse,
+// lower, schedule, emit with 256-thread blocks, and the module cache's text key per kernel.
+std::vector<codegen::KernelSource> kernels(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
+    const syntax::Module m = syntax::parse(text);
+    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
+        auto it = env.find(std::string(name));
+        return it == env.end() ? nullptr : &it->second;
+    };
+    const ir::Program p = dsl::lower(m, text, lookup);
+    return codegen::emit(p, ir::schedule(p)).kernels;
+}
+
+std::vector<std::string> keys(const std::string& text, const std::map<std::string, dsl::Binding>& env, int major = 9,
+                              int minor = 0) {
+    cuda::CompileOptions co;
+    co.cc_major = major;
+    co.cc_minor = minor;
+    std::vector<std::string> out;
+    for (const auto& k : kernels(text, env)) out.push_back(cuda::ModuleCache::disk_key(k, co));
+    return out;
+}
+
+int run_tool(const std::string& args) {
+    const std::string cmd = std::string(JITEXPR_TOOL) + " " + args + " > /dev/null 2>&1";
+    const int status = std::system(cmd.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
+    TempDir dir;
+    {
+        std::ofstream f(dir / "programs.txt");
+        f << "# two programs\n"
+             "c = a*2 + b ; a: float32[N], b: float32[N]\n"
+             "\n"
+             "m = x - mean(x, axis=0) ; x: float64[100, 7]\n";
+    }
+    const std::string cache_dir = dir / "cache";
+    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+
+    // The symbolic N: any size gives the same kernels, so the runtime's key for 1000 elements.
+    std::vector<std::string> expected = keys("c = a*2 + b", {{"a", array(DType::Float32, {1000})},
+                                                              {"b", array(DType::Float32, {1000})}});
+    const auto second = keys("m = x - mean(x, axis=0)", {{"x", array(DType::Float64, {100, 7})}});
+    ASSERT_EQ(second.size(), 2u);  // the reduction, then the subtraction
+    expected.insert(expected.end(), second.begin(), second.end());
+
+    cache::DiskCacheOptions o;
+    o.dir = cache_dir;
+    o.use_environment = false;
+    cache::DiskCache disk(o);
+    EXPECT_EQ(disk.entries().size(), expected.size());
+    for (const auto& k : expected) {
+        auto bytes = disk.get(cache::digest(k));
+        ASSERT_TRUE(bytes.has_value()) << k;
+        EXPECT_EQ(bytes->front(), 'C') << "a CUBIN image for sm_90";
+    }
+}
+
+TEST(Precompile, RejectsAMalformedDeclarationWithItsLine) {
+    TempDir dir;
+    {
+        std::ofstream f(dir / "bad.txt");
+        f << "c = a + 1 ; a: float32[N]\nd = a + 1 ; a: notatype[3]\n";
+    }
+    EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + dir / "cache"), 1);
+    EXPECT_EQ(run_tool("precompile"), 2);
+}
+
+TEST(KernelKeys, RenamedVariablesGiveTheSameSourceAndKey) {
+    const auto a = kernels("x*2+y", {{"x", array(DType::Float32, {64})}, {"y", array(DType::Float32, {64})}});
+    const auto b = kernels("a*2+b", {{"a", array(DType::Float32, {64})}, {"b", array(DType::Float32, {64})}});
+    ASSERT_EQ(a.size(), 1u);
+    ASSERT_EQ(b.size(), 1u);
+    EXPECT_EQ(a[0].source, b[0].source);
+    EXPECT_EQ(keys("x*2+y", {{"x", array(DType::Float32, {64})}, {"y", array(DType::Float32, {64})}}),
+              keys("a*2+b", {{"a", array(DType::Float32, {64})}, {"b", array(DType::Float32, {64})}}));
+}
+
+TEST(KernelKeys, ArraySizeWithinALayoutClassDoesNotChangeTheKey) {
+    EXPECT_EQ(keys("x*2+y", {{"x", array(DType::Float32, {64})}, {"y", array(DType::Float32, {64})}}),
+              keys("x*2+y", {{"x", array(DType::Float32, {100000})}, {"y", array(DType::Float32, {100000})}}));
+}
+
+TEST(KernelKeys, ARuntimeScalarIsAParameterNotPartOfTheKey) {
+    // The scalar's value is given at launch; only its (weak) type reaches the program.
+    const std::map<std::string, dsl::Binding> env = {{"x", array(DType::Float32, {64})}, {"s", scalar(DType::Float64)}};
+    const auto k = kernels("x*s", env);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(keys("x*s", env), keys("x*t", {{"x", array(DType::Float32, {64})}, {"t", scalar(DType::Float64)}}));
+    bool scalar_param = false;
+    for (const auto& p : k[0].params) scalar_param = scalar_param || p.kind == codegen::Param::Kind::Scalar;
+    EXPECT_TRUE(scalar_param) << "the scalar's value is a kernel parameter";
+}
+
+TEST(KernelKeys, DifferentDtypesOrArchsGiveDifferentKeys) {
+    const auto f32 = keys("x*2+y", {{"x", array(DType::Float32, {64})}, {"y", array(DType::Float32, {64})}});
+    const auto f64 = keys("x*2+y", {{"x", array(DType::Float64, {64})}, {"y", array(DType::Float64, {64})}});
+    const auto sm80 = keys("x*2+y", {{"x", array(DType::Float32, {64})}, {"y", array(DType::Float32, {64})}}, 8, 0);
+    EXPECT_NE(f32, f64);
+    EXPECT_NE(f32, sm80);
+}
+
+// ---- the memory level of the module cache is bounded (no device needed: a failed compile is
+// not cached, and the bound is read back from the stats)
+TEST(ModuleCacheBound, CapacityComesFromTheConstructorAndCanChange) {
+    cuda::ModuleCache cache(3);
+    EXPECT_EQ(cache.stats().capacity, 3u);
+    cache.set_capacity(1);
+    EXPECT_EQ(cache.stats().capacity, 1u);
+    EXPECT_EQ(cache.stats().entries, 0u);
+}
+
+TEST(ModuleCacheBound, AFailedCompileIsNotCachedAndIsRetried) {
+    cuda::ModuleCache cache(4);
+    codegen::KernelSource k;
+    k.name = "jx_broken";
+    k.source = "this is not CUDA";
+    k.hash = codegen::fnv1a(k.source);
+    cuda::CompileOptions co;
+    EXPECT_THROW(cache.get(k, co), CompileError);
+    EXPECT_THROW(cache.get(k, co), CompileError);
+    EXPECT_EQ(cache.stats().entries, 0u);
+    EXPECT_EQ(cache.stats().compiles, 0u);
+}
+
+}  // namespace
