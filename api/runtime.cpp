@@ -15,7 +15,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
@@ -175,6 +177,8 @@ struct Runtime::Impl {
             if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
         if (parse_ms) *parse_ms = ms_since(t0);
         std::unique_lock lock(mutex);
+        // Bounded like the prepared programs: a service fed endless distinct texts must not grow.
+        if (fronts.size() >= options.memory_cache_entries) fronts.clear();
         return fronts.emplace(std::string(text), std::move(f)).first->second;
     }
 
@@ -191,6 +195,30 @@ struct Runtime::Impl {
                 return it->second;
             }
         }
+        // Single flight: the first thread to miss on a key prepares it; others wait for it.
+        std::shared_ptr<Flight> flight;
+        for (;;) {
+            std::unique_lock lock(mutex);
+            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
+                ++hits;
+                if (timing) timing->cache_hit = true;
+                return it->second;
+            }
+            auto [fit, mine] = preparing.try_emplace(key, nullptr);
+            if (mine) {
+                fit->second = flight = std::make_shared<Flight>();
+                break;
+            }
+            auto other = fit->second->done;
+            lock.unlock();
+            if (auto e = other.get()) {
+                ++hits;
+                if (timing) timing->cache_hit = true;
+                return e;
+            }
+            // The other thread failed: prepare here, to report the same error from this thread.
+        }
+        Landing landing{*this, key, *flight};
         auto t0 = Clock::now();
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
@@ -242,6 +270,10 @@ struct Runtime::Impl {
         detail::PrepareOptions po;
         po.fast_math = options.fast_math;
         e->prepared = impl->prepare(e->program, e->schedule, po);
+        if (show_kernels) {
+            const std::string src = e->prepared->source();
+            if (!src.empty()) std::fprintf(stderr, "jitexpr: generated CUDA source:\n%s\n", src.c_str());
+        }
         const detail::PrepareInfo info = e->prepared->info();
         if (timing) {
             timing->check_ms = check_ms;
@@ -261,10 +293,33 @@ struct Runtime::Impl {
             it = entries.emplace(keep.first, keep.second).first;
         }
         stats.entries = entries.size();
-        return it->second;
+        return landing.result = it->second;
     }
 
+    // A preparation in progress, and its end: on every exit of the preparing thread the key
+    // leaves `preparing` and the waiters get the entry (null when preparation threw).
+    struct Flight {
+        std::promise<std::shared_ptr<const Entry>> promise;
+        std::shared_future<std::shared_ptr<const Entry>> done = promise.get_future().share();
+    };
+    std::unordered_map<std::string, std::shared_ptr<Flight>, StringHash, std::equal_to<>> preparing;
+    struct Landing {
+        Impl& self;
+        std::string key;
+        Flight& flight;
+        std::shared_ptr<const Entry> result;
+        ~Landing() {
+            {
+                std::unique_lock lock(self.mutex);
+                self.preparing.erase(key);
+            }
+            flight.promise.set_value(std::move(result));
+        }
+    };
+
     std::atomic<std::uint64_t> hits{0};
+    // JITEXPR_SHOW_KERNELS=1 prints every newly generated kernel's source to stderr.
+    const bool show_kernels = env_or("JITEXPR_SHOW_KERNELS") == "1";
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -287,7 +342,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
     if (impl_->backend == Backend::Cuda) {
         cuda::warm_up_nvrtc();
         cuda::ExecutorOptions eo;
-        eo.cache = std::make_shared<cuda::ModuleCache>();
+        eo.cache = std::make_shared<cuda::ModuleCache>(impl_->options.memory_cache_entries);
         if (impl_->options.disk_cache) {
             cache::DiskCacheOptions dco;
             dco.dir = impl_->options.cache_dir;

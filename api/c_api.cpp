@@ -1,0 +1,258 @@
+// The C API (include/jit/c_api.h) over the C++ API: every exception is caught here and turned
+// into a status code and a per-thread message.
+#include <jit/c_api.h>
+#include <jit/interop.hpp>
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <new>
+#include <string>
+#include <vector>
+
+struct jitexpr_runtime {
+    jit::Runtime runtime;
+    explicit jitexpr_runtime(jit::RuntimeOptions o) : runtime(std::move(o)) {}
+};
+
+struct jitexpr_kernel {
+    jit::Kernel kernel;
+    jitexpr_runtime* rt;
+};
+
+namespace {
+
+struct LastError {
+    int code = JITEXPR_OK;
+    std::string message;
+};
+
+LastError& last_error() {
+    thread_local LastError e;
+    return e;
+}
+
+int fail(int code, const char* what) noexcept {
+    LastError& e = last_error();
+    e.code = code;
+    try {
+        e.message = what;
+    } catch (...) {
+        e.message.clear();  // no memory for the message: the code still tells the kind
+    }
+    return code;
+}
+
+// Runs `f` and maps whatever it throws to a status and this thread's message; nothing escapes.
+template <class F>
+int guarded(F&& f) noexcept {
+    try {
+        f();
+        return JITEXPR_OK;
+    } catch (const jit::ParseError& e) {
+        return fail(JITEXPR_ERROR_PARSE, e.what());
+    } catch (const jit::NameError& e) {
+        return fail(JITEXPR_ERROR_NAME, e.what());
+    } catch (const jit::TypeError& e) {
+        return fail(JITEXPR_ERROR_TYPE, e.what());
+    } catch (const jit::ShapeError& e) {
+        return fail(JITEXPR_ERROR_SHAPE, e.what());
+    } catch (const jit::ValueError& e) {
+        return fail(JITEXPR_ERROR_VALUE, e.what());
+    } catch (const jit::ArgumentError& e) {
+        return fail(JITEXPR_ERROR_ARGUMENT, e.what());
+    } catch (const jit::IOError& e) {
+        return fail(JITEXPR_ERROR_IO, e.what());
+    } catch (const jit::CompileError& e) {
+        return fail(JITEXPR_ERROR_COMPILE, e.what());
+    } catch (const jit::CudaError& e) {
+        return fail(JITEXPR_ERROR_CUDA, e.what());
+    } catch (const jit::NoDeviceError& e) {
+        return fail(JITEXPR_ERROR_NO_DEVICE, e.what());
+    } catch (const jit::InternalError& e) {
+        return fail(JITEXPR_ERROR_INTERNAL, e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(JITEXPR_ERROR_OUT_OF_MEMORY, "out of memory");
+    } catch (const std::exception& e) {
+        return fail(JITEXPR_ERROR_UNKNOWN, e.what());
+    } catch (...) {
+        return fail(JITEXPR_ERROR_UNKNOWN, "unknown exception");
+    }
+}
+
+jit::Arg to_arg(const jitexpr_arg& a, std::size_t index) {
+    switch (a.kind) {
+        case JITEXPR_ARG_TENSOR:
+            if (!a.value.tensor) throw jit::ArgumentError(fmt::format("argument {}: null tensor", index));
+            return jit::Arg(jit::view_dlpack(a.value.tensor->dl_tensor));
+        case JITEXPR_ARG_BOOL: return jit::Arg(a.value.b != 0);
+        case JITEXPR_ARG_INT: return jit::Arg(static_cast<long long>(a.value.i));
+        case JITEXPR_ARG_FLOAT: return jit::Arg(a.value.f);
+        case JITEXPR_ARG_COMPLEX: return jit::Arg(std::complex<double>(a.value.c[0], a.value.c[1]));
+    }
+    throw jit::ArgumentError(fmt::format("argument {}: unknown kind {}", index, a.kind));
+}
+
+std::vector<jit::Arg> to_args(std::size_t n, const jitexpr_arg* args) {
+    if (n > 0 && !args) throw jit::ArgumentError("null argument array");
+    std::vector<jit::Arg> v;
+    v.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) v.push_back(to_arg(args[i], i));
+    return v;
+}
+
+std::vector<jitexpr_arg> tensor_args(std::size_t n, DLManagedTensor* const* args) {
+    if (n > 0 && !args) throw jit::ArgumentError("null argument array");
+    std::vector<jitexpr_arg> v(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        v[i].kind = JITEXPR_ARG_TENSOR;
+        v[i].value.tensor = args[i];
+    }
+    return v;
+}
+
+// Exports the result. Arguments are borrowed views that own nothing: a result sharing memory
+// with one (the program returns an argument, or assigns into it) is copied, so that the
+// exported tensor never outlives memory it does not own.
+DLManagedTensor* export_result(const jit::Array& r, const std::vector<jit::Arg>& args, jit::Backend backend) {
+    if (!r.defined()) return nullptr;
+    if (backend == jit::Backend::Cuda) jit::cuda::synchronize();
+    for (const jit::Arg& a : args)
+        if (a.is_array() && a.array().storage() == r.storage()) {
+            jit::Array copy = r.to(r.backend());
+            if (backend == jit::Backend::Cuda) jit::cuda::synchronize();
+            return jit::to_dlpack(copy);
+        }
+    return jit::to_dlpack(r);
+}
+
+int check_out(DLManagedTensor** out) {
+    if (!out) return fail(JITEXPR_ERROR_ARGUMENT, "null output pointer");
+    *out = nullptr;
+    return JITEXPR_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* jitexpr_last_error(void) { return last_error().message.c_str(); }
+int jitexpr_last_error_code(void) { return last_error().code; }
+
+const char* jitexpr_status_name(int status) {
+    switch (status) {
+        case JITEXPR_OK: return "ok";
+        case JITEXPR_ERROR_PARSE: return "parse";
+        case JITEXPR_ERROR_NAME: return "name";
+        case JITEXPR_ERROR_TYPE: return "type";
+        case JITEXPR_ERROR_SHAPE: return "shape";
+        case JITEXPR_ERROR_VALUE: return "value";
+        case JITEXPR_ERROR_ARGUMENT: return "argument";
+        case JITEXPR_ERROR_IO: return "io";
+        case JITEXPR_ERROR_COMPILE: return "compile";
+        case JITEXPR_ERROR_CUDA: return "cuda";
+        case JITEXPR_ERROR_NO_DEVICE: return "no device";
+        case JITEXPR_ERROR_INTERNAL: return "internal";
+        case JITEXPR_ERROR_OUT_OF_MEMORY: return "out of memory";
+        case JITEXPR_ERROR_UNKNOWN: return "unknown";
+    }
+    return "?";
+}
+
+const char* jitexpr_version(void) { return JITEXPR_VERSION; }
+
+jitexpr_runtime* jitexpr_runtime_create(int backend) {
+    jitexpr_runtime* rt = nullptr;
+    guarded([&] {
+        jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
+        switch (backend) {
+            case JITEXPR_BACKEND_AUTO: break;
+            case JITEXPR_BACKEND_CPU: o.backend = jit::Backend::Cpu; break;
+            case JITEXPR_BACKEND_CUDA: o.backend = jit::Backend::Cuda; break;
+            default:
+                throw jit::ArgumentError(fmt::format("unknown backend {} (0 auto, 1 cpu, 2 cuda)", backend));
+        }
+        rt = new jitexpr_runtime(std::move(o));
+    });
+    return rt;
+}
+
+void jitexpr_runtime_destroy(jitexpr_runtime* rt) { delete rt; }
+
+int jitexpr_runtime_backend(const jitexpr_runtime* rt) {
+    if (!rt) return -1;
+    return rt->runtime.backend() == jit::Backend::Cuda ? JITEXPR_BACKEND_CUDA : JITEXPR_BACKEND_CPU;
+}
+
+int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out) {
+    if (!rt || !out) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_runtime_stats: null runtime or output");
+    return guarded([&] {
+        const jit::CacheStats s = rt->runtime.stats();
+        out->hits = s.hits;
+        out->misses = s.misses;
+        out->compiles = s.compiles;
+        out->disk_hits = s.disk_hits;
+        out->entries = s.entries;
+        out->compile_ms = s.compile_ms;
+    });
+}
+
+int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+    if (int rc = check_out(out)) return rc;
+    if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval: null runtime or text");
+    return guarded([&] {
+        const std::vector<jit::Arg> a = to_args(n_args, args);
+        const jit::Array r = rt->runtime.eval(text, a);
+        *out = export_result(r, a, rt->runtime.backend());
+    });
+}
+
+int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
+                        DLManagedTensor** out) {
+    if (int rc = check_out(out)) return rc;
+    std::vector<jitexpr_arg> a;
+    if (int rc = guarded([&] { a = tensor_args(n_args, args); })) return rc;
+    return jitexpr_eval(rt, text, n_args, a.data(), out);
+}
+
+jitexpr_kernel* jitexpr_compile(jitexpr_runtime* rt, const char* text) {
+    if (!rt || !text) {
+        fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_compile: null runtime or text");
+        return nullptr;
+    }
+    jitexpr_kernel* k = nullptr;
+    guarded([&] { k = new jitexpr_kernel{jit::compile(text, rt->runtime), rt}; });
+    return k;
+}
+
+void jitexpr_kernel_free(jitexpr_kernel* k) { delete k; }
+
+size_t jitexpr_kernel_num_params(const jitexpr_kernel* k) { return k ? k->kernel.parameters().size() : 0; }
+
+const char* jitexpr_kernel_param_name(const jitexpr_kernel* k, size_t i) {
+    if (!k || i >= k->kernel.parameters().size()) return nullptr;
+    return k->kernel.parameters()[i].c_str();
+}
+
+int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+    if (int rc = check_out(out)) return rc;
+    if (!k) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_kernel_call: null kernel");
+    return guarded([&] {
+        const std::vector<jit::Arg> a = to_args(n_args, args);
+        const jit::Array r = k->kernel.call(a);
+        *out = export_result(r, a, k->rt->runtime.backend());
+    });
+}
+
+int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,
+                               DLManagedTensor** out) {
+    if (int rc = check_out(out)) return rc;
+    std::vector<jitexpr_arg> a;
+    if (int rc = guarded([&] { a = tensor_args(n_args, args); })) return rc;
+    return jitexpr_kernel_call(k, n_args, a.data(), out);
+}
+
+}  // extern "C"

@@ -1,0 +1,144 @@
+/* jitexpr — the C API: evaluate array expressions on DLPack tensors from C (or any language
+ * with a C FFI). No C++ exception crosses it: every function reports failure through its
+ * return value and jitexpr_last_error().
+ *
+ *   jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_AUTO);
+ *   DLManagedTensor* args[2] = {a, b};               // the caller's tensors, borrowed
+ *   DLManagedTensor* c = NULL;
+ *   if (jitexpr_eval_dlpack(rt, "a * 2 + b", 2, args, &c) != JITEXPR_OK)
+ *       fprintf(stderr, "%s\n", jitexpr_last_error());
+ *   ...                                              // read c->dl_tensor
+ *   c->deleter(c);
+ *   jitexpr_runtime_destroy(rt);
+ *
+ * Thread safety: a runtime and a kernel may be used from many threads at once. The last error
+ * is per thread. */
+#ifndef JITEXPR_C_API_H
+#define JITEXPR_C_API_H
+
+#include <jit/dlpack.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Return codes: 0 on success, else the kind of error (the C++ exception type behind it). */
+typedef enum {
+    JITEXPR_OK = 0,
+    JITEXPR_ERROR_PARSE = 1,     /* syntax error in the text (message has a caret line) */
+    JITEXPR_ERROR_NAME = 2,      /* unknown name or function, wrong arity (caret) */
+    JITEXPR_ERROR_TYPE = 3,      /* dtype not allowed by an operation (caret) */
+    JITEXPR_ERROR_SHAPE = 4,     /* shapes that do not broadcast (caret) */
+    JITEXPR_ERROR_VALUE = 5,     /* e.g. integer ** negative integer (caret) */
+    JITEXPR_ERROR_ARGUMENT = 6,  /* arguments that do not fit: count, device, DLPack layout, NULL */
+    JITEXPR_ERROR_IO = 7,
+    JITEXPR_ERROR_COMPILE = 8,   /* NVRTC rejected generated code (a jitexpr bug) */
+    JITEXPR_ERROR_CUDA = 9,      /* a CUDA driver call failed */
+    JITEXPR_ERROR_NO_DEVICE = 10,/* CUDA asked for, no driver or device */
+    JITEXPR_ERROR_INTERNAL = 11, /* a jitexpr bug */
+    JITEXPR_ERROR_OUT_OF_MEMORY = 12,
+    JITEXPR_ERROR_UNKNOWN = 13
+} jitexpr_status;
+
+/* Backends for jitexpr_runtime_create (and what jitexpr_runtime_backend answers). */
+enum {
+    JITEXPR_BACKEND_AUTO = 0, /* CUDA when a driver and a device are present, else the CPU */
+    JITEXPR_BACKEND_CPU = 1,
+    JITEXPR_BACKEND_CUDA = 2
+};
+
+/* The message of the last failed call on this thread: the whole text, with the caret line for
+ * errors in the program text. "" when no call has failed. Valid until the next failing call
+ * on this thread. */
+const char* jitexpr_last_error(void);
+/* The status of the last failed call on this thread (JITEXPR_OK when none has failed). */
+int jitexpr_last_error_code(void);
+/* "parse", "name", "type", ... for a status; "ok" for 0; "?" for an unknown value. */
+const char* jitexpr_status_name(int status);
+/* The library version, "0.1.0". */
+const char* jitexpr_version(void);
+
+/* --- Runtimes ------------------------------------------------------------------------------- */
+
+typedef struct jitexpr_runtime jitexpr_runtime;
+
+/* A runtime with the options of the environment (JITEXPR_* variables) and the given backend
+ * (JITEXPR_BACKEND_AUTO keeps the environment's choice). NULL on failure (e.g. CUDA asked for
+ * without a device: JITEXPR_ERROR_NO_DEVICE). */
+jitexpr_runtime* jitexpr_runtime_create(int backend);
+void jitexpr_runtime_destroy(jitexpr_runtime* rt); /* NULL is allowed */
+/* JITEXPR_BACKEND_CPU or JITEXPR_BACKEND_CUDA; -1 for NULL. */
+int jitexpr_runtime_backend(const jitexpr_runtime* rt);
+
+typedef struct {
+    uint64_t hits;      /* evaluations that found a prepared program */
+    uint64_t misses;    /* evaluations that parsed, checked and prepared a program */
+    uint64_t compiles;  /* NVRTC compiles (CUDA) */
+    uint64_t disk_hits; /* CUDA modules read from the disk cache */
+    uint64_t entries;   /* prepared programs held */
+    double compile_ms;  /* total NVRTC time */
+} jitexpr_stats;
+
+int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out);
+
+/* --- Arguments ------------------------------------------------------------------------------ */
+
+typedef enum {
+    JITEXPR_ARG_TENSOR = 0,  /* value.tensor: a DLPack tensor, borrowed */
+    JITEXPR_ARG_BOOL = 1,    /* value.b (0 or not) */
+    JITEXPR_ARG_INT = 2,     /* value.i */
+    JITEXPR_ARG_FLOAT = 3,   /* value.f */
+    JITEXPR_ARG_COMPLEX = 4  /* value.c[0] + value.c[1] i */
+} jitexpr_arg_kind;
+
+/* One positional argument. Host scalars are kernel parameters and weakly typed (like Python
+ * scalars: float32 array * 2.5 stays float32). */
+typedef struct {
+    int32_t kind; /* a jitexpr_arg_kind */
+    union {
+        const DLManagedTensor* tensor;
+        int32_t b;
+        int64_t i;
+        double f;
+        double c[2];
+    } value;
+} jitexpr_arg;
+
+/* --- Evaluation ----------------------------------------------------------------------------- */
+
+/* Evaluates `text` (NUL-terminated) with the arguments bound by position, in order of first
+ * appearance of the names the program reads (as jit::eval). Tensors are borrowed: they are not
+ * consumed, their deleters are not called, and they may be passed again. Their memory must be
+ * on the runtime's backend (host memory for the CPU, device 0 for CUDA).
+ * On success *out is a new DLPack tensor with the value of the last statement, ready to read
+ * (on CUDA the work is complete when the call returns); the caller calls (*out)->deleter(*out).
+ * A program whose last statement produces no value gives *out = NULL. On failure *out is NULL. */
+int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args,
+                 DLManagedTensor** out);
+/* The same with tensor arguments only. */
+int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
+                        DLManagedTensor** out);
+
+/* --- Kernels: parsed once, evaluated many times ----------------------------------------------- */
+
+typedef struct jitexpr_kernel jitexpr_kernel;
+
+/* Parses `text` now (syntax and name errors are reported here). The kernel refers to `rt`,
+ * which must outlive it. NULL on failure. */
+jitexpr_kernel* jitexpr_compile(jitexpr_runtime* rt, const char* text);
+void jitexpr_kernel_free(jitexpr_kernel* k); /* NULL is allowed */
+/* The number of positional parameters, and the name of parameter i (NULL if out of range). */
+size_t jitexpr_kernel_num_params(const jitexpr_kernel* k);
+const char* jitexpr_kernel_param_name(const jitexpr_kernel* k, size_t i);
+int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out);
+int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,
+                               DLManagedTensor** out);
+
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+
+#endif /* JITEXPR_C_API_H */

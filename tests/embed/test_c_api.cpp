@@ -1,0 +1,322 @@
+// The C API (include/jit/c_api.h) on the CPU backend.
+#include <jit/c_api.h>
+#include <jit/interop.hpp>
+
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+#include <atomic>
+#include <functional>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+using namespace embed_test;
+
+namespace {
+
+struct RuntimeDeleter {
+    void operator()(jitexpr_runtime* rt) const { jitexpr_runtime_destroy(rt); }
+};
+using RuntimePtr = std::unique_ptr<jitexpr_runtime, RuntimeDeleter>;
+
+RuntimePtr cpu_runtime() {
+    RuntimePtr rt(jitexpr_runtime_create(JITEXPR_BACKEND_CPU));
+    EXPECT_NE(rt, nullptr) << jitexpr_last_error();
+    return rt;
+}
+
+struct TensorDeleter {
+    void operator()(DLManagedTensor* t) const {
+        if (t && t->deleter) t->deleter(t);
+    }
+};
+using TensorPtr = std::unique_ptr<DLManagedTensor, TensorDeleter>;
+
+template <class T>
+std::vector<T> values(const DLManagedTensor* t) {
+    const DLTensor& d = t->dl_tensor;
+    std::int64_t n = 1;
+    for (int k = 0; k < d.ndim; ++k) n *= d.shape[k];
+    std::vector<T> out(static_cast<std::size_t>(n));
+    // Results are C-contiguous: strides are checked where it matters.
+    std::memcpy(out.data(), static_cast<const char*>(d.data) + d.byte_offset, out.size() * sizeof(T));
+    return out;
+}
+
+template <class T>
+void host_tensor(HostTensor& h, std::vector<T> v) {
+    fill(h, jit::to_dlpack_dtype(jit::dtype_of_v<T>), {static_cast<std::int64_t>(v.size())}, as_bytes(v));
+}
+
+}  // namespace
+
+TEST(CApi, ParseErrorGivesItsCodeAndACaretMessage) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a, b;
+    host_tensor(a, std::vector<float>{1});
+    host_tensor(b, std::vector<float>{2});
+    DLManagedTensor* args[] = {&a.managed, &b.managed};
+    DLManagedTensor* out = reinterpret_cast<DLManagedTensor*>(&a);  // must be reset to NULL
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "c = a +* b", 2, args, &out), JITEXPR_ERROR_PARSE);
+    EXPECT_EQ(out, nullptr);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_PARSE);
+    const std::string msg = jitexpr_last_error();
+    EXPECT_EQ(msg.rfind("syntax error", 0), 0u) << msg;
+    EXPECT_NE(msg.find("line 1: c = a +* b\n"), std::string::npos) << msg;
+    EXPECT_NE(msg.find('^'), std::string::npos) << msg;
+    EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_PARSE), "parse");
+}
+
+TEST(CApi, CompileReportsSyntaxErrorsAndReturnsNull) {
+    RuntimePtr rt = cpu_runtime();
+    EXPECT_EQ(jitexpr_compile(rt.get(), "c = a +"), nullptr);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_PARSE);
+}
+
+TEST(CApi, UnknownFunctionIsANameError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1});
+    DLManagedTensor* args[] = {&a.managed};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "c = a + sine(a)", 1, args, &out), JITEXPR_ERROR_NAME);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("sine"), std::string::npos) << jitexpr_last_error();
+}
+
+TEST(CApi, WrongArgumentCountIsAnArgumentError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1});
+    DLManagedTensor* args[] = {&a.managed};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "a + b", 1, args, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("2 variables"), std::string::npos) << jitexpr_last_error();
+}
+
+TEST(CApi, NullPointersAreArgumentErrors) {
+    RuntimePtr rt = cpu_runtime();
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(nullptr, "1", 0, nullptr, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "1", 0, nullptr, nullptr), JITEXPR_ERROR_ARGUMENT);
+    jitexpr_arg null_tensor{};
+    null_tensor.kind = JITEXPR_ARG_TENSOR;
+    EXPECT_EQ(jitexpr_eval(rt.get(), "a + 1", 1, &null_tensor, &out), JITEXPR_ERROR_ARGUMENT);
+}
+
+TEST(CApi, DeviceTensorOnTheCpuRuntimeIsAnArgumentError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1});
+    a.managed.dl_tensor.device = {kDLCUDA, 0};
+    DLManagedTensor* args[] = {&a.managed};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "a + 1", 1, args, &out), JITEXPR_ERROR_ARGUMENT);
+}
+
+TEST(CApi, UnknownBackendIsRefused) {
+    EXPECT_EQ(jitexpr_runtime_create(7), nullptr);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_ARGUMENT);
+}
+
+TEST(CApi, CudaRuntimeIsCreatedOrReportsNoDevice) {
+    RuntimePtr rt(jitexpr_runtime_create(JITEXPR_BACKEND_CUDA));
+    if (rt) {
+        EXPECT_EQ(jitexpr_runtime_backend(rt.get()), JITEXPR_BACKEND_CUDA);
+    } else {
+        EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_NO_DEVICE);
+        EXPECT_STRNE(jitexpr_last_error(), "");
+    }
+}
+
+TEST(CApi, LastErrorIsPerThread) {
+    RuntimePtr rt = cpu_runtime();
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval_dlpack(rt.get(), "(", 0, nullptr, &out), JITEXPR_ERROR_PARSE);
+    std::string other;
+    int other_code = -1;
+    std::thread([&] {
+        other = jitexpr_last_error();
+        other_code = jitexpr_last_error_code();
+    }).join();
+    EXPECT_EQ(other, "");
+    EXPECT_EQ(other_code, JITEXPR_OK);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_PARSE);
+}
+
+TEST(CApi, EvaluatesTensorsAndReturnsAnOwnedResult) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a, b;
+    host_tensor(a, std::vector<float>{1, 2, 3});
+    host_tensor(b, std::vector<float>{4, 5, 6});
+    DLManagedTensor* args[] = {&a.managed, &b.managed};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval_dlpack(rt.get(), "c = a * 2 + b", 2, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr c(out);
+    EXPECT_EQ(c->dl_tensor.device.device_type, kDLCPU);
+    EXPECT_EQ(c->dl_tensor.dtype.code, kDLFloat);
+    EXPECT_EQ(c->dl_tensor.dtype.bits, 32);
+    EXPECT_EQ(values<float>(c.get()), (std::vector<float>{6, 9, 12}));
+}
+
+TEST(CApi, ScalarArgumentsAreWeaklyTyped) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1, 2});
+    jitexpr_arg args[3]{};
+    args[0].kind = JITEXPR_ARG_TENSOR;
+    args[0].value.tensor = &a.managed;
+    args[1].kind = JITEXPR_ARG_FLOAT;
+    args[1].value.f = 0.5;
+    args[2].kind = JITEXPR_ARG_INT;
+    args[2].value.i = 3;
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a * x + k", 3, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(r->dl_tensor.dtype.bits, 32);  // float32, not float64
+    EXPECT_EQ(values<float>(r.get()), (std::vector<float>{3.5f, 4.0f}));
+}
+
+TEST(CApi, ResultSharingAnArgumentsMemoryIsCopied) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<std::int32_t>{1, 2, 3});
+    DLManagedTensor* args[] = {&a.managed};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval_dlpack(rt.get(), "a = a + 1", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_NE(r->dl_tensor.data, a.managed.dl_tensor.data);
+    EXPECT_EQ(values<std::int32_t>(r.get()), (std::vector<std::int32_t>{2, 3, 4}));
+}
+
+TEST(CApi, KernelIsParsedOnceAndCalledMany) {
+    RuntimePtr rt = cpu_runtime();
+    jitexpr_kernel* k = jitexpr_compile(rt.get(), "y = a * b - a");
+    ASSERT_NE(k, nullptr) << jitexpr_last_error();
+    ASSERT_EQ(jitexpr_kernel_num_params(k), 2u);
+    EXPECT_STREQ(jitexpr_kernel_param_name(k, 0), "a");
+    EXPECT_STREQ(jitexpr_kernel_param_name(k, 1), "b");
+    EXPECT_EQ(jitexpr_kernel_param_name(k, 2), nullptr);
+    for (std::int64_t m = 1; m <= 3; ++m) {
+        HostTensor a, b;
+        host_tensor(a, std::vector<std::int64_t>{1, 2});
+        host_tensor(b, std::vector<std::int64_t>{m, m});
+        DLManagedTensor* args[] = {&a.managed, &b.managed};
+        DLManagedTensor* out = nullptr;
+        ASSERT_EQ(jitexpr_kernel_call_dlpack(k, 2, args, &out), JITEXPR_OK) << jitexpr_last_error();
+        TensorPtr r(out);
+        EXPECT_EQ(values<std::int64_t>(r.get()), (std::vector<std::int64_t>{m - 1, 2 * m - 2}));
+    }
+    jitexpr_kernel_free(k);
+}
+
+TEST(CApi, EveryDTypeRoundTripsThroughEval) {
+    RuntimePtr rt = cpu_runtime();
+    for (jit::DType t : kAllDTypes) {
+        SCOPED_TRACE(std::string(jit::dtype_name(t)));
+        HostTensor x;
+        const std::vector<std::byte> bytes = sample(t, 7);
+        fill(x, jit::to_dlpack_dtype(t), {7}, bytes);
+        DLManagedTensor* args[] = {&x.managed};
+        DLManagedTensor* out = nullptr;
+        ASSERT_EQ(jitexpr_eval_dlpack(rt.get(), "copy(x)", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+        TensorPtr r(out);
+        const DLDataType want = jit::to_dlpack_dtype(t);
+        EXPECT_EQ(r->dl_tensor.dtype.code, want.code);
+        EXPECT_EQ(r->dl_tensor.dtype.bits, want.bits);
+        ASSERT_EQ(r->dl_tensor.ndim, 1);
+        EXPECT_EQ(r->dl_tensor.shape[0], 7);
+        std::vector<std::byte> got(bytes.size());
+        std::memcpy(got.data(), static_cast<const char*>(r->dl_tensor.data) + r->dl_tensor.byte_offset, got.size());
+        EXPECT_EQ(got, bytes);
+    }
+}
+
+// 16 threads x 200 evaluations of a mix of programs through one runtime: every result is
+// right, and each distinct program (text + argument dtypes/shapes) is prepared exactly once.
+TEST(CApiThreads, SixteenThreadsShareOneRuntime) {
+    RuntimePtr rt = cpu_runtime();
+    constexpr int kThreads = 16, kEvals = 200, kN = 64;
+    std::vector<float> af(kN), bf(kN);
+    std::vector<std::int32_t> ai(kN), bi(kN);
+    std::vector<double> ad(kN);
+    for (int i = 0; i < kN; ++i) {
+        af[i] = static_cast<float>(i) * 0.5f;
+        bf[i] = static_cast<float>(kN - i);
+        ai[i] = i - 10;
+        bi[i] = 3 * i + 1;
+        ad[i] = i * 0.25;
+    }
+    HostTensor taf, tbf, tai, tbi, tad;
+    host_tensor(taf, af);
+    host_tensor(tbf, bf);
+    host_tensor(tai, ai);
+    host_tensor(tbi, bi);
+    host_tensor(tad, ad);
+    // Expected values are exact in every dtype used.
+    struct Case {
+        const char* text;
+        std::vector<DLManagedTensor*> args;
+        std::function<bool(const DLManagedTensor*)> check;
+    };
+    const std::vector<Case> cases = {
+        {"a * 2 + b", {&taf.managed, &tbf.managed},
+         [&](const DLManagedTensor* r) {
+             auto v = values<float>(r);
+             for (int i = 0; i < kN; ++i)
+                 if (v[i] != af[i] * 2 + bf[i]) return false;
+             return r->dl_tensor.dtype.code == kDLFloat && r->dl_tensor.dtype.bits == 32;
+         }},
+        {"a * 2 + b", {&tai.managed, &tbi.managed},
+         [&](const DLManagedTensor* r) {
+             auto v = values<std::int32_t>(r);
+             for (int i = 0; i < kN; ++i)
+                 if (v[i] != ai[i] * 2 + bi[i]) return false;
+             return r->dl_tensor.dtype.code == kDLInt;
+         }},
+        {"where(i > 0, i, -i) - j", {&tai.managed, &tbi.managed},
+         [&](const DLManagedTensor* r) {
+             auto v = values<std::int32_t>(r);
+             for (int i = 0; i < kN; ++i)
+                 if (v[i] != (ai[i] > 0 ? ai[i] : -ai[i]) - bi[i]) return false;
+             return true;
+         }},
+        {"d * d + x", {&tad.managed, &taf.managed},
+         [&](const DLManagedTensor* r) {
+             auto v = values<double>(r);
+             for (int i = 0; i < kN; ++i)
+                 if (v[i] != ad[i] * ad[i] + static_cast<double>(af[i])) return false;
+             return r->dl_tensor.dtype.bits == 64;
+         }},
+        {"sum(x)", {&tbf.managed},
+         [&](const DLManagedTensor* r) {
+             float want = 0;
+             for (int i = 0; i < kN; ++i) want += bf[i];
+             return r->dl_tensor.ndim == 0 && values<float>(r)[0] == want;
+         }},
+    };
+    std::atomic<int> failures{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&, t] {
+            for (int e = 0; e < kEvals; ++e) {
+                const Case& c = cases[static_cast<std::size_t>(t + e) % cases.size()];
+                DLManagedTensor* out = nullptr;
+                if (jitexpr_eval_dlpack(rt.get(), c.text, c.args.size(), c.args.data(), &out) != JITEXPR_OK || !out) {
+                    ++failures;
+                    continue;
+                }
+                TensorPtr r(out);
+                if (!c.check(r.get())) ++failures;
+            }
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failures.load(), 0);
+    jitexpr_stats s{};
+    ASSERT_EQ(jitexpr_runtime_stats(rt.get(), &s), JITEXPR_OK);
+    EXPECT_EQ(s.misses, cases.size());
+    EXPECT_EQ(s.entries, cases.size());
+    EXPECT_EQ(s.hits + s.misses, static_cast<std::uint64_t>(kThreads * kEvals));
+}
