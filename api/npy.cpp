@@ -258,18 +258,21 @@ Header parse_header(std::string_view bytes, std::string_view name, std::size_t* 
     Header h = DictParser(text, name).parse();
     h.data_offset = prelude + header_len;
 
-    // Size of the data, checked against overflow.
-    std::uint64_t count = 1;
+    // Size of the data, checked against overflow. As NumPy does, the extents other than zero
+    // must multiply without overflow even when one extent is zero: the strides of an empty
+    // array are still computed from them.
+    std::uint64_t span = 1;  // product of max(extent, 1)
     const std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    bool overflow = false;
+    bool overflow = false, empty = false;
     for (std::int64_t d : h.shape) {
-        if (d == 0) { count = 0; overflow = false; break; }
-        if (count > limit / static_cast<std::uint64_t>(d)) overflow = true;
-        else count *= static_cast<std::uint64_t>(d);
+        if (d == 0) { empty = true; continue; }
+        if (span > limit / static_cast<std::uint64_t>(d)) overflow = true;
+        else span *= static_cast<std::uint64_t>(d);
     }
     const std::uint64_t isz = itemsize(h.dtype);
-    if (overflow || count > limit / isz || count * isz > std::numeric_limits<std::size_t>::max())
+    if (overflow || span > limit / isz || span * isz > std::numeric_limits<std::size_t>::max())
         fail(name, fmt::format("malformed .npy header: shape {} is too large", shape_to_string(h.shape)));
+    const std::uint64_t count = empty ? 0 : span;
     h.data_bytes = static_cast<std::size_t>(count * isz);
     return h;
 }

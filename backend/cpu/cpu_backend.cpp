@@ -25,6 +25,10 @@
 #include <string>
 #include <vector>
 
+#if defined(JX_CPU_HAVE_AVX2)
+#include <cpuid.h>
+#endif
+
 namespace jit::cpu {
 
 const KernelTable& kernels() {
@@ -33,8 +37,11 @@ const KernelTable& kernels() {
         const bool force_base = env && std::string(env) == "base";
 #if defined(JX_CPU_HAVE_AVX2)
         __builtin_cpu_init();
-        if (!force_base && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-            __builtin_cpu_supports("f16c"))
+        // F16C through CPUID (leaf 1, ECX bit 29): clang before 15 has no "f16c" for
+        // __builtin_cpu_supports.
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C);
+        if (!force_base && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c)
             return kernels_avx2();
 #else
         (void)force_base;
