@@ -13,6 +13,9 @@
 
 #include <fmt/format.h>
 
+#include <boost/container/small_vector.hpp>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -218,7 +221,7 @@ struct Runtime::Impl {
             }
             // The other thread failed: prepare here, to report the same error from this thread.
         }
-        Landing landing{*this, key, *flight};
+        Landing landing{*this, key, *flight, nullptr};
         auto t0 = Clock::now();
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
@@ -318,6 +321,9 @@ struct Runtime::Impl {
     };
 
     std::atomic<std::uint64_t> hits{0};
+    // Binds, runs and (when write_back) stores the assigned names into env.
+    Array run(Runtime& self, std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+              bool write_back);
     // JITEXPR_SHOW_KERNELS=1 prints every newly generated kernel's source to stderr.
     const bool show_kernels = env_or("JITEXPR_SHOW_KERNELS") == "1";
 };
@@ -396,73 +402,104 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
                                         f->params.size(), f->params.size() == 1 ? "" : "s",
                                         names.empty() ? "none" : names, args.size(), args.size() == 1 ? " was" : "s were"));
     }
-    Environment env;
-    for (std::size_t i = 0; i < args.size(); ++i) env.emplace(f->params[i], args[i]);
-    return run(text, env, stream, nullptr);
+    // The bindings live in a per-thread environment that keeps its nodes from call to call, so
+    // evaluating the same text again allocates nothing here. Names of other programs are dropped
+    // first (a stale binding would change the program), and the values are released afterwards
+    // (the thread must not keep the caller's arrays alive). A nested eval on the same thread
+    // (none is expected) gets an environment of its own.
+    thread_local Environment shared_env;
+    thread_local bool busy = false;
+    Environment local_env;
+    Environment& env = busy ? local_env : shared_env;
+    struct Release {
+        Environment& env;
+        bool& busy;
+        bool owner;
+        ~Release() {
+            for (auto& kv : env) kv.second = Arg(false);
+            if (owner) busy = false;
+        }
+    } release{env, busy, !busy};
+    busy = true;
+    for (auto it = env.begin(); it != env.end();) {
+        if (std::find(f->params.begin(), f->params.end(), it->first) == f->params.end()) it = env.erase(it);
+        else ++it;
+    }
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (auto it = env.find(f->params[i]); it != env.end()) it->second = args[i];
+        else env.emplace(f->params[i], args[i]);
+    }
+    return impl_->run(*this, text, *f, env, stream, nullptr, /*write_back=*/false);
 }
 
 Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing* timing) {
-    const auto t_parse = Clock::now();
     double parse_ms = 0;
     auto f = impl_->front(text, &parse_ms);
     if (timing) timing->parse_ms = parse_ms;
-    (void)t_parse;
+    return impl_->run(*this, text, *f, env, stream, timing, /*write_back=*/true);
+}
+
+Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& front, Environment& env, void* stream,
+                         Timing* timing, bool write_back) {
+    const Front* f = &front;
     if (f->module.statements.empty()) return Array();
 
     // Arrays must live on this runtime's backend: moving them is explicit (Array::to).
     for (const std::string& n : f->names) {
         auto it = env.find(n);
-        if (it != env.end() && it->second.is_array() && it->second.array().backend() != impl_->backend)
+        if (it != env.end() && it->second.is_array() && it->second.array().backend() != backend)
             throw ArgumentError(fmt::format("'{}' is a {} array but this runtime evaluates on {}; move it with .to(Backend::{})",
-                                            n, backend_name(it->second.array().backend()), backend_name(impl_->backend),
-                                            impl_->backend == Backend::Cuda ? "Cuda" : "Cpu"));
+                                            n, backend_name(it->second.array().backend()), backend_name(backend),
+                                            backend == Backend::Cuda ? "Cuda" : "Cpu"));
     }
-    auto e = impl_->entry(text, *f, env, timing);
+    auto e = entry(text, *f, env, timing);
     const ir::Program& p = e->program;
 
     const auto t_run = Clock::now();
-    std::vector<Array> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.at(p.inputs[i].name).array();
-    std::vector<ir::Value> scalars(p.scalars.size());
+    // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
+    boost::container::small_vector<Array, 8> inputs(p.inputs.size());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.find(p.inputs[i].name)->second.array();
+    boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
     for (std::size_t s = 0; s < p.scalars.size(); ++s) {
         const ir::ScalarDecl& d = p.scalars[s];
-        scalars[s] = scalar_value(env.at(d.name));
+        scalars[s] = scalar_value(env.find(d.name)->second);
         if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
             throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
                                          scalars[s].i),
                              p.text, d.span);
     }
-    std::vector<Array> outputs(p.outputs.size());
-    std::vector<std::size_t> copy_back;
+    boost::container::small_vector<Array, 8> outputs(p.outputs.size());
+    boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
         const ir::Node& n = p.node(od.node);
         if (od.alias_input >= 0 && e->direct_alias[o]) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = Array::empty(n.dtype, n.shape, impl_->backend);
+            outputs[o] = Array::empty(n.dtype, n.shape, backend);
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }
     detail::RunArgs ra;
-    ra.inputs = inputs;
-    ra.scalars = scalars;
-    ra.outputs = outputs;
+    ra.inputs = std::span<const Array>(inputs.data(), inputs.size());
+    ra.scalars = std::span<const ir::Value>(scalars.data(), scalars.size());
+    ra.outputs = std::span<Array>(outputs.data(), outputs.size());
     ra.stream = stream;
     e->prepared->run(ra);
     // Results that could not be written in place: copy into the arrays now.
     for (std::size_t o : copy_back) {
         const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
         Environment ce{{"dst", Arg(target)}, {"src", Arg(outputs[o])}};
-        run("dst = src", ce, stream, nullptr);
+        self.run("dst = src", ce, stream, nullptr);
         outputs[o] = target;
     }
     if (timing) {
-        if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
+        if (backend == Backend::Cuda) cuda::synchronize(stream);
         timing->run_ms = ms_since(t_run);
     }
-    for (std::size_t o = 0; o < p.outputs.size(); ++o)
-        if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
+    if (write_back)
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+            if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
     return e->result_output >= 0 ? outputs[static_cast<std::size_t>(e->result_output)] : Array();
 }
 
