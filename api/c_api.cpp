@@ -255,4 +255,32 @@ int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManaged
     return jitexpr_kernel_call(k, n_args, a.data(), out);
 }
 
+int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns, const ArrowSchema* const* schemas,
+                       const ArrowArray* const* arrays, ArrowArray* out_array, ArrowSchema* out_schema) {
+    if (out_array) out_array->release = nullptr;
+    if (out_schema) out_schema->release = nullptr;
+    if (!out_array || !out_schema) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null output array or schema");
+    if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null runtime or text");
+    return guarded([&] {
+        if (n_columns > 0 && (!schemas || !arrays))
+            throw jit::ArgumentError("jitexpr_eval_arrow: null schema or array list");
+        std::vector<jit::ArrowColumn> cols;
+        cols.reserve(n_columns);
+        for (std::size_t i = 0; i < n_columns; ++i) {
+            try {
+                cols.push_back(jit::view_arrow(schemas[i], arrays[i]));
+            } catch (const jit::ArgumentError& e) {
+                throw jit::ArgumentError(fmt::format("column {}: {}", i, e.what()));
+            }
+        }
+        jit::ArrowColumn r = jit::eval_arrow(text, cols, rt->runtime);
+        if (rt->runtime.backend() == jit::Backend::Cuda) jit::cuda::synchronize();
+        // The columns are borrowed views owning nothing: a result sharing memory with one is
+        // copied, so that the exported array never outlives memory it does not own.
+        for (const jit::ArrowColumn& c : cols)
+            if (c.values.storage() == r.values.storage()) r.values = r.values.to(jit::Backend::Cpu);
+        jit::to_arrow(r, out_array, out_schema);
+    });
+}
+
 }  // extern "C"

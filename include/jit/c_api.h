@@ -16,6 +16,7 @@
 #ifndef JITEXPR_C_API_H
 #define JITEXPR_C_API_H
 
+#include <jit/arrow.h>
 #include <jit/dlpack.h>
 
 #include <stddef.h>
@@ -136,6 +137,26 @@ const char* jitexpr_kernel_param_name(const jitexpr_kernel* k, size_t i);
 int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out);
 int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,
                                DLManagedTensor** out);
+
+/* --- Arrow columns, with nulls ---------------------------------------------------------------- */
+
+/* Evaluates `text` over `n_columns` Arrow columns (the Arrow C data interface, <jit/arrow.h>)
+ * bound by position as in jitexpr_eval, and propagates nulls: the result is null wherever any
+ * input is null. Accepted columns: primitive formats c C s S i I l L e f g and b (boolean),
+ * 2 buffers, no children or dictionary, host memory. The inputs are borrowed (not moved, not
+ * released); they are read in place, booleans and validity bitmaps are unpacked into copies.
+ * The program must be elementwise (a 1-D result of the columns' length), and must not assign
+ * to the columns' names (Arrow buffers are immutable).
+ * On success *out_array and *out_schema are new structures owned by the caller, who calls
+ * out_array->release(out_array) and out_schema->release(out_schema) once each: the result in
+ * host memory (shared with nothing the caller owns), its validity bitmap (NULL when there are
+ * no nulls; null_count exact), format from the result dtype, name "". On failure both are
+ * marked released (release == NULL). Unsupported formats, wrong buffer counts, columns of
+ * other lengths, and results without an Arrow format (complex, bfloat16) are
+ * JITEXPR_ERROR_ARGUMENT. */
+int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns,
+                       const struct ArrowSchema* const* schemas, const struct ArrowArray* const* arrays,
+                       struct ArrowArray* out_array, struct ArrowSchema* out_schema);
 
 #ifdef __cplusplus
 }  /* extern "C" */

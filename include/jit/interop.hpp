@@ -1,5 +1,8 @@
 // jitexpr — exchanging arrays with other libraries without copying.
 //
+// Arrow (include/jit/arrow.h): primitive columns of the Arrow C data interface, with their
+// validity, in and out; evaluation that propagates nulls (see the Arrow section below).
+//
 // DLPack (include/jit/dlpack.h): the C structures PyTorch, CuPy, JAX, NumPy and others export
 // and import. Host tensors become Backend::Cpu arrays, CUDA tensors of device 0 Backend::Cuda
 // arrays; the memory is shared, never copied.
@@ -13,9 +16,14 @@
 #pragma once
 
 #include <jit/array.hpp>
+#include <jit/arrow.h>
 #include <jit/dlpack.h>
+#include <jit/runtime.hpp>
 
+#include <cstdint>
 #include <optional>
+#include <string_view>
+#include <vector>
 
 namespace jit {
 
@@ -49,7 +57,72 @@ Array view_dlpack(const DLTensor& tensor);
 // before the consumer's reads) before the consumer uses it.
 DLManagedTensor* to_dlpack(const Array& array);
 
-// --- Arrow (planned) -----------------------------------------------------------------------
-// The Arrow C data interface (ArrowArray/ArrowSchema) is to be added here.
+// --- Arrow C data interface (include/jit/arrow.h) ------------------------------------------
+//
+// Primitive Arrow columns in host memory become 1-D Backend::Cpu arrays; the values are shared,
+// not copied, except for booleans (Arrow packs them 8 to a byte, jitexpr stores one per byte).
+// A validity bitmap becomes a bool array (true = valid), which is always a copy.
+//
+//   ArrowColumn a = jit::from_arrow(&schema_a, &array_a);   // moves array_a (release = NULL now)
+//   ArrowColumn b = jit::from_arrow(&schema_b, &array_b);
+//   ArrowColumn c = jit::eval_arrow("a * 2 + b", {a, b});    // null where a or b is null
+//   ArrowArray out; ArrowSchema out_schema;
+//   jit::to_arrow(c, &out, &out_schema);                     // the consumer releases both once
+
+// One Arrow column: its values and, when it may hold nulls, its validity.
+struct ArrowColumn {
+    Array values;                  // 1-D, `length` elements
+    std::optional<Array> validity; // bool, same shape, true where the value is valid; absent
+                                   // when the column has no nulls
+    std::int64_t null_count = 0;   // number of false entries in validity; -1 when not counted
+                                   // (results of eval_arrow, whose validity is computed lazily)
+};
+
+// The jitexpr dtype of an Arrow format string: "c" "C" "s" "S" "i" "I" "l" "L" (int8 ... uint64),
+// "e" "f" "g" (float16, float32, float64), "b" (bool). nullopt for every other format.
+std::optional<DType> from_arrow_format(std::string_view format);
+// The Arrow format string of a dtype; throws ArgumentError for bfloat16 and complex dtypes,
+// which the Arrow C data interface has no primitive format for.
+const char* to_arrow_format(DType dtype);
+
+// Imports a primitive column, taking ownership of `array` by the specification's move
+// semantics: the structure is copied and `array->release` is set to NULL, so the caller must
+// not release it any more. The values are viewed in place (no copy) and array's release
+// callback runs exactly once, when the last jitexpr array (view, slice, result aliasing it)
+// referring to them is gone; for a boolean column (copied) that is before from_arrow returns.
+// `schema` is only read: the caller still owns and releases it.
+// Accepted: the formats of from_arrow_format; n_buffers 2; no children and no dictionary;
+// length, offset >= 0. A validity bitmap is read only when null_count != 0 and buffers[0] is
+// not NULL; null_count -1 (unknown) is counted. Values not aligned to their size are copied.
+// Throws ArgumentError for anything else, and then the array is NOT consumed: the caller still
+// owns it and must release it.
+ArrowColumn from_arrow(const ArrowSchema* schema, ArrowArray* array);
+
+// The same view, owning nothing: the caller keeps `array` (unreleased) alive as long as the
+// returned arrays, and any view of them, live.
+ArrowColumn view_arrow(const ArrowSchema* schema, const ArrowArray* array);
+
+// Exports a column as a new ArrowArray and ArrowSchema (format from to_arrow_format, name
+// `name`, flags ARROW_FLAG_NULLABLE). The values are shared with the array when it is a
+// contiguous host array of a non-bool dtype; otherwise (CUDA, strided, bool) copied to host
+// memory. The validity is bit-packed (LSB first) into a new buffer, or buffers[0] is NULL when
+// the column has no validity or no nulls; null_count is always exact. Each release callback
+// frees what its structure owns; the consumer calls out_array->release(out_array) and
+// out_schema->release(out_schema) once each. Throws ArgumentError (and writes nothing) for a
+// values array that is not 1-D, a validity of another shape or dtype, or a dtype without an
+// Arrow format.
+void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out_schema,
+              std::string_view name = "");
+
+// Evaluates `text` with the columns bound by position (in order of first appearance, as
+// jit::eval) and propagates nulls: the result is null wherever any input column is null. The
+// validity is the AND of the inputs' validity arrays, computed by jitexpr on `runtime`; absent
+// when no input has one. The program must be elementwise over the columns: its result must be
+// 1-D with their length (a reduction such as sum(a) throws ArgumentError: nulls have no
+// meaning there). Values at null positions are computed from whatever the input buffers hold
+// and are unspecified. Runs on `runtime`'s backend; results of a CUDA runtime are on the device
+// (to_arrow copies them to host memory).
+ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& columns,
+                       Runtime& runtime = Runtime::default_runtime());
 
 }  // namespace jit

@@ -1,0 +1,432 @@
+// The Arrow C data interface (include/jit/arrow.h, the Arrow part of include/jit/interop.hpp
+// and jitexpr_eval_arrow) on host memory: columns built by hand, as a foreign producer would.
+#include <jit/c_api.h>
+#include <jit/interop.hpp>
+#include <jit/jit.hpp>
+
+#include <gtest/gtest.h>
+
+#include "test_util.hpp"
+
+#include <cstring>
+#include <set>
+#include <string>
+
+using namespace embed_test;
+
+namespace {
+
+// A primitive column produced by the test. The ArrowArray's private_data points here (not to
+// the struct, which an importer may move); release counts its calls.
+struct Producer {
+    std::vector<std::uint8_t> bitmap;     // validity, LSB first; empty for none
+    std::vector<std::byte> values;        // length + offset elements (or bits for "b")
+    const void* buffers[3] = {nullptr, nullptr, nullptr};
+    int released = 0;
+    std::string format;
+    ArrowArray array{};
+    ArrowSchema schema{};
+    int schema_released = 0;
+};
+
+void release_producer_array(ArrowArray* a) {
+    ++static_cast<Producer*>(a->private_data)->released;
+    a->release = nullptr;
+}
+
+void release_producer_schema(ArrowSchema* s) {
+    ++static_cast<Producer*>(s->private_data)->schema_released;
+    s->release = nullptr;
+}
+
+std::vector<std::uint8_t> pack(const std::vector<bool>& bits) {
+    std::vector<std::uint8_t> out((bits.size() + 7) / 8, 0);
+    for (std::size_t i = 0; i < bits.size(); ++i)
+        if (bits[i]) out[i / 8] |= static_cast<std::uint8_t>(1u << (i % 8));
+    return out;
+}
+
+bool bit(const void* buffer, std::int64_t i) {
+    return ((static_cast<const std::uint8_t*>(buffer)[i / 8] >> (i % 8)) & 1) != 0;
+}
+
+// `values` hold offset + length elements; `valid` (offset + length entries, or empty for no
+// bitmap) the validity; null_count as given (-1 = unknown).
+void produce(Producer& p, std::string format, std::vector<std::byte> values, std::int64_t offset, std::int64_t length,
+             const std::vector<bool>& valid = {}, std::int64_t null_count = 0) {
+    p.format = std::move(format);
+    p.values = std::move(values);
+    p.bitmap = valid.empty() ? std::vector<std::uint8_t>{} : pack(valid);
+    p.buffers[0] = p.bitmap.empty() ? nullptr : p.bitmap.data();
+    p.buffers[1] = p.values.data();
+    p.array = ArrowArray{};
+    p.array.length = length;
+    p.array.null_count = null_count;
+    p.array.offset = offset;
+    p.array.n_buffers = 2;
+    p.array.buffers = p.buffers;
+    p.array.release = &release_producer_array;
+    p.array.private_data = &p;
+    p.schema = ArrowSchema{};
+    p.schema.format = p.format.c_str();
+    p.schema.flags = ARROW_FLAG_NULLABLE;
+    p.schema.release = &release_producer_schema;
+    p.schema.private_data = &p;
+}
+
+std::vector<std::byte> host_bytes(const jit::Array& a) {
+    std::vector<std::byte> out(a.nbytes());
+    a.copy_to_host(out.data());
+    return out;
+}
+
+jit::Runtime& cpu_runtime() {
+    static jit::Runtime rt([] {
+        jit::RuntimeOptions o;
+        o.backend = jit::Backend::Cpu;
+        o.disk_cache = false;
+        return o;
+    }());
+    return rt;
+}
+
+struct FormatCase {
+    const char* format;
+    jit::DType dtype;
+};
+const FormatCase kPrimitive[] = {
+    {"c", jit::DType::Int8},     {"C", jit::DType::UInt8},   {"s", jit::DType::Int16},
+    {"S", jit::DType::UInt16},   {"i", jit::DType::Int32},   {"I", jit::DType::UInt32},
+    {"l", jit::DType::Int64},    {"L", jit::DType::UInt64},  {"e", jit::DType::Float16},
+    {"f", jit::DType::Float32},  {"g", jit::DType::Float64},
+};
+
+template <class T>
+std::vector<T> exported_values(const ArrowArray& a) {
+    std::vector<T> out(static_cast<std::size_t>(a.length));
+    std::memcpy(out.data(), static_cast<const T*>(a.buffers[1]) + a.offset, out.size() * sizeof(T));
+    return out;
+}
+
+}  // namespace
+
+TEST(ArrowFormat, MapsEveryPrimitiveFormatBothWays) {
+    for (const FormatCase& c : kPrimitive) {
+        EXPECT_EQ(jit::from_arrow_format(c.format), c.dtype) << c.format;
+        EXPECT_STREQ(jit::to_arrow_format(c.dtype), c.format);
+    }
+    EXPECT_EQ(jit::from_arrow_format("b"), jit::DType::Bool);
+    EXPECT_STREQ(jit::to_arrow_format(jit::DType::Bool), "b");
+}
+
+TEST(ArrowFormat, HasNoDTypeForStringsNestedOrParametricTypes) {
+    for (const char* f : {"u", "U", "z", "n", "+l", "+s", "d:10,2", "w:4", "tdD", "", "ii"})
+        EXPECT_FALSE(jit::from_arrow_format(f)) << f;
+    EXPECT_THROW(jit::to_arrow_format(jit::DType::Complex64), jit::ArgumentError);
+    EXPECT_THROW(jit::to_arrow_format(jit::DType::BFloat16), jit::ArgumentError);
+}
+
+TEST(ArrowImport, RoundTripsEveryPrimitiveTypeWithOffsetAndNulls) {
+    constexpr std::int64_t kOffset = 3, kLength = 10;
+    std::vector<bool> valid(kOffset + kLength, true);
+    valid[kOffset + 1] = valid[kOffset + 4] = valid[kOffset + 9] = false;
+    valid[0] = false;  // before the offset: not counted
+    for (const FormatCase& c : kPrimitive) {
+        SCOPED_TRACE(c.format);
+        Producer p;
+        const std::vector<std::byte> all = sample(c.dtype, kOffset + kLength);
+        produce(p, c.format, all, kOffset, kLength, valid, 3);
+        {
+            jit::ArrowColumn col = jit::from_arrow(&p.schema, &p.array);
+            EXPECT_EQ(p.array.release, nullptr);  // moved
+            ASSERT_EQ(col.values.dtype(), c.dtype);
+            ASSERT_EQ(col.values.shape(), jit::Shape{kLength});
+            const std::size_t size = jit::itemsize(c.dtype);
+            EXPECT_EQ(host_bytes(col.values), std::vector<std::byte>(all.begin() + kOffset * size, all.end()));
+            ASSERT_TRUE(col.validity);
+            EXPECT_EQ(col.null_count, 3);
+            EXPECT_EQ(col.validity->to_vector<std::uint8_t>(),
+                      (std::vector<std::uint8_t>{1, 0, 1, 1, 0, 1, 1, 1, 1, 0}));
+
+            ArrowArray out{};
+            ArrowSchema out_schema{};
+            jit::to_arrow(col, &out, &out_schema, "x");
+            EXPECT_STREQ(out_schema.format, c.format);
+            EXPECT_STREQ(out_schema.name, "x");
+            EXPECT_EQ(out.length, kLength);
+            EXPECT_EQ(out.offset, 0);
+            EXPECT_EQ(out.null_count, 3);
+            ASSERT_EQ(out.n_buffers, 2);
+            std::vector<std::byte> exported(static_cast<std::size_t>(kLength) * size);
+            std::memcpy(exported.data(), out.buffers[1], exported.size());
+            EXPECT_EQ(exported, std::vector<std::byte>(all.begin() + kOffset * size, all.end()));
+            for (std::int64_t i = 0; i < kLength; ++i) EXPECT_EQ(bit(out.buffers[0], i), valid[kOffset + i]) << i;
+            out.release(&out);
+            out_schema.release(&out_schema);
+            EXPECT_EQ(out.release, nullptr);
+            EXPECT_EQ(out_schema.release, nullptr);
+            EXPECT_EQ(p.released, 0);  // col still views the buffers
+        }
+        EXPECT_EQ(p.released, 1);
+        EXPECT_EQ(p.schema_released, 0);  // the schema is only read
+    }
+}
+
+TEST(ArrowImport, ViewsPrimitiveValuesInPlace) {
+    Producer p;
+    produce(p, "i", as_bytes(std::vector<std::int32_t>{9, 8, 7, 6, 5}), 2, 3);
+    jit::ArrowColumn col = jit::from_arrow(&p.schema, &p.array);
+    EXPECT_EQ(col.values.data(), p.values.data() + 2 * sizeof(std::int32_t));
+    EXPECT_EQ(col.values.to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, 6, 5}));
+}
+
+TEST(ArrowImport, ReleasesExactlyOnceWhenTheLastArrayReferringToTheValuesGoes) {
+    Producer p;
+    produce(p, "g", as_bytes(std::vector<double>{1, 2, 3, 4}), 0, 4);
+    jit::Array tail;
+    {
+        jit::ArrowColumn col = jit::from_arrow(&p.schema, &p.array);
+        tail = col.values.slice(0, 2, 4);
+        jit::Array r = cpu_runtime().eval("a * 2", {jit::Arg(col.values)});
+        EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{2, 4, 6, 8}));
+    }
+    EXPECT_EQ(p.released, 0);
+    EXPECT_EQ(tail.to_vector<double>(), (std::vector<double>{3, 4}));
+    tail = jit::Array();
+    EXPECT_EQ(p.released, 1);
+}
+
+TEST(ArrowImport, HasNoValidityWhenNullCountIsZeroOrTheBitmapIsNull) {
+    Producer zero;
+    produce(zero, "f", as_bytes(std::vector<float>{1, 2, 3}), 0, 3, {true, false, true}, 0);
+    jit::ArrowColumn a = jit::from_arrow(&zero.schema, &zero.array);
+    EXPECT_FALSE(a.validity);
+    EXPECT_EQ(a.null_count, 0);
+
+    Producer unknown_no_bitmap;
+    produce(unknown_no_bitmap, "f", as_bytes(std::vector<float>{1, 2, 3}), 0, 3, {}, -1);
+    jit::ArrowColumn b = jit::from_arrow(&unknown_no_bitmap.schema, &unknown_no_bitmap.array);
+    EXPECT_FALSE(b.validity);
+    EXPECT_EQ(b.null_count, 0);
+}
+
+TEST(ArrowImport, CountsNullsWhenNullCountIsUnknown) {
+    Producer p;
+    produce(p, "f", as_bytes(std::vector<float>{1, 2, 3, 4}), 1, 3, {false, true, false, false}, -1);
+    jit::ArrowColumn c = jit::from_arrow(&p.schema, &p.array);
+    ASSERT_TRUE(c.validity);
+    EXPECT_EQ(c.null_count, 2);
+    EXPECT_EQ(c.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 0}));
+}
+
+TEST(ArrowImport, UnpacksABooleanColumnWithOffsetIntoACopy) {
+    const std::vector<bool> bits = {1, 1, 0, 1, 0, 0, 1, 0, 1, 1, 0, 1};
+    Producer p;
+    std::vector<std::byte> packed;
+    for (std::uint8_t b : pack(bits)) packed.push_back(static_cast<std::byte>(b));
+    produce(p, "b", packed, 5, 7, {1, 1, 1, 1, 1, 1, 0, 1, 1, 1, 1, 1}, 1);
+    jit::ArrowColumn c = jit::from_arrow(&p.schema, &p.array);
+    EXPECT_EQ(p.released, 1);  // copied: the producer's array is released at once
+    EXPECT_EQ(c.values.dtype(), jit::DType::Bool);
+    EXPECT_EQ(c.values.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 0, 1, 1, 0, 1}));
+    ASSERT_TRUE(c.validity);
+    EXPECT_EQ(c.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 1, 1, 1, 1, 1}));
+
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(c, &out, &schema);
+    EXPECT_STREQ(schema.format, "b");
+    EXPECT_EQ(out.null_count, 1);
+    for (std::int64_t i = 0; i < 7; ++i) EXPECT_EQ(bit(out.buffers[1], i), bits[5 + static_cast<std::size_t>(i)]) << i;
+    out.release(&out);
+    schema.release(&schema);
+}
+
+TEST(ArrowImport, CopiesValuesNotAlignedToTheirSize) {
+    Producer p;
+    std::vector<std::byte> raw(1 + 3 * sizeof(float));
+    const std::vector<std::byte> v = as_bytes(std::vector<float>{1.5f, 2.5f, 3.5f});
+    std::memcpy(raw.data() + 1, v.data(), v.size());
+    produce(p, "f", raw, 0, 3);
+    p.buffers[1] = p.values.data() + 1;  // misaligned for float
+    jit::ArrowColumn c = jit::view_arrow(&p.schema, &p.array);
+    EXPECT_EQ(c.values.to_vector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
+}
+
+TEST(ArrowImport, RejectsUtf8AndLeavesTheArrayToItsOwner) {
+    Producer p;
+    produce(p, "u", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);
+    p.array.n_buffers = 3;
+    EXPECT_THROW(jit::from_arrow(&p.schema, &p.array), jit::ArgumentError);
+    EXPECT_NE(p.array.release, nullptr);  // not consumed
+    EXPECT_EQ(p.released, 0);
+    p.array.release(&p.array);
+}
+
+TEST(ArrowImport, RejectsAPrimitiveArrayWithTheWrongNumberOfBuffers) {
+    Producer p;
+    produce(p, "i", as_bytes(std::vector<std::int32_t>{1, 2}), 0, 2);
+    p.array.n_buffers = 1;
+    EXPECT_THROW(jit::from_arrow(&p.schema, &p.array), jit::ArgumentError);
+    EXPECT_NE(p.array.release, nullptr);
+}
+
+TEST(ArrowImport, RejectsNullsWithoutABitmapDictionariesAndReleasedArrays) {
+    Producer nulls;
+    produce(nulls, "i", as_bytes(std::vector<std::int32_t>{1, 2}), 0, 2, {}, 1);
+    EXPECT_THROW(jit::view_arrow(&nulls.schema, &nulls.array), jit::ArgumentError);
+
+    Producer dict;
+    produce(dict, "i", as_bytes(std::vector<std::int32_t>{0, 1}), 0, 2);
+    ArrowSchema values_type{};
+    dict.schema.dictionary = &values_type;
+    EXPECT_THROW(jit::view_arrow(&dict.schema, &dict.array), jit::ArgumentError);
+
+    Producer released;
+    produce(released, "i", as_bytes(std::vector<std::int32_t>{1, 2}), 0, 2);
+    released.array.release = nullptr;
+    EXPECT_THROW(jit::from_arrow(&released.schema, &released.array), jit::ArgumentError);
+    EXPECT_THROW(jit::from_arrow(nullptr, &released.array), jit::ArgumentError);
+}
+
+TEST(ArrowEval, PropagatesNullsThroughAxTwoPlusB) {
+    Producer pa, pb;
+    produce(pa, "f", as_bytes(std::vector<float>{1, 2, 3, 4, 5, 6, 7}), 0, 7, {1, 0, 1, 1, 0, 1, 1}, 2);
+    produce(pb, "f", as_bytes(std::vector<float>{10, 20, 30, 40, 50, 60, 70}), 0, 7, {1, 1, 1, 1, 0, 1, 0}, 2);
+    const jit::ArrowColumn a = jit::from_arrow(&pa.schema, &pa.array);
+    const jit::ArrowColumn b = jit::from_arrow(&pb.schema, &pb.array);
+    const jit::ArrowColumn c = jit::eval_arrow("a * 2 + b", {a, b}, cpu_runtime());
+    ASSERT_TRUE(c.validity);
+    EXPECT_EQ(c.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 1, 1, 0, 1, 0}));
+
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(c, &out, &schema);
+    EXPECT_STREQ(schema.format, "f");
+    EXPECT_EQ(out.null_count, 3);
+    const std::vector<float> v = exported_values<float>(out);
+    const std::set<std::int64_t> nulls = {1, 4, 6};
+    for (std::int64_t i = 0; i < 7; ++i) {
+        EXPECT_EQ(bit(out.buffers[0], i), nulls.count(i) == 0) << i;
+        if (!nulls.count(i)) {
+            EXPECT_EQ(v[static_cast<std::size_t>(i)], static_cast<float>((i + 1) * 2 + (i + 1) * 10)) << i;
+        }
+    }
+    out.release(&out);
+    schema.release(&schema);
+}
+
+TEST(ArrowEval, KeepsTheOnlyInputValidityAndExportsNoBitmapWithoutNulls) {
+    Producer pa, pb;
+    produce(pa, "l", as_bytes(std::vector<std::int64_t>{1, 2, 3}), 0, 3, {1, 0, 1}, 1);
+    produce(pb, "l", as_bytes(std::vector<std::int64_t>{4, 5, 6}), 0, 3);
+    const jit::ArrowColumn a = jit::from_arrow(&pa.schema, &pa.array);
+    const jit::ArrowColumn b = jit::from_arrow(&pb.schema, &pb.array);
+    const jit::ArrowColumn c = jit::eval_arrow("a + b", {a, b}, cpu_runtime());
+    ASSERT_TRUE(c.validity);
+    EXPECT_EQ(c.null_count, 1);
+
+    const jit::ArrowColumn d = jit::eval_arrow("b * b", {b}, cpu_runtime());
+    EXPECT_FALSE(d.validity);
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(d, &out, &schema);
+    EXPECT_EQ(out.null_count, 0);
+    EXPECT_EQ(out.buffers[0], nullptr);
+    EXPECT_EQ(exported_values<std::int64_t>(out), (std::vector<std::int64_t>{16, 25, 36}));
+    out.release(&out);
+    schema.release(&schema);
+}
+
+TEST(ArrowEval, RejectsAReduction) {
+    Producer p;
+    produce(p, "g", as_bytes(std::vector<double>{1, 2, 3}), 0, 3, {1, 0, 1}, 1);
+    const jit::ArrowColumn a = jit::from_arrow(&p.schema, &p.array);
+    EXPECT_THROW(jit::eval_arrow("sum(a)", {a}, cpu_runtime()), jit::ArgumentError);
+}
+
+TEST(ArrowExport, RejectsResultsWithoutAnArrowFormatOrMoreThanOneDimension) {
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::ArrowColumn complex;
+    complex.values = jit::Array::zeros(jit::DType::Complex64, {3}, jit::Backend::Cpu);
+    EXPECT_THROW(jit::to_arrow(complex, &out, &schema), jit::ArgumentError);
+    jit::ArrowColumn matrix;
+    matrix.values = jit::Array::zeros(jit::DType::Float32, {2, 2}, jit::Backend::Cpu);
+    EXPECT_THROW(jit::to_arrow(matrix, &out, &schema), jit::ArgumentError);
+    EXPECT_EQ(out.release, nullptr);  // nothing written
+}
+
+TEST(ArrowExport, CopiesAStridedArrayIntoContiguousValues) {
+    jit::ArrowColumn c;
+    c.values = jit::Array::from(std::vector<std::int16_t>{1, 2, 3, 4, 5, 6}, {}, jit::Backend::Cpu).slice(0, 0, 6, 2);
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(c, &out, &schema);
+    EXPECT_EQ(exported_values<std::int16_t>(out), (std::vector<std::int16_t>{1, 3, 5}));
+    out.release(&out);
+    schema.release(&schema);
+}
+
+TEST(ArrowCApi, EvalArrowPropagatesNullsAndBorrowsTheInputs) {
+    jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+    ASSERT_NE(rt, nullptr);
+    Producer pa, pb;
+    produce(pa, "i", as_bytes(std::vector<std::int32_t>{0, 1, 2, 3, 4}), 1, 4, {1, 1, 0, 1, 1}, 1);
+    produce(pb, "i", as_bytes(std::vector<std::int32_t>{10, 20, 30, 40}), 0, 4, {1, 1, 1, 0}, 1);
+    const ArrowSchema* schemas[] = {&pa.schema, &pb.schema};
+    const ArrowArray* arrays[] = {&pa.array, &pb.array};
+    ArrowArray out{};
+    ArrowSchema schema{};
+    ASSERT_EQ(jitexpr_eval_arrow(rt, "a * 2 + b", 2, schemas, arrays, &out, &schema), JITEXPR_OK)
+        << jitexpr_last_error();
+    EXPECT_EQ(pa.released + pb.released, 0);
+    EXPECT_NE(pa.array.release, nullptr);
+    EXPECT_STREQ(schema.format, "i");
+    EXPECT_EQ(out.length, 4);
+    EXPECT_EQ(out.null_count, 2);
+    const std::vector<std::int32_t> v = exported_values<std::int32_t>(out);
+    EXPECT_TRUE(bit(out.buffers[0], 0));
+    EXPECT_FALSE(bit(out.buffers[0], 1));
+    EXPECT_TRUE(bit(out.buffers[0], 2));
+    EXPECT_FALSE(bit(out.buffers[0], 3));
+    EXPECT_EQ(v[0], 12);
+    EXPECT_EQ(v[2], 36);
+    out.release(&out);
+    schema.release(&schema);
+    jitexpr_runtime_destroy(rt);
+}
+
+TEST(ArrowCApi, CopiesAResultThatIsAnInput) {
+    jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+    ASSERT_NE(rt, nullptr);
+    Producer p;
+    produce(p, "g", as_bytes(std::vector<double>{1, 2}), 0, 2);
+    const ArrowSchema* schemas[] = {&p.schema};
+    const ArrowArray* arrays[] = {&p.array};
+    ArrowArray out{};
+    ArrowSchema schema{};
+    ASSERT_EQ(jitexpr_eval_arrow(rt, "a", 1, schemas, arrays, &out, &schema), JITEXPR_OK) << jitexpr_last_error();
+    EXPECT_NE(out.buffers[1], p.values.data());
+    EXPECT_EQ(exported_values<double>(out), (std::vector<double>{1, 2}));
+    out.release(&out);
+    schema.release(&schema);
+    jitexpr_runtime_destroy(rt);
+}
+
+TEST(ArrowCApi, ReportsAnUnsupportedFormatAsAnArgumentError) {
+    jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+    ASSERT_NE(rt, nullptr);
+    Producer p;
+    produce(p, "u", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);
+    p.array.n_buffers = 3;
+    const ArrowSchema* schemas[] = {&p.schema};
+    const ArrowArray* arrays[] = {&p.array};
+    ArrowArray out{};
+    ArrowSchema schema{};
+    out.release = &release_producer_array;  // must be marked released on failure
+    EXPECT_EQ(jitexpr_eval_arrow(rt, "a + 1", 1, schemas, arrays, &out, &schema), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_EQ(out.release, nullptr);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("\"u\""), std::string::npos) << jitexpr_last_error();
+    jitexpr_runtime_destroy(rt);
+}
