@@ -275,14 +275,17 @@ ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& co
     for (std::size_t i = 0; i < columns.size(); ++i) {
         const ArrowColumn& c = columns[i];
         if (!c.values.defined()) throw ArgumentError(fmt::format("eval_arrow: column {} has no values", i));
-        args.emplace_back(c.values);
+        // Arrow columns are host memory: on a CUDA runtime they travel to the device (the one
+        // copy this path makes; results come back in to_arrow).
+        auto on_runtime = [&](const Array& a) { return a.backend() == runtime.backend() ? a : a.to(runtime.backend()); };
+        args.emplace_back(on_runtime(c.values));
         if (c.validity) {
             if (!c.validity->defined() || c.validity->dtype() != DType::Bool ||
                 c.validity->shape() != c.values.shape())
                 throw ArgumentError(fmt::format("eval_arrow: column {}: the validity must be a bool array of the "
                                                 "values' shape {}",
                                                 i, shape_to_string(c.values.shape())));
-            masks.emplace_back(*c.validity);
+            masks.emplace_back(on_runtime(*c.validity));
         }
     }
     ArrowColumn out;
