@@ -42,6 +42,11 @@ Array filled(DType t, double base) {
     return a;
 }
 
+Array filled16() {
+    std::vector<float> v(16, 1.5f);
+    return Array::from(v, {}, Backend::Cpu);
+}
+
 // Runs `c = <expr>` with c an existing array of the inputs' dtype.
 void run_text(benchmark::State& state, const std::string& expr, DType t, std::vector<std::pair<std::string, double>> inputs) {
     jit::Environment env;
@@ -76,6 +81,16 @@ void BM_WhereTranscendental(benchmark::State& state, DType t) {
 }
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Host cost of one eval of a cached program on tiny arrays (16 elements): the runtime's hot path.
+void BM_HostOverheadPerEval(benchmark::State& state) {
+    Array a = filled16(), b = filled16();
+    jit::Kernel k = jit::compile("a*2 + b", runtime());
+    std::vector<jit::Arg> args{a, b};
+    for (int i = 0; i < 100; ++i) k.call(args);
+    for (auto _ : state) benchmark::DoNotOptimize(k.call(args));
+}
+BENCHMARK(BM_HostOverheadPerEval);
 
 // Baseline: memcpy of one 2^24 float32 array (bytes read + written).
 void BM_Memcpy(benchmark::State& state) {
