@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -59,6 +60,9 @@ namespace {
 
 using i64 = std::int64_t;
 
+// Most units (blocks) one thread takes from the shared counter at a time.
+constexpr i64 kRunUnits = 128;
+
 // ---------------------------------------------------------------- plan
 struct Instr {
     enum class Kind : std::uint8_t { Load, Fill, Compute };
@@ -70,6 +74,8 @@ struct Instr {
     int node = -1;      // Load/Fill: the node loaded or filled
     int load = -1;      // Load: index into StagePlan::loads
     int store = -1;     // Compute: index into StagePlan::stores of the output it may write in place
+    bool full = true;   // Fill: some reader needs the whole block (else only element 0 is written)
+    std::uint8_t scalar_in = 0;  // Compute: bit k set when in[k] is read as one value (op_vs/op_sv)
 };
 
 struct LoadPlan {
@@ -93,6 +99,9 @@ struct StagePlan {
     std::vector<Instr> code;   // per block
     std::vector<StorePlan> stores;
     int nslots = 0;
+    // Bytes between consecutive slots: a block of the widest register type of the stage, plus
+    // one cache line so that slots do not all start at the same L1 set.
+    i64 slot_bytes = 0;
     // Reduce stages
     int reduce_node = -1;
     int axis = -1;
@@ -118,6 +127,8 @@ Red red_of(ir::Op op, bool* mean) {
     }
     throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(op).id));
 }
+
+bool is_fill(const ir::Node& n) { return n.kind == ir::NodeKind::Const || n.kind == ir::NodeKind::Scalar; }
 
 // The dtype an op's kernel is chosen by (its operands' common dtype).
 DType operand_dtype(const ir::Program& p, const ir::Node& n) {
@@ -243,6 +254,20 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
                 if (!ins.fn)
                     throw InternalError(fmt::format("cpu backend: no kernel for {} on {}", ir::info(nd.op).id, dtype_name(od)));
                 ins.nin = nd.nargs;
+                // A binary op with exactly one constant/scalar operand reads it as one value.
+                if (nd.nargs == 2) {
+                    const bool s0 = is_fill(p.node(rep[static_cast<std::size_t>(nd.args[0])]));
+                    const bool s1 = is_fill(p.node(rep[static_cast<std::size_t>(nd.args[1])]));
+                    const OpFn vs = kt.op_vs[static_cast<int>(nd.op)][static_cast<int>(od)];
+                    const OpFn sv = kt.op_sv[static_cast<int>(nd.op)][static_cast<int>(od)];
+                    if (s1 && !s0 && vs) {
+                        ins.fn = vs;
+                        ins.scalar_in = 2;
+                    } else if (s0 && !s1 && sv) {
+                        ins.fn = sv;
+                        ins.scalar_in = 1;
+                    }
+                }
                 break;
             }
             case ir::NodeKind::Cast: {
@@ -271,6 +296,19 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
     for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n)
         if (need[static_cast<std::size_t>(n)] && slot[static_cast<std::size_t>(n)] < 0)
             slot[static_cast<std::size_t>(n)] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(n)])];
+
+    // Slot size from the widest register value the stage computes or loads.
+    i64 widest = 1;
+    for (int n : order) widest = std::max(widest, reg_size(p.node(n).dtype));
+    sp.slot_bytes = (kBlock * widest + 63) / 64 * 64 + 64;
+
+    // Fills read only as scalars need one element; any block reader or a root needs them all.
+    std::vector<char> block_read(static_cast<std::size_t>(sp.nslots), 0);
+    for (const Instr& ins : sp.code)
+        for (int k = 0; k < ins.nin; ++k)
+            if (!(ins.scalar_in & (1u << k))) block_read[static_cast<std::size_t>(ins.in[k])] = 1;
+    for (int r : roots) block_read[static_cast<std::size_t>(slot[static_cast<std::size_t>(r)])] = 1;
+    for (Instr& f : sp.fills) f.full = block_read[static_cast<std::size_t>(f.out)] != 0;
 
     if (stage.kind == ir::Stage::Kind::Reduce) {
         sp.value_slot = slot[static_cast<std::size_t>(roots[0])];
@@ -403,7 +441,6 @@ std::byte* thread_scratch(std::size_t bytes) {
     return buf.empty() ? nullptr : buf.data()->b;
 }
 
-constexpr i64 kSlotBytes = kBlock * kMaxRegBytes;
 
 // ---------------------------------------------------------------- the prepared program
 class CpuPrepared final : public detail::Prepared {
@@ -441,6 +478,8 @@ private:
     // Evaluates one block; returns per-slot pointers in `ptr`.
     void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start, i64 len) const;
     void fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const;
+    // Calls body(next) on each participating thread; next(u0, u1) takes the next run of units
+    // [u0, u1) and returns false when none are left.
     template <class Body>
     void parallel(i64 units, i64 elements, Body&& body) const;
 
@@ -452,6 +491,10 @@ private:
     std::vector<int> aliased_inputs_;
 };
 
+// Units are handed out in small runs from a shared counter, in increasing order: a thread that
+// is slowed down (the machine is shared, or one core is busy) takes fewer runs instead of
+// holding up the others, and the threads stream through neighbouring memory. Which thread
+// evaluates a unit never changes what it computes, so results stay the same for any thread count.
 template <class Body>
 void CpuPrepared::parallel(i64 units, i64 elements, Body&& body) const {
     if (units <= 0) return;
@@ -459,13 +502,27 @@ void CpuPrepared::parallel(i64 units, i64 elements, Body&& body) const {
     if (elements < kParallelThreshold) threads = 1;
     threads = static_cast<int>(std::min<i64>(threads, units));
     if (threads <= 1) {
-        body(i64{0}, units);
+        bool given = false;
+        body([&](i64& u0, i64& u1) {
+            if (given) return false;
+            given = true;
+            u0 = 0;
+            u1 = units;
+            return true;
+        });
         return;
     }
+    // About 8 runs per thread at least, and at most kRunUnits units per run.
+    const i64 run = std::clamp<i64>(units / (i64{threads} * 8), 1, kRunUnits);
+    std::atomic<i64> next_unit{0};
     pool_->run([&](int t) {
         if (t >= threads) return;
-        const i64 u0 = units * t / threads, u1 = units * (t + 1) / threads;
-        if (u0 < u1) body(u0, u1);
+        body([&](i64& u0, i64& u1) {
+            u0 = next_unit.fetch_add(run, std::memory_order_relaxed);
+            if (u0 >= units) return false;
+            u1 = std::min(units, u0 + run);
+            return true;
+        });
     });
 }
 
@@ -594,8 +651,9 @@ void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, 
             value_to_reg(nd.value, nd.dtype, one);
         }
         const i64 rs = reg_size(nd.dtype);
-        std::byte* dst = scratch + f.out * kSlotBytes;
-        for (i64 i = 0; i < kBlock; ++i) std::memcpy(dst + i * rs, one, static_cast<std::size_t>(rs));
+        std::byte* dst = scratch + f.out * sp.slot_bytes;
+        const i64 count = f.full ? kBlock : 1;
+        for (i64 i = 0; i < count; ++i) std::memcpy(dst + i * rs, one, static_cast<std::size_t>(rs));
         ptr[f.out] = dst;
     }
 }
@@ -603,7 +661,7 @@ void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, 
 void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start,
                              i64 len) const {
     for (const Instr& ins : sp.code) {
-        std::byte* buf = scratch + ins.out * kSlotBytes;
+        std::byte* buf = scratch + ins.out * sp.slot_bytes;
         if (ins.kind == Instr::Kind::Load) {
             const Operand& op = b.loads[static_cast<std::size_t>(ins.load)];
             if (op.direct) {
@@ -632,10 +690,11 @@ void CpuPrepared::run_elementwise(const StagePlan& sp, const Bound& b) const {
     const i64 n = b.space.size;
     const i64 blocks = (n + kBlock - 1) / kBlock;
     Ctx ctx{b.args, nullptr};
-    parallel(blocks, n, [&](i64 b0, i64 b1) {
-        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+    parallel(blocks, n, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
         std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
+        for (i64 b0 = 0, b1 = 0; next(b0, b1);)
         for (i64 blk = b0; blk < b1; ++blk) {
             const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
             eval_block(sp, b, scratch, ptr.data(), start, len);
@@ -687,10 +746,11 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         const i64 per_row = (L + kBlock - 1) / kBlock;
         const i64 units = rows * per_row;
         std::vector<std::byte> partials(static_cast<std::size_t>(units * rs));
-        parallel(units, b.space.size, [&](i64 u0, i64 u1) {
-            std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+        parallel(units, b.space.size, [&](auto&& next) {
+            std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
             std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
             fill(sp, ctx, scratch, ptr.data());
+            for (i64 u0 = 0, u1 = 0; next(u0, u1);)
             for (i64 u = u0; u < u1; ++u) {
                 const i64 row = u / per_row, j = u % per_row;
                 const i64 start = row * L + j * kBlock, len = std::min(kBlock, L - j * kBlock);
@@ -712,10 +772,11 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     // Short rows: whole rows packed into each block.
     const i64 per_block = std::max<i64>(1, kBlock / L);
     const i64 units = (rows + per_block - 1) / per_block;
-    parallel(units, b.space.size, [&](i64 u0, i64 u1) {
-        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * kSlotBytes));
+    parallel(units, b.space.size, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
         std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
+        for (i64 u0 = 0, u1 = 0; next(u0, u1);)
         for (i64 u = u0; u < u1; ++u) {
             const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
             eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);

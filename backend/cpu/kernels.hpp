@@ -14,8 +14,9 @@
 
 namespace jit::cpu {
 
-// Elements per block: every temporary of a block is this long.
-inline constexpr std::int64_t kBlock = 2048;
+// Elements per block: every temporary of a block is this long. 512 keeps a float64 chain of
+// temporaries in L1 (docs/cpu-performance.md has the measurements).
+inline constexpr std::int64_t kBlock = 512;
 // Bytes of the widest register type (complex128).
 inline constexpr std::int64_t kMaxRegBytes = 16;
 
@@ -31,7 +32,8 @@ constexpr std::int64_t reg_size(DType t) {
     return static_cast<std::int64_t>(itemsize(t));
 }
 
-// out[i] = op(in[0][i], in[1][i], ...), i < n.
+// out[i] = op(in[0][i], in[1][i], ...), i < n. In the scalar-operand variants of binary ops
+// (KernelTable::op_vs / op_sv) one input points to a single register value used for every i.
 using OpFn = void (*)(const void* const* in, void* out, std::int64_t n);
 // dst[i] = register(src[i * stride]) (stride in elements; 0 broadcasts one element).
 using LoadFn = void (*)(const void* src, std::int64_t stride, void* dst, std::int64_t n);
@@ -53,6 +55,10 @@ inline constexpr int kNumRed = static_cast<int>(Red::Count);
 struct KernelTable {
     const char* name = "";
     OpFn op[kNumOps][kNumDTypes] = {};        // [op][operand dtype]
+    // Binary ops with one scalar operand: out[i] = op(in[0][i], *in[1]) (op_vs) and
+    // out[i] = op(*in[0], in[1][i]) (op_sv). Null where only the two-block loop exists.
+    OpFn op_vs[kNumOps][kNumDTypes] = {};
+    OpFn op_sv[kNumOps][kNumDTypes] = {};
     OpFn cast[kNumDTypes][kNumDTypes] = {};   // [from][to]
     LoadFn load[kNumDTypes] = {};
     StoreFn store[kNumDTypes] = {};

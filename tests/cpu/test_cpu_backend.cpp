@@ -220,6 +220,70 @@ TEST(CpuKernels, Avx2TableMatchesScalarSemantics) {
     check_table(*kt);
 }
 
+// op_vs / op_sv (one operand a single value) against the two-block loop with that value filled
+// in, byte for byte, for a few values of each operand type, specials included.
+template <class T>
+void check_scalar_variants(const jit::cpu::KernelTable& kt, DType dt) {
+    const std::int64_t n = kBlock + 3;
+    const auto a = sample<T>(n, 11);
+    const auto values = sample<T>(24, 12);
+    for (int op = 0; op < jit::cpu::kNumOps; ++op) {
+        const auto full = kt.op[op][static_cast<int>(dt)];
+        for (const bool right : {true, false}) {
+            const auto one = right ? kt.op_vs[op][static_cast<int>(dt)] : kt.op_sv[op][static_cast<int>(dt)];
+            if (!one) continue;
+            ASSERT_NE(full, nullptr) << op;
+            for (std::size_t v = 0; v < values.n; ++v) {
+                Buf<T> filled(static_cast<std::size_t>(n));
+                for (auto& x : filled) x = values.p[v];
+                const T s = values.p[v];
+                std::vector<unsigned char> got(static_cast<std::size_t>(n) * 16), want(got.size());
+                const void* in_one[2] = {right ? static_cast<const void*>(a.p.get()) : &s,
+                                         right ? static_cast<const void*>(&s) : a.p.get()};
+                const void* in_full[2] = {right ? a.p.get() : filled.data(), right ? filled.data() : a.p.get()};
+                one(in_one, got.data(), n);
+                full(in_full, want.data(), n);
+                ASSERT_EQ(got, want) << ir::info(static_cast<ir::Op>(op)).id << " on " << jit::dtype_name(dt) << " ["
+                                     << kt.name << "], scalar " << (right ? "right" : "left") << " = "
+                                     << as_double(s);
+            }
+        }
+    }
+}
+
+void check_scalar_variants_table(const jit::cpu::KernelTable& kt) {
+    check_scalar_variants<bool>(kt, DType::Bool);
+    check_scalar_variants<jx::i8>(kt, DType::Int8);
+    check_scalar_variants<jx::i16>(kt, DType::Int16);
+    check_scalar_variants<jx::i32>(kt, DType::Int32);
+    check_scalar_variants<jx::i64>(kt, DType::Int64);
+    check_scalar_variants<jx::u8>(kt, DType::UInt8);
+    check_scalar_variants<jx::u16>(kt, DType::UInt16);
+    check_scalar_variants<jx::u32>(kt, DType::UInt32);
+    check_scalar_variants<jx::u64>(kt, DType::UInt64);
+    check_scalar_variants<float>(kt, DType::Float16);
+    check_scalar_variants<float>(kt, DType::BFloat16);
+    check_scalar_variants<float>(kt, DType::Float32);
+    check_scalar_variants<double>(kt, DType::Float64);
+    check_scalar_variants<jx::c64>(kt, DType::Complex64);
+    check_scalar_variants<jx::c128>(kt, DType::Complex128);
+}
+
+TEST(CpuKernels, ScalarOperandLoopsEqualFilledBlockLoopsBitwise) {
+    check_scalar_variants_table(jit::cpu::kernels_base());
+    const auto* avx2 = jit::cpu::kernels_avx2();
+    if (avx2 && __builtin_cpu_supports("avx2")) check_scalar_variants_table(*avx2);
+}
+
+TEST(CpuKernels, ArithmeticOnFloatsHasScalarOperandLoops) {
+    const auto& kt = jit::cpu::kernels();
+    for (ir::Op op : {ir::Op::Add, ir::Op::Sub, ir::Op::Mul, ir::Op::Div, ir::Op::Gt})
+        for (DType dt : {DType::Float32, DType::Float64}) {
+            EXPECT_NE(kt.op_vs[static_cast<int>(op)][static_cast<int>(dt)], nullptr) << ir::info(op).id;
+            EXPECT_NE(kt.op_sv[static_cast<int>(op)][static_cast<int>(dt)], nullptr) << ir::info(op).id;
+        }
+}
+
 TEST(CpuKernels, EveryElementwiseOpHasAKernelForSomeDtype) {
     const auto& kt = jit::cpu::kernels();
     for (const auto& info : ir::op_table()) {
@@ -345,6 +409,38 @@ TEST(CpuBackend, WhereSelectsPerElement) {
         if (av[i] > 0.5f) ASSERT_NEAR(r[i], std::sin(av[i]), 4e-7f) << i;
         else ASSERT_EQ(r[i], av[i] * av[i]) << i;
     }
+}
+
+TEST(CpuBackend, ConstantOnTheLeftOfANonCommutativeOpKeepsItsSide) {
+    const std::int64_t n = 2 * kBlock + 5;
+    Builder b;
+    int a = b.input(DType::Float64, {n});
+    b.output(b.same(ir::Op::Sub, {b.fconst(2.0, DType::Float64), a}));
+    b.output(b.same(ir::Op::Div, {a, b.fconst(3.0, DType::Float64)}));
+    std::vector<double> av(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) av[static_cast<std::size_t>(i)] = 0.125 * double(i % 41) - 1.0;
+    std::vector<Array> out{b.make_output(0), b.make_output(1)};
+    jxtest::run(*backend1(), b.p, {host(av, {n})}, out);
+    const auto left = out[0].to_vector<double>(), right = out[1].to_vector<double>();
+    for (std::size_t i = 0; i < av.size(); ++i) {
+        ASSERT_EQ(left[i], 2.0 - av[i]) << i;
+        ASSERT_EQ(right[i], av[i] / 3.0) << i;
+    }
+}
+
+// One constant read both as a single value (a * k) and as a whole block (where's operand).
+TEST(CpuBackend, ConstantReadAsScalarAndAsBlockFillsTheBlock) {
+    const std::int64_t n = 3 * kBlock + 7;
+    Builder b;
+    int a = b.input(DType::Float32, {n});
+    int k = b.fconst(2.0, DType::Float32);
+    int cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.0, DType::Float32)});
+    b.output(b.same(ir::Op::Where, {cond, b.same(ir::Op::Mul, {a, k}), k}));
+    auto av = iota_f(n, 0.5f, -20.f);
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(av, {n})}, out);
+    const auto r = out[0].to_vector<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) ASSERT_EQ(r[i], av[i] > 0.f ? av[i] * 2.f : 2.f) << i;
 }
 
 TEST(CpuBackend, Float16IsComputedInFloatAndRoundedOnStore) {
