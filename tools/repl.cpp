@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -144,11 +145,24 @@ public:
         g_line.reset();
         g_sigint = 0;
         rl_callback_handler_install(prompt.c_str(), on_line);
+        // SIGINT stays blocked except inside pselect, which unblocks it atomically: a Ctrl-C that
+        // lands while readline handles a key is then seen by the next wait instead of being lost
+        // before a select() that would block for ever.
+        sigset_t sigint_only, outside;
+        sigemptyset(&sigint_only);
+        sigaddset(&sigint_only, SIGINT);
+        pthread_sigmask(SIG_BLOCK, &sigint_only, &outside);
+        struct RestoreMask {
+            const sigset_t& mask;
+            ~RestoreMask() { pthread_sigmask(SIG_SETMASK, &mask, nullptr); }
+        } restore{outside};
+        sigset_t waiting = outside;
+        sigdelset(&waiting, SIGINT);
         while (!g_done) {
             fd_set fds;
             FD_ZERO(&fds);
             FD_SET(STDIN_FILENO, &fds);
-            int r = ::select(STDIN_FILENO + 1, &fds, nullptr, nullptr, nullptr);
+            int r = ::pselect(STDIN_FILENO + 1, &fds, nullptr, nullptr, nullptr, &waiting);
             if (r < 0) {
                 if (errno != EINTR) break;
                 if (g_sigint) {
