@@ -3,8 +3,9 @@
 // Plan of a stage: the nodes its stored values (or its reduction operand) need, in node order,
 // each turned into one instruction over a block: Load (an input or an earlier stage's buffer;
 // contiguous inputs are read in place), Fill (constants and scalars, filled once per run and
-// thread), Compute (a kernel from the table). Instruction results live in per-thread slots of
-// kBlock elements, reused once their last reader has run.
+// thread), Compute (a kernel from the table; an op with a scalar operand feeding one op with a
+// block operand is one fused kernel, KernelTable::fused). Instruction results live in
+// per-thread slots of kBlock elements, reused once their last reader has run.
 //
 // Run: the iteration space of a stage is split into blocks of kBlock elements; blocks are split
 // in contiguous chunks over the thread pool. Block boundaries never depend on the thread count,
@@ -203,13 +204,72 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
         order.push_back(n);
     }
 
+    // Fused pairs (KernelTable::fused): an arithmetic op t with one constant/scalar operand s and
+    // one block operand x, whose value is read only by one arithmetic op m of the same dtype whose
+    // other operand y is a block. t gets no instruction; m's reads x, s and y (in that order).
+    std::vector<char> is_root(p.nodes.size(), 0);
+    for (int r : roots) is_root[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = 1;
+    std::vector<int> uses(p.nodes.size(), 0);
+    for (int n : order) {
+        const ir::Node& nd = p.node(n);
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
+            for (int k = 0; k < nd.nargs; ++k) ++uses[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])];
+    }
+    struct Fuse {
+        OpFn fn = nullptr;
+        int reads[3] = {-1, -1, -1};  // x, s, y
+    };
+    std::vector<Fuse> fuse(p.nodes.size());
+    std::vector<char> fused_away(p.nodes.size(), 0);
+    for (int m : order) {
+        const ir::Node& mn = p.node(m);
+        if (mn.kind != ir::NodeKind::Op || mn.nargs != 2 || fuse_index(mn.op) < 0) continue;
+        const DType od = operand_dtype(p, mn);
+        for (int k = 0; k < 2; ++k) {
+            const int t = rep[static_cast<std::size_t>(mn.args[k])];
+            const int y = rep[static_cast<std::size_t>(mn.args[1 - k])];
+            const ir::Node& tn = p.node(t);
+            if (t == y || is_fill(p.node(y)) || tn.kind != ir::NodeKind::Op || tn.nargs != 2 || fuse_index(tn.op) < 0 ||
+                tn.dtype != od || operand_dtype(p, tn) != od || uses[static_cast<std::size_t>(t)] != 1 ||
+                is_root[static_cast<std::size_t>(t)] || fuse[static_cast<std::size_t>(t)].fn)
+                continue;
+            const int a0 = rep[static_cast<std::size_t>(tn.args[0])], a1 = rep[static_cast<std::size_t>(tn.args[1])];
+            const bool s0 = is_fill(p.node(a0)), s1 = is_fill(p.node(a1));
+            if (s0 == s1) continue;
+            const int variant = (s0 ? kFuseScalarLeft : 0) | (k == 1 ? kFuseTempRight : 0);
+            const OpFn fn = kt.fused[fuse_index(tn.op)][fuse_index(mn.op)][variant][static_cast<int>(od)];
+            if (!fn) continue;
+            Fuse& f = fuse[static_cast<std::size_t>(m)];
+            f.fn = fn;
+            f.reads[0] = s0 ? a1 : a0;
+            f.reads[1] = s0 ? a0 : a1;
+            f.reads[2] = y;
+            fused_away[static_cast<std::size_t>(t)] = 1;
+            break;
+        }
+    }
+    // The values an instruction for node n reads (representatives), in operand order.
+    auto reads = [&](int n, int* r) {
+        const Fuse& f = fuse[static_cast<std::size_t>(n)];
+        if (f.fn) {
+            std::copy(f.reads, f.reads + 3, r);
+            return 3;
+        }
+        const ir::Node& nd = p.node(n);
+        if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) return 0;
+        for (int k = 0; k < nd.nargs; ++k) r[k] = rep[static_cast<std::size_t>(nd.args[k])];
+        return static_cast<int>(nd.nargs);
+    };
+
     // Last use (position in `order`) of each value; roots live to the end.
     constexpr int kForever = std::numeric_limits<int>::max();
     std::vector<int> last(p.nodes.size(), -1);
     for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-        const ir::Node& nd = p.node(order[static_cast<std::size_t>(pos)]);
-        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
-            for (int k = 0; k < nd.nargs; ++k) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])] = pos;
+        const int n = order[static_cast<std::size_t>(pos)];
+        if (fused_away[static_cast<std::size_t>(n)]) continue;
+        int r[3];
+        const int nr = reads(n, r);
+        for (int k = 0; k < nr; ++k) last[static_cast<std::size_t>(r[k])] = pos;
     }
     for (int r : roots) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = kForever;
 
@@ -226,6 +286,7 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
     for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
         const int n = order[static_cast<std::size_t>(pos)];
         const ir::Node& nd = p.node(n);
+        if (fused_away[static_cast<std::size_t>(n)]) continue;  // computed inside its reader's instruction
         Instr ins;
         ins.node = n;
         switch (nd.kind) {
@@ -249,6 +310,12 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
                 break;
             }
             case ir::NodeKind::Op: {
+                if (fuse[static_cast<std::size_t>(n)].fn) {
+                    ins.fn = fuse[static_cast<std::size_t>(n)].fn;
+                    ins.nin = 3;
+                    ins.scalar_in = 2;
+                    break;
+                }
                 const DType od = operand_dtype(p, nd);
                 ins.fn = kt.op[static_cast<int>(nd.op)][static_cast<int>(od)];
                 if (!ins.fn)
@@ -277,19 +344,19 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
                 break;
             }
         }
-        for (int k = 0; k < ins.nin; ++k) ins.in[k] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])];
+        int rd[3];
+        const int nr = reads(n, rd);
+        for (int k = 0; k < ins.nin; ++k) ins.in[k] = slot[static_cast<std::size_t>(rd[k])];
         ins.out = take();
         slot[static_cast<std::size_t>(n)] = ins.out;
         sp.code.push_back(ins);
         // Free the slots whose last reader this was (after taking `out`: kernels' pointers are restrict).
-        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast) {
-            for (int k = 0; k < ins.nin; ++k) {
-                const int a = rep[static_cast<std::size_t>(nd.args[k])];
-                if (last[static_cast<std::size_t>(a)] == pos && p.node(a).kind != ir::NodeKind::Const &&
-                    p.node(a).kind != ir::NodeKind::Scalar) {
-                    const int sl = slot[static_cast<std::size_t>(a)];
-                    if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
-                }
+        for (int k = 0; k < nr; ++k) {
+            const int a = rd[k];
+            if (last[static_cast<std::size_t>(a)] == pos && p.node(a).kind != ir::NodeKind::Const &&
+                p.node(a).kind != ir::NodeKind::Scalar) {
+                const int sl = slot[static_cast<std::size_t>(a)];
+                if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
             }
         }
     }
@@ -326,6 +393,21 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
     }
     return sp;
 }
+
+}  // namespace
+
+int count_fused_instructions(const ir::Program& program, const ir::Schedule& schedule, const KernelTable& kt) {
+    int count = 0;
+    for (const auto& st : schedule.stages)
+        for (const Instr& ins : plan_stage(program, schedule, st, kt).code)
+            for (const auto& row : kt.fused)
+                for (const auto& col : row)
+                    for (const auto& var : col)
+                        if (ins.fn && std::find(std::begin(var), std::end(var), ins.fn) != std::end(var)) ++count;
+    return count;
+}
+
+namespace {
 
 // ---------------------------------------------------------------- run-time iteration spaces
 struct Operand {

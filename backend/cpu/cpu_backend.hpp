@@ -21,4 +21,8 @@ std::unique_ptr<BackendImpl> make_cpu_backend(int threads = 0);
 namespace jit::cpu {
 // Arrays with fewer elements than this run on the calling thread only.
 inline constexpr long long kParallelThreshold = 32768;
+struct KernelTable;
+// Test aid: how many instructions of the plan of `program` with table `kt` are fused pairs
+// (KernelTable::fused, docs/cpu-performance.md).
+int count_fused_instructions(const ir::Program& program, const ir::Schedule& schedule, const KernelTable& kt);
 }  // namespace jit::cpu

@@ -49,6 +49,24 @@ using CombineFn = void (*)(void* acc, const void* x);
 using DivideFn = void (*)(void* acc, std::int64_t count);
 // Convert one register value of `t` to a double (test and debugging aid) — not needed at run time.
 
+// Fused pairs of arithmetic ops (docs/cpu-performance.md, "Fused scalar-then-block pairs"):
+// t = op1(x, s) or op1(s, x) with one scalar operand s, then out = op2(t, y) or op2(y, t) with a
+// block y, in one loop without storing t. in[0] = x (block), in[1] = s (one value), in[2] = y
+// (block). Same jx::op calls in the same order, each result rounded: bitwise the two-pass result.
+inline constexpr int kNumFuseOps = 4;  // Add, Sub, Mul, Div
+constexpr int fuse_index(ir::Op op) {
+    switch (op) {
+        case ir::Op::Add: return 0;
+        case ir::Op::Sub: return 1;
+        case ir::Op::Mul: return 2;
+        case ir::Op::Div: return 3;
+        default: return -1;
+    }
+}
+// Variant bits of KernelTable::fused.
+inline constexpr int kFuseScalarLeft = 1;  // op1(s, x) rather than op1(x, s)
+inline constexpr int kFuseTempRight = 2;   // op2(y, t) rather than op2(t, y)
+
 enum class Red : std::uint8_t { Sum, Prod, Min, Max, Any, All, Count };
 inline constexpr int kNumRed = static_cast<int>(Red::Count);
 
@@ -59,6 +77,9 @@ struct KernelTable {
     // out[i] = op(*in[0], in[1][i]) (op_sv). Null where only the two-block loop exists.
     OpFn op_vs[kNumOps][kNumDTypes] = {};
     OpFn op_sv[kNumOps][kNumDTypes] = {};
+    // [fuse_index(op1)][fuse_index(op2)][variant bits][operand dtype]; float32/float64 only,
+    // null elsewhere.
+    OpFn fused[kNumFuseOps][kNumFuseOps][4][kNumDTypes] = {};
     OpFn cast[kNumDTypes][kNumDTypes] = {};   // [from][to]
     LoadFn load[kNumDTypes] = {};
     StoreFn store[kNumDTypes] = {};

@@ -284,6 +284,52 @@ TEST(CpuKernels, ArithmeticOnFloatsHasScalarOperandLoops) {
         }
 }
 
+// Every fused pair (op1 with a scalar, then op2 with a block) against op_vs/op_sv followed by the
+// two-block loop of op2, bitwise.
+template <class T>
+void check_fused_pairs(const jit::cpu::KernelTable& kt, DType dt) {
+    const std::int64_t n = 61;
+    const auto x = sample<T>(n, 11), y = sample<T>(n, 12), scalars = sample<T>(24, 13);
+    const ir::Op ops[] = {ir::Op::Add, ir::Op::Sub, ir::Op::Mul, ir::Op::Div};
+    for (ir::Op op1 : ops)
+        for (ir::Op op2 : ops)
+            for (int variant = 0; variant < 4; ++variant) {
+                const bool scalar_left = variant & jit::cpu::kFuseScalarLeft;
+                const bool temp_right = variant & jit::cpu::kFuseTempRight;
+                const auto fused =
+                    kt.fused[jit::cpu::fuse_index(op1)][jit::cpu::fuse_index(op2)][variant][static_cast<int>(dt)];
+                ASSERT_NE(fused, nullptr) << ir::info(op1).id << "," << ir::info(op2).id << " [" << kt.name << "]";
+                const auto first = scalar_left ? kt.op_sv[static_cast<int>(op1)][static_cast<int>(dt)]
+                                               : kt.op_vs[static_cast<int>(op1)][static_cast<int>(dt)];
+                const auto second = kt.op[static_cast<int>(op2)][static_cast<int>(dt)];
+                for (std::size_t v = 0; v < scalars.n; ++v) {
+                    const T s = scalars.p[v];
+                    std::vector<T> t(static_cast<std::size_t>(n)), want(t.size()), got(t.size());
+                    const void* in1[2] = {scalar_left ? static_cast<const void*>(&s) : x.p.get(),
+                                          scalar_left ? static_cast<const void*>(x.p.get()) : &s};
+                    first(in1, t.data(), n);
+                    const void* in2[2] = {temp_right ? static_cast<const void*>(y.p.get()) : t.data(),
+                                          temp_right ? static_cast<const void*>(t.data()) : y.p.get()};
+                    second(in2, want.data(), n);
+                    const void* inf[3] = {x.p.get(), &s, y.p.get()};
+                    fused(inf, got.data(), n);
+                    ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)), 0)
+                        << ir::info(op1).id << " then " << ir::info(op2).id << " on " << jit::dtype_name(dt)
+                        << " [" << kt.name << "], variant " << variant << ", scalar " << as_double(s);
+                }
+            }
+}
+
+TEST(CpuKernels, FusedScalarThenBlockPairsEqualTwoPassesBitwise) {
+    check_fused_pairs<float>(jit::cpu::kernels_base(), DType::Float32);
+    check_fused_pairs<double>(jit::cpu::kernels_base(), DType::Float64);
+    const auto* avx2 = jit::cpu::kernels_avx2();
+    if (avx2 && __builtin_cpu_supports("avx2")) {
+        check_fused_pairs<float>(*avx2, DType::Float32);
+        check_fused_pairs<double>(*avx2, DType::Float64);
+    }
+}
+
 TEST(CpuKernels, EveryElementwiseOpHasAKernelForSomeDtype) {
     const auto& kt = jit::cpu::kernels();
     for (const auto& info : ir::op_table()) {
@@ -426,6 +472,42 @@ TEST(CpuBackend, ConstantOnTheLeftOfANonCommutativeOpKeepsItsSide) {
         ASSERT_EQ(left[i], 2.0 - av[i]) << i;
         ASSERT_EQ(right[i], av[i] / 3.0) << i;
     }
+}
+
+// a*0.1 + b is one fused instruction and gives jx::op's Mul then Add, each rounded (no FMA).
+TEST(CpuBackend, TimesConstantPlusBlockRunsFusedAndMatchesTwoRoundings) {
+    const std::int64_t n = 3 * kBlock + 11;
+    Builder b;
+    int a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
+    b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, b.fconst(0.1, DType::Float64)}), c}));
+    EXPECT_EQ(jit::cpu::count_fused_instructions(b.p, ir::schedule(b.p), jit::cpu::kernels()), 1);
+    std::vector<double> av(static_cast<std::size_t>(n)), cv(av.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+        av[static_cast<std::size_t>(i)] = 1.0 / double(i + 3) + 1e16;
+        cv[static_cast<std::size_t>(i)] = double(i % 7) - 0.3;
+    }
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(av, {n}), host(cv, {n})}, out);
+    const auto r = out[0].to_vector<double>();
+    for (std::size_t i = 0; i < r.size(); ++i) {
+        const double want = jx::op::Add(jx::op::Mul(av[i], 0.1), cv[i]);
+        ASSERT_EQ(std::memcmp(&r[i], &want, sizeof want), 0) << i;
+    }
+}
+
+// A scalar-operand result read by two ops (or stored) keeps its own instruction.
+TEST(CpuBackend, ScalarOpResultReadTwiceIsNotFused) {
+    const std::int64_t n = kBlock + 3;
+    Builder b;
+    int a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
+    int t = b.same(ir::Op::Sub, {b.fconst(1.0, DType::Float32), a});
+    b.output(b.same(ir::Op::Add, {t, b.same(ir::Op::Mul, {c, t})}));
+    EXPECT_EQ(jit::cpu::count_fused_instructions(b.p, ir::schedule(b.p), jit::cpu::kernels()), 0);
+    auto av = iota_f(n), cv = iota_f(n, 0.5f, 1.f);
+    std::vector<Array> out{b.make_output(0)};
+    jxtest::run(*backend1(), b.p, {host(av, {n}), host(cv, {n})}, out);
+    const auto r = out[0].to_vector<float>();
+    for (std::size_t i = 0; i < r.size(); ++i) ASSERT_EQ(r[i], (1.f - av[i]) + cv[i] * (1.f - av[i])) << i;
 }
 
 // One constant read both as a single value (a * k) and as a whole block (where's operand).
