@@ -243,7 +243,7 @@ private:
     }
 
     // ---- operators
-    Val binary(Op op, const Val& a, const Val& b, SourceSpan span, SourceSpan op_span) {
+    Val binary(Op op, const Val& a, const Val& b, SourceSpan span) {
         Weak weak = Weak::None;
         DType p = promote_all({&a, &b}, &weak);
         // NumPy 2 compares an integer array with any Python integer: widen if the literal does not fit.
@@ -263,7 +263,6 @@ private:
         }
         const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
         Shape s = broadcast(node(x).shape, node(y).shape, span);
-        (void)op_span;
         const std::int32_t r = op_node(op, t.result, std::move(s), {x, y}, span);
         // A value made only of weak values stays weak (2 * 3.5 adapts like a literal).
         const bool keeps_weak = weak != Weak::None && ir::info(op).rule != ir::Rule::Compare &&
@@ -399,8 +398,8 @@ private:
             for (std::size_t k = 0; k < ops.size(); ++k) {
                 const Val right = expr(*e.operands[k + 1]);
                 const SourceSpan span = join(e.operands[k]->span, e.operands[k + 1]->span);
-                Val c = binary(*binary_op(ops[k]), left, right, span, e.op_spans[k]);
-                acc = acc ? binary(Op::And, *acc, c, join(e.operands[0]->span, e.operands[k + 1]->span), e.op_spans[k]) : c;
+                Val c = binary(*binary_op(ops[k]), left, right, span);
+                acc = acc ? binary(Op::And, *acc, c, join(e.operands[0]->span, e.operands[k + 1]->span)) : c;
                 left = right;
             }
             return *acc;
@@ -409,7 +408,7 @@ private:
             Val acc = expr(*e.operands.back());
             for (std::size_t k = ops.size(); k-- > 0;) {
                 const Val base = expr(*e.operands[k]);
-                acc = binary(Op::Pow, base, acc, join(e.operands[k]->span, e.operands.back()->span), e.op_spans[k]);
+                acc = binary(Op::Pow, base, acc, join(e.operands[k]->span, e.operands.back()->span));
             }
             return acc;
         }
@@ -418,7 +417,7 @@ private:
             const Val right = expr(*e.operands[k + 1]);
             auto op = binary_op(ops[k]);
             if (!op) throw InternalError(fmt::format("unknown binary operator '{}'", ops[k]));
-            acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span), e.op_spans[k]);
+            acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
         }
         return acc;
     }
@@ -481,7 +480,7 @@ private:
         if (fn->kind == OpKind::Reduction) return reduce(fn->op, args[0], axis, axis_span, e.span);
         switch (fn->arity) {
             case 1: return unary(fn->op, Val{args[0].node, Weak::None}, e.span);
-            case 2: return binary(fn->op == Op::Pow ? Op::Pow : fn->op, args[0], args[1], e.span, e.name_span);
+            case 2: return binary(fn->op, args[0], args[1], e.span);
             default: break;
         }
         if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);
@@ -573,7 +572,7 @@ private:
                                  text_, st.value->span);
             n = cast(Val{n, v.weak}, bound->dtype, st.value->span);
             // The input slot of the array (created if the program never reads it).
-            alias = input_slot_for(st.target, *bound, st.target_span);
+            alias = input_slot_for(st.target, *bound);
             alias_of_[st.target] = alias;
             alias_binding_[st.target] = bound;
             if (node(n).shape != bound->shape || node(n).kind == NodeKind::Input || node(n).kind == NodeKind::Scalar ||
@@ -595,13 +594,12 @@ private:
         if (last) p_.result = n;
     }
 
-    std::int32_t input_slot_for(const std::string& name, const Binding& b, SourceSpan span) {
+    std::int32_t input_slot_for(const std::string& name, const Binding& b) {
         auto [it, inserted] = input_slot_.try_emplace(name, -1);
         if (inserted) {
             it->second = static_cast<std::int32_t>(p_.inputs.size());
             p_.inputs.push_back(ir::InputDecl{name, b.dtype, b.shape, b.strides});
         }
-        (void)span;
         return it->second;
     }
 
