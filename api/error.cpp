@@ -71,9 +71,11 @@ CudaError::CudaError(int result, std::string name, std::string call, std::string
 bool CudaError::sticky() const {
     // CUDA_ERROR_ILLEGAL_ADDRESS 700, LAUNCH_FAILED 719, HARDWARE_STACK_ERROR 714,
     // ILLEGAL_INSTRUCTION 715, MISALIGNED_ADDRESS 716, INVALID_ADDRESS_SPACE 717, INVALID_PC 718,
-    // ASSERT 710, LAUNCH_TIMEOUT 702, TENSOR_MEMORY_LEAK 721, ECC_UNCORRECTABLE 214.
+    // ASSERT 710, LAUNCH_TIMEOUT 702, TENSOR_MEMORY_LEAK 721, ECC_UNCORRECTABLE 214, CONTAINED 226
+    // (the same list as backend/cuda/driver.cpp is_sticky).
     switch (result_) {
         case 700: case 702: case 710: case 714: case 715: case 716: case 717: case 718: case 719: case 721: case 214:
+        case 226:
             return true;
         default:
             return false;

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -226,6 +227,21 @@ State& loaded() {
 // Set once the primary context has been made current on this thread.
 thread_local bool t_context_current = false;
 
+// The first sticky error any driver call returned, and that call (a string literal). From then on
+// the context is unusable: api() refuses all further work with this error instead of letting
+// each call fail on its own, and api_noexcept() makes no more driver calls (frees are lost with
+// the context anyway, and reporting each one would only repeat the error).
+std::atomic<int> g_lost_result{CUDA_SUCCESS};
+std::atomic<const char*> g_lost_call{nullptr};
+
+void note_if_sticky(CUresult result, const char* call) noexcept {
+    if (!is_sticky(result)) return;
+    int expected = CUDA_SUCCESS;
+    if (g_lost_result.compare_exchange_strong(expected, static_cast<int>(result))) g_lost_call.store(call);
+}
+
+CUresult lost_result() noexcept { return static_cast<CUresult>(g_lost_result.load(std::memory_order_relaxed)); }
+
 }  // namespace
 
 std::string error_name(CUresult result) {
@@ -274,6 +290,7 @@ std::string default_hint(CUresult result) {
 
 void check(CUresult result, const char* call, std::string hint) {
     if (result == CUDA_SUCCESS) return;
+    note_if_sticky(result, call);
     std::string general = default_hint(result);
     if (hint.empty()) {
         hint = std::move(general);
@@ -285,6 +302,7 @@ void check(CUresult result, const char* call, std::string hint) {
 
 void report(CUresult result, const char* call) noexcept {
     if (result == CUDA_SUCCESS || result == CUDA_ERROR_DEINITIALIZED) return;
+    note_if_sticky(result, call);
     try {
         std::string text = error_string(result);
         std::fprintf(stderr, "jitexpr: %s failed: %s%s%s%s\n", call, error_name(result).c_str(),
@@ -297,6 +315,13 @@ void report(CUresult result, const char* call) noexcept {
 const Driver& api() {
     State& s = loaded();
     if (!s.ok) throw NoDeviceError(s.why);
+    if (const CUresult lost = lost_result(); lost != CUDA_SUCCESS) {
+        const char* first = g_lost_call.load();
+        throw CudaError(static_cast<int>(lost), error_name(lost), "jitexpr (refusing CUDA work)",
+                        fmt::format("an earlier {} failed with this error ({}); the CUDA context is unusable after "
+                                    "it; restart the process",
+                                    first ? first : "CUDA call", error_string(lost)));
+    }
     if (!t_context_current) {
         check(s.d.CtxSetCurrent(s.context), "cuCtxSetCurrent");
         t_context_current = true;
@@ -311,7 +336,7 @@ const Driver* api_noexcept() noexcept {
     } catch (...) {  // call_once may throw std::system_error
         return nullptr;
     }
-    if (!s->ok) return nullptr;
+    if (!s->ok || lost_result() != CUDA_SUCCESS) return nullptr;
     if (!t_context_current) {
         CUresult r = s->d.CtxSetCurrent(s->context);
         if (r != CUDA_SUCCESS) {
