@@ -6,10 +6,16 @@
 //
 // Kernel shapes ("layout classes"; one kernel per class, shapes are run-time parameters):
 //   Flat         every array is C-contiguous over the iteration shape or a single element:
-//                flat index, 128-bit vector loads/stores when aligned, scalar tail. Four entry
-//                points: {scalar, vector} x {64-bit, 32-bit index}.
+//                flat index, 128-bit vector loads/stores when aligned (a run-time flag), scalar
+//                tail. One entry point, so NVRTC compiles the expression twice, not eight times.
 //   Strided      shape and strides per array in a by-value `jx_layout` parameter; rows of the
-//                last axis: per-row offsets computed once, the last axis walked by threads.
+//                last axis: per-row offsets computed once, the last axis walked by threads;
+//                arrays with stride 1 along it use vector loads when aligned, arrays with stride
+//                0 are read once per row; 32-bit index entry points when every offset fits.
+//   Tiled        an input contiguous along the second-last axis (a transposed matrix): 64x64
+//                (32x32 for 8- and 16-byte elements)
+//                tiles of the last two axes, such inputs staged through shared memory so that
+//                both their reads and the output's writes are coalesced.
 //   ReduceAll    a full reduction: per-thread accumulation, warp shuffle + shared-memory block
 //                reduce, one partial per block in a workspace, the last block (atomic ticket)
 //                combines the partials in a fixed order and stores the result: same result on
@@ -44,6 +50,7 @@ struct Param {
         Count,      // long long: elements of the iteration space (Flat, ReduceAll flat)
         Layout,     // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
         Workspace,  // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
+        VectorFlag, // int: 1 when the vector loop may run (Flat/Strided with vec > 1)
     };
     Kind kind = Kind::Array;
     ArrayRef array;               // Array
@@ -52,20 +59,23 @@ struct Param {
     bool written = false;         // Array: the kernel stores into it
     bool vectorized = false;      // Array (Flat): read/written with `vec`-element vectors
     bool broadcast = false;       // Array (Flat): a single element read once
+    bool unit_inner = false;      // Array written (Strided/Tiled): assumes stride 1 along the last axis
     std::int32_t layout_row = -1; // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
-enum class KernelKind : std::uint8_t { Flat, Strided, ReduceAll, ReduceAxis };
+enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis };
 
-// Entry points of a Flat kernel (KernelSource::entries); other kinds have one entry.
-enum FlatEntry : int { kScalar64 = 0, kScalar32 = 1, kVector64 = 2, kVector32 = 3 };
+// Entry points of Strided and Tiled kernels (KernelSource::entries): the same body with 64-bit
+// and with 32-bit indices. Flat, ReduceAll and ReduceAxis kernels have one entry.
+enum IndexEntry : int { kIndex64 = 0, kIndex32 = 1 };
 
 struct LaunchPolicy {
     KernelKind kind = KernelKind::Flat;
     int block = 256;           // threads per block
-    int vec = 1;               // Flat: elements per vector (1: no vector entries are useful)
+    int vec = 1;               // Flat/Strided: elements per vector (1: no vector entries)
     int ndim = 0;              // Layout: dims of the iteration space
     int layout_rows = 0;       // Layout: stride rows (one per array with layout_row >= 0)
+    int tile = 0;              // Tiled: edge of the square tile of the last two axes
     int axis = -1;             // ReduceAxis: the reduced axis of the iteration space
     bool warp_per_output = false;  // ReduceAxis: a warp per output (else a thread)
     int max_blocks = 0;        // ReduceAll: grid cap = number of partial slots
@@ -80,7 +90,7 @@ struct LaunchPolicy {
 
 struct KernelSource {
     std::string name;                  // "jx_s0_<hash>": stable, generated
-    std::vector<std::string> entries;  // entry point symbols (FlatEntry order for Flat)
+    std::vector<std::string> entries;  // entry point symbols (IndexEntry order for Strided/Tiled)
     std::string body;                  // the generated part (golden tests compare this)
     std::string source;                // full text given to NVRTC: semantics.h + prelude + body
     std::vector<Param> params;         // in the order of every entry point's parameters

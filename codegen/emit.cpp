@@ -231,6 +231,18 @@ template <class R, class T> __device__ __forceinline__ T jx_block_reduce(T v) {
 }
 )";
 
+// How an array moves along the last axis of a strided iteration space.
+enum class InnerClass : std::uint8_t {
+    Unit,     // stride 1 (or the axis has one element): contiguous, vector loads possible
+    Zero,     // stride 0: broadcast along the axis, one value per row
+    Tile,     // contiguous along the second-last axis instead (a transposed input): via shared memory
+    General,  // any other stride, read from the layout at run time
+};
+
+constexpr int kTileThreads = 256;             // Tiled: threads per block (tile-edge lanes x rows)
+constexpr std::size_t kTileSharedLimit = 40 * 1024;  // Tiled: shared memory for all tiles of a block
+constexpr std::size_t kVectorOpLimit = 128;   // Flat/Strided: more operations per element, no vector loop
+
 struct ReadArray {
     ArrayRef ref;
     DType dtype;
@@ -239,6 +251,7 @@ struct ReadArray {
     std::string name;
     bool broadcast = false;   // Flat: one element
     bool restrict_ok = true;  // false when an output writes the same memory
+    InnerClass inner = InnerClass::General;  // Strided / Tiled
 };
 
 struct WriteArray {
@@ -247,6 +260,7 @@ struct WriteArray {
     std::string name;
     Strides strides;  // layout assumed at emit time (alias: the input's; else C order)
     bool restrict_ok = true;
+    InnerClass inner = InnerClass::General;  // Strided / Tiled
 };
 
 bool same_flat(const Shape& shape, const Strides& strides, const Shape& target) {
@@ -274,6 +288,7 @@ public:
         switch (kind_) {
             case KernelKind::Flat: body += flat_kernel(k); break;
             case KernelKind::Strided: body += strided_kernel(k); break;
+            case KernelKind::Tiled: body += tiled_kernel(k); break;
             case KernelKind::ReduceAll: body += reduce_all_kernel(k); break;
             case KernelKind::ReduceAxis: body += reduce_axis_kernel(k); break;
         }
@@ -321,6 +336,7 @@ private:
 
     // A node read from an earlier stage's buffer rather than recomputed.
     bool is_buffer(std::int32_t n) const {
+        if (s_.is_spilled(n)) return s_.stored_by[static_cast<std::size_t>(n)] != stage_index_;
         return p_.node(n).kind == ir::NodeKind::Reduce && n != st_.reduce;
     }
 
@@ -427,6 +443,10 @@ private:
         for (auto& w : writes_) flat = flat && same_flat(p_.node(w.node).shape, w.strides, st_.shape);
         if (st_.shape.empty()) flat = true;
         kind_ = flat ? KernelKind::Flat : KernelKind::Strided;
+        if (kind_ == KernelKind::Strided) {
+            classify_inner();
+            if (any_inner(InnerClass::Tile)) kind_ = KernelKind::Tiled;
+        }
     }
 
     // ---- the per-element function
@@ -548,7 +568,8 @@ private:
             p.array = a.ref;
             p.dtype = a.dtype;
             p.broadcast = a.broadcast;
-            p.vectorized = kind_ == KernelKind::Flat && !a.broadcast && k.launch.vec > 1;
+            p.vectorized = k.launch.vec > 1 && ((kind_ == KernelKind::Flat && !a.broadcast) ||
+                                                (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit));
             if (with_rows) p.layout_row = row++;
             k.params.push_back(p);
         }
@@ -558,7 +579,8 @@ private:
             p.array = {ArrayRef::Kind::Node, w.node};
             p.dtype = w.dtype;
             p.written = true;
-            p.vectorized = kind_ == KernelKind::Flat && k.launch.vec > 1;
+            p.vectorized = k.launch.vec > 1 && (kind_ == KernelKind::Flat || kind_ == KernelKind::Strided);
+            p.unit_inner = (kind_ == KernelKind::Strided || kind_ == KernelKind::Tiled) && w.inner == InnerClass::Unit;
             if (with_rows) p.layout_row = row++;
             k.params.push_back(p);
         }
@@ -588,24 +610,33 @@ private:
             if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
         }
         for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-        const int vec = static_cast<int>(16 / widest) >= 2 ? static_cast<int>(16 / widest) : 1;
+        const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() ? static_cast<int>(16 / widest) : 1;
         k.launch.vec = vec;
         add_array_params(k, false);
         Param cnt;
         cnt.kind = Param::Kind::Count;
         k.params.push_back(cnt);
+        if (vec > 1) {
+            Param flag;
+            flag.kind = Param::Kind::VectorFlag;
+            k.params.push_back(flag);
+        }
 
-        std::string params = array_params(true) + "const long long n";
+        // One entry point: 64-bit indices (the index arithmetic is not what limits a memory-bound
+        // loop) and a run-time choice of the vector loop, so NVRTC compiles the body once for the
+        // vectors and once for the tail.
+        std::string params = array_params(true) + "const long long n" + (vec > 1 ? ", const int vectors" : "");
         std::string s = "// flat: contiguous or single-element arrays over one index\n";
-        s += fmt::format("template <class I, bool V>\n__device__ __forceinline__ void jx_flat({}) {{\n", params);
-        s += "    const I count = static_cast<I>(n);\n";
+        s += fmt::format("extern \"C\" __global__ void {} jx_flat({}) {{\n", launch_bounds(), params);
+        s += "    using I = long long;\n";
+        s += "    const I count = n;\n";
         s += "    const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
         s += "    const I step = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);\n";
         for (auto& a : reads_)
             if (a.broadcast) s += fmt::format("    const {} x_{} = {}[0];\n", store_type(a.dtype), a.name, a.name);
         s += "    I tail = 0;\n";
         if (vec > 1) {
-            s += "    if (V) {\n";
+            s += "    if (vectors) {\n";
             s += fmt::format("        const I nvec = count / {};\n", vec);
             s += "        for (I k = first; k < nvec; k += step) {\n";
             std::vector<std::string> rd, wr;
@@ -634,63 +665,285 @@ private:
             for (auto& w : writes_) wr.push_back(w.name + "[i]");
             s += fmt::format("    for (I i = tail + first; i < count; i += step) jx_compute({});\n", call_args(rd, wr));
         }
-        s += "}\n\n";
-
-        std::string args;
-        for (auto& a : reads_) args += a.name + ", ";
-        for (auto& w : writes_) args += w.name + ", ";
-        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
-        args += "n";
-        const char* names[4] = {"jx_flat_s64", "jx_flat_s32", "jx_flat_v64", "jx_flat_v32"};
-        const char* inst[4] = {"long long, false", "int, false", "long long, true", "int, true"};
-        for (int e = 0; e < 4; ++e) {
-            s += fmt::format("extern \"C\" __global__ void {} {}({}) {{ jx_flat<{}>({}); }}\n", launch_bounds(),
-                             names[e], params, inst[e], args);
-            k.entries.push_back(names[e]);
-        }
+        s += "}\n";
+        k.entries.push_back("jx_flat");
         return s;
     }
 
-    // ---- Strided
+    // Whether the stage computes so much per element that memory is not what limits it: then
+    // vector loads gain nothing, and unrolling the body once per vector lane would multiply
+    // NVRTC's time (superlinearly: one basic block of lanes x operations).
+    bool compute_bound() const {
+        std::size_t ops = 0;
+        for (std::size_t i = 0; i < needed_.size(); ++i)
+            if (needed_[i] && (p_.nodes[i].kind == ir::NodeKind::Op || p_.nodes[i].kind == ir::NodeKind::Cast)) ++ops;
+        return ops > kVectorOpLimit;
+    }
 
+    // ---- Strided and Tiled
+
+    // How an array moves along the last axis of the iteration space (see InnerClass).
+    InnerClass inner_class_of(const Shape& shape, const Strides& strides, bool may_tile) const {
+        const Shape& T = st_.shape;
+        const int D = static_cast<int>(T.size());
+        if (D == 0 || T[static_cast<std::size_t>(D - 1)] == 1) return InnerClass::Unit;
+        Strides b = ir::broadcast_strides(shape, strides, T);
+        const std::int64_t last = b[static_cast<std::size_t>(D - 1)];
+        if (last == 0) return InnerClass::Zero;
+        if (last == 1) return InnerClass::Unit;
+        if (may_tile && D >= 2 && b[static_cast<std::size_t>(D - 2)] == 1 && T[static_cast<std::size_t>(D - 2)] > 1)
+            return InnerClass::Tile;
+        return InnerClass::General;
+    }
+
+    // Classes of every array (reads then writes); reads that would need more shared memory than
+    // a block may use stay General.
+    void classify_inner() {
+        auto stored_bytes = [](DType t) { return itemsize(t == DType::Float16 || t == DType::BFloat16 ? DType::UInt16 : t); };
+        std::size_t widest = 0;
+        for (auto& a : reads_) {
+            a.inner = inner_class_of(a.shape, a.strides, !opt_.force_strided);
+            if (a.inner == InnerClass::Tile) widest = std::max(widest, stored_bytes(a.dtype));
+        }
+        // Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
+        // smaller edge to stay within the shared memory budget.
+        tile_ = widest > 4 ? 32 : 64;
+        std::size_t smem = 0;
+        for (auto& a : reads_) {
+            if (a.inner != InnerClass::Tile) continue;
+            const std::size_t bytes = static_cast<std::size_t>(tile_) * (tile_ + 1) * stored_bytes(a.dtype);
+            if (smem + bytes > kTileSharedLimit) a.inner = InnerClass::General;
+            else smem += bytes;
+        }
+        for (auto& w : writes_) {
+            w.inner = opt_.force_strided ? InnerClass::General : inner_class_of(p_.node(w.node).shape, w.strides, false);
+            if (w.inner == InnerClass::Zero) w.inner = InnerClass::General;  // never a broadcast store
+        }
+    }
+
+    bool any_inner(InnerClass c) const {
+        for (auto& a : reads_) if (a.inner == c) return true;
+        for (auto& w : writes_) if (w.inner == c) return true;
+        return false;
+    }
+
+    // Element expressions for the scalar (one element per call) form of the strided kernels:
+    // `pos` is the last-axis coordinate, p<r> the row offset, t<r> the last-axis stride.
+    std::string strided_ref(const std::string& name, InnerClass c, int r, const std::string& pos) const {
+        switch (c) {
+            case InnerClass::Unit: return fmt::format("{}[p{} + {}]", name, r, pos);
+            case InnerClass::Zero: return "x_" + name;
+            case InnerClass::General:
+            case InnerClass::Tile: break;
+        }
+        return fmt::format("{}[p{} + {} * t{}]", name, r, pos, r);
+    }
+
+    // Offsets p<r> of every layout row for the coordinates of dims [0, last) in `rest` (which it
+    // consumes), innermost dim first.
+    std::string row_offsets(int last, const std::string& indent) const {
+        const int R = static_cast<int>(reads_.size() + writes_.size());
+        std::string s;
+        for (int r = 0; r < R; ++r) s += fmt::format("{}I p{} = 0;\n", indent, r);
+        if (last <= 0) return s;
+        s += "#pragma unroll\n";
+        s += fmt::format("{}for (int d = {}; d >= 0; --d) {{\n", indent, last - 1);
+        s += fmt::format("{}    const I extent = static_cast<I>(L.shape[d]);\n", indent);
+        s += fmt::format("{}    const I c = rest % extent;\n", indent);
+        s += fmt::format("{}    rest /= extent;\n", indent);
+        for (int r = 0; r < R; ++r) s += fmt::format("{0}    p{1} += c * static_cast<I>(L.stride[{1}][d]);\n", indent, r);
+        s += fmt::format("{}}}\n", indent);
+        return s;
+    }
+
+    // Rows of the last axis: each row's offsets are computed once and the last axis is walked by
+    // the threads of x; arrays contiguous along it (Unit) are read and written with vectors when
+    // the launch finds them aligned, arrays broadcast along it (Zero) are read once per row.
     std::string strided_kernel(KernelSource& k) {
         const int D = static_cast<int>(st_.shape.size());
         const int R = static_cast<int>(reads_.size() + writes_.size());
         k.launch.ndim = D;
         k.launch.layout_rows = R;
+        std::size_t widest = 0;
+        for (auto& a : reads_) if (a.inner == InnerClass::Unit) widest = std::max(widest, itemsize(a.dtype));
+        for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
+        const bool can_vector = !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound();
+        const int vec = can_vector ? static_cast<int>(16 / widest) : 1;
+        k.launch.vec = vec;
         add_array_params(k, true);
         Param lay;
         lay.kind = Param::Kind::Layout;
         k.params.push_back(lay);
+        if (vec > 1) {
+            Param flag;
+            flag.kind = Param::Kind::VectorFlag;
+            k.params.push_back(flag);
+        }
+        const std::string vparam = vec > 1 ? ", const int vectors" : "";
 
-        std::string s = "// strided: per-array strides; offsets per row computed once, last axis walked by threads\n";
+        std::string s = "// strided: rows of the last axis; per-row offsets once, the last axis walked by threads\n";
         s += layout_struct(D, R);
-        s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const jx_layout L) {{\n", launch_bounds(),
-                         array_params(false));
-        s += "    long long rows = 1;\n";
+        s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_rows({}const jx_layout& L{}) {{\n",
+                         array_params(false), vparam);
+        s += "    I rows = 1;\n";
         s += "#pragma unroll\n";
-        s += fmt::format("    for (int d = 0; d < {}; ++d) rows *= L.shape[d];\n", D - 1);
-        s += fmt::format("    const long long inner = L.shape[{}];\n", D - 1);
-        s += "    const long long cfirst = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
-        s += "    const long long cstep = static_cast<long long>(gridDim.x) * blockDim.x;\n";
-        s += "    for (long long row = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; row < rows;\n";
-        s += "         row += static_cast<long long>(gridDim.y) * blockDim.y) {\n";
-        for (int r = 0; r < R; ++r) s += fmt::format("        long long p{} = 0;\n", r);
-        s += "        long long rest = row;\n";
-        s += "#pragma unroll\n";
-        s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 2);
-        s += "            const long long c = rest % L.shape[d];\n";
-        s += "            rest /= L.shape[d];\n";
-        for (int r = 0; r < R; ++r) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", r);
-        s += "        }\n";
-        for (int r = 0; r < R; ++r) s += fmt::format("        const long long t{0} = L.stride[{0}][{1}];\n", r, D - 1);
-        std::vector<std::string> rd, wr;
+        s += fmt::format("    for (int d = 0; d < {}; ++d) rows *= static_cast<I>(L.shape[d]);\n", D - 1);
+        s += fmt::format("    const I inner = static_cast<I>(L.shape[{}]);\n", D - 1);
+        s += "    const I cfirst = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
+        s += "    const I cstep = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);\n";
+        s += "    for (I row = static_cast<I>(blockIdx.y) * static_cast<I>(blockDim.y) + static_cast<I>(threadIdx.y); row < rows;\n";
+        s += "         row += static_cast<I>(gridDim.y) * static_cast<I>(blockDim.y)) {\n";
+        s += "        I rest = row;\n";
+        s += row_offsets(D - 1, "        ");
         int r = 0;
-        for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + c * t{}]", a.name, r, r)); ++r; }
-        for (auto& w : writes_) { wr.push_back(fmt::format("{}[p{} + c * t{}]", w.name, r, r)); ++r; }
-        s += fmt::format("        for (long long c = cfirst; c < inner; c += cstep) jx_compute({});\n", call_args(rd, wr));
-        s += "    }\n}\n";
-        k.entries.push_back("jx_kernel");
+        for (auto& a : reads_) {
+            if (a.inner == InnerClass::Zero) s += fmt::format("        const {} x_{} = {}[p{}];\n", store_type(a.dtype), a.name, a.name, r);
+            if (a.inner == InnerClass::General) s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
+            ++r;
+        }
+        for (auto& w : writes_) {
+            if (w.inner == InnerClass::General) s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
+            ++r;
+        }
+        if (vec > 1) {
+            s += "        if (vectors) {\n";
+            s += fmt::format("            const I nvec = inner / {};\n", vec);
+            s += "            for (I k = cfirst; k < nvec; k += cstep) {\n";
+            std::vector<std::string> rd, wr;
+            r = 0;
+            for (auto& a : reads_) {
+                if (a.inner == InnerClass::Zero) rd.push_back("x_" + a.name);
+                else {
+                    s += fmt::format("                const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + p{3} + k * {1});\n",
+                                     store_type(a.dtype), vec, a.name, r);
+                    rd.push_back(fmt::format("x_{}.v[e]", a.name));
+                }
+                ++r;
+            }
+            for (auto& w : writes_) {
+                s += fmt::format("                jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
+                wr.push_back(fmt::format("y_{}.v[e]", w.name));
+            }
+            s += "#pragma unroll\n";
+            s += fmt::format("                for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
+            for (auto& w : writes_) {
+                s += fmt::format("                *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + p{3} + k * {1}) = y_{2};\n",
+                                 store_type(w.dtype), vec, w.name, r);
+                ++r;
+            }
+            s += "            }\n";
+            s += "            continue;\n";
+            s += "        }\n";
+        }
+        {
+            std::vector<std::string> rd, wr;
+            r = 0;
+            for (auto& a : reads_) rd.push_back(strided_ref(a.name, a.inner, r++, "c"));
+            for (auto& w : writes_) wr.push_back(strided_ref(w.name, w.inner, r++, "c"));
+            s += fmt::format("        for (I c = cfirst; c < inner; c += cstep) jx_compute({});\n", call_args(rd, wr));
+        }
+        s += "    }\n}\n\n";
+        std::string args;
+        for (auto& a : reads_) args += a.name + ", ";
+        for (auto& w : writes_) args += w.name + ", ";
+        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
+        args += vec > 1 ? "L, vectors" : "L";
+        // Entry points in IndexEntry order.
+        const char* names[2] = {"jx_rows_i64", "jx_rows_i32"};
+        const char* inst[2] = {"long long", "int"};
+        for (int e = 0; e < 2; ++e) {
+            s += fmt::format("extern \"C\" __global__ void {} {}({}const jx_layout L{}) {{ jx_rows<{}>({}); }}\n",
+                             launch_bounds(), names[e], array_params(false), vparam, inst[e], args);
+            k.entries.push_back(names[e]);
+        }
+        return s;
+    }
+
+    // Tiles of the last two axes for inputs that are contiguous along the second-last axis (a
+    // transposed matrix): each such input is read into shared memory with threads adjacent along
+    // its own contiguous axis and used from there, so every global access is coalesced.
+    std::string tiled_kernel(KernelSource& k) {
+        const int D = static_cast<int>(st_.shape.size());
+        const int R = static_cast<int>(reads_.size() + writes_.size());
+        k.launch.ndim = D;
+        k.launch.layout_rows = R;
+        k.launch.block = kTileThreads;
+        k.launch.tile = tile_;
+        add_array_params(k, true);
+        Param lay;
+        lay.kind = Param::Kind::Layout;
+        k.params.push_back(lay);
+        const int rows_per_pass = kTileThreads / tile_;
+
+        std::string s = fmt::format("// tiled: {0}x{0} tiles of the last two axes; inputs contiguous along the second-last axis pass through shared memory\n", tile_);
+        s += layout_struct(D, R);
+        s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_tiles({}const jx_layout& L) {{\n", array_params(false));
+        for (auto& a : reads_)
+            if (a.inner == InnerClass::Tile)
+                s += fmt::format("    __shared__ {} sh_{}[{}][{}];\n", store_type(a.dtype), a.name, tile_, tile_ + 1);
+        s += fmt::format("    const I nr = static_cast<I>(L.shape[{}]);\n", D - 2);
+        s += fmt::format("    const I nc = static_cast<I>(L.shape[{}]);\n", D - 1);
+        s += fmt::format("    const I tiles_c = (nc + {0}) / {1};\n", tile_ - 1, tile_);
+        s += fmt::format("    const I tiles_r = (nr + {0}) / {1};\n", tile_ - 1, tile_);
+        s += "    I total = tiles_c * tiles_r;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("    for (int d = 0; d < {}; ++d) total *= static_cast<I>(L.shape[d]);\n", D - 2);
+        s += fmt::format("    const int tx = threadIdx.x % {0}, ty = threadIdx.x / {0};\n", tile_);
+        s += "    for (I t = blockIdx.x; t < total; t += gridDim.x) {\n";
+        s += "        const I c0 = (t % tiles_c) * " + std::to_string(tile_) + ";\n";
+        s += "        I rest = t / tiles_c;\n";
+        s += "        const I r0 = (rest % tiles_r) * " + std::to_string(tile_) + ";\n";
+        s += "        rest /= tiles_r;\n";
+        s += row_offsets(D - 2, "        ");
+        for (int r = 0; r < R; ++r) {
+            s += fmt::format("        const I u{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 2);
+            s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
+        }
+        // Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
+        s += "        {\n";
+        s += "            const I lr = r0 + tx;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("            for (int j = ty; j < {}; j += {}) {{\n", tile_, rows_per_pass);
+        s += "                const I lc = c0 + j;\n";
+        s += "                if (lr < nr && lc < nc) {\n";
+        int r = 0;
+        for (auto& a : reads_) {
+            if (a.inner == InnerClass::Tile)
+                s += fmt::format("                    sh_{0}[j][tx] = {0}[p{1} + lr * u{1} + lc * t{1}];\n", a.name, r);
+            ++r;
+        }
+        s += "                }\n            }\n        }\n";
+        s += "        __syncthreads();\n";
+        // Compute: lanes run along the last axis (the output's contiguous axis).
+        std::vector<std::string> rd, wr;
+        r = 0;
+        for (auto& a : reads_) {
+            if (a.inner == InnerClass::Tile) rd.push_back(fmt::format("sh_{}[tx][j]", a.name));
+            else rd.push_back(fmt::format("{0}[p{1} + rr * u{1} + cc * t{1}]", a.name, r));
+            ++r;
+        }
+        for (auto& w : writes_) { wr.push_back(fmt::format("{0}[p{1} + rr * u{1} + cc * t{1}]", w.name, r)); ++r; }
+        s += "        {\n";
+        s += "            const I cc = c0 + tx;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("            for (int j = ty; j < {}; j += {}) {{\n", tile_, rows_per_pass);
+        s += "                const I rr = r0 + j;\n";
+        s += fmt::format("                if (rr < nr && cc < nc) jx_compute({});\n", call_args(rd, wr));
+        s += "            }\n        }\n";
+        s += "        __syncthreads();\n";
+        s += "    }\n}\n\n";
+        std::string args;
+        for (auto& a : reads_) args += a.name + ", ";
+        for (auto& w : writes_) args += w.name + ", ";
+        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
+        args += "L";
+        const char* names[2] = {"jx_tiles_i64", "jx_tiles_i32"};
+        const char* inst[2] = {"long long", "int"};
+        for (int e = 0; e < 2; ++e) {
+            s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}const jx_layout L) {{ jx_tiles<{}>({}); }}\n",
+                             kTileThreads, names[e], array_params(false), inst[e], args);
+            k.entries.push_back(names[e]);
+        }
         return s;
     }
 
@@ -881,6 +1134,7 @@ private:
     std::map<std::int32_t, int> input_read_, buffer_read_;
     KernelKind kind_ = KernelKind::Flat;
     bool flat_reads_ = true;
+    int tile_ = 32;  // Tiled: tile edge
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include "dsl/ir.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -35,12 +36,48 @@ struct Schedule {
     // several outputs (c = a + b; d = c): the first one is recorded here and the others are
     // copies the API layer makes.
     std::vector<std::int32_t> output_of;
-    // Stored nodes that are not outputs (Reduce results read by later stages): each needs a
-    // temporary buffer of the node's dtype and shape, C-contiguous.
+    // Stored nodes that are not outputs (Reduce results read by later stages, and nodes
+    // split_large_stages stores): each needs a temporary buffer of the node's dtype and shape,
+    // C-contiguous.
     std::vector<std::int32_t> temps;
+    // Per node, or empty: 1 for a node that split_large_stages stores in a stage of its own so
+    // that later stages read it from memory (its output, or a temporary) instead of recomputing
+    // it. schedule() never sets it.
+    std::vector<std::uint8_t> spilled;
+    bool is_spilled(std::int32_t node) const {
+        return !spilled.empty() && spilled[static_cast<std::size_t>(node)] != 0;
+    }
 };
 
 Schedule schedule(const Program& program);
+
+// The most IR nodes one CUDA kernel computes. NVRTC's time grows faster than linearly with the
+// size of a kernel (CUDA 13.0, one core, a chain of float32 additions as one Flat kernel:
+// 1,000 nodes 0.28 s, 2,000 0.57 s, 5,000 2.6 s, 10,000 14 s, 20,000 143 s; see
+// docs/fuzzing.md), so larger element-wise computations are split into kernels of at most this
+// many nodes, where the time per node is still about constant.
+inline constexpr std::size_t kMaxStageNodes = 2048;
+
+// `s` (a schedule() of `program`) with no stage computing more than `max_nodes` nodes inline
+// (max_nodes >= 8): where a value would need more, some of its operands are stored first by
+// Elementwise stages of their own (marked in `spilled`; a temporary, or the output's memory
+// when the node is an output) and read back from memory, and output stages holding too much
+// are divided. Stages stay in an order where each reads only what earlier stages stored.
+// Returns `s` unchanged when the program has at most `max_nodes` nodes. The cost: a
+// temporary of the node's shape per spilled node (layout_temps lets those whose lifetimes do not
+// overlap share memory: a long chain needs two), and a 16-bit float value is rounded to its
+// dtype where it is stored (as NumPy rounds every operation), not kept in float32.
+Schedule split_large_stages(const Program& program, const Schedule& s, std::size_t max_nodes = kMaxStageNodes);
+
+// Where the temporaries of a schedule live in one workspace. Each temporary lives from the stage
+// that stores it to the last stage that reads it (both included); temporaries whose lifetimes do
+// not overlap share memory, so a split chain needs two buffers, not one per split.
+struct TempLayout {
+    std::vector<std::size_t> offset;  // per entry of Schedule::temps: bytes from the start, aligned
+    std::size_t bytes = 0;            // the workspace size the temporaries need
+};
+// `align` (a power of two) aligns every offset and size; an empty temporary takes one unit.
+TempLayout layout_temps(const Program& program, const Schedule& s, std::size_t align = 256);
 
 // Strides (in elements) for reading an array of `shape`/`strides` broadcast to `target`
 // (NumPy rules: trailing axes aligned, extent-1 axes get stride 0). Size target.size().

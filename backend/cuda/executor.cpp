@@ -87,7 +87,8 @@ ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptio
                     std::lock_guard<std::mutex> lock(mutex_);
                     ++disk_hits_;
                     return m;
-                } catch (const CudaError&) {
+                } catch (const CudaError& e) {
+                    if (e.sticky()) throw;  // the context is lost: compiling afresh cannot help
                     // A stale or damaged image: compile afresh below.
                 }
             }
@@ -140,7 +141,7 @@ std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::
                                           const CompileOptions& options, const ImageStore& store, int block) {
     codegen::EmitOptions eo;
     eo.block = block;
-    const codegen::Emitted emitted = codegen::emit(program, schedule, eo);
+    const codegen::Emitted emitted = codegen::emit(program, ir::split_large_stages(program, schedule), eo);
     std::vector<PrecompiledKernel> out;
     out.reserve(emitted.kernels.size());
     for (const auto& k : emitted.kernels) {
@@ -262,7 +263,7 @@ std::int64_t div_up(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 struct Loaded {
     const KernelSource* kernel = nullptr;
     ModulePtr module;
-    std::array<void*, 4> fn{};
+    std::array<void*, 2> fn{};
     std::vector<std::int64_t> layout;  // shape then read rows; write rows filled per run
     std::size_t workspace_offset = 0;  // ReduceAll
 };
@@ -288,7 +289,7 @@ class CudaPrepared final : public detail::Prepared {
 public:
     CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
                  std::shared_ptr<ModuleCache> cache, int block)
-        : program_(p), schedule_(s), options_(o), cache_(std::move(cache)), block_(block) {
+        : program_(p), schedule_(ir::split_large_stages(p, s)), options_(o), cache_(std::move(cache)), block_(block) {
         const DeviceInfo& dev = device_info();
         sm_count_ = std::max(1, dev.sm_count);
         compile_.cc_major = dev.cc_major;
@@ -309,12 +310,9 @@ public:
             off += align(l.kernel->launch.workspace_bytes());
         }
         counters_bytes_ = off;
-        for (auto node : schedule_.temps) {
-            const ir::Node& n = program_.node(node);
-            temp_offset_[node] = off;
-            off += align(std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(n.shape)) * itemsize(n.dtype)));
-        }
-        workspace_bytes_ = off;
+        const ir::TempLayout temps = ir::layout_temps(program_, schedule_, 256);  // shared when lifetimes allow
+        for (std::size_t t = 0; t < schedule_.temps.size(); ++t) temp_offset_[schedule_.temps[t]] = off + temps.offset[t];
+        workspace_bytes_ = off + temps.bytes;
     }
 
     ~CudaPrepared() override {
@@ -418,17 +416,24 @@ private:
     }
 
     // Flat kernels were chosen only where the outputs they write are C-contiguous (an aliased
-    // input's declared layout included); any other layout at run time takes the strided variant.
+    // input's declared layout included), and Strided kernels may assume an output contiguous
+    // along the last axis; any other layout at run time takes the strided variant.
     bool needs_strided(const detail::RunArgs& args) const {
         for (const auto& l : main_.kernels) {
             const KernelSource& k = *l.kernel;
-            if (k.launch.kind != KernelKind::Flat) continue;
+            const bool flat = k.launch.kind == KernelKind::Flat;
+            if (!flat && k.launch.kind != KernelKind::Strided) continue;
             for (const Param& p : k.params) {
                 if (p.kind != Param::Kind::Array || !p.written) continue;
+                if (!flat && !p.unit_inner) continue;
                 std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
                 if (o < 0) continue;
                 const Array& a = args.outputs[static_cast<std::size_t>(o)];
-                if (!c_contiguous(a.shape(), a.strides())) return true;
+                if (flat) {
+                    if (!c_contiguous(a.shape(), a.strides())) return true;
+                } else if (!a.shape().empty() && a.shape().back() != 1 && a.strides().back() != 1) {
+                    return true;
+                }
             }
         }
         return false;
@@ -450,6 +455,8 @@ private:
     }
 
     const Workspace& workspace(void* stream) {
+        static const Workspace none;
+        if (workspace_bytes_ == 0) return none;  // most programs: no lock on the launch path
         std::lock_guard<std::mutex> lock(ws_mutex_);
         auto it = workspaces_.find(stream);
         if (it != workspaces_.end()) return it->second;
@@ -502,6 +509,7 @@ private:
         if (!l.layout.empty()) scratch.layout.assign(l.layout.begin(), l.layout.end());
 
         bool aligned = k.launch.vec > 1;
+        unsigned char* flag_slot = nullptr;  // the VectorFlag argument, set once the layout is known
         for (std::size_t i = 0; i < np; ++i) {
             const Param& p = k.params[i];
             unsigned char* slot = scratch.values[i].data();
@@ -531,6 +539,7 @@ private:
                     break;
                 }
                 case Param::Kind::Layout: break;
+                case Param::Kind::VectorFlag: flag_slot = slot; break;
             }
             scratch.argv[i] = p.kind == Param::Kind::Layout ? static_cast<void*>(scratch.layout.data())
                                                             : static_cast<void*>(slot);
@@ -546,24 +555,49 @@ private:
                 const std::int64_t vec = aligned ? k.launch.vec : 1;
                 const std::int64_t threads = aligned ? std::max<std::int64_t>(n / vec, n % vec) : n;
                 const std::int64_t grid = std::clamp<std::int64_t>(div_up(threads, block), 1, std::min<std::int64_t>(cap, 0x7fffffff));
-                const bool idx32 = n + grid * block < (std::int64_t{1} << 31);
-                fn = l.fn[aligned ? (idx32 ? codegen::kVector32 : codegen::kVector64)
-                                  : (idx32 ? codegen::kScalar32 : codegen::kScalar64)];
+                set_flag(flag_slot, aligned);
                 cfg.grid[0] = static_cast<unsigned>(grid);
                 break;
             }
             case KernelKind::Strided: {
                 if (n == 0) return;
+                const int D = k.launch.ndim;
                 const std::int64_t inner = st.shape.back();
                 const std::int64_t rows = n / inner;
-                const unsigned bx = static_cast<unsigned>(std::min<std::int64_t>(block, div_up(inner, 32) * 32));
+                const std::int64_t vec = k.launch.vec;
+                bool vector = vec > 1 && aligned && inner % vec == 0;
+                for (std::size_t i = 0; vector && i < np; ++i) {
+                    const Param& p = k.params[i];
+                    if (!p.vectorized || p.layout_row < 0) continue;
+                    const std::int64_t* row = scratch.layout.data() + D * (1 + p.layout_row);
+                    for (int d = 0; d + 1 < D; ++d) vector = vector && row[d] % vec == 0;
+                }
+                const std::int64_t units = vector ? inner / vec : inner;
+                const unsigned bx = static_cast<unsigned>(std::min<std::int64_t>(block, div_up(units, 32) * 32));
                 const unsigned by = block / bx;
-                const std::int64_t gx = std::clamp<std::int64_t>(div_up(inner, bx), 1, std::min<std::int64_t>(cap, 0x7fffffff));
+                // Several units per thread and row, so that a row's offsets are paid for once.
+                const std::int64_t gx = std::clamp<std::int64_t>(div_up(units, std::int64_t{bx} * (vector ? 2 : 4)), 1,
+                                                                 std::min<std::int64_t>(cap, 0x7fffffff));
                 const std::int64_t gy = std::clamp<std::int64_t>(div_up(rows, by), 1, std::max<std::int64_t>(1, std::min<std::int64_t>(65535, cap / gx)));
                 cfg.block[0] = bx;
                 cfg.block[1] = by;
                 cfg.grid[0] = static_cast<unsigned>(gx);
                 cfg.grid[1] = static_cast<unsigned>(gy);
+                const bool idx32 = fits_int32(k, scratch.layout.data(), n + gx * bx + gy * by);
+                fn = l.fn[idx32 ? codegen::kIndex32 : codegen::kIndex64];
+                set_flag(flag_slot, vector);
+                break;
+            }
+            case KernelKind::Tiled: {
+                if (n == 0) return;
+                const int D = k.launch.ndim;
+                const std::int64_t nr = st.shape[static_cast<std::size_t>(D - 2)], nc = st.shape.back();
+                const std::int64_t edge = k.launch.tile;
+                const std::int64_t tiles = n / (nr * nc) * div_up(nr, edge) * div_up(nc, edge);
+                const std::int64_t grid = std::clamp<std::int64_t>(tiles, 1, std::min<std::int64_t>(cap, 0x7fffffff));
+                cfg.grid[0] = static_cast<unsigned>(grid);
+                const bool idx32 = fits_int32(k, scratch.layout.data(), n + 2 * edge * (nr + nc) + tiles + grid);
+                fn = l.fn[idx32 ? codegen::kIndex32 : codegen::kIndex64];
                 break;
             }
             case KernelKind::ReduceAll: {
@@ -581,6 +615,33 @@ private:
             }
         }
         launch(fn, cfg, scratch.argv.data());
+    }
+
+    static void set_flag(unsigned char* slot, bool on) {
+        if (!slot) return;
+        const int v = on ? 1 : 0;
+        std::memcpy(slot, &v, sizeof v);
+    }
+
+    // Whether every offset a Strided or Tiled kernel forms (and `counts`, the largest loop bound
+    // plus step) fits a 32-bit signed index.
+    static bool fits_int32(const KernelSource& k, const std::int64_t* layout, std::int64_t counts) {
+        constexpr std::int64_t limit = std::int64_t{1} << 31;
+        if (counts >= limit) return false;
+        const int D = k.launch.ndim;
+        for (int r = 0; r < k.launch.layout_rows; ++r) {
+            std::int64_t reach = 0;
+            for (int d = 0; d < D; ++d) {
+                const std::int64_t extent = layout[d];
+                const std::int64_t stride = layout[D * (1 + r) + d];
+                if (extent <= 1) continue;
+                const std::int64_t step = stride < 0 ? -stride : stride;
+                if (step >= limit || (extent - 1) > (limit - 1) / std::max<std::int64_t>(step, 1)) return false;
+                reach += (extent - 1) * step;
+                if (reach >= limit) return false;
+            }
+        }
+        return true;
     }
 
     ir::Program program_;

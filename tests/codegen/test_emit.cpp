@@ -92,7 +92,8 @@ TEST(CodegenLayout, ContiguousFloat32IsFlatWithFourWideVectors) {
     ASSERT_EQ(e.kernels.size(), 1u);
     EXPECT_EQ(e.kernels[0].launch.kind, cg::KernelKind::Flat);
     EXPECT_EQ(e.kernels[0].launch.vec, 4);
-    EXPECT_EQ(e.kernels[0].entries.size(), 4u);
+    EXPECT_EQ(e.kernels[0].entries.size(), 1u);
+    EXPECT_EQ(e.kernels[0].params.back().kind, cg::Param::Kind::VectorFlag);
 }
 
 TEST(CodegenLayout, VectorWidthIsSixteenBytesOfTheWidestType) {
@@ -120,8 +121,32 @@ TEST(CodegenLayout, RowBroadcastIsStrided) {
     EXPECT_EQ(e.kernels[0].launch.layout_rows, 3);
 }
 
-TEST(CodegenLayout, TransposedInputIsStrided) {
-    EXPECT_EQ(emit_of(jxtest::transposed_scale()).kernels[0].launch.kind, cg::KernelKind::Strided);
+TEST(CodegenLayout, RowBroadcastVectorisesTheContiguousArrays) {
+    auto e = emit_of(jxtest::broadcast_add());
+    const auto& k = e.kernels[0];
+    EXPECT_EQ(k.launch.vec, 4);
+    ASSERT_EQ(k.entries.size(), 2u);
+    EXPECT_EQ(k.params.back().kind, cg::Param::Kind::VectorFlag);
+    for (const auto& p : k.params)
+        if (p.kind == cg::Param::Kind::Array && p.written) {
+            EXPECT_TRUE(p.unit_inner);
+        }
+}
+
+TEST(CodegenLayout, TransposedInputIsTiled) {
+    auto e = emit_of(jxtest::transposed_scale());
+    EXPECT_EQ(e.kernels[0].launch.kind, cg::KernelKind::Tiled);
+    EXPECT_EQ(e.kernels[0].launch.block, 256);
+    EXPECT_EQ(e.kernels[0].entries.size(), 2u);
+}
+
+TEST(CodegenLayout, ForceStridedNeverTilesNorAssumesOutputStrides) {
+    cg::EmitOptions o;
+    o.force_strided = true;
+    auto e = emit_of(jxtest::transposed_scale(), o);
+    EXPECT_EQ(e.kernels[0].launch.kind, cg::KernelKind::Strided);
+    EXPECT_EQ(e.kernels[0].launch.vec, 1);
+    for (const auto& p : e.kernels[0].params) EXPECT_FALSE(p.unit_inner);
 }
 
 TEST(CodegenLayout, ForceStridedTurnsFlatIntoStrided) {
@@ -149,13 +174,13 @@ TEST(CodegenLayout, AliasedOutputIsNotRestrict) {
     EXPECT_EQ(e.kernels[0].body.find("__restrict__"), std::string::npos);
 }
 
-TEST(CodegenParams, ArraysThenScalarsThenCount) {
+TEST(CodegenParams, ArraysThenScalarsThenCountThenVectorFlag) {
     Builder b;
     auto a = b.input(DType::Float32, {10});
     auto x = b.scalar(DType::Float32);
     b.output(b.op(ir::Op::Mul, DType::Float32, {a, x}));
     auto k = emit_of(b).kernels[0];
-    ASSERT_EQ(k.params.size(), 4u);
+    ASSERT_EQ(k.params.size(), 5u);
     EXPECT_EQ(k.params[0].kind, cg::Param::Kind::Array);
     EXPECT_FALSE(k.params[0].written);
     EXPECT_EQ(k.params[1].kind, cg::Param::Kind::Array);
@@ -163,6 +188,7 @@ TEST(CodegenParams, ArraysThenScalarsThenCount) {
     EXPECT_EQ(k.params[2].kind, cg::Param::Kind::Scalar);
     EXPECT_EQ(k.params[2].scalar, 0);
     EXPECT_EQ(k.params[3].kind, cg::Param::Kind::Count);
+    EXPECT_EQ(k.params[4].kind, cg::Param::Kind::VectorFlag);
 }
 
 TEST(CodegenReduce, FullReductionHasWorkspaceAndLastBlockCombine) {

@@ -36,6 +36,9 @@ class AxpbCompiles : public ::testing::TestWithParam<DType> {};
 TEST_P(AxpbCompiles, FlatKernelCompilesToCubin) { expect_compiles(jxtest::axpb(GetParam())); }
 TEST_P(AxpbCompiles, StridedKernelCompilesToCubin) { expect_compiles(jxtest::axpb(GetParam()), true); }
 
+TEST_P(AxpbCompiles, RowBroadcastKernelCompilesToCubin) { expect_compiles(jxtest::broadcast_add(GetParam())); }
+TEST_P(AxpbCompiles, TiledKernelCompilesToCubin) { expect_compiles(jxtest::transposed_scale(GetParam())); }
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
                          ::testing::Values(DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Float16,
                                            DType::BFloat16),
@@ -44,6 +47,25 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
 TEST(NvrtcCompiles, WhereWithSine) { expect_compiles(jxtest::where_sin()); }
 TEST(NvrtcCompiles, BroadcastRow) { expect_compiles(jxtest::broadcast_add()); }
 TEST(NvrtcCompiles, TransposedInput) { expect_compiles(jxtest::transposed_scale()); }
+TEST(NvrtcCompiles, ColumnPlusRowBroadcast) {
+    Builder b;
+    auto col = b.input(DType::Float16, {40, 1});
+    auto row = b.input(DType::Float32, {1, 48});
+    auto c = b.cast(col, DType::Float32);
+    b.output(b.op(ir::Op::Add, DType::Float32, {c, row}));
+    expect_compiles(b);
+}
+
+TEST(NvrtcCompiles, TwoTransposedInputsOfThreeDimensions) {
+    Builder b;
+    auto x = b.input(DType::Float64, {3, 20, 30}, {600, 1, 20});
+    auto y = b.input(DType::Float64, {3, 20, 30}, {600, 1, 20});
+    auto z = b.input(DType::Float64, {3, 20, 30});
+    b.output(b.op(ir::Op::Add, DType::Float64, {b.op(ir::Op::Mul, DType::Float64, {x, y}), z}));
+    expect_compiles(b);
+}
+
+TEST(NvrtcCompiles, TransposedComplexInput) { expect_compiles(jxtest::transposed_scale(DType::Complex128)); }
 TEST(NvrtcCompiles, FullSumWithScalar) { expect_compiles(jxtest::sum_scaled()); }
 TEST(NvrtcCompiles, FullSumStridedReads) { expect_compiles(jxtest::sum_scaled(), true); }
 TEST(NvrtcCompiles, HalfSum) { expect_compiles(jxtest::sum_scaled(DType::Float16)); }

@@ -9,13 +9,13 @@ __device__ __forceinline__ void jx_compute(const jx::u16 a_in0, const jx::u16 a_
 }
 
 // flat: contiguous or single-element arrays over one index
-template <class I, bool V>
-__device__ __forceinline__ void jx_flat(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n) {
-    const I count = static_cast<I>(n);
+extern "C" __global__ void __launch_bounds__(256) jx_flat(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n, const int vectors) {
+    using I = long long;
+    const I count = n;
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
     const I step = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
     I tail = 0;
-    if (V) {
+    if (vectors) {
         const I nvec = count / 8;
         for (I k = first; k < nvec; k += step) {
             const jx_vec<jx::u16, 8> x_in0 = *reinterpret_cast<const jx_vec<jx::u16, 8>*>(in0 + k * 8);
@@ -29,8 +29,3 @@ __device__ __forceinline__ void jx_flat(const jx::u16* __restrict__ in0, const j
     }
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], in1[i], out0[i]);
 }
-
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s64(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n) { jx_flat<long long, false>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s32(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n) { jx_flat<int, false>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v64(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n) { jx_flat<long long, true>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v32(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n) { jx_flat<int, true>(in0, in1, out0, n); }

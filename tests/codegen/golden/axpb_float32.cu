@@ -9,13 +9,13 @@ __device__ __forceinline__ void jx_compute(const float a_in0, const float a_in1,
 }
 
 // flat: contiguous or single-element arrays over one index
-template <class I, bool V>
-__device__ __forceinline__ void jx_flat(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n) {
-    const I count = static_cast<I>(n);
+extern "C" __global__ void __launch_bounds__(256) jx_flat(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n, const int vectors) {
+    using I = long long;
+    const I count = n;
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
     const I step = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
     I tail = 0;
-    if (V) {
+    if (vectors) {
         const I nvec = count / 4;
         for (I k = first; k < nvec; k += step) {
             const jx_vec<float, 4> x_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + k * 4);
@@ -29,8 +29,3 @@ __device__ __forceinline__ void jx_flat(const float* __restrict__ in0, const flo
     }
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], in1[i], out0[i]);
 }
-
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s64(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n) { jx_flat<long long, false>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s32(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n) { jx_flat<int, false>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v64(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n) { jx_flat<long long, true>(in0, in1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v32(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const long long n) { jx_flat<int, true>(in0, in1, out0, n); }

@@ -40,14 +40,14 @@ __device__ __forceinline__ void jx_compute(const double a_in0, const double a_bu
 }
 
 // flat: contiguous or single-element arrays over one index
-template <class I, bool V>
-__device__ __forceinline__ void jx_flat(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n) {
-    const I count = static_cast<I>(n);
+extern "C" __global__ void __launch_bounds__(256) jx_flat(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n, const int vectors) {
+    using I = long long;
+    const I count = n;
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
     const I step = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);
     const double x_buf1 = buf1[0];
     I tail = 0;
-    if (V) {
+    if (vectors) {
         const I nvec = count / 2;
         for (I k = first; k < nvec; k += step) {
             const jx_vec<double, 2> x_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + k * 2);
@@ -60,8 +60,3 @@ __device__ __forceinline__ void jx_flat(const double* __restrict__ in0, const do
     }
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], x_buf1, out0[i]);
 }
-
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s64(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n) { jx_flat<long long, false>(in0, buf1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_s32(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n) { jx_flat<int, false>(in0, buf1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v64(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n) { jx_flat<long long, true>(in0, buf1, out0, n); }
-extern "C" __global__ void __launch_bounds__(256) jx_flat_v32(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n) { jx_flat<int, true>(in0, buf1, out0, n); }

@@ -6,30 +6,53 @@ __device__ __forceinline__ void jx_compute(const float a_in0, float& r_out0) {
     r_out0 = v2;
 }
 
-// strided: per-array strides; offsets per row computed once, last axis walked by threads
+// tiled: 64x64 tiles of the last two axes; inputs contiguous along the second-last axis pass through shared memory
 struct jx_layout { long long shape[2]; long long stride[2][2]; };
 
-extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) {
-    long long rows = 1;
+template <class I>
+__device__ __forceinline__ void jx_tiles(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout& L) {
+    __shared__ float sh_in0[64][65];
+    const I nr = static_cast<I>(L.shape[0]);
+    const I nc = static_cast<I>(L.shape[1]);
+    const I tiles_c = (nc + 63) / 64;
+    const I tiles_r = (nr + 63) / 64;
+    I total = tiles_c * tiles_r;
 #pragma unroll
-    for (int d = 0; d < 1; ++d) rows *= L.shape[d];
-    const long long inner = L.shape[1];
-    const long long cfirst = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const long long cstep = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long row = static_cast<long long>(blockIdx.y) * blockDim.y + threadIdx.y; row < rows;
-         row += static_cast<long long>(gridDim.y) * blockDim.y) {
-        long long p0 = 0;
-        long long p1 = 0;
-        long long rest = row;
+    for (int d = 0; d < 0; ++d) total *= static_cast<I>(L.shape[d]);
+    const int tx = threadIdx.x % 64, ty = threadIdx.x / 64;
+    for (I t = blockIdx.x; t < total; t += gridDim.x) {
+        const I c0 = (t % tiles_c) * 64;
+        I rest = t / tiles_c;
+        const I r0 = (rest % tiles_r) * 64;
+        rest /= tiles_r;
+        I p0 = 0;
+        I p1 = 0;
+        const I u0 = static_cast<I>(L.stride[0][0]);
+        const I t0 = static_cast<I>(L.stride[0][1]);
+        const I u1 = static_cast<I>(L.stride[1][0]);
+        const I t1 = static_cast<I>(L.stride[1][1]);
+        {
+            const I lr = r0 + tx;
 #pragma unroll
-        for (int d = 0; d >= 0; --d) {
-            const long long c = rest % L.shape[d];
-            rest /= L.shape[d];
-            p0 += c * L.stride[0][d];
-            p1 += c * L.stride[1][d];
+            for (int j = ty; j < 64; j += 4) {
+                const I lc = c0 + j;
+                if (lr < nr && lc < nc) {
+                    sh_in0[j][tx] = in0[p0 + lr * u0 + lc * t0];
+                }
+            }
         }
-        const long long t0 = L.stride[0][1];
-        const long long t1 = L.stride[1][1];
-        for (long long c = cfirst; c < inner; c += cstep) jx_compute(in0[p0 + c * t0], out0[p1 + c * t1]);
+        __syncthreads();
+        {
+            const I cc = c0 + tx;
+#pragma unroll
+            for (int j = ty; j < 64; j += 4) {
+                const I rr = r0 + j;
+                if (rr < nr && cc < nc) jx_compute(sh_in0[tx][j], out0[p1 + rr * u1 + cc * t1]);
+            }
+        }
+        __syncthreads();
     }
 }
+
+extern "C" __global__ void __launch_bounds__(256) jx_tiles_i64(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) { jx_tiles<long long>(in0, out0, L); }
+extern "C" __global__ void __launch_bounds__(256) jx_tiles_i32(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) { jx_tiles<int>(in0, out0, L); }

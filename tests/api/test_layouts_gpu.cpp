@@ -1,0 +1,156 @@
+// Every layout class of the CUDA kernels (contiguous rows with broadcasts, column-and-row
+// broadcasts, transposed inputs through shared-memory tiles, negative and misaligned strides,
+// strided outputs) gives bit for bit the CPU backend's result. Skips, saying why, without a GPU.
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+
+using namespace jit;
+
+namespace {
+
+Runtime& runtime(Backend b) {
+    static Runtime cpu([] {
+        RuntimeOptions o;
+        o.backend = Backend::Cpu;
+        o.disk_cache = false;
+        return o;
+    }());
+    static Runtime gpu([] {
+        RuntimeOptions o;
+        o.backend = Backend::Cuda;
+        o.disk_cache = false;
+        return o;
+    }());
+    return b == Backend::Cpu ? cpu : gpu;
+}
+
+#define REQUIRE_GPU()                                                            \
+    do {                                                                         \
+        std::string why;                                                         \
+        if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why;   \
+    } while (0)
+
+using View = std::function<Array(const Array&)>;
+
+// A base array of `n` elements of `t` on `backend` (same values on every backend), then a view.
+struct Operand {
+    DType dtype;
+    std::int64_t n;
+    View view;
+};
+
+Array make(const Operand& o, Backend backend, int salt) {
+    std::vector<double> v(static_cast<std::size_t>(o.n));
+    for (std::int64_t i = 0; i < o.n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>((i * 37 + salt * 11) % 101) / 8.0 - 6.0;
+    Array base64 = Array::from(v, {}, Backend::Cpu);
+    Array base = runtime(Backend::Cpu).eval(std::string(dtype_name(o.dtype)) + "(x)", {base64});
+    if (backend == Backend::Cuda) base = base.to(Backend::Cuda);
+    return o.view(base);
+}
+
+std::vector<unsigned char> bytes_of(const Array& a) {
+    std::vector<unsigned char> out(a.nbytes());
+    if (!out.empty()) a.copy_to_host(out.data());
+    return out;
+}
+
+void expect_same(const std::string& text, const std::vector<Operand>& operands) {
+    std::vector<Arg> cpu_args, gpu_args;
+    for (std::size_t i = 0; i < operands.size(); ++i) {
+        cpu_args.emplace_back(make(operands[i], Backend::Cpu, static_cast<int>(i)));
+        gpu_args.emplace_back(make(operands[i], Backend::Cuda, static_cast<int>(i)));
+    }
+    Array want = runtime(Backend::Cpu).eval(text, cpu_args);
+    Array got = runtime(Backend::Cuda).eval(text, gpu_args);
+    ASSERT_EQ(got.backend(), Backend::Cuda);
+    ASSERT_EQ(got.shape(), want.shape()) << text;
+    ASSERT_EQ(got.dtype(), want.dtype()) << text;
+    EXPECT_TRUE(bytes_of(got) == bytes_of(want)) << text << ": CUDA and CPU results differ for " << got.describe();
+}
+
+View reshaped(Shape s) {
+    return [s](const Array& a) { return a.reshape(s); };
+}
+View transposed(Shape s) {
+    return [s](const Array& a) { return a.reshape(s).transpose(); };
+}
+
+const std::pair<std::int64_t, std::int64_t> kShapes[] = {{1, 1}, {3, 5}, {33, 65}, {64, 4096}, {1000, 1023}, {1, 40}, {40, 1}};
+
+TEST(GpuLayouts, ColumnPlusRowMatchesCpu) {
+    REQUIRE_GPU();
+    for (auto [m, n] : kShapes) {
+        SCOPED_TRACE(testing::Message() << m << " x " << n);
+        expect_same("x + y*2", {{DType::Float32, m, reshaped({m, 1})}, {DType::Float32, n, reshaped({1, n})}});
+        expect_same("x*y - 1", {{DType::Float16, m, reshaped({m, 1})}, {DType::Float64, n, reshaped({1, n})}});
+    }
+}
+
+TEST(GpuLayouts, MatrixPlusRowMatchesCpu) {
+    REQUIRE_GPU();
+    for (auto [m, n] : kShapes) {
+        SCOPED_TRACE(testing::Message() << m << " x " << n);
+        expect_same("a + r", {{DType::Float32, m * n, reshaped({m, n})}, {DType::Float32, n, reshaped({n})}});
+        expect_same("a * r", {{DType::Int8, m * n, reshaped({m, n})}, {DType::Int8, n, reshaped({n})}});
+    }
+}
+
+TEST(GpuLayouts, TransposedInputMatchesCpu) {
+    REQUIRE_GPU();
+    for (auto [m, n] : kShapes) {
+        SCOPED_TRACE(testing::Message() << m << " x " << n);
+        expect_same("x*2 + 1", {{DType::Float32, m * n, transposed({n, m})}});
+        expect_same("x + y", {{DType::Float64, m * n, transposed({n, m})}, {DType::Float64, m * n, reshaped({m, n})}});
+        expect_same("x * y", {{DType::BFloat16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
+    }
+}
+
+TEST(GpuLayouts, TransposedComplexAndBoolMatchCpu) {
+    REQUIRE_GPU();
+    expect_same("x * y", {{DType::Complex128, 70 * 90, transposed({90, 70})}, {DType::Complex128, 70 * 90, transposed({90, 70})}});
+    expect_same("where(c, x, -x)", {{DType::Bool, 45 * 77, transposed({77, 45})}, {DType::Float32, 45 * 77, transposed({77, 45})}});
+}
+
+TEST(GpuLayouts, TransposedUnderBroadcastOuterAxisMatchesCpu) {
+    REQUIRE_GPU();
+    const std::int64_t m = 37, n = 70;
+    expect_same("x + y", {{DType::Float32, m * n, [=](const Array& a) { return a.reshape({n, m}).transpose().broadcast_to({3, m, n}); }},
+                          {DType::Float32, 3 * m * n, reshaped({3, m, n})}});
+}
+
+TEST(GpuLayouts, ReversedAndSteppedViewsMatchCpu) {
+    REQUIRE_GPU();
+    const std::int64_t m = 50, n = 66;
+    auto rev_rows = [=](const Array& a) { return a.reshape({m, n}).slice(0, m - 1, -m - 1, -1); };
+    auto rev_cols = [=](const Array& a) { return a.reshape({m, n}).slice(1, n - 1, -n - 1, -1); };
+    auto stepped = [=](const Array& a) { return a.reshape({m, n}).slice(1, 0, n, 2); };
+    auto offset = [=](const Array& a) { return a.reshape({m, n}).slice(1, 1, n - 1); };
+    expect_same("x - y", {{DType::Float32, m * n, rev_rows}, {DType::Float32, m * n, rev_cols}});
+    expect_same("x * 3", {{DType::Float16, m * n, stepped}});
+    expect_same("x + y", {{DType::Float32, m * n, offset}, {DType::Float32, n - 2, reshaped({n - 2})}});
+    expect_same("x + y", {{DType::Float64, m * n, rev_cols}, {DType::Float64, m, reshaped({m, 1})}});
+}
+
+TEST(GpuLayouts, TransposedOutputTakesTheGeneralVariant) {
+    REQUIRE_GPU();
+    const std::int64_t m = 45, n = 70;
+    Array a_cpu = make({DType::Float32, m * n, reshaped({m, n})}, Backend::Cpu, 1);
+    Array a_gpu = make({DType::Float32, m * n, reshaped({m, n})}, Backend::Cuda, 1);
+    Array r_cpu = make({DType::Float32, n, reshaped({n})}, Backend::Cpu, 2);
+    Array r_gpu = make({DType::Float32, n, reshaped({n})}, Backend::Cuda, 2);
+    Array c_cpu = Array::zeros(DType::Float32, {n, m}, Backend::Cpu).transpose();
+    Array c_gpu = Array::zeros(DType::Float32, {n, m}, Backend::Cuda).transpose();
+    Environment env_cpu{{"a", a_cpu}, {"r", r_cpu}, {"c", c_cpu}};
+    Environment env_gpu{{"a", a_gpu}, {"r", r_gpu}, {"c", c_gpu}};
+    runtime(Backend::Cpu).run("c = a + r", env_cpu);
+    runtime(Backend::Cuda).run("c = a + r", env_gpu);
+    EXPECT_TRUE(bytes_of(c_gpu) == bytes_of(c_cpu));
+}
+
+}  // namespace
