@@ -261,11 +261,17 @@ struct Runtime::Impl {
             if (od.alias_input < 0) continue;
             const std::int32_t stage = e->schedule.stored_by[static_cast<std::size_t>(od.node)];
             const ir::Stage& st = e->schedule.stages[static_cast<std::size_t>(stage)];
-            bool ok = st.kind == ir::Stage::Kind::Elementwise && st.stores.size() == 1 &&
-                      e->program.inputs[static_cast<std::size_t>(od.alias_input)].shape == st.shape;
+            const std::size_t alias = static_cast<std::size_t>(od.alias_input);
+            // A reduction writes its result after reading all of its operand, so it may write
+            // into an array that no stage reads (`s = sum(x)` into an existing s: no copy,
+            // nothing allocated, and so capturable into a CUDA graph).
+            const bool reduce = st.kind == ir::Stage::Kind::Reduce;
+            bool ok = e->program.inputs[alias].shape == e->program.node(od.node).shape &&
+                      (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
+                              : st.stores.size() == 1 && e->program.inputs[alias].shape == st.shape);
             for (std::size_t k = 0; k < e->schedule.stages.size() && ok; ++k)
-                if (static_cast<std::int32_t>(k) != stage && e->schedule.stages[k].kind == ir::Stage::Kind::Elementwise &&
-                    reads[k][static_cast<std::size_t>(od.alias_input)])
+                if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
+                    (reduce || e->schedule.stages[k].kind == ir::Stage::Kind::Elementwise))
                     ok = false;
             e->direct_alias[o] = ok;
         }

@@ -127,3 +127,64 @@ TEST(GpuPipeline, GeneratedSourceHoldsNoUserNames) {
     EXPECT_EQ(src.find("secret_name"), std::string::npos);
     EXPECT_NE(src.find("extern \"C\""), std::string::npos);
 }
+
+namespace {
+// Device memory from the runtime API, freed at scope exit.
+struct DeviceBuffer {
+    float* p = nullptr;
+    explicit DeviceBuffer(std::size_t n) {
+        if (cudaMalloc(reinterpret_cast<void**>(&p), n * sizeof(float)) != cudaSuccess) p = nullptr;
+    }
+    ~DeviceBuffer() { cudaFree(p); }
+};
+}  // namespace
+
+TEST(GpuPipeline, EvalIntoOwnArraysCapturesIntoACudaGraph) {
+    REQUIRE_GPU();
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "CUDA runtime sees no device";
+    const int n = 1 << 16;
+    DeviceBuffer a(n), b(n), c(n), s(1);
+    ASSERT_TRUE(a.p && b.p && c.p && s.p);
+    std::vector<float> ha(n), hb(n);
+    for (int i = 0; i < n; ++i) ha[i] = static_cast<float>(i % 100), hb[i] = 0.25f;
+    ASSERT_EQ(cudaMemcpy(a.p, ha.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(b.p, hb.data(), n * sizeof(float), cudaMemcpyHostToDevice), cudaSuccess);
+    cudaStream_t stream = nullptr;
+    ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+    Environment env{{"a", Arg(Array::view(a.p, DType::Float32, {n}, {1}, Backend::Cuda))},
+                    {"b", Arg(Array::view(b.p, DType::Float32, {n}, {1}, Backend::Cuda))},
+                    {"c", Arg(Array::view(c.p, DType::Float32, {n}, {1}, Backend::Cuda))},
+                    {"s", Arg(Array::view(s.p, DType::Float32, {}, {}, Backend::Cuda))}};
+    const char* text = "c = c + a*2 + b\ns = sum(c)";
+    // Once outside the capture: compiles, loads and makes this stream's workspace.
+    ASSERT_EQ(cudaMemsetAsync(c.p, 0, n * sizeof(float), stream), cudaSuccess);
+    gpu().run(text, env, stream);
+    ASSERT_EQ(cudaMemsetAsync(c.p, 0, n * sizeof(float), stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+
+    cudaGraph_t graph = nullptr;
+    ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+    gpu().run(text, env, stream);
+    ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+    cudaGraphExec_t exec = nullptr;
+    ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
+    const int replays = 3;
+    for (int r = 0; r < replays; ++r) ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+
+    std::vector<float> hc(n);
+    float hs = 0;
+    ASSERT_EQ(cudaMemcpy(hc.data(), c.p, n * sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    ASSERT_EQ(cudaMemcpy(&hs, s.p, sizeof(float), cudaMemcpyDeviceToHost), cudaSuccess);
+    double want_sum = 0;
+    for (int i = 0; i < n; ++i) {
+        const float want = replays * (2.0f * ha[i] + 0.25f);
+        ASSERT_EQ(hc[i], want) << i;
+        want_sum += want;
+    }
+    EXPECT_NEAR(hs, want_sum, want_sum * 1e-5);  // the last replay's sum over c
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+}

@@ -80,6 +80,28 @@ TEST(Run, AssignmentToExistingArrayWritesInPlace) {
     EXPECT_EQ(env.at("a").array().data(), a.data());
 }
 
+TEST(Run, ReductionIntoAnExistingArrayWritesInPlace) {
+    Array x = host({1, 2, 3, 4});
+    Array s = Array::zeros(DType::Float32, {}, Backend::Cpu);
+    Array m = Array::zeros(DType::Float32, {2}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}, {"s", Arg(s)}, {"m", Arg(m)}};
+    Array x2 = x.reshape({2, 2});
+    env.insert_or_assign("y", Arg(x2));
+    cpu().run("s = sum(x * 2)\nm = max(y, axis=1)", env);
+    EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{20}));
+    EXPECT_EQ(m.to_vector<float>(), (std::vector<float>{2, 4}));
+    EXPECT_EQ(env.at("s").array().data(), s.data());
+    EXPECT_EQ(env.at("m").array().data(), m.data());
+}
+
+TEST(Run, ReductionOfTheArrayItReplacesIsCorrect) {
+    Array s = Array::from(std::vector<float>{5}, {}, Backend::Cpu);
+    Array x = host({1, 2, 3});
+    Environment env{{"s", Arg(s)}, {"x", Arg(x)}};
+    cpu().run("s = sum(x + s)", env);
+    EXPECT_EQ(s.to_vector<float>(), (std::vector<float>{21}));
+}
+
 TEST(Run, InPlaceWhenTheArrayIsReadWithBroadcasting) {
     // a (2,2) = a + a.T-like read through another output: forces the copy-back path.
     Array a = Array::from(std::vector<float>{1, 2, 3, 4}, {2, 2}, Backend::Cpu);
