@@ -67,3 +67,16 @@ install(FILES ${PROJECT_BINARY_DIR}/jitexpr.pc DESTINATION ${CMAKE_INSTALL_LIBDI
 if(TARGET jitexpr_tool)
   set_target_properties(jitexpr_tool PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
 endif()
+
+# The C API as a shared library (lib/libjitexpr_c.so, exported as jitexpr::jitexpr_c) for
+# FFIs such as Python's ctypes, and the pure-Python ctypes binding over it
+# (share/jitexpr/python/jitexpr_ctypes.py). It finds NVRTC where it was found at build time.
+if(TARGET jitexpr_c)
+  set_target_properties(jitexpr_c PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
+  install(TARGETS jitexpr_c
+    EXPORT jitexprTargets
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(FILES ${PROJECT_SOURCE_DIR}/python/jitexpr_ctypes.py
+    DESTINATION ${CMAKE_INSTALL_DATADIR}/jitexpr/python)
+endif()
