@@ -7,7 +7,8 @@
 //    trimmed semantics (default) and with the whole of backend/semantics.h, alternating, each
 //    the best of R compiles (default 2); p50/p99 per expression. Then the NVRTC option choices on a subset, called directly.
 // 2. GPU (skipped without a device):
-//    a. compile + load: N new expressions through jit::Runtime (disk cache off), first eval
+//    a. compile + load: N new expressions through jit::Runtime (disk cache off), first eval;
+//       texts distinct from part 1's, so that no source is compiled twice in the process
 //    b. disk hit in a fresh process: this program re-runs itself as a child with a disk cache
 //       the parent filled; the child times its first eval of a kernel (key -> launchable
 //       function: parse, check, emit, disk read, module load, launch)
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 #include <nvrtc.h>
 
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,6 +43,13 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// CPU time of this thread (user + system), milliseconds: tells compiling from waiting.
+double thread_cpu_ms() {
+    rusage u{};
+    ::getrusage(RUSAGE_THREAD, &u);
+    return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e3 + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e3;
+}
 
 struct Percentiles {
     double p50 = 0, p99 = 0, min = 0, max = 0;
@@ -67,14 +76,14 @@ struct Expr {
     std::string text;
     DType dtype;
 };
-std::vector<Expr> expressions(int count) {
+std::vector<Expr> expressions(int count, int first_constant = 2) {
     const char* forms[] = {"a*{c}+b",           "sin(a)+{c}*b",         "sqrt(abs(a))*{c}+b", "where(a > {c}, a, b)",
                            "exp(a)-b*{c}",      "a/(b+{c})",            "maximum(a, b)*{c}",  "tanh(a)+b*{c}",
                            "a*a+b*{c}",         "log1p(abs(a))-{c}*b",  "cos(a)*cos(b)+{c}",  "hypot(a, b)*{c}",
                            "floor(a*{c})-b",    "minimum(a*{c}, b)",    "sum(a*{c}+b)",       "a - mean(b)*{c}"};
     const DType dtypes[] = {DType::Float32, DType::Float64};
     std::vector<Expr> out;
-    for (int c = 2; static_cast<int>(out.size()) < count; ++c)
+    for (int c = first_constant; static_cast<int>(out.size()) < count; ++c)
         for (DType t : dtypes)
             for (const char* f : forms) {
                 if (static_cast<int>(out.size()) >= count) break;
@@ -85,15 +94,16 @@ std::vector<Expr> expressions(int count) {
     return out;
 }
 
-std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics) {
-    const syntax::Module m = syntax::parse(e.text);
+std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics, const std::string& prefix = "") {
+    const std::string text = prefix + e.text;
+    const syntax::Module m = syntax::parse(text);
     dsl::Binding b;
     b.kind = dsl::Binding::Kind::Array;
     b.dtype = e.dtype;
     b.shape = {n};
     b.strides = {1};
     dsl::Lookup lookup = [&b](std::string_view) { return &b; };
-    const ir::Program p = dsl::lower(m, e.text, lookup);
+    const ir::Program p = dsl::lower(m, text, lookup);
     codegen::EmitOptions eo;
     eo.full_semantics = full_semantics;
     return codegen::emit(p, ir::schedule(p), eo).kernels;
@@ -172,26 +182,33 @@ int main(int argc, char** argv) {
     // ---- 1. compile only. Trimmed and whole semantics alternate per expression, each the best of
     // `reps` compiles: on a loaded machine that compares the two under the same load.
     {
-        std::vector<double> trimmed, whole;
+        std::vector<double> trimmed, whole, as_runtime, cpu;
         std::size_t bytes[2] = {0, 0}, kernels = 0;
         for (const Expr& e : exprs) {
-            const auto kt = emit(e, 1 << 20, false), kw = emit(e, 1 << 20, true);
-            double best[2] = {1e300, 1e300};
+            // As the runtime's part 2a emits it (an assignment, 1024 elements) and as here.
+            const auto kt = emit(e, 1 << 20, false), kw = emit(e, 1 << 20, true), kr = emit(e, 1024, false, "r = ");
+            double best[3] = {1e300, 1e300, 1e300}, best_cpu = 1e300;
             for (int r = 0; r < reps; ++r) {
-                double ms[2] = {0, 0};
+                double ms[3] = {0, 0, 0};
+                const double c0 = thread_cpu_ms();
                 for (const auto& k : kt) ms[0] += cuda::compile(k.source, k.name, co).compile_ms;
+                best_cpu = std::min(best_cpu, thread_cpu_ms() - c0);
                 for (const auto& k : kw) ms[1] += cuda::compile(k.source, k.name, co).compile_ms;
-                best[0] = std::min(best[0], ms[0]);
-                best[1] = std::min(best[1], ms[1]);
+                for (const auto& k : kr) ms[2] += cuda::compile(k.source, k.name, co).compile_ms;
+                for (int i = 0; i < 3; ++i) best[i] = std::min(best[i], ms[i]);
             }
             for (const auto& k : kt) bytes[0] += k.source.size();
             for (const auto& k : kw) bytes[1] += k.source.size();
             kernels += kt.size();
             trimmed.push_back(best[0]);
             whole.push_back(best[1]);
+            as_runtime.push_back(best[2]);
+            cpu.push_back(best_cpu);
         }
         report(fmt::format("compile only, CUBIN, trimmed semantics ({} B/kernel)", bytes[0] / std::max<std::size_t>(kernels, 1)), trimmed);
+        report("  the same, thread CPU time", cpu);
         report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)", bytes[1] / std::max<std::size_t>(kernels, 1)), whole);
+        report("compile only, CUBIN, emitted as the runtime does (r = ...)", as_runtime);
     }
     if (!skip_options) {
         const std::string sm = fmt::format("--gpu-architecture=sm_{}{}", co.cc_major, co.cc_minor);
@@ -233,7 +250,9 @@ int main(int argc, char** argv) {
         (void)rt.eval("a*1+b", {warm, warm});  // NVRTC and the context started
         cuda::synchronize();
         std::vector<double> wall, compile_load;
-        for (const Expr& e : exprs) {
+        // Texts part 1 never compiled (other constants): NVRTC must not have seen these sources
+        // in this process (the same source compiles several times faster the second time).
+        for (const Expr& e : expressions(count, 1000)) {
             Environment env;
             const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
                                                       : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
