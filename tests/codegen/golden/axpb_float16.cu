@@ -17,6 +17,7 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const jx::u16* __restr
     I tail = 0;
     if (vectors) {
         const I nvec = count / 8;
+#pragma unroll 1
         for (I k = first; k < nvec; k += step) {
             const jx_vec<jx::u16, 8> x_in0 = *reinterpret_cast<const jx_vec<jx::u16, 8>*>(in0 + k * 8);
             const jx_vec<jx::u16, 8> x_in1 = *reinterpret_cast<const jx_vec<jx::u16, 8>*>(in1 + k * 8);
@@ -27,5 +28,6 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const jx::u16* __restr
         }
         tail = nvec * 8;
     }
+#pragma unroll 1
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], in1[i], out0[i]);
 }

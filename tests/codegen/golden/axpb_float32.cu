@@ -17,6 +17,7 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const float* __restric
     I tail = 0;
     if (vectors) {
         const I nvec = count / 4;
+#pragma unroll 1
         for (I k = first; k < nvec; k += step) {
             const jx_vec<float, 4> x_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + k * 4);
             const jx_vec<float, 4> x_in1 = *reinterpret_cast<const jx_vec<float, 4>*>(in1 + k * 4);
@@ -27,5 +28,6 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const float* __restric
         }
         tail = nvec * 4;
     }
+#pragma unroll 1
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], in1[i], out0[i]);
 }

@@ -18,6 +18,7 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const double* __restri
     I tail = 0;
     if (vectors) {
         const I nvec = count / 2;
+#pragma unroll 1
         for (I k = first; k < nvec; k += step) {
             const jx_vec<double, 2> x_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + k * 2);
             const jx_vec<double, 2> x_in1 = *reinterpret_cast<const jx_vec<double, 2>*>(in1 + k * 2);
@@ -28,5 +29,6 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const double* __restri
         }
         tail = nvec * 2;
     }
+#pragma unroll 1
     for (I i = tail + first; i < count; i += step) jx_compute(in0[i], in1[i], out0[i]);
 }
