@@ -86,8 +86,15 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
         }
         return std::make_pair(std::string(name), b);
     }
+    // DTYPE[DIMS].T: the transpose of a C-contiguous array, a view of shape DIMS (strides reversed),
+    // as `a.T` in NumPy or Array::transpose(): the runtime gives such inputs their own kernels.
+    bool transposed = false;
+    if (type.size() > 2 && type.substr(type.size() - 2) == ".T") {
+        transposed = true;
+        type = trim(type.substr(0, type.size() - 2));
+    }
     if (type.back() != ']') {
-        why = fmt::format("{}: '{}' does not end with ']'", name, type);
+        why = fmt::format("{}: '{}' does not end with ']' (or '].T' for a transposed array)", name, type);
         return std::nullopt;
     }
     const std::string_view dtype = trim(type.substr(0, bracket));
@@ -117,7 +124,13 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
             b.shape.push_back(v);
         }
     }
-    b.strides = contiguous_strides(b.shape);
+    if (transposed) {
+        Shape reversed(b.shape.rbegin(), b.shape.rend());
+        Strides c = contiguous_strides(reversed);
+        b.strides.assign(c.rbegin(), c.rend());
+    } else {
+        b.strides = contiguous_strides(b.shape);
+    }
     return std::make_pair(std::string(name), b);
 }
 

@@ -99,6 +99,31 @@ TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
     }
 }
 
+TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
+    TempDir dir;
+    {
+        std::ofstream f(dir / "programs.txt");
+        f << "y = x*2 + 1 ; x: float32[N, M].T\n";
+    }
+    const std::string cache_dir = dir / "cache";
+    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    // What the runtime sees for a.transpose() of a C-contiguous (300, 1000) array.
+    dsl::Binding x = array(DType::Float32, {1000, 300});
+    x.strides = {1, 1000};
+    const auto k = kernels("y = x*2 + 1", {{"x", x}});
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Tiled);
+    const auto expected = keys("y = x*2 + 1", {{"x", x}});
+    cache::DiskCacheOptions o;
+    o.dir = cache_dir;
+    o.use_environment = false;
+    cache::DiskCache disk(o);
+    ASSERT_EQ(disk.entries().size(), 1u);
+    EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
+    // Not the contiguous program's kernel.
+    EXPECT_NE(expected, keys("y = x*2 + 1", {{"x", array(DType::Float32, {1000, 300})}}));
+}
+
 TEST(Precompile, RejectsAMalformedDeclarationWithItsLine) {
     TempDir dir;
     {
