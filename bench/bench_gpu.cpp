@@ -189,6 +189,27 @@ void BM_HostBareLaunch(benchmark::State& state) {
     cuda::synchronize();
 }
 
+// Host (pageable std::vector) to device and back through cuda::copy_to_device/copy_to_host:
+// the driver's own path, or with JITEXPR_STAGING=1 staged through pinned buffers from 4 MiB.
+void BM_HostToDevice(benchmark::State& state) {
+    const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+    std::vector<unsigned char> host(bytes, 1);
+    void* dev = cuda::alloc(bytes);
+    for (auto _ : state) cuda::copy_to_device(dev, host.data(), bytes);
+    cuda::free(dev);
+    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_DeviceToHost(benchmark::State& state) {
+    const std::size_t bytes = static_cast<std::size_t>(state.range(0));
+    std::vector<unsigned char> host(bytes, 1);
+    void* dev = cuda::alloc(bytes);
+    cuda::memset(dev, 0, bytes);
+    for (auto _ : state) cuda::copy_to_host(host.data(), dev, bytes);
+    cuda::free(dev);
+    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
 void sizes(benchmark::internal::Benchmark* b) {
     for (int p = 10; p <= 28; p += 2) b->Arg(std::int64_t{1} << p);
 }
@@ -212,5 +233,7 @@ BENCHMARK(BM_SumOfProduct)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicr
 BENCHMARK(BM_HostOverheadPerEval)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostOverheadInto)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostBareLaunch)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostToDevice)->Arg(1 << 20)->Arg(256 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_DeviceToHost)->Arg(1 << 20)->Arg(256 << 20)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 BENCHMARK_MAIN();

@@ -123,6 +123,14 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
                        resolve(lookup, d.MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", 11020, ignored) &&
                        resolve(lookup, d.MemFreeAsync, "cuMemFreeAsync", 11020, ignored);
     if (!pools) d.MemPoolCreate = nullptr;
+    // Optional: what staging host copies through pinned buffers needs.
+    const bool staging = resolve(lookup, d.MemHostAlloc, "cuMemHostAlloc", 2020, ignored) &&
+                         resolve(lookup, d.MemFreeHost, "cuMemFreeHost", 2000, ignored) &&
+                         resolve(lookup, d.EventCreate, "cuEventCreate", 2000, ignored) &&
+                         resolve(lookup, d.EventRecord, "cuEventRecord", 2000, ignored) &&
+                         resolve(lookup, d.EventSynchronize, "cuEventSynchronize", 2000, ignored) &&
+                         resolve(lookup, d.EventDestroy, "cuEventDestroy", 4000, ignored);
+    if (!staging) d.MemHostAlloc = nullptr;
     return true;
 }
 

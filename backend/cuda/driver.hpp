@@ -47,6 +47,13 @@ struct Driver {
     PFN_cuMemPoolTrimTo_v11020 MemPoolTrimTo = nullptr;
     PFN_cuMemAllocFromPoolAsync_v11020 MemAllocFromPoolAsync = nullptr;
     PFN_cuMemFreeAsync_v11020 MemFreeAsync = nullptr;
+    // Pinned staging buffers for pageable host copies (memory.cpp); null: copies go direct.
+    PFN_cuMemHostAlloc_v2020 MemHostAlloc = nullptr;
+    PFN_cuMemFreeHost_v2000 MemFreeHost = nullptr;
+    PFN_cuEventCreate_v2000 EventCreate = nullptr;
+    PFN_cuEventRecord_v2000 EventRecord = nullptr;
+    PFN_cuEventSynchronize_v2000 EventSynchronize = nullptr;
+    PFN_cuEventDestroy_v4000 EventDestroy = nullptr;
 };
 
 // The driver, loaded and initialised once, with device 0's primary context current on the

@@ -6,6 +6,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string_view>
+
 namespace jit::cuda {
 namespace {
 
@@ -125,9 +131,80 @@ void free(void* ptr) noexcept {
     detail::report(d->MemFree(to_device_ptr(ptr)), "cuMemFree");
 }
 
+namespace {
+
+// Pageable host memory cannot be read by the copy engines: the driver copies it through small
+// pinned buffers of its own, one piece at a time, and reaches about half of what the bus can do.
+// Large copies of pageable memory go through two pinned staging buffers of our own instead:
+// while the device copies one buffer, the host fills (or drains) the other. One transfer uses
+// the buffers at a time; a thread that finds them busy copies directly. Opt-in for now
+// (JITEXPR_STAGING=1): it has not yet run on a GPU; it becomes the default once the GPU tests
+// and BM_HostToDevice/BM_DeviceToHost have confirmed it.
+constexpr std::size_t kStageChunk = std::size_t{8} << 20;     // bytes per staging buffer
+constexpr std::size_t kStageThreshold = std::size_t{4} << 20;  // smaller copies go direct
+
+struct Staging {
+    std::mutex mutex;
+    bool tried = false;
+    void* buffer[2] = {nullptr, nullptr};
+    CUevent done[2] = {nullptr, nullptr};  // recorded after the copy that last used each buffer
+};
+
+Staging& staging() {
+    static Staging* s = new Staging;  // never destroyed: the driver may be gone at exit
+    return *s;
+}
+
+// The buffers, made on first use; false when staging is off or unavailable (the copy goes direct).
+bool staging_ready(Staging& s, const detail::Driver& d) {
+    if (s.tried) return s.buffer[0] != nullptr;
+    s.tried = true;
+    const char* env = std::getenv("JITEXPR_STAGING");
+    if (!d.MemHostAlloc || !env || std::string_view(env) != "1") return false;
+    for (int i = 0; i < 2; ++i) {
+        if (d.MemHostAlloc(&s.buffer[i], kStageChunk, 0) != CUDA_SUCCESS ||
+            d.EventCreate(&s.done[i], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+            for (int k = 0; k < 2; ++k) {
+                if (s.buffer[k]) d.MemFreeHost(s.buffer[k]);
+                if (s.done[k]) d.EventDestroy(s.done[k]);
+                s.buffer[k] = nullptr;
+                s.done[k] = nullptr;
+            }
+            return false;
+        }
+    }
+    return true;
+}
+
+// Plain pageable host memory (not pinned, registered or managed): CUDA does not know the address.
+bool pageable(const detail::Driver& d, const void* host) {
+    unsigned int type = 0;
+    return d.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, to_device_ptr(host)) == CUDA_ERROR_INVALID_VALUE;
+}
+
+}  // namespace
+
 void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream) {
     const auto& d = api();
     if (bytes == 0) return;
+    Staging& s = staging();
+    std::unique_lock<std::mutex> lock(s.mutex, std::defer_lock);
+    if (bytes >= kStageThreshold && pageable(d, src) && lock.try_lock() && staging_ready(s, d)) {
+        const auto* from = static_cast<const unsigned char*>(src);
+        for (std::size_t off = 0, i = 0; off < bytes; off += kStageChunk, ++i) {
+            const std::size_t n = std::min(kStageChunk, bytes - off);
+            const int b = static_cast<int>(i % 2);
+            // The copy that last read this buffer (two chunks ago) must be done before refilling it.
+            if (i >= 2) check(d.EventSynchronize(s.done[b]), "cuEventSynchronize");
+            std::memcpy(s.buffer[b], from + off, n);
+            check(d.MemcpyHtoDAsync(to_device_ptr(static_cast<unsigned char*>(dst) + off), s.buffer[b], n,
+                                    as_stream(stream)),
+                  "cuMemcpyHtoDAsync");
+            check(d.EventRecord(s.done[b], as_stream(stream)), "cuEventRecord");
+        }
+        check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+        return;
+    }
     check(d.MemcpyHtoDAsync(to_device_ptr(dst), src, bytes, as_stream(stream)), "cuMemcpyHtoDAsync");
     // Complete before returning: the host buffer may be pinned (then the copy reads it later) and
     // callers free or reuse it at once.
@@ -137,6 +214,31 @@ void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream)
 void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream) {
     const auto& d = api();
     if (bytes == 0) return;
+    Staging& s = staging();
+    std::unique_lock<std::mutex> lock(s.mutex, std::defer_lock);
+    if (bytes >= kStageThreshold && pageable(d, dst) && lock.try_lock() && staging_ready(s, d)) {
+        auto* to = static_cast<unsigned char*>(dst);
+        const std::size_t chunks = (bytes + kStageChunk - 1) / kStageChunk;
+        auto issue = [&](std::size_t i) {
+            const std::size_t off = i * kStageChunk, n = std::min(kStageChunk, bytes - off);
+            const int b = static_cast<int>(i % 2);
+            check(d.MemcpyDtoHAsync(s.buffer[b], to_device_ptr(static_cast<const unsigned char*>(src) + off), n,
+                                    as_stream(stream)),
+                  "cuMemcpyDtoHAsync");
+            check(d.EventRecord(s.done[b], as_stream(stream)), "cuEventRecord");
+        };
+        // Chunk i+1 lands in the other buffer while the host drains chunk i; a buffer is refilled
+        // only after the host has drained it (the loop drains chunk i before issuing chunk i+2).
+        issue(0);
+        for (std::size_t i = 0; i < chunks; ++i) {
+            if (i + 1 < chunks) issue(i + 1);
+            const int b = static_cast<int>(i % 2);
+            check(d.EventSynchronize(s.done[b]), "cuEventSynchronize");
+            const std::size_t off = i * kStageChunk;
+            std::memcpy(to + off, s.buffer[b], std::min(kStageChunk, bytes - off));
+        }
+        return;
+    }
     check(d.MemcpyDtoHAsync(dst, to_device_ptr(src), bytes, as_stream(stream)), "cuMemcpyDtoHAsync");
     // The caller reads `dst` as soon as this returns.
     check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");

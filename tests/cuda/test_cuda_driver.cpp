@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -78,6 +79,45 @@ TEST_F(CudaDriver, AllocCopyRoundTripKeepsBytes) {
     cuda::copy_to_device(buf.ptr, in.data(), in.size() * sizeof in[0]);
     cuda::copy_to_host(out.data(), buf.ptr, out.size() * sizeof out[0]);
     EXPECT_EQ(in, out);
+}
+
+// Sizes around the staging threshold (4 MiB) and chunk (8 MiB), odd sizes, several chunks, and a
+// copy at an offset into the device buffer: every byte survives both directions.
+TEST_F(CudaDriver, StagedCopiesOfPageableMemoryKeepEveryByte) {
+    ::setenv("JITEXPR_STAGING", "1", 1);  // read at the first staged copy of the process
+    const std::size_t sizes[] = {(4u << 20) - 1, 4u << 20, (8u << 20) + 5, (37u << 20) + 3};
+    for (std::size_t bytes : sizes) {
+        SCOPED_TRACE(bytes);
+        std::vector<unsigned char> in(bytes), out(bytes, 0);
+        for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<unsigned char>((i * 2654435761u) >> 13);
+        DeviceBuffer buf(bytes + 64);
+        void* at = static_cast<unsigned char*>(buf.ptr) + 64;
+        cuda::copy_to_device(at, in.data(), bytes);
+        cuda::copy_to_host(out.data(), at, bytes);
+        ASSERT_TRUE(in == out);
+    }
+}
+
+TEST_F(CudaDriver, ConcurrentLargeCopiesFromThreadsKeepEveryByte) {
+    ::setenv("JITEXPR_STAGING", "1", 1);
+    const std::size_t bytes = (20u << 20) + 7;
+    std::vector<std::thread> threads;
+    std::vector<int> ok(6, 0);
+    for (int t = 0; t < 6; ++t) {
+        threads.emplace_back([&, t] {
+            std::vector<unsigned char> in(bytes), out(bytes, 0);
+            for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<unsigned char>(i * 31 + t * 7);
+            DeviceBuffer buf(bytes);
+            for (int r = 0; r < 3; ++r) {
+                cuda::copy_to_device(buf.ptr, in.data(), bytes);
+                cuda::copy_to_host(out.data(), buf.ptr, bytes);
+                if (in != out) return;
+            }
+            ok[t] = 1;
+        });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(ok, std::vector<int>(6, 1));
 }
 
 TEST_F(CudaDriver, MemsetFillsEveryByte) {
