@@ -9,11 +9,53 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstring>
+#include <exception>
 #include <map>
+#include <mutex>
+#include <thread>
 
 namespace jit::cuda {
+
+namespace {
+
+// Runs fn(0) ... fn(n - 1) on up to hardware_concurrency threads (the caller's among them) and
+// returns when all are done; the first exception any call threw is rethrown then.
+template <class Fn>
+void parallel_for(std::size_t n, Fn&& fn) {
+    if (n <= 1) {
+        if (n == 1) fn(std::size_t{0});
+        return;
+    }
+    const std::size_t workers = std::min<std::size_t>(n, std::max(1u, std::thread::hardware_concurrency()));
+    std::atomic<std::size_t> next{0};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+    auto work = [&] {
+        for (std::size_t i; (i = next.fetch_add(1)) < n;) {
+            try {
+                fn(i);
+            } catch (...) {
+                std::lock_guard<std::mutex> lock(error_mutex);
+                if (!error) error = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> threads;
+    threads.reserve(workers - 1);
+    try {
+        for (std::size_t t = 1; t < workers; ++t) threads.emplace_back(work);
+    } catch (...) {
+        // No more threads to be had: the ones started and this one share the work.
+    }
+    work();
+    for (auto& t : threads) t.join();
+    if (error) std::rethrow_exception(error);
+}
+
+}  // namespace
 
 namespace {
 
@@ -142,14 +184,16 @@ std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::
     codegen::EmitOptions eo;
     eo.block = block;
     const codegen::Emitted emitted = codegen::emit(program, ir::split_large_stages(program, schedule), eo);
-    std::vector<PrecompiledKernel> out;
-    out.reserve(emitted.kernels.size());
-    for (const auto& k : emitted.kernels) {
-        PrecompiledKernel pk;
+    std::vector<PrecompiledKernel> out(emitted.kernels.size());
+    std::mutex store_mutex;  // the store's callbacks are called from one thread at a time
+    parallel_for(emitted.kernels.size(), [&](std::size_t i) {
+        const codegen::KernelSource& k = emitted.kernels[i];
+        PrecompiledKernel& pk = out[i];
         pk.name = k.name;
         pk.disk_key = ModuleCache::disk_key(k, options);
         std::optional<std::string> present;
         if (store.get) {
+            std::lock_guard<std::mutex> lock(store_mutex);
             try {
                 present = store.get(pk.disk_key);
             } catch (...) {
@@ -164,10 +208,10 @@ std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::
             pk.compile_ms = img.compile_ms;
             std::string bytes = encode_image(img);
             pk.image_bytes = bytes.size();
+            std::lock_guard<std::mutex> lock(store_mutex);
             if (store.put) store.put(pk.disk_key, bytes);
         }
-        out.push_back(std::move(pk));
-    }
+    });
     return out;
 }
 
@@ -340,23 +384,28 @@ public:
     detail::PrepareInfo info() const override { return info_; }
 
 private:
+    // Compiles (or finds) and loads every kernel of the variant; the kernels of a program of
+    // several stages compile in parallel (NVRTC is thread-safe; the module cache is single-flight).
     void load(Variant& v, detail::PrepareInfo* info) {
-        bool all_hit = true;
+        const std::size_t n = v.emitted.kernels.size();
         v.kernels.clear();
-        v.kernels.reserve(v.emitted.kernels.size());
-        for (const auto& k : v.emitted.kernels) {
-            Loaded l;
+        v.kernels.resize(n);
+        std::vector<ModuleCache::Lookup> lookups(n);
+        parallel_for(n, [&](std::size_t i) {
+            const KernelSource& k = v.emitted.kernels[i];
+            Loaded& l = v.kernels[i];
             l.kernel = &k;
-            ModuleCache::Lookup lk;
-            l.module = cache_->get(k, compile_, &lk);
+            l.module = cache_->get(k, compile_, &lookups[i]);
+            for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e) l.fn[e] = l.module->function(k.entries[e]);
+            l.layout = initial_layout(k);
+        });
+        bool all_hit = true;
+        for (const auto& lk : lookups) {
             all_hit = all_hit && lk.hit;
             if (info) {
                 info->compile_ms += lk.compile_ms;
                 info->load_ms += lk.load_ms;
             }
-            for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e) l.fn[e] = l.module->function(k.entries[e]);
-            l.layout = initial_layout(k);
-            v.kernels.push_back(std::move(l));
         }
         if (info) info->module_cache_hit = all_hit;
     }
