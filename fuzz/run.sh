@@ -3,6 +3,7 @@
 #   fuzz/run.sh                       each target for 10 minutes
 #   fuzz/run.sh fuzz_npy 3600         one target for an hour
 #   SECONDS_EACH=60 fuzz/run.sh       each target for a minute
+#   RUNS=10000000 fuzz/run.sh fuzz_npy 86400     stop after 10 M executions (or a day)
 #   BUILD_DIR=... JOBS=... WORKERS=... as named (defaults: build-fuzz, nproc, 1)
 # New inputs accumulate in $BUILD_DIR/fuzz/corpus/<name>/ (kept between runs; the committed seeds
 # in fuzz/corpus/ are only read); crashes are written to $BUILD_DIR/fuzz/artifacts/. Reproduce
@@ -32,6 +33,7 @@ for t in "${targets[@]}"; do
   extra=()
   [ -f "fuzz/$name.dict" ] && extra+=(-dict="fuzz/$name.dict")
   [ "$workers" -gt 1 ] && extra+=(-workers="$workers" -jobs="$workers")
+  [ -n "${RUNS:-}" ] && extra+=(-runs="$RUNS")
   echo "== $t for ${seconds}s (corpus $work)"
   "$build/fuzz/$t" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 "${extra[@]}" \
