@@ -761,6 +761,27 @@ private:
         return s;
     }
 
+    // The entry points of a Strided or Tiled kernel, in IndexEntry order: `body<I>` (a device
+    // template taking the arrays, scalars, then `tail_args`) with 64-bit and with 32-bit indices.
+    std::string index_entries(KernelSource& k, const std::string& body, const std::string& bounds,
+                              const std::string& tail_params, const std::string& tail_args) {
+        std::string args;
+        for (auto& a : reads_) args += a.name + ", ";
+        for (auto& w : writes_) args += w.name + ", ";
+        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
+        args += tail_args;
+        std::string s;
+        const char* suffix[2] = {"_i64", "_i32"};
+        const char* index[2] = {"long long", "int"};
+        for (int e = 0; e < 2; ++e) {
+            const std::string name = body + suffix[e];
+            s += fmt::format("extern \"C\" __global__ void {} {}({}const jx_layout L{}) {{ {}<{}>({}); }}\n", bounds,
+                             name, array_params(false), tail_params, body, index[e], args);
+            k.entries.push_back(name);
+        }
+        return s;
+    }
+
     // Rows of the last axis: each row's offsets are computed once and the last axis is walked by
     // the threads of x; arrays contiguous along it (Unit) are read and written with vectors when
     // the launch finds them aligned, arrays broadcast along it (Zero) are read once per row.
@@ -848,19 +869,7 @@ private:
             s += fmt::format("        for (I c = cfirst; c < inner; c += cstep) jx_compute({});\n", call_args(rd, wr));
         }
         s += "    }\n}\n\n";
-        std::string args;
-        for (auto& a : reads_) args += a.name + ", ";
-        for (auto& w : writes_) args += w.name + ", ";
-        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
-        args += vec > 1 ? "L, vectors" : "L";
-        // Entry points in IndexEntry order.
-        const char* names[2] = {"jx_rows_i64", "jx_rows_i32"};
-        const char* inst[2] = {"long long", "int"};
-        for (int e = 0; e < 2; ++e) {
-            s += fmt::format("extern \"C\" __global__ void {} {}({}const jx_layout L{}) {{ jx_rows<{}>({}); }}\n",
-                             launch_bounds(), names[e], array_params(false), vparam, inst[e], args);
-            k.entries.push_back(names[e]);
-        }
+        s += index_entries(k, "jx_rows", launch_bounds(), vparam, vec > 1 ? "L, vectors" : "L");
         return s;
     }
 
@@ -937,18 +946,7 @@ private:
         s += "            }\n        }\n";
         s += "        __syncthreads();\n";
         s += "    }\n}\n\n";
-        std::string args;
-        for (auto& a : reads_) args += a.name + ", ";
-        for (auto& w : writes_) args += w.name + ", ";
-        for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
-        args += "L";
-        const char* names[2] = {"jx_tiles_i64", "jx_tiles_i32"};
-        const char* inst[2] = {"long long", "int"};
-        for (int e = 0; e < 2; ++e) {
-            s += fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}({}const jx_layout L) {{ jx_tiles<{}>({}); }}\n",
-                             kTileThreads, names[e], array_params(false), inst[e], args);
-            k.entries.push_back(names[e]);
-        }
+        s += index_entries(k, "jx_tiles", fmt::format("__launch_bounds__({})", kTileThreads), "", "L");
         return s;
     }
 
