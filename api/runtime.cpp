@@ -23,6 +23,7 @@
 #include <future>
 #include <mutex>
 #include <shared_mutex>
+#include <sstream>
 #include <unordered_map>
 
 namespace jit {
@@ -150,6 +151,8 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
     if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
     if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
+    std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
+    for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
     return o;
 }
 
@@ -278,6 +281,7 @@ struct Runtime::Impl {
         const double check_ms = ms_since(t0);
         detail::PrepareOptions po;
         po.fast_math = options.fast_math;
+        po.nvrtc_options = options.nvrtc_options;
         e->prepared = impl->prepare(e->program, e->schedule, po);
         if (show_kernels) {
             const std::string src = e->prepared->source();

@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace jit::detail {
 
@@ -26,6 +27,7 @@ struct RunArgs {
 
 struct PrepareOptions {
     bool fast_math = false;
+    std::vector<std::string> nvrtc_options;  // CUDA: appended to the NVRTC command line
 };
 
 // Timing of the last prepare, for :time and stats.

@@ -1,6 +1,9 @@
 // Compile latency: what a new expression costs, and what it costs once compiled.
 //
-//   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options]
+//   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR] [--first-constant K]
+//
+// --dump DIR writes the kernel sources of part 1 to DIR (kNNN-M.cu) and exits: input for
+// timing NVRTC outside this program.
 //
 // 1. compile only (no GPU needed): N distinct expressions (default 60) parsed, checked, emitted
 //    and compiled by NVRTC to CUBIN for the arch (default: the device's, else sm_90), with the
@@ -149,17 +152,37 @@ int main(int argc, char** argv) {
     int reps = 2;  // each compile-only figure is the best of this many
     std::string arch;
     bool skip_options = false;
+    std::string dump;
+    int first_constant = 1000;  // part 2a's texts: change it to compile texts this machine has never seen
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         if (a == "--count" && i + 1 < argc) count = std::max(1, std::atoi(argv[++i]));
         else if (a == "--arch" && i + 1 < argc) arch = argv[++i];
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--skip-options") skip_options = true;
+        else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+        else if (a == "--first-constant" && i + 1 < argc) first_constant = std::max(2, std::atoi(argv[++i]));
         else if (a == "--child-disk-hit" && i + 2 < argc) return child_disk_hit(argv[i + 1], argv[i + 2]);
         else {
-            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options]\n");
+            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR] [--first-constant K]\n");
             return 2;
         }
+    }
+    if (!dump.empty()) {
+        std::filesystem::create_directories(dump);
+        int i = 0;
+        for (const Expr& e : expressions(count)) {
+            int j = 0;
+            for (const auto& k : emit(e, 1 << 20, false)) {
+                const std::string path = fmt::format("{}/k{:03}-{}.cu", dump, i, j++);
+                FILE* f = std::fopen(path.c_str(), "wb");
+                if (!f) return 1;
+                std::fwrite(k.source.data(), 1, k.source.size(), f);
+                std::fclose(f);
+            }
+            ++i;
+        }
+        return 0;
     }
     std::string why;
     const bool gpu = cuda::available(&why);
@@ -218,6 +241,9 @@ int main(int argc, char** argv) {
             {"CUBIN, no --minimal", {"-std=c++17", sm, "-default-device", "--fmad=false"}},
             {"CUBIN, no -default-device", {"-std=c++17", sm, "--minimal", "--fmad=false"}},
             {"CUBIN, neither", {"-std=c++17", sm, "--fmad=false"}},
+            {"CUBIN, --Ofast-compile=min", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=min"}},
+            {"CUBIN, --Ofast-compile=mid", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=mid"}},
+            {"CUBIN, --Ofast-compile=max", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=max"}},
             {"PTX (compute_XY; the driver JIT then adds its own time)", {"-std=c++17", compute, "-default-device", "--minimal", "--fmad=false"}},
         };
         const std::size_t subset = std::min<std::size_t>(exprs.size(), 20);
@@ -242,7 +268,7 @@ int main(int argc, char** argv) {
     }
     // ---- 2a. compile + load through the runtime, disk cache off
     {
-        RuntimeOptions o;
+        RuntimeOptions o = RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS for experiments
         o.backend = Backend::Cuda;
         o.disk_cache = false;
         Runtime rt(o);
@@ -252,7 +278,7 @@ int main(int argc, char** argv) {
         std::vector<double> wall, compile_load;
         // Texts part 1 never compiled (other constants): NVRTC must not have seen these sources
         // in this process (the same source compiles several times faster the second time).
-        for (const Expr& e : expressions(count, 1000)) {
+        for (const Expr& e : expressions(count, first_constant)) {
             Environment env;
             const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
                                                       : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);

@@ -11,6 +11,7 @@
 #include "dsl/syntax.hpp"
 
 #include <jit/error.hpp>
+#include <jit/runtime.hpp>
 
 #include <fmt/format.h>
 
@@ -199,6 +200,7 @@ int precompile_command(const PrecompileOptions& o) {
 
     cuda::CompileOptions co;
     co.fast_math = o.fast_math;
+    co.extra = RuntimeOptions::from_environment().nvrtc_options;  // the runtime's, so the keys match
     if (o.arch) {
         std::tie(co.cc_major, co.cc_minor) = parse_arch(*o.arch);
     } else {

@@ -339,6 +339,7 @@ public:
         compile_.cc_major = dev.cc_major;
         compile_.cc_minor = dev.cc_minor;
         compile_.fast_math = o.fast_math;
+        compile_.extra = o.nvrtc_options;
         auto t0 = Clock::now();
         codegen::EmitOptions eo;
         eo.block = block_;

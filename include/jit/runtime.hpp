@@ -58,8 +58,11 @@ struct RuntimeOptions {
     // Disk cache: empty means $JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr.
     std::string cache_dir;
     bool disk_cache = true;
+    // More NVRTC options for every kernel (CUDA only), after jitexpr's own, e.g.
+    // "--Ofast-compile=max". They are part of the module cache key.
+    std::vector<std::string> nvrtc_options;
     // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
-    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1.
+    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space).
     static RuntimeOptions from_environment();
 };
 

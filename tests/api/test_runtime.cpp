@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <thread>
 
 using namespace jit;
@@ -21,6 +22,14 @@ Runtime& cpu() {
 }
 Array host(std::vector<float> v) { return Array::from(v, {}, Backend::Cpu); }
 }  // namespace
+
+TEST(RuntimeOptions, NvrtcOptionsFromTheEnvironmentAreSplitAtWhiteSpace) {
+    ::setenv("JITEXPR_NVRTC_OPTIONS", "  --Ofast-compile=max\t-lineinfo ", 1);
+    const RuntimeOptions o = RuntimeOptions::from_environment();
+    ::unsetenv("JITEXPR_NVRTC_OPTIONS");
+    EXPECT_EQ(o.nvrtc_options, (std::vector<std::string>{"--Ofast-compile=max", "-lineinfo"}));
+    EXPECT_TRUE(RuntimeOptions::from_environment().nvrtc_options.empty());
+}
 
 TEST(Eval, AxpbOnCpu) {
     Array a = host({1, 2, 3}), b = host({10, 20, 30});
