@@ -96,6 +96,15 @@ Array Array::empty(DType dtype, Shape shape, Backend backend) {
     return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, detail::allocate(bytes, backend));
 }
 
+namespace detail {
+Array empty_for_default_stream(DType dtype, const Shape& shape, Backend backend) {
+    if (backend != Backend::Cuda) return Array::empty(dtype, shape, backend);
+    check_shape(shape);
+    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
+    return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, backend, cuda::make_storage_for_default_stream(bytes));
+}
+}  // namespace detail
+
 Array Array::zeros(DType dtype, Shape shape, Backend backend) {
     Array a = empty(dtype, std::move(shape), backend);
     if (a.nbytes() == 0) return a;

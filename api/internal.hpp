@@ -10,5 +10,8 @@ namespace jit::detail {
 Backend resolve(Backend b);                                   // Auto -> the default runtime's backend
 std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b);
 Array copy_contiguous(const Array& a);                        // a C-contiguous copy on a's backend
+// Array::empty for an array first written by work on the legacy default stream (CUDA: may reuse
+// a freed block without a driver call); the same as Array::empty on the CPU.
+Array empty_for_default_stream(DType dtype, const Shape& shape, Backend backend);
 
 }  // namespace jit::detail

@@ -486,7 +486,8 @@ Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& fron
         if (od.alias_input >= 0 && e->direct_alias[o]) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = Array::empty(n.dtype, n.shape, backend);
+            outputs[o] = stream ? Array::empty(n.dtype, n.shape, backend)
+                                : detail::empty_for_default_stream(n.dtype, n.shape, backend);
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }

@@ -24,7 +24,7 @@ namespace {
 
 Runtime& gpu() {
     static Runtime rt([] {
-        RuntimeOptions o;
+        RuntimeOptions o = RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS for experiments
         o.backend = Backend::Cuda;
         o.disk_cache = false;
         return o;
@@ -196,7 +196,8 @@ void BM_HostBareLaunch(benchmark::State& state) {
 }
 
 // Host (pageable std::vector) to device and back through cuda::copy_to_device/copy_to_host:
-// the driver's own path, or with JITEXPR_STAGING=1 staged through pinned buffers from 4 MiB.
+// staged through pinned buffers from 4 MiB (the default), or the path JITEXPR_STAGING names
+// (direct: the driver's own; register: page-locked in place).
 void BM_HostToDevice(benchmark::State& state) {
     const std::size_t bytes = static_cast<std::size_t>(state.range(0));
     std::vector<unsigned char> host(bytes, 1);

@@ -50,6 +50,12 @@ bool is_device_pointer(const void* ptr);
 
 // Device memory as Array storage (freed when the last array lets go).
 std::shared_ptr<Storage> make_storage(std::size_t bytes);
+// The same for memory whose first user is the legacy default stream (an eval without a stream):
+// may reuse a block that an array freed, without a driver call. Freed blocks are kept on the
+// host up to a bound; the pool gets them back when an allocation fails or on request.
+std::shared_ptr<Storage> make_storage_for_default_stream(std::size_t bytes);
+std::size_t kept_device_bytes();    // bytes of freed blocks kept for reuse
+void release_kept_device_memory();  // gives them back to the pool
 
 // ---- compilation (NVRTC)
 struct CompileOptions {

@@ -54,6 +54,9 @@ struct Driver {
     PFN_cuEventRecord_v2000 EventRecord = nullptr;
     PFN_cuEventSynchronize_v2000 EventSynchronize = nullptr;
     PFN_cuEventDestroy_v4000 EventDestroy = nullptr;
+    // Page-locking the caller's memory for one copy (JITEXPR_STAGING=register); null: not offered.
+    PFN_cuMemHostRegister_v6050 MemHostRegister = nullptr;
+    PFN_cuMemHostUnregister_v4000 MemHostUnregister = nullptr;
 };
 
 // The driver, loaded and initialised once, with device 0's primary context current on the

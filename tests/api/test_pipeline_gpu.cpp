@@ -78,6 +78,52 @@ TEST(GpuPipeline, SecondEvalIsACacheHitWithoutNvrtc) {
     EXPECT_EQ(s2.compiles, s1.compiles);
 }
 
+TEST(GpuPipeline, EvalReusesTheBlockOfAFreedResult) {
+    REQUIRE_GPU();
+    Array a = Array::from(std::vector<float>(4099, 1.f), {}, Backend::Cuda);
+    Array b = Array::from(std::vector<float>(4099, 2.f), {}, Backend::Cuda);
+    const void* first = nullptr;
+    {
+        Array r = gpu().eval("a*5 + b", {a, b});
+        first = r.data();
+    }
+    EXPECT_GE(cuda::kept_device_bytes(), 4099 * sizeof(float));
+    Array r2 = gpu().eval("a*5 - b", {a, b});
+    EXPECT_EQ(r2.data(), first);
+    EXPECT_EQ(r2.to_vector<float>(), std::vector<float>(4099, 3.f));
+    cuda::release_kept_device_memory();
+    EXPECT_EQ(cuda::kept_device_bytes(), 0u);
+}
+
+TEST(GpuPipeline, ReusedBlockWaitsForAKernelOfABlockingStream) {
+    REQUIRE_GPU();
+    // A slow read of `x` on a stream of our own, then `x` is dropped and its block handed to an
+    // eval on the legacy stream: that eval must not overwrite it before the read is done.
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "CUDA runtime sees no device";
+    cudaStream_t s = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&s), cudaSuccess);  // blocking: the legacy stream waits for it
+    const std::int64_t n = 1 << 22;
+    Array a = Array::from(std::vector<float>(static_cast<std::size_t>(n), 1.f), {}, Backend::Cuda);
+    Array out = Array::zeros(DType::Float32, {n}, Backend::Cuda);
+    {
+        Array x = gpu().eval("a*7", {a});  // legacy stream, completes in order
+        cuda::synchronize();
+        Environment rd{{"x", Arg(x)}, {"out", Arg(out)}};
+        // Many dependent passes over x on stream s: long enough to still run below.
+        gpu().run("out = sin(sin(sin(sin(sin(sin(x)))))) + x", rd, s);
+    }  // x freed here while the kernel on s may still read it
+    Array y = gpu().eval("a*0 - 1", {a});  // may take x's block: ordered after s's kernel
+    ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
+    std::vector<float> h = out.to_vector<float>();
+    const float want = std::sin(std::sin(std::sin(std::sin(std::sin(std::sin(7.f)))))) + 7.f;
+    std::int64_t bad = 0;
+    for (float v : h) bad += std::fabs(v - want) > 1e-4f;
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(y.to_vector<float>(), std::vector<float>(static_cast<std::size_t>(n), -1.f));
+    cudaStreamDestroy(s);
+}
+
 TEST(GpuPipeline, CudaMallocPointersWorkThroughTheDriverPath) {
     REQUIRE_GPU();
     int count = 0;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -96,6 +97,22 @@ TEST_F(CudaDriver, StagedCopiesOfPageableMemoryKeepEveryByte) {
         cuda::copy_to_host(out.data(), at, bytes);
         ASSERT_TRUE(in == out);
     }
+}
+
+TEST_F(CudaDriver, RegisteredCopiesOfPageableMemoryKeepEveryByte) {
+    ::setenv("JITEXPR_STAGING", "register", 1);
+    const std::size_t sizes[] = {(4u << 20) + 1, (37u << 20) + 3};
+    for (std::size_t bytes : sizes) {
+        SCOPED_TRACE(bytes);
+        std::vector<unsigned char> in(bytes), out(bytes, 0);
+        for (std::size_t i = 0; i < bytes; ++i) in[i] = static_cast<unsigned char>((i * 2654435761u) >> 11);
+        DeviceBuffer buf(bytes + 64);
+        void* at = static_cast<unsigned char*>(buf.ptr) + 64;
+        cuda::copy_to_device(at, in.data() + 1, bytes - 1);  // not page-aligned
+        cuda::copy_to_host(out.data() + 1, at, bytes - 1);
+        ASSERT_TRUE(std::equal(in.begin() + 1, in.end(), out.begin() + 1));
+    }
+    ::setenv("JITEXPR_STAGING", "1", 1);
 }
 
 TEST_F(CudaDriver, ConcurrentLargeCopiesFromThreadsKeepEveryByte) {
