@@ -50,14 +50,14 @@ struct Param {
         Count,      // long long: elements of the iteration space (Flat, ReduceAll flat)
         Layout,     // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
         Workspace,  // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
-        VectorFlag, // int: 1 when the vector loop may run (Flat/Strided with vec > 1)
+        VectorFlag, // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
     };
     Kind kind = Kind::Array;
     ArrayRef array;               // Array
     std::int32_t scalar = -1;     // Scalar: index into Program::scalars
     DType dtype = DType::Float32; // Array / Scalar
     bool written = false;         // Array: the kernel stores into it
-    bool vectorized = false;      // Array (Flat): read/written with `vec`-element vectors
+    bool vectorized = false;      // Array: read/written with `vec`-element vectors (when the flag is set)
     bool broadcast = false;       // Array (Flat): a single element read once
     bool unit_inner = false;      // Array written (Strided/Tiled): assumes stride 1 along the last axis
     std::int32_t layout_row = -1; // Array (Strided/ReduceAll strided/ReduceAxis): stride row

@@ -569,7 +569,8 @@ private:
             p.dtype = a.dtype;
             p.broadcast = a.broadcast;
             p.vectorized = k.launch.vec > 1 && ((kind_ == KernelKind::Flat && !a.broadcast) ||
-                                                (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit));
+                                                (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit) ||
+                                                (kind_ == KernelKind::Tiled && a.inner == InnerClass::Tile));
             if (with_rows) p.layout_row = row++;
             k.params.push_back(p);
         }
@@ -579,7 +580,8 @@ private:
             p.array = {ArrayRef::Kind::Node, w.node};
             p.dtype = w.dtype;
             p.written = true;
-            p.vectorized = k.launch.vec > 1 && (kind_ == KernelKind::Flat || kind_ == KernelKind::Strided);
+            p.vectorized = k.launch.vec > 1 &&
+                           (kind_ == KernelKind::Flat || kind_ == KernelKind::Strided || kind_ == KernelKind::Tiled);
             p.unit_inner = (kind_ == KernelKind::Strided || kind_ == KernelKind::Tiled) && w.inner == InnerClass::Unit;
             if (with_rows) p.layout_row = row++;
             k.params.push_back(p);
@@ -883,15 +885,37 @@ private:
         k.launch.layout_rows = R;
         k.launch.block = kTileThreads;
         k.launch.tile = tile_;
+        // Vector tiles when every tiled input and every output has one element size: each
+        // access moves 16 bytes (a 64x64 float tile is loaded and stored as float4), which keeps
+        // more bytes in flight per thread; the launch checks alignment and falls back per call.
+        std::size_t size = 0;
+        bool uniform = true;
+        for (auto& a : reads_)
+            if (a.inner == InnerClass::Tile) {
+                uniform = uniform && (size == 0 || size == itemsize(a.dtype));
+                size = itemsize(a.dtype);
+            }
+        for (auto& w : writes_) {
+            uniform = uniform && w.inner == InnerClass::Unit && (size == 0 || size == itemsize(w.dtype));
+            size = itemsize(w.dtype);
+        }
+        const int vec = uniform && size >= 2 && size <= 8 && !compute_bound() ? static_cast<int>(16 / size) : 1;
+        k.launch.vec = vec;
         add_array_params(k, true);
         Param lay;
         lay.kind = Param::Kind::Layout;
         k.params.push_back(lay);
+        if (vec > 1) {
+            Param flag;
+            flag.kind = Param::Kind::VectorFlag;
+            k.params.push_back(flag);
+        }
+        const std::string vparam = vec > 1 ? ", const int vectors" : "";
         const int rows_per_pass = kTileThreads / tile_;
 
         std::string s = fmt::format("// tiled: {0}x{0} tiles of the last two axes; inputs contiguous along the second-last axis pass through shared memory\n", tile_);
         s += layout_struct(D, R);
-        s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_tiles({}const jx_layout& L) {{\n", array_params(false));
+        s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_tiles({}const jx_layout& L{}) {{\n", array_params(false), vparam);
         for (auto& a : reads_)
             if (a.inner == InnerClass::Tile)
                 s += fmt::format("    __shared__ {} sh_{}[{}][{}];\n", store_type(a.dtype), a.name, tile_, tile_ + 1);
@@ -913,6 +937,7 @@ private:
             s += fmt::format("        const I u{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 2);
             s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
         }
+        if (vec > 1) s += vector_tiles(vec);
         // Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
         s += "        {\n";
         s += "            const I lr = r0 + tx;\n";
@@ -946,7 +971,62 @@ private:
         s += "            }\n        }\n";
         s += "        __syncthreads();\n";
         s += "    }\n}\n\n";
-        s += index_entries(k, "jx_tiles", fmt::format("__launch_bounds__({})", kTileThreads), "", "L");
+        s += index_entries(k, "jx_tiles", fmt::format("__launch_bounds__({})", kTileThreads), vparam,
+                           vec > 1 ? "L, vectors" : "L");
+        return s;
+    }
+
+    // The vector branch of a tile (see tiled_kernel): `vec` elements per access, tile rows of
+    // tile_ / vec lanes. Tiled inputs are read with stride 1 along the tile's rows and outputs
+    // written with stride 1 along its columns (the launch has checked both).
+    std::string vector_tiles(int vec) {
+        const int lanes = tile_ / vec, rows_per_pass = kTileThreads / lanes;
+        std::string s = "        if (vectors) {\n";
+        s += fmt::format("            const int vl = threadIdx.x % {0}, vr = threadIdx.x / {0};\n", lanes);
+        s += "            {\n";
+        s += fmt::format("                const I lr = r0 + vl * {};\n", vec);
+        s += "#pragma unroll\n";
+        s += fmt::format("                for (int j = vr; j < {}; j += {}) {{\n", tile_, rows_per_pass);
+        s += "                    const I lc = c0 + j;\n";
+        s += "                    if (lr < nr && lc < nc) {\n";
+        int r = 0;
+        for (auto& a : reads_) {
+            if (a.inner == InnerClass::Tile) {
+                s += fmt::format("                        const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + p{3} + lr + lc * t{3});\n",
+                                 store_type(a.dtype), vec, a.name, r);
+                s += "#pragma unroll\n";
+                s += fmt::format("                        for (int e = 0; e < {0}; ++e) sh_{1}[j][vl * {0} + e] = x_{1}.v[e];\n", vec, a.name);
+            }
+            ++r;
+        }
+        s += "                    }\n                }\n            }\n";
+        s += "            __syncthreads();\n";
+        std::vector<std::string> rd, wr;
+        r = 0;
+        for (auto& a : reads_) {
+            if (a.inner == InnerClass::Tile) rd.push_back(fmt::format("sh_{}[vl * {} + e][j]", a.name, vec));
+            else rd.push_back(fmt::format("{0}[p{1} + rr * u{1} + (cc + e) * t{1}]", a.name, r));
+            ++r;
+        }
+        for (auto& w : writes_) wr.push_back(fmt::format("y_{}.v[e]", w.name));
+        s += "            {\n";
+        s += fmt::format("                const I cc = c0 + vl * {};\n", vec);
+        s += "#pragma unroll\n";
+        s += fmt::format("                for (int j = vr; j < {}; j += {}) {{\n", tile_, rows_per_pass);
+        s += "                    const I rr = r0 + j;\n";
+        s += "                    if (rr < nr && cc < nc) {\n";
+        for (auto& w : writes_) s += fmt::format("                        jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
+        s += "#pragma unroll\n";
+        s += fmt::format("                        for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
+        for (auto& w : writes_) {
+            s += fmt::format("                        *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + p{3} + rr * u{3} + cc) = y_{2};\n",
+                             store_type(w.dtype), vec, w.name, r);
+            ++r;
+        }
+        s += "                    }\n                }\n            }\n";
+        s += "            __syncthreads();\n";
+        s += "            continue;\n";
+        s += "        }\n";
         return s;
     }
 

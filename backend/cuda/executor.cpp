@@ -650,6 +650,20 @@ private:
                 cfg.grid[0] = static_cast<unsigned>(grid);
                 const bool idx32 = fits_int32(k, scratch.layout.data(), n + 2 * edge * (nr + nc) + tiles + grid);
                 fn = l.fn[idx32 ? codegen::kIndex32 : codegen::kIndex64];
+                // Vector tiles: aligned pointers, both tile axes a multiple of the width, each
+                // vectorized array of stride 1 along its contiguous axis (the tile's rows for
+                // inputs, its columns for outputs) and every other stride a multiple of the width.
+                const std::int64_t vec = k.launch.vec;
+                bool vector = vec > 1 && aligned && nr % vec == 0 && nc % vec == 0;
+                for (std::size_t i = 0; vector && i < np; ++i) {
+                    const Param& p = k.params[i];
+                    if (!p.vectorized || p.layout_row < 0) continue;
+                    const std::int64_t* row = scratch.layout.data() + D * (1 + p.layout_row);
+                    const int unit = p.written ? D - 1 : D - 2;
+                    for (int d = 0; d < D; ++d)
+                        vector = vector && (d == unit ? row[d] == 1 : row[d] % vec == 0);
+                }
+                set_flag(flag_slot, vector);
                 break;
             }
             case KernelKind::ReduceAll: {

@@ -124,6 +124,19 @@ TEST(GpuLayouts, TransposedUnderBroadcastOuterAxisMatchesCpu) {
                           {DType::Float32, 3 * m * n, reshaped({3, m, n})}});
 }
 
+TEST(GpuLayouts, VectorTilesMatchCpuAndFallBackWhenMisaligned) {
+    REQUIRE_GPU();
+    const std::int64_t m = 64, n = 128;
+    // Aligned: 16-byte vectors for 2-, 4- and 8-byte elements, and under a broadcast outer axis.
+    expect_same("x * y", {{DType::Float16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
+    expect_same("x - 3", {{DType::Int64, m * n, transposed({n, m})}});
+    expect_same("x + y", {{DType::Float32, m * n, [=](const Array& a) { return a.reshape({n, m}).transpose().broadcast_to({3, m, n}); }},
+                          {DType::Float32, 3 * m * n, reshaped({3, m, n})}});
+    // A row stride that is not a multiple of the width, and a pointer off by one element.
+    expect_same("x * 2", {{DType::Float32, (m + 1) * n, [=](const Array& a) { return a.reshape({n, m + 1}).slice(1, 0, m).transpose(); }}});
+    expect_same("x * 2", {{DType::Float32, m * n + 1, [=](const Array& a) { return a.slice(0, 1, m * n + 1).reshape({n, m}).transpose(); }}});
+}
+
 TEST(GpuLayouts, ReversedAndSteppedViewsMatchCpu) {
     REQUIRE_GPU();
     const std::int64_t m = 50, n = 66;
