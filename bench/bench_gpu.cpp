@@ -138,6 +138,13 @@ void BM_Transcendental(benchmark::State& state) {
              {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 3.0 * n * 4);
 }
 
+void BM_TranscendentalInto(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    Environment env{{"a", device_random(DType::Float32, n, 1)}, {"b", device_random(DType::Float32, n, 2)},
+                    {"c", Array::empty(DType::Float32, {n}, Backend::Cuda)}};
+    run_into(state, "c = where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", env, 3.0 * n * 4);
+}
+
 void BM_BroadcastColumnRow(benchmark::State& state) {
     const std::int64_t m = state.range(0);  // (m x 1) + (1 x m): output bytes count
     Array col = device_random(DType::Float32, m, 1).reshape({m, 1});
@@ -300,6 +307,7 @@ BENCHMARK_CAPTURE(BM_AxpbInto, float64, DType::Float64)->Arg(1 << 28)->UseManual
 BENCHMARK_CAPTURE(BM_AxpbInto, float16, DType::Float16)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_AxpbInto, int32, DType::Int32)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Transcendental)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TranscendentalInto)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BroadcastColumnRow)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StridedTranspose)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SumOfProduct)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
