@@ -151,6 +151,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
     if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
     if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
+    if (env_or("JITEXPR_TIERED") == "1") o.tiered_compile = true;
     std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
     for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
     return o;
@@ -282,6 +283,7 @@ struct Runtime::Impl {
         detail::PrepareOptions po;
         po.fast_math = options.fast_math;
         po.nvrtc_options = options.nvrtc_options;
+        po.tiered = options.tiered_compile;
         e->prepared = impl->prepare(e->program, e->schedule, po);
         if (show_kernels) {
             const std::string src = e->prepared->source();
@@ -380,6 +382,10 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
 Runtime::~Runtime() = default;
 
 Backend Runtime::backend() const { return impl_->backend; }
+
+void Runtime::wait_for_compiles() const {
+    if (impl_->backend == Backend::Cuda) cuda::wait_for_upgrades();
+}
 std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 

@@ -28,6 +28,7 @@ struct RunArgs {
 struct PrepareOptions {
     bool fast_math = false;
     std::vector<std::string> nvrtc_options;  // CUDA: appended to the NVRTC command line
+    bool tiered = false;                     // CUDA: scalar-only kernels first, full ones in the background
 };
 
 // Timing of the last prepare, for :time and stats.

@@ -97,7 +97,8 @@ std::vector<Expr> expressions(int count, int first_constant = 2) {
     return out;
 }
 
-std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics, const std::string& prefix = "") {
+std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics, const std::string& prefix = "",
+                                        bool scalar_only = false) {
     const std::string text = prefix + e.text;
     const syntax::Module m = syntax::parse(text);
     dsl::Binding b;
@@ -109,6 +110,7 @@ std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full
     const ir::Program p = dsl::lower(m, text, lookup);
     codegen::EmitOptions eo;
     eo.full_semantics = full_semantics;
+    eo.scalar_only = scalar_only;
     return codegen::emit(p, ir::schedule(p), eo).kernels;
 }
 
@@ -205,17 +207,23 @@ int main(int argc, char** argv) {
     // ---- 1. compile only. Trimmed and whole semantics alternate per expression, each the best of
     // `reps` compiles: on a loaded machine that compares the two under the same load.
     {
-        std::vector<double> trimmed, whole, as_runtime, cpu;
+        std::vector<double> trimmed, whole, as_runtime, cpu, tier1, tier1_cpu;
         std::size_t bytes[2] = {0, 0}, kernels = 0;
         for (const Expr& e : exprs) {
             // As the runtime's part 2a emits it (an assignment, 1024 elements) and as here.
             const auto kt = emit(e, 1 << 20, false), kw = emit(e, 1 << 20, true), kr = emit(e, 1024, false, "r = ");
-            double best[3] = {1e300, 1e300, 1e300}, best_cpu = 1e300;
+            const auto ks = emit(e, 1 << 20, false, "", true);
+            double best[3] = {1e300, 1e300, 1e300}, best_cpu = 1e300, best_tier1 = 1e300, best_tier1_cpu = 1e300;
             for (int r = 0; r < reps; ++r) {
                 double ms[3] = {0, 0, 0};
                 const double c0 = thread_cpu_ms();
                 for (const auto& k : kt) ms[0] += cuda::compile(k.source, k.name, co).compile_ms;
                 best_cpu = std::min(best_cpu, thread_cpu_ms() - c0);
+                const double c1 = thread_cpu_ms();
+                double t1 = 0;
+                for (const auto& k : ks) t1 += cuda::compile(k.source, k.name, co).compile_ms;
+                best_tier1 = std::min(best_tier1, t1);
+                best_tier1_cpu = std::min(best_tier1_cpu, thread_cpu_ms() - c1);
                 for (const auto& k : kw) ms[1] += cuda::compile(k.source, k.name, co).compile_ms;
                 for (const auto& k : kr) ms[2] += cuda::compile(k.source, k.name, co).compile_ms;
                 for (int i = 0; i < 3; ++i) best[i] = std::min(best[i], ms[i]);
@@ -227,9 +235,13 @@ int main(int argc, char** argv) {
             whole.push_back(best[1]);
             as_runtime.push_back(best[2]);
             cpu.push_back(best_cpu);
+            tier1.push_back(best_tier1);
+            tier1_cpu.push_back(best_tier1_cpu);
         }
         report(fmt::format("compile only, CUBIN, trimmed semantics ({} B/kernel)", bytes[0] / std::max<std::size_t>(kernels, 1)), trimmed);
         report("  the same, thread CPU time", cpu);
+        report("compile only, CUBIN, scalar-only (tier 1 of a tiered compile)", tier1);
+        report("  the same, thread CPU time", tier1_cpu);
         report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)", bytes[1] / std::max<std::size_t>(kernels, 1)), whole);
         report("compile only, CUBIN, emitted as the runtime does (r = ...)", as_runtime);
     }
@@ -266,38 +278,52 @@ int main(int argc, char** argv) {
         std::printf("GPU parts skipped: %s\n", why.c_str());
         return 0;
     }
-    // ---- 2a. compile + load through the runtime, disk cache off
+    // ---- 2a. compile + load through the runtime, disk cache off: tiered (the default: scalar-only
+    // kernels first, the full ones in the background) and not tiered, each on texts of its own.
     {
         RuntimeOptions o = RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS for experiments
         o.backend = Backend::Cuda;
         o.disk_cache = false;
         Runtime rt(o);
+        o.tiered_compile = true;
+        RuntimeOptions flat_o = o;
+        flat_o.tiered_compile = false;
+        Runtime rt_whole(flat_o);
         Array warm = Array::from(std::vector<float>(1024, 1.0f), {}, Backend::Cuda);
         (void)rt.eval("a*1+b", {warm, warm});  // NVRTC and the context started
+        rt.wait_for_compiles();
         cuda::synchronize();
-        std::vector<double> wall, compile_load;
         // Texts part 1 never compiled (other constants): NVRTC must not have seen these sources
         // in this process (the same source compiles several times faster the second time).
-        for (const Expr& e : expressions(count, first_constant)) {
-            Environment env;
-            const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
-                                                      : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
-            env.insert_or_assign("a", x);
-            env.insert_or_assign("b", x);
-            Timing t;
-            const auto t0 = Clock::now();
-            (void)rt.run("r = " + e.text, env, nullptr, &t);
-            cuda::synchronize();
-            wall.push_back(ms_since(t0));
-            compile_load.push_back(t.compile_ms + t.load_ms);
+        for (int tiered = 1; tiered >= 0; --tiered) {
+            Runtime& r = tiered ? rt : rt_whole;
+            std::vector<double> wall, compile_load, final_wall;
+            for (const Expr& e : expressions(count, first_constant + (tiered ? 0 : 500))) {
+                Environment env;
+                const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
+                                                          : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
+                env.insert_or_assign("a", x);
+                env.insert_or_assign("b", x);
+                Timing t;
+                const auto t0 = Clock::now();
+                (void)r.run("r = " + e.text, env, nullptr, &t);
+                cuda::synchronize();
+                wall.push_back(ms_since(t0));
+                compile_load.push_back(t.compile_ms + t.load_ms);
+                r.wait_for_compiles();  // the next text starts with nothing in the background
+                final_wall.push_back(ms_since(t0));
+            }
+            const std::string how = tiered ? "tiered" : "not tiered";
+            report("GPU: new expression, first eval (wall), " + how, wall);
+            report("GPU: new expression, NVRTC + module load, " + how, compile_load);
+            if (tiered) report("GPU: new expression, until the final kernels run, tiered", final_wall);
         }
-        report("GPU: new expression, first eval (wall)", wall);
-        report("GPU: new expression, NVRTC + module load", compile_load);
 
         // ---- 2c. memory hit
         Array a = Array::from(std::vector<float>(1024, 1.0f), {}, Backend::Cuda);
         Array b = Array::from(std::vector<float>(1024, 2.0f), {}, Backend::Cuda);
         (void)rt.eval("a*2+b", {a, b});
+        rt.wait_for_compiles();
         cuda::synchronize();
         std::vector<double> per_eval;
         for (int rep = 0; rep < 20; ++rep) {

@@ -106,6 +106,10 @@ struct EmitOptions {
     // Embed the whole of backend/semantics.h instead of the sections the kernel needs (the
     // trimmed text is the default: NVRTC parses less; kept for measurements and as a fallback).
     bool full_semantics = false;
+    // No vector paths in Flat, Strided and Tiled kernels: what a tiered compile runs first (about
+    // half the NVRTC time for kernels of transcendental functions), while the kernels with vector
+    // paths compile in the background. Reductions are emitted as always.
+    bool scalar_only = false;
 };
 
 struct Emitted {

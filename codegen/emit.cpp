@@ -612,7 +612,7 @@ private:
             if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
         }
         for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-        const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() ? static_cast<int>(16 / widest) : 1;
+        const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / widest) : 1;
         k.launch.vec = vec;
         add_array_params(k, false);
         Param cnt;
@@ -795,7 +795,8 @@ private:
         std::size_t widest = 0;
         for (auto& a : reads_) if (a.inner == InnerClass::Unit) widest = std::max(widest, itemsize(a.dtype));
         for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-        const bool can_vector = !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound();
+        const bool can_vector = !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound() &&
+                                !opt_.scalar_only;
         const int vec = can_vector ? static_cast<int>(16 / widest) : 1;
         k.launch.vec = vec;
         add_array_params(k, true);
@@ -899,7 +900,7 @@ private:
             uniform = uniform && w.inner == InnerClass::Unit && (size == 0 || size == itemsize(w.dtype));
             size = itemsize(w.dtype);
         }
-        const int vec = uniform && size >= 2 && size <= 8 && !compute_bound() ? static_cast<int>(16 / size) : 1;
+        const int vec = uniform && size >= 2 && size <= 8 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / size) : 1;
         k.launch.vec = vec;
         add_array_params(k, true);
         Param lay;

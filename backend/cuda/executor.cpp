@@ -11,6 +11,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -105,36 +106,58 @@ ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions&
     return m;
 }
 
-ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
-                              Lookup& lk) {
+ModulePtr ModuleCache::find(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
+    Lookup local;
+    Lookup& lk = lookup ? *lookup : local;
+    lk = {};
+    const std::string key = disk_key(k, co);
+    if (auto m = modules_.get(key)) {
+        lk.hit = true;
+        return *m;
+    }
+    ModulePtr m = from_store(co, key, lk);
+    if (m) modules_.put(key, m);
+    return m;
+}
+
+// The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
+ModulePtr ModuleCache::from_store(const CompileOptions& co, const std::string& key, Lookup& lk) {
     ImageStore store;
     {
         std::lock_guard<std::mutex> lock(mutex_);
         store = store_;
     }
-    if (store.get) {
-        std::optional<std::string> bytes;
-        try {
-            bytes = store.get(key);
-        } catch (...) {
-            bytes.reset();
-        }
-        if (bytes) {
-            if (auto decoded = decode_image(*bytes, co)) {
-                auto t0 = Clock::now();
-                try {
-                    ModulePtr m = Module::load(*decoded);
-                    lk.load_ms = ms_since(t0);
-                    lk.hit = true;
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    ++disk_hits_;
-                    return m;
-                } catch (const CudaError& e) {
-                    if (e.sticky()) throw;  // the context is lost: compiling afresh cannot help
-                    // A stale or damaged image: compile afresh below.
-                }
-            }
-        }
+    if (!store.get) return nullptr;
+    std::optional<std::string> bytes;
+    try {
+        bytes = store.get(key);
+    } catch (...) {
+        bytes.reset();
+    }
+    if (!bytes) return nullptr;
+    auto decoded = decode_image(*bytes, co);
+    if (!decoded) return nullptr;
+    auto t0 = Clock::now();
+    try {
+        ModulePtr m = Module::load(*decoded);
+        lk.load_ms = ms_since(t0);
+        lk.hit = true;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++disk_hits_;
+        return m;
+    } catch (const CudaError& e) {
+        if (e.sticky()) throw;  // the context is lost: compiling afresh cannot help
+        return nullptr;         // a stale or damaged image: the caller compiles afresh
+    }
+}
+
+ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
+                              Lookup& lk) {
+    if (ModulePtr m = from_store(co, key, lk)) return m;
+    ImageStore store;
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        store = store_;
     }
     Image img = compile(k.source, k.name, co);
     lk.compile_ms = img.compile_ms;
@@ -329,6 +352,41 @@ struct ArgScratch {
     std::vector<std::int64_t> layout;
 };
 
+// Tiered compiles of the process: counters and the upgrades in flight.
+class Tiers {
+public:
+    void begin() {
+        std::lock_guard<std::mutex> lock(m_);
+        ++stats_.started;
+        ++in_flight_;
+    }
+    void end(bool upgraded) {
+        std::lock_guard<std::mutex> lock(m_);
+        if (upgraded) ++stats_.upgraded;
+        else ++stats_.failed;
+        if (--in_flight_ == 0) idle_.notify_all();
+    }
+    TierStats stats() const {
+        std::lock_guard<std::mutex> lock(m_);
+        return stats_;
+    }
+    void wait() {
+        std::unique_lock<std::mutex> lock(m_);
+        idle_.wait(lock, [this] { return in_flight_ == 0; });
+    }
+
+private:
+    mutable std::mutex m_;
+    std::condition_variable idle_;
+    TierStats stats_;
+    std::uint64_t in_flight_ = 0;
+};
+
+Tiers& tiers() {
+    static Tiers* t = new Tiers;  // never destroyed: upgrades may end during exit
+    return *t;
+}
+
 class CudaPrepared final : public detail::Prepared {
 public:
     CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
@@ -343,7 +401,27 @@ public:
         auto t0 = Clock::now();
         codegen::EmitOptions eo;
         eo.block = block_;
-        main_.emitted = codegen::emit(program_, schedule_, eo);
+        codegen::Emitted full = codegen::emit(program_, schedule_, eo);
+        // Tiered: when kernels with vector paths are not yet compiled (in memory or on disk), the
+        // program starts on scalar-only kernels (about half the NVRTC time where transcendental
+        // functions dominate) and the full kernels compile in the background, replacing them
+        // once all are loaded. Results are the same either way: each element is computed alike.
+        bool tier = false;
+        if (o.tiered) {
+            for (const auto& k : full.kernels) {
+                if (k.launch.vec <= 1) continue;
+                if (!cache_->find(k, compile_)) tier = true;
+            }
+        }
+        if (tier) {
+            codegen::EmitOptions first = eo;
+            first.scalar_only = true;
+            main_.emitted = codegen::emit(program_, schedule_, first);
+            full_ = std::make_unique<Variant>();
+            full_->emitted = std::move(full);
+        } else {
+            main_.emitted = std::move(full);
+        }
         info_.emit_ms = ms_since(t0);
         load(main_, &info_);
         // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
@@ -358,15 +436,17 @@ public:
         const ir::TempLayout temps = ir::layout_temps(program_, schedule_, 256);  // shared when lifetimes allow
         for (std::size_t t = 0; t < schedule_.temps.size(); ++t) temp_offset_[schedule_.temps[t]] = off + temps.offset[t];
         workspace_bytes_ = off + temps.bytes;
+        if (full_) start_upgrade();
     }
 
     ~CudaPrepared() override {
+        if (upgrade_.joinable()) upgrade_.join();
         for (auto& [stream, ws] : workspaces_) cuda::free(ws.base);
     }
 
     void run(const detail::RunArgs& args) override {
         check_args(args);
-        Variant* v = &main_;
+        const Variant* v = live_.load(std::memory_order_acquire);
         if (needs_strided(args)) v = &strided_variant();
         const Workspace& ws = workspace(args.stream);
         for (auto& l : v->kernels) launch_one(l, args, ws);
@@ -374,7 +454,7 @@ public:
 
     std::string source() const override {
         std::string s;
-        for (const auto& k : main_.emitted.kernels) {
+        for (const auto& k : (full_ ? *full_ : main_).emitted.kernels) {
             s += fmt::format("// ---- stage {}: {} (compiled after backend/semantics.h and the jitexpr prelude)\n",
                              k.stage, k.name);
             s += k.body;
@@ -385,6 +465,29 @@ public:
     detail::PrepareInfo info() const override { return info_; }
 
 private:
+    // The background half of a tiered compile: loads full_ (compiling what is missing, which
+    // also stores it in the module cache and on disk) and then switches run() to it.
+    void start_upgrade() {
+        tiers().begin();
+        try {
+            upgrade_ = std::thread([this] {
+                bool ok = false;
+                try {
+                    load(*full_, nullptr);
+                    for (std::size_t i = 0; i < full_->kernels.size() && i < main_.kernels.size(); ++i)
+                        full_->kernels[i].workspace_offset = main_.kernels[i].workspace_offset;
+                    live_.store(full_.get(), std::memory_order_release);
+                    ok = true;
+                } catch (...) {
+                    // The program keeps its scalar-only kernels (a sticky error fails everything anyway).
+                }
+                tiers().end(ok);
+            });
+        } catch (...) {
+            tiers().end(false);  // no thread to be had: the scalar-only kernels stay
+        }
+    }
+
     // Compiles (or finds) and loads every kernel of the variant; the kernels of a program of
     // several stages compile in parallel (NVRTC is thread-safe; the module cache is single-flight).
     void load(Variant& v, detail::PrepareInfo* info) {
@@ -718,7 +821,10 @@ private:
     int sm_count_ = 1;
     CompileOptions compile_;
     detail::PrepareInfo info_;
-    Variant main_;
+    Variant main_;                        // the kernels run first (tier 1 when tiered)
+    std::unique_ptr<Variant> full_;       // tiered: the kernels with vector paths, loaded in the background
+    std::atomic<const Variant*> live_{&main_};  // what run() launches for C-contiguous outputs
+    std::thread upgrade_;
     std::mutex variant_mutex_;
     std::unique_ptr<Variant> strided_;
     std::map<std::int32_t, std::size_t> temp_offset_;
@@ -745,6 +851,9 @@ private:
 };
 
 }  // namespace
+
+TierStats tier_stats() { return tiers().stats(); }
+void wait_for_upgrades() { tiers().wait(); }
 
 std::unique_ptr<jit::detail::BackendImpl> make_cuda_backend(ExecutorOptions options) {
     return std::make_unique<CudaBackend>(std::move(options));

@@ -65,6 +65,9 @@ public:
     // once share one compile; different kernels compile in parallel. Throws CompileError /
     // CudaError; a failure is not cached (the next call tries again).
     ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
+    // The same without compiling: from memory, else from the ImageStore (then kept in memory);
+    // null when neither has it.
+    ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
 
     void set_image_store(ImageStore store);
     void set_capacity(std::size_t capacity);
@@ -77,6 +80,7 @@ public:
     static std::string disk_key(const codegen::KernelSource& kernel, const CompileOptions& options);
 
 private:
+    ModulePtr from_store(const CompileOptions& options, const std::string& key, Lookup& lookup);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
 
@@ -109,6 +113,16 @@ struct ExecutorOptions {
     std::shared_ptr<ModuleCache> cache;  // null: default_module_cache()
     int block = 256;                     // threads per block of every kernel (multiple of 32)
 };
+
+// Tiered compiles (PrepareOptions::tiered): how many programs started on their scalar-only
+// kernels and were upgraded, and a way to wait for the upgrades in flight (tests, benchmarks).
+struct TierStats {
+    std::uint64_t started = 0;   // programs whose first kernels were the scalar-only tier
+    std::uint64_t upgraded = 0;  // of those, programs now running the kernels with vector paths
+    std::uint64_t failed = 0;    // background compiles that failed (the program keeps tier 1)
+};
+TierStats tier_stats();
+void wait_for_upgrades();  // returns when no background compile is in flight
 
 // The CUDA BackendImpl. Throws NoDeviceError from prepare() when CUDA is not available.
 std::unique_ptr<jit::detail::BackendImpl> make_cuda_backend(ExecutorOptions options = {});

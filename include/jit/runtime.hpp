@@ -61,8 +61,14 @@ struct RuntimeOptions {
     // More NVRTC options for every kernel (CUDA only), after jitexpr's own, e.g.
     // "--Ofast-compile=max". They are part of the module cache key.
     std::vector<std::string> nvrtc_options;
+    // CUDA, tiered compile: a program whose kernels are not yet compiled starts on scalar-only
+    // kernels, which compile in about half the time where transcendental functions dominate,
+    // while the kernels with vector paths compile in the background and take over once loaded
+    // (results are the same). Opt-in (JITEXPR_TIERED=1) until its GPU tests have run.
+    bool tiered_compile = false;
     // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
-    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space).
+    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space),
+    // JITEXPR_TIERED=1.
     static RuntimeOptions from_environment();
 };
 
@@ -80,6 +86,10 @@ public:
     ~Runtime();
     Runtime(const Runtime&) = delete;
     Runtime& operator=(const Runtime&) = delete;
+
+    // Returns once no background compile of a tiered compile is in flight (in any runtime of
+    // the process): from then on, every program prepared so far runs its final kernels.
+    void wait_for_compiles() const;
 
     // The backend this runtime evaluates on (Auto resolved). Throws NoDeviceError for an
     // explicit Cuda request on a machine without a driver or device.

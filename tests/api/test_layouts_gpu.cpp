@@ -25,6 +25,7 @@ Runtime& runtime(Backend b) {
         RuntimeOptions o;
         o.backend = Backend::Cuda;
         o.disk_cache = false;
+        o.tiered_compile = false;  // the kernels with vector paths from the first eval
         return o;
     }());
     return b == Backend::Cpu ? cpu : gpu;

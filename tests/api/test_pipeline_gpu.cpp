@@ -3,12 +3,15 @@
 #include <jit/jit.hpp>
 
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <unistd.h>
+#include <filesystem>
 
 using namespace jit;
 
@@ -70,6 +73,7 @@ TEST(GpuPipeline, SecondEvalIsACacheHitWithoutNvrtc) {
     Array a = Array::from(std::vector<float>(1000, 1.f), {}, Backend::Cuda);
     Array b = Array::from(std::vector<float>(1000, 2.f), {}, Backend::Cuda);
     gpu().eval("z = a*3 - b", {a, b});
+    gpu().wait_for_compiles();  // the background half of a tiered compile counts as a compile
     const CacheStats s1 = gpu().stats();
     gpu().eval("z = a*3 - b", {a, b});
     const CacheStats s2 = gpu().stats();
@@ -122,6 +126,61 @@ TEST(GpuPipeline, ReusedBlockWaitsForAKernelOfABlockingStream) {
     EXPECT_EQ(bad, 0);
     EXPECT_EQ(y.to_vector<float>(), std::vector<float>(static_cast<std::size_t>(n), -1.f));
     cudaStreamDestroy(s);
+}
+
+TEST(GpuPipeline, TieredCompileRunsScalarKernelsFirstThenTheFullOnes) {
+    REQUIRE_GPU();
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.disk_cache = false;
+    o.tiered_compile = true;
+    Runtime rt(o);
+    const std::int64_t n = 100003;
+    std::vector<float> ha(static_cast<std::size_t>(n)), hb(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+        ha[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.25f;
+        hb[static_cast<std::size_t>(i)] = static_cast<float>(i % 13);
+    }
+    Array a = Array::from(ha, {}, Backend::Cuda), b = Array::from(hb, {}, Backend::Cuda);
+    rt.wait_for_compiles();
+    const cuda::TierStats before = cuda::tier_stats();
+    // A text no other test compiles: its kernels are in no cache.
+    const std::vector<float> first = rt.eval("sin(a)*1.75 + b*b", {a, b}).to_vector<float>();
+    EXPECT_EQ(cuda::tier_stats().started, before.started + 1);
+    rt.wait_for_compiles();
+    const cuda::TierStats after = cuda::tier_stats();
+    EXPECT_EQ(after.upgraded, before.upgraded + 1);
+    EXPECT_EQ(after.failed, before.failed);
+    EXPECT_NE(rt.source("r = sin(a)*1.75 + b*b", [&] { Environment e{{"a", a}, {"b", b}}; return e; }()).find("jx_vec<"),
+              std::string::npos);
+    const std::vector<float> second = rt.eval("sin(a)*1.75 + b*b", {a, b}).to_vector<float>();
+    EXPECT_EQ(first, second);  // scalar and vector kernels compute each element alike
+    for (std::size_t i = 0; i < second.size(); i += 997) {
+        const float want = std::sin(ha[i]) * 1.75f + hb[i] * hb[i];
+        EXPECT_NEAR(second[i], want, 1e-5f * std::max(1.f, std::fabs(want))) << i;
+    }
+}
+
+TEST(GpuPipeline, TieredCompileIsSkippedWhenTheFullKernelsAreOnDisk) {
+    REQUIRE_GPU();
+    const std::string dir = testing::TempDir() + "jitexpr-tiered-" + std::to_string(::getpid());
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.cache_dir = dir;
+    o.tiered_compile = true;
+    Array a = Array::from(std::vector<float>(5000, 2.f), {}, Backend::Cuda);
+    {
+        Runtime first(o);
+        (void)first.eval("tanh(a)*3.5 - a", {a});
+        first.wait_for_compiles();  // the full kernel is on disk now
+    }
+    const cuda::TierStats before = cuda::tier_stats();
+    Runtime second(o);  // a module cache of its own: only the disk has the kernel
+    const std::vector<float> r = second.eval("tanh(a)*3.5 - a", {a}).to_vector<float>();
+    EXPECT_EQ(cuda::tier_stats().started, before.started);
+    EXPECT_TRUE(second.stats().disk_hits >= 1);
+    EXPECT_FLOAT_EQ(r[0], std::tanh(2.f) * 3.5f - 2.f);
+    std::filesystem::remove_all(dir);
 }
 
 TEST(GpuPipeline, CudaMallocPointersWorkThroughTheDriverPath) {
@@ -203,9 +262,11 @@ TEST(GpuPipeline, EvalIntoOwnArraysCapturesIntoACudaGraph) {
                     {"c", Arg(Array::view(c.p, DType::Float32, {n}, {1}, Backend::Cuda))},
                     {"s", Arg(Array::view(s.p, DType::Float32, {}, {}, Backend::Cuda))}};
     const char* text = "c = c + a*2 + b\ns = sum(c)";
-    // Once outside the capture: compiles, loads and makes this stream's workspace.
+    // Once outside the capture: compiles, loads and makes this stream's workspace; the
+    // background half of the tiered compile must not load modules during the capture.
     ASSERT_EQ(cudaMemsetAsync(c.p, 0, n * sizeof(float), stream), cudaSuccess);
     gpu().run(text, env, stream);
+    gpu().wait_for_compiles();
     ASSERT_EQ(cudaMemsetAsync(c.p, 0, n * sizeof(float), stream), cudaSuccess);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
 

@@ -31,6 +31,14 @@ TEST(RuntimeOptions, NvrtcOptionsFromTheEnvironmentAreSplitAtWhiteSpace) {
     EXPECT_TRUE(RuntimeOptions::from_environment().nvrtc_options.empty());
 }
 
+TEST(RuntimeOptions, TieredCompileIsOptInThroughTheEnvironment) {
+    EXPECT_FALSE(RuntimeOptions{}.tiered_compile);
+    ::setenv("JITEXPR_TIERED", "1", 1);
+    EXPECT_TRUE(RuntimeOptions::from_environment().tiered_compile);
+    ::unsetenv("JITEXPR_TIERED");
+    EXPECT_FALSE(RuntimeOptions::from_environment().tiered_compile);
+}
+
 TEST(Eval, AxpbOnCpu) {
     Array a = host({1, 2, 3}), b = host({10, 20, 30});
     Array c = cpu().eval("c = a * 2 + b", {a, b});

@@ -12,9 +12,10 @@ using namespace jit;
 using jxtest::Builder;
 namespace cg = jit::codegen;
 
-void expect_compiles(const Builder& b, bool force_strided = false) {
+void expect_compiles(const Builder& b, bool force_strided = false, bool scalar_only = false) {
     cg::EmitOptions o;
     o.force_strided = force_strided;
+    o.scalar_only = scalar_only;
     auto e = cg::emit(b.p, b.schedule(), o);
     ASSERT_FALSE(e.kernels.empty());
     cuda::CompileOptions co;
@@ -38,6 +39,13 @@ TEST_P(AxpbCompiles, StridedKernelCompilesToCubin) { expect_compiles(jxtest::axp
 
 TEST_P(AxpbCompiles, RowBroadcastKernelCompilesToCubin) { expect_compiles(jxtest::broadcast_add(GetParam())); }
 TEST_P(AxpbCompiles, TiledKernelCompilesToCubin) { expect_compiles(jxtest::transposed_scale(GetParam())); }
+// The first tier of a tiered compile: the same kinds without vector paths.
+TEST_P(AxpbCompiles, ScalarOnlyKernelsCompileToCubin) {
+    expect_compiles(jxtest::axpb(GetParam()), false, true);
+    expect_compiles(jxtest::axpb(GetParam()), true, true);
+    expect_compiles(jxtest::broadcast_add(GetParam()), false, true);
+    expect_compiles(jxtest::transposed_scale(GetParam()), false, true);
+}
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
                          ::testing::Values(DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Float16,
@@ -45,6 +53,23 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 TEST(NvrtcCompiles, WhereWithSine) { expect_compiles(jxtest::where_sin()); }
+
+TEST(ScalarOnly, FlatStridedAndTiledKernelsHaveNoVectorPath) {
+    cg::EmitOptions o;
+    o.scalar_only = true;
+    for (const Builder& b : {jxtest::axpb(DType::Float32), jxtest::broadcast_add(DType::Float32),
+                             jxtest::transposed_scale(DType::Float32), jxtest::where_sin()}) {
+        for (const auto& k : cg::emit(b.p, b.schedule(), o).kernels) {
+            EXPECT_EQ(k.launch.vec, 1) << k.body;
+            EXPECT_EQ(k.body.find("jx_vec<"), std::string::npos) << k.body;
+            for (const auto& p : k.params) EXPECT_NE(p.kind, cg::Param::Kind::VectorFlag);
+        }
+        // Without the option the same programs have vector paths (else the test proves nothing).
+        bool any = false;
+        for (const auto& k : cg::emit(b.p, b.schedule(), {}).kernels) any = any || k.launch.vec > 1;
+        EXPECT_TRUE(any);
+    }
+}
 TEST(NvrtcCompiles, BroadcastRow) { expect_compiles(jxtest::broadcast_add()); }
 TEST(NvrtcCompiles, TransposedInput) { expect_compiles(jxtest::transposed_scale()); }
 TEST(NvrtcCompiles, ColumnPlusRowBroadcast) {
