@@ -15,6 +15,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cctype>
 #include <fstream>
 #include <iostream>
@@ -98,6 +100,23 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
         why = fmt::format("{}: '{}' does not end with ']' (or '].T' for a transposed array)", name, type);
         return std::nullopt;
     }
+    // DTYPE[DIMS][SLICES]: a view with steps of a C-contiguous array of shape DIMS, one slice
+    // per leading axis, each ':' or '::STEP' (STEP a non-zero integer; negative reverses the
+    // axis), as NumPy's a[:, ::2] or a[::-1].
+    std::string_view slices;
+    if (const auto close = type.find(']', bracket); close + 1 < type.size()) {
+        const std::string_view rest = trim(type.substr(close + 1));
+        if (rest.size() < 2 || rest.front() != '[' || rest.back() != ']') {
+            why = fmt::format("{}: '{}' after the dimensions is not [SLICES] (e.g. [:, ::2])", name, rest);
+            return std::nullopt;
+        }
+        slices = trim(rest.substr(1, rest.size() - 2));
+        type = type.substr(0, close + 1);
+        if (transposed) {
+            why = fmt::format("{}: a view with steps cannot also be declared transposed (.T)", name);
+            return std::nullopt;
+        }
+    }
     const std::string_view dtype = trim(type.substr(0, bracket));
     const auto dt = dtype_from_name(dtype);
     if (!dt) {
@@ -125,12 +144,35 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
             b.shape.push_back(v);
         }
     }
+    b.strides = contiguous_strides(b.shape);
+    if (!slices.empty()) {
+        const auto parts = split_top(slices);
+        if (parts.size() > b.shape.size()) {
+            why = fmt::format("{}: {} slices for {} dimensions", name, parts.size(), b.shape.size());
+            return std::nullopt;
+        }
+        for (std::size_t d = 0; d < parts.size(); ++d) {
+            const std::string_view sl = parts[d];
+            if (sl == ":" || sl == "::") continue;
+            std::string_view step = sl.substr(0, 2) == "::" ? sl.substr(2) : std::string_view();
+            bool ok = !step.empty() && step.size() < 16;
+            const std::size_t first = !step.empty() && step.front() == '-' ? 1 : 0;
+            ok = ok && step.size() > first;
+            for (std::size_t i = first; ok && i < step.size(); ++i) ok = std::isdigit(static_cast<unsigned char>(step[i]));
+            const std::int64_t k = ok ? std::stoll(std::string(step)) : 0;
+            if (k == 0) {
+                why = fmt::format("{}: slice '{}' is not ':' or '::STEP' with a non-zero integer STEP", name, sl);
+                return std::nullopt;
+            }
+            const std::int64_t n = b.shape[d], m = k < 0 ? -k : k;
+            b.shape[d] = (n + m - 1) / m;
+            b.strides[d] *= k;
+        }
+    }
     if (transposed) {
         Shape reversed(b.shape.rbegin(), b.shape.rend());
         Strides c = contiguous_strides(reversed);
         b.strides.assign(c.rbegin(), c.rend());
-    } else {
-        b.strides = contiguous_strides(b.shape);
     }
     return std::make_pair(std::string(name), b);
 }

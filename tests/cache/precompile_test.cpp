@@ -124,6 +124,46 @@ TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
     EXPECT_NE(expected, keys("y = x*2 + 1", {{"x", array(DType::Float32, {1000, 300})}}));
 }
 
+TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
+    TempDir dir;
+    {
+        std::ofstream f(dir / "programs.txt");
+        f << "y = x*2 + 1 ; x: float32[N, M][:, ::2]\n";
+        f << "y = x - 1 ; x: float64[N, M][::-1]\n";
+    }
+    const std::string cache_dir = dir / "cache";
+    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    // What the runtime sees for a[:, ::2] of a C-contiguous (1000, 300) float32 array and
+    // a[::-1] of a (40, 70) float64 one.
+    dsl::Binding stepped = array(DType::Float32, {1000, 150});
+    stepped.strides = {300, 2};
+    dsl::Binding reversed = array(DType::Float64, {40, 70});
+    reversed.strides = {-70, 1};
+    cache::DiskCacheOptions o;
+    o.dir = cache_dir;
+    o.use_environment = false;
+    cache::DiskCache disk(o);
+    for (const auto& [text, x] : {std::pair{std::string("y = x*2 + 1"), stepped}, std::pair{std::string("y = x - 1"), reversed}}) {
+        const auto k = kernels(text, {{"x", x}});
+        ASSERT_EQ(k.size(), 1u);
+        EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Strided) << text;
+        const auto expected = keys(text, {{"x", x}});
+        EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value()) << text;
+    }
+    EXPECT_EQ(disk.entries().size(), 2u);
+}
+
+TEST(Precompile, RejectsAStepOfZeroAndTooManySlices) {
+    TempDir dir;
+    for (const char* decl : {"x: float32[N][::0]", "x: float32[N][:, :]", "x: float32[N][1:2]", "x: float32[N, M][::2].T"}) {
+        {
+            std::ofstream f(dir / "bad.txt");
+            f << "y = x + 1 ; " << decl << "\n";
+        }
+        EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + (dir / "c")), 1) << decl;
+    }
+}
+
 TEST(Precompile, RejectsAMalformedDeclarationWithItsLine) {
     TempDir dir;
     {
