@@ -642,22 +642,14 @@ private:
             s += fmt::format("        const I nvec = count / {};\n", vec);
             s += "#pragma unroll 1\n";  // see below
             s += "        for (I k = first; k < nvec; k += step) {\n";
-            std::vector<std::string> rd, wr;
+            std::vector<std::string> rd;
             for (auto& a : reads_) {
                 if (a.broadcast) { rd.push_back("x_" + a.name); continue; }
                 s += fmt::format("            const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k * {1});\n",
                                  store_type(a.dtype), vec, a.name);
                 rd.push_back(fmt::format("x_{}.v[e]", a.name));
             }
-            for (auto& w : writes_) {
-                s += fmt::format("            jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
-                wr.push_back(fmt::format("y_{}.v[e]", w.name));
-            }
-            s += "#pragma unroll\n";
-            s += fmt::format("            for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
-            for (auto& w : writes_)
-                s += fmt::format("            *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + k * {1}) = y_{2};\n",
-                                 store_type(w.dtype), vec, w.name);
+            s += vector_compute("            ", vec, rd, [&](int) { return fmt::format("k * {}", vec); });
             s += "        }\n";
             s += fmt::format("        tail = nvec * {};\n", vec);
             s += "    }\n";
@@ -838,7 +830,7 @@ private:
             s += "        if (vectors) {\n";
             s += fmt::format("            const I nvec = inner / {};\n", vec);
             s += "            for (I k = cfirst; k < nvec; k += cstep) {\n";
-            std::vector<std::string> rd, wr;
+            std::vector<std::string> rd;
             r = 0;
             for (auto& a : reads_) {
                 if (a.inner == InnerClass::Zero) rd.push_back("x_" + a.name);
@@ -849,17 +841,7 @@ private:
                 }
                 ++r;
             }
-            for (auto& w : writes_) {
-                s += fmt::format("                jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
-                wr.push_back(fmt::format("y_{}.v[e]", w.name));
-            }
-            s += "#pragma unroll\n";
-            s += fmt::format("                for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
-            for (auto& w : writes_) {
-                s += fmt::format("                *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + p{3} + k * {1}) = y_{2};\n",
-                                 store_type(w.dtype), vec, w.name, r);
-                ++r;
-            }
+            s += vector_compute("                ", vec, rd, [&](int) { return fmt::format("p{} + k * {}", r++, vec); });
             s += "            }\n";
             s += "            continue;\n";
             s += "        }\n";
@@ -977,6 +959,26 @@ private:
         return s;
     }
 
+    // The vector body shared by Flat, Strided and Tiled kernels: one vector result per output,
+    // `vec` elements computed by jx_compute from `rd` (expressions of the element index e), and
+    // each result stored as one vector at `out + at(i)` (i counts the outputs).
+    template <class At>
+    std::string vector_compute(const std::string& ind, int vec, const std::vector<std::string>& rd, At&& at) {
+        std::string s;
+        std::vector<std::string> wr;
+        for (auto& w : writes_) {
+            s += fmt::format("{}jx_vec<{}, {}> y_{};\n", ind, store_type(w.dtype), vec, w.name);
+            wr.push_back(fmt::format("y_{}.v[e]", w.name));
+        }
+        s += "#pragma unroll\n";
+        s += fmt::format("{}for (int e = 0; e < {}; ++e) jx_compute({});\n", ind, vec, call_args(rd, wr));
+        int i = 0;
+        for (auto& w : writes_)
+            s += fmt::format("{0}*reinterpret_cast<jx_vec<{1}, {2}>*>({3} + {4}) = y_{3};\n", ind, store_type(w.dtype), vec,
+                             w.name, at(i++));
+        return s;
+    }
+
     // The vector branch of a tile (see tiled_kernel): `vec` elements per access, tile rows of
     // tile_ / vec lanes. Tiled inputs are read with stride 1 along the tile's rows and outputs
     // written with stride 1 along its columns (the launch has checked both).
@@ -1002,28 +1004,20 @@ private:
         }
         s += "                    }\n                }\n            }\n";
         s += "            __syncthreads();\n";
-        std::vector<std::string> rd, wr;
+        std::vector<std::string> rd;
         r = 0;
         for (auto& a : reads_) {
             if (a.inner == InnerClass::Tile) rd.push_back(fmt::format("sh_{}[vl * {} + e][j]", a.name, vec));
             else rd.push_back(fmt::format("{0}[p{1} + rr * u{1} + (cc + e) * t{1}]", a.name, r));
             ++r;
         }
-        for (auto& w : writes_) wr.push_back(fmt::format("y_{}.v[e]", w.name));
         s += "            {\n";
         s += fmt::format("                const I cc = c0 + vl * {};\n", vec);
         s += "#pragma unroll\n";
         s += fmt::format("                for (int j = vr; j < {}; j += {}) {{\n", tile_, rows_per_pass);
         s += "                    const I rr = r0 + j;\n";
         s += "                    if (rr < nr && cc < nc) {\n";
-        for (auto& w : writes_) s += fmt::format("                        jx_vec<{}, {}> y_{};\n", store_type(w.dtype), vec, w.name);
-        s += "#pragma unroll\n";
-        s += fmt::format("                        for (int e = 0; e < {}; ++e) jx_compute({});\n", vec, call_args(rd, wr));
-        for (auto& w : writes_) {
-            s += fmt::format("                        *reinterpret_cast<jx_vec<{0}, {1}>*>({2} + p{3} + rr * u{3} + cc) = y_{2};\n",
-                             store_type(w.dtype), vec, w.name, r);
-            ++r;
-        }
+        s += vector_compute("                        ", vec, rd, [&](int) { const int w = r++; return fmt::format("p{0} + rr * u{0} + cc", w); });
         s += "                    }\n                }\n            }\n";
         s += "            __syncthreads();\n";
         s += "            continue;\n";
