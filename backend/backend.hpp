@@ -29,6 +29,7 @@ struct PrepareOptions {
     bool fast_math = false;
     std::vector<std::string> nvrtc_options;  // CUDA: appended to the NVRTC command line
     bool tiered = false;                     // CUDA: scalar-only kernels first, full ones in the background
+    bool ptx_first_tier = true;              // CUDA, tiered: Flat kernels of tier 1 written as PTX where possible
 };
 
 // Timing of the last prepare, for :time and stats.

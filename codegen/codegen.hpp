@@ -28,6 +28,7 @@
 #include "dsl/schedule.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -98,6 +99,7 @@ struct KernelSource {
     int stage = 0;                     // index into Schedule::stages
     std::uint64_t hash = 0;            // FNV-1a of `source`
     std::string key;                   // hex of hash: the module cache key
+    bool ptx = false;                  // `source` is PTX (emit_ptx): assembled, not given to NVRTC
 };
 
 struct EmitOptions {
@@ -119,6 +121,14 @@ struct Emitted {
 
 // Throws InternalError when the program or schedule breaks an invariant of dsl/ir.hpp.
 Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const EmitOptions& options = {});
+
+// `kernel` (a scalar-only Flat kernel of `program`, as emit gives it with scalar_only) written
+// directly in PTX for sm_`sm`: the same entry name, parameters and launch, so that the executor
+// launches it alike. For programs of bool/int32/int64/float32/float64 and the ops whose PTX
+// instructions compute exactly what backend/semantics.h computes (arithmetic, comparisons,
+// logic, maximum/minimum, where, clip, sqrt, rounding, NaN/inf tests, casts); nullopt for
+// anything else, and for targets outside sm_70..sm_90. See codegen/ptx.cpp.
+std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSource& kernel, int sm);
 
 // The text of backend/semantics.h, embedded at build time.
 std::string_view semantics_source();

@@ -75,6 +75,10 @@ struct Image {
 // Compiles `source` to CUBIN for the arch (to PTX for the highest virtual arch NVRTC knows when
 // it does not know that one). Throws CompileError with log, options and source on failure.
 Image compile(const std::string& source, const std::string& name, const CompileOptions& options);
+// PTX text (codegen::emit_ptx) to CUBIN for sm_<cc_major><cc_minor> with nvJitLink; throws
+// CompileError (with the assembler's log). Needs no driver.
+Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options);
+bool ptx_assembler_available();       // false when built without nvJitLink
 int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10)
 std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
 void warm_up_nvrtc();                 // starts NVRTC in a background thread (first call ~270 ms)

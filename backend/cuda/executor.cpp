@@ -159,7 +159,7 @@ ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptio
         std::lock_guard<std::mutex> lock(mutex_);
         store = store_;
     }
-    Image img = compile(k.source, k.name, co);
+    Image img = k.ptx ? assemble_ptx(k.source, k.name, co) : compile(k.source, k.name, co);
     lk.compile_ms = img.compile_ms;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -366,6 +366,10 @@ public:
         else ++stats_.failed;
         if (--in_flight_ == 0) idle_.notify_all();
     }
+    void count_ptx() {
+        std::lock_guard<std::mutex> lock(m_);
+        ++stats_.ptx_kernels;
+    }
     TierStats stats() const {
         std::lock_guard<std::mutex> lock(m_);
         return stats_;
@@ -417,6 +421,17 @@ public:
             codegen::EmitOptions first = eo;
             first.scalar_only = true;
             main_.emitted = codegen::emit(program_, schedule_, first);
+            // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
+            // nvJitLink, several times faster than NVRTC (exact numerics only: fast math and
+            // extra NVRTC options keep NVRTC).
+            if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier) {
+                const int sm = compile_.cc_major * 10 + compile_.cc_minor;
+                for (auto& k : main_.emitted.kernels)
+                    if (auto pk = codegen::emit_ptx(program_, k, sm)) {
+                        k = std::move(*pk);
+                        tiers().count_ptx();
+                    }
+            }
             full_ = std::make_unique<Variant>();
             full_->emitted = std::move(full);
         } else {

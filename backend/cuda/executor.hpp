@@ -120,6 +120,7 @@ struct TierStats {
     std::uint64_t started = 0;   // programs whose first kernels were the scalar-only tier
     std::uint64_t upgraded = 0;  // of those, programs now running the kernels with vector paths
     std::uint64_t failed = 0;    // background compiles that failed (the program keeps tier 1)
+    std::uint64_t ptx_kernels = 0;  // first-tier kernels written as PTX (codegen::emit_ptx)
 };
 TierStats tier_stats();
 void wait_for_upgrades();  // returns when no background compile is in flight

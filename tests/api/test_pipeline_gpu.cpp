@@ -183,6 +183,72 @@ TEST(GpuPipeline, TieredCompileIsSkippedWhenTheFullKernelsAreOnDisk) {
     std::filesystem::remove_all(dir);
 }
 
+// The first tier's PTX kernels (codegen/ptx.cpp) against the NVRTC kernels, byte for byte, on
+// values that tell implementations apart: signed zeros, NaN, infinities, denormals, values that
+// saturate casts, integer extremes.
+namespace {
+Array special(DType t, std::int64_t n, int salt) {
+    static const double fv[] = {0.0, -0.0, 1.5, -2.25, NAN, INFINITY, -INFINITY, 3e38, -3e38, 1e-45, 2147483648.0,
+                                -2147483649.0, 7.5, -0.5, 0.5, 2.5, 1e300, -1e-310, 9.2233720368547758e18};
+    static const long long iv[] = {0, 1, -1, -2147483648LL, 2147483647LL, 12345, -77, 9223372036854775807LL,
+                                   (-9223372036854775807LL - 1), 3, -3};
+    const std::size_t m = static_cast<std::size_t>(n);
+    auto pick = [&](std::size_t k, std::size_t len) { return (k * 7 + static_cast<std::size_t>(salt) * 3) % len; };
+    switch (t) {
+        case DType::Float32: { std::vector<float> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<float>(fv[pick(k, std::size(fv))]); return Array::from(v, {}, Backend::Cuda); }
+        case DType::Float64: { std::vector<double> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = fv[pick(k, std::size(fv))]; return Array::from(v, {}, Backend::Cuda); }
+        case DType::Int32: { std::vector<std::int32_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::int32_t>(iv[pick(k, std::size(iv))]); return Array::from(v, {}, Backend::Cuda); }
+        case DType::Int64: { std::vector<std::int64_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = iv[pick(k, std::size(iv))]; return Array::from(v, {}, Backend::Cuda); }
+        default: { std::vector<std::uint8_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::uint8_t>(pick(k, 3) == 0); return Array::from_host(v.data(), DType::Bool, {n}, Backend::Cuda); }
+    }
+}
+
+std::vector<std::uint8_t> bytes_of(const Array& a) {
+    std::vector<std::uint8_t> b(a.nbytes());
+    a.copy_to_host(b.data());
+    return b;
+}
+}  // namespace
+
+TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
+    REQUIRE_GPU();
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    RuntimeOptions t;
+    t.backend = Backend::Cuda;
+    t.disk_cache = false;
+    t.tiered_compile = true;
+    RuntimeOptions w = t;
+    w.tiered_compile = false;
+    const DType F32 = DType::Float32, F64 = DType::Float64, I32 = DType::Int32, I64 = DType::Int64, B = DType::Bool;
+    struct Case { const char* text; std::vector<DType> args; };
+    const Case cases[] = {
+        {"a*2 + b", {F32, F32}}, {"a*2 + b", {F64, F64}}, {"a*2 + b", {I32, I32}}, {"a*2 + b", {I64, I64}},
+        {"a/b - a*a", {F32, F32}}, {"a/b", {I32, I64}}, {"-a + abs(b) + square(a)", {I64, I64}},
+        {"-a + abs(b) + square(a)", {F64, F64}}, {"where(a > b, a, -b)", {F32, F32}}, {"where(c, a, b)", {B, I32, I32}},
+        {"maximum(a, b) + minimum(a, b)*3", {F32, F32}}, {"maximum(a, b) - minimum(a, b)", {I64, I64}},
+        {"clip(a, -1, 1)", {F64}}, {"sqrt(abs(a)) + floor(b) - ceil(a) + trunc(b) + rint(a) + round(b)", {F32, F32}},
+        {"(a < b) & (b != 0) | ~(a == b) ^ (a >= b)", {F32, F32}}, {"(a <= b) | (a > b) | (a != b)", {I32, I64}},
+        {"isnan(a) | isinf(b) | signbit(a) | isfinite(b)", {F32, F64}}, {"(a & b) | (a ^ ~b)", {I32, I32}},
+        {"int32(a) + int64(b)", {F32, F64}}, {"float32(a) + float64(b)", {I64, I32}}, {"float32(a) * 2", {F64}},
+        {"bool(a) | bool(b)", {F32, I64}}, {"int32(a)", {I64}}, {"(c and d) or not c", {B, B}}, {"c + d", {B, B}},
+    };
+    const std::int64_t n = 4099;
+    const cuda::TierStats before = cuda::tier_stats();
+    int index = 0;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        std::vector<Arg> args;
+        for (std::size_t k = 0; k < c.args.size(); ++k) args.emplace_back(special(c.args[k], n, static_cast<int>(k)));
+        Runtime tiered(t), whole(w);  // module caches of their own: the first eval is tier 1
+        const Array x = tiered.eval(c.text, args);
+        const Array y = whole.eval(c.text, args);
+        EXPECT_EQ(bytes_of(x), bytes_of(y)) << "case " << index;
+        tiered.wait_for_compiles();
+        ++index;
+    }
+    EXPECT_GE(cuda::tier_stats().ptx_kernels, before.ptx_kernels + std::size(cases));
+}
+
 TEST(GpuPipeline, CudaMallocPointersWorkThroughTheDriverPath) {
     REQUIRE_GPU();
     int count = 0;

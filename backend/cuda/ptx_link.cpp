@@ -1,0 +1,64 @@
+// jitexpr — PTX written by codegen/ptx.cpp assembled to CUBIN with nvJitLink: no NVRTC, no
+// driver (so `precompile --arch` can do it too). Without nvJitLink at build time the PTX tier
+// is off and ptx_assembler_available() says so.
+#include "backend/cuda/cuda.hpp"
+
+#include <jit/error.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <string>
+
+#if JITEXPR_HAVE_NVJITLINK
+#include <nvJitLink.h>
+#endif
+
+namespace jit::cuda {
+
+bool ptx_assembler_available() { return JITEXPR_HAVE_NVJITLINK != 0; }
+
+Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options) {
+    const auto start = std::chrono::steady_clock::now();
+    Image image;
+    image.arch = fmt::format("sm_{}{}", options.cc_major, options.cc_minor);
+    image.options = "nvJitLink -arch=" + image.arch;
+#if JITEXPR_HAVE_NVJITLINK
+    const std::string arch = "-arch=" + image.arch;
+    const char* argv[] = {arch.c_str()};
+    nvJitLinkHandle h = nullptr;
+    nvJitLinkResult r = nvJitLinkCreate(&h, 1, argv);
+    struct Guard {
+        nvJitLinkHandle& h;
+        ~Guard() {
+            if (h) nvJitLinkDestroy(&h);
+        }
+    } guard{h};
+    auto log = [&] {
+        std::size_t n = 0;
+        if (!h || nvJitLinkGetErrorLogSize(h, &n) != NVJITLINK_SUCCESS || n == 0) return std::string();
+        std::string s(n, '\0');
+        nvJitLinkGetErrorLog(h, s.data());
+        while (!s.empty() && s.back() == '\0') s.pop_back();
+        return s;
+    };
+    if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str());
+    if (r == NVJITLINK_SUCCESS) r = nvJitLinkComplete(h);
+    if (r != NVJITLINK_SUCCESS)
+        throw CompileError(fmt::format("nvJitLink could not assemble {} for {} (error {})", name, image.arch, static_cast<int>(r)),
+                           log(), image.options, ptx);
+    std::size_t size = 0;
+    if (nvJitLinkGetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS || size == 0)
+        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options, ptx);
+    image.data.resize(size);
+    if (nvJitLinkGetLinkedCubin(h, image.data.data()) != NVJITLINK_SUCCESS)
+        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options, ptx);
+    image.log = log();
+#else
+    throw CompileError(fmt::format("cannot assemble {}: jitexpr was built without nvJitLink", name), {}, image.options, ptx);
+#endif
+    image.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return image;
+}
+
+}  // namespace jit::cuda

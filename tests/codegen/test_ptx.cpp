@@ -1,0 +1,211 @@
+// Flat kernels written as PTX (codegen/ptx.cpp): which programs get one, and that nvJitLink
+// assembles every one to CUBIN for sm_90 (no GPU or driver needed). Whether they compute what
+// the NVRTC kernels compute is GpuPtxTier.* (tests/api/test_pipeline_gpu.cpp) on a GPU.
+#include "backend/cuda/cuda.hpp"
+#include "codegen/codegen.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/schedule.hpp"
+#include "dsl/syntax.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace jit;
+namespace cg = jit::codegen;
+
+// The program as the runtime lowers it for 1-D arrays of `n` elements (a `float`/`int`/`bool`
+// scalar where the dtype says so), and its scalar-only kernels (the first tier).
+struct Lowered {
+    ir::Program program;
+    std::vector<cg::KernelSource> kernels;
+};
+Lowered lower(const std::string& text, const std::map<std::string, DType>& vars, std::int64_t n = 1000,
+              const std::map<std::string, DType>& scalars = {}) {
+    std::map<std::string, dsl::Binding> env;
+    for (const auto& [name, t] : vars) {
+        dsl::Binding b;
+        b.kind = dsl::Binding::Kind::Array;
+        b.dtype = t;
+        b.shape = {n};
+        b.strides = {1};
+        env[name] = b;
+    }
+    for (const auto& [name, t] : scalars) {
+        dsl::Binding b;
+        b.kind = dsl::Binding::Kind::Scalar;
+        b.dtype = t;
+        env[name] = b;
+    }
+    const syntax::Module m = syntax::parse(text);
+    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
+        auto it = env.find(std::string(name));
+        return it == env.end() ? nullptr : &it->second;
+    };
+    Lowered l;
+    l.program = dsl::lower(m, text, lookup);
+    cg::EmitOptions o;
+    o.scalar_only = true;
+    l.kernels = cg::emit(l.program, ir::schedule(l.program), o).kernels;
+    return l;
+}
+
+std::optional<cg::KernelSource> ptx_of(const std::string& text, const std::map<std::string, DType>& vars,
+                                       const std::map<std::string, DType>& scalars = {}) {
+    const Lowered l = lower(text, vars, 1000, scalars);
+    if (l.kernels.size() != 1) return std::nullopt;
+    return cg::emit_ptx(l.program, l.kernels[0], 90);
+}
+
+void expect_assembles(const cg::KernelSource& k) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    cuda::CompileOptions co;
+    co.cc_major = 9;
+    co.cc_minor = 0;
+    try {
+        const cuda::Image img = cuda::assemble_ptx(k.source, k.name, co);
+        EXPECT_TRUE(img.is_cubin);
+        EXPECT_FALSE(img.data.empty());
+    } catch (const CompileError& e) {
+        ADD_FAILURE() << e.what() << "\n" << e.log() << "\n" << k.source;
+    }
+}
+
+const DType F32 = DType::Float32, F64 = DType::Float64, I32 = DType::Int32, I64 = DType::Int64, B = DType::Bool;
+
+struct Case {
+    const char* text;
+    std::map<std::string, DType> vars;
+    std::map<std::string, DType> scalars;
+};
+
+// Programs the PTX tier covers: every op and cast it writes, each dtype it takes.
+const std::vector<Case>& covered() {
+    static const std::vector<Case> c = {
+        {"a*2 + b", {{"a", F32}, {"b", F32}}, {}},
+        {"a*2 + b", {{"a", F64}, {"b", F64}}, {}},
+        {"a*2 + b", {{"a", I32}, {"b", I32}}, {}},
+        {"a*2 + b", {{"a", I64}, {"b", I64}}, {}},
+        {"a/b - a*a", {{"a", F32}, {"b", F32}}, {}},
+        {"a/b", {{"a", I32}, {"b", I64}}, {}},  // true division: both cast to float64
+        {"-a + abs(b) + square(a)", {{"a", I64}, {"b", I64}}, {}},
+        {"-a + abs(b) + square(a)", {{"a", F64}, {"b", F64}}, {}},
+        {"where(a > b, a, -b)", {{"a", F32}, {"b", F32}}, {}},
+        {"where(c, a, b)", {{"a", I32}, {"b", I32}, {"c", B}}, {}},
+        {"where(c, a, b)", {{"a", B}, {"b", B}, {"c", B}}, {}},
+        {"maximum(a, b) + minimum(a, b)*3", {{"a", F32}, {"b", F32}}, {}},
+        {"maximum(a, b) - minimum(a, b)", {{"a", I64}, {"b", I64}}, {}},
+        {"maximum(a, b) | minimum(a, b)", {{"a", B}, {"b", B}}, {}},
+        {"clip(a, -1, 1)", {{"a", F64}}, {}},
+        {"sqrt(abs(a)) + floor(b) - ceil(a) + trunc(b) + rint(a) + round(b)", {{"a", F32}, {"b", F32}}, {}},
+        {"sqrt(a) + floor(a)", {{"a", F64}}, {}},
+        {"(a < b) & (b != 0) | ~(a == b) ^ (a >= b)", {{"a", F32}, {"b", F32}}, {}},
+        {"(a <= b) | (a > b) | (a != b)", {{"a", I32}, {"b", I64}}, {}},
+        {"(c == d) | (c != d)", {{"c", B}, {"d", B}}, {}},
+        {"isnan(a) | isinf(b) | signbit(a) | isfinite(b)", {{"a", F32}, {"b", F64}}, {}},
+        {"(a & b) | (a ^ ~b)", {{"a", I32}, {"b", I32}}, {}},
+        {"(c and d) or not c", {{"c", B}, {"d", B}}, {}},
+        {"c + d", {{"c", B}, {"d", B}}, {}},
+        {"int32(a) + int64(b)", {{"a", F32}, {"b", F64}}, {}},
+        {"float32(a) + float64(b)", {{"a", I64}, {"b", I32}}, {}},
+        {"float32(a) * 2", {{"a", F64}}, {}},
+        {"bool(a) | bool(b)", {{"a", F32}, {"b", I64}}, {}},
+        {"int32(c) + float64(d)", {{"c", B}, {"d", B}}, {}},
+        {"int32(a)", {{"a", I64}}, {}},
+        {"a * s + t", {{"a", F32}}, {{"s", F64}, {"t", DType::Int64}}},
+        {"where(s, a, 0)", {{"a", I64}}, {{"s", B}}},
+        {"x = a*2\ny = x + b\nx - y", {{"a", F32}, {"b", F32}}, {}},
+    };
+    return c;
+}
+
+TEST(PtxTier, CoveredProgramsGetAPtxKernelThatAssembles) {
+    for (const Case& c : covered()) {
+        SCOPED_TRACE(c.text);
+        const Lowered l = lower(c.text, c.vars, 1000, c.scalars);
+        ASSERT_FALSE(l.kernels.empty());
+        for (const auto& k : l.kernels) {
+            auto p = cg::emit_ptx(l.program, k, 90);
+            ASSERT_TRUE(p.has_value()) << k.body;
+            EXPECT_TRUE(p->ptx);
+            EXPECT_EQ(p->params.size(), k.params.size());
+            EXPECT_EQ(p->entries, k.entries);
+            EXPECT_NE(p->hash, k.hash);
+            expect_assembles(*p);
+        }
+    }
+}
+
+TEST(PtxTier, ABroadcastElementIsReadOnceBeforeTheLoop) {
+    std::map<std::string, dsl::Binding> env;
+    dsl::Binding a, b;
+    a.kind = b.kind = dsl::Binding::Kind::Array;
+    a.dtype = b.dtype = F32;
+    a.shape = {1000};
+    a.strides = {1};
+    b.shape = {1};
+    b.strides = {1};
+    env["a"] = a;
+    env["b"] = b;
+    const std::string text = "a + b";
+    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* { return &env.at(std::string(name)); };
+    const ir::Program p = dsl::lower(syntax::parse(text), text, lookup);
+    cg::EmitOptions o;
+    o.scalar_only = true;
+    const auto k = cg::emit(p, ir::schedule(p), o).kernels.at(0);
+    auto x = cg::emit_ptx(p, k, 90);
+    ASSERT_TRUE(x.has_value());
+    const std::string& s = x->source;
+    const auto loop = s.find("$Lloop:");
+    ASSERT_NE(loop, std::string::npos);
+    // Two loads in all: the broadcast one before the loop, a's inside it.
+    EXPECT_EQ(s.find("ld.global.f32", loop), s.rfind("ld.global.f32"));
+    EXPECT_LT(s.find("ld.global.f32"), loop);
+    expect_assembles(*x);
+}
+
+TEST(PtxTier, ArithmeticIsRoundedExplicitlySoNothingIsContracted) {
+    auto k = ptx_of("a*b + c", {{"a", F32}, {"b", F32}, {"c", F32}});
+    ASSERT_TRUE(k.has_value());
+    EXPECT_NE(k->source.find("mul.rn.f32"), std::string::npos);
+    EXPECT_NE(k->source.find("add.rn.f32"), std::string::npos);
+    EXPECT_EQ(k->source.find("fma"), std::string::npos);
+}
+
+TEST(PtxTier, OtherProgramsKeepNvrtc) {
+    EXPECT_FALSE(ptx_of("sin(a)", {{"a", F32}}).has_value());
+    EXPECT_FALSE(ptx_of("a // b", {{"a", I32}, {"b", I32}}).has_value());
+    EXPECT_FALSE(ptx_of("a % b", {{"a", F64}, {"b", F64}}).has_value());
+    EXPECT_FALSE(ptx_of("a ** 2", {{"a", F32}}).has_value());
+    EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::Float16}}).has_value());
+    EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::UInt8}}).has_value());
+    EXPECT_FALSE(ptx_of("a * 2", {{"a", DType::Complex64}}).has_value());
+    // Not a Flat kernel: a reduction.
+    const Lowered r = lower("sum(a)", {{"a", F32}});
+    for (const auto& k : r.kernels) EXPECT_FALSE(cg::emit_ptx(r.program, k, 90).has_value());
+    // Targets outside sm_70..sm_90.
+    const Lowered l = lower("a + 1", {{"a", F32}});
+    EXPECT_FALSE(cg::emit_ptx(l.program, l.kernels.at(0), 100).has_value());
+    EXPECT_TRUE(cg::emit_ptx(l.program, l.kernels.at(0), 80).has_value());
+}
+
+TEST(PtxTier, AxpbFloat32MatchesItsGoldenFile) {
+    auto k = ptx_of("a*2 + b", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(k.has_value());
+    const std::string path = std::string(JITEXPR_SOURCE_DIR) + "/tests/codegen/golden/axpb_float32.ptx";
+    if (const char* u = std::getenv("JITEXPR_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << k->source;
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << "missing " << path << " (JITEXPR_UPDATE_GOLDEN=1 writes it)";
+    std::stringstream ss;
+    ss << in.rdbuf();
+    EXPECT_EQ(k->source, ss.str());
+}
+
+}  // namespace
