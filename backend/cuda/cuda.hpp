@@ -79,9 +79,10 @@ Image compile(const std::string& source, const std::string& name, const CompileO
 // CompileError (with the assembler's log). Needs no driver.
 Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options);
 bool ptx_assembler_available();       // false when built without nvJitLink
+void warm_up_ptx_assembler() noexcept;  // loads nvJitLink's assembler (warm_up_nvrtc's thread calls it)
 int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10)
 std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
-void warm_up_nvrtc();                 // starts NVRTC in a background thread (first call ~270 ms)
+void warm_up_nvrtc();                 // starts NVRTC and nvJitLink in a background thread (first call ~270 ms)
 
 // ---- modules and launch
 class Module;

@@ -128,6 +128,7 @@ void warm_up_nvrtc() {
                 if (minimal) options.push_back("--minimal");
                 (void)try_compile("extern \"C\" __global__ void jitexpr_warm_up(float* p) { p[0] = 1.0f; }\n", options);
             }
+            warm_up_ptx_assembler();  // the PTX first tier of a tiered compile
             std::lock_guard lock(s.mutex);
             s.running = false;
             s.done.notify_all();

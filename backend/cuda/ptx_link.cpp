@@ -18,6 +18,22 @@ namespace jit::cuda {
 
 bool ptx_assembler_available() { return JITEXPR_HAVE_NVJITLINK != 0; }
 
+void warm_up_ptx_assembler() noexcept {
+    if (!ptx_assembler_available()) return;
+    // The first nvJitLink call of a process loads its assembler (about 20 ms); a kernel that
+    // does nothing pays for it.
+    static const char* const ptx =
+        ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry jitexpr_warm_up()\n{\n    ret;\n}\n";
+    try {
+        CompileOptions o;
+        o.cc_major = 8;
+        o.cc_minor = 0;
+        (void)assemble_ptx(ptx, "jitexpr_warm_up.ptx", o);
+    } catch (...) {
+        // A warm-up that fails only means the first real assembly pays the start.
+    }
+}
+
 Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options) {
     const auto start = std::chrono::steady_clock::now();
     Image image;
