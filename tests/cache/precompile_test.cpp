@@ -42,13 +42,17 @@ dsl::Binding scalar(DType t) {
 
 // What api/runtime.cpp and the CUDA executor do for a program, computed here directly: parse,
 // lower, schedule, emit with 256-thread blocks, and the module cache's text key per kernel.
+// Every name of `env` is bound, as in a runtime whose environment holds them (an assigned name
+// that is bound is written in place).
 std::vector<codegen::KernelSource> kernels(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
     const syntax::Module m = syntax::parse(text);
     dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
         auto it = env.find(std::string(name));
         return it == env.end() ? nullptr : &it->second;
     };
-    const ir::Program p = dsl::lower(m, text, lookup);
+    std::vector<std::string> bound;
+    for (const auto& [n, b] : env) bound.push_back(n);
+    const ir::Program p = dsl::lower(m, text, lookup, bound);
     return codegen::emit(p, ir::schedule(p)).kernels;
 }
 
@@ -151,6 +155,29 @@ TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
         EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value()) << text;
     }
     EXPECT_EQ(disk.entries().size(), 2u);
+}
+
+TEST(Precompile, ADeclaredNonContiguousTargetStoresTheKernelThatWritesInPlace) {
+    TempDir dir;
+    {
+        std::ofstream f(dir / "programs.txt");
+        f << "c = a + 1 ; a: float32[N, M], c: float32[N, M].T\n";
+    }
+    const std::string cache_dir = dir / "cache";
+    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    // What the runtime sees for run("c = a + 1", env) with a C-contiguous (1000, 300) `a` and
+    // `c` the transpose of a (300, 1000) array: `c` is written in place through its strides.
+    dsl::Binding a = array(DType::Float32, {1000, 300});
+    dsl::Binding c = array(DType::Float32, {1000, 300});
+    c.strides = {1, 1000};
+    const auto expected = keys("c = a + 1", {{"a", a}, {"c", c}});
+    ASSERT_EQ(expected.size(), 1u);
+    EXPECT_NE(expected, keys("c = a + 1", {{"a", a}, {"c", array(DType::Float32, {1000, 300})}}));
+    cache::DiskCacheOptions o;
+    o.dir = cache_dir;
+    o.use_environment = false;
+    cache::DiskCache disk(o);
+    EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
 }
 
 TEST(Precompile, RejectsAStepOfZeroAndTooManySlices) {
