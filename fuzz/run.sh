@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 build=${BUILD_DIR:-build-fuzz}
 jobs=${JOBS:-$(nproc)}
 workers=${WORKERS:-1}
-targets=(fuzz_pipeline fuzz_npy)
+targets=(fuzz_pipeline fuzz_npy fuzz_ptx)
 seconds=${SECONDS_EACH:-600}
 if [ $# -ge 1 ]; then targets=("$1"); fi
 if [ $# -ge 2 ]; then seconds=$2; fi
@@ -30,13 +30,15 @@ for t in "${targets[@]}"; do
   name=${t#fuzz_}
   work="$build/fuzz/corpus/$name"
   mkdir -p "$work" "$build/fuzz/artifacts"
+  seeds=$name
+  [ "$name" = ptx ] && seeds=pipeline  # fuzz_ptx reads the texts fuzz_pipeline does
   extra=()
-  [ -f "fuzz/$name.dict" ] && extra+=(-dict="fuzz/$name.dict")
+  [ -f "fuzz/$seeds.dict" ] && extra+=(-dict="fuzz/$seeds.dict")
   [ "$workers" -gt 1 ] && extra+=(-workers="$workers" -jobs="$workers")
   [ -n "${RUNS:-}" ] && extra+=(-runs="$RUNS")
   echo "== $t for ${seconds}s (corpus $work)"
   "$build/fuzz/$t" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
       -print_final_stats=1 "${extra[@]}" \
-      -artifact_prefix="$build/fuzz/artifacts/" "$work" "fuzz/corpus/$name" || status=1
+      -artifact_prefix="$build/fuzz/artifacts/" "$work" "fuzz/corpus/$seeds" || status=1
 done
 exit $status

@@ -424,21 +424,36 @@ public:
             // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
             // nvJitLink, several times faster than NVRTC (exact numerics only: fast math and
             // extra NVRTC options keep NVRTC).
+            codegen::Emitted nvrtc_first = main_.emitted;
+            bool any_ptx = false;
             if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier) {
                 const int sm = compile_.cc_major * 10 + compile_.cc_minor;
                 for (auto& k : main_.emitted.kernels)
                     if (auto pk = codegen::emit_ptx(program_, k, sm)) {
                         k = std::move(*pk);
+                        any_ptx = true;
                         tiers().count_ptx();
                     }
             }
             full_ = std::make_unique<Variant>();
             full_->emitted = std::move(full);
+            info_.emit_ms = ms_since(t0);
+            try {
+                load(main_, &info_);
+            } catch (const CompileError&) {
+                // PTX the assembler rejects is a bug of codegen/ptx.cpp, not the user's: the
+                // NVRTC kernels of the same tier take over (an NVRTC error still reaches the user).
+                if (!any_ptx) throw;
+                main_.emitted = std::move(nvrtc_first);
+                info_ = {};
+                info_.emit_ms = ms_since(t0);
+                load(main_, &info_);
+            }
         } else {
             main_.emitted = std::move(full);
+            info_.emit_ms = ms_since(t0);
+            load(main_, &info_);
         }
-        info_.emit_ms = ms_since(t0);
-        load(main_, &info_);
         // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
         std::size_t off = 0;
         auto align = [](std::size_t x) { return (x + 255) / 256 * 256; };

@@ -1,0 +1,51 @@
+// libFuzzer target: the PTX first tier. Program text through parse, lower (the fixed bindings of
+// fuzz_pipeline), schedule and the scalar-only emission; every Flat kernel codegen::emit_ptx
+// writes must assemble with nvJitLink for sm_90 and keep the parameters of the kernel it stands
+// for. A rejected PTX text, an InternalError, any other exception, a crash or a sanitizer
+// report is a finding. (The runtime falls back to NVRTC when PTX does not assemble; this target
+// is how such PTX is found before a user meets the fallback.)
+#include "backend/cuda/cuda.hpp"
+#include "codegen/codegen.hpp"
+#include "tests/hardening/pipeline.hpp"
+
+#include <jit/error.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
+    try {
+        const jxharden::FrontResult r = jxharden::run_front(text);
+        jit::codegen::EmitOptions o;
+        o.scalar_only = true;
+        const jit::codegen::Emitted first = jit::codegen::emit(r.program, r.schedule, o);
+        jit::cuda::CompileOptions co;
+        co.cc_major = 9;
+        co.cc_minor = 0;
+        for (const auto& k : first.kernels) {
+            auto p = jit::codegen::emit_ptx(r.program, k, 90);
+            if (!p) continue;
+            if (p->params.size() != k.params.size() || p->entries != k.entries || !p->ptx) {
+                std::fprintf(stderr, "fuzz_ptx: kernel %s: parameters or entries changed\n", k.name.c_str());
+                std::abort();
+            }
+            if (!jit::cuda::ptx_assembler_available()) continue;
+            try {
+                (void)jit::cuda::assemble_ptx(p->source, p->name, co);
+            } catch (const jit::CompileError& e) {
+                std::fprintf(stderr, "fuzz_ptx: nvJitLink rejected the PTX of %s: %s\n%s\n%s\n", k.name.c_str(), e.what(),
+                             e.log().c_str(), p->source.c_str());
+                std::abort();
+            }
+        }
+    } catch (const jit::InternalError& e) {
+        std::fprintf(stderr, "fuzz_ptx: internal error escaped: %s\n", e.what());
+        std::abort();
+    } catch (const jit::SourceError&) {
+        // Syntax, name, type, shape and value errors: the expected way to reject a text.
+    }
+    return 0;
+}
