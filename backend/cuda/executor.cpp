@@ -438,16 +438,23 @@ public:
             full_ = std::make_unique<Variant>();
             full_->emitted = std::move(full);
             info_.emit_ms = ms_since(t0);
-            try {
-                load(main_, &info_);
-            } catch (const CompileError&) {
-                // PTX the assembler rejects is a bug of codegen/ptx.cpp, not the user's: the
-                // NVRTC kernels of the same tier take over (an NVRTC error still reaches the user).
-                if (!any_ptx) throw;
+            // PTX that the assembler rejects, or a CUBIN of it that the driver does not load, is
+            // a bug of codegen/ptx.cpp, not the user's: the NVRTC kernels of the same tier take
+            // over (an NVRTC error, or a lost context, still reaches the user).
+            auto fall_back = [&] {
                 main_.emitted = std::move(nvrtc_first);
                 info_ = {};
                 info_.emit_ms = ms_since(t0);
                 load(main_, &info_);
+            };
+            try {
+                load(main_, &info_);
+            } catch (const CompileError&) {
+                if (!any_ptx) throw;
+                fall_back();
+            } catch (const CudaError& e) {
+                if (!any_ptx || e.sticky()) throw;
+                fall_back();
             }
         } else {
             main_.emitted = std::move(full);
