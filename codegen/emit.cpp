@@ -595,6 +595,20 @@ private:
         }
     }
 
+    // The parameters of a Flat, Strided or Tiled kernel: arrays and scalars, then `tail` (the
+    // element count or the layout), then the vector flag when k.launch.vec > 1.
+    void add_params(KernelSource& k, bool with_rows, Param::Kind tail) {
+        add_array_params(k, with_rows);
+        Param t;
+        t.kind = tail;
+        k.params.push_back(t);
+        if (k.launch.vec > 1) {
+            Param flag;
+            flag.kind = Param::Kind::VectorFlag;
+            k.params.push_back(flag);
+        }
+    }
+
     std::string layout_struct(int ndim, int rows) {
         return fmt::format("struct jx_layout {{ long long shape[{}]; long long stride[{}][{}]; }};\n\n", ndim,
                            rows > 0 ? rows : 1, ndim);
@@ -614,15 +628,7 @@ private:
         for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
         const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / widest) : 1;
         k.launch.vec = vec;
-        add_array_params(k, false);
-        Param cnt;
-        cnt.kind = Param::Kind::Count;
-        k.params.push_back(cnt);
-        if (vec > 1) {
-            Param flag;
-            flag.kind = Param::Kind::VectorFlag;
-            k.params.push_back(flag);
-        }
+        add_params(k, false, Param::Kind::Count);
 
         // One entry point: 64-bit indices (the index arithmetic is not what limits a memory-bound
         // loop) and a run-time choice of the vector loop, so NVRTC compiles the body once for the
@@ -791,15 +797,7 @@ private:
                                 !opt_.scalar_only;
         const int vec = can_vector ? static_cast<int>(16 / widest) : 1;
         k.launch.vec = vec;
-        add_array_params(k, true);
-        Param lay;
-        lay.kind = Param::Kind::Layout;
-        k.params.push_back(lay);
-        if (vec > 1) {
-            Param flag;
-            flag.kind = Param::Kind::VectorFlag;
-            k.params.push_back(flag);
-        }
+        add_params(k, true, Param::Kind::Layout);
         const std::string vparam = vec > 1 ? ", const int vectors" : "";
 
         std::string s = "// strided: rows of the last axis; per-row offsets once, the last axis walked by threads\n";
@@ -884,15 +882,7 @@ private:
         }
         const int vec = uniform && size >= 2 && size <= 8 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / size) : 1;
         k.launch.vec = vec;
-        add_array_params(k, true);
-        Param lay;
-        lay.kind = Param::Kind::Layout;
-        k.params.push_back(lay);
-        if (vec > 1) {
-            Param flag;
-            flag.kind = Param::Kind::VectorFlag;
-            k.params.push_back(flag);
-        }
+        add_params(k, true, Param::Kind::Layout);
         const std::string vparam = vec > 1 ? ", const int vectors" : "";
         const int rows_per_pass = kTileThreads / tile_;
 
