@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -109,9 +110,11 @@ private:
 
     V load(const std::string& ptr, DType t, const std::string& index, std::string& out) {
         if (!supported(t)) no();
-        const std::string addr = u64();
-        if (index.empty()) out += fmt::format("    mov.u64 {}, {};\n", addr, ptr);
-        else out += fmt::format("    mad.lo.u64 {}, {}, {}, {};\n", addr, index, bytes(t), ptr);
+        std::string addr = ptr;  // element 0 of a broadcast read
+        if (!index.empty()) {
+            addr = u64();
+            out += fmt::format("    mad.lo.u64 {}, {}, {}, {};\n", addr, index, bytes(t), ptr);
+        }
         V r{reg(t), t};
         if (t == DType::Bool) {
             const std::string b = u32();
@@ -133,6 +136,19 @@ private:
         } else {
             out += fmt::format("    st.global.{} [{}], {};\n", ty(v.t), addr, v.reg);
         }
+    }
+
+    // An array the kernel reads: element i in the loop, or a single element (broadcast) loaded
+    // once before it.
+    struct Read {
+        std::string ptr;
+        bool broadcast = false;
+        std::optional<V> once;
+    };
+    V read(Read& r, DType t, std::string& out) {
+        if (!r.broadcast) return load(r.ptr, t, "%rdI", out);
+        if (!r.once) r.once = load(r.ptr, t, "", prologue_);
+        return *r.once;
     }
 
     V cast(const V& a, DType to, std::string& out) {
@@ -335,21 +351,13 @@ private:
         const ir::Node& n = p_.node(id);
         V v;
         if (auto r = node_reads_.find(id); r != node_reads_.end()) {
-            v = r->second;  // a broadcast read, loaded before the loop
-        } else if (auto ptr = node_ptrs_.find(id); ptr != node_ptrs_.end()) {
-            v = load(ptr->second, n.dtype, "%rdI", out);
+            v = read(r->second, n.dtype, out);  // stored by an earlier stage
         } else {
             switch (n.kind) {
                 case ir::NodeKind::Input: {
-                    auto it = input_ptrs_.find(n.slot);
-                    if (it == input_ptrs_.end()) no();
-                    if (it->second.second) {  // broadcast: loaded once, before the loop
-                        auto b = input_once_.find(n.slot);
-                        if (b == input_once_.end()) b = input_once_.emplace(n.slot, load(it->second.first, n.dtype, "", prologue_)).first;
-                        v = b->second;
-                    } else {
-                        v = load(it->second.first, n.dtype, "%rdI", out);
-                    }
+                    auto it = input_reads_.find(n.slot);
+                    if (it == input_reads_.end()) no();
+                    v = read(it->second, n.dtype, out);
                     break;
                 }
                 case ir::NodeKind::Scalar: {
@@ -389,9 +397,7 @@ private:
                     const std::string r = u64();
                     setup += fmt::format("    ld.param.u64 {}, [{}];\n    cvta.to.global.u64 {}, {};\n", r, name, r, r);
                     if (p.written) writes.emplace_back(p.array.index, r);
-                    else if (p.array.kind == ArrayRef::Kind::Input) input_ptrs_[p.array.index] = {r, p.broadcast};
-                    else if (p.broadcast) node_once_.emplace_back(p.array.index, r);
-                    else node_ptrs_[p.array.index] = r;
+                    else (p.array.kind == ArrayRef::Kind::Input ? input_reads_ : node_reads_)[p.array.index] = {r, p.broadcast, {}};
                     break;
                 }
                 case Param::Kind::Scalar: {
@@ -416,7 +422,6 @@ private:
             }
         }
         if (count.empty() || writes.empty()) no();
-        for (const auto& [node, ptr] : node_once_) node_reads_[node] = load(ptr, p_.node(node).dtype, "", prologue_);
         std::string body;
         std::vector<V> results;
         for (const auto& [node, ptr] : writes) results.push_back(value(node, body));
@@ -425,9 +430,11 @@ private:
         std::string s = "// jitexpr: a Flat kernel written as PTX (first tier of a tiered compile)\n";
         s += fmt::format(".version 7.8\n.target sm_{}\n.address_size 64\n\n", sm);
         s += fmt::format(".visible .entry {}(\n{}\n)\n.maxntid {}, 1, 1\n{{\n", entry, params, k_.launch.block);
-        s += fmt::format("    .reg .pred %p<{}>;\n    .reg .f32 %f<{}>;\n    .reg .f64 %fd<{}>;\n", np_ + 2, nf_ + 1, nd_ + 1);
-        s += fmt::format("    .reg .b32 %r<{}>;\n    .reg .b64 %rd<{}>;\n", nr_ + 5, nrd_ + 1);
-        s += "    .reg .b32 %t<5>;\n    .reg .b64 %rdI, %rdN, %rdS, %rdT;\n    .reg .pred %pL;\n";
+        auto at_least_one = [](int n) { return std::max(1, n); };
+        s += fmt::format("    .reg .pred %p<{}>;\n    .reg .f32 %f<{}>;\n    .reg .f64 %fd<{}>;\n", at_least_one(np_),
+                         at_least_one(nf_), at_least_one(nd_));
+        s += fmt::format("    .reg .b32 %r<{}>;\n    .reg .b64 %rd<{}>;\n", at_least_one(nr_), at_least_one(nrd_));
+        s += "    .reg .b32 %t<4>;\n    .reg .b64 %rdI, %rdN, %rdS, %rdT;\n    .reg .pred %pL;\n";
         s += setup;
         s += fmt::format("    ld.param.u64 %rdN, [{}];\n", count);
         s += prologue_;
@@ -444,11 +451,8 @@ private:
     const KernelSource& k_;
     int nf_ = 0, nd_ = 0, nr_ = 0, nrd_ = 0, np_ = 0;
     std::map<std::int32_t, V> memo_;
-    std::map<std::int32_t, std::pair<std::string, bool>> input_ptrs_;  // input slot -> pointer, broadcast
-    std::map<std::int32_t, V> input_once_;
-    std::map<std::int32_t, std::string> node_ptrs_;                    // stored node -> pointer
-    std::vector<std::pair<std::int32_t, std::string>> node_once_;
-    std::map<std::int32_t, V> node_reads_;
+    std::map<std::int32_t, Read> input_reads_;  // by input slot
+    std::map<std::int32_t, Read> node_reads_;   // by node stored by an earlier stage
     std::map<std::int32_t, V> scalar_regs_;
     std::string prologue_;  // before the loop: broadcast reads, scalars, constants
 };

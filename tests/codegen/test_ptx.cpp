@@ -27,23 +27,7 @@ struct Lowered {
     ir::Program program;
     std::vector<cg::KernelSource> kernels;
 };
-Lowered lower(const std::string& text, const std::map<std::string, DType>& vars, std::int64_t n = 1000,
-              const std::map<std::string, DType>& scalars = {}) {
-    std::map<std::string, dsl::Binding> env;
-    for (const auto& [name, t] : vars) {
-        dsl::Binding b;
-        b.kind = dsl::Binding::Kind::Array;
-        b.dtype = t;
-        b.shape = {n};
-        b.strides = {1};
-        env[name] = b;
-    }
-    for (const auto& [name, t] : scalars) {
-        dsl::Binding b;
-        b.kind = dsl::Binding::Kind::Scalar;
-        b.dtype = t;
-        env[name] = b;
-    }
+Lowered lower(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
     const syntax::Module m = syntax::parse(text);
     dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
         auto it = env.find(std::string(name));
@@ -55,6 +39,28 @@ Lowered lower(const std::string& text, const std::map<std::string, DType>& vars,
     o.scalar_only = true;
     l.kernels = cg::emit(l.program, ir::schedule(l.program), o).kernels;
     return l;
+}
+
+dsl::Binding array(DType t, std::int64_t n) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.shape = {n};
+    b.strides = {1};
+    return b;
+}
+
+Lowered lower(const std::string& text, const std::map<std::string, DType>& vars, std::int64_t n = 1000,
+              const std::map<std::string, DType>& scalars = {}) {
+    std::map<std::string, dsl::Binding> env;
+    for (const auto& [name, t] : vars) env[name] = array(t, n);
+    for (const auto& [name, t] : scalars) {
+        dsl::Binding b;
+        b.kind = dsl::Binding::Kind::Scalar;
+        b.dtype = t;
+        env[name] = b;
+    }
+    return lower(text, env);
 }
 
 std::optional<cg::KernelSource> ptx_of(const std::string& text, const std::map<std::string, DType>& vars,
@@ -144,23 +150,9 @@ TEST(PtxTier, CoveredProgramsGetAPtxKernelThatAssembles) {
 }
 
 TEST(PtxTier, ABroadcastElementIsReadOnceBeforeTheLoop) {
-    std::map<std::string, dsl::Binding> env;
-    dsl::Binding a, b;
-    a.kind = b.kind = dsl::Binding::Kind::Array;
-    a.dtype = b.dtype = F32;
-    a.shape = {1000};
-    a.strides = {1};
-    b.shape = {1};
-    b.strides = {1};
-    env["a"] = a;
-    env["b"] = b;
-    const std::string text = "a + b";
-    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* { return &env.at(std::string(name)); };
-    const ir::Program p = dsl::lower(syntax::parse(text), text, lookup);
-    cg::EmitOptions o;
-    o.scalar_only = true;
-    const auto k = cg::emit(p, ir::schedule(p), o).kernels.at(0);
-    auto x = cg::emit_ptx(p, k, 90);
+    const Lowered l = lower("a + b", {{"a", array(F32, 1000)}, {"b", array(F32, 1)}});
+    ASSERT_EQ(l.kernels.size(), 1u);
+    auto x = cg::emit_ptx(l.program, l.kernels[0], 90);
     ASSERT_TRUE(x.has_value());
     const std::string& s = x->source;
     const auto loop = s.find("$Lloop:");
