@@ -115,18 +115,18 @@ ModulePtr ModuleCache::find(const codegen::KernelSource& k, const CompileOptions
         lk.hit = true;
         return *m;
     }
-    ModulePtr m = from_store(co, key, lk);
+    ModulePtr m = from_store(image_store(), co, key, lk);
     if (m) modules_.put(key, m);
     return m;
 }
 
+ImageStore ModuleCache::image_store() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return store_;
+}
+
 // The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
-ModulePtr ModuleCache::from_store(const CompileOptions& co, const std::string& key, Lookup& lk) {
-    ImageStore store;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        store = store_;
-    }
+ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key, Lookup& lk) {
     if (!store.get) return nullptr;
     std::optional<std::string> bytes;
     try {
@@ -153,12 +153,8 @@ ModulePtr ModuleCache::from_store(const CompileOptions& co, const std::string& k
 
 ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
                               Lookup& lk) {
-    if (ModulePtr m = from_store(co, key, lk)) return m;
-    ImageStore store;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        store = store_;
-    }
+    const ImageStore store = image_store();
+    if (ModulePtr m = from_store(store, co, key, lk)) return m;
     Image img = k.ptx ? assemble_ptx(k.source, k.name, co) : compile(k.source, k.name, co);
     lk.compile_ms = img.compile_ms;
     {
@@ -424,7 +420,6 @@ public:
             // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
             // nvJitLink, several times faster than NVRTC (exact numerics only: fast math and
             // extra NVRTC options keep NVRTC).
-            codegen::Emitted nvrtc_first = main_.emitted;
             bool any_ptx = false;
             if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier) {
                 const int sm = compile_.cc_major * 10 + compile_.cc_minor;
@@ -442,7 +437,7 @@ public:
             // a bug of codegen/ptx.cpp, not the user's: the NVRTC kernels of the same tier take
             // over (an NVRTC error, or a lost context, still reaches the user).
             auto fall_back = [&] {
-                main_.emitted = std::move(nvrtc_first);
+                main_.emitted = codegen::emit(program_, schedule_, first);  // the NVRTC kernels
                 info_ = {};
                 info_.emit_ms = ms_since(t0);
                 load(main_, &info_);

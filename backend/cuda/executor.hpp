@@ -80,7 +80,8 @@ public:
     static std::string disk_key(const codegen::KernelSource& kernel, const CompileOptions& options);
 
 private:
-    ModulePtr from_store(const CompileOptions& options, const std::string& key, Lookup& lookup);
+    ImageStore image_store() const;  // a copy, taken under the lock
+    ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key, Lookup& lookup);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
 
