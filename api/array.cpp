@@ -88,20 +88,27 @@ struct ArrayAccess {
     }
 };
 
+namespace {
+// A C-contiguous array of a checked shape on storage from `allocate(bytes)`.
+template <class Allocate>
+Array contiguous_on(DType dtype, Shape shape, Backend backend, Allocate&& allocate) {
+    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
+    Strides strides = contiguous_strides(shape);
+    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, allocate(bytes));
+}
+}  // namespace
+
 Array Array::empty(DType dtype, Shape shape, Backend backend) {
     check_shape(shape);
     backend = detail::resolve(backend);
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
-    Strides strides = contiguous_strides(shape);
-    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, detail::allocate(bytes, backend));
+    return contiguous_on(dtype, std::move(shape), backend, [backend](std::size_t bytes) { return detail::allocate(bytes, backend); });
 }
 
 namespace detail {
 Array empty_for_default_stream(DType dtype, const Shape& shape, Backend backend) {
     if (backend != Backend::Cuda) return Array::empty(dtype, shape, backend);
     check_shape(shape);
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
-    return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, backend, cuda::make_storage_for_default_stream(bytes));
+    return contiguous_on(dtype, shape, backend, cuda::make_storage_for_default_stream);
 }
 }  // namespace detail
 

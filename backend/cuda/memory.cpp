@@ -111,8 +111,8 @@ bool cache_keep(void* ptr, std::size_t bytes) noexcept {
     }
 }
 
-// Every kept block back to the pool; true if there was any.
-bool cache_flush() noexcept {
+// Every kept block back to the pool.
+void cache_flush() noexcept {
     BlockCache& c = block_cache();
     std::unordered_map<std::size_t, std::vector<void*>> blocks;
     {
@@ -120,13 +120,8 @@ bool cache_flush() noexcept {
         blocks.swap(c.free);
         c.bytes = 0;
     }
-    bool any = false;
     for (auto& [size, list] : blocks)
-        for (void* p : list) {
-            pool_free(p);
-            any = true;
-        }
-    return any;
+        for (void* p : list) pool_free(p);
 }
 
 void* pool_alloc(std::size_t bytes) {
