@@ -387,6 +387,16 @@ Tiers& tiers() {
     return *t;
 }
 
+// A process must not tear NVRTC down under a background compile: NVRTC registers its exit-time
+// destructors during its first compile, before any handler of ours could run first. glibc's
+// exit() runs the exiting thread's thread_local destructors before all of those, so every thread
+// that starts an upgrade holds one of these, and when it exits (or returns from main) it waits
+// for the upgrades in flight. They finish what the process paid for: the full kernels go to disk
+// and the next process starts on them.
+struct WaitForUpgrades {
+    ~WaitForUpgrades() { tiers().wait(); }
+};
+
 class CudaPrepared final : public detail::Prepared {
 public:
     CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
@@ -500,6 +510,8 @@ private:
     // The background half of a tiered compile: loads full_ (compiling what is missing, which
     // also stores it in the module cache and on disk) and then switches run() to it.
     void start_upgrade() {
+        thread_local WaitForUpgrades wait_before_this_thread_exits;
+        (void)wait_before_this_thread_exits;
         tiers().begin();
         try {
             upgrade_ = std::thread([this] {
