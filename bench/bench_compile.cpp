@@ -1,9 +1,10 @@
 // Compile latency: what a new expression costs, and what it costs once compiled.
 //
-//   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR] [--first-constant K]
+//   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR [--text EXPR]] [--first-constant K]
 //
 // --dump DIR writes the kernel sources of part 1 to DIR (kNNN-M.cu) and exits: input for
-// timing NVRTC outside this program.
+// timing NVRTC outside this program; with --text EXPR, the kernels of that one expression over
+// float32 arrays a and b instead.
 //
 // 1. compile only (no GPU needed): N distinct expressions (default 60) parsed, checked, emitted
 //    and compiled by NVRTC to CUBIN for the arch (default: the device's, else sm_90), with the
@@ -19,6 +20,7 @@
 #include <jit/jit.hpp>
 
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/schedule.hpp"
@@ -155,6 +157,7 @@ int main(int argc, char** argv) {
     std::string arch;
     bool skip_options = false;
     std::string dump;
+    std::string dump_text;  // --dump with --text: that expression's kernels (float32 a and b)
     int first_constant = 1000;  // part 2a's texts: change it to compile texts this machine has never seen
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -163,17 +166,19 @@ int main(int argc, char** argv) {
         else if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
         else if (a == "--skip-options") skip_options = true;
         else if (a == "--dump" && i + 1 < argc) dump = argv[++i];
+        else if (a == "--text" && i + 1 < argc) dump_text = argv[++i];
         else if (a == "--first-constant" && i + 1 < argc) first_constant = std::max(2, std::atoi(argv[++i]));
         else if (a == "--child-disk-hit" && i + 2 < argc) return child_disk_hit(argv[i + 1], argv[i + 2]);
         else {
-            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR] [--first-constant K]\n");
+            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR [--text EXPR]] [--first-constant K]\n");
             return 2;
         }
     }
     if (!dump.empty()) {
         std::filesystem::create_directories(dump);
         int i = 0;
-        for (const Expr& e : expressions(count)) {
+        const std::vector<Expr> list = dump_text.empty() ? expressions(count) : std::vector<Expr>{{dump_text, DType::Float32}};
+        for (const Expr& e : list) {
             int j = 0;
             for (const auto& k : emit(e, 1 << 20, false)) {
                 const std::string path = fmt::format("{}/k{:03}-{}.cu", dump, i, j++);
@@ -242,9 +247,12 @@ int main(int argc, char** argv) {
         report("  the same, thread CPU time", cpu);
         report("compile only, CUBIN, scalar-only (tier 1 of a tiered compile)", tier1);
         report("  the same, thread CPU time", tier1_cpu);
-        // Tier 1 written as PTX and assembled by nvJitLink, for the expressions it covers.
+        // Tier 1 written as PTX and assembled by nvJitLink, for the expressions it covers; the
+        // device functions the kernels call are compiled once first (as a machine does once:
+        // the disk cache keeps them) and reported apart.
         if (cuda::ptx_assembler_available()) {
             std::vector<double> ptx_ms;
+            cuda::ModuleCache functions;
             const int sm = co.cc_major * 10 + co.cc_minor;
             for (const Expr& e : exprs) {
                 const syntax::Module m = syntax::parse(e.text);
@@ -264,15 +272,20 @@ int main(int argc, char** argv) {
                     ks.push_back(std::move(*x));
                 }
                 if (ks.empty()) continue;
+                for (const auto& k : ks) (void)functions.build(k, co);  // compiles the functions it calls, once
                 double best = 1e300;
                 for (int r = 0; r < reps; ++r) {
                     double t = 0;
-                    for (const auto& k : ks) t += cuda::assemble_ptx(k.source, k.name, co).compile_ms;
+                    for (const auto& k : ks) t += functions.build(k, co).compile_ms;
                     best = std::min(best, t);
                 }
                 ptx_ms.push_back(best);
             }
             report(fmt::format("compile only, PTX tier 1 (nvJitLink), {} of {} expressions", ptx_ms.size(), exprs.size()), ptx_ms);
+            const auto fs = functions.stats();
+            std::printf("  device functions they call: %llu compiled by NVRTC once, %.1f ms in all (%.1f ms each)\n",
+                        static_cast<unsigned long long>(fs.compiles), fs.compile_ms,
+                        fs.compiles ? fs.compile_ms / static_cast<double>(fs.compiles) : 0.0);
         }
         report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)", bytes[1] / std::max<std::size_t>(kernels, 1)), whole);
         report("compile only, CUBIN, emitted as the runtime does (r = ...)", as_runtime);
@@ -310,14 +323,16 @@ int main(int argc, char** argv) {
         std::printf("GPU parts skipped: %s\n", why.c_str());
         return 0;
     }
-    // ---- 2a. compile + load through the runtime, disk cache off: tiered (the default: scalar-only
-    // kernels first, the full ones in the background) and not tiered, each on texts of its own.
+    // ---- 2a. compile + load through the runtime, disk cache off: tiered (the default: first-tier
+    // kernels, PTX where codegen/ptx.cpp writes them, the full ones in the background) and not
+    // tiered, each on texts of its own. The device functions PTX kernels call are compiled on
+    // their first use here (with the disk cache on, a machine compiles each once).
     {
         RuntimeOptions o = RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS for experiments
         o.backend = Backend::Cuda;
         o.disk_cache = false;
-        Runtime rt(o);
         o.tiered_compile = true;
+        Runtime rt(o);
         RuntimeOptions flat_o = o;
         flat_o.tiered_compile = false;
         Runtime rt_whole(flat_o);

@@ -100,6 +100,11 @@ struct KernelSource {
     std::uint64_t hash = 0;            // FNV-1a of `source`
     std::string key;                   // hex of hash: the module cache key
     bool ptx = false;                  // `source` is PTX (emit_ptx): assembled, not given to NVRTC
+    // A device function, not a kernel (device_function): compiled by NVRTC as relocatable device
+    // code, linked into PTX kernels, never loaded by itself.
+    bool relocatable = false;
+    // PTX kernels: the device functions they call, linked in by nvJitLink.
+    std::vector<KernelSource> links;
 };
 
 struct EmitOptions {
@@ -124,11 +129,18 @@ Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const Emi
 
 // `kernel` (a scalar-only Flat kernel of `program`, as emit gives it with scalar_only) written
 // directly in PTX for sm_`sm`: the same entry name, parameters and launch, so that the executor
-// launches it alike. For programs of bool/int32/int64/float32/float64 and the ops whose PTX
-// instructions compute exactly what backend/semantics.h computes (arithmetic, comparisons,
-// logic, maximum/minimum, where, clip, sqrt, rounding, NaN/inf tests, casts); nullopt for
-// anything else, and for targets outside sm_70..sm_90. See codegen/ptx.cpp.
+// launches it alike. For programs of bool/int32/int64/float32/float64: arithmetic, comparisons,
+// logic, maximum/minimum, where, clip, sqrt, rounding, NaN/inf tests and casts as instructions,
+// other ops as calls of device functions (`links`); nullopt for anything else, and for targets
+// outside sm_70..sm_90. See codegen/ptx.cpp.
 std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSource& kernel, int sm);
+
+// The device function the PTX first tier calls for an op it does not write as instructions
+// (transcendental functions, integer division and remainder, powers, ...): jx::op::<op> of
+// backend/semantics.h over operands of dtypes `args` giving `result`, exactly the expression the
+// C++ kernels inline, as an extern "C" function named by the op and dtypes (no user text). For
+// int32/int64/float32/float64 only; nullopt otherwise. Its KernelSource is `relocatable`.
+std::optional<KernelSource> device_function(ir::Op op, const std::vector<DType>& args, DType result);
 
 // The text of backend/semantics.h, embedded at build time.
 std::string_view semantics_source();

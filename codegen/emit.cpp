@@ -1207,6 +1207,45 @@ private:
 
 }  // namespace
 
+std::optional<KernelSource> device_function(ir::Op op, const std::vector<DType>& args, DType result) {
+    auto short_name = [](DType t) -> const char* {
+        switch (t) {
+            case DType::Int32: return "i32";
+            case DType::Int64: return "i64";
+            case DType::Float32: return "f32";
+            case DType::Float64: return "f64";
+            default: return nullptr;
+        }
+    };
+    if (args.empty() || args.size() > 3 || !short_name(result)) return std::nullopt;
+    std::string symbol = fmt::format("jxl_{}", op_id(op));
+    std::string params, call;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (!short_name(args[i])) return std::nullopt;
+        symbol += fmt::format("_{}", short_name(args[i]));
+        params += fmt::format("{}const {} x{}", i ? ", " : "", reg_type(args[i]), i);
+        call += fmt::format("{}x{}", i ? ", " : "", i);
+    }
+    symbol += fmt::format("_{}", short_name(result));
+    SemanticsNeeds needs;
+    needs.ops.push_back(op);
+    KernelSource k;
+    k.relocatable = true;
+    k.entries = {symbol};
+    // The expression is the one the C++ kernels write for the node (StageEmitter::node_line),
+    // with the result converted to the node's type as their `const T v = ...` does.
+    k.body = fmt::format("extern \"C\" __device__ {} {}({}) {{ return jx::op::{}({}); }}\n", reg_type(result), symbol,
+                         params, op_id(op), call);
+    k.source = "// jitexpr device function (linked into PTX kernels)\n#define JX_CUDA 1\n";
+    k.source += semantics_for(needs);
+    k.source += "\n";
+    k.source += k.body;
+    k.hash = fnv1a(k.source);
+    k.key = hex64(k.hash);
+    k.name = symbol;
+    return k;
+}
+
 Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const EmitOptions& options) {
     if (options.block < 32 || options.block > 1024 || options.block % 32 != 0)
         internal(fmt::format("block size {} is not a multiple of 32 in [32, 1024]", options.block));

@@ -2,13 +2,15 @@
 //
 // NVRTC spends most of a cold compile in its C++ front end, the NVVM optimiser and libdevice;
 // a small elementwise kernel written as PTX needs only the PTX assembler (nvJitLink), several
-// times faster. This emitter covers the ops and dtypes whose PTX instructions compute exactly
-// what backend/semantics.h computes (IEEE arithmetic with explicit rounding, so nothing is
-// contracted into an FMA; NumPy's NaN-propagating maximum/minimum; saturating float-to-int
-// casts with NaN giving 0), over bool, int32, int64, float32 and float64. Anything else
-// (transcendental functions, integer division, other dtypes, strided layouts) gives nullopt and
-// the NVRTC kernel is used. The kernel keeps the parameters and launch of the scalar-only Flat
-// kernel it replaces, so the executor launches either alike.
+// times faster. Ops whose PTX instructions compute exactly what backend/semantics.h computes
+// (IEEE arithmetic with explicit rounding, so nothing is contracted into an FMA; NumPy's
+// NaN-propagating maximum/minimum; saturating float-to-int casts with NaN giving 0) are written
+// as instructions. Any other op over int32/int64/float32/float64 (transcendental functions,
+// integer division, powers, ...) becomes a call of a device function (device_function in
+// emit.cpp) that holds the very expression the C++ kernels inline; NVRTC compiles each such
+// function once as relocatable code and nvJitLink links it in. Other dtypes and layouts give
+// nullopt and the NVRTC kernel is used. The kernel keeps the parameters and launch of the
+// scalar-only Flat kernel it replaces, so the executor launches either alike.
 #include "codegen/codegen.hpp"
 
 #include <fmt/format.h>
@@ -197,6 +199,44 @@ private:
     V op(const ir::Node& n, std::string& out) {
         std::vector<V> a;
         for (int i = 0; i < n.nargs; ++i) a.push_back(value(n.args[i], out));
+        const std::size_t mark = out.size();
+        try {
+            return instructions(n, a, out);
+        } catch (const Unsupported&) {
+            out.resize(mark);
+            return call(n, a, out);
+        }
+    }
+
+    // An op PTX has no exact instructions for: a call of the device function that computes it as
+    // the C++ kernels do (codegen::device_function), linked in by nvJitLink.
+    V call(const ir::Node& n, const std::vector<V>& a, std::string& out) {
+        std::vector<DType> types;
+        for (const V& v : a) types.push_back(v.t);
+        std::optional<KernelSource> f = device_function(n.op, types, n.dtype);
+        if (!f) no();
+        const std::string& symbol = f->entries[0];
+        auto param = [](DType t) { return t == DType::Float64 || t == DType::Int64 ? ".b64" : ".b32"; };
+        if (!links_.count(symbol)) {
+            std::string decl = fmt::format(".extern .func (.param {} jxr) {} (", param(n.dtype), symbol);
+            for (std::size_t i = 0; i < a.size(); ++i) decl += fmt::format("{}.param {} jxp{}", i ? ", " : "", param(a[i].t), i);
+            declarations_ += decl + ");\n";
+            links_.emplace(symbol, std::move(*f));
+        }
+        V r{reg(n.dtype), n.dtype};
+        out += "    {\n";
+        std::string args;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            out += fmt::format("    .param {} jxp{};\n    st.param{} [jxp{}], {};\n", param(a[i].t), i, param(a[i].t), i, a[i].reg);
+            args += fmt::format("{}jxp{}", i ? ", " : "", i);
+        }
+        out += fmt::format("    .param {} jxr;\n    call (jxr), {}, ({});\n    ld.param{} {}, [jxr];\n    }}\n",
+                           param(n.dtype), symbol, args, param(n.dtype), r.reg);
+        return r;
+    }
+
+    // The op as PTX instructions, or Unsupported.
+    V instructions(const ir::Node& n, std::vector<V> a, std::string& out) {
         const DType t = n.dtype;
         if (!supported(t)) no();
         auto same = [&](std::size_t k) {
@@ -428,7 +468,12 @@ private:
         for (std::size_t w = 0; w < writes.size(); ++w) store(writes[w].second, results[w], body);
 
         std::string s = "// jitexpr: a Flat kernel written as PTX (first tier of a tiered compile)\n";
+        // The device functions linked in, by symbol and source hash: part of this text's hash, so
+        // a changed function is a new module cache key.
+        for (const auto& [symbol, f] : links_) s += fmt::format("// links {} {}\n", symbol, f.key);
         s += fmt::format(".version 7.8\n.target sm_{}\n.address_size 64\n\n", sm);
+        s += declarations_;
+        if (!declarations_.empty()) s += "\n";
         s += fmt::format(".visible .entry {}(\n{}\n)\n.maxntid {}, 1, 1\n{{\n", entry, params, k_.launch.block);
         auto at_least_one = [](int n) { return std::max(1, n); };
         s += fmt::format("    .reg .pred %p<{}>;\n    .reg .f32 %f<{}>;\n    .reg .f64 %fd<{}>;\n", at_least_one(np_),
@@ -455,6 +500,15 @@ private:
     std::map<std::int32_t, Read> node_reads_;   // by node stored by an earlier stage
     std::map<std::int32_t, V> scalar_regs_;
     std::string prologue_;  // before the loop: broadcast reads, scalars, constants
+    std::map<std::string, KernelSource> links_;  // device functions called, by symbol
+    std::string declarations_;                   // their .extern .func lines
+
+public:
+    std::vector<KernelSource> links() const {
+        std::vector<KernelSource> v;
+        for (const auto& [symbol, f] : links_) v.push_back(f);
+        return v;
+    }
 };
 
 }  // namespace
@@ -466,6 +520,7 @@ std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSou
     if (!text) return std::nullopt;
     KernelSource k = kernel;
     k.ptx = true;
+    k.links = w.links();
     k.body = *text;
     k.source = *text;
     k.hash = fnv1a(k.source);

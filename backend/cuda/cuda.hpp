@@ -74,10 +74,14 @@ struct Image {
 };
 // Compiles `source` to CUBIN for the arch (to PTX for the highest virtual arch NVRTC knows when
 // it does not know that one). Throws CompileError with log, options and source on failure.
-Image compile(const std::string& source, const std::string& name, const CompileOptions& options);
-// PTX text (codegen::emit_ptx) to CUBIN for sm_<cc_major><cc_minor> with nvJitLink; throws
-// CompileError (with the assembler's log). Needs no driver.
-Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options);
+// `relocatable`: as relocatable device code (-rdc=true), for linking into PTX kernels.
+Image compile(const std::string& source, const std::string& name, const CompileOptions& options,
+              bool relocatable = false);
+// PTX text (codegen::emit_ptx) to CUBIN for sm_<cc_major><cc_minor> with nvJitLink, linked with
+// the relocatable images in `link` (the device functions it calls); throws CompileError (with
+// the assembler's log). Needs no driver.
+Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options,
+                   const std::vector<const Image*>& link = {});
 bool ptx_assembler_available();       // false when built without nvJitLink
 void warm_up_ptx_assembler() noexcept;  // loads nvJitLink's assembler (warm_up_nvrtc's thread calls it)
 int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10)

@@ -84,13 +84,61 @@ std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileO
     std::string extra;
     for (const auto& e : co.extra) extra += e + " ";
     // Two independent 64-bit hashes and the length of the source: a 128-bit identity.
-    return fmt::format("jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}",
+    return fmt::format("jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}{}",
                        codegen::hex64(k.hash), codegen::hex64(codegen::fnv1a(k.source, 0x9e3779b97f4a7c15ULL)),
                        k.source.size(), k.name, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
-                       co.line_info ? 1 : 0, extra, nvrtc_version());
+                       co.line_info ? 1 : 0, extra, nvrtc_version(), k.relocatable ? "|rdc=1" : "");
 }
 
-ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity) {}
+ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity), functions_(1024) {}
+
+std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelSource& f, const CompileOptions& co) {
+    const std::string key = disk_key(f, co);
+    return functions_.get_or_create(key, [&]() -> std::shared_ptr<const Image> {
+        const ImageStore store = image_store();
+        if (store.get) {
+            std::optional<std::string> bytes;
+            try {
+                bytes = store.get(key);
+            } catch (...) {
+                bytes.reset();
+            }
+            if (bytes) {
+                if (auto img = decode_image(*bytes, co)) {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    ++disk_hits_;
+                    return std::make_shared<const Image>(std::move(*img));
+                }
+            }
+        }
+        Image img = compile(f.source, f.name, co, true);
+        {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++compiles_;
+            compile_ms_ += img.compile_ms;
+        }
+        if (store.put) {
+            try {
+                store.put(key, encode_image(img));
+            } catch (...) {
+                // The disk cache is an optimisation; failing to write it is not an error here.
+            }
+        }
+        return std::make_shared<const Image>(std::move(img));
+    });
+}
+
+Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co) {
+    if (!k.ptx) return compile(k.source, k.name, co, k.relocatable);
+    const auto t0 = Clock::now();
+    std::vector<std::shared_ptr<const Image>> held(k.links.size());
+    parallel_for(k.links.size(), [&](std::size_t i) { held[i] = device_function(k.links[i], co); });
+    std::vector<const Image*> link;
+    for (const auto& h : held) link.push_back(h.get());
+    Image img = assemble_ptx(k.source, k.name, co, link);
+    img.compile_ms = ms_since(t0);  // the functions compiled for it included
+    return img;
+}
 
 ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
     Lookup local;
@@ -155,7 +203,7 @@ ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptio
                               Lookup& lk) {
     const ImageStore store = image_store();
     if (ModulePtr m = from_store(store, co, key, lk)) return m;
-    Image img = k.ptx ? assemble_ptx(k.source, k.name, co) : compile(k.source, k.name, co);
+    Image img = build(k, co);
     lk.compile_ms = img.compile_ms;
     {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -196,7 +244,10 @@ ModuleCache::Stats ModuleCache::stats() const {
     return s;
 }
 
-void ModuleCache::clear() { modules_.clear(); }
+void ModuleCache::clear() {
+    modules_.clear();
+    functions_.clear();
+}
 
 std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::Schedule& schedule,
                                           const CompileOptions& options, const ImageStore& store, int block) {

@@ -69,6 +69,12 @@ public:
     // null when neither has it.
     ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
 
+    // The image of `kernel` without loading it: NVRTC for C++ kernels (relocatable code for
+    // device functions); nvJitLink for PTX kernels, linked with the device functions they call,
+    // each compiled once and kept (memory, then the ImageStore) for every later kernel. Needs
+    // no driver. Throws CompileError.
+    Image build(const codegen::KernelSource& kernel, const CompileOptions& options);
+
     void set_image_store(ImageStore store);
     void set_capacity(std::size_t capacity);
     Stats stats() const;
@@ -85,7 +91,10 @@ private:
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
 
+    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
+
     cache::MemoryCache<std::string, ModulePtr> modules_;
+    cache::MemoryCache<std::string, std::shared_ptr<const Image>> functions_;  // relocatable device functions
     mutable std::mutex mutex_;  // store_ and the counters below
     ImageStore store_;
     std::uint64_t compiles_ = 0, disk_hits_ = 0;

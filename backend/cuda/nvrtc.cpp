@@ -143,7 +143,7 @@ void warm_up_nvrtc() {
     });
 }
 
-Image compile(const std::string& source, const std::string& name, const CompileOptions& options) {
+Image compile(const std::string& source, const std::string& name, const CompileOptions& options, bool relocatable) {
     const auto start = std::chrono::steady_clock::now();
     const std::vector<int> archs = nvrtc_archs();
     const int target = options.cc_major * 10 + options.cc_minor;
@@ -171,6 +171,7 @@ Image compile(const std::string& source, const std::string& name, const CompileO
     if (options.fast_math) words.push_back("-use_fast_math");
     else words.push_back("--fmad=false");
     if (options.line_info) words.push_back("-lineinfo");
+    if (relocatable) words.push_back("-rdc=true");
     words.insert(words.end(), options.extra.begin(), options.extra.end());
     image.options = join(words);
     std::vector<const char*> argv;

@@ -34,11 +34,13 @@ void warm_up_ptx_assembler() noexcept {
     }
 }
 
-Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options) {
+Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options,
+                   const std::vector<const Image*>& link) {
     const auto start = std::chrono::steady_clock::now();
     Image image;
     image.arch = fmt::format("sm_{}{}", options.cc_major, options.cc_minor);
     image.options = "nvJitLink -arch=" + image.arch;
+    if (!link.empty()) image.options += fmt::format(" (+{} relocatable)", link.size());
 #if JITEXPR_HAVE_NVJITLINK
     const std::string arch = "-arch=" + image.arch;
     const char* argv[] = {arch.c_str()};
@@ -59,6 +61,11 @@ Image assemble_ptx(const std::string& ptx, const std::string& name, const Compil
         return s;
     };
     if (r == NVJITLINK_SUCCESS) r = nvJitLinkAddData(h, NVJITLINK_INPUT_PTX, ptx.data(), ptx.size(), name.c_str());
+    for (std::size_t i = 0; i < link.size() && r == NVJITLINK_SUCCESS; ++i) {
+        const std::string object = fmt::format("{}.link{}", name, i);
+        r = nvJitLinkAddData(h, link[i]->is_cubin ? NVJITLINK_INPUT_CUBIN : NVJITLINK_INPUT_PTX, link[i]->data.data(),
+                             link[i]->data.size(), object.c_str());
+    }
     if (r == NVJITLINK_SUCCESS) r = nvJitLinkComplete(h);
     if (r != NVJITLINK_SUCCESS)
         throw CompileError(fmt::format("nvJitLink could not assemble {} for {} (error {})", name, image.arch, static_cast<int>(r)),
@@ -71,6 +78,7 @@ Image assemble_ptx(const std::string& ptx, const std::string& name, const Compil
         throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options, ptx);
     image.log = log();
 #else
+    (void)link;
     throw CompileError(fmt::format("cannot assemble {}: jitexpr was built without nvJitLink", name), {}, image.options, ptx);
 #endif
     image.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -231,6 +231,11 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
         {"isnan(a) | isinf(b) | signbit(a) | isfinite(b)", {F32, F64}}, {"(a & b) | (a ^ ~b)", {I32, I32}},
         {"int32(a) + int64(b)", {F32, F64}}, {"float32(a) + float64(b)", {I64, I32}}, {"float32(a) * 2", {F64}},
         {"bool(a) | bool(b)", {F32, I64}}, {"int32(a)", {I64}}, {"(c and d) or not c", {B, B}}, {"c + d", {B, B}},
+        // Ops computed by linked device functions.
+        {"where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {F32, F32}}, {"cbrt(a) + erf(b) - log(abs(a))", {F32, F32}},
+        {"tanh(a) + log1p(abs(b)) + arctan2(a, b) + hypot(a, b)", {F64, F64}}, {"expm1(a) * cos(b)", {F64, F64}},
+        {"a // b + a % b", {I32, I32}}, {"a // b - a % b", {I64, I64}}, {"a % b + a // b", {F64, F64}},
+        {"a ** b", {F32, F32}}, {"a ** 3 + b ** 2", {I64, I64}},
     };
     const std::int64_t n = 4099;
     const cuda::TierStats before = cuda::tier_stats();

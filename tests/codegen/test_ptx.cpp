@@ -1,7 +1,9 @@
 // Flat kernels written as PTX (codegen/ptx.cpp): which programs get one, and that nvJitLink
-// assembles every one to CUBIN for sm_90 (no GPU or driver needed). Whether they compute what
+// assembles every one to CUBIN for sm_90, linked with the device functions it calls (no GPU or
+// driver needed). Whether they compute what
 // the NVRTC kernels compute is GpuPtxTier.* (tests/api/test_pipeline_gpu.cpp) on a GPU.
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/schedule.hpp"
@@ -70,13 +72,19 @@ std::optional<cg::KernelSource> ptx_of(const std::string& text, const std::map<s
     return cg::emit_ptx(l.program, l.kernels[0], 90);
 }
 
-void expect_assembles(const cg::KernelSource& k) {
-    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+cuda::CompileOptions sm90() {
     cuda::CompileOptions co;
     co.cc_major = 9;
     co.cc_minor = 0;
+    return co;
+}
+
+// Assembled (and linked with the device functions it calls) as the module cache does.
+void expect_assembles(const cg::KernelSource& k, cuda::ModuleCache* cache = nullptr) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    cuda::ModuleCache own;
     try {
-        const cuda::Image img = cuda::assemble_ptx(k.source, k.name, co);
+        const cuda::Image img = (cache ? *cache : own).build(k, sm90());
         EXPECT_TRUE(img.is_cubin);
         EXPECT_FALSE(img.data.empty());
     } catch (const CompileError& e) {
@@ -171,11 +179,75 @@ TEST(PtxTier, ArithmeticIsRoundedExplicitlySoNothingIsContracted) {
     EXPECT_EQ(k->source.find("fma"), std::string::npos);
 }
 
+TEST(PtxTier, OpsWithoutExactInstructionsCallLinkedDeviceFunctions) {
+    const Case calls[] = {
+        {"sin(a)", {{"a", F32}}, {}},
+        {"where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {{"a", F32}, {"b", F32}}, {}},
+        {"tanh(a) + log1p(abs(b)) + arctan2(a, b) + hypot(a, b)", {{"a", F64}, {"b", F64}}, {}},
+        {"a // b + a % b", {{"a", I32}, {"b", I32}}, {}},
+        {"a // b + a % b", {{"a", I64}, {"b", I64}}, {}},
+        {"a % b", {{"a", F64}, {"b", F64}}, {}},
+        {"a ** b", {{"a", F32}, {"b", F32}}, {}},
+        {"a ** 3", {{"a", I64}}, {}},
+    };
+    cuda::ModuleCache cache;
+    for (const Case& c : calls) {
+        SCOPED_TRACE(c.text);
+        auto k = ptx_of(c.text, c.vars, c.scalars);
+        ASSERT_TRUE(k.has_value());
+        ASSERT_FALSE(k->links.empty());
+        for (const auto& f : k->links) {
+            EXPECT_TRUE(f.relocatable);
+            EXPECT_EQ(f.entries.size(), 1u);
+            EXPECT_NE(k->source.find("call (jxr), " + f.entries[0] + ","), std::string::npos);
+            EXPECT_NE(k->source.find("// links " + f.entries[0] + " " + f.key), std::string::npos);
+            EXPECT_NE(f.source.find("return jx::op::"), std::string::npos);
+        }
+        expect_assembles(*k, &cache);
+    }
+}
+
+TEST(PtxTier, ADeviceFunctionIsCompiledOnceForEveryKernelThatCallsIt) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    auto x = ptx_of("sin(a) * 2", {{"a", F32}});
+    auto y = ptx_of("sin(a) + b", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(x && y);
+    ASSERT_EQ(x->links.size(), 1u);
+    EXPECT_EQ(x->links[0].key, y->links[0].key);
+    std::map<std::string, std::string> disk;
+    cuda::ImageStore store;
+    store.get = [&disk](const std::string& key) -> std::optional<std::string> {
+        auto it = disk.find(key);
+        if (it == disk.end()) return std::nullopt;
+        return it->second;
+    };
+    store.put = [&disk](const std::string& key, const std::string& bytes) { disk[key] = bytes; };
+    cuda::ModuleCache first;
+    first.set_image_store(store);
+    first.build(*x, sm90());
+    first.build(*y, sm90());
+    EXPECT_EQ(first.stats().compiles, 1u);  // the function; the kernels are only assembled
+    EXPECT_EQ(disk.size(), 1u);
+    EXPECT_NE(disk.begin()->first.find("|rdc=1"), std::string::npos);
+    // A later process finds it in the image store.
+    cuda::ModuleCache second;
+    second.set_image_store(store);
+    second.build(*y, sm90());
+    EXPECT_EQ(second.stats().compiles, 0u);
+    EXPECT_EQ(second.stats().disk_hits, 1u);
+}
+
+TEST(PtxTier, DeviceFunctionsAreForInt32Int64Float32AndFloat64Only) {
+    EXPECT_TRUE(cg::device_function(ir::Op::Sin, {F64}, F64).has_value());
+    EXPECT_FALSE(cg::device_function(ir::Op::Sin, {DType::Float16}, DType::Float16).has_value());
+    EXPECT_FALSE(cg::device_function(ir::Op::Sin, {DType::Complex64}, DType::Complex64).has_value());
+    EXPECT_FALSE(cg::device_function(ir::Op::Eq, {B, B}, B).has_value());
+    EXPECT_FALSE(cg::device_function(ir::Op::Sin, {}, F32).has_value());
+    // The symbol is made of the op and the dtypes only.
+    EXPECT_EQ(cg::device_function(ir::Op::Arctan2, {F32, F32}, F32)->entries[0], "jxl_Arctan2_f32_f32_f32");
+}
+
 TEST(PtxTier, OtherProgramsKeepNvrtc) {
-    EXPECT_FALSE(ptx_of("sin(a)", {{"a", F32}}).has_value());
-    EXPECT_FALSE(ptx_of("a // b", {{"a", I32}, {"b", I32}}).has_value());
-    EXPECT_FALSE(ptx_of("a % b", {{"a", F64}, {"b", F64}}).has_value());
-    EXPECT_FALSE(ptx_of("a ** 2", {{"a", F32}}).has_value());
     EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::Float16}}).has_value());
     EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::UInt8}}).has_value());
     EXPECT_FALSE(ptx_of("a * 2", {{"a", DType::Complex64}}).has_value());
@@ -188,16 +260,26 @@ TEST(PtxTier, OtherProgramsKeepNvrtc) {
     EXPECT_TRUE(cg::emit_ptx(l.program, l.kernels.at(0), 80).has_value());
 }
 
-TEST(PtxTier, AxpbFloat32MatchesItsGoldenFile) {
-    auto k = ptx_of("a*2 + b", {{"a", F32}, {"b", F32}});
-    ASSERT_TRUE(k.has_value());
-    const std::string path = std::string(JITEXPR_SOURCE_DIR) + "/tests/codegen/golden/axpb_float32.ptx";
-    if (const char* u = std::getenv("JITEXPR_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << k->source;
+void expect_golden(const std::string& name, const cg::KernelSource& k) {
+    const std::string path = std::string(JITEXPR_SOURCE_DIR) + "/tests/codegen/golden/" + name;
+    if (const char* u = std::getenv("JITEXPR_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << k.source;
     std::ifstream in(path);
     ASSERT_TRUE(in) << "missing " << path << " (JITEXPR_UPDATE_GOLDEN=1 writes it)";
     std::stringstream ss;
     ss << in.rdbuf();
-    EXPECT_EQ(k->source, ss.str());
+    EXPECT_EQ(k.source, ss.str());
+}
+
+TEST(PtxTier, AxpbFloat32MatchesItsGoldenFile) {
+    auto k = ptx_of("a*2 + b", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(k.has_value());
+    expect_golden("axpb_float32.ptx", *k);
+}
+
+TEST(PtxTier, WhereSinExpFloat32MatchesItsGoldenFile) {
+    auto k = ptx_of("where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(k.has_value());
+    expect_golden("where_sin_exp_float32.ptx", *k);
 }
 
 }  // namespace
