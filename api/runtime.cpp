@@ -151,7 +151,8 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
     if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
     if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
-    if (env_or("JITEXPR_TIERED") == "1") o.tiered_compile = true;
+    if (const std::string t = env_or("JITEXPR_TIERED"); t == "0") o.tiered_compile = false;
+    else if (t == "1") o.tiered_compile = true;
     std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
     for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
     return o;

@@ -61,14 +61,15 @@ struct RuntimeOptions {
     // More NVRTC options for every kernel (CUDA only), after jitexpr's own, e.g.
     // "--Ofast-compile=max". They are part of the module cache key.
     std::vector<std::string> nvrtc_options;
-    // CUDA, tiered compile: a program whose kernels are not yet compiled starts on scalar-only
-    // kernels, which compile in about half the time where transcendental functions dominate,
-    // while the kernels with vector paths compile in the background and take over once loaded
-    // (results are the same). Opt-in (JITEXPR_TIERED=1) until its GPU tests have run.
-    bool tiered_compile = false;
+    // CUDA, tiered compile: a program whose kernels are in neither the memory nor the disk cache
+    // starts on first-tier kernels (elementwise kernels written as PTX and assembled by
+    // nvJitLink, several times faster than NVRTC; scalar-only NVRTC kernels for the rest) while
+    // the kernels with vector paths compile in the background and take over once loaded
+    // (results are the same). On by default; JITEXPR_TIERED=0 turns it off.
+    bool tiered_compile = true;
     // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
     // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space),
-    // JITEXPR_TIERED=1.
+    // JITEXPR_TIERED=0 or 1.
     static RuntimeOptions from_environment();
 };
 

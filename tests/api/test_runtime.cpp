@@ -31,12 +31,14 @@ TEST(RuntimeOptions, NvrtcOptionsFromTheEnvironmentAreSplitAtWhiteSpace) {
     EXPECT_TRUE(RuntimeOptions::from_environment().nvrtc_options.empty());
 }
 
-TEST(RuntimeOptions, TieredCompileIsOptInThroughTheEnvironment) {
-    EXPECT_FALSE(RuntimeOptions{}.tiered_compile);
+TEST(RuntimeOptions, TieredCompileIsOnByDefaultAndOffThroughTheEnvironment) {
+    EXPECT_TRUE(RuntimeOptions{}.tiered_compile);
+    ::setenv("JITEXPR_TIERED", "0", 1);
+    EXPECT_FALSE(RuntimeOptions::from_environment().tiered_compile);
     ::setenv("JITEXPR_TIERED", "1", 1);
     EXPECT_TRUE(RuntimeOptions::from_environment().tiered_compile);
     ::unsetenv("JITEXPR_TIERED");
-    EXPECT_FALSE(RuntimeOptions::from_environment().tiered_compile);
+    EXPECT_TRUE(RuntimeOptions::from_environment().tiered_compile);
 }
 
 TEST(Eval, AxpbOnCpu) {
