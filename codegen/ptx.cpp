@@ -169,7 +169,12 @@ private:
         } else if (is_f(to)) {  // int -> float: to nearest
             out += fmt::format("    cvt.rn.{}.{} {}, {};\n", ty(to), ty(a.t), r.reg, a.reg);
         } else if (is_f(a.t)) {  // float -> int: toward zero, saturating, NaN -> 0
+            // cvt saturates, but a NaN gives the most negative value for 64-bit results (as
+            // __double2ll_rz documents), so NaN is tested for explicitly.
+            const std::string nan = reg(DType::Bool);
             out += fmt::format("    cvt.rzi.{}.{} {}, {};\n", ty(to), ty(a.t), r.reg, a.reg);
+            out += fmt::format("    setp.nan.{} {}, {}, {};\n", ty(a.t), nan, a.reg, a.reg);
+            out += fmt::format("    selp.{} {}, 0, {}, {};\n", ty(to), r.reg, r.reg, nan);
         } else if (to == DType::Int64) {  // int32 -> int64: sign extension
             out += fmt::format("    cvt.s64.s32 {}, {};\n", r.reg, a.reg);
         } else {  // int64 -> int32: wraps
@@ -192,7 +197,7 @@ private:
             out += fmt::format("    setp.nan.{} {}, {}, {};\n", ty(a.t), nan, a.reg, a.reg);
             out += fmt::format("    or.pred {}, {}, {};\n", c, c, nan);
         }
-        out += fmt::format("    selp.{} {}, {}, {}, {};\n", bits(a.t), r.reg, a.reg, b.reg, c);
+        out += fmt::format("    selp.{} {}, {}, {}, {};\n", ty(a.t), r.reg, a.reg, b.reg, c);
         return r;
     }
 
@@ -357,7 +362,7 @@ private:
                     out += fmt::format("    and.pred {}, {}, {};\n", y, y, a[2].reg);
                     out += fmt::format("    or.pred {}, {}, {};\n", r.reg, x, y);
                 } else {
-                    out += fmt::format("    selp.{} {}, {}, {}, {};\n", bits(t), r.reg, a[1].reg, a[2].reg, a[0].reg);
+                    out += fmt::format("    selp.{} {}, {}, {}, {};\n", ty(t), r.reg, a[1].reg, a[2].reg, a[0].reg);
                 }
                 return r;
             }

@@ -179,6 +179,24 @@ TEST(PtxTier, ArithmeticIsRoundedExplicitlySoNothingIsContracted) {
     EXPECT_EQ(k->source.find("fma"), std::string::npos);
 }
 
+// Found on the H200 by GpuPtxTier: a 64-bit cvt.rzi gives the most negative value for NaN, and
+// a float negation feeding an integer-typed select lost a NaN's sign.
+TEST(PtxTier, FloatToIntegerCastsTestForNaN) {
+    auto k = ptx_of("int64(a)", {{"a", F64}});
+    ASSERT_TRUE(k.has_value());
+    const auto cvt = k->source.find("cvt.rzi.s64.f64");
+    ASSERT_NE(cvt, std::string::npos);
+    EXPECT_NE(k->source.find("setp.nan.f64", cvt), std::string::npos);
+    expect_assembles(*k);
+}
+
+TEST(PtxTier, FloatSelectsAreTypedAsFloats) {
+    auto k = ptx_of("where(a > b, a, -b) + maximum(a, b)", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(k.has_value());
+    EXPECT_NE(k->source.find("selp.f32"), std::string::npos);
+    EXPECT_EQ(k->source.find("selp.b32"), std::string::npos);
+}
+
 TEST(PtxTier, OpsWithoutExactInstructionsCallLinkedDeviceFunctions) {
     const Case calls[] = {
         {"sin(a)", {{"a", F32}}, {}},
