@@ -108,7 +108,7 @@ std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full
     b.dtype = e.dtype;
     b.shape = {n};
     b.strides = {1};
-    dsl::Lookup lookup = [&b](std::string_view) { return &b; };
+    dsl::Lookup lookup = [&b](std::string_view name) { return name == "a" || name == "b" ? &b : nullptr; };
     const ir::Program p = dsl::lower(m, text, lookup);
     codegen::EmitOptions eo;
     eo.full_semantics = full_semantics;
@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
                 b.dtype = e.dtype;
                 b.shape = {1 << 20};
                 b.strides = {1};
-                dsl::Lookup lookup = [&b](std::string_view) { return &b; };
+                dsl::Lookup lookup = [&b](std::string_view name) { return name == "a" || name == "b" ? &b : nullptr; };
                 const ir::Program p = dsl::lower(m, e.text, lookup);
                 codegen::EmitOptions eo;
                 eo.scalar_only = true;

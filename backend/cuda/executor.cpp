@@ -468,10 +468,13 @@ public:
         // functions dominate) and the full kernels compile in the background, replacing them
         // once all are loaded. Results are the same either way: each element is computed alike.
         bool tier = false;
+        double found_load_ms = 0;  // modules the lookups below loaded from disk
         if (o.tiered) {
             for (const auto& k : full.kernels) {
                 if (k.launch.vec <= 1) continue;
-                if (!cache_->find(k, compile_)) tier = true;
+                ModuleCache::Lookup lk;
+                if (!cache_->find(k, compile_, &lk)) tier = true;
+                found_load_ms += lk.load_ms;
             }
         }
         if (tier) {
@@ -516,6 +519,7 @@ public:
             main_.emitted = std::move(full);
             info_.emit_ms = ms_since(t0);
             load(main_, &info_);
+            info_.load_ms += found_load_ms;
         }
         // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
         std::size_t off = 0;

@@ -5,11 +5,13 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cuda_runtime_api.h>
 
 #include <cmath>
+#include <cstring>
 #include <unistd.h>
 #include <filesystem>
 
@@ -247,7 +249,28 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
         Runtime tiered(t), whole(w);  // module caches of their own: the first eval is tier 1
         const Array x = tiered.eval(c.text, args);
         const Array y = whole.eval(c.text, args);
-        EXPECT_EQ(bytes_of(x), bytes_of(y)) << "case " << index;
+        const std::vector<std::uint8_t> bx = bytes_of(x), by = bytes_of(y);
+        EXPECT_EQ(bx.size(), by.size());
+        // The first element that differs, with the inputs there, in hex.
+        const std::size_t w = itemsize(x.dtype());
+        for (std::size_t e = 0; e * w < std::min(bx.size(), by.size()); ++e) {
+            if (std::memcmp(&bx[e * w], &by[e * w], w) == 0) continue;
+            auto hex = [](const std::uint8_t* p, std::size_t len) {
+                std::string h;
+                for (std::size_t i = len; i-- > 0;) h += fmt::format("{:02x}", p[i]);
+                return h;
+            };
+            std::string in;
+            for (const Arg& arg : args) {
+                const Array& a = arg.array();
+                const std::vector<std::uint8_t> ba = bytes_of(a);
+                const std::size_t aw = itemsize(a.dtype());
+                in += " " + hex(&ba[e * aw], aw);
+            }
+            ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * w], w)
+                          << " (first tier) and 0x" << hex(&by[e * w], w) << " (NVRTC); inputs" << in;
+            break;
+        }
         tiered.wait_for_compiles();
         ++index;
     }
