@@ -74,6 +74,9 @@ public:
     // each compiled once and kept (memory, then the ImageStore) for every later kernel. Needs
     // no driver. Throws CompileError.
     Image build(const codegen::KernelSource& kernel, const CompileOptions& options);
+    // The relocatable image of a device function (a PTX kernel's `links`): memory, else the
+    // ImageStore, else NVRTC (then stored). Threads asking at once share one compile.
+    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
 
     void set_image_store(ImageStore store);
     void set_capacity(std::size_t capacity);
@@ -90,8 +93,6 @@ private:
     ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key, Lookup& lookup);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
-
-    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
 
     cache::MemoryCache<std::string, ModulePtr> modules_;
     cache::MemoryCache<std::string, std::shared_ptr<const Image>> functions_;  // relocatable device functions
