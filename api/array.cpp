@@ -79,8 +79,7 @@ struct ArrayAccess {
     static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b, std::shared_ptr<Storage> st) {
         Array a;
         a.dtype_ = t;
-        a.shape_ = std::move(shape);
-        a.strides_ = std::move(strides);
+        a.set_dims(std::move(shape), std::move(strides));
         a.offset_ = offset;
         a.backend_ = b;
         a.storage_ = std::move(st);
@@ -152,11 +151,13 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
 
 bool Array::is_contiguous() const {
     std::int64_t expect = 1;
-    for (std::size_t k = shape_.size(); k-- > 0;) {
-        if (shape_[k] == 1) continue;
-        if (shape_[k] == 0) return true;
-        if (strides_[k] != expect) return false;
-        expect *= shape_[k];
+    const Shape& shape = this->shape();
+    const Strides& strides = this->strides();
+    for (std::size_t k = shape.size(); k-- > 0;) {
+        if (shape[k] == 1) continue;
+        if (shape[k] == 0) return true;
+        if (strides[k] != expect) return false;
+        expect *= shape[k];
     }
     return true;
 }
@@ -170,8 +171,7 @@ void* Array::data() const {
 
 Array Array::transpose() const {
     Array a = *this;
-    std::reverse(a.shape_.begin(), a.shape_.end());
-    std::reverse(a.strides_.begin(), a.strides_.end());
+    a.set_dims(Shape(shape().rbegin(), shape().rend()), Strides(strides().rbegin(), strides().rend()));
     return a;
 }
 
@@ -181,8 +181,8 @@ Array Array::reshape(Shape shape) const {
         throw ArgumentError(fmt::format("cannot reshape {} elements into shape {}", size(), shape_to_string(shape)));
     if (!is_contiguous()) throw ArgumentError("reshape needs a contiguous array; call contiguous() first");
     Array a = *this;
-    a.strides_ = contiguous_strides(shape);
-    a.shape_ = std::move(shape);
+    Strides strides = contiguous_strides(shape);
+    a.set_dims(std::move(shape), std::move(strides));
     return a;
 }
 
@@ -190,7 +190,7 @@ Array Array::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t
     if (axis < 0) axis += ndim();
     if (axis < 0 || axis >= ndim()) throw ArgumentError(fmt::format("slice: axis {} out of range", axis));
     if (step == 0) throw ArgumentError("slice: step must not be zero");
-    const std::int64_t n = shape_[static_cast<std::size_t>(axis)];
+    const std::int64_t n = shape()[static_cast<std::size_t>(axis)];
     auto clamp = [&](std::int64_t v, std::int64_t lo, std::int64_t hi) {
         if (v < 0) v += n;
         return std::min(std::max(v, lo), hi);
@@ -206,27 +206,30 @@ Array Array::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t
         count = start > stop ? (start - stop - step - 1) / (-step) : 0;
     }
     Array a = *this;
-    const std::int64_t s = strides_[static_cast<std::size_t>(axis)];
+    const std::int64_t s = strides()[static_cast<std::size_t>(axis)];
     if (count > 0) a.offset_ += start * s;
-    a.shape_[static_cast<std::size_t>(axis)] = count;
-    a.strides_[static_cast<std::size_t>(axis)] = s * step;
+    Shape shape = this->shape();
+    Strides strides = this->strides();
+    shape[static_cast<std::size_t>(axis)] = count;
+    strides[static_cast<std::size_t>(axis)] = s * step;
+    a.set_dims(std::move(shape), std::move(strides));
     return a;
 }
 
 Array Array::broadcast_to(const Shape& shape) const {
     check_shape(shape);
-    if (shape.size() < shape_.size()) throw ArgumentError("broadcast_to: fewer dimensions than the array");
+    const Shape& mine = this->shape();
+    if (shape.size() < mine.size()) throw ArgumentError("broadcast_to: fewer dimensions than the array");
     Array a = *this;
-    const std::size_t off = shape.size() - shape_.size();
+    const std::size_t off = shape.size() - mine.size();
     Strides st(shape.size(), 0);
-    for (std::size_t k = 0; k < shape_.size(); ++k) {
-        if (shape_[k] == shape[k + off]) st[k + off] = strides_[k];
-        else if (shape_[k] == 1) st[k + off] = 0;
+    for (std::size_t k = 0; k < mine.size(); ++k) {
+        if (mine[k] == shape[k + off]) st[k + off] = strides()[k];
+        else if (mine[k] == 1) st[k + off] = 0;
         else
-            throw ArgumentError(fmt::format("cannot broadcast {} to {}", shape_to_string(shape_), shape_to_string(shape)));
+            throw ArgumentError(fmt::format("cannot broadcast {} to {}", shape_to_string(mine), shape_to_string(shape)));
     }
-    a.shape_ = shape;
-    a.strides_ = std::move(st);
+    a.set_dims(shape, std::move(st));
     return a;
 }
 
@@ -255,7 +258,7 @@ Array Array::contiguous() const {
 Array Array::to(Backend backend) const {
     backend = detail::resolve(backend);
     const Array c = contiguous();
-    Array out = empty(dtype_, shape_, backend);
+    Array out = empty(dtype_, shape(), backend);
     if (out.nbytes() == 0) return out;
     if (c.backend() == Backend::Cpu && backend == Backend::Cpu) {
         std::memcpy(out.data(), c.data(), c.nbytes());
@@ -272,7 +275,7 @@ Array Array::to(Backend backend) const {
 }
 
 std::string Array::describe() const {
-    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape_), backend_name(backend_));
+    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape()), backend_name(backend_));
 }
 
 }  // namespace jit

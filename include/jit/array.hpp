@@ -62,10 +62,10 @@ public:
                       std::shared_ptr<void> keep_alive = nullptr);
 
     DType dtype() const { return dtype_; }
-    const Shape& shape() const { return shape_; }
-    const Strides& strides() const { return strides_; }
-    int ndim() const { return static_cast<int>(shape_.size()); }
-    std::int64_t size() const { return shape_size(shape_); }
+    const Shape& shape() const { return dims_ ? dims_->shape : no_dims().shape; }
+    const Strides& strides() const { return dims_ ? dims_->strides : no_dims().strides; }
+    int ndim() const { return static_cast<int>(shape().size()); }
+    std::int64_t size() const { return shape_size(shape()); }
     std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
     Backend backend() const { return backend_; }
     bool defined() const { return storage_ != nullptr; }
@@ -101,9 +101,21 @@ public:
 
 private:
     void check_host_type(DType t) const;
+    // Shape and strides, shared by copies and never changed once made: copying an array (as
+    // every eval does with its arguments) allocates nothing.
+    struct Dims {
+        Shape shape;
+        Strides strides;
+    };
+    static const Dims& no_dims() {
+        static const Dims none;
+        return none;
+    }
+    void set_dims(Shape shape, Strides strides) {
+        dims_ = std::make_shared<const Dims>(Dims{std::move(shape), std::move(strides)});
+    }
     DType dtype_ = DType::Float32;
-    Shape shape_;
-    Strides strides_;
+    std::shared_ptr<const Dims> dims_;
     std::int64_t offset_ = 0;
     Backend backend_ = Backend::Cpu;
     std::shared_ptr<Storage> storage_;
