@@ -76,6 +76,7 @@ std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b) {
 }  // namespace detail
 
 struct ArrayAccess {
+    static void set_storage(Array& a, std::shared_ptr<Storage> st) { a.storage_ = std::move(st); }
     static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b, std::shared_ptr<Storage> st) {
         Array a;
         a.dtype_ = t;
@@ -108,6 +109,19 @@ Array empty_for_default_stream(DType dtype, const Shape& shape, Backend backend)
     if (backend != Backend::Cuda) return Array::empty(dtype, shape, backend);
     check_shape(shape);
     return contiguous_on(dtype, shape, backend, cuda::make_storage_for_default_stream);
+}
+
+Array prototype(DType dtype, const Shape& shape, Backend backend) {
+    check_shape(shape);
+    return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, resolve(backend), nullptr);
+}
+
+Array empty_like(const Array& proto, bool default_stream) {
+    Array a = proto;
+    const std::size_t bytes = proto.nbytes();
+    ArrayAccess::set_storage(a, default_stream && proto.backend() == Backend::Cuda ? cuda::make_storage_for_default_stream(bytes)
+                                                                                 : allocate(bytes, proto.backend()));
+    return a;
 }
 }  // namespace detail
 

@@ -56,6 +56,9 @@ struct Entry {
     // then copied into it (false; the input is read elsewhere in the program).
     std::vector<bool> direct_alias;
     std::int32_t result_output = -1;   // index of the output eval returns
+    // Per output: its dtype and shape, C-contiguous, without storage; a result shares these
+    // dimensions, so making it allocates only its storage.
+    std::vector<Array> output_shapes;
 };
 
 // Inputs each stage reads (not through a stored value of an earlier stage).
@@ -257,6 +260,10 @@ struct Runtime::Impl {
         e->schedule = ir::schedule(e->program);
         for (std::size_t o = 0; o < e->program.outputs.size(); ++o)
             if (e->program.outputs[o].node == e->program.result) e->result_output = static_cast<std::int32_t>(o);
+        for (const ir::OutputDecl& od : e->program.outputs) {
+            const ir::Node& n = e->program.node(od.node);
+            e->output_shapes.push_back(detail::prototype(n.dtype, n.shape, backend));
+        }
         // In-place outputs: direct only when the stage writing it stores nothing else and no
         // other elementwise stage reads the array (reduction stages run before and are safe).
         const auto reads = inputs_read_by_stage(e->program, e->schedule);
@@ -489,12 +496,10 @@ Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& fron
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
-        const ir::Node& n = p.node(od.node);
         if (od.alias_input >= 0 && e->direct_alias[o]) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = stream ? Array::empty(n.dtype, n.shape, backend)
-                                : detail::empty_for_default_stream(n.dtype, n.shape, backend);
+            outputs[o] = detail::empty_like(e->output_shapes[o], stream == nullptr);
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }
