@@ -106,11 +106,12 @@ void BM_DeviceCopy(benchmark::State& state) {
     time_device(state, 2.0 * n * 4, [&] { cuda::copy_device(c.data(), a.data(), static_cast<std::size_t>(n) * 4); });
 }
 
-void BM_ReferenceAxpbFloat4(benchmark::State& state) {
+// A hand-written kernel of kReference over float4 views of a and b into c, a thread per float4.
+void run_reference(benchmark::State& state, const char* kernel) {
     const std::int64_t n = state.range(0);
     Array a = device_random(DType::Float32, n, 1), b = device_random(DType::Float32, n, 2);
     Array c = Array::empty(DType::Float32, {n}, Backend::Cuda);
-    void* f = reference_kernel();
+    void* f = reference_kernel(kernel);
     unsigned n4 = static_cast<unsigned>(n / 4);
     void *pa = a.data(), *pb = b.data(), *pc = c.data();
     void* args[] = {&pa, &pb, &pc, &n4};
@@ -120,20 +121,10 @@ void BM_ReferenceAxpbFloat4(benchmark::State& state) {
     time_device(state, 3.0 * n * 4, [&] { cuda::launch(f, cfg, args); });
 }
 
+void BM_ReferenceAxpbFloat4(benchmark::State& state) { run_reference(state, "ref_axpb_f4"); }
+
 // The transcendental expression of BM_Transcendental, hand-written with float4 loads.
-void BM_ReferenceTranscendental(benchmark::State& state) {
-    const std::int64_t n = state.range(0);
-    Array a = device_random(DType::Float32, n, 1), b = device_random(DType::Float32, n, 2);
-    Array c = Array::empty(DType::Float32, {n}, Backend::Cuda);
-    void* f = reference_kernel("ref_where_f4");
-    unsigned n4 = static_cast<unsigned>(n / 4);
-    void *pa = a.data(), *pb = b.data(), *pc = c.data();
-    void* args[] = {&pa, &pb, &pc, &n4};
-    cuda::LaunchConfig cfg;
-    cfg.block[0] = 256;
-    cfg.grid[0] = (n4 + 255) / 256;
-    time_device(state, 3.0 * n * 4, [&] { cuda::launch(f, cfg, args); });
-}
+void BM_ReferenceTranscendental(benchmark::State& state) { run_reference(state, "ref_where_f4"); }
 
 // ---- jitexpr
 // A first call compiles; waiting for the background half of a tiered compile means the final

@@ -96,36 +96,42 @@ std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelS
     const std::string key = disk_key(f, co);
     return functions_.get_or_create(key, [&]() -> std::shared_ptr<const Image> {
         const ImageStore store = image_store();
-        if (store.get) {
-            std::optional<std::string> bytes;
-            try {
-                bytes = store.get(key);
-            } catch (...) {
-                bytes.reset();
-            }
-            if (bytes) {
-                if (auto img = decode_image(*bytes, co)) {
-                    std::lock_guard<std::mutex> lock(mutex_);
-                    ++disk_hits_;
-                    return std::make_shared<const Image>(std::move(*img));
-                }
-            }
+        if (auto img = stored_image(store, co, key)) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++disk_hits_;
+            return std::make_shared<const Image>(std::move(*img));
         }
         Image img = compile(f.source, f.name, co, true);
-        {
-            std::lock_guard<std::mutex> lock(mutex_);
-            ++compiles_;
-            compile_ms_ += img.compile_ms;
-        }
-        if (store.put) {
-            try {
-                store.put(key, encode_image(img));
-            } catch (...) {
-                // The disk cache is an optimisation; failing to write it is not an error here.
-            }
-        }
+        keep_compiled(store, key, img);
         return std::make_shared<const Image>(std::move(img));
     });
+}
+
+std::optional<Image> ModuleCache::stored_image(const ImageStore& store, const CompileOptions& co, const std::string& key) {
+    if (!store.get) return std::nullopt;
+    std::optional<std::string> bytes;
+    try {
+        bytes = store.get(key);
+    } catch (...) {
+        bytes.reset();
+    }
+    if (!bytes) return std::nullopt;
+    return decode_image(*bytes, co);
+}
+
+void ModuleCache::keep_compiled(const ImageStore& store, const std::string& key, const Image& img) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++compiles_;
+        compile_ms_ += img.compile_ms;
+    }
+    if (store.put) {
+        try {
+            store.put(key, encode_image(img));
+        } catch (...) {
+            // The disk cache is an optimisation; failing to write it is not an error here.
+        }
+    }
 }
 
 Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co) {
@@ -175,15 +181,7 @@ ImageStore ModuleCache::image_store() const {
 
 // The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
 ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key, Lookup& lk) {
-    if (!store.get) return nullptr;
-    std::optional<std::string> bytes;
-    try {
-        bytes = store.get(key);
-    } catch (...) {
-        bytes.reset();
-    }
-    if (!bytes) return nullptr;
-    auto decoded = decode_image(*bytes, co);
+    auto decoded = stored_image(store, co, key);
     if (!decoded) return nullptr;
     auto t0 = Clock::now();
     try {
@@ -205,18 +203,7 @@ ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptio
     if (ModulePtr m = from_store(store, co, key, lk)) return m;
     Image img = build(k, co);
     lk.compile_ms = img.compile_ms;
-    {
-        std::lock_guard<std::mutex> lock(mutex_);
-        ++compiles_;
-        compile_ms_ += img.compile_ms;
-    }
-    if (store.put) {
-        try {
-            store.put(key, encode_image(img));
-        } catch (...) {
-            // The disk cache is an optimisation; failing to write it is not an error here.
-        }
-    }
+    keep_compiled(store, key, img);
     auto t0 = Clock::now();
     ModulePtr m = Module::load(img);
     lk.load_ms = ms_since(t0);

@@ -91,6 +91,10 @@ public:
 private:
     ImageStore image_store() const;  // a copy, taken under the lock
     ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key, Lookup& lookup);
+    // The image the store holds under `key` (nullopt: no store, a miss, or bytes that do not decode).
+    static std::optional<Image> stored_image(const ImageStore& store, const CompileOptions& options, const std::string& key);
+    // Counts a compile and gives its image to the store (a failing store is ignored).
+    void keep_compiled(const ImageStore& store, const std::string& key, const Image& img);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
 
