@@ -1,10 +1,12 @@
 // libFuzzer target: the PTX first tier. Program text through parse, lower (the fixed bindings of
 // fuzz_pipeline), schedule and the scalar-only emission; every Flat kernel codegen::emit_ptx
-// writes must assemble with nvJitLink for sm_90 and keep the parameters of the kernel it stands
-// for. A rejected PTX text, an InternalError, any other exception, a crash or a sanitizer
+// writes must assemble with nvJitLink for sm_90, linked with the device functions it calls
+// (compiled once per process by NVRTC, as the module cache does), and keep the parameters of the
+// kernel it stands for. A rejected PTX text, an InternalError, any other exception, a crash or a sanitizer
 // report is a finding. (The runtime falls back to NVRTC when PTX does not assemble; this target
 // is how such PTX is found before a user meets the fallback.)
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
 #include "tests/hardening/pipeline.hpp"
 
@@ -33,8 +35,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 std::abort();
             }
             if (!jit::cuda::ptx_assembler_available()) continue;
+            static jit::cuda::ModuleCache functions;  // device functions compiled once, kept
             try {
-                (void)jit::cuda::assemble_ptx(p->source, p->name, co);
+                (void)functions.build(*p, co);
             } catch (const jit::CompileError& e) {
                 std::fprintf(stderr, "fuzz_ptx: nvJitLink rejected the PTX of %s: %s\n%s\n%s\n", k.name.c_str(), e.what(),
                              e.log().c_str(), p->source.c_str());
