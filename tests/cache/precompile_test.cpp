@@ -72,17 +72,31 @@ int run_tool(const std::string& args) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
-    TempDir dir;
+// The disk cache `jitexpr precompile --cache-dir dir` filled, read without the environment.
+cache::DiskCache open_disk(const std::string& dir) {
+    cache::DiskCacheOptions o;
+    o.dir = dir;
+    o.use_environment = false;
+    return cache::DiskCache(o);
+}
+
+// Writes `programs` to dir/programs.txt and precompiles it for sm_90 into dir/cache; the exit status.
+int precompile_sm90(const TempDir& dir, const std::string& programs) {
     {
         std::ofstream f(dir / "programs.txt");
-        f << "# two programs\n"
-             "c = a*2 + b ; a: float32[N], b: float32[N]\n"
-             "\n"
-             "m = x - mean(x, axis=0) ; x: float64[100, 7]\n";
+        f << programs;
     }
+    return run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + dir / "cache");
+}
+
+TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
+    TempDir dir;
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    ASSERT_EQ(precompile_sm90(dir, "# two programs\n"
+                                   "c = a*2 + b ; a: float32[N], b: float32[N]\n"
+                                   "\n"
+                                   "m = x - mean(x, axis=0) ; x: float64[100, 7]\n"),
+              0);
 
     // The symbolic N: any size gives the same kernels, so the runtime's key for 1000 elements.
     std::vector<std::string> expected = keys("c = a*2 + b", {{"a", array(DType::Float32, {1000})},
@@ -91,10 +105,7 @@ TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
     ASSERT_EQ(second.size(), 2u);  // the reduction, then the subtraction
     expected.insert(expected.end(), second.begin(), second.end());
 
-    cache::DiskCacheOptions o;
-    o.dir = cache_dir;
-    o.use_environment = false;
-    cache::DiskCache disk(o);
+    cache::DiskCache disk = open_disk(cache_dir);
     EXPECT_EQ(disk.entries().size(), expected.size());
     for (const auto& k : expected) {
         auto bytes = disk.get(cache::digest(k));
@@ -105,12 +116,8 @@ TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
 
 TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
     TempDir dir;
-    {
-        std::ofstream f(dir / "programs.txt");
-        f << "y = x*2 + 1 ; x: float32[N, M].T\n";
-    }
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    ASSERT_EQ(precompile_sm90(dir, "y = x*2 + 1 ; x: float32[N, M].T\n"), 0);
     // What the runtime sees for a.transpose() of a C-contiguous (300, 1000) array.
     dsl::Binding x = array(DType::Float32, {1000, 300});
     x.strides = {1, 1000};
@@ -118,10 +125,7 @@ TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
     ASSERT_EQ(k.size(), 1u);
     EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Tiled);
     const auto expected = keys("y = x*2 + 1", {{"x", x}});
-    cache::DiskCacheOptions o;
-    o.dir = cache_dir;
-    o.use_environment = false;
-    cache::DiskCache disk(o);
+    cache::DiskCache disk = open_disk(cache_dir);
     ASSERT_EQ(disk.entries().size(), 1u);
     EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
     // Not the contiguous program's kernel.
@@ -130,23 +134,17 @@ TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
 
 TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
     TempDir dir;
-    {
-        std::ofstream f(dir / "programs.txt");
-        f << "y = x*2 + 1 ; x: float32[N, M][:, ::2]\n";
-        f << "y = x - 1 ; x: float64[N, M][::-1]\n";
-    }
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    ASSERT_EQ(precompile_sm90(dir, "y = x*2 + 1 ; x: float32[N, M][:, ::2]\n"
+                                   "y = x - 1 ; x: float64[N, M][::-1]\n"),
+              0);
     // What the runtime sees for a[:, ::2] of a C-contiguous (1000, 300) float32 array and
     // a[::-1] of a (40, 70) float64 one.
     dsl::Binding stepped = array(DType::Float32, {1000, 150});
     stepped.strides = {300, 2};
     dsl::Binding reversed = array(DType::Float64, {40, 70});
     reversed.strides = {-70, 1};
-    cache::DiskCacheOptions o;
-    o.dir = cache_dir;
-    o.use_environment = false;
-    cache::DiskCache disk(o);
+    cache::DiskCache disk = open_disk(cache_dir);
     for (const auto& [text, x] : {std::pair{std::string("y = x*2 + 1"), stepped}, std::pair{std::string("y = x - 1"), reversed}}) {
         const auto k = kernels(text, {{"x", x}});
         ASSERT_EQ(k.size(), 1u);
@@ -159,12 +157,8 @@ TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
 
 TEST(Precompile, ADeclaredNonContiguousTargetStoresTheKernelThatWritesInPlace) {
     TempDir dir;
-    {
-        std::ofstream f(dir / "programs.txt");
-        f << "c = a + 1 ; a: float32[N, M], c: float32[N, M].T\n";
-    }
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + cache_dir), 0);
+    ASSERT_EQ(precompile_sm90(dir, "c = a + 1 ; a: float32[N, M], c: float32[N, M].T\n"), 0);
     // What the runtime sees for run("c = a + 1", env) with a C-contiguous (1000, 300) `a` and
     // `c` the transpose of a (300, 1000) array: `c` is written in place through its strides.
     dsl::Binding a = array(DType::Float32, {1000, 300});
@@ -173,10 +167,7 @@ TEST(Precompile, ADeclaredNonContiguousTargetStoresTheKernelThatWritesInPlace) {
     const auto expected = keys("c = a + 1", {{"a", a}, {"c", c}});
     ASSERT_EQ(expected.size(), 1u);
     EXPECT_NE(expected, keys("c = a + 1", {{"a", a}, {"c", array(DType::Float32, {1000, 300})}}));
-    cache::DiskCacheOptions o;
-    o.dir = cache_dir;
-    o.use_environment = false;
-    cache::DiskCache disk(o);
+    cache::DiskCache disk = open_disk(cache_dir);
     EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
 }
 
