@@ -180,7 +180,14 @@ int main(int argc, char** argv) {
         const std::vector<Expr> list = dump_text.empty() ? expressions(count) : std::vector<Expr>{{dump_text, DType::Float32}};
         for (const Expr& e : list) {
             int j = 0;
-            for (const auto& k : emit(e, 1 << 20, false)) {
+            std::vector<codegen::KernelSource> ks;
+            try {
+                ks = emit(e, 1 << 20, false);
+            } catch (const Error& err) {  // a --text that is not a program over float32 a and b
+                std::fprintf(stderr, "bench_compile: %s\n", err.what());
+                return 2;
+            }
+            for (const auto& k : ks) {
                 const std::string path = fmt::format("{}/k{:03}-{}.cu", dump, i, j++);
                 FILE* f = std::fopen(path.c_str(), "wb");
                 if (!f) return 1;
