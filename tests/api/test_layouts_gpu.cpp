@@ -84,6 +84,20 @@ View transposed(Shape s) {
 
 const std::pair<std::int64_t, std::int64_t> kShapes[] = {{1, 1}, {3, 5}, {33, 65}, {64, 4096}, {1000, 1023}, {1, 40}, {40, 1}};
 
+// Flat kernels: the vectors, the scalar tail taken by the threads past them (every remainder of
+// the widths 8, 4 and 2), and the scalar path of a view one element off the alignment.
+TEST(GpuLayouts, FlatVectorsTailsAndMisalignedViewsMatchCpu) {
+    REQUIRE_GPU();
+    View whole = [](const Array& a) { return a; };
+    for (DType t : {DType::Float16, DType::Float32, DType::Float64}) {
+        for (std::int64_t n : {1LL, 3LL, 8LL, 9LL, 15LL, 1023LL, 4097LL, (1LL << 20) + 7}) {
+            expect_same("x * 2 + y", {{t, n, whole}, {t, n, whole}});
+            View shifted = [n](const Array& a) { return a.slice(0, 1, n + 1); };
+            expect_same("x * 2 + y", {{t, n + 1, shifted}, {t, n, whole}});
+        }
+    }
+}
+
 TEST(GpuLayouts, ColumnPlusRowMatchesCpu) {
     REQUIRE_GPU();
     for (auto [m, n] : kShapes) {

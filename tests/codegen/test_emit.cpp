@@ -43,6 +43,10 @@ void expect_golden(const std::string& name, const std::string& actual) {
 }
 
 TEST(CodegenGolden, AxpbFloat32) { expect_golden("axpb_float32", bodies(emit_of(jxtest::axpb(DType::Float32)))); }
+// Past 2^30 elements a Flat kernel keeps 64-bit indices and its grid-stride loops.
+TEST(CodegenGolden, AxpbFloat32Index64) {
+    expect_golden("axpb_float32_index64", bodies(emit_of(jxtest::axpb(DType::Float32, std::int64_t{1} << 31))));
+}
 TEST(CodegenGolden, AxpbFloat16) { expect_golden("axpb_float16", bodies(emit_of(jxtest::axpb(DType::Float16)))); }
 TEST(CodegenGolden, WhereSinFloat64) { expect_golden("where_sin_float64", bodies(emit_of(jxtest::where_sin()))); }
 TEST(CodegenGolden, BroadcastRow) { expect_golden("broadcast_row", bodies(emit_of(jxtest::broadcast_add()))); }
@@ -159,6 +163,17 @@ TEST(CodegenLayout, SizeIsNotPartOfTheKernel) {
     EXPECT_EQ(emit_of(jxtest::axpb(DType::Float32, 1000)).key, emit_of(jxtest::axpb(DType::Float32, 77777)).key);
     EXPECT_EQ(emit_of(jxtest::broadcast_add(DType::Float32, 3, 4)).key,
               emit_of(jxtest::broadcast_add(DType::Float32, 300, 41)).key);
+}
+
+TEST(CodegenLayout, FlatIndicesAre32BitWhileTwiceTheCountPlusABlockFits) {
+    const std::int64_t limit = (std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) / 2 - 256;  // 2 * (n + 256) <= 2^31 - 1
+    const auto small = emit_of(jxtest::axpb(DType::Float32, limit - 1));
+    const auto large = emit_of(jxtest::axpb(DType::Float32, limit));
+    EXPECT_TRUE(small.kernels[0].launch.index32);
+    EXPECT_FALSE(large.kernels[0].launch.index32);
+    EXPECT_NE(small.kernels[0].body.find("using I = int;"), std::string::npos);
+    EXPECT_NE(large.kernels[0].body.find("using I = long long;"), std::string::npos);
+    EXPECT_NE(small.key, large.key);
 }
 
 TEST(CodegenLayout, DifferentDtypeGivesDifferentKey) {
