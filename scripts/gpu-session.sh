@@ -5,13 +5,13 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench peers compile sanitize" BENCH_FILTER=... as named
+#   STEPS="build tests bench interleaved peers compile sanitize" BENCH_FILTER=... as named
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 peers=${1:-}
-steps=${STEPS:-build tests bench peers compile sanitize}
+steps=${STEPS:-build tests bench interleaved peers compile sanitize}
 filter=${BENCH_FILTER:-(/268435456/|/16384/|Host|Block)}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 if has build; then
@@ -29,6 +29,15 @@ if has bench; then
   JITEXPR_STAGING=direct timeout 60 build-gpu/bench/bench_gpu --benchmark_filter='HostToDevice|DeviceToHost' \
     > "$out/bench_transfers_direct.txt" 2>&1
   grep -E "^BM" "$out/bench_gpu.txt" "$out/bench_transfers_direct.txt" | grep -v "/16384/manual_time.*G/s=[0-9.]*G" | cut -c1-150
+fi
+if has interleaved; then
+  # The transcendental benchmarks next to their reference, five repetitions each in random order:
+  # single passes at boost clocks move by several percent, so ratios come from these medians.
+  timeout 90 build-gpu/bench/bench_gpu --benchmark_min_time=0.2s --benchmark_repetitions=5 \
+    --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+    --benchmark_filter='ReferenceTranscendental|^BM_Transcendental/|TranscendentalInto|ReferenceAxpbFloat4/268435456|^BM_Axpb/float32/268435456' \
+    --benchmark_out="$out/interleaved.json" --benchmark_out_format=json > "$out/interleaved.txt" 2>&1
+  grep median "$out/interleaved.txt" | cut -c1-120
 fi
 if has peers && [ -n "$peers" ]; then
   timeout 150 python3 "$peers" > "$out/peers.txt" 2>&1
