@@ -74,7 +74,6 @@ struct LaunchPolicy {
     KernelKind kind = KernelKind::Flat;
     int block = 256;           // threads per block
     int vec = 1;               // Flat/Strided: elements per vector (1: no vector entries)
-    bool index32 = false;      // Flat: 32-bit indices and a thread per vector or element, no loop
     int ndim = 0;              // Layout: dims of the iteration space
     int layout_rows = 0;       // Layout: stride rows (one per array with layout_row >= 0)
     int tile = 0;              // Tiled: edge of the square tile of the last two axes

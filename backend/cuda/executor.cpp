@@ -794,7 +794,7 @@ private:
                 const std::int64_t vec = aligned ? k.launch.vec : 1;
                 // A thread per vector and one per element of the scalar tail, as the hand-written
                 // reference kernel: the 64-bit form's loop only covers grids past the 2^31 - 1
-                // block limit, and the 32-bit form (KernelSource::launch.index32) has none.
+                // block limit, and the 32-bit form (up to 2^30 elements) has none.
                 const std::int64_t threads = aligned ? n / vec + n % vec : n;
                 const std::int64_t grid = std::clamp<std::int64_t>(div_up(threads, block), 1, 0x7fffffff);
                 set_flag(flag_slot, aligned);
