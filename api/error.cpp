@@ -68,6 +68,22 @@ std::string cuda_message(int result, const std::string& name, const std::string&
 CudaError::CudaError(int result, std::string name, std::string call, std::string hint)
     : Error(cuda_message(result, name, call, hint)), result_(result), name_(std::move(name)), call_(std::move(call)) {}
 
+namespace {
+std::string cancelled_message(const std::vector<std::string>& names) {
+    if (names.empty()) return "cancelled";
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) list += i + 1 == names.size() ? " and " : ", ";
+        list += "'" + names[i] + "'";
+    }
+    return fmt::format("cancelled; {} may be partly written ({} being written in place)", list,
+                       names.size() == 1 ? "it was" : "they were");
+}
+}  // namespace
+
+CancelledError::CancelledError(std::vector<std::string> partly_written)
+    : Error(cancelled_message(partly_written)), partly_written_(std::move(partly_written)) {}
+
 bool CudaError::sticky() const {
     // CUDA_ERROR_ILLEGAL_ADDRESS 700, LAUNCH_FAILED 719, HARDWARE_STACK_ERROR 714,
     // ILLEGAL_INSTRUCTION 715, MISALIGNED_ADDRESS 716, INVALID_ADDRESS_SPACE 717, INVALID_PC 718,

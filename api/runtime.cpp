@@ -193,7 +193,8 @@ struct Runtime::Impl {
         return fronts.emplace(std::string(text), std::move(f)).first->second;
     }
 
-    std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing) {
+    std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                                       detail::CallControl* control = nullptr) {
         thread_local std::string key;  // reused: no allocation once it has grown
         key.assign(text);
         key += '\0';
@@ -292,6 +293,7 @@ struct Runtime::Impl {
         po.fast_math = options.fast_math;
         po.nvrtc_options = options.nvrtc_options;
         po.tiered = options.tiered_compile;
+        po.control = control;
         e->prepared = impl->prepare(e->program, e->schedule, po);
         if (show_kernels) {
             const std::string src = e->prepared->source();
@@ -341,11 +343,20 @@ struct Runtime::Impl {
     };
 
     std::atomic<std::uint64_t> hits{0};
-    // Binds, runs and (when write_back) stores the assigned names into env.
-    Array run(Runtime& self, std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
-              bool write_back);
+    // Runtime::cancel() moves it on; a call stops when it differs from its value at the start.
+    std::atomic<std::uint64_t> cancel_epoch{0};
+    // Binds, runs and (when write_back) stores the assigned names into env. `control` null: the
+    // call cannot be stopped (the copies that finish an in-place write).
+    Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+              bool write_back, detail::CallControl* control);
+    Array run(std::string_view text, const Front& front, Environment& env, const CallOptions& o, bool write_back) {
+        detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
+        return run(text, front, env, o.stream, o.timing, write_back, &control);
+    }
     // JITEXPR_SHOW_KERNELS=1 prints every newly generated kernel's source to stderr.
     const bool show_kernels = env_or("JITEXPR_SHOW_KERNELS") == "1";
+    // The parsed "dst = src" of in-place copy-backs.
+    std::shared_ptr<const Front> front_of_copy() { return front("dst = src", nullptr); }
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -417,7 +428,15 @@ void Runtime::clear_memory_cache() {
     impl_->fronts.clear();
 }
 
+void Runtime::cancel() noexcept { impl_->cancel_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
 Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* stream) {
+    CallOptions o;
+    o.stream = stream;
+    return eval(text, args, o);
+}
+
+Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options) {
     auto f = impl_->front(text, nullptr);
     if (args.size() != f->params.size()) {
         std::string names;
@@ -453,20 +472,28 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
         if (auto it = env.find(f->params[i]); it != env.end()) it->second = args[i];
         else env.emplace(f->params[i], args[i]);
     }
-    return impl_->run(*this, text, *f, env, stream, nullptr, /*write_back=*/false);
+    return impl_->run(text, *f, env, options, /*write_back=*/false);
 }
 
 Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing* timing) {
-    double parse_ms = 0;
-    auto f = impl_->front(text, &parse_ms);
-    if (timing) timing->parse_ms = parse_ms;
-    return impl_->run(*this, text, *f, env, stream, timing, /*write_back=*/true);
+    CallOptions o;
+    o.stream = stream;
+    o.timing = timing;
+    return run(text, env, o);
 }
 
-Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& front, Environment& env, void* stream,
-                         Timing* timing, bool write_back) {
+Array Runtime::run(std::string_view text, Environment& env, const CallOptions& options) {
+    double parse_ms = 0;
+    auto f = impl_->front(text, &parse_ms);
+    if (options.timing) options.timing->parse_ms = parse_ms;
+    return impl_->run(text, *f, env, options, /*write_back=*/true);
+}
+
+Array Runtime::Impl::run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+                         bool write_back, detail::CallControl* control) {
     const Front* f = &front;
     if (f->module.statements.empty()) return Array();
+    if (control) control->check();  // cancelled before it began
 
     // Arrays must live on this runtime's backend: moving them is explicit (Array::to).
     for (const std::string& n : f->names) {
@@ -476,7 +503,7 @@ Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& fron
                                             n, backend_name(it->second.array().backend()), backend_name(backend),
                                             backend == Backend::Cuda ? "Cuda" : "Cpu"));
     }
-    auto e = entry(text, *f, env, timing);
+    auto e = entry(text, *f, env, timing, control);
     const ir::Program& p = e->program;
 
     const auto t_run = Clock::now();
@@ -508,12 +535,27 @@ Array Runtime::Impl::run(Runtime& self, std::string_view text, const Front& fron
     ra.scalars = std::span<const ir::Value>(scalars.data(), scalars.size());
     ra.outputs = std::span<Array>(outputs.data(), outputs.size());
     ra.stream = stream;
-    e->prepared->run(ra);
-    // Results that could not be written in place: copy into the arrays now.
+    ra.control = control;
+    boost::container::small_vector<bool, 8> started(p.outputs.size(), false);
+    ra.started_outputs = started.data();
+    try {
+        e->prepared->run(ra);
+    } catch (const CancelledError&) {
+        // New arrays are dropped with `outputs`; in-place targets written directly may be partial.
+        std::vector<std::string> partly;
+        for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+            const ir::OutputDecl& od = p.outputs[o];
+            if (od.alias_input >= 0 && e->direct_alias[o] && started[o])
+                partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
+        }
+        throw CancelledError(std::move(partly));
+    }
+    // Results that could not be written in place: copy into the arrays now. The program is
+    // complete, so these copies are not cancelled: an in-place write finishes or never starts.
     for (std::size_t o : copy_back) {
         const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
         Environment ce{{"dst", Arg(target)}, {"src", Arg(outputs[o])}};
-        self.run("dst = src", ce, stream, nullptr);
+        run("dst = src", *front_of_copy(), ce, stream, nullptr, /*write_back=*/true, nullptr);
         outputs[o] = target;
     }
     if (timing) {

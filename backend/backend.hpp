@@ -5,6 +5,7 @@
 // A Prepared object is what the front cache keeps: a hit skips parse, check and emit.
 #pragma once
 
+#include "backend/call_control.hpp"
 #include "dsl/ir.hpp"
 #include "dsl/schedule.hpp"
 
@@ -23,6 +24,12 @@ struct RunArgs {
     std::span<Array> outputs;             // one per Program::outputs, allocated (or the aliased
                                           // input's memory), shape of the output node; may be strided
     void* stream = nullptr;               // CUstream for CUDA (nullptr: the default stream)
+    // Stop requests and progress (null: none). A backend that sees stop_requested() at a safe
+    // point throws CancelledError; work it has not started is never started.
+    CallControl* control = nullptr;
+    // When given, one flag per output: the backend sets flag o before it starts work that writes
+    // output o, so that a cancelled call can name the in-place targets it may have partly written.
+    bool* started_outputs = nullptr;
 };
 
 struct PrepareOptions {
@@ -30,6 +37,8 @@ struct PrepareOptions {
     std::vector<std::string> nvrtc_options;  // CUDA: appended to the NVRTC command line
     bool tiered = false;                     // CUDA: scalar-only kernels first, full ones in the background
     bool ptx_first_tier = true;              // CUDA, tiered: Flat kernels of tier 1 written as PTX where possible
+    // Valid during prepare() only (never kept): compile progress and stop requests between compiles.
+    CallControl* control = nullptr;
 };
 
 // Timing of the last prepare, for :time and stats.

@@ -563,7 +563,7 @@ private:
     // Calls body(next) on each participating thread; next(u0, u1) takes the next run of units
     // [u0, u1) and returns false when none are left.
     template <class Body>
-    void parallel(i64 units, i64 elements, Body&& body) const;
+    void parallel(i64 units, i64 elements, detail::CallControl* control, Body&& body) const;
 
     ir::Program program_;
     ir::Schedule schedule_;
@@ -578,34 +578,56 @@ private:
 // holding up the others, and the threads stream through neighbouring memory. Which thread
 // evaluates a unit never changes what it computes, so results stay the same for any thread count.
 template <class Body>
-void CpuPrepared::parallel(i64 units, i64 elements, Body&& body) const {
+void CpuPrepared::parallel(i64 units, i64 elements, detail::CallControl* ctl, Body&& body) const {
     if (units <= 0) return;
     int threads = pool_ ? pool_->size() : 1;
     if (elements < kParallelThreshold) threads = 1;
     threads = static_cast<int>(std::min<i64>(threads, units));
+    // Cancellation: every thread asks before each run of units it takes (two relaxed loads) and
+    // takes no more once a stop is requested; the calling thread also ticks the control (its
+    // poll function and progress callback). A stage cut short throws CancelledError here, after
+    // every thread has finished its current run; one whose units were all taken completes.
+    std::atomic<bool> cut{false};
+    const double per_unit = static_cast<double>(elements) / static_cast<double>(units);
+    auto account = [&](i64 u0, i64 u1) {
+        if (ctl) ctl->add_done(static_cast<std::uint64_t>(static_cast<double>(u1 - u0) * per_unit));
+    };
     if (threads <= 1) {
-        bool given = false;
+        // The whole range at once, unless someone may stop the call: then runs of kRunUnits.
+        const i64 run = ctl ? kRunUnits : units;
+        i64 next_unit = 0;
         body([&](i64& u0, i64& u1) {
-            if (given) return false;
-            given = true;
-            u0 = 0;
-            u1 = units;
+            if (next_unit >= units) return false;
+            if (ctl && (ctl->wants_ticks() ? ctl->tick() : ctl->stop_requested())) {
+                cut.store(true, std::memory_order_relaxed);
+                return false;
+            }
+            u0 = next_unit;
+            u1 = next_unit = std::min(units, u0 + run);
+            account(u0, u1);
             return true;
         });
-        return;
+    } else {
+        // About 8 runs per thread at least, and at most kRunUnits units per run.
+        const i64 run = std::clamp<i64>(units / (i64{threads} * 8), 1, kRunUnits);
+        std::atomic<i64> next_unit{0};
+        pool_->run([&](int t) {
+            if (t >= threads) return;
+            const bool ticks = t == 0 && ctl && ctl->wants_ticks();
+            body([&](i64& u0, i64& u1) {
+                if (ctl && (ticks ? ctl->tick() : ctl->stop_requested())) {
+                    if (next_unit.load(std::memory_order_relaxed) < units) cut.store(true, std::memory_order_relaxed);
+                    return false;
+                }
+                u0 = next_unit.fetch_add(run, std::memory_order_relaxed);
+                if (u0 >= units) return false;
+                u1 = std::min(units, u0 + run);
+                account(u0, u1);
+                return true;
+            });
+        });
     }
-    // About 8 runs per thread at least, and at most kRunUnits units per run.
-    const i64 run = std::clamp<i64>(units / (i64{threads} * 8), 1, kRunUnits);
-    std::atomic<i64> next_unit{0};
-    pool_->run([&](int t) {
-        if (t >= threads) return;
-        body([&](i64& u0, i64& u1) {
-            u0 = next_unit.fetch_add(run, std::memory_order_relaxed);
-            if (u0 >= units) return false;
-            u1 = std::min(units, u0 + run);
-            return true;
-        });
-    });
+    if (cut.load(std::memory_order_relaxed)) detail::CallControl::throw_cancelled();
 }
 
 CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const {
@@ -772,7 +794,7 @@ void CpuPrepared::run_elementwise(const StagePlan& sp, const Bound& b) const {
     const i64 n = b.space.size;
     const i64 blocks = (n + kBlock - 1) / kBlock;
     Ctx ctx{b.args, nullptr};
-    parallel(blocks, n, [&](auto&& next) {
+    parallel(blocks, n, b.args->control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
         std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
@@ -828,7 +850,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         const i64 per_row = (L + kBlock - 1) / kBlock;
         const i64 units = rows * per_row;
         std::vector<std::byte> partials(static_cast<std::size_t>(units * rs));
-        parallel(units, b.space.size, [&](auto&& next) {
+        parallel(units, b.space.size, b.args->control, [&](auto&& next) {
             std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
             std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
             fill(sp, ctx, scratch, ptr.data());
@@ -854,7 +876,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     // Short rows: whole rows packed into each block.
     const i64 per_block = std::max<i64>(1, kBlock / L);
     const i64 units = (rows + per_block - 1) / per_block;
-    parallel(units, b.space.size, [&](auto&& next) {
+    parallel(units, b.space.size, b.args->control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
         std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
@@ -891,7 +913,18 @@ void CpuPrepared::run(const detail::RunArgs& args) {
         temps.emplace_back(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
     }
     Ctx ctx{&args, &temps};
+    detail::CallControl* ctl = args.control;
+    if (ctl) {
+        std::uint64_t total = 0;
+        for (const auto& st : schedule_.stages) total += static_cast<std::uint64_t>(shape_size(st.shape));
+        ctl->begin(Progress::Phase::Run, Progress::Unit::Elements, total);
+    }
     for (const StagePlan& sp : plans_) {
+        if (ctl) ctl->check();  // between stages
+        if (args.started_outputs) {
+            for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
+            if (sp.kind == ir::Stage::Kind::Reduce && sp.output >= 0) args.started_outputs[sp.output] = true;
+        }
         const Bound b = bind(sp, ctx);
         if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else run_elementwise(sp, b);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace jit {
 
@@ -98,6 +99,19 @@ private:
 class NoDeviceError : public Error {
 public:
     using Error::Error;
+};
+
+// A call stopped by a CancelToken, Runtime::cancel() or the token's poll function before it
+// finished (see jit/cancel.hpp). Arrays it was creating are dropped; `partly_written()` names
+// the existing arrays it had begun writing in place, which may now hold a mix of old and new
+// values (empty when none was touched). what() says so in words.
+class CancelledError : public Error {
+public:
+    explicit CancelledError(std::vector<std::string> partly_written = {});
+    const std::vector<std::string>& partly_written() const { return partly_written_; }
+
+private:
+    std::vector<std::string> partly_written_;
 };
 
 // A bug in jitexpr: an invariant did not hold.

@@ -41,6 +41,9 @@ public:
     Array call(const std::vector<Arg>& args, void* stream = nullptr) const {
         return runtime_->eval(text_, args, stream);
     }
+    Array call(const std::vector<Arg>& args, const CallOptions& options) const {
+        return runtime_->eval(text_, args, options);
+    }
 
 private:
     std::string text_;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <jit/array.hpp>
+#include <jit/cancel.hpp>
 #include <jit/error.hpp>
 
 #include <complex>
@@ -81,6 +82,15 @@ struct Timing {
     double run_ms = 0;             // launch(es) and, for host data, transfers, until complete
 };
 
+// What one call of Runtime::run / eval may carry besides its program and variables.
+struct CallOptions {
+    void* stream = nullptr;                 // CUDA: the CUstream to run on (null: the default stream)
+    Timing* timing = nullptr;               // receives where the time went (for :time)
+    std::optional<CancelToken> cancel;      // stops the call when cancelled (jit/cancel.hpp);
+                                            // without one, Runtime::cancel() still stops it
+    ProgressFn progress;                    // progress of long work, on the calling thread
+};
+
 class Runtime {
 public:
     explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());
@@ -101,10 +111,19 @@ public:
     // Evaluates a program with variables bound by position, in order of first appearance of
     // the names the program reads before assigning. Returns the value of the last statement.
     Array eval(std::string_view text, const std::vector<Arg>& args, void* stream = nullptr);
+    Array eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options);
     // Evaluates with named variables: reads them from `env`, writes every assigned name back
     // (in place into an existing array of the same dtype and shape). Returns the value of the
     // last statement (an undefined Array if the program is empty).
     Array run(std::string_view text, Environment& env, void* stream = nullptr, Timing* timing = nullptr);
+    // On cancellation (jit::CancelledError) no name is bound or rebound in `env`; arrays that
+    // were being written in place are named by the error.
+    Array run(std::string_view text, Environment& env, const CallOptions& options);
+
+    // Stops every call in flight on this runtime (each throws CancelledError at its next safe
+    // point); calls that start afterwards are not affected. Only an atomic increment: safe from
+    // any thread and in a signal handler.
+    void cancel() noexcept;
 
     // The generated CUDA source for a program with the given variables (for :source).
     std::string source(std::string_view text, const Environment& env);
