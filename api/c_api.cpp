@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <cstddef>
 #include <exception>
 #include <new>
 #include <string>
@@ -16,6 +17,10 @@
 struct jitexpr_runtime {
     jit::Runtime runtime;
     explicit jitexpr_runtime(jit::RuntimeOptions o) : runtime(std::move(o)) {}
+};
+
+struct jitexpr_cancel_token {
+    jit::CancelToken token;
 };
 
 struct jitexpr_kernel {
@@ -72,6 +77,8 @@ int guarded(F&& f) noexcept {
         return fail(JITEXPR_ERROR_CUDA, e.what());
     } catch (const jit::NoDeviceError& e) {
         return fail(JITEXPR_ERROR_NO_DEVICE, e.what());
+    } catch (const jit::CancelledError& e) {
+        return fail(JITEXPR_ERROR_CANCELLED, e.what());
     } catch (const jit::InternalError& e) {
         return fail(JITEXPR_ERROR_INTERNAL, e.what());
     } catch (const std::bad_alloc&) {
@@ -129,6 +136,17 @@ DLManagedTensor* export_result(const jit::Array& r, const std::vector<jit::Arg>&
     return jit::to_dlpack(r);
 }
 
+// The C options as C++ ones; fields past `size` are left at their defaults.
+jit::CallOptions call_options(const jitexpr_call_options* o) {
+    jit::CallOptions co;
+    if (!o) return co;
+    if (o->size < sizeof(std::size_t)) throw jit::ArgumentError("jitexpr_call_options.size is not set (use sizeof)");
+    auto has = [&](std::size_t end) { return o->size >= end; };
+    if (has(offsetof(jitexpr_call_options, cancel) + sizeof o->cancel) && o->cancel) co.cancel = o->cancel->token;
+    if (has(offsetof(jitexpr_call_options, stream) + sizeof o->stream)) co.stream = o->stream;
+    return co;
+}
+
 int check_out(DLManagedTensor** out) {
     if (!out) return fail(JITEXPR_ERROR_ARGUMENT, "null output pointer");
     *out = nullptr;
@@ -158,6 +176,7 @@ const char* jitexpr_status_name(int status) {
         case JITEXPR_ERROR_INTERNAL: return "internal";
         case JITEXPR_ERROR_OUT_OF_MEMORY: return "out of memory";
         case JITEXPR_ERROR_UNKNOWN: return "unknown";
+        case JITEXPR_ERROR_CANCELLED: return "cancelled";
     }
     return "?";
 }
@@ -200,14 +219,47 @@ int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out) {
     });
 }
 
-int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+jitexpr_cancel_token* jitexpr_cancel_token_create(int (*poll)(void* user), void* user) {
+    jitexpr_cancel_token* t = nullptr;
+    guarded([&] {
+        if (poll) t = new jitexpr_cancel_token{jit::CancelToken([poll, user] { return poll(user) != 0; })};
+        else t = new jitexpr_cancel_token{jit::CancelToken()};
+    });
+    return t;
+}
+
+void jitexpr_cancel_token_destroy(jitexpr_cancel_token* token) { delete token; }
+
+void jitexpr_cancel_token_cancel(jitexpr_cancel_token* token) {
+    if (token) token->token.cancel();
+}
+
+int jitexpr_cancel_token_cancelled(const jitexpr_cancel_token* token) { return token && token->token.cancelled() ? 1 : 0; }
+
+void jitexpr_cancel_token_reset(jitexpr_cancel_token* token) {
+    if (token) token->token.reset();
+}
+
+int jitexpr_cancel(jitexpr_runtime* rt) {
+    if (!rt) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_cancel: null runtime");
+    rt->runtime.cancel();
+    return JITEXPR_OK;
+}
+
+int jitexpr_eval_with(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args,
+                      DLManagedTensor** out, const jitexpr_call_options* options) {
     if (int rc = check_out(out)) return rc;
     if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval: null runtime or text");
     return guarded([&] {
+        const jit::CallOptions co = call_options(options);
         const std::vector<jit::Arg> a = to_args(n_args, args);
-        const jit::Array r = rt->runtime.eval(text, a);
+        const jit::Array r = rt->runtime.eval(text, a, co);
         *out = export_result(r, a, rt->runtime.backend());
     });
+}
+
+int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+    return jitexpr_eval_with(rt, text, n_args, args, out, nullptr);
 }
 
 int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
@@ -237,14 +289,20 @@ const char* jitexpr_kernel_param_name(const jitexpr_kernel* k, size_t i) {
     return k->kernel.parameters()[i].c_str();
 }
 
-int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out,
+                             const jitexpr_call_options* options) {
     if (int rc = check_out(out)) return rc;
     if (!k) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_kernel_call: null kernel");
     return guarded([&] {
+        const jit::CallOptions co = call_options(options);
         const std::vector<jit::Arg> a = to_args(n_args, args);
-        const jit::Array r = k->kernel.call(a);
+        const jit::Array r = k->kernel.call(a, co);
         *out = export_result(r, a, k->rt->runtime.backend());
     });
+}
+
+int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
+    return jitexpr_kernel_call_with(k, n_args, args, out, nullptr);
 }
 
 int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,

@@ -41,7 +41,9 @@ typedef enum {
     JITEXPR_ERROR_NO_DEVICE = 10,/* CUDA asked for, no driver or device */
     JITEXPR_ERROR_INTERNAL = 11, /* a jitexpr bug */
     JITEXPR_ERROR_OUT_OF_MEMORY = 12,
-    JITEXPR_ERROR_UNKNOWN = 13
+    JITEXPR_ERROR_UNKNOWN = 13,
+    JITEXPR_ERROR_CANCELLED = 14 /* stopped by jitexpr_cancel or a cancel token; the message names
+                                    arguments that were being written in place (partly written) */
 } jitexpr_status;
 
 /* Backends for jitexpr_runtime_create (and what jitexpr_runtime_backend answers). */
@@ -123,6 +125,39 @@ int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jit
 int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
                         DLManagedTensor** out);
 
+/* --- Stopping a call, and per-call options ------------------------------------------------- */
+
+/* A cancel token: the calls given it stop at their next safe point (between blocks of elements
+ * on the CPU, between kernels on CUDA, between compiles) once it is cancelled, and fail with
+ * JITEXPR_ERROR_CANCELLED. `poll`, when not NULL, is called with `user` on the calling thread
+ * about every 20 ms while such a call works or waits; a nonzero result cancels the token (for
+ * hosts that see their signals on one thread only). NULL on failure (out of memory). */
+typedef struct jitexpr_cancel_token jitexpr_cancel_token;
+jitexpr_cancel_token* jitexpr_cancel_token_create(int (*poll)(void* user), void* user);
+void jitexpr_cancel_token_destroy(jitexpr_cancel_token* token); /* NULL is allowed; not while in use */
+/* Only an atomic store: safe from any thread and in a signal handler. NULL is ignored. */
+void jitexpr_cancel_token_cancel(jitexpr_cancel_token* token);
+/* 1 when cancelled, 0 when not (or NULL). */
+int jitexpr_cancel_token_cancelled(const jitexpr_cancel_token* token);
+/* Clears the cancellation, for the next call. */
+void jitexpr_cancel_token_reset(jitexpr_cancel_token* token);
+
+/* Stops every call in flight on `rt` (calls started afterwards are unaffected). Safe from any
+ * thread and in a signal handler. JITEXPR_ERROR_ARGUMENT for NULL. */
+int jitexpr_cancel(jitexpr_runtime* rt);
+
+/* Options of one call. Zero-initialise, then set `size` to sizeof(jitexpr_call_options): fields
+ * added later are read only when `size` covers them. */
+typedef struct {
+    size_t size;
+    jitexpr_cancel_token* cancel; /* NULL: only jitexpr_cancel stops the call */
+    void* stream;                 /* CUDA: the CUstream to run on; NULL: the default stream */
+} jitexpr_call_options;
+
+/* jitexpr_eval with options (`options` NULL: as without). */
+int jitexpr_eval_with(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args,
+                      DLManagedTensor** out, const jitexpr_call_options* options);
+
 /* --- Kernels: parsed once, evaluated many times ----------------------------------------------- */
 
 typedef struct jitexpr_kernel jitexpr_kernel;
@@ -137,6 +172,9 @@ const char* jitexpr_kernel_param_name(const jitexpr_kernel* k, size_t i);
 int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out);
 int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,
                                DLManagedTensor** out);
+/* jitexpr_kernel_call with options (`options` NULL: as without). */
+int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out,
+                             const jitexpr_call_options* options);
 
 /* --- Arrow columns, with nulls ---------------------------------------------------------------- */
 

@@ -7,6 +7,7 @@
 #include "test_util.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <cstring>
 #include <memory>
@@ -319,4 +320,89 @@ TEST(CApiThreads, SixteenThreadsShareOneRuntime) {
     EXPECT_EQ(s.misses, cases.size());
     EXPECT_EQ(s.entries, cases.size());
     EXPECT_EQ(s.hits + s.misses, static_cast<std::uint64_t>(kThreads * kEvals));
+}
+
+// ---- cancellation
+
+namespace {
+// A reduction over 10^10 broadcast elements of two small tensors: many seconds unless stopped.
+struct Endless {
+    HostTensor a, b;
+    Endless() {
+        fill(a, jit::to_dlpack_dtype(jit::DType::Float64), {10000, 1}, as_bytes(std::vector<double>(10000, 0.0)));
+        host_tensor(b, std::vector<double>(1000000, 0.0));
+    }
+};
+}  // namespace
+
+TEST(CApi, CancelledTokenFailsTheCallWithTheCancelledStatus) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1, 2});
+    jitexpr_arg args[1] = {};
+    args[0].kind = JITEXPR_ARG_TENSOR;
+    args[0].value.tensor = &a.managed;
+    jitexpr_cancel_token* tok = jitexpr_cancel_token_create(nullptr, nullptr);
+    ASSERT_NE(tok, nullptr);
+    jitexpr_cancel_token_cancel(tok);
+    EXPECT_EQ(jitexpr_cancel_token_cancelled(tok), 1);
+    jitexpr_call_options o = {};
+    o.size = sizeof o;
+    o.cancel = tok;
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_with(rt.get(), "a * 2", 1, args, &out, &o), JITEXPR_ERROR_CANCELLED);
+    EXPECT_EQ(out, nullptr);
+    EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_CANCELLED), "cancelled");
+    EXPECT_STREQ(jitexpr_last_error(), "cancelled");
+    jitexpr_cancel_token_reset(tok);
+    ASSERT_EQ(jitexpr_eval_with(rt.get(), "a * 2", 1, args, &out, &o), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(values<float>(out), (std::vector<float>{2, 4}));
+    jitexpr_cancel_token_destroy(tok);
+}
+
+TEST(CApi, PollCallbackStopsALongCall) {
+    RuntimePtr rt = cpu_runtime();
+    Endless e;
+    DLManagedTensor* args[] = {&e.a.managed, &e.b.managed};
+    std::vector<jitexpr_arg> a(2);
+    for (int i = 0; i < 2; ++i) {
+        a[i].kind = JITEXPR_ARG_TENSOR;
+        a[i].value.tensor = args[i];
+    }
+    int polls = 0;
+    jitexpr_cancel_token* tok = jitexpr_cancel_token_create([](void* user) { return ++*static_cast<int*>(user) >= 2 ? 1 : 0; }, &polls);
+    jitexpr_call_options o = {};
+    o.size = sizeof o;
+    o.cancel = tok;
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_with(rt.get(), "sum(a + b)", 2, a.data(), &out, &o), JITEXPR_ERROR_CANCELLED);
+    EXPECT_GE(polls, 2);
+    jitexpr_cancel_token_destroy(tok);
+}
+
+TEST(CApi, CancelFromAnotherThreadStopsTheCallsInFlight) {
+    RuntimePtr rt = cpu_runtime();
+    Endless e;
+    DLManagedTensor* args[] = {&e.a.managed, &e.b.managed};
+    std::atomic<bool> done{false};
+    std::thread canceller([&] {
+        // Until the call has ended: a cancel before the call started would not stop it.
+        while (!done) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+            EXPECT_EQ(jitexpr_cancel(rt.get()), JITEXPR_OK);
+        }
+    });
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "sum(a + b)", 2, args, &out), JITEXPR_ERROR_CANCELLED);
+    done = true;
+    canceller.join();
+    EXPECT_EQ(jitexpr_cancel(nullptr), JITEXPR_ERROR_ARGUMENT);
+}
+
+TEST(CApi, CallOptionsWithoutSizeAreRejected) {
+    RuntimePtr rt = cpu_runtime();
+    jitexpr_call_options o = {};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_with(rt.get(), "1 + 1", 0, nullptr, &out, &o), JITEXPR_ERROR_ARGUMENT);
 }
