@@ -45,6 +45,21 @@ void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream = 
 void copy_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
 void memset(void* dst, int value, std::size_t bytes, void* stream = nullptr);
 void synchronize(void* stream = nullptr);  // the stream, or the whole context when null
+// A marker in a stream, to learn without blocking in the driver when the work queued before it
+// is done (the executor polls for cancellation while it waits). Not copyable; null when the
+// driver has no events (then nothing here is called).
+class Event {
+public:
+    static bool supported();
+    Event();  // throws CudaError
+    ~Event();
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    void record(void* stream);
+    bool done() const;  // throws CudaError for a failure of the work before it
+private:
+    void* handle_ = nullptr;
+};
 // True if `ptr` is device memory (or managed) of the current context.
 bool is_device_pointer(const void* ptr);
 

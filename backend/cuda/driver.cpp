@@ -131,6 +131,8 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
                          resolve(lookup, d.EventSynchronize, "cuEventSynchronize", 2000, ignored) &&
                          resolve(lookup, d.EventDestroy, "cuEventDestroy", 4000, ignored);
     if (!staging) d.MemHostAlloc = nullptr;
+    if (!(d.EventCreate && d.EventRecord && d.EventDestroy && resolve(lookup, d.EventQuery, "cuEventQuery", 2000, ignored)))
+        d.EventQuery = nullptr;
     if (!(resolve(lookup, d.MemHostRegister, "cuMemHostRegister", 6050, ignored) &&
           resolve(lookup, d.MemHostUnregister, "cuMemHostUnregister", 4000, ignored)))
         d.MemHostRegister = nullptr;

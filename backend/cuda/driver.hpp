@@ -54,6 +54,8 @@ struct Driver {
     PFN_cuEventRecord_v2000 EventRecord = nullptr;
     PFN_cuEventSynchronize_v2000 EventSynchronize = nullptr;
     PFN_cuEventDestroy_v4000 EventDestroy = nullptr;
+    // Waiting on a kernel while the host polls for cancellation (events.cpp); null: not offered.
+    PFN_cuEventQuery_v2000 EventQuery = nullptr;
     // Page-locking the caller's memory for one copy (JITEXPR_STAGING=register); null: not offered.
     PFN_cuMemHostRegister_v6050 MemHostRegister = nullptr;
     PFN_cuMemHostUnregister_v4000 MemHostUnregister = nullptr;

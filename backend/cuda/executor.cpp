@@ -16,11 +16,20 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <system_error>
 #include <thread>
 
 namespace jit::cuda {
 
 namespace {
+
+// parallel_for for a call that can be stopped or watched (`ctl` not null): no item starts once a
+// stop is requested (the ones running finish), and then CancelledError is thrown. When the
+// control wants ticks, the calling thread does none of the items but waits, ticking it every
+// ~20 ms (its poll function and progress callback run on the calling thread only).
+template <class Fn>
+void parallel_for_watched(std::size_t n, jit::detail::CallControl* ctl, Fn&& fn);
 
 // Runs fn(0) ... fn(n - 1) on up to hardware_concurrency threads (the caller's among them) and
 // returns when all are done; the first exception any call threw is rethrown then.
@@ -54,6 +63,56 @@ void parallel_for(std::size_t n, Fn&& fn) {
     work();
     for (auto& t : threads) t.join();
     if (error) std::rethrow_exception(error);
+}
+
+template <class Fn>
+void parallel_for_watched(std::size_t n, jit::detail::CallControl* ctl, Fn&& fn) {
+    if (!ctl) return parallel_for(n, std::forward<Fn>(fn));
+    std::atomic<bool> skipped{false};
+    auto item = [&](std::size_t i) {
+        if (ctl->stop_requested()) {
+            skipped = true;
+            return;
+        }
+        fn(i);
+    };
+    if (!ctl->wants_ticks() || n == 0) {
+        parallel_for(n, item);
+    } else {
+        std::mutex m;
+        std::condition_variable cv;
+        bool finished = false;
+        std::exception_ptr error;
+        std::thread worker;
+        try {
+            worker = std::thread([&] {
+                std::exception_ptr e;
+                try {
+                    parallel_for(n, item);
+                } catch (...) {
+                    e = std::current_exception();
+                }
+                std::lock_guard<std::mutex> lock(m);
+                error = e;
+                finished = true;
+                cv.notify_one();
+            });
+        } catch (const std::system_error&) {
+            parallel_for(n, item);  // no thread to be had: no ticks either
+        }
+        if (worker.joinable()) {
+            std::unique_lock<std::mutex> lock(m);
+            while (!cv.wait_for(lock, jit::detail::CallControl::kPollEvery, [&] { return finished; })) {
+                lock.unlock();
+                ctl->tick();
+                lock.lock();
+            }
+            lock.unlock();
+            worker.join();
+            if (error) std::rethrow_exception(error);
+        }
+    }
+    if (skipped) jit::detail::CallControl::throw_cancelled();
 }
 
 }  // namespace
@@ -440,6 +499,8 @@ public:
     CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
                  std::shared_ptr<ModuleCache> cache, int block)
         : program_(p), schedule_(ir::split_large_stages(p, s)), options_(o), cache_(std::move(cache)), block_(block) {
+        options_.control = nullptr;  // valid during this constructor only
+        detail::CallControl* const ctl = o.control;
         const DeviceInfo& dev = device_info();
         sm_count_ = std::max(1, dev.sm_count);
         compile_.cc_major = dev.cc_major;
@@ -491,10 +552,10 @@ public:
                 main_.emitted = codegen::emit(program_, schedule_, first);  // the NVRTC kernels
                 info_ = {};
                 info_.emit_ms = ms_since(t0);
-                load(main_, &info_);
+                load(main_, &info_, ctl);
             };
             try {
-                load(main_, &info_);
+                load(main_, &info_, ctl);
             } catch (const CompileError&) {
                 if (!any_ptx) throw;
                 fall_back();
@@ -505,7 +566,7 @@ public:
         } else {
             main_.emitted = std::move(full);
             info_.emit_ms = ms_since(t0);
-            load(main_, &info_);
+            load(main_, &info_, ctl);
             info_.load_ms += found_load_ms;
         }
         // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
@@ -533,7 +594,11 @@ public:
         const Variant* v = live_.load(std::memory_order_acquire);
         if (needs_strided(args)) v = &strided_variant();
         const Workspace& ws = workspace(args.stream);
-        for (auto& l : v->kernels) launch_one(l, args, ws);
+        if (!args.control) {
+            for (auto& l : v->kernels) launch_one(l, args, ws);
+            return;
+        }
+        run_watched(*v, args, ws, *args.control);
     }
 
     std::string source() const override {
@@ -549,6 +614,59 @@ public:
     detail::PrepareInfo info() const override { return info_; }
 
 private:
+    // Programs of at least this many elements (all kernels together) and more than one kernel
+    // are watched: the host queues kernels until they hold about this much work, then waits for
+    // them before queueing more, so that a stop request is honoured at the next kernel boundary.
+    // Smaller programs are queued at once, as without a control.
+    static constexpr std::uint64_t kWatchElements = std::uint64_t{1} << 26;
+
+    std::uint64_t elements_of(const Loaded& l) const {
+        return static_cast<std::uint64_t>(shape_size(schedule_.stages[static_cast<std::size_t>(l.kernel->stage)].shape));
+    }
+
+    // Launches with stop requests honoured between kernels. Kernels are queued until the work
+    // queued since the last wait reaches kWatchElements (one large kernel does), then the host
+    // waits for them on an event, yielding and ticking the control (a wait that spins, like the
+    // driver's own synchronisation, so the next launch follows at once). On a stop it launches
+    // nothing more, waits for what it queued (a kernel is never cut short) and throws
+    // CancelledError: the call returns within about one kernel's time.
+    void run_watched(const Variant& v, const detail::RunArgs& args, const Workspace& ws, detail::CallControl& ctl) const {
+        std::uint64_t total = 0;
+        for (const auto& l : v.kernels) total += elements_of(l);
+        ctl.begin(Progress::Phase::Run, Progress::Unit::Elements, total);
+        ctl.check();
+        if (v.kernels.size() <= 1 || total < kWatchElements || !Event::supported()) {
+            for (auto& l : v.kernels) launch_one(l, args, ws);
+            return;
+        }
+        std::optional<Event> queued;
+        std::uint64_t pending = 0;  // elements queued since the last wait
+        // Waits for everything queued; true when a stop was asked meanwhile.
+        auto drain = [&] {
+            if (!queued) queued.emplace();
+            queued->record(args.stream);
+            bool stop = false;
+            while (!queued->done()) {
+                stop = ctl.tick() || stop;
+                std::this_thread::yield();
+            }
+            ctl.add_done(pending);
+            pending = 0;
+            return stop || ctl.stop_requested();
+        };
+        for (std::size_t i = 0; i < v.kernels.size(); ++i) {
+            if (ctl.tick()) {
+                if (pending) drain();
+                detail::CallControl::throw_cancelled();
+            }
+            const Loaded& l = v.kernels[i];
+            launch_one(l, args, ws);
+            pending += elements_of(l);
+            if (i + 1 < v.kernels.size() && pending >= kWatchElements && drain()) detail::CallControl::throw_cancelled();
+        }
+        // The last kernels stay queued: the call returns as it does without a control.
+    }
+
     // The background half of a tiered compile: loads full_ (compiling what is missing, which
     // also stores it in the module cache and on disk) and then switches run() to it.
     void start_upgrade() {
@@ -576,16 +694,27 @@ private:
 
     // Compiles (or finds) and loads every kernel of the variant; the kernels of a program of
     // several stages compile in parallel (NVRTC is thread-safe; the module cache is single-flight).
-    void load(Variant& v, detail::PrepareInfo* info) {
+    // With a control (a call that can be stopped or watched): compile progress counts the
+    // kernels that need compiling, and a stop request leaves the compiles not yet started
+    // unstarted (those running finish and stay cached) and throws CancelledError.
+    void load(Variant& v, detail::PrepareInfo* info, detail::CallControl* ctl = nullptr) {
         const std::size_t n = v.emitted.kernels.size();
         v.kernels.clear();
         v.kernels.resize(n);
         std::vector<ModuleCache::Lookup> lookups(n);
-        parallel_for(n, [&](std::size_t i) {
+        if (ctl) {
+            ctl->check();
+            std::uint64_t misses = 0;
+            if (ctl->wants_ticks())
+                for (const auto& k : v.emitted.kernels) misses += cache_->find(k, compile_) ? 0 : 1;
+            ctl->begin(Progress::Phase::Compile, Progress::Unit::Kernels, misses);
+        }
+        parallel_for_watched(n, ctl, [&](std::size_t i) {
             const KernelSource& k = v.emitted.kernels[i];
             Loaded& l = v.kernels[i];
             l.kernel = &k;
             l.module = cache_->get(k, compile_, &lookups[i]);
+            if (ctl && !lookups[i].hit) ctl->add_done(1);
             for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e) l.fn[e] = l.module->function(k.entries[e]);
             l.layout = initial_layout(k);
         });
@@ -761,6 +890,10 @@ private:
                     }
                     if (p.written && p.layout_row >= 0)
                         write_row(k, p, args, scratch.layout.data() + k.launch.ndim * (1 + p.layout_row));
+                    if (p.written && args.started_outputs && p.array.kind == codegen::ArrayRef::Kind::Node) {
+                        const std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
+                        if (o >= 0) args.started_outputs[o] = true;
+                    }
                     std::memcpy(slot, &ptr, sizeof ptr);
                     break;
                 }
