@@ -27,7 +27,8 @@ public:
         : token_(token), epoch_(epoch), epoch0_(epoch ? epoch->load(std::memory_order_acquire) : 0),
           progress_(progress && *progress ? progress : nullptr) {
         wants_ticks_ = progress_ || (token_ && token_->has_poll());
-        last_poll_ = last_progress_ = phase_start_ = Clock::now();
+        last_progress_ = phase_start_ = Clock::now();
+        last_poll_ = last_progress_ - kPollEvery;  // the first tick polls
     }
     CallControl(const CallControl&) = delete;
     CallControl& operator=(const CallControl&) = delete;
@@ -40,8 +41,8 @@ public:
     // Whether the calling thread should call tick() while it works or waits.
     bool wants_ticks() const noexcept { return wants_ticks_; }
 
-    // Calling thread only, as often as convenient: runs the poll function every ~20 ms and the
-    // progress callback every ~100 ms. Returns stop_requested().
+    // Calling thread only, as often as convenient: runs the poll function at the first tick and
+    // then every ~20 ms, and the progress callback every ~100 ms. Returns stop_requested().
     bool tick() noexcept {
         if (!wants_ticks_) return stop_requested();
         const auto now = Clock::now();

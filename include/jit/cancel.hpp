@@ -29,7 +29,7 @@ public:
     // A token that is not cancelled.
     CancelToken() : state_(std::make_shared<State>()) {}
     // With a poll function: the call that holds the token runs `poll` on the calling thread
-    // about every 20 ms while it works or waits (for the CPU threads, the GPU, a compile), and
+    // when it starts its work and then about every 20 ms while it works or waits (for the CPU threads, the GPU, a compile), and
     // stops as if cancel() had been called once `poll` returns true. For hosts whose signals are
     // seen only on one thread (Python: PyErr_CheckSignals under the GIL). `poll` must not
     // throw; if it does, the call is cancelled and the exception dropped.
