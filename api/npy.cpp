@@ -1,6 +1,10 @@
 // .npy reading and writing (see include/jit/npy.hpp for the supported forms).
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
+#include <jit/runtime.hpp>
+
+#include "backend/call_control.hpp"
+
 
 #include <fmt/format.h>
 
@@ -406,32 +410,41 @@ private:
     int fd_;
 };
 
-// Reads up to n bytes (fewer only at end of file).
-std::size_t read_fully(int fd, void* buf, std::size_t n, std::string_view name) {
+// Bytes per read or write: with a control (a call that can be stopped or watched), small enough
+// that a stop is seen within a few tens of ms at disk speed and progress moves.
+std::size_t io_chunk(const detail::CallControl* ctl) { return ctl ? std::size_t{16} << 20 : std::size_t{1} << 30; }
+
+// Reads up to n bytes (fewer only at end of file). With `ctl`: ticks between chunks (and on a
+// read interrupted by a signal) and throws CancelledError on a stop.
+std::size_t read_fully(int fd, void* buf, std::size_t n, std::string_view name, detail::CallControl* ctl = nullptr) {
     std::size_t got = 0;
     auto* p = static_cast<unsigned char*>(buf);
     while (got < n) {
-        ssize_t r = ::read(fd, p + got, std::min<std::size_t>(n - got, std::size_t{1} << 30));
+        if (ctl && ctl->tick()) detail::CallControl::throw_cancelled();
+        ssize_t r = ::read(fd, p + got, std::min(n - got, io_chunk(ctl)));
         if (r < 0) {
             if (errno == EINTR) continue;
             fail(name, fmt::format("cannot read: {}", errno_text(errno)));
         }
         if (r == 0) break;
         got += static_cast<std::size_t>(r);
+        if (ctl) ctl->add_done(static_cast<std::uint64_t>(r));
     }
     return got;
 }
 
-void write_fully(int fd, const void* buf, std::size_t n, std::string_view name) {
+void write_fully(int fd, const void* buf, std::size_t n, std::string_view name, detail::CallControl* ctl = nullptr) {
     const auto* p = static_cast<const unsigned char*>(buf);
     std::size_t done = 0;
     while (done < n) {
-        ssize_t r = ::write(fd, p + done, std::min<std::size_t>(n - done, std::size_t{1} << 30));
+        if (ctl && ctl->tick()) detail::CallControl::throw_cancelled();
+        ssize_t r = ::write(fd, p + done, std::min(n - done, io_chunk(ctl)));
         if (r < 0) {
             if (errno == EINTR) continue;
             fail(name, fmt::format("cannot write: {}", errno_text(errno)));
         }
         done += static_cast<std::size_t>(r);
+        if (ctl) ctl->add_done(static_cast<std::uint64_t>(r));
     }
 }
 
@@ -482,7 +495,13 @@ std::string to_npy_bytes(const Array& a) {
     return out;
 }
 
-Array load_npy(const std::string& path, Backend backend) {
+Array load_npy(const std::string& path, Backend backend) { return load_npy(path, backend, CallOptions{}); }
+
+Array load_npy(const std::string& path, Backend backend, const CallOptions& options) {
+    // The token and progress of the options (a load or save belongs to no runtime: no epoch).
+    detail::CallControl control(options.cancel ? &*options.cancel : nullptr, nullptr, &options.progress);
+    detail::CallControl* ctl = &control;
+    ctl->check();
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (fd.get() < 0) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     struct stat st {};
@@ -506,14 +525,21 @@ Array load_npy(const std::string& path, Backend backend) {
     Header h = parse_header(head, path, nullptr);
 
     std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(h.data_bytes, 1)]);
-    const std::size_t got = read_fully(fd.get(), data.get(), h.data_bytes, path);
+    if (ctl) ctl->begin(Progress::Phase::Load, Progress::Unit::Bytes, h.data_bytes);
+    const std::size_t got = read_fully(fd.get(), data.get(), h.data_bytes, path, ctl);
     if (got < h.data_bytes)
         fail(path, fmt::format("the file is shorter than its data: {} {} needs {} bytes after the header, {} present",
                                dtype_name(h.dtype), shape_to_string(h.shape), h.data_bytes, got));
     return finish(h, data.get(), backend);
 }
 
-void save_npy(const std::string& path, const Array& a) {
+void save_npy(const std::string& path, const Array& a) { save_npy(path, a, CallOptions{}); }
+
+void save_npy(const std::string& path, const Array& a, const CallOptions& options) {
+    // The token and progress of the options (a load or save belongs to no runtime: no epoch).
+    detail::CallControl control(options.cancel ? &*options.cancel : nullptr, nullptr, &options.progress);
+    detail::CallControl* ctl = &control;
+    ctl->check();
     if (!a.defined()) throw ArgumentError(fmt::format("{}: cannot save an undefined array", path));
     if (path.empty()) throw IOError("cannot save: the file name is empty");
     // Everything that can fail before touching the file system happens first.
@@ -526,7 +552,9 @@ void save_npy(const std::string& path, const Array& a) {
     if (fd.get() < 0) fail(path, fmt::format("cannot create '{}': {}", tmp, errno_text(errno)));
     try {
         write_fully(fd.get(), header.data(), header.size(), path);
-        write_fully(fd.get(), data.get(), a.nbytes(), path);
+        if (ctl) ctl->begin(Progress::Phase::Save, Progress::Unit::Bytes, a.nbytes());
+        write_fully(fd.get(), data.get(), a.nbytes(), path, ctl);
+        if (ctl) ctl->check();  // the last chunk written: a stop still leaves the target untouched
         if (::fsync(fd.get()) != 0) fail(path, fmt::format("cannot sync: {}", errno_text(errno)));
         if (::close(fd.release()) != 0) fail(path, fmt::format("cannot close: {}", errno_text(errno)));
         if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, fmt::format("cannot rename the temporary file into place: {}", errno_text(errno)));

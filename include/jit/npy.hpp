@@ -20,6 +20,7 @@
 #pragma once
 
 #include <jit/array.hpp>
+#include <jit/runtime.hpp>
 
 #include <string>
 #include <string_view>
@@ -31,6 +32,13 @@ Array load_npy(const std::string& path, Backend backend = Backend::Auto);
 
 // Saves `a` (any backend, any strides) as a .npy file, atomically.
 void save_npy(const std::string& path, const Array& a);
+
+// The same with a cancel token and progress (CallOptions::cancel and ::progress; the stream and
+// timing are not used): the file is read or written in chunks, a stop between two throws
+// CancelledError (a save then leaves no temporary file and `path` as it was), and progress
+// counts the data's bytes (Progress::Phase::Load / Save).
+Array load_npy(const std::string& path, Backend backend, const CallOptions& options);
+void save_npy(const std::string& path, const Array& a, const CallOptions& options);
 
 // In-memory variants: the bytes of a whole .npy file. `name` is used in error messages.
 Array parse_npy(std::string_view bytes, Backend backend = Backend::Auto, std::string_view name = "<memory>");

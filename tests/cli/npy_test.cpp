@@ -1,15 +1,18 @@
 // .npy parsing and serialising, in memory and through files (CPU arrays).
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
+#include <jit/runtime.hpp>
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <complex>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -326,3 +329,52 @@ TEST(NpyFiles, LoadFileEndingInsideHeaderThrows) {
 }
 
 }  // namespace
+
+TEST(NpyFiles, LoadWithACancelledTokenThrowsCancelled) {
+    const std::string p = tmp_path("c.npy");
+    jit::save_npy(p, Array::from(std::vector<float>{1, 2}));
+    jit::CallOptions o;
+    o.cancel.emplace();
+    o.cancel->cancel();
+    EXPECT_THROW(jit::load_npy(p, Backend::Cpu, o), jit::CancelledError);
+}
+
+TEST(NpyFiles, SaveStoppedByItsTokenLeavesTheFileAsItWasAndNoTemporary) {
+    const std::string p = tmp_path("keep.npy");
+    jit::save_npy(p, Array::from(std::vector<float>{1, 2}));
+    jit::CallOptions o;
+    o.cancel.emplace([] { return true; });  // the first poll stops it
+    o.cancel->cancel();
+    EXPECT_THROW(jit::save_npy(p, Array::from(std::vector<float>(1 << 20, 3.0f)), o), jit::CancelledError);
+    EXPECT_EQ(jit::load_npy(p, Backend::Cpu).to_vector<float>(), (std::vector<float>{1, 2}));
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(std::filesystem::path(p).parent_path())) {
+        (void)e;
+        ++files;
+    }
+    EXPECT_EQ(files, 1);
+}
+
+TEST(NpyFiles, ProgressCountsTheBytesOfTheData) {
+    // Progress comes every ~100 ms at most: a poll function (every ~20 ms) that sleeps makes
+    // the load of a few chunks last long enough for reports, whatever the disk's speed.
+    const std::string p = tmp_path("big.npy");
+    const std::size_t n = std::size_t{12} << 20;  // 48 MiB of float32: three 16 MiB chunks
+    jit::save_npy(p, Array::from(std::vector<float>(n, 1.0f)));
+    jit::CallOptions o;
+    o.cancel.emplace([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(60));
+        return false;
+    });
+    std::uint64_t total = 0, done = 0;
+    o.progress = [&](const jit::Progress& pr) {
+        EXPECT_EQ(pr.phase, jit::Progress::Phase::Load);
+        EXPECT_EQ(pr.unit, jit::Progress::Unit::Bytes);
+        total = pr.total;
+        done = pr.done;
+    };
+    EXPECT_EQ(jit::load_npy(p, Backend::Cpu, o).size(), static_cast<std::int64_t>(n));
+    EXPECT_EQ(total, n * 4);
+    EXPECT_GT(done, 0u);
+    EXPECT_LE(done, total);
+}
