@@ -347,11 +347,12 @@ struct Runtime::Impl {
     std::atomic<std::uint64_t> cancel_epoch{0};
     // Binds, runs and (when write_back) stores the assigned names into env. `control` null: the
     // call cannot be stopped (the copies that finish an in-place write).
+    // `all_or_nothing`: in-place targets are written through temporaries (CallOptions).
     Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
-              bool write_back, detail::CallControl* control);
+              bool write_back, detail::CallControl* control, bool all_or_nothing = false);
     Array run(std::string_view text, const Front& front, Environment& env, const CallOptions& o, bool write_back) {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
-        return run(text, front, env, o.stream, o.timing, write_back, &control);
+        return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
     }
     // JITEXPR_SHOW_KERNELS=1 prints every newly generated kernel's source to stderr.
     const bool show_kernels = env_or("JITEXPR_SHOW_KERNELS") == "1";
@@ -490,7 +491,7 @@ Array Runtime::run(std::string_view text, Environment& env, const CallOptions& o
 }
 
 Array Runtime::Impl::run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
-                         bool write_back, detail::CallControl* control) {
+                         bool write_back, detail::CallControl* control, bool all_or_nothing) {
     const Front* f = &front;
     if (f->module.statements.empty()) return Array();
     if (control) control->check();  // cancelled before it began
@@ -523,7 +524,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
-        if (od.alias_input >= 0 && e->direct_alias[o]) {
+        if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
             outputs[o] = detail::empty_like(e->output_shapes[o], stream == nullptr);
@@ -545,7 +546,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         std::vector<std::string> partly;
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             const ir::OutputDecl& od = p.outputs[o];
-            if (od.alias_input >= 0 && e->direct_alias[o] && started[o])
+            if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing && started[o])
                 partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
         }
         throw CancelledError(std::move(partly));

@@ -89,6 +89,11 @@ struct CallOptions {
     std::optional<CancelToken> cancel;      // stops the call when cancelled (jit/cancel.hpp);
                                             // without one, Runtime::cancel() still stops it
     ProgressFn progress;                    // progress of long work, on the calling thread
+    // In-place targets (`x = ...` into an existing x of that dtype and shape) are computed into
+    // temporaries and copied in only once the whole program has run, so a cancelled call leaves
+    // them untouched (all or nothing) at the cost of one more array and copy each. Off: they
+    // are written directly, and a cancelled call names them in CancelledError::partly_written().
+    bool in_place_all_or_nothing = false;
 };
 
 class Runtime {

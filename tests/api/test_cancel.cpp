@@ -151,7 +151,7 @@ TEST(Cancel, InPlaceWriteCutShortNamesTheTargetAndLeavesItPartlyWritten) {
     // One thread: blocks are written in order, so a stop mid-stage leaves new values at the
     // front and old ones at the back.
     jit::Runtime rt = cpu_runtime(1);
-    const std::size_t n = std::size_t{1} << 25;  // ~10 ns an element below: far more than 20 ms
+    const std::size_t n = std::size_t{1} << 24;  // ~10 ns an element below: far more than 20 ms
     jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f)))}};
     jit::CallOptions o;
     int polls = 0;
@@ -166,6 +166,31 @@ TEST(Cancel, InPlaceWriteCutShortNamesTheTargetAndLeavesItPartlyWritten) {
     const std::vector<float> x = env.at("x").array().to_vector<float>();
     EXPECT_NE(x.front(), 0.5f);  // written
     EXPECT_EQ(x.back(), 0.5f);   // not reached
+}
+
+TEST(Cancel, InPlaceAllOrNothingLeavesTheTargetUntouchedWhenStopped) {
+    jit::Runtime rt = cpu_runtime(1);
+    const std::size_t n = std::size_t{1} << 24;
+    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f)))}};
+    jit::CallOptions o;
+    o.in_place_all_or_nothing = true;
+    int polls = 0;
+    o.cancel.emplace([&polls] { return ++polls == 2; });  // mid-stage, as in the test above
+    try {
+        rt.run("x = sqrt(x * x + 1) * sin(x) + cos(x) * exp(-x) + log(x + 2)", env, o);
+        FAIL() << "the call was not stopped";
+    } catch (const jit::CancelledError& e) {
+        EXPECT_TRUE(e.partly_written().empty()) << e.what();
+    }
+    const std::vector<float> x = env.at("x").array().to_vector<float>();
+    EXPECT_EQ(x.front(), 0.5f);
+    EXPECT_EQ(x.back(), 0.5f);
+    // Not stopped: the result lands in the same array.
+    jit::Array before = env.at("x").array();
+    o.cancel.reset();
+    rt.run("x = x * 2", env, o);
+    EXPECT_EQ(env.at("x").array().data(), before.data());
+    EXPECT_EQ(env.at("x").array().to_vector<float>().front(), 1.0f);
 }
 
 TEST(Cancel, InPlaceTargetOfAStageNotStartedIsNotNamed) {
