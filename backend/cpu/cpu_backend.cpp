@@ -830,12 +830,17 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     const i64 rows = b.rows, L = b.row_len;
     Ctx ctx{b.args, nullptr};
 
+    // Marks the output (when it is one) as being written, for a stop that cuts the stage short.
+    auto writing = [&] {
+        if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+    };
     auto finish_row = [&](i64 row, std::byte* acc) {
         if (divide) divide(acc, L);
         store(acc, b.out_base + offset_of(row, b.out_shape, b.out_strides) * b.out_item, 1, 1);
     };
 
     if (L == 0 || b.space.size == 0) {
+        writing();
         for (i64 row = 0; row < rows; ++row) {
             alignas(16) std::byte acc[16];
             identity(acc);
@@ -864,6 +869,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
                 reduce(ptr[sp.value_slot], len, acc);
             }
         });
+        writing();  // only now: a stop during the partial sums leaves the output untouched
         for (i64 row = 0; row < rows; ++row) {
             alignas(16) std::byte acc[16];
             identity(acc);
@@ -873,9 +879,10 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         return;
     }
 
-    // Short rows: whole rows packed into each block.
+    // Short rows: whole rows packed into each block, each row written as soon as it is reduced.
     const i64 per_block = std::max<i64>(1, kBlock / L);
     const i64 units = (rows + per_block - 1) / per_block;
+    writing();
     parallel(units, b.space.size, b.args->control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
         std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
@@ -921,10 +928,8 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     }
     for (const StagePlan& sp : plans_) {
         if (ctl) ctl->check();  // between stages
-        if (args.started_outputs) {
+        if (args.started_outputs)  // a reduction marks its output where it starts writing it (run_reduce)
             for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
-            if (sp.kind == ir::Stage::Kind::Reduce && sp.output >= 0) args.started_outputs[sp.output] = true;
-        }
         const Bound b = bind(sp, ctx);
         if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else run_elementwise(sp, b);

@@ -210,6 +210,23 @@ TEST(Cancel, InPlaceTargetOfAStageNotStartedIsNotNamed) {
     EXPECT_EQ(env.at("x").array().to_vector<double>(), (std::vector<double>{1, 2, 3}));
 }
 
+TEST(Cancel, FullReductionIntoAnExistingArrayStoppedBeforeItsResultLeavesTheOldValue) {
+    // The partial sums run first; the result is written only once they are all done.
+    jit::Runtime rt = cpu_runtime();
+    jit::Environment env = endless_env();
+    env.insert_or_assign("s", jit::Arg(jit::Array::from(std::vector<double>{1.5}, {})));
+    jit::CancelToken stop;
+    CancelWhenRunning when([stop] { stop.cancel(); });
+    when.options.cancel = stop;
+    try {
+        rt.run(kEndless, env, when.options);
+        FAIL() << "the call was not stopped";
+    } catch (const jit::CancelledError& e) {
+        EXPECT_TRUE(e.partly_written().empty()) << e.what();
+    }
+    EXPECT_EQ(env.at("s").array().to_vector<double>(), std::vector<double>{1.5});
+}
+
 TEST(Cancel, ProgressCountsElementsOfTheWholeProgram) {
     jit::Runtime rt = cpu_runtime();
     jit::Environment env = endless_env();
