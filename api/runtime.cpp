@@ -24,6 +24,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
+#include <thread>
 #include <unordered_map>
 
 namespace jit {
@@ -156,6 +157,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
     if (const std::string t = env_or("JITEXPR_TIERED"); t == "0") o.tiered_compile = false;
     else if (t == "1") o.tiered_compile = true;
+    if (env_or("JITEXPR_SHOW_KERNELS") == "1") o.show_kernels = true;
     std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
     for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
     return o;
@@ -295,7 +297,7 @@ struct Runtime::Impl {
         po.tiered = options.tiered_compile;
         po.control = control;
         e->prepared = impl->prepare(e->program, e->schedule, po);
-        if (show_kernels) {
+        if (options.show_kernels) {
             const std::string src = e->prepared->source();
             if (!src.empty()) std::fprintf(stderr, "jitexpr: generated CUDA source:\n%s\n", src.c_str());
         }
@@ -354,8 +356,6 @@ struct Runtime::Impl {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
         return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
     }
-    // JITEXPR_SHOW_KERNELS=1 prints every newly generated kernel's source to stderr.
-    const bool show_kernels = env_or("JITEXPR_SHOW_KERNELS") == "1";
     // The parsed "dst = src" of in-place copy-backs.
     std::shared_ptr<const Front> front_of_copy() { return front("dst = src", nullptr); }
 };
@@ -573,6 +573,25 @@ std::string Runtime::source(std::string_view text, const Environment& env) {
     auto f = impl_->front(text, nullptr);
     auto e = impl_->entry(text, *f, env, nullptr);
     return e->prepared->source();
+}
+
+SystemInfo system_info() {
+    SystemInfo si;
+    si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+    si.nvrtc_version = cuda::nvrtc_version();
+    si.nvjitlink = cuda::ptx_assembler_available();
+    si.driver_version = cuda::driver_version();
+    si.cuda = cuda::available(&si.cuda_reason);
+    if (si.cuda) {
+        si.cuda_reason.clear();
+        const cuda::DeviceInfo& d = cuda::device_info();
+        si.device_name = d.name;
+        si.cc_major = d.cc_major;
+        si.cc_minor = d.cc_minor;
+        si.sm_count = d.sm_count;
+        si.device_memory = d.total_memory;
+    }
+    return si;
 }
 
 Runtime& Runtime::default_runtime() {

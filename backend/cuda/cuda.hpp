@@ -34,6 +34,9 @@ struct DeviceInfo {
 };
 // Throws NoDeviceError if !available().
 const DeviceInfo& device_info(int ordinal = 0);
+// The CUDA version the driver supports (13000 for 13.0); 0 when no driver loaded. Tries to load
+// it (as available() does).
+int driver_version();
 
 // ---- memory (device 0's primary context)
 // Copies from or to host memory are complete when they return (the host buffer may be reused or

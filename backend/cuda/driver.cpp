@@ -367,6 +367,8 @@ int driver_version() { return loaded().driver_version; }
 
 }  // namespace detail
 
+int driver_version() { return detail::driver_version(); }
+
 bool available(std::string* why) {
     const auto& s = detail::loaded();
     if (!s.ok && why) *why = s.why;

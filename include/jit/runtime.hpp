@@ -68,11 +68,30 @@ struct RuntimeOptions {
     // the kernels with vector paths compile in the background and take over once loaded
     // (results are the same). On by default; JITEXPR_TIERED=0 turns it off.
     bool tiered_compile = true;
+    // Prints the CUDA source of every kernel the runtime generates on stderr
+    // (JITEXPR_SHOW_KERNELS=1; the CLI's --show-kernels).
+    bool show_kernels = false;
     // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
     // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space),
     // JITEXPR_TIERED=0 or 1.
     static RuntimeOptions from_environment();
 };
+
+// What this machine offers jitexpr (for `jitexpr --version` and the REPL's :info). Loads the
+// CUDA driver if it can (as a runtime would), and never fails.
+struct SystemInfo {
+    bool cuda = false;               // a driver and a device are usable
+    std::string cuda_reason;         // why not, when !cuda
+    int driver_version = 0;          // the CUDA version the driver supports (13000: 13.0); 0: no driver
+    int nvrtc_version = 0;           // the CUDA toolkit's NVRTC that jitexpr uses (13000: 13.0)
+    bool nvjitlink = false;          // nvJitLink present (first-tier PTX kernels)
+    std::string device_name;         // device 0, when cuda
+    int cc_major = 0, cc_minor = 0;  // its compute capability
+    int sm_count = 0;
+    std::size_t device_memory = 0;   // bytes
+    unsigned hardware_threads = 0;   // what cpu_threads = 0 means
+};
+SystemInfo system_info();
 
 // Where the time of one evaluation went (for :time).
 struct Timing {
