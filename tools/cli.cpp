@@ -1,7 +1,9 @@
 #include "cli.hpp"
 
 #include "format.hpp"
+#include "interrupt.hpp"
 #include "precompile.hpp"
+#include "progress.hpp"
 #include "repl.hpp"
 #include "session.hpp"
 
@@ -13,7 +15,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
+#include <cstdlib>
+#include <functional>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -72,6 +77,8 @@ void run_text(Session& s, const std::string& text, const std::string& origin) {
         s.run(text, print_value);
     } catch (const InternalError&) {
         throw;
+    } catch (const CancelledError&) {
+        throw;
     } catch (const Error& e) {
         throw OriginError(fmt::format("{}: {}", origin, e.what()));
     }
@@ -103,26 +110,47 @@ int cache_command(const std::string& command) {
 }
 
 int run_mode(const CliOptions& o) {
-    RuntimeOptions ro = RuntimeOptions::from_environment();
-    if (o.backend) ro.backend = *o.backend;
+    const RuntimeOptions ro = runtime_options(o);
+    // From here on Ctrl-C stops what runs (the session's token) instead of killing the process.
+    InterruptScope interrupt;
+    clear_interrupt();
+    ProgressLine progress(o.quiet ? ProgressLine::Mode::Off : o.progress ? ProgressLine::Mode::On : ProgressLine::Mode::Auto);
     Session session(ro);
+    CallOptions call;
+    call.cancel = interrupt_token();
+    if (progress.enabled()) call.progress = [&progress](const Progress& p) { progress.update(p); };
+    session.set_call_options(call);
+    if (o.time) {
+        const Backend b = session.backend();
+        session.set_time_report([b](const StatementTime& t) { std::cerr << "jitexpr: " << time_text(t, b) << '\n'; });
+    }
     if (o.verbose && session.backend() == Backend::Cpu && ro.backend == Backend::Auto) {
         const std::string why = session.runtime().fallback_reason();
         if (!why.empty()) std::cerr << "jitexpr: using the CPU backend: " << why << '\n';
     }
-    for (const NameFile& l : o.loads)
-        session.env().insert_or_assign(l.name, Arg(load_npy(l.file, session.backend())));
+    for (const NameFile& l : o.loads) {
+        ProgressStep step(progress);
+        session.env().insert_or_assign(l.name, Arg(load_npy(l.file, session.backend(), call)));
+    }
 
     const bool interactive = o.exprs.empty() && !o.script && ::isatty(STDIN_FILENO);
     if (interactive) {
-        int rc = run_repl(session, o);
+        int rc = run_repl(session, o, progress);
         if (rc != kExitOk) return rc;
     } else {
-        for (const std::string& e : o.exprs) run_text(session, e, "-e");
+        RunningStatement running;
+        for (const std::string& e : o.exprs) {
+            ProgressStep step(progress);
+            run_text(session, e, "-e");
+        }
         if (o.script || o.exprs.empty()) {
             const std::string path = o.script.value_or("-");
-            run_text(session, read_script(path), path == "-" ? "<stdin>" : path);
+            const std::string text = read_script(path);
+            if (interrupted()) throw CancelledError();  // a read cut short by Ctrl-C is not the script
+            ProgressStep step(progress);
+            run_text(session, text, path == "-" ? "<stdin>" : path);
         }
+        if (interrupted()) throw CancelledError();  // a Ctrl-C after the last safe point still saves nothing
     }
 
     // Saves happen only when every statement ran; check every name before writing anything.
@@ -132,7 +160,11 @@ int run_mode(const CliOptions& o) {
         if (!v) throw ArgumentError(fmt::format("--save {}={}: no variable named '{}'", s.name, s.file, s.name));
         values.push_back(*v);
     }
-    for (std::size_t i = 0; i < o.saves.size(); ++i) save_npy(o.saves[i].file, values[i]);
+    RunningStatement saving;
+    for (std::size_t i = 0; i < o.saves.size(); ++i) {
+        ProgressStep step(progress);
+        save_npy(o.saves[i].file, values[i], call);
+    }
     return kExitOk;
 }
 
@@ -147,6 +179,210 @@ NameFile parse_name_file(const std::string& value, const std::string& option) {
         throw UsageError(fmt::format("{} {}: '{}' is not a variable name", option, value, nf.name));
     if (nf.file.empty()) throw UsageError(fmt::format("{} {}: the file name is empty", option, value));
     return nf;
+}
+
+namespace {
+
+// ---- the option table: parsing, --help, the man page and docs/cli.md come from it
+
+// Checks shared by an option and the JITEXPR_* variable it stands for.
+int threads_value(const std::string& v, const std::string& source) {
+    std::size_t used = 0;
+    long long n = -1;
+    try {
+        n = std::stoll(v, &used);
+    } catch (const std::exception&) {
+    }
+    if (v.empty() || used != v.size() || n < 0 || v[0] == '+')
+        throw UsageError(fmt::format("{} takes a whole number of threads (0: every core), not '{}'", source, v));
+    return static_cast<int>(std::min<long long>(n, 1024));
+}
+
+std::string one_of(const std::string& v, const std::string& source, std::initializer_list<const char*> allowed) {
+    std::string list;
+    for (const char* a : allowed) {
+        if (v == a) return v;
+        list += (list.empty() ? "" : ", ") + std::string(a);
+    }
+    throw UsageError(fmt::format("{} takes {}, not '{}'", source, list, v));
+}
+
+bool on_off(const std::string& v, const std::string& source) {
+    if (v == "on" || v == "1") return true;
+    if (v == "off" || v == "0") return false;
+    throw UsageError(fmt::format("{} takes on or off, not '{}'", source, v));
+}
+
+struct Spec {
+    std::vector<std::string> names;  // "-t", "--threads"
+    std::string arg;                 // "N", or empty for a switch
+    std::string env;
+    std::string help;
+    std::function<void(CliOptions&, const std::string& value)> apply;
+};
+
+const std::vector<Spec>& specs() {
+    static const std::vector<Spec> table{
+        {{"--backend"}, "B", "JITEXPR_BACKEND",
+         "cpu, cuda or auto (CUDA when a driver and a device are present, else the CPU). --backend cuda on a machine "
+         "without CUDA is an error.",
+         [](CliOptions& o, const std::string& v) { o.backend = parse_backend(v); }},
+        {{"-t", "--threads"}, "N", "JITEXPR_THREADS",
+         "CPU threads of the CPU backend, the calling one included (0: every core; more than 1024 counts as 1024).",
+         [](CliOptions& o, const std::string& v) { o.threads = threads_value(v, "--threads"); }},
+        {{"--load"}, "NAME=FILE", "",
+         "Binds NAME to the array in FILE (.npy) before any statement runs. Repeatable.",
+         [](CliOptions& o, const std::string& v) { o.loads.push_back(parse_name_file(v, "--load")); }},
+        {{"-e"}, "STATEMENTS", "",
+         "Statements to run (';' or newlines between them). Repeatable; also written -eSTATEMENTS.",
+         [](CliOptions& o, const std::string& v) { o.exprs.push_back(v); }},
+        {{"--save"}, "NAME=FILE", "",
+         "After every statement ran, writes variable NAME to FILE (.npy). Repeatable. Nothing is saved when a "
+         "statement failed or Ctrl-C stopped the run.",
+         [](CliOptions& o, const std::string& v) { o.saves.push_back(parse_name_file(v, "--save")); }},
+        {{"--time"}, "", "",
+         "After each statement, prints on standard error where its time went: parse, check, emit, compile (or the "
+         "cache hit), load, run, and printing its value (the copy to the host included).",
+         [](CliOptions& o, const std::string&) { o.time = true; }},
+        {{"--progress"}, "", "",
+         "Shows the progress line of long statements, loads, saves and compiles even when standard error is not a "
+         "terminal (as whole lines, at most one a second).",
+         [](CliOptions& o, const std::string&) { o.progress = true; }},
+        {{"-q", "--quiet"}, "", "", "No progress line and no start-up banner.",
+         [](CliOptions& o, const std::string&) { o.quiet = true; }},
+        {{"--cache-dir"}, "DIR", "JITEXPR_CACHE_DIR",
+         "The disk cache of compiled kernels (default: $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr).",
+         [](CliOptions& o, const std::string& v) {
+             if (v.empty()) throw UsageError("--cache-dir takes a directory, not an empty name");
+             o.cache_dir = v;
+         }},
+        {{"--no-disk-cache"}, "", "JITEXPR_DISK_CACHE=0", "Keeps compiled kernels in memory only.",
+         [](CliOptions& o, const std::string&) { o.no_disk_cache = true; }},
+        {{"--fast-math"}, "", "JITEXPR_FAST_MATH=1",
+         "Faster, less exact math: -use_fast_math on CUDA, relaxed math on the CPU.",
+         [](CliOptions& o, const std::string&) { o.fast_math = true; }},
+        {{"--tiered"}, "on|off", "JITEXPR_TIERED",
+         "CUDA: start new programs on quickly compiled first-tier kernels while the final ones compile in the "
+         "background (on by default).",
+         [](CliOptions& o, const std::string& v) { o.tiered = on_off(v, "--tiered"); }},
+        {{"--nvrtc-options"}, "OPTIONS", "JITEXPR_NVRTC_OPTIONS",
+         "More NVRTC options for every kernel, separated by spaces (e.g. \"--Ofast-compile=max\").",
+         [](CliOptions& o, const std::string& v) { o.nvrtc_options = v; }},
+        {{"--show-kernels"}, "", "JITEXPR_SHOW_KERNELS=1",
+         "Prints the CUDA source of every kernel generated, on standard error.",
+         [](CliOptions& o, const std::string&) { o.show_kernels = true; }},
+        {{"--staging"}, "MODE", "JITEXPR_STAGING",
+         "How large copies of pageable host memory reach the device: staged (pinned buffers, the default), "
+         "direct (the driver's path) or register (page-locking the caller's memory).",
+         [](CliOptions& o, const std::string& v) { o.staging = one_of(v, "--staging", {"staged", "direct", "register"}); }},
+        {{"--cpu-kernels"}, "KIND", "JITEXPR_CPU_KERNELS",
+         "The CPU backend's block kernels: auto (AVX2 where the processor has it) or base (portable).",
+         [](CliOptions& o, const std::string& v) { o.cpu_kernels = one_of(v, "--cpu-kernels", {"auto", "base"}); }},
+        {{"-v", "--verbose"}, "", "", "Says on standard error when auto falls back to the CPU, and why.",
+         [](CliOptions& o, const std::string&) { o.verbose = true; }},
+        {{"-h", "--help"}, "", "", "This text.",
+         [](CliOptions& o, const std::string&) { o.mode = CliOptions::Mode::Help; }},
+        {{"--version"}, "", "", "The version, the CUDA driver and toolkit found (and the device), and the line editor.",
+         [](CliOptions& o, const std::string&) { o.mode = CliOptions::Mode::Version; }},
+    };
+    return table;
+}
+
+std::string flags_of(const Spec& sp) {
+    std::string f;
+    for (const auto& n : sp.names) f += (f.empty() ? "" : ", ") + n;
+    if (!sp.arg.empty()) f += " " + sp.arg;
+    return f;
+}
+
+// Words of `text` wrapped at `width` columns; lines after the first are indented by `indent`;
+// the first line starts at column `first_used`.
+std::string wrap(const std::string& text, std::size_t width, std::size_t indent, std::size_t first_used) {
+    std::string out, line;
+    std::size_t used = first_used;
+    std::istringstream words(text);
+    for (std::string w; words >> w;) {
+        if (!line.empty() && used + 1 + w.size() > width) {
+            out += line + "\n" + std::string(indent, ' ');
+            line.clear();
+            used = indent;
+        }
+        if (!line.empty()) {
+            line += ' ';
+            ++used;
+        }
+        line += w;
+        used += w.size();
+    }
+    return out + line;
+}
+
+const char* const kSynopsis[] = {
+    "jitexpr [OPTION]... [-e STATEMENTS]... [SCRIPT | -]",
+    "jitexpr cache stats|clear|verify",
+    "jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]",
+    "jitexpr --help | --version",
+};
+
+const char* const kDescription =
+    "Evaluates array statements such as \"c = a * 2 + b\" on the GPU (CUDA) or the CPU. With no -e and no SCRIPT, "
+    "reads statements interactively when standard input is a terminal, else from standard input. --loads happen "
+    "first, then every -e in order, then the script, then every --save. Options override the JITEXPR_* variables "
+    "named with them.";
+
+const char* const kInterrupt =
+    "Ctrl-C stops a running statement at its next safe point (between blocks on the CPU, between kernels on CUDA, "
+    "between chunks of a file): a statement making a new array binds nothing; one writing in place into an "
+    "existing array finishes or is named as possibly partly written. The REPL goes on; otherwise jitexpr exits with "
+    "status 130 and writes none of its --save files. A second Ctrl-C says it is still stopping, a third quits at once.";
+
+const char* const kExit = "0 success; 1 an error in a statement, a file or the device; 2 bad usage; 130 stopped by Ctrl-C.";
+
+const char* const kConstructors =
+    "Array constructors: arange(stop), arange(start, stop[, step]), linspace(a, b, n), zeros(shape), ones(shape), "
+    "full(shape, value), rand(shape, seed=0), randn(shape, seed=0) (shape: 3, (3, 4) or 3, 4; optional "
+    "dtype=float32), load(\"x.npy\"), save(x, \"x.npy\"). A statement without \"name =\" prints its value.";
+
+const char* const kScript = "A file of statements, run after every -e; '-' is standard input.";
+
+std::string roff_escape(const std::string& s) {
+    std::string out;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const char c = s[i];
+        if (c == '\\') out += "\\e";
+        else if (c == '-') out += "\\-";
+        else if ((c == '.' || c == '\'') && (i == 0 || s[i - 1] == '\n')) out += "\\&" + std::string(1, c);
+        else out += c;
+    }
+    return out;
+}
+
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
+}  // namespace
+
+const std::vector<OptionDoc>& option_docs() {
+    static const std::vector<OptionDoc> docs = [] {
+        std::vector<OptionDoc> d;
+        for (const Spec& sp : specs()) d.push_back({flags_of(sp), sp.env, sp.help});
+        return d;
+    }();
+    return docs;
+}
+
+const std::vector<CommandDoc>& repl_command_docs() {
+    static const std::vector<CommandDoc> c{
+        {":help", "The statements, constructors and commands."},
+        {":vars", "Every variable: name, dtype, shape, backend, bytes."},
+        {":source STMT", "The CUDA source generated for STMT with the current variables (none on the CPU backend)."},
+        {":time STMT", "Runs STMT and prints the time of each stage and whether the caches hit."},
+        {":cache", "The runtime's cache statistics."},
+        {":backend [B]", "The backend in use; with cpu or cuda, switches and moves every variable there."},
+        {":threads [N]", "The CPU backend's thread count; with N, a new runtime with N threads (0: every core)."},
+        {":info", "Version, backend, threads, the CUDA driver, toolkit and device, or the full reason CUDA is not used."},
+        {":quit", "Leaves (also :q, :exit, and Ctrl-D on an empty line)."},
+    };
+    return c;
 }
 
 CliOptions parse_args(const std::vector<std::string>& args) {
@@ -182,79 +418,164 @@ CliOptions parse_args(const std::vector<std::string>& args) {
     bool options_done = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
-        // The value of an option given as "--opt VALUE", "--opt=VALUE" or (for -e) "-eVALUE".
-        auto value = [&](const std::string& name) -> std::string {
-            if (a.size() > name.size() && a.compare(0, name.size(), name) == 0) {
-                if (a[name.size()] == '=') return a.substr(name.size() + 1);
-                if (name == "-e") return a.substr(2);
-            }
-            if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", name));
-            return args[++i];
-        };
-        auto is = [&](const std::string& name) {
-            return a == name || (a.size() > name.size() && a.compare(0, name.size(), name) == 0 &&
-                                 (a[name.size()] == '=' || name == "-e"));
-        };
         if (options_done || a == "-" || a.empty() || a[0] != '-') {
             if (o.script) throw UsageError(fmt::format("more than one script given ('{}' and '{}')", *o.script, a));
             o.script = a;
-        } else if (a == "--") {
-            options_done = true;
-        } else if (a == "-h" || a == "--help") {
-            o.mode = CliOptions::Mode::Help;
-        } else if (a == "--version") {
-            o.mode = CliOptions::Mode::Version;
-        } else if (a == "-v" || a == "--verbose") {
-            o.verbose = true;
-        } else if (is("--backend")) {
-            o.backend = parse_backend(value("--backend"));
-        } else if (is("--load")) {
-            o.loads.push_back(parse_name_file(value("--load"), "--load"));
-        } else if (is("--save")) {
-            o.saves.push_back(parse_name_file(value("--save"), "--save"));
-        } else if (is("-e")) {
-            o.exprs.push_back(value("-e"));
-        } else {
-            throw UsageError(fmt::format("unknown option '{}'", a));
+            continue;
         }
+        if (a == "--") {
+            options_done = true;
+            continue;
+        }
+        // "--opt VALUE", "--opt=VALUE", and for -e also "-eVALUE"; switches take no value.
+        const Spec* found = nullptr;
+        std::string value;
+        bool inline_value = false;
+        for (const Spec& sp : specs()) {
+            for (const std::string& n : sp.names) {
+                if (a == n) {
+                    found = &sp;
+                } else if (!sp.arg.empty() && a.size() > n.size() && a.compare(0, n.size(), n) == 0 &&
+                           (a[n.size()] == '=' || n == "-e")) {
+                    found = &sp;
+                    inline_value = true;
+                    value = a.substr(n.size() + (a[n.size()] == '=' ? 1 : 0));
+                }
+                if (found) break;
+            }
+            if (found) break;
+        }
+        if (!found) throw UsageError(fmt::format("unknown option '{}'", a));
+        if (!found->arg.empty() && !inline_value) {
+            if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", a));
+            value = args[++i];
+        }
+        found->apply(o, value);
     }
     return o;
 }
 
+RuntimeOptions runtime_options(const CliOptions& o) {
+    // The backends read these two where they are used; the option sets them for this process.
+    if (o.staging) ::setenv("JITEXPR_STAGING", o.staging->c_str(), 1);
+    if (o.cpu_kernels) ::setenv("JITEXPR_CPU_KERNELS", o.cpu_kernels->c_str(), 1);
+    RuntimeOptions ro = RuntimeOptions::from_environment();
+    if (o.backend) ro.backend = *o.backend;
+    if (o.threads) ro.cpu_threads = *o.threads;
+    if (o.cache_dir) ro.cache_dir = *o.cache_dir;
+    if (o.no_disk_cache) ro.disk_cache = false;
+    if (o.fast_math) ro.fast_math = true;
+    if (o.tiered) ro.tiered_compile = *o.tiered;
+    if (o.show_kernels) ro.show_kernels = true;
+    if (o.nvrtc_options) {
+        ro.nvrtc_options.clear();
+        std::istringstream words(*o.nvrtc_options);
+        for (std::string w; words >> w;) ro.nvrtc_options.push_back(w);
+    }
+    return ro;
+}
+
 std::string usage_text() {
-    return R"(usage: jitexpr [--backend cpu|cuda|auto] [--load NAME=FILE.npy]... [-e STATEMENTS]...
-               [SCRIPT | -] [--save NAME=FILE.npy]...
-       jitexpr cache stats|clear|verify
-       jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]
-       jitexpr --help | --version
+    std::string s = "usage: " + std::string(kSynopsis[0]) + "\n";
+    for (std::size_t k = 1; k < std::size(kSynopsis); ++k) s += "       " + std::string(kSynopsis[k]) + "\n";
+    s += "\n" + wrap(kDescription, 79, 0, 0) + "\n\n";
+    constexpr std::size_t kCol = 24;
+    auto row = [&](const std::string& flags, const std::string& help) {
+        const std::string f = "  " + flags;
+        if (f.size() + 2 > kCol) s += f + "\n" + std::string(kCol, ' ');
+        else s += f + std::string(kCol - f.size(), ' ');
+        s += wrap(help, 79, kCol, kCol) + "\n";
+    };
+    for (const Spec& sp : specs()) row(flags_of(sp), sp.help + (sp.env.empty() ? "" : " [" + sp.env + "]"));
+    row("SCRIPT", kScript);
+    s += "\n" + wrap(kConstructors, 79, 0, 0) + "\n";
+    s += "\nInteractive commands:\n";
+    for (const CommandDoc& c : repl_command_docs()) row(c.name, c.help);
+    s += "\n" + wrap(kInterrupt, 79, 0, 0) + "\n\n";
+    s += wrap(std::string("Exit status: ") + kExit, 79, 0, 0) + "\n";
+    s += "See jitexpr(1) and docs/cli.md.\n";
+    return s;
+}
 
-Evaluates array statements such as "c = a * 2 + b" on the GPU (CUDA) or the CPU.
-With no -e and no SCRIPT, reads statements interactively when standard input is a
-terminal, else reads them from standard input.
+std::string man_page() {
+    std::string m = ".TH JITEXPR 1 \"\" \"jitexpr " JITEXPR_VERSION "\" \"User Commands\"\n";
+    m += ".SH NAME\njitexpr \\- evaluate array expressions, compiled at run time for the GPU or run on the CPU\n";
+    m += ".SH SYNOPSIS\n";
+    for (const char* syn : kSynopsis) m += ".B " + roff_escape(syn) + "\n.br\n";
+    m += ".SH DESCRIPTION\n" + roff_escape(kDescription) + "\n";
+    m += ".SH OPTIONS\n";
+    for (const Spec& sp : specs()) {
+        m += ".TP\n.B " + roff_escape(flags_of(sp)) + "\n" + roff_escape(sp.help) + "\n";
+        if (!sp.env.empty()) m += "Overrides\n.BR " + roff_escape(sp.env) + " .\n";
+    }
+    m += ".TP\n.B SCRIPT\n" + roff_escape(kScript) + "\n";
+    m += ".SH STATEMENTS\n" + roff_escape(kConstructors) + "\n";
+    m += ".SH INTERACTIVE COMMANDS\n";
+    for (const CommandDoc& c : repl_command_docs()) m += ".TP\n.B " + roff_escape(c.name) + "\n" + roff_escape(c.help) + "\n";
+    m += ".SH INTERRUPTING\n" + roff_escape(kInterrupt) + "\n";
+    m += ".SH ENVIRONMENT\n";
+    for (const Spec& sp : specs())
+        if (!sp.env.empty())
+            m += ".TP\n.B " + roff_escape(sp.env.substr(0, sp.env.find('='))) + "\nAs\n.BR " + roff_escape(flags_of(sp)) + " .\n";
+    m += ".TP\n.B XDG_STATE_HOME, HOME\nThe REPL's history: $XDG_STATE_HOME/jitexpr/history, else ~/.jitexpr_history.\n";
+    m += ".TP\n.B XDG_CACHE_HOME\nThe default disk cache: $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr.\n";
+    m += ".SH EXIT STATUS\n" + roff_escape(kExit) + "\n";
+    m += ".SH SEE ALSO\ndocs/cli.md, docs/language.md and docs/cache.md in the jitexpr sources.\n";
+    return m;
+}
 
-  --backend B        cpu, cuda or auto (default: $JITEXPR_BACKEND, else auto:
-                     CUDA when a driver and a device are present, else CPU)
-  --load NAME=FILE   bind NAME to the array in FILE.npy before any statement
-  -e STATEMENTS      run statements (';' or newlines between them); repeatable
-  SCRIPT             a file of statements run after every -e; '-' is standard input
-  --save NAME=FILE   after every statement ran, write NAME to FILE.npy
-  -v, --verbose      say on standard error when auto falls back to the CPU
-  -h, --help         this text
-  --version          the version
+std::string markdown_reference() {
+    auto cell = [](const std::string& t) {
+        std::string out;
+        for (char c : t) out += c == '|' ? std::string("\\|") : std::string(1, c);
+        return out;
+    };
+    std::string md = "| option | variable | meaning |\n|---|---|---|\n";
+    for (const Spec& sp : specs())
+        md += "| `" + cell(flags_of(sp)) + "` | " + (sp.env.empty() ? "" : "`" + sp.env + "`") + " | " + cell(sp.help) + " |\n";
+    md += "| `SCRIPT` | | " + cell(kScript) + " |\n";
+    md += "| `--` | | Ends the options: the next argument is the script even if it starts with `-`. |\n";
+    md += "\n| command | does |\n|---|---|\n";
+    for (const CommandDoc& c : repl_command_docs()) md += "| `" + cell(c.name) + "` | " + cell(c.help) + " |\n";
+    return md;
+}
 
-Array constructors: arange(stop), arange(start, stop[, step]), linspace(a, b, n),
-zeros(shape), ones(shape), full(shape, value), rand(shape, seed=0),
-randn(shape, seed=0) (shape: 3, (3, 4) or 3, 4; optional dtype=float32),
-load("x.npy"), save(x, "x.npy").
-A statement without "name =" prints its value.
-
-Exit status: 0 success, 1 error in a statement, a file or the device, 2 bad usage.
-See docs/cli.md.
-)";
+std::string time_text(const StatementTime& t, Backend backend) {
+    const Timing& x = t.timing;
+    switch (t.kind) {
+        case StatementTime::Kind::Constructor:
+            return fmt::format("line {}: made on the host (a constructor, nothing compiled) {:.3f} ms, print {:.3f} ms; total {:.3f} ms",
+                               t.line, t.total_ms - t.print_ms, t.print_ms, t.total_ms);
+        case StatementTime::Kind::Load:
+            return fmt::format("line {}: load (read and transfer) {:.3f} ms, print {:.3f} ms; total {:.3f} ms", t.line,
+                               t.total_ms - t.print_ms, t.print_ms, t.total_ms);
+        case StatementTime::Kind::Save:
+            return fmt::format("line {}: save (evaluate, transfer and write) {:.3f} ms; total {:.3f} ms", t.line,
+                               t.total_ms, t.total_ms);
+        case StatementTime::Kind::Runtime: break;
+    }
+    std::string s = fmt::format("line {}: parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, compile {:.3f} ms, load {:.3f} ms, "
+                                "run {:.3f} ms, print {:.3f} ms; total {:.3f} ms; program cache {}",
+                                t.line, x.parse_ms, x.check_ms, x.emit_ms, x.compile_ms, x.load_ms, x.run_ms, t.print_ms,
+                                t.total_ms, x.cache_hit ? "hit" : "miss");
+    // The CPU backend has no modules: only CUDA's module cache is worth a word.
+    if (backend == Backend::Cuda && !x.cache_hit) s += fmt::format(", module cache {}", x.module_cache_hit ? "hit" : "miss");
+    return s;
 }
 
 std::string version_text() {
-    return fmt::format("jitexpr {}\nline editing: {}\n", JITEXPR_VERSION, repl_has_readline() ? "readline" : "basic");
+    const SystemInfo si = system_info();
+    std::string s = fmt::format("jitexpr {}\n", JITEXPR_VERSION);
+    s += "CUDA driver: " + (si.driver_version ? cuda_version(si.driver_version) : std::string("none")) + "\n";
+    s += "CUDA toolkit (NVRTC): " + (si.nvrtc_version ? cuda_version(si.nvrtc_version) : std::string("none")) +
+         (si.nvjitlink ? ", nvJitLink" : "") + "\n";
+    if (si.cuda)
+        s += fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", si.device_name, si.cc_major, si.cc_minor,
+                         si.sm_count, static_cast<double>(si.device_memory) / (1024.0 * 1024 * 1024));
+    else
+        s += "CUDA not usable: " + si.cuda_reason + "\n";
+    s += fmt::format("line editing: {}\n", repl_has_readline() ? "readline" : "basic");
+    return s;
 }
 
 int main(int argc, char** argv) {
@@ -286,6 +607,9 @@ int main(int argc, char** argv) {
             case CliOptions::Mode::Run:
                 return run_mode(o);
         }
+    } catch (const CancelledError& e) {
+        std::cerr << "jitexpr: " << interrupted_text(e) << (o.saves.empty() ? "" : "; nothing saved") << '\n';
+        return kExitInterrupted;
     } catch (const OriginError& e) {
         std::cerr << "jitexpr: " << e.what() << '\n';
     } catch (const InternalError& e) {

@@ -1,6 +1,8 @@
 #include "repl.hpp"
 
 #include "format.hpp"
+#include "interrupt.hpp"
+#include "progress.hpp"
 #include "statements.hpp"
 
 #include "dsl/ir.hpp"
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <new>
@@ -43,35 +46,13 @@
 namespace jit::cli {
 namespace {
 
-volatile std::sig_atomic_t g_sigint = 0;
-extern "C" void on_sigint(int) { g_sigint = 1; }
-
-// Installs the SIGINT handler for the session (no SA_RESTART: a blocked read returns EINTR)
-// and puts the previous one back at the end.
-class SigintScope {
-public:
-    SigintScope() {
-        struct sigaction sa {};
-        sa.sa_handler = on_sigint;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = 0;
-        sigaction(SIGINT, &sa, &old_);
-    }
-    ~SigintScope() { sigaction(SIGINT, &old_, nullptr); }
-    SigintScope(const SigintScope&) = delete;
-    SigintScope& operator=(const SigintScope&) = delete;
-
-private:
-    struct sigaction old_ {};
-};
-
 struct ReadResult {
     enum class Kind { Line, Interrupted, Eof } kind = Kind::Eof;
     std::string line;
 };
 
 const std::vector<std::string>& command_names() {
-    static const std::vector<std::string> c{":help", ":vars", ":source", ":time", ":cache", ":backend", ":quit"};
+    static const std::vector<std::string> c{":help", ":vars", ":source", ":time", ":cache", ":backend", ":threads", ":info", ":quit"};
     return c;
 }
 
@@ -126,10 +107,14 @@ public:
     explicit LineReader(const Session& s) : history_(history_path()) {
         g_session = &s;
         rl_readline_name = "jitexpr";
-        rl_catch_signals = 0;  // SIGINT is ours (SigintScope); readline only cleans up
+        rl_catch_signals = 0;  // SIGINT is ours (InterruptScope); readline only cleans up
         rl_attempted_completion_function = attempt_completion;
         rl_completer_word_break_characters = const_cast<char*>(" \t\n()[],+-*/%&|^<>=!~?;\"'");
         using_history();
+        // A statement of several lines is one entry, in memory and in the file (a timestamp
+        // line before each entry keeps its lines together when read back).
+        history_write_timestamps = 1;
+        history_multiline_entries = 1;
         if (!history_.empty()) {
             ensure_history_file(history_);
             read_history(history_.c_str());
@@ -143,7 +128,7 @@ public:
     ReadResult read(const std::string& prompt) {
         g_done = false;
         g_line.reset();
-        g_sigint = 0;
+        clear_interrupt();
         rl_callback_handler_install(prompt.c_str(), on_line);
         // SIGINT stays blocked except inside pselect, which unblocks it atomically: a Ctrl-C that
         // lands while readline handles a key is then seen by the next wait instead of being lost
@@ -165,8 +150,8 @@ public:
             int r = ::pselect(STDIN_FILENO + 1, &fds, nullptr, nullptr, nullptr, &waiting);
             if (r < 0) {
                 if (errno != EINTR) break;
-                if (g_sigint) {
-                    g_sigint = 0;
+                if (interrupted()) {
+                    clear_interrupt();
                     // Abandon the line: readline's state, then a fresh prompt on a new line.
                     rl_free_line_state();
                     rl_callback_sigcleanup();
@@ -203,14 +188,14 @@ public:
         std::fputs(prompt.c_str(), stdout);
         std::fflush(stdout);
         std::string line;
-        g_sigint = 0;
+        clear_interrupt();
         while (true) {
             char c;
             ssize_t r = ::read(STDIN_FILENO, &c, 1);
             if (r < 0) {
                 if (errno == EINTR) {
-                    if (g_sigint) {
-                        g_sigint = 0;
+                    if (interrupted()) {
+                        clear_interrupt();
                         std::fputs("^C\n", stdout);
                         std::fflush(stdout);
                         return {ReadResult::Kind::Interrupted, {}};
@@ -228,10 +213,12 @@ public:
         }
     }
 
-    void remember(const std::string& line) {
+    // In readline's format (a timestamp line before each entry), so that a later session with
+    // readline reads a statement of several lines back as one entry.
+    void remember(const std::string& entry) {
         if (history_.empty()) return;
         if (FILE* f = std::fopen(history_.c_str(), "a")) {
-            std::fprintf(f, "%s\n", line.c_str());
+            std::fprintf(f, "#%lld\n%s\n", static_cast<long long>(std::time(nullptr)), entry.c_str());
             std::fclose(f);
         }
     }
@@ -265,8 +252,12 @@ Commands:
   :time STMT        run STMT and show where the time went
   :cache            cache statistics of the runtime
   :backend [B]      show the backend, or switch to cpu or cuda (variables move)
-  :quit             leave (so does Ctrl-D)
-Ctrl-C abandons the line being typed; Tab completes names.
+  :threads [N]      show the CPU threads, or use N (0: every core)
+  :info             version, backend, threads, CUDA driver/toolkit/device or why not
+  :quit             leave (so does Ctrl-D on an empty line)
+Ctrl-C abandons the line being typed, or stops the statement running (a new
+array is not bound; one written in place finishes or is named as partly
+written). Tab completes names.
 )";
 }
 
@@ -310,12 +301,38 @@ void show_vars(Session& s) {
     }
 }
 
-void show_timing(const Timing& t, double total_ms) {
+void show_timing(const Timing& t, double total_ms, Backend backend) {
     std::cout << fmt::format(
         "parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, compile {:.3f} ms, load {:.3f} ms, run {:.3f} ms\n"
-        "total {:.3f} ms; program cache {}, module cache {}\n",
-        t.parse_ms, t.check_ms, t.emit_ms, t.compile_ms, t.load_ms, t.run_ms, total_ms, t.cache_hit ? "hit" : "miss",
-        t.module_cache_hit ? "hit" : "miss");
+        "total {:.3f} ms; program cache {}",
+        t.parse_ms, t.check_ms, t.emit_ms, t.compile_ms, t.load_ms, t.run_ms, total_ms, t.cache_hit ? "hit" : "miss");
+    // Modules (compiled kernels) exist on CUDA only; a program cache hit looks none up.
+    if (backend == Backend::Cuda && !t.cache_hit) std::cout << ", module cache " << (t.module_cache_hit ? "hit" : "miss");
+    std::cout << '\n';
+}
+
+std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000 / 10); }
+
+int cpu_threads(const Session& s) {
+    const int t = s.runtime_options().cpu_threads;
+    return t > 0 ? t : static_cast<int>(system_info().hardware_threads);
+}
+
+void show_info(Session& s) {
+    const SystemInfo si = system_info();
+    std::cout << fmt::format("jitexpr {}\nbackend: {}\nCPU threads: {}\n", JITEXPR_VERSION, backend_name(s.backend()),
+                             cpu_threads(s));
+    std::cout << "CUDA driver: " << (si.driver_version ? cuda_version(si.driver_version) : std::string("none")) << '\n';
+    std::cout << "CUDA toolkit (NVRTC): " << (si.nvrtc_version ? cuda_version(si.nvrtc_version) : std::string("none"))
+              << (si.nvjitlink ? ", nvJitLink" : "") << '\n';
+    if (si.cuda)
+        std::cout << fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", si.device_name, si.cc_major, si.cc_minor,
+                                 si.sm_count, static_cast<double>(si.device_memory) / (1024.0 * 1024 * 1024));
+    else
+        std::cout << "CUDA not usable: " << si.cuda_reason << '\n';
+    const RuntimeOptions& o = s.runtime_options();
+    std::cout << fmt::format("fast math: {}; tiered compile: {}; disk cache: {}\n", o.fast_math ? "on" : "off",
+                             o.tiered_compile ? "on" : "off", o.disk_cache ? (o.cache_dir.empty() ? "default directory" : o.cache_dir) : "off");
 }
 
 void show_cache(Session& s) {
@@ -325,14 +342,31 @@ void show_cache(Session& s) {
         backend_name(s.backend()), st.hits, st.misses, st.entries, st.compiles, st.compile_ms, st.disk_hits);
 }
 
-void banner(Session& s) {
-    std::string where(backend_name(s.backend()));
-    if (s.backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
-        const std::string why = s.runtime().fallback_reason();
-        if (!why.empty()) where += " (" + why + ")";
-    }
-    std::cout << fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.\n", JITEXPR_VERSION, where);
+// Cuts `text` to at most `width` columns (ASCII), ending in "..." when cut.
+std::string fit(std::string text, std::size_t width) {
+    if (text.size() <= width) return text;
+    text.resize(width - 3);
+    return text + "...";
 }
+
+// Every line within 80 columns; the reason CUDA is not used on a line of its own, cut short
+// (:info has all of it).
+std::string banner_lines(const Session& s) {
+    std::string b = fit(fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.", JITEXPR_VERSION,
+                                    backend_name(s.backend())),
+                        80) + "\n";
+    if (s.backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
+        std::string why = s.runtime().fallback_reason();
+        if (!why.empty()) {
+            // The reason's first clause: "no CUDA driver (libcuda.so.1 not found)" is kept whole when it fits.
+            const std::string tail = " (:info)";
+            b += fit("no CUDA: " + why, 80 - tail.size()) + tail + "\n";
+        }
+    }
+    return b;
+}
+
+void banner(const Session& s) { std::cout << banner_lines(s); }
 
 // Runs a command line (":..."); returns false for :quit.
 bool run_command(Session& s, const std::string& line) {
@@ -355,9 +389,25 @@ bool run_command(Session& s, const std::string& line) {
         const auto t0 = std::chrono::steady_clock::now();
         s.run(arg, print_value, &t);
         const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        show_timing(t, total);
+        show_timing(t, total, s.backend());
     } else if (cmd == ":cache") {
         show_cache(s);
+    } else if (cmd == ":info") {
+        show_info(s);
+    } else if (cmd == ":threads") {
+        if (!arg.empty()) {
+            std::size_t used = 0;
+            long long n = -1;
+            try {
+                n = std::stoll(arg, &used);
+            } catch (const std::exception&) {
+            }
+            if (used != arg.size() || n < 0 || arg[0] == '+')
+                throw ArgumentError(fmt::format(":threads takes a whole number of threads (0: every core), not '{}'", arg));
+            s.set_threads(static_cast<int>(std::min<long long>(n, 1024)));
+        }
+        std::cout << cpu_threads(s) << " CPU thread" << (cpu_threads(s) == 1 ? "" : "s")
+                  << (s.backend() == Backend::Cuda ? " (the CPU backend's; this session runs on cuda)" : "") << '\n';
     } else if (cmd == ":backend") {
         if (arg.empty()) {
             std::cout << backend_name(s.backend()) << '\n';
@@ -378,6 +428,8 @@ void report(const std::exception& e) { std::cerr << e.what() << '\n' << std::flu
 }  // namespace
 
 bool repl_has_readline() { return JITEXPR_HAVE_READLINE != 0; }
+
+std::string banner_text(const Session& session) { return banner_lines(session); }
 
 std::string history_path() {
     if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/jitexpr/history";
@@ -416,10 +468,9 @@ std::vector<std::string> completions(const Session& session, const std::string& 
     return {out.begin(), out.end()};
 }
 
-int run_repl(Session& session, const CliOptions&) {
-    SigintScope sigint;
+int run_repl(Session& session, const CliOptions& options, ProgressLine& progress) {
     LineReader reader(session);
-    banner(session);
+    if (!options.quiet) banner(session);
     std::string pending;
     while (true) {
         ReadResult r = reader.read(pending.empty() ? ">>> " : "... ");
@@ -428,26 +479,38 @@ int run_repl(Session& session, const CliOptions&) {
             continue;
         }
         if (r.kind == ReadResult::Kind::Eof) {
+            if (!pending.empty()) {
+                // Ctrl-D inside a statement of several lines drops it, visibly; Ctrl-D again leaves.
+                pending.clear();
+                std::cout << "\n(unfinished statement discarded; Ctrl-D again leaves)\n" << std::flush;
+                continue;
+            }
             std::cout << '\n';
             break;
         }
         const std::string line = r.line;
-        if (!trim(line).empty()) reader.remember(line);
+        const bool command = pending.empty() && !trim(line).empty() && trim(line)[0] == ':';
+        if (!command) pending += pending.empty() ? line : "\n" + line;
+        // One history entry per statement, all its lines together (Up recalls the whole of it).
+        if (command) reader.remember(line);
+        else if (!needs_more_input(pending) && !trim(pending).empty()) reader.remember(pending);
+        if (!command && needs_more_input(pending)) continue;
+        const std::string text = std::move(pending);
+        pending.clear();
+        clear_interrupt();  // a Ctrl-C from before this statement does not stop it
         try {
-            if (pending.empty() && !trim(line).empty() && trim(line)[0] == ':') {
+            RunningStatement running;
+            ProgressStep step(progress);
+            if (command) {
                 if (!run_command(session, trim(line))) break;
-                continue;
+            } else {
+                session.run(text, print_value);
             }
-            pending += pending.empty() ? line : "\n" + line;
-            if (needs_more_input(pending)) continue;
-            const std::string text = std::move(pending);
-            pending.clear();
-            session.run(text, print_value);
+        } catch (const CancelledError& e) {
+            std::cerr << interrupted_text(e) << '\n' << std::flush;
         } catch (const std::bad_alloc&) {
-            pending.clear();
             std::cerr << "out of memory\n";
         } catch (const std::exception& e) {
-            pending.clear();
             report(e);
         }
         std::cout << std::flush;

@@ -12,8 +12,14 @@ namespace jit::cli {
 // True when built with GNU readline (line editing, history recall, tab completion).
 bool repl_has_readline();
 
-// Runs the REPL on the terminal until :quit or Ctrl-D. Returns the exit status.
-int run_repl(Session& session, const CliOptions& options);
+class ProgressLine;
+
+// Runs the REPL on the terminal until :quit or Ctrl-D. Returns the exit status. The caller
+// holds an InterruptScope (Ctrl-C stops the statement running, or abandons the line typed).
+int run_repl(Session& session, const CliOptions& options, ProgressLine& progress);
+
+// The start-up banner: every line within 80 columns (for tests).
+std::string banner_text(const Session& session);
 
 // Completion candidates for `prefix` (commands when the line starts with ':', else variables,
 // functions from the op table, constructors, dtype names and keywords), sorted, unique.

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -177,11 +178,36 @@ void Session::set_backend(Backend backend) {
 }
 
 void Session::run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing) {
+    using Clock = std::chrono::steady_clock;
     for (const Chunk& c : split_statements(text)) {
+        // Between statements: a stop asked for during the last one (or before) stops here.
+        if (call_.cancel && call_.cancel->poll()) throw CancelledError();
         bool bare = false;
-        std::optional<Array> value = run_statement(c, text, timing, &bare);
+        Timing local;
+        Timing* t = timing ? timing : (report_ ? &local : nullptr);
+        if (t) *t = Timing{};
+        const auto t0 = Clock::now();
+        std::optional<Array> value = run_statement(c, text, t, &bare);
+        const auto t1 = Clock::now();
         if (bare && value && value->defined() && print) print(*value);
+        if (report_) {
+            StatementTime st;
+            st.line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(c.offset), '\n'));
+            st.timing = *t;
+            st.kind = kind_;
+            st.print_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+            st.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+            report_(st);
+        }
     }
+}
+
+void Session::set_threads(int threads) {
+    RuntimeOptions o = runtime_->options();
+    o.cpu_threads = threads;
+    auto fresh = std::make_unique<Runtime>(o);
+    if (fresh->backend() != backend_) throw InternalError("a runtime with new thread count changed its backend");
+    runtime_ = std::move(fresh);
 }
 
 namespace {
@@ -203,6 +229,7 @@ struct CtorContext {
     std::size_t offset;  // of the statement in `full`
     std::string_view stmt;  // the statement's (tuple-blanked) text
     const std::vector<Range>* tuples;  // shape tuples blanked in stmt
+    const CallOptions& call;           // the session's token and progress, and the statement's timing
 };
 
 Number number_of_array(const Array& a, std::string_view what, std::string_view full, SourceSpan span) {
@@ -320,12 +347,44 @@ Number eval_number(const syntax::Expr& e, const CtorContext& cx, std::string_vie
     return number_of_array(value, what, cx.full, full_span);
 }
 
-Array make_array(DType t, const Shape& shape, Backend backend, const std::function<Number(std::int64_t)>& element) {
+// Host loops of the constructors: asks the session's token about every 65536 elements and
+// reports Progress::Phase::Create to its callback about every 100 ms.
+class HostLoopWatch {
+public:
+    HostLoopWatch(const CallOptions& o, std::int64_t total) : o_(o), total_(total) {}
+    void step(std::int64_t done) {
+        if (done % 65536 != 0) return;
+        const auto now = Clock::now();
+        if (o_.cancel && o_.cancel->poll()) throw CancelledError();
+        if (o_.progress && now - last_ >= std::chrono::milliseconds(100)) {
+            last_ = now;
+            Progress p;
+            p.phase = Progress::Phase::Create;
+            p.unit = Progress::Unit::Elements;
+            p.done = static_cast<std::uint64_t>(done);
+            p.total = static_cast<std::uint64_t>(total_);
+            p.elapsed_s = std::chrono::duration<double>(now - start_).count();
+            o_.progress(p);
+        }
+    }
+
+private:
+    using Clock = std::chrono::steady_clock;
+    const CallOptions& o_;
+    std::int64_t total_;
+    Clock::time_point start_ = Clock::now(), last_ = start_;
+};
+
+Array make_array(DType t, const Shape& shape, const CtorContext& cx, const std::function<Number(std::int64_t)>& element) {
     const std::int64_t n = shape_size(shape);
     const std::size_t isz = itemsize(t);
     std::unique_ptr<unsigned char[]> buf(new unsigned char[std::max<std::size_t>(static_cast<std::size_t>(n) * isz, 1)]);
-    for (std::int64_t i = 0; i < n; ++i) store(buf.get() + static_cast<std::size_t>(i) * isz, t, element(i));
-    return Array::from_host(buf.get(), t, shape, backend);
+    HostLoopWatch watch(cx.call, n);
+    for (std::int64_t i = 0; i < n; ++i) {
+        watch.step(i);
+        store(buf.get() + static_cast<std::size_t>(i) * isz, t, element(i));
+    }
+    return Array::from_host(buf.get(), t, shape, cx.backend);
 }
 
 // Elements beyond this are refused before allocating (2^40: a 8 TiB float64 array).
@@ -402,13 +461,13 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
         const DType t = dtype.value_or(DType::Float64);
         const Number v = Number::of_int(name == "ones" ? 1 : 0);
-        return make_array(t, shape, cx.backend, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
     }
     if (name == "full") {
         Shape shape = split_shape(1, "full(shape, value), full(3, 4, value) or full((3, 4), value)");
         const Number v = args.back().value;
         const DType t = dtype.value_or(v.natural_dtype());
-        return make_array(t, shape, cx.backend, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
     }
     if (name == "rand" || name == "randn") {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
@@ -416,7 +475,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (!is_float(t)) throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full, call_span);
         Xoshiro256 rng(seed.value_or(0));
         const bool normal = name == "randn";
-        return make_array(t, shape, cx.backend, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
+        return make_array(t, shape, cx, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
     }
     if (name == "arange") {
         if (tuple || args.empty() || args.size() > 3) throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
@@ -441,7 +500,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
             const long double cnt = std::ceil(span / static_cast<long double>(s));
             if (cnt > static_cast<long double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
             n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-            return make_array(t, {n}, cx.backend, [&](std::int64_t i) {
+            return make_array(t, {n}, cx, [&](std::int64_t i) {
                 return Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
             });
         }
@@ -451,7 +510,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (std::isnan(cnt)) throw ValueError("arange() needs finite start, stop and step", cx.full, call_span);
         if (cnt > static_cast<double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
         n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-        return make_array(t, {n}, cx.backend, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+        return make_array(t, {n}, cx, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
     }
     if (name == "linspace") {
         if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))
@@ -464,7 +523,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         const double a = args[0].value.as_double(), b = args[1].value.as_double();
         const DType t = dtype.value_or(DType::Float64);
         const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
-        return make_array(t, {n}, cx.backend, [&](std::int64_t i) {
+        return make_array(t, {n}, cx, [&](std::int64_t i) {
             return Number::of_float(i == n - 1 && n > 1 ? b : a + static_cast<double>(i) * step);
         });
     }
@@ -574,7 +633,9 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
     };
     for (const syntax::Expr* r : roots) visit(*r);
     try {
-        return cx.runtime.run(program, cx.env, nullptr, timing);
+        CallOptions o = cx.call;
+        o.timing = timing;
+        return cx.runtime.run(program, cx.env, o);
     } catch (const SourceError& e) {
         rethrow_in(e, cx.full, cx.offset + begin);
     }
@@ -611,12 +672,13 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
             if (!c.at_end()) throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
             Array a;
             try {
-                a = load_npy(strings[0].value, backend_);
+                a = load_npy(strings[0].value, backend_, call_);
             } catch (const IOError& e) {
                 throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
             }
             *bare = target.empty();
             if (!target.empty()) env_.insert_or_assign(std::string(target), Arg(a));
+            kind_ = StatementTime::Kind::Load;
             return a;
         }
         // save(expr, "file")
@@ -642,18 +704,21 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
             value = *variable(expr);
         } else {
             try {
-                value = runtime_->run(expr, env_, nullptr, timing);
+                CallOptions o = call_;
+                o.timing = timing;
+                value = runtime_->run(expr, env_, o);
             } catch (const SourceError& e) {
                 rethrow_in(e, full, off + expr_off);
             }
         }
         if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
         try {
-            save_npy(path.value, value);
+            save_npy(path.value, value, call_);
         } catch (const IOError& e) {
             throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
         }
         *bare = false;
+        kind_ = StatementTime::Kind::Save;
         return std::nullopt;
     }
 
@@ -666,13 +731,14 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     } catch (const SourceError& e) {
         rethrow_in(e, full, off);
     }
-    CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples};
+    CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples, call_};
     if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == syntax::ExprKind::Call &&
         is_constructor(m.statements[0].value->text)) {
         const syntax::Statement& s = m.statements[0];
         Array a = run_constructor(*s.value, cx);
         *bare = s.target.empty();
         if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));
+        kind_ = StatementTime::Kind::Constructor;
         return a;
     }
     *bare = m.statements.size() == 1 && m.statements[0].target.empty();
@@ -680,6 +746,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     std::vector<const syntax::Expr*> roots;
     for (const auto& stmt : m.statements)
         if (stmt.value) roots.push_back(stmt.value.get());
+    kind_ = StatementTime::Kind::Runtime;
     return run_with_constructors(cx, 0, text.size(), roots, timing);
 }
 

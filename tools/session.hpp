@@ -19,11 +19,24 @@ namespace jit::cli {
 // Names of the constructor statements (for completion and :help).
 const std::vector<std::string>& constructor_names();
 
+// What one statement cost, for --time: the runtime's timing (zero for constructor, load and
+// save statements, which do not go through Runtime::run), and the time to print its value
+// (copying it to the host included).
+struct StatementTime {
+    enum class Kind { Runtime, Constructor, Load, Save } kind = Kind::Runtime;
+    std::size_t line = 1;  // of the statement in its text
+    Timing timing;
+    double print_ms = 0;
+    double total_ms = 0;
+};
+
 class Session {
 public:
     explicit Session(RuntimeOptions options);
 
     Runtime& runtime() { return *runtime_; }
+    const Runtime& runtime() const { return *runtime_; }
+    const RuntimeOptions& runtime_options() const { return runtime_->options(); }
     Environment& env() { return env_; }
     const Environment& env() const { return env_; }
     Backend backend() const { return backend_; }
@@ -40,12 +53,24 @@ public:
     // The value of a variable as an array (a scalar becomes a 0-d array); nullopt if unbound.
     std::optional<Array> variable(std::string_view name) const;
 
+    // Every statement runs with this token and progress callback (the stream and timing are
+    // the session's own). A cancelled token stops the statement running, and any after it,
+    // with CancelledError; constructors, load() and save() honour it too.
+    void set_call_options(CallOptions options) { call_ = std::move(options); }
+    // Called after every statement with its StatementTime (--time); empty: none.
+    void set_time_report(std::function<void(const StatementTime&)> report) { report_ = std::move(report); }
+    // Replaces the runtime by one with `threads` CPU threads (0: every core); variables stay.
+    void set_threads(int threads);
+
 private:
     std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
 
     std::unique_ptr<Runtime> runtime_;
     Backend backend_ = Backend::Cpu;
     Environment env_;
+    CallOptions call_;
+    StatementTime::Kind kind_ = StatementTime::Kind::Runtime;  // of the statement run last
+    std::function<void(const StatementTime&)> report_;
 };
 
 }  // namespace jit::cli

@@ -1,0 +1,71 @@
+#include "interrupt.hpp"
+
+#include <cerrno>
+#include <csignal>
+
+#include <unistd.h>
+
+namespace jit::cli {
+namespace {
+
+volatile std::sig_atomic_t g_count = 0;    // Ctrl-Cs since clear_interrupt()
+volatile std::sig_atomic_t g_running = 0;  // a statement is running
+const CancelToken* g_token = nullptr;      // set before the handler is installed
+struct sigaction g_previous {};
+
+extern "C" void on_sigint(int) {
+    const int saved_errno = errno;
+    g_count = g_count + 1;
+    if (g_token) g_token->cancel();  // an atomic store
+    if (g_running) {
+        if (g_count == 2) {
+            static const char m[] = "\njitexpr: stopping at the next safe point; Ctrl-C again quits at once\n";
+            [[maybe_unused]] ssize_t w = ::write(STDERR_FILENO, m, sizeof m - 1);
+        } else if (g_count >= 3) {
+            ::_exit(130);
+        }
+    }
+    errno = saved_errno;
+}
+
+}  // namespace
+
+const CancelToken& interrupt_token() {
+    static const CancelToken* token = new CancelToken();  // never destroyed: the handler may use it at exit
+    return *token;
+}
+
+InterruptScope::InterruptScope() {
+    g_token = &interrupt_token();
+    struct sigaction sa {};
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = 0;
+    sigaction(SIGINT, &sa, &g_previous);
+}
+
+InterruptScope::~InterruptScope() { sigaction(SIGINT, &g_previous, nullptr); }
+
+bool interrupted() noexcept { return g_count != 0; }
+
+void clear_interrupt() noexcept {
+    g_count = 0;
+    interrupt_token().reset();
+}
+
+std::string interrupted_text(const CancelledError& e) {
+    const auto& names = e.partly_written();
+    if (names.empty()) return "interrupted";
+    std::string list;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (i > 0) list += i + 1 == names.size() ? " and " : ", ";
+        list += names[i];
+    }
+    return "interrupted; " + list + (names.size() == 1 ? " may be partly written (it was" : " may be partly written (they were") +
+           " being written in place)";
+}
+
+RunningStatement::RunningStatement() { g_running = 1; }
+RunningStatement::~RunningStatement() { g_running = 0; }
+
+}  // namespace jit::cli
