@@ -6,9 +6,12 @@ usage: cli_test.py PATH/TO/jitexpr [unittest options]
 Exits 77 (CTest: skipped) when NumPy is not installed.
 """
 import os
+import re
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 try:
@@ -338,6 +341,87 @@ class Saving(Base):
         got = np.load(out)
         self.assertEqual(got.shape, ())
         self.assertEqual(got, 6)
+
+
+# A reduction over 10^10 broadcast elements of two small arrays: many seconds unless stopped.
+ENDLESS = ["-e", "a = zeros(10000, 1)", "-e", "b = zeros(1000000)", "-e", "s = sum(a + b)"]
+SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class LongWork(Base):
+    """Ctrl-C, progress, and the options for long work (issue 23)."""
+
+    def start(self, args):
+        e = dict(os.environ, JITEXPR_BACKEND="cpu", JITEXPR_DISK_CACHE="0")
+        return subprocess.Popen([JITEXPR] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=e, cwd=self.dir)
+
+    def interrupt_after(self, p, seconds):
+        time.sleep(seconds)
+        p.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=30)
+        return out, err, time.monotonic() - t0
+
+    def test_sigint_exits_130_within_a_second_and_saves_nothing(self):
+        p = self.start(["--progress", "-e", "k = arange(3)"] + ENDLESS + ["--save", "k=k.npy", "--save", "s=s.npy"])
+        # --progress prints whole lines when stderr is a pipe: the first says the reduction runs.
+        first = p.stderr.readline()
+        self.assertIn("running:", first)
+        p.send_signal(signal.SIGINT)
+        t0 = time.monotonic()
+        out, err = p.communicate(timeout=30)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("interrupted", err)
+        self.assertIn("nothing saved", err)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    def test_no_progress_line_in_a_pipe_without_progress(self):
+        out, err, _ = self.interrupt_after(self.start(ENDLESS), 1.8)
+        self.assertEqual(err.strip(), "jitexpr: interrupted")
+
+    def test_quiet_silences_progress(self):
+        out, err, _ = self.interrupt_after(self.start(["--quiet", "--progress"] + ENDLESS), 1.8)
+        self.assertNotIn("running:", err)
+
+    def test_threads_option_runs_and_bad_counts_are_usage_errors(self):
+        r = run(["--threads", "1", "-e", "sum(arange(100000))"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("4999950000", r.stdout)
+        for bad in ["abc", "-1", "", "2x"]:
+            r = run(["--threads=" + bad, "-e", "1"])
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn("--threads", r.stderr)
+
+    def test_time_reports_each_statement_and_no_module_cache_on_the_cpu(self):
+        r = run(["--time", "-e", "x = arange(3)\ny = x * 2"], env={"JITEXPR_BACKEND": "cpu"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if l.startswith("jitexpr: line ")]
+        self.assertEqual(len(lines), 2, r.stderr)
+        self.assertIn("line 1: made on the host", lines[0])
+        self.assertIn("line 2: parse", lines[1])
+        self.assertIn("run", lines[1])
+        self.assertNotIn("module cache", r.stderr)
+
+    def test_help_lists_every_environment_variable_the_sources_read(self):
+        names = set()
+        for folder in ("api", "backend", "tools"):
+            for root, _, files in os.walk(os.path.join(SOURCE_DIR, folder)):
+                for f in files:
+                    if f.endswith((".cpp", ".hpp", ".h")):
+                        with open(os.path.join(root, f), encoding="utf-8") as fh:
+                            names.update(re.findall(r'(?:getenv|env_or|env)\("(JITEXPR_[A-Z_]+)"', fh.read()))
+        self.assertGreaterEqual(len(names), 8, names)
+        r = run(["--help"])
+        for n in sorted(names):
+            self.assertIn(n, r.stdout, n)
+
+    def test_version_names_the_cuda_driver_and_toolkit(self):
+        r = run(["--version"])
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("CUDA driver: ", r.stdout)
+        self.assertIn("CUDA toolkit (NVRTC): ", r.stdout)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,8 @@
 #include "cli.hpp"
 #include "format.hpp"
 #include "host_values.hpp"
+#include "interrupt.hpp"
+#include "progress.hpp"
 #include "random.hpp"
 #include "repl.hpp"
 #include "session.hpp"
@@ -11,6 +13,8 @@
 #include <jit/error.hpp>
 
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -301,3 +305,101 @@ TEST(CliCompletion, OffersVariablesFunctionsAndCommands) {
 }
 
 }  // namespace
+
+// ---- long work (issue 23)
+
+TEST(Interrupted, SaysWhichArraysMayBePartlyWritten) {
+    EXPECT_EQ(jit::cli::interrupted_text(jit::CancelledError()), "interrupted");
+    EXPECT_EQ(jit::cli::interrupted_text(jit::CancelledError({"x"})),
+              "interrupted; x may be partly written (it was being written in place)");
+    EXPECT_EQ(jit::cli::interrupted_text(jit::CancelledError({"x", "y", "z"})),
+              "interrupted; x, y and z may be partly written (they were being written in place)");
+}
+
+TEST(ProgressText, ElementsWithRateAndTimeLeft) {
+    jit::Progress p;
+    p.phase = jit::Progress::Phase::Run;
+    p.unit = jit::Progress::Unit::Elements;
+    p.done = 2500000000;
+    p.total = 10000000000;
+    p.elapsed_s = 2.5;
+    EXPECT_EQ(jit::cli::ProgressLine::text(p), "running: 2.5G of 10.0G elements (25%), 1.0G elements/s, 8 s left");
+}
+
+TEST(ProgressText, BytesOfAFileAndKernelsOfACompile) {
+    jit::Progress p;
+    p.phase = jit::Progress::Phase::Save;
+    p.unit = jit::Progress::Unit::Bytes;
+    p.done = std::uint64_t{3} << 30;
+    p.total = std::uint64_t{12} << 30;
+    p.elapsed_s = 3;
+    EXPECT_EQ(jit::cli::ProgressLine::text(p), "saving: 3.0 GiB of 12.0 GiB (25%), 1.0 GiB/s, 9 s left");
+    jit::Progress k;
+    k.phase = jit::Progress::Phase::Compile;
+    k.unit = jit::Progress::Unit::Kernels;
+    k.done = 3;
+    k.total = 7;
+    EXPECT_EQ(jit::cli::ProgressLine::text(k), "compiling: 3 of 7 kernels");
+}
+
+TEST(ProgressLine, OffWhenNotATerminalUnlessForced) {
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    EXPECT_FALSE(jit::cli::ProgressLine(jit::cli::ProgressLine::Mode::Auto, fds[1]).enabled());
+    EXPECT_TRUE(jit::cli::ProgressLine(jit::cli::ProgressLine::Mode::On, fds[1]).enabled());
+    EXPECT_FALSE(jit::cli::ProgressLine(jit::cli::ProgressLine::Mode::Off, fds[1]).enabled());
+    ::close(fds[0]);
+    ::close(fds[1]);
+}
+
+TEST(CliArgs, EveryOptionOfTheTableParses) {
+    for (const jit::cli::OptionDoc& d : jit::cli::option_docs()) {
+        const std::string flags = d.flags;
+        const std::string name = flags.substr(flags.rfind(", ") == std::string::npos ? 0 : flags.rfind(", ") + 2);
+        const std::string opt = name.substr(0, name.find(' '));
+        const bool takes_value = name.find(' ') != std::string::npos;
+        std::vector<std::string> args{opt};
+        if (takes_value) {
+            const std::string arg = name.substr(name.find(' ') + 1);
+            args.push_back(arg == "B" ? "cpu" : arg == "N" ? "2" : arg == "on|off" ? "off" : arg == "MODE" ? "direct"
+                           : arg == "KIND" ? "base" : arg == "NAME=FILE" ? "x=x.npy" : "value");
+        }
+        EXPECT_NO_THROW(jit::cli::parse_args(args)) << opt;
+    }
+}
+
+TEST(CliArgs, ThreadsAndTimeAndQuiet) {
+    const jit::cli::CliOptions o = jit::cli::parse_args({"-t", "3", "--time", "-q", "--progress", "-e", "1"});
+    EXPECT_EQ(o.threads, 3);
+    EXPECT_TRUE(o.time);
+    EXPECT_TRUE(o.quiet);
+    EXPECT_TRUE(o.progress);
+    EXPECT_EQ(jit::cli::parse_args({"--threads=5000"}).threads, 1024);  // the documented clamp
+    EXPECT_THROW(jit::cli::parse_args({"--threads", "many"}), jit::cli::UsageError);
+    EXPECT_THROW(jit::cli::parse_args({"--tiered", "maybe"}), jit::cli::UsageError);
+}
+
+TEST(CliArgs, OptionsReachTheRuntimeOptions) {
+    const jit::cli::CliOptions o =
+        jit::cli::parse_args({"--threads", "2", "--no-disk-cache", "--fast-math", "--tiered", "off", "--cache-dir", "/tmp/c",
+                         "--nvrtc-options", "-lineinfo --Ofast-compile=max", "--show-kernels"});
+    const jit::RuntimeOptions r = jit::cli::runtime_options(o);
+    EXPECT_EQ(r.cpu_threads, 2);
+    EXPECT_FALSE(r.disk_cache);
+    EXPECT_TRUE(r.fast_math);
+    EXPECT_FALSE(r.tiered_compile);
+    EXPECT_EQ(r.cache_dir, "/tmp/c");
+    EXPECT_EQ(r.nvrtc_options, (std::vector<std::string>{"-lineinfo", "--Ofast-compile=max"}));
+    EXPECT_TRUE(r.show_kernels);
+}
+
+TEST(Banner, EveryLineFitsEightyColumns) {
+    jit::RuntimeOptions o;
+    o.backend = jit::Backend::Auto;
+    o.disk_cache = false;
+    jit::cli::Session s(o);
+    const std::string b = jit::cli::banner_text(s);
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = b.find('\n', start)) != std::string::npos; start = nl + 1)
+        EXPECT_LE(nl - start, 80u) << b.substr(start, nl - start);
+}

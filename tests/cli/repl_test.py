@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 try:
@@ -26,7 +27,7 @@ LEFT = "\x1b[D"
 PROMPT = ">>> "
 
 
-class Repl(unittest.TestCase):
+class ReplBase(unittest.TestCase):
     def setUp(self):
         self._tmp = tempfile.TemporaryDirectory(prefix="jitexpr_repl_test_")
         self.state = self._tmp.name
@@ -38,11 +39,11 @@ class Repl(unittest.TestCase):
                 c.terminate(force=True)
         self._tmp.cleanup()
 
-    def spawn(self):
+    def spawn(self, backend="cpu", columns=200):
         env = dict(os.environ)
-        env.update({"XDG_STATE_HOME": self.state, "TERM": "xterm", "JITEXPR_BACKEND": "cpu",
+        env.update({"XDG_STATE_HOME": self.state, "TERM": "xterm", "JITEXPR_BACKEND": backend,
                     "JITEXPR_DISK_CACHE": "0", "INPUTRC": os.devnull})
-        child = pexpect.spawn(JITEXPR, [], env=env, encoding="utf-8", timeout=60, dimensions=(40, 200))
+        child = pexpect.spawn(JITEXPR, [], env=env, encoding="utf-8", timeout=60, dimensions=(40, columns))
         self.children.append(child)
         child.expect_exact(PROMPT)
         return child
@@ -57,6 +58,9 @@ class Repl(unittest.TestCase):
         if not HAS_READLINE:
             self.skipTest("built without readline")
 
+
+
+class Repl(ReplBase):
     def test_error_does_not_end_the_session(self):
         c = self.spawn()
         self.line(c, "nope + 1", "name error")
@@ -149,6 +153,86 @@ class Repl(unittest.TestCase):
         c.expect_exact("longvariablename")
         c.send("\r")
         c.expect_exact("array(9, dtype=int64)")
+
+
+class LongWork(ReplBase):
+    """Ctrl-C during a statement, progress, history of statements of several lines, the banner
+    (issue 23)."""
+
+    # A reduction over 10^10 broadcast elements: many seconds unless stopped.
+    def endless_inputs(self, c):
+        self.line(c, "a = zeros(10000, 1)", "")
+        self.line(c, "b = zeros(1000000)", "")
+
+    def test_ctrl_c_stops_a_long_statement_within_a_second_and_keeps_the_old_value(self):
+        c = self.spawn()
+        self.endless_inputs(c)
+        self.line(c, "s = full((), 1.5)", "")
+        c.send("s = sum(a + b)\r")
+        c.expect_exact("running:", timeout=30)  # the progress line: the reduction runs
+        t0 = time.monotonic()
+        c.sendintr()
+        c.expect_exact("interrupted")
+        c.expect_exact(PROMPT)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.line(c, "s", "array(1.5, dtype=float64)")
+
+    def test_ctrl_c_binds_no_new_name(self):
+        c = self.spawn()
+        self.endless_inputs(c)
+        c.send("fresh = sum(a + b)\r")
+        c.expect_exact("running:", timeout=30)
+        c.sendintr()
+        c.expect_exact(PROMPT)
+        self.line(c, "fresh", "unknown name 'fresh'")
+
+    def test_progress_line_is_cleared_when_the_statement_ends(self):
+        c = self.spawn()
+        self.endless_inputs(c)
+        c.send("s = sum(a + b)\r")
+        c.expect_exact("running:", timeout=30)
+        c.expect(r"elements/s")
+        c.sendintr()
+        c.expect_exact("\r\x1b[K")  # the line erased
+        c.expect_exact(PROMPT)
+
+    def test_multi_line_statement_is_one_history_entry(self):
+        self.need_readline()
+        c = self.spawn()
+        c.send("z = (40 +\r")
+        c.expect_exact("... ")
+        c.send("2)\r")
+        c.expect_exact(PROMPT)
+        self.line(c, "z = 0", "")
+        c.send(UP + UP + "\r")  # the whole statement of two lines, not its last line
+        c.expect_exact(PROMPT)
+        self.line(c, "z", "array(42, dtype=int64)")
+
+    def test_ctrl_d_on_a_continuation_line_discards_the_statement_visibly(self):
+        c = self.spawn()
+        c.send("w = (1 +\r")
+        c.expect_exact("... ")
+        c.sendeof()
+        c.expect_exact("unfinished statement discarded")
+        c.expect_exact(PROMPT)
+        self.line(c, "w", "unknown name 'w'")
+        self.assertTrue(c.isalive())
+
+    def test_banner_fits_80_columns_with_the_cuda_reason_on_a_line_of_its_own(self):
+        c = self.spawn(backend="auto")
+        banner = [l for l in c.before.replace("\x1b[?2004h", "").splitlines() if l.strip()]
+        for l in banner:
+            self.assertLessEqual(len(l), 80, l)
+        if "on cpu" in banner[0]:  # no CUDA here: the reason follows, short, and :info has all of it
+            self.assertTrue(banner[1].startswith("no CUDA: "), banner)
+            self.line(c, ":info", "CUDA not usable: ")
+
+    def test_time_on_the_cpu_says_nothing_of_a_module_cache(self):
+        c = self.spawn()
+        c.send(":time 1 + 2\r")
+        c.expect_exact("program cache")
+        c.expect_exact(PROMPT)
+        self.assertNotIn("module cache", c.before)
 
 
 if __name__ == "__main__":
