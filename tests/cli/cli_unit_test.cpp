@@ -403,3 +403,27 @@ TEST(Banner, EveryLineFitsEightyColumns) {
     for (std::size_t nl; (nl = b.find('\n', start)) != std::string::npos; start = nl + 1)
         EXPECT_LE(nl - start, 80u) << b.substr(start, nl - start);
 }
+
+TEST(CliReference, HelpManPageAndDocsNameEveryOptionAndCommand) {
+    const std::string help = jit::cli::usage_text(), man = jit::cli::man_page(), md = jit::cli::markdown_reference();
+    auto roff = [](std::string s) {
+        std::string out;
+        for (char c : s) out += c == '-' ? std::string("\\-") : std::string(1, c);
+        return out;
+    };
+    for (const jit::cli::OptionDoc& d : jit::cli::option_docs()) {
+        EXPECT_NE(help.find(d.flags), std::string::npos) << d.flags;
+        EXPECT_NE(man.find(".B " + roff(d.flags) + "\n"), std::string::npos) << d.flags;
+        std::string cell;  // a table cell: '|' escaped
+        for (char ch : d.flags) cell += ch == '|' ? std::string("\\|") : std::string(1, ch);
+        EXPECT_NE(md.find("`" + cell + "`"), std::string::npos) << d.flags;
+        if (!d.env.empty()) {
+            EXPECT_NE(help.find(d.env), std::string::npos) << d.env;
+            EXPECT_NE(man.find(roff(d.env)), std::string::npos) << d.env;
+        }
+    }
+    for (const jit::cli::CommandDoc& c : jit::cli::repl_command_docs()) {
+        EXPECT_NE(help.find(c.name), std::string::npos) << c.name;
+        EXPECT_NE(man.find(".B " + roff(c.name) + "\n"), std::string::npos) << c.name;
+    }
+}

@@ -11,7 +11,7 @@ prefix=$work/prefix
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log"
 for f in include/jit/jit.hpp include/jit/c_api.h include/jit/dlpack.h include/jit/interop.hpp \
          lib/cmake/jitexpr/jitexprConfig.cmake lib/cmake/jitexpr/jitexprConfigVersion.cmake \
-         lib/pkgconfig/jitexpr.pc bin/jitexpr lib/libjitexpr_c.so share/jitexpr/python/jitexpr_ctypes.py; do
+         lib/pkgconfig/jitexpr.pc bin/jitexpr share/man/man1/jitexpr.1 lib/libjitexpr_c.so share/jitexpr/python/jitexpr_ctypes.py; do
   [ -e "$prefix/$f" ] || { echo "not installed: $f"; exit 1; }
 done
 
