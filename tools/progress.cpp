@@ -44,7 +44,6 @@ const char* phase_name(Progress::Phase p) {
         case Progress::Phase::Load: return "loading";
         case Progress::Phase::Save: return "saving";
         case Progress::Phase::Create: return "creating";
-        case Progress::Phase::Copy: return "copying";
     }
     return "working";
 }

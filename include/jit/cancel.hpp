@@ -82,7 +82,6 @@ struct Progress {
         Load,     // reading a file: bytes
         Save,     // writing a file: bytes
         Create,   // making an array on the host (the CLI's constructors): elements
-        Copy,     // moving data between host and device: bytes
     };
     enum class Unit : std::uint8_t { Elements, Bytes, Kernels };
     Phase phase = Phase::Run;
