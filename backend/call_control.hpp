@@ -27,8 +27,10 @@ public:
         : token_(token), epoch_(epoch), epoch0_(epoch ? epoch->load(std::memory_order_acquire) : 0),
           progress_(progress && *progress ? progress : nullptr) {
         wants_ticks_ = progress_ || (token_ && token_->has_poll());
-        last_progress_ = phase_start_ = Clock::now();
-        last_poll_ = last_progress_ - kPollEvery;  // the first tick polls
+        if (wants_ticks_) {  // no clock read on the plain path (every eval has a control)
+            last_progress_ = phase_start_ = Clock::now();
+            last_poll_ = last_progress_ - kPollEvery;  // the first tick polls
+        }
     }
     CallControl(const CallControl&) = delete;
     CallControl& operator=(const CallControl&) = delete;
@@ -70,7 +72,7 @@ public:
         unit_ = unit;
         total_ = total;
         done_.store(0, std::memory_order_relaxed);
-        phase_start_ = Clock::now();
+        if (wants_ticks_) phase_start_ = Clock::now();
     }
     void add_done(std::uint64_t n) noexcept { done_.fetch_add(n, std::memory_order_relaxed); }
     void set_done(std::uint64_t n) noexcept { done_.store(n, std::memory_order_relaxed); }
