@@ -378,7 +378,8 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
             break;
     }
     if (impl_->backend == Backend::Cuda) {
-        cuda::warm_up_nvrtc();
+        // NVRTC is not started here: a process whose kernels all come from the disk cache never
+        // loads it (the executor starts its warm-up at the first miss of a tiered compile).
         cuda::ExecutorOptions eo;
         eo.cache = std::make_shared<cuda::ModuleCache>(impl_->options.memory_cache_entries);
         if (impl_->options.disk_cache) {

@@ -27,7 +27,7 @@
 #include "dsl/syntax.hpp"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
+#include "backend/cuda/toolkit.hpp"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -121,13 +121,14 @@ double nvrtc_ms(const std::string& source, const std::vector<std::string>& optio
     std::vector<const char*> argv;
     for (const auto& o : options) argv.push_back(o.c_str());
     const bool ptx = std::any_of(options.begin(), options.end(), [](const std::string& o) { return o.find("compute_") != std::string::npos; });
+    const cuda::detail::Nvrtc& nv = cuda::detail::nvrtc();
     const auto t0 = Clock::now();
     nvrtcProgram prog = nullptr;
-    if (nvrtcCreateProgram(&prog, source.c_str(), "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return -1;
-    nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+    if (nv.CreateProgram(&prog, source.c_str(), "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return -1;
+    nvrtcResult r = nv.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
     std::size_t size = 0;
-    if (r == NVRTC_SUCCESS) r = ptx ? nvrtcGetPTXSize(prog, &size) : nvrtcGetCUBINSize(prog, &size);
-    nvrtcDestroyProgram(&prog);
+    if (r == NVRTC_SUCCESS) r = ptx ? nv.GetPTXSize(prog, &size) : nv.GetCUBINSize(prog, &size);
+    nv.DestroyProgram(&prog);
     return r == NVRTC_SUCCESS ? ms_since(t0) : -1;
 }
 

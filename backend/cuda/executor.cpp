@@ -526,6 +526,9 @@ public:
             }
         }
         if (tier) {
+            // A compile is coming: the full kernels, with NVRTC, in the background. Its library
+            // start (~270 ms the first time in a process) overlaps the first tier from here on.
+            warm_up_nvrtc();
             codegen::EmitOptions first = eo;
             first.scalar_only = true;
             main_.emitted = codegen::emit(program_, schedule_, first);

@@ -115,6 +115,29 @@ struct CallOptions {
     bool in_place_all_or_nothing = false;
 };
 
+// What jitexpr finds of CUDA on this machine (jit::cuda_info): the driver and its devices, and
+// the two compilers, which are opened at run time (NVRTC for CUDA C++, nvJitLink for the PTX
+// first tier) from $JITEXPR_NVRTC / $JITEXPR_NVJITLINK, the system toolkit, or NVIDIA's wheels.
+struct CudaLibraryInfo {
+    bool found = false;   // the library file was located
+    bool loaded = false;  // it is loaded in this process (it is, from the first compile on)
+    std::string path;     // the file
+    std::string source;   // how it was found: "JITEXPR_NVRTC", "the system toolkit", "an NVIDIA wheel", ...
+    int version = 0;      // major*1000 + minor*10 (13000), 0 when unknown
+    std::string error;    // why it was not found or does not load, naming what was searched
+};
+struct CudaInfo {
+    bool available = false;            // a driver and a device: Backend::Auto evaluates on CUDA
+    std::string reason;                // why not, when !available
+    int driver_version = 0;            // e.g. 13000
+    std::vector<std::string> devices;  // "NVIDIA H200 (sm_90, 140 GB)"
+    CudaLibraryInfo nvrtc, nvjitlink;
+};
+// Looks without side effects unless `load_compilers`: then NVRTC and nvJitLink are loaded now
+// (otherwise a process loads them only when it compiles a kernel) so that `loaded` and `error`
+// say whether they work.
+CudaInfo cuda_info(bool load_compilers = false);
+
 class Runtime {
 public:
     explicit Runtime(RuntimeOptions options = RuntimeOptions::from_environment());

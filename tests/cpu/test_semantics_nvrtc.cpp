@@ -4,7 +4,7 @@
 // it to CUBIN for sm_90. No GPU is needed.
 #include "backend/semantics.h"
 
-#include <nvrtc.h>
+#include "backend/cuda/toolkit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -162,21 +162,23 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
     ASSERT_EQ(missing, 0);
     ASSERT_GT(calls, 500);
 
+    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
     nvrtcProgram prog = nullptr;
-    ASSERT_EQ(nvrtcCreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+    ASSERT_EQ(nv.CreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
     struct Destroy {
+        const jit::cuda::detail::Nvrtc& nv;
         nvrtcProgram* p;
-        ~Destroy() { nvrtcDestroyProgram(p); }
-    } destroy{&prog};
+        ~Destroy() { nv.DestroyProgram(p); }
+    } destroy{nv, &prog};
     const char* opts[] = {"-arch=sm_90", "-std=c++17", "-default-device"};
-    nvrtcResult rc = nvrtcCompileProgram(prog, 3, opts);
+    nvrtcResult rc = nv.CompileProgram(prog, 3, opts);
     std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(prog, &log_size);
+    nv.GetProgramLogSize(prog, &log_size);
     std::string log(log_size, '\0');
-    if (log_size) nvrtcGetProgramLog(prog, log.data());
-    ASSERT_EQ(rc, NVRTC_SUCCESS) << nvrtcGetErrorString(rc) << "\n" << log;
+    if (log_size) nv.GetProgramLog(prog, log.data());
+    ASSERT_EQ(rc, NVRTC_SUCCESS) << nv.GetErrorString(rc) << "\n" << log;
     std::size_t cubin = 0;
-    ASSERT_EQ(nvrtcGetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
+    ASSERT_EQ(nv.GetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
     EXPECT_GT(cubin, 0u);
 }
 
