@@ -195,6 +195,38 @@ struct Runtime::Impl {
         return fronts.emplace(std::string(text), std::move(f)).first->second;
     }
 
+    // The front of run_into: the text's last statement assigned to kOutName, the name under
+    // which run_into binds its `out` array (no identifier can be spelt so). Kept in `fronts`
+    // under the text behind a marker byte that no text starts with.
+    static constexpr std::string_view kOutName = "(out)";
+    std::shared_ptr<const Front> front_into(std::string_view text) {
+        thread_local std::string key;
+        key.assign(1, '\x01');
+        key.append(text);
+        {
+            std::shared_lock lock(mutex);
+            if (auto it = fronts.find(std::string_view(key)); it != fronts.end()) return it->second;
+        }
+        auto f = std::make_shared<Front>();
+        f->module = syntax::parse(text);
+        if (f->module.statements.empty())
+            throw ArgumentError("out= needs a program whose last statement is an expression; this one is empty");
+        syntax::Statement& last = f->module.statements.back();
+        if (!last.target.empty())
+            throw ArgumentError(fmt::format("out= needs a program whose last statement is an expression, not an "
+                                            "assignment to '{}'",
+                                            last.target));
+        last.target = std::string(kOutName);
+        last.target_span = last.value ? last.value->span : last.span;
+        f->params = dsl::parameters(f->module);
+        f->names = f->params;
+        for (auto& t : dsl::targets(f->module))
+            if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+        std::unique_lock lock(mutex);
+        if (fronts.size() >= options.memory_cache_entries) fronts.clear();
+        return fronts.emplace(key, std::move(f)).first->second;
+    }
+
     std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
                                        detail::CallControl* control = nullptr) {
         thread_local std::string key;  // reused: no allocation once it has grown
@@ -407,6 +439,9 @@ Backend Runtime::backend() const { return impl_->backend; }
 void Runtime::wait_for_compiles() const {
     if (impl_->backend == Backend::Cuda) cuda::wait_for_upgrades();
 }
+void Runtime::synchronize(void* stream) const {
+    if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
+}
 std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
@@ -570,6 +605,27 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     return e->result_output >= 0 ? outputs[static_cast<std::size_t>(e->result_output)] : Array();
 }
 
+Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, void* stream) {
+    CallOptions o;
+    o.stream = stream;
+    return run_into(text, env, out, o);
+}
+
+Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
+    if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
+    auto f = impl_->front_into(text);
+    const std::string name(Impl::kOutName);
+    // Bound for this call only: the name leaves env however the call ends.
+    struct Unbind {
+        Environment& env;
+        const std::string& name;
+        ~Unbind() { env.erase(name); }
+    } unbind{env, name};
+    env.insert_or_assign(name, Arg(out));
+    Array r = impl_->run(text, *f, env, options, /*write_back=*/true);
+    return r.defined() ? r : out;
+}
+
 std::string Runtime::source(std::string_view text, const Environment& env) {
     auto f = impl_->front(text, nullptr);
     auto e = impl_->entry(text, *f, env, nullptr);
@@ -620,5 +676,7 @@ Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), run
 Kernel compile(std::string_view text, Runtime& runtime) { return Kernel(std::string(text), &runtime); }
 
 std::vector<std::string> parameters(std::string_view text) { return dsl::parameters(syntax::parse(text)); }
+
+std::vector<std::string> targets(std::string_view text) { return dsl::targets(syntax::parse(text)); }
 
 }  // namespace jit

@@ -172,8 +172,22 @@ public:
     // any thread and in a signal handler.
     void cancel() noexcept;
 
+    // Evaluates with named variables like run(), and writes the value of the program's last
+    // statement, which must be an expression (not an assignment), into `out` in place, as an
+    // assignment to an existing array is written: same-kind casting into out's dtype, broadcast
+    // to out's shape (TypeError / ShapeError with the caret otherwise). `out` may be bound in
+    // `env` under a name the program reads. Returns `out`. For numexpr's and NumPy's `out=`.
+    Array run_into(std::string_view text, Environment& env, const Array& out, void* stream = nullptr);
+    // With options: CallOptions::in_place_all_or_nothing makes `out` untouched or fully written
+    // when the call is cancelled.
+    Array run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options);
+
     // The generated CUDA source for a program with the given variables (for :source).
     std::string source(std::string_view text, const Environment& env);
+
+    // Waits for the work queued on `stream` (CUDA; null: the whole context) to complete;
+    // nothing to wait for on the CPU. For handing results to another library on another stream.
+    void synchronize(void* stream = nullptr) const;
 
     CacheStats stats() const;
     void clear_memory_cache();
