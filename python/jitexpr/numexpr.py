@@ -141,7 +141,9 @@ def _names_for(ex, local_dict, global_dict, depth):
 
 
 def _check_expression(ex):
-    if ";" in ex:
+    # numexpr refuses these before parsing (they would let Python's eval do more than compute);
+    # so does the drop-in, with numexpr's ValueError.
+    if ";" in ex or "[" in ex:
         raise ValueError(f"Expression {ex} has forbidden control characters.")
     if _core.targets(ex):
         raise SyntaxError(f"invalid syntax: numexpr evaluates an expression, not an assignment: {ex!r}")

@@ -7,6 +7,7 @@
 // and the Arrow PyCapsule interface. Names are always bound by name (jit::Environment): the
 // Python layer (python/jitexpr/) resolves them from frames, dicts and keywords.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -577,6 +578,14 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         hold.push_back(nb::borrow(obj));
         return;
     }
+    if (PyArray_IsScalar(o, Generic)) {
+        // NumPy scalars are strongly typed (NEP 50): a 0-d array of their dtype. (Before the
+        // Python types: numpy.float64 and numpy.complex128 derive from float and complex.)
+        nb::object a = nb::steal(PyArray_FromScalar(o, nullptr));
+        if (!a.is_valid()) throw nb::python_error();
+        bind_value(a, name, b, hold, stream, have_stream);
+        return;
+    }
     if (PyBool_Check(o)) {
         b.arg = jit::Arg(o == Py_True);
         return;
@@ -599,13 +608,6 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     }
     if (PyComplex_Check(o)) {
         b.arg = jit::Arg(std::complex<double>(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
-        return;
-    }
-    if (PyArray_IsScalar(o, Generic)) {
-        // NumPy scalars are strongly typed (NEP 50): a 0-d array of their dtype.
-        nb::object a = nb::steal(PyArray_FromScalar(o, nullptr));
-        if (!a.is_valid()) throw nb::python_error();
-        bind_value(a, name, b, hold, stream, have_stream);
         return;
     }
     const std::string lib = module_of(obj);
@@ -716,6 +718,12 @@ void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_
     }
     jit::Backend requested = jit::Backend::Auto;
     if (!backend_arg.is_none()) requested = parse_backend(nb::cast<std::string>(backend_arg));
+    // Copies between host and device only when asked for by name: never silently.
+    const bool move = requested != jit::Backend::Auto;
+    if (!move && host && device)
+        throw jit::ArgumentError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
+                                 place_text(*device) + ": pass backend='cuda' to copy the host arrays to the device "
+                                 "(or backend='cpu' for the other way), or move them yourself");
     if (!runtime_arg.is_none()) {
         c.runtime = nb::cast<std::shared_ptr<PyRuntime>>(runtime_arg);
         c.backend = c.runtime->backend;
@@ -726,12 +734,6 @@ void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_
         c.backend = requested != jit::Backend::Auto ? requested : device ? jit::Backend::Cuda : jit::Backend::Cpu;
         c.runtime = default_runtime(c.backend);
     }
-    // Copies between host and device only when asked for by name: never silently.
-    const bool move = requested != jit::Backend::Auto;
-    if (!move && host && device)
-        throw jit::ArgumentError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
-                                 place_text(*device) + ": pass backend='cuda' to copy the host arrays to the device "
-                                 "(or backend='cpu' for the other way), or move them yourself");
     for (auto& [n, b] : c.bound) {
         if (b.place == Place::Scalar || !b.arg.is_array()) continue;
         const jit::Backend where = b.arg.array().backend();
