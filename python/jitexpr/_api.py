@@ -54,47 +54,52 @@ def parameters(text: str) -> list[str]:
     return list(_names_of(text)[0])
 
 
-_MISSING = object()
-
-
-def _lookup(name, names, local_dict, frame_locals, frame_globals):
-    if names and name in names:
-        return names[name]
-    if local_dict is not None:
-        try:
-            return local_dict[name]
-        except KeyError:
-            pass
-    elif frame_locals is not None:
-        try:
-            return frame_locals[name]
-        except KeyError:
-            pass
-    if frame_globals is not None:
-        try:
-            return frame_globals[name]
-        except KeyError:
-            pass
-    return _MISSING
-
-
 def _bind(text, names, local_dict, depth):
     """{name: value} for every name `text` reads that is bound somewhere, and for the named
     constants it mentions that a variable shadows. Unbound names are left out: the checker then
-    reports them with a caret and a suggestion."""
+    reports them with a caret and a suggestion. The caller's frame is looked at only for names
+    that the keywords and ``local_dict`` do not give."""
     params, consts = _names_of(text)
-    frame = sys._getframe(depth)
-    frame_locals = frame.f_locals if local_dict is None else None
-    frame_globals = frame.f_globals
     bound = {}
+    missing = []
     for n in params:
-        v = _lookup(n, names, local_dict, frame_locals, frame_globals)
-        if v is not _MISSING:
-            bound[n] = v
+        if names and n in names:
+            bound[n] = names[n]
+        elif local_dict is not None and n in local_dict:
+            bound[n] = local_dict[n]
+        else:
+            missing.append(n)
     for n in consts:
-        v = _lookup(n, names, local_dict, frame_locals, frame_globals)
-        if v is not _MISSING and not callable(v) and not isinstance(v, type(sys)):
+        if names and n in names:
+            bound[n] = names[n]
+        elif local_dict is not None and n in local_dict:
+            bound[n] = local_dict[n]
+        else:
+            missing.append(n)
+    if not missing:
+        return bound
+    frame = sys._getframe(depth)
+    frame_globals = frame.f_globals
+    frame_locals = frame.f_locals if local_dict is None else None
+    try:
+        for n in missing:
+            if frame_locals is not None and n in frame_locals:
+                v = frame_locals[n]
+            elif n in frame_globals:
+                v = frame_globals[n]
+            else:
+                continue
+            # A constant's name that a module or function happens to have is not a variable.
+            if n in _CONSTANTS and (callable(v) or isinstance(v, type(sys))):
+                continue
             bound[n] = v
+    finally:
+        # Before Python 3.13 f_locals is a snapshot dict holding references to the caller's
+        # variables: let go of them (numexpr does the same), except at module level, where it is
+        # the globals themselves. From 3.13 it is a write-through proxy, which must be left alone.
+        if type(frame_locals) is dict and frame_locals is not frame_globals:
+            frame_locals.clear()
+        del frame
     return bound
 
 

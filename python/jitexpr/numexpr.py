@@ -122,22 +122,29 @@ def _names_for(ex, local_dict, global_dict, depth):
         raise ValueError("must specify expression as a string")
     params, consts = _api._names_of(ex)
     frame = sys._getframe(depth)
+    clear = False
     if local_dict is None:
         local_dict = frame.f_locals
+        clear = type(local_dict) is dict and local_dict is not frame.f_globals
     if global_dict is None:
         global_dict = frame.f_globals
-    bound = {}
-    for n in params:
-        try:
-            bound[n] = local_dict[n]
-        except KeyError:
-            bound[n] = global_dict[n]
-    for n in consts:  # a variable named pi, e, inf or nan shadows the constant
-        if n in local_dict:
-            bound[n] = local_dict[n]
-        elif n in global_dict and not callable(global_dict[n]) and not isinstance(global_dict[n], type(sys)):
-            bound[n] = global_dict[n]
-    return bound
+    del frame
+    try:
+        bound = {}
+        for n in params:
+            try:
+                bound[n] = local_dict[n]
+            except KeyError:
+                bound[n] = global_dict[n]
+        for n in consts:  # a variable named pi, e, inf or nan shadows the constant
+            if n in local_dict:
+                bound[n] = local_dict[n]
+            elif n in global_dict and not callable(global_dict[n]) and not isinstance(global_dict[n], type(sys)):
+                bound[n] = global_dict[n]
+        return bound
+    finally:
+        if clear:  # the snapshot of the caller's locals (before Python 3.13): no references kept
+            local_dict.clear()
 
 
 def _check_expression(ex):

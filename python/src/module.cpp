@@ -88,6 +88,10 @@ void translate(const std::exception_ptr& p, void*) {
         raise_source(g_errors.value, e);
     } catch (const jit::SourceError& e) {
         raise_source(g_errors.base, e);
+#if JITEXPR_PY_HAVE_CANCEL
+    } catch (const jit::CancelledError& e) {
+        PyErr_SetString(g_errors.cancelled ? g_errors.cancelled : PyExc_RuntimeError, e.what());
+#endif
     } catch (const jit::ArgumentError& e) {
         PyErr_SetString(g_errors.argument ? g_errors.argument : PyExc_ValueError, e.what());
     } catch (const jit::IOError& e) {
@@ -659,6 +663,12 @@ jit::Backend parse_backend(const std::string& s) {
 // KeyboardInterrupt it would have been: with jitexpr's cancel token, the call stops at its next
 // safe point (the poll takes the GIL and runs Python's signal handlers, every ~20 ms); the
 // exception is raised once the call has returned.
+#if JITEXPR_PY_HAVE_CANCEL
+using Token = jit::CancelToken;
+#else
+struct Token {};
+#endif
+
 template <class Work>
 jit::Array call_released(Work&& work) {
     jit::Array r;
@@ -677,12 +687,33 @@ jit::Array call_released(Work&& work) {
 #else
     {
         nb::gil_scoped_release release;
-        r = work(nullptr);
+        r = work(static_cast<const Token*>(nullptr));
     }
 #endif
     if (PyErr_CheckSignals() != 0) throw nb::python_error();
     return r;
 }
+
+// rt->run with the cancel token when there is one.
+jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, void* stream, const Token* token) {
+#if JITEXPR_PY_HAVE_CANCEL
+    if (token) {
+        jit::CallOptions o;
+        o.stream = stream;
+        o.cancel = *token;
+        return rt.run(text, env, o);
+    }
+#else
+    (void)token;
+#endif
+    return rt.run(text, env, stream);
+}
+
+// Results of this many elements or more are written into out= through a temporary when a
+// KeyboardInterrupt can stop the evaluation: out is then untouched (stopped) or fully written
+// (the copy is not interrupted), never half. Smaller ones take a few milliseconds: they are
+// written in place and a Ctrl-C is raised when they end.
+constexpr std::int64_t kAtomicOut = std::int64_t{1} << 20;
 
 struct Call {
     std::vector<std::pair<std::string, Bound>> bound;
@@ -774,7 +805,7 @@ nb::object to_python(const jit::Array& r0, const Call& c) {
 }
 
 nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
-                    nb::handle runtime) {
+                    nb::handle runtime, bool as_tensor) {
     Call c;
     prepare(c, names, backend, stream, runtime);
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
@@ -837,20 +868,27 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
             if (alo < bhi && blo < ahi && a.backend() == o.backend()) overlap = true;
         }
         void* s = reinterpret_cast<void*>(c.stream);
-        (void)call_released([&](void* token) {
-            (void)token;
-            if (!overlap) return rt->run_into(text, env, o, s);
-            jit::Array tmp = rt->run(text, env, s);
+        const bool atomic = JITEXPR_PY_HAVE_CANCEL && o.size() >= kAtomicOut;
+        (void)call_released([&](const Token* token) {
+            if (!overlap && !atomic) return rt->run_into(text, env, o, s);
+            jit::Array tmp = run_with(*rt, text, env, s, atomic ? token : nullptr);
             jit::Environment copy{{"x", jit::Arg(tmp)}};
             return rt->run_into("x", copy, o, s);
         });
         return nb::borrow(out);
     }
     void* s = reinterpret_cast<void*>(c.stream);
-    jit::Array r = call_released([&](void* token) {
-        (void)token;
-        return rt->run(text, env, s);
-    });
+    jit::Array r = call_released([&](const Token* token) { return run_with(*rt, text, env, s, token); });
+    if (as_tensor && r.defined()) {
+        Tensor t;
+        t.array = r;
+        t.stream = c.stream;
+        for (const auto& [n, b] : c.bound)
+            if (b.arg.is_array() && b.arg.array().storage() == r.storage()) t.array = r.to(r.backend());
+        nb::object o = nb::cast(std::move(t));
+        o.attr("library") = nb::str(c.library.c_str());
+        return o;
+    }
     return to_python(r, c);
 }
 
@@ -864,10 +902,7 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
     const std::vector<std::string> assigned = jit::targets(text);
     void* s = reinterpret_cast<void*>(c.stream);
-    (void)call_released([&](void* token) {
-        (void)token;
-        return rt->run(text, env, s);
-    });
+    (void)call_released([&](const Token* token) { return run_with(*rt, text, env, s, token); });
     nb::dict result;
     for (const std::string& n : assigned) {
         auto it = env.find(n);
@@ -1205,6 +1240,8 @@ NB_MODULE(_jitexpr, m) {
 
     m.doc() = "jitexpr's extension module (use the jitexpr package, not this module)";
     m.attr("__version__") = JITEXPR_VERSION;
+    // Whether Ctrl-C stops a call in flight (built with jitexpr's cancel token).
+    m.attr("HAVE_CANCEL") = JITEXPR_PY_HAVE_CANCEL != 0;
 
     nb::class_<PyRuntime>(m, "Runtime")
         .def(
@@ -1272,7 +1309,7 @@ NB_MODULE(_jitexpr, m) {
         .def("__repr__", [](const Tensor& t) { return "jitexpr.Tensor(" + t.array.describe() + ")"; });
 
     m.def("evaluate", &evaluate, "text"_a, "names"_a, "out"_a = nb::none(), "backend"_a = nb::none(),
-          "stream"_a = nb::none(), "runtime"_a = nb::none());
+          "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false);
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
           "runtime"_a = nb::none());
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });

@@ -77,9 +77,12 @@ def test_pandas_arithmetic_through_numexpr_on_large_frames(installed):
 
 def test_the_environment_variable_installs_the_drop_in_at_start():
     need("pandas")
+    import site
+
     import jitexpr
-    site = os.path.dirname(os.path.dirname(jitexpr.__file__))
-    if not os.path.exists(os.path.join(site, "jitexpr-numexpr.pth")):
+    where = os.path.dirname(os.path.dirname(os.path.abspath(jitexpr.__file__)))
+    sites = [os.path.abspath(p) for p in site.getsitepackages() + [site.getusersitepackages()]]
+    if where not in sites or not os.path.exists(os.path.join(where, "jitexpr-numexpr.pth")):
         pytest.skip("jitexpr runs from a source tree here; the .pth file comes with pip install")
     code = ("import sys, numexpr, pandas as pd; "
             "assert numexpr.__name__ == 'jitexpr.numexpr', numexpr.__name__; "
