@@ -65,13 +65,10 @@ install(FILES ${PROJECT_BINARY_DIR}/jitexpr.pc DESTINATION ${CMAKE_INSTALL_LIBDI
 
 
 # The C API as a shared library (lib/libjitexpr_c.so, exported as jitexpr::jitexpr_c) for
-# FFIs such as Python's ctypes, and the pure-Python ctypes binding over it
-# (share/jitexpr/python/jitexpr_ctypes.py).
+# FFIs (ctypes, cffi, other languages). Python has its own package: pip install . (python/).
 if(TARGET jitexpr_c)
   install(TARGETS jitexpr_c
     EXPORT jitexprTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(FILES ${PROJECT_SOURCE_DIR}/python/jitexpr_ctypes.py
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/jitexpr/python)
 endif()
