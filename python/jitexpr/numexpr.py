@@ -147,13 +147,23 @@ def _names_for(ex, local_dict, global_dict, depth):
             local_dict.clear()
 
 
+_checked = set()
+
+
 def _check_expression(ex):
+    if ex in _checked:
+        return
+    if not isinstance(ex, str):
+        raise ValueError("must specify expression as a string")
     # numexpr refuses these before parsing (they would let Python's eval do more than compute);
     # so does the drop-in, with numexpr's ValueError.
     if ";" in ex or "[" in ex:
         raise ValueError(f"Expression {ex} has forbidden control characters.")
     if _core.targets(ex):
         raise SyntaxError(f"invalid syntax: numexpr evaluates an expression, not an assignment: {ex!r}")
+    if len(_checked) > 4096:
+        _checked.clear()
+    _checked.add(ex)
 
 
 def _run(ex, bound, out, order, casting):
