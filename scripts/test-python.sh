@@ -5,6 +5,7 @@
 #                                     ccache and CMake make a second run incremental)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 venv=${VENV_DIR:-build-venv}
 py=${PYTHON:-python3}
 rm -rf "$venv"

@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# ccache keys on paths relative to the checkout, so that another clone (CI's) finds the objects.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 build=${BUILD_DIR:-build}
 type=${BUILD_TYPE:-Release}
 sanitize=${SANITIZE:-0}

@@ -11,6 +11,8 @@ import re
 import sys
 import threading
 
+from typing import Any, Mapping, Optional
+
 import numpy as np
 
 from . import _jitexpr as _core
@@ -130,7 +132,8 @@ def _to_library(result):
     return result
 
 
-def evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None, _frame_depth=1, **names):
+def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out: Any = None,
+             backend: Optional[str] = None, stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> Any:
     """Evaluates the expression (or program) ``ex`` and returns its value.
 
     Variables are bound by name: first from the keywords, then from ``local_dict`` (a mapping)
@@ -168,7 +171,8 @@ def evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None, _fr
     return _to_library(_core.evaluate(ex, bound, out, backend, stream, None))
 
 
-def run(program, /, local_dict=None, *, backend=None, stream=None, _frame_depth=1, **names):
+def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
+        stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> dict[str, Any]:
     """Runs a program of statements and returns ``{name: value}`` for every name it assigns.
 
     Names are bound as for :func:`evaluate`. An assignment to a variable bound to an existing
@@ -203,7 +207,7 @@ class Kernel:
 
     __slots__ = ("_text", "_signature", "_params", "__weakref__")
 
-    def __init__(self, text, signature=None):
+    def __init__(self, text: str, signature: Optional[Mapping[str, Any]] = None) -> None:
         if not isinstance(text, str):
             raise JxTypeError(f"the program must be a str, not {type(text).__name__}")
         self._text = text
@@ -230,7 +234,8 @@ class Kernel:
     def parameters(self):
         return list(self._params)
 
-    def __call__(self, local_dict=None, /, *, out=None, backend=None, stream=None, **names):
+    def __call__(self, local_dict: Optional[Mapping[str, Any]] = None, /, *, out: Any = None,
+                 backend: Optional[str] = None, stream: Optional[int] = None, **names: Any) -> Any:
         bound = _bind(self._text, names, local_dict, 2)
         if self._signature is not None:
             for n, v in bound.items():
@@ -256,7 +261,7 @@ def _probe(dtype_name):
     return np.ones((1,), dtype=dtype_name)
 
 
-def compile(text, signature=None):  # noqa: A001 - numexpr and NumPy users know this name
+def compile(text: str, signature: Optional[Mapping[str, Any]] = None) -> "Kernel":  # noqa: A001
     """A reusable :class:`Kernel` for ``text``; syntax errors are raised now.
 
     ``signature`` maps each variable to a dtype (``{"a": "float32", "x": float}``; the Python
@@ -266,7 +271,7 @@ def compile(text, signature=None):  # noqa: A001 - numexpr and NumPy users know 
     return Kernel(text, signature)
 
 
-def precompile(text, signature, backend="cuda"):
+def precompile(text: str, signature: Mapping[str, Any], backend: str = "cuda") -> dict:
     """Prepares ``text`` for the dtypes of ``signature`` on ``backend`` now (CUDA: compiles its
     kernels into the memory and disk cache), by evaluating it once on one-element arrays, so the
     first real call does not wait for a compile. Returns the runtime's cache statistics."""
@@ -276,7 +281,7 @@ def precompile(text, signature, backend="cuda"):
     return rt.stats()
 
 
-def stats(backend="cpu"):
+def stats(backend: str = "cpu") -> dict:
     """Cache statistics of the default runtime of ``backend``: hits, misses, compiles,
     compile_ms, disk_hits, entries."""
     return _core.default_runtime(backend).stats()

@@ -709,6 +709,26 @@ jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment&
     return rt.run(text, env, stream);
 }
 
+// rt->run_into likewise. `atomic`: out is written through a temporary and copied in only once
+// the whole program has run (CallOptions::in_place_all_or_nothing), so a stopped call leaves it
+// untouched; otherwise the call is not stopped (it finishes, and a Ctrl-C is raised after it).
+jit::Array run_into_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, const jit::Array& out,
+                         void* stream, const Token* token, bool atomic) {
+#if JITEXPR_PY_HAVE_CANCEL
+    if (token && atomic) {
+        jit::CallOptions o;
+        o.stream = stream;
+        o.cancel = *token;
+        o.in_place_all_or_nothing = true;
+        return rt.run_into(text, env, out, o);
+    }
+#else
+    (void)token;
+    (void)atomic;
+#endif
+    return rt.run_into(text, env, out, stream);
+}
+
 // Results of this many elements or more are written into out= through a temporary when a
 // KeyboardInterrupt can stop the evaluation: out is then untouched (stopped) or fully written
 // (the copy is not interrupted), never half. Smaller ones take a few milliseconds: they are
@@ -870,8 +890,8 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
         void* s = reinterpret_cast<void*>(c.stream);
         const bool atomic = JITEXPR_PY_HAVE_CANCEL && o.size() >= kAtomicOut;
         (void)call_released([&](const Token* token) {
-            if (!overlap && !atomic) return rt->run_into(text, env, o, s);
-            jit::Array tmp = run_with(*rt, text, env, s, atomic ? token : nullptr);
+            if (!overlap) return run_into_with(*rt, text, env, o, s, token, atomic);
+            jit::Array tmp = run_with(*rt, text, env, s, token);
             jit::Environment copy{{"x", jit::Arg(tmp)}};
             return rt->run_into("x", copy, o, s);
         });
