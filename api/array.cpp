@@ -10,23 +10,87 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <vector>
 
 namespace jit {
 
 namespace {
+
+// Large host blocks freed recently, kept for the next allocation of the same size: a fresh
+// block of megabytes comes from mmap and pays a page fault per page at its first touch, which
+// for a streaming expression costs as much as the work (an evaluation into a new output, or the
+// temporary of an all-or-nothing in-place write, every call of a loop). Bounded in bytes and
+// blocks; the oldest go first. Only sizes from kMinKept on: small blocks are malloc's business.
+class KeptBlocks {
+public:
+    static constexpr std::size_t kMinKept = std::size_t{1} << 20;
+    static constexpr std::size_t kMaxBytes = std::size_t{512} << 20;
+    static constexpr std::size_t kMaxBlocks = 8;
+
+    static KeptBlocks& instance() {
+        static KeptBlocks* k = new KeptBlocks;  // never destroyed: arrays may die during exit
+        return *k;
+    }
+    void* take(std::size_t rounded) {
+        std::lock_guard<std::mutex> lock(m_);
+        for (std::size_t i = blocks_.size(); i-- > 0;)
+            if (blocks_[i].bytes == rounded) {
+                void* p = blocks_[i].ptr;
+                bytes_ -= rounded;
+                blocks_.erase(blocks_.begin() + static_cast<std::ptrdiff_t>(i));
+                return p;
+            }
+        return nullptr;
+    }
+    void give(void* p, std::size_t rounded) noexcept {
+        if (rounded < kMinKept || rounded > kMaxBytes) {
+            std::free(p);
+            return;
+        }
+        std::vector<void*> drop;
+        {
+            std::lock_guard<std::mutex> lock(m_);
+            try {
+                blocks_.push_back({p, rounded});
+            } catch (...) {
+                drop.push_back(p);
+            }
+            bytes_ += drop.empty() ? rounded : 0;
+            while (!blocks_.empty() && (bytes_ > kMaxBytes || blocks_.size() > kMaxBlocks)) {
+                bytes_ -= blocks_.front().bytes;
+                drop.push_back(blocks_.front().ptr);
+                blocks_.erase(blocks_.begin());
+            }
+        }
+        for (void* q : drop) std::free(q);  // outside the lock: munmap takes time
+    }
+
+private:
+    struct Block {
+        void* ptr;
+        std::size_t bytes;
+    };
+    std::mutex m_;
+    std::vector<Block> blocks_;
+    std::size_t bytes_ = 0;
+};
 
 // Host memory, 64-byte aligned so that vector loads are aligned on every backend.
 class HostStorage final : public Storage {
 public:
     explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
         if (bytes_ > 0) {
-            const std::size_t rounded = (bytes_ + 63) / 64 * 64;
-            ptr_ = std::aligned_alloc(64, rounded);
+            rounded_ = (bytes_ + 63) / 64 * 64;
+            if (rounded_ >= KeptBlocks::kMinKept) ptr_ = KeptBlocks::instance().take(rounded_);
+            if (!ptr_) ptr_ = std::aligned_alloc(64, rounded_);
             if (!ptr_) throw ArgumentError(fmt::format("out of host memory allocating {} bytes", bytes_));
         }
     }
-    ~HostStorage() override { std::free(ptr_); }
+    ~HostStorage() override {
+        if (ptr_) KeptBlocks::instance().give(ptr_, rounded_);
+    }
     void* data() const override { return ptr_; }
     std::size_t bytes() const override { return bytes_; }
     Backend backend() const override { return Backend::Cpu; }
@@ -34,6 +98,7 @@ public:
 private:
     void* ptr_ = nullptr;
     std::size_t bytes_;
+    std::size_t rounded_ = 0;
 };
 
 // Memory someone else owns.

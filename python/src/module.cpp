@@ -24,6 +24,7 @@
 #endif
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -729,11 +730,43 @@ jit::Array run_into_with(jit::Runtime& rt, const std::string& text, jit::Environ
     return rt.run_into(text, env, out, stream);
 }
 
-// Results of this many elements or more are written into out= through a temporary when a
-// KeyboardInterrupt can stop the evaluation: out is then untouched (stopped) or fully written
-// (the copy is not interrupted), never half. Smaller ones take a few milliseconds: they are
-// written in place and a Ctrl-C is raised when they end.
-constexpr std::int64_t kAtomicOut = std::int64_t{1} << 20;
+// out= and Ctrl-C: an evaluation that will take long is written into out through a temporary
+// (CallOptions::in_place_all_or_nothing) and can be stopped, so out is untouched or fully
+// written; one that will be quick (under kQuickMs, inside the 100 ms a Ctrl-C may take) is
+// written in place, cannot be stopped, and a Ctrl-C meanwhile is raised when it ends. "Long" is
+// predicted from the time per element of the text's last out= call (the temporary costs a copy,
+// which for a quick call would be a large part of its time); a text not seen yet is taken as
+// long from 2^22 elements on.
+constexpr double kQuickMs = 80.0;
+constexpr std::int64_t kUnknownLong = std::int64_t{1} << 22;
+
+struct OutRates {
+    std::mutex m;
+    std::unordered_map<std::string, double> ns_per_element;
+};
+OutRates& out_rates() {
+    static OutRates* r = new OutRates;  // never destroyed: calls may end during interpreter exit
+    return *r;
+}
+
+bool predicted_long(const std::string& text, std::int64_t n) {
+    OutRates& r = out_rates();
+    std::lock_guard lock(r.m);
+    auto it = r.ns_per_element.find(text);
+    if (it == r.ns_per_element.end()) return n >= kUnknownLong;
+    return it->second * static_cast<double>(n) / 1e6 > kQuickMs;
+}
+
+void note_rate(const std::string& text, std::int64_t n, double ms, bool through_temporary) {
+    if (n <= 0) return;
+    // A call through a temporary also paid for its copy: count its work only (the copy moves
+    // two of the bytes a streaming expression moves three or more of).
+    const double ns = ms * 1e6 / static_cast<double>(n) * (through_temporary ? 0.6 : 1.0);
+    OutRates& r = out_rates();
+    std::lock_guard lock(r.m);
+    if (r.ns_per_element.size() > 4096) r.ns_per_element.clear();
+    r.ns_per_element[text] = ns;
+}
 
 struct Call {
     std::vector<std::pair<std::string, Bound>> bound;
@@ -888,13 +921,19 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
             if (alo < bhi && blo < ahi && a.backend() == o.backend()) overlap = true;
         }
         void* s = reinterpret_cast<void*>(c.stream);
-        const bool atomic = JITEXPR_PY_HAVE_CANCEL && o.size() >= kAtomicOut;
+        const bool host = c.backend == jit::Backend::Cpu;
+        const bool atomic = JITEXPR_PY_HAVE_CANCEL && host && predicted_long(text, o.size());
+        const auto t0 = std::chrono::steady_clock::now();
         (void)call_released([&](const Token* token) {
             if (!overlap) return run_into_with(*rt, text, env, o, s, token, atomic);
             jit::Array tmp = run_with(*rt, text, env, s, token);
             jit::Environment copy{{"x", jit::Arg(tmp)}};
             return rt->run_into("x", copy, o, s);
         });
+        if (host)
+            note_rate(text, o.size(),
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                      atomic || overlap);
         return nb::borrow(out);
     }
     void* s = reinterpret_cast<void*>(c.stream);
