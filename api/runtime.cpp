@@ -636,7 +636,9 @@ SystemInfo system_info() {
     SystemInfo si;
     si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
     si.nvrtc_version = cuda::nvrtc_version();
-    si.nvjitlink = cuda::ptx_assembler_available();
+    // Found, not loaded: a REPL banner or --version must not map nvJitLink (or NVRTC, whose
+    // version comes from its file names) in a process that may never compile.
+    si.nvjitlink = cuda::nvjitlink_status(/*load=*/false).found;
     si.driver_version = cuda::driver_version();
     si.cuda = cuda::available(&si.cuda_reason);
     if (si.cuda) {
