@@ -25,12 +25,13 @@ _jitexpr.set_error_types({name: getattr(_errors_module, name) for name in _error
 
 from ._api import (Kernel, Runtime, Tensor, compile, cuda_available, evaluate, get_num_threads, info,  # noqa: E402,F401
                    parameters, precompile, run, set_num_threads, stats)
+from ._check import ProgramInfo, ValueInfo, check  # noqa: E402,F401
 
 __version__ = _jitexpr.__version__
 
 __all__ = [
     "evaluate", "run", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
-    "set_num_threads", "get_num_threads", "parameters", "Runtime", "Tensor",
+    "set_num_threads", "get_num_threads", "parameters", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
     "IOError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]
@@ -38,7 +39,7 @@ __all__ = [
 
 def __getattr__(name):
     # jitexpr.numexpr on first use (importing it is cheap, but install() is its business).
-    if name == "numexpr":
+    if name in ("numexpr", "dask"):
         import importlib
-        return importlib.import_module(".numexpr", __name__)
+        return importlib.import_module("." + name, __name__)
     raise AttributeError(f"module 'jitexpr' has no attribute {name!r}")

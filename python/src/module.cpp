@@ -15,6 +15,7 @@
 #define PY_ARRAY_UNIQUE_SYMBOL jitexpr_ARRAY_API
 #include <numpy/arrayobject.h>
 
+#include <jit/check.hpp>
 #include <jit/error.hpp>
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
@@ -1288,6 +1289,71 @@ nb::dict stats_dict(const jit::CacheStats& s) {
     return d;
 }
 
+
+// ------------------------------------------------------------------------------- check
+
+// jit::check for Python: `specs` maps each name to ("array", dtype, shape) or ("scalar",
+// dtype). Returns {"parameters", "assigned": [(name, dtype, shape)], "result": (name, dtype,
+// shape) or None, "reduces"}. Nothing is compiled or run (jitexpr.check, jitexpr.dask).
+nb::dict check_program(const std::string& text, nb::dict specs) {
+    jit::Specs s;
+    for (auto [k, v] : specs) {
+        const std::string name = nb::cast<std::string>(k);
+        nb::tuple t = nb::cast<nb::tuple>(v);
+        const std::string kind = nb::cast<std::string>(t[0]);
+        const std::string dt = nb::cast<std::string>(t[1]);
+        const std::optional<jit::DType> d = jit::dtype_from_name(dt);
+        if (!d) throw jit::ArgumentError("'" + name + "': '" + dt + "' is not a jitexpr dtype");
+        if (kind == "scalar") {
+            s.emplace(name, jit::ValueSpec::host_scalar(*d));
+        } else {
+            jit::Shape shape;
+            for (auto e : nb::cast<nb::tuple>(t[2])) shape.push_back(nb::cast<std::int64_t>(e));
+            if (shape.size() > static_cast<std::size_t>(jit::kMaxDims))
+                throw jit::ArgumentError("'" + name + "' has " + std::to_string(shape.size()) +
+                                         " dimensions; jitexpr arrays have at most 8");
+            s.emplace(name, jit::ValueSpec::array(*d, std::move(shape)));
+        }
+    }
+    jit::CheckedProgram p;
+    {
+        nb::gil_scoped_release release;
+        p = jit::check(text, s);
+    }
+    auto value = [](const jit::CheckedValue& v) {
+        nb::list shape;
+        for (auto e : v.shape) shape.append(e);
+        return nb::make_tuple(nb::str(v.name.c_str()), nb::str(std::string(jit::dtype_name(v.dtype)).c_str()), nb::tuple(shape));
+    };
+    nb::dict d;
+    nb::list params, assigned;
+    for (const auto& n : p.parameters) params.append(nb::str(n.c_str()));
+    for (const auto& v : p.assigned) assigned.append(value(v));
+    d["parameters"] = params;
+    d["assigned"] = assigned;
+    d["result"] = p.result ? nb::object(value(*p.result)) : nb::none();
+    d["reduces"] = p.reduces;
+    return d;
+}
+
+// jit::outline for Python: statements and reduction calls with their byte spans.
+nb::dict outline_program(const std::string& text) {
+    jit::Outline o = jit::outline(text);
+    auto span = [](jit::SourceSpan s) { return nb::make_tuple(s.begin, s.end); };
+    nb::list statements, reductions;
+    for (const auto& st : o.statements)
+        statements.append(nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
+    for (const auto& r : o.reductions) {
+        nb::list kw;
+        for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
+        reductions.append(nb::make_tuple(nb::str(r.function.c_str()), r.statement, span(r.span), span(r.operand), kw));
+    }
+    nb::dict d;
+    d["statements"] = statements;
+    d["reductions"] = reductions;
+    return d;
+}
+
 }  // namespace jitexpr_py
 
 // ------------------------------------------------------------------------------- the module
@@ -1373,6 +1439,8 @@ NB_MODULE(_jitexpr, m) {
           "runtime"_a = nb::none());
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
     m.def("targets", [](const std::string& text) { return jit::targets(text); });
+    m.def("check", &check_program, "text"_a, "specs"_a);
+    m.def("outline", &outline_program, "text"_a);
     m.def("cuda_info", &cuda_info, "load_compilers"_a = false);
     m.def("default_runtime", [](const std::string& backend) { return default_runtime(parse_backend(backend)); });
     m.def("set_cpu_threads", [](int n) {
