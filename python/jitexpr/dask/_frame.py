@@ -197,8 +197,9 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
         for n in reads:
             if n not in specs and n in columns:
                 raise JxTypeError(f"column '{n}' has dtype {meta[n].dtype}, which jitexpr does not take")
-        sub = {n: specs[n] for n in reads if n in specs}
-        res = check_specs(text, sub).result  # errors with the caret under the statement
+        # Every column is bound (did-you-mean sees them); the statement's value is checked alone,
+        # so an assignment rebinds a column rather than writing into it.
+        res = check_specs(text, dict(specs)).result  # errors with the caret under the statement
         if res.shape not in ((_ROWS,), ()):
             raise ArgumentError(f"'{text}' does not give one value per row (shape {res.shape})")
         kinds = {kinds_of.get(n, "numpy") for n in reads}
