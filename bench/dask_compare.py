@@ -124,7 +124,7 @@ def run_cpu(args, out):
 
     n, chunk = 1 << args.log2n, 1 << args.log2chunk
     cluster = LocalCluster(n_workers=args.workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None, silence_logs=logging.ERROR, memory_limit=0)
+                           dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, silence_logs=logging.ERROR, memory_limit=0)
     client = Client(cluster)
     try:
         client.register_plugin(jxd.WarmCache(cpu_threads=1))

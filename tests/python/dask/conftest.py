@@ -20,7 +20,7 @@ RESULT_TIMEOUT = 60
 def cluster():
     from distributed import LocalCluster
     c = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                     dashboard_address=None, worker_dashboard_address=None, silence_logs=logging.ERROR,
+                     dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, worker_dashboard_address=None, silence_logs=logging.ERROR,
                      death_timeout=START_TIMEOUT)
     try:
         yield c

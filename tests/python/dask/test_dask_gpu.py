@@ -21,7 +21,7 @@ PROGRAMS = ["a * 2 + b", "where(a > 0.5, sin(a) * b + exp(-b), a * a - b)"]
 
 def cuda_cluster(**kw):
     from distributed import Client
-    cluster = dask_cuda.LocalCUDACluster(n_workers=1, host="127.0.0.1", dashboard_address=None, protocol="tcp",
+    cluster = dask_cuda.LocalCUDACluster(n_workers=1, host="127.0.0.1", dashboard_address=None, scheduler_kwargs={"dashboard_address": "127.0.0.1:0"}, protocol="tcp",
                                          silence_logs=logging.ERROR, **kw)
     return cluster, Client(cluster, timeout=120, set_as_default=False)
 
