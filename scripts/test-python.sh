@@ -13,7 +13,7 @@ rm -rf "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # The test peers: NumPy 2 (the reference), numexpr 2.14 (the API the drop-in follows), pandas
 # (eval/query through the drop-in), pyarrow, Polars and DuckDB (Arrow round trips), pytest.
-# dask and distributed for jitexpr.dask (tests/python/dask), pinned to the versions dask-cuda 26.10
+# dask and distributed for jitexpr.dask (tests/python/on_dask), pinned to the versions dask-cuda 26.10
 # needs on the GPU machine, so that CI tests what runs there.
 "${pip[@]}" install "numpy>=2" "numexpr>=2.14,<2.15" pandas pyarrow polars duckdb pytest \
   dask==2026.7.1 distributed==2026.7.1

@@ -3,7 +3,7 @@ values shared, nulls propagated by elementwise programs and skipped by whole red
 import numpy as np
 import pytest
 
-from conftest import need
+from support import need
 
 import jitexpr as jx
 

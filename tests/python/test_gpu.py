@@ -4,7 +4,7 @@ input pointers are read in place, out= is written in place — on the producer's
 import numpy as np
 import pytest
 
-from conftest import gpu_or_skip, need
+from support import gpu_or_skip, need
 
 import jitexpr as jx
 

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from conftest import need
+from support import need
 from numexpr_differences import DIFFERENCES, difference_for
 from test_numpy_diff import make, numpy_value, tolerance
 

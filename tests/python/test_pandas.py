@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from conftest import need
+from support import need
 
 
 @pytest.fixture
