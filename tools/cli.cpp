@@ -96,16 +96,23 @@ int cache_command(const std::string& command) {
         return kExitOk;
     }
     if (command == "clear") {
-        const auto before = disk.stats().entries;
-        disk.clear();
-        std::cout << fmt::format("removed {} entries from {}\n", before, disk.directory());
+        // Only files jitexpr wrote go; anything else found in the cache is named and kept.
+        const cache::ClearReport r = disk.clear();
+        for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+        std::cout << fmt::format("removed {} entries from {}", r.removed, printable(disk.directory()));
+        if (r.old_format_removed) std::cout << fmt::format(", and {} files of the previous format (v1)", r.old_format_removed);
+        if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
+        std::cout << '\n';
         return kExitOk;
     }
     // verify
     const cache::VerifyReport r = disk.verify();
-    for (const auto& p : r.problems) std::cout << "removed " << p << '\n';
-    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed\n", r.checked, disk.directory(), r.valid,
-                             r.removed);
+    for (const auto& p : r.problems) std::cout << "removed " << printable(p) << '\n';
+    for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed", r.checked, printable(disk.directory()),
+                             r.valid, r.removed);
+    if (!r.left.empty()) std::cout << fmt::format(", {} left in place (not jitexpr's)", r.left.size());
+    std::cout << '\n';
     return kExitOk;
 }
 
