@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -373,27 +374,60 @@ std::string final_target(const std::string& path, bool* via_proc) {
     fail(path, "too many levels of symbolic links");
 }
 
-void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std::string& path) {
-    for (std::string_view c : chunks)
-        if (int err = write_all(fd, c.data(), c.size())) fail(path, fmt::format("cannot write: {}", write_error_text(err)));
+void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std::string& path, const WriteHooks* hooks) {
+    if (!hooks) {
+        for (std::string_view c : chunks)
+            if (int err = write_all(fd, c.data(), c.size())) fail(path, fmt::format("cannot write: {}", write_error_text(err)));
+        return;
+    }
+    FileSizeSignalGuard guard;
+    const std::size_t piece = std::max<std::size_t>(hooks->piece, 1);
+    for (std::size_t k = 0; k < chunks.size(); ++k) {
+        const char* p = chunks[k].data();
+        std::size_t n = chunks[k].size();
+        while (n > 0) {
+            if (hooks->before_piece) hooks->before_piece();
+            const ssize_t w = ::write(fd, p, std::min(n, piece));
+            if (w < 0) {
+                if (errno == EINTR) continue;  // asks before_piece again
+                fail(path, fmt::format("cannot write: {}", write_error_text(errno)));
+            }
+            if (w == 0) fail(path, fmt::format("cannot write: {}", write_error_text(EIO)));
+            p += w;
+            n -= static_cast<std::size_t>(w);
+            if (hooks->after_piece) hooks->after_piece(k, static_cast<std::size_t>(w));
+        }
+    }
+}
+
+// open() for a path that may be a FIFO (which waits for its other end), with `on_interrupt`
+// asked when a signal ends the wait.
+Fd open_waiting(const std::string& path, int flags, const InterruptHook& on_interrupt, const char* waiting_for) {
+    while (true) {
+        Fd fd(::open(path.c_str(), flags));
+        if (fd.ok() || errno != EINTR) return fd;
+        if (!on_interrupt) fail(path, fmt::format("interrupted while waiting for a {}", waiting_for));
+        on_interrupt();
+    }
 }
 
 // A stream: opened as it is (blocking until the other end opens), written in order.
-void write_stream(const std::string& path, const std::vector<std::string_view>& chunks, bool append) {
-    int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | (append ? O_APPEND : 0);
-    Fd fd(::open(path.c_str(), flags));
-    if (!fd.ok() && errno == EINTR) fail(path, "interrupted while waiting for a reader");
+void write_stream(const std::string& path, const std::vector<std::string_view>& chunks, bool append,
+                  const WriteHooks* hooks) {
+    const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | (append ? O_APPEND : 0);
+    Fd fd = open_waiting(path, flags, hooks ? hooks->on_interrupt : InterruptHook(), "reader");
     if (!fd.ok()) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     struct stat st{};
     if (::fstat(fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (!is_stream(st.st_mode) && !(append && S_ISREG(st.st_mode)))
         fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written", kind_of(st.st_mode)));
-    write_chunks(fd.get(), chunks, path);
+    write_chunks(fd.get(), chunks, path, hooks);
+    if (hooks && hooks->before_commit) hooks->before_commit();
 }
 
 // A regular file or a missing name: a temporary file in its folder, renamed over it.
 void replace_file(const std::string& path, const std::string& target, const struct stat* existing,
-                  const std::vector<std::string_view>& chunks) {
+                  const std::vector<std::string_view>& chunks, const WriteHooks* hooks) {
     const std::string dir = dir_of(target), base = base_of(target);
     if (base.empty() || base == "." || base == "..") fail(path, "is not a file name");
     Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
@@ -405,7 +439,8 @@ void replace_file(const std::string& path, const std::string& target, const stru
         fail(path, fmt::format("cannot create a temporary file in '{}' (a save writes one there, then renames it "
                                "over the file): {}",
                                printable(dir), errno_text(err)));
-    write_chunks(tmp->fd(), chunks, path);
+    write_chunks(tmp->fd(), chunks, path, hooks);
+    if (hooks && hooks->before_commit) hooks->before_commit();  // a stop here leaves the target as it was
     if (::fsync(tmp->fd()) != 0) fail(path, fmt::format("cannot sync: {}", write_error_text(errno)));
     if (existing) {
         // The replaced file's permissions (set-id bits dropped, as any write drops them) and,
@@ -434,17 +469,14 @@ void replace_file(const std::string& path, const std::string& target, const stru
 
 }  // namespace
 
-UserFile open_for_reading(const std::string& path) {
+UserFile open_for_reading(const std::string& path, const InterruptHook& on_interrupt) {
     struct stat st{};
     if (::stat(path.c_str(), &st) != 0) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     if (!S_ISREG(st.st_mode) && !is_stream(st.st_mode))
         fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are read", kind_of(st.st_mode)));
     UserFile f;
-    f.fd = Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
-    if (!f.fd.ok()) {
-        if (errno == EINTR) fail(path, "interrupted while waiting for a writer");
-        fail(path, fmt::format("cannot open: {}", errno_text(errno)));
-    }
+    f.fd = open_waiting(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, on_interrupt, "writer");
+    if (!f.fd.ok()) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     if (::fstat(f.fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (S_ISREG(st.st_mode)) {
         f.size = static_cast<std::uint64_t>(st.st_size);
@@ -456,28 +488,28 @@ UserFile open_for_reading(const std::string& path) {
     return f;
 }
 
-void write_file(const std::string& path, const std::vector<std::string_view>& chunks) {
+void write_file(const std::string& path, const std::vector<std::string_view>& chunks, const WriteHooks* hooks) {
     if (path.empty()) throw IOError("cannot save: the file name is empty");
     struct stat st{};
     if (::stat(path.c_str(), &st) == 0) {
-        if (is_stream(st.st_mode)) return write_stream(path, chunks, false);
+        if (is_stream(st.st_mode)) return write_stream(path, chunks, false, hooks);
         if (!S_ISREG(st.st_mode))
             fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written", kind_of(st.st_mode)));
         bool via_proc = false;
         const std::string target = final_target(path, &via_proc);
         // A file reached through /proc/<pid>/fd (/dev/stdout redirected to a file) belongs to
         // the redirection: written at its end, as `>` and `>>` expect, not replaced.
-        if (via_proc) return write_stream(path, chunks, true);
+        if (via_proc) return write_stream(path, chunks, true, hooks);
         struct stat existing{};
         if (::lstat(target.c_str(), &existing) != 0 || !S_ISREG(existing.st_mode))
             fail(path, fmt::format("'{}' changed during the save; it was not replaced", printable(target)));
-        return replace_file(path, target, &existing, chunks);
+        return replace_file(path, target, &existing, chunks, hooks);
     }
     if (errno != ENOENT) fail(path, fmt::format("cannot save: {}", errno_text(errno)));
     bool via_proc = false;
     const std::string target = final_target(path, &via_proc);  // a dangling link: its target
     if (via_proc) fail(path, "cannot save: the link in /proc points nowhere");
-    replace_file(path, target, nullptr, chunks);
+    replace_file(path, target, nullptr, chunks, hooks);
 }
 
 }  // namespace jit::files

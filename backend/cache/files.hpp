@@ -17,6 +17,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -135,13 +136,31 @@ struct UserFile {
     std::uint64_t size = 0;  // regular files only
 };
 
-// Opens `path` for reading. A FIFO blocks until a writer opens it (as any reader does; a
-// signal ends the wait). Directories, block devices, sockets: IOError naming the path.
-UserFile open_for_reading(const std::string& path);
+// Called when a signal interrupts the wait for a FIFO's other end; it may throw (a stop, a
+// CancelledError) and otherwise the wait goes on. Without one, an interrupted wait is an IOError.
+using InterruptHook = std::function<void()>;
+
+// Opens `path` for reading. A FIFO blocks until a writer opens it (as any reader does).
+// Directories, block devices, sockets: IOError naming the path.
+UserFile open_for_reading(const std::string& path, const InterruptHook& on_interrupt = {});
+
+// What a caller may watch and stop of a write_file. Each hook may throw to stop: the write is
+// then abandoned like a failed one (no temporary file left, an existing file as it was).
+struct WriteHooks {
+    std::size_t piece = std::size_t{1} << 30;  // bytes per write()
+    // Before each piece, and after a write that a signal interrupted.
+    std::function<void()> before_piece;
+    // After each piece: which of the chunks, and how many of its bytes were written.
+    std::function<void(std::size_t chunk, std::size_t bytes)> after_piece;
+    // Once every byte is written, before the target changes.
+    std::function<void()> before_commit;
+    InterruptHook on_interrupt;  // opening a FIFO that waits for a reader
+};
 
 // Writes the concatenation of `chunks` to `path` by the rule above. Throws IOError naming the
 // path and the cause (EFBIG: the file size limit); a failed write leaves an existing file as it
 // was and no temporary file.
-void write_file(const std::string& path, const std::vector<std::string_view>& chunks);
+void write_file(const std::string& path, const std::vector<std::string_view>& chunks,
+                const WriteHooks* hooks = nullptr);
 
 }  // namespace jit::files
