@@ -215,9 +215,12 @@ TempFile::TempFile(TempFile&& other) noexcept
 std::optional<TempFile> TempFile::create(int dirfd, int* err) {
     for (int attempt = 0; attempt < 8; ++attempt) {
         std::string name = temporary_name();
-        // Claimed before it exists, armed once it does: a signal in between leaves a file
-        // that a later run removes as stale, never someone else's file of the same name.
+        // Armed before the file exists: a signal handler may run on any thread at any moment,
+        // so the name must be registered before there is a file to leave behind. (Should the
+        // name exist already, a handler running before free_slot could remove that file; the
+        // name holds this process's pid and 64 random bits, so nobody else's file has it.)
         const int slot = claim_slot(dirfd, name);
+        arm_slot(slot);
         Fd fd(::openat(dirfd, name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666));
         if (!fd.ok()) {
             const int e = errno;
@@ -226,7 +229,6 @@ std::optional<TempFile> TempFile::create(int dirfd, int* err) {
             if (err) *err = e;
             return std::nullopt;
         }
-        arm_slot(slot);
         // Tells other processes that the writer is alive (where locks work at all).
         (void)::flock(fd.get(), LOCK_EX | LOCK_NB);
         return TempFile(dirfd, std::move(fd), std::move(name), slot);
