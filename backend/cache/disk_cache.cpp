@@ -23,6 +23,7 @@
 #include "backend/cache/files.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -149,10 +150,12 @@ int make_dirs(const std::string& path) {
     return 0;
 }
 
+// JITEXPR_DISK_CACHE's "off" words, in any case (jit::settings::on_off checks the variable).
 bool env_says_off() {
     const char* v = std::getenv("JITEXPR_DISK_CACHE");
     if (!v) return false;
-    std::string_view off = v;
+    std::string off = v;
+    for (char& c : off) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return off == "0" || off == "false" || off == "off" || off == "no";
 }
 
