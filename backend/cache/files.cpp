@@ -16,6 +16,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -392,6 +393,11 @@ void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std
             const ssize_t w = ::write(fd, p, std::min(n, piece));
             if (w < 0) {
                 if (errno == EINTR) continue;  // asks before_piece again
+                if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a FIFO whose reader is slow
+                    pollfd pf{fd, POLLOUT, 0};
+                    (void)::poll(&pf, 1, 20);
+                    continue;
+                }
                 fail(path, fmt::format("cannot write: {}", write_error_text(errno)));
             }
             if (w == 0) fail(path, fmt::format("cannot write: {}", write_error_text(EIO)));
@@ -402,15 +408,49 @@ void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std
     }
 }
 
-// open() for a path that may be a FIFO (which waits for its other end), with `on_interrupt`
-// asked when a signal ends the wait.
-Fd open_waiting(const std::string& path, int flags, const InterruptHook& on_interrupt, const char* waiting_for) {
-    while (true) {
-        Fd fd(::open(path.c_str(), flags));
-        if (fd.ok() || errno != EINTR) return fd;
-        if (!on_interrupt) fail(path, fmt::format("interrupted while waiting for a {}", waiting_for));
-        on_interrupt();
+void set_blocking(int fd, bool blocking) {
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0) (void)::fcntl(fd, F_SETFL, blocking ? (fl & ~O_NONBLOCK) : (fl | O_NONBLOCK));
+}
+
+// open() for a path that may be a FIFO, which waits for its other end. With `on_wait`, a FIFO
+// is opened without blocking and `on_wait` runs about every 20 ms until the other end is there
+// (it may throw: a stop); otherwise open() blocks, and a signal that interrupts it is an error.
+// A FIFO opened for writing with `on_wait` is left non-blocking (write_chunks waits for room
+// the same way); anything else is returned blocking.
+Fd open_waiting(const std::string& path, int flags, const InterruptHook& on_wait, const char* waiting_for) {
+    struct stat st{};
+    const bool fifo = on_wait && ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
+    if (!fifo) {
+        while (true) {
+            Fd fd(::open(path.c_str(), flags));
+            if (fd.ok() || errno != EINTR) return fd;
+            if (!on_wait) fail(path, fmt::format("interrupted while waiting for a {}", waiting_for));
+            on_wait();
+        }
     }
+    if ((flags & O_ACCMODE) == O_WRONLY) {
+        // Without a reader, a non-blocking open for writing fails with ENXIO: try again.
+        while (true) {
+            Fd fd(::open(path.c_str(), flags | O_NONBLOCK));
+            if (fd.ok() || (errno != ENXIO && errno != EINTR)) return fd;
+            on_wait();
+            ::poll(nullptr, 0, 20);
+        }
+    }
+    // For reading, a non-blocking open succeeds at once; data (or the hang-up of a writer that
+    // came and went) says the other end was there.
+    Fd fd(::open(path.c_str(), flags | O_NONBLOCK));
+    if (!fd.ok()) return fd;
+    while (true) {
+        pollfd p{fd.get(), POLLIN, 0};
+        const int r = ::poll(&p, 1, 20);
+        if (r > 0) break;
+        if (r < 0 && errno != EINTR) break;
+        on_wait();
+    }
+    set_blocking(fd.get(), true);
+    return fd;
 }
 
 // A stream: opened as it is (blocking until the other end opens), written in order.
@@ -419,6 +459,7 @@ void write_stream(const std::string& path, const std::vector<std::string_view>& 
     const int flags = O_WRONLY | O_CLOEXEC | O_NOCTTY | (append ? O_APPEND : 0);
     Fd fd = open_waiting(path, flags, hooks ? hooks->on_interrupt : InterruptHook(), "reader");
     if (!fd.ok()) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
+    if (!hooks) set_blocking(fd.get(), true);
     struct stat st{};
     if (::fstat(fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (!is_stream(st.st_mode) && !(append && S_ISREG(st.st_mode)))

@@ -136,8 +136,9 @@ struct UserFile {
     std::uint64_t size = 0;  // regular files only
 };
 
-// Called when a signal interrupts the wait for a FIFO's other end; it may throw (a stop, a
-// CancelledError) and otherwise the wait goes on. Without one, an interrupted wait is an IOError.
+// Called about every 20 ms while a FIFO waits for its other end (and when a signal interrupts
+// the opening of anything else); it may throw (a stop, a CancelledError) and otherwise the wait
+// goes on. Without one, opening blocks and an interrupted wait is an IOError.
 using InterruptHook = std::function<void()>;
 
 // Opens `path` for reading. A FIFO blocks until a writer opens it (as any reader does).
@@ -154,7 +155,7 @@ struct WriteHooks {
     std::function<void(std::size_t chunk, std::size_t bytes)> after_piece;
     // Once every byte is written, before the target changes.
     std::function<void()> before_commit;
-    InterruptHook on_interrupt;  // opening a FIFO that waits for a reader
+    InterruptHook on_interrupt;  // while a FIFO waits for a reader (and while its reader is slow)
 };
 
 // Writes the concatenation of `chunks` to `path` by the rule above. Throws IOError naming the

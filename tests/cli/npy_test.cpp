@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -467,4 +468,72 @@ TEST(NpyFiles, ProgressCountsTheBytesOfTheData) {
     EXPECT_EQ(total, n * 4);
     EXPECT_GT(done, 0u);
     EXPECT_LE(done, total);
+}
+
+// A FIFO waits for its other end like any reader or writer; a stop ends the wait, whichever
+// thread asks for it (the call looks at its token about every 20 ms while it waits).
+namespace {
+
+template <class F>
+void expect_stopped_within_a_second(F&& call, jit::CancelToken& token) {
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        token.cancel();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(call(), jit::CancelledError);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stopper.join();
+    EXPECT_LT(s, 1.0);
+}
+
+std::string make_fifo(const std::string& leaf) {
+    const std::string p = tmp_path(leaf);
+    std::filesystem::remove(p);
+    EXPECT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    return p;
+}
+
+}  // namespace
+
+TEST(NpyFifo, LoadWaitingForAWriterEndsOnAStop) {
+    const std::string p = make_fifo("in.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second([&] { (void)jit::load_npy(p, Backend::Cpu, o); }, *o.cancel);
+}
+
+TEST(NpyFifo, SaveWaitingForAReaderEndsOnAStop) {
+    const std::string p = make_fifo("out.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second([&] { jit::save_npy(p, Array::from(std::vector<float>{1}, {}, Backend::Cpu), o); },
+                                   *o.cancel);
+}
+
+TEST(NpyFifo, SaveToAReaderThatReadsNothingEndsOnAStop) {
+    const std::string p = make_fifo("stuck.fifo");
+    // A reader that opens the FIFO and never reads: the pipe fills after 64 KiB.
+    std::thread reader([&] {
+        const int fd = ::open(p.c_str(), O_RDONLY);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::close(fd);
+    });
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second(
+        [&] { jit::save_npy(p, Array::from(std::vector<float>(1 << 20, 1.0f), {}, Backend::Cpu), o); }, *o.cancel);
+    reader.join();
+}
+
+TEST(NpyFifo, LoadAndSaveThroughAFifoWithOptions) {
+    const std::string p = make_fifo("both.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    Array got;
+    std::thread reader([&] { got = jit::load_npy(p, Backend::Cpu, o); });
+    jit::save_npy(p, Array::from(std::vector<std::int32_t>(100000, 7), {}, Backend::Cpu), o);
+    reader.join();
+    EXPECT_EQ(got.size(), 100000);
+    EXPECT_EQ(got.to_vector<std::int32_t>().back(), 7);
 }
