@@ -419,7 +419,9 @@ struct DiskCache::Impl {
              "disk cache at '" + root + "' is not usable (" + why + "); compiled kernels are cached in memory only");
     }
 
-    std::string shard_path(std::string_view shard) const { return base + "/" + std::string(shard); }
+    std::string shard_path(std::string_view shard) const {
+        return shard.empty() ? base : base + "/" + std::string(shard);
+    }
     static std::string entry_name(std::string_view key) { return std::string(key) + kSuffix; }
     std::string entry_path(std::string_view key) const {
         return shard_path(key.substr(0, 2)) + "/" + entry_name(key);
@@ -513,7 +515,13 @@ struct DiskCache::Impl {
         std::sort(top.begin(), top.end());
         for (const std::string& n : top) {
             if (!is_shard_name(n)) {
-                if (n == kLockName || files::is_temporary_name(n)) continue;
+                if (n == kLockName) continue;
+                if (files::is_temporary_name(n)) {  // the start-up write test's file
+                    FileInfo f;
+                    f.name = n;
+                    entry(bfd, f);
+                    continue;
+                }
                 other(bfd, base + "/" + n, "not part of the cache");
                 continue;
             }

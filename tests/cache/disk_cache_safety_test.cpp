@@ -375,3 +375,16 @@ TEST_F(CacheSafety, TemporaryFileOfAKilledWriterIsRemovedByALaterRun) {
     EXPECT_FALSE(fs::exists(temps[0]));
     EXPECT_EQ(later.get(key), image);
 }
+
+TEST_F(CacheSafety, StaleTemporaryFileInTheVersionFolderIsRemoved) {
+    { DiskCache cache(options()); }
+    const pid_t gone = ::fork();
+    if (gone == 0) ::_exit(0);
+    ::waitpid(gone, nullptr, 0);
+    const std::string stale = tmp / ("cache/v2/.jitexpr-" + std::to_string(gone) + "-00000000000000aa.tmp");
+    write_file(stale, "");
+    DiskCache cache(options());
+    const auto report = cache.verify();
+    EXPECT_EQ(report.removed, 1u) << ::testing::PrintToString(report.problems);
+    EXPECT_FALSE(fs::exists(stale));
+}
