@@ -435,6 +435,8 @@ std::unique_ptr<unsigned char[]> data_buffer(const Header& h, std::string_view n
 
 }  // namespace
 
+void remove_temporary_files() noexcept { files::remove_temporaries_for_signal(); }
+
 std::string npy_descr(DType t) {
     switch (t) {
         case DType::Bool: return "|b1";

@@ -13,11 +13,13 @@
 #   faults    memcheck over test_gpu_faults, one test per run (a full disk under the runtime's
 #             disk cache, split programs)
 #   diff      memcheck over a sixteenth of the NumPy differential cases (JITEXPR_DIFF_SHARD)
-#   python    memcheck over the ctypes binding's GPU test (it skips itself without PyTorch)
+#   python    memcheck over the Python package's GPU tests (tests/python/test_gpu.py), when the
+#             venv of scripts/test-python.sh is there (VENV_DIR, default build-venv)
 #   long      the cases left out of the parts above for time: the 2^28-element cases and the
 #             100,000-term sum (RUN_LIMIT 500 each is advised); not in the default set
 # scripts/gpu-session.sh runs "race memcheck" as its step `sanitize` and "faults diff python" as
 # its step `sanitize-faults`, each within its own limit.
+# Exit status 77 of a run (a suite that skipped itself) counts as skipped.
 #
 # Left out on purpose: CudaFault.* (they provoke an illegal address: memcheck reports it, as it
 # should).
@@ -75,11 +77,13 @@ for part in $parts; do
     diff)
       JITEXPR_DIFF_SHARD=0/16 gtest memcheck tests/diff/test_diff_cuda ;;
     python)
-      if command -v python3 >/dev/null && [ -e "$build/api/libjitexpr_c.so" ]; then
-        sanitize memcheck "test_python_ctypes.py gpu" python3 "$root/tests/embed/test_python_ctypes.py" gpu \
-          "$build/api/libjitexpr_c.so"
+      # The package's GPU tests, from the venv scripts/test-python.sh makes (VENV_DIR).
+      venv=${VENV_DIR:-$root/build-venv}
+      if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jitexpr" 2>/dev/null; then
+        sanitize memcheck "tests/python/test_gpu.py" "$venv/bin/python" -m pytest -q -p no:cacheprovider \
+          "$root/tests/python/test_gpu.py"
       else
-        echo "!! python3 or $build/api/libjitexpr_c.so missing"; status=1
+        echo "   python: skipped (no venv with jitexpr at $venv: scripts/test-python.sh makes one)"
       fi ;;
     long)
       gtest memcheck tests/hardening/test_gpu_faults 'CudaSplit.HundredThousandTermSumEqualsCpu' '-CudaFault.*'

@@ -8,7 +8,6 @@
 #include "session.hpp"
 
 #include "backend/cache/cache.hpp"
-#include "backend/cache/files.hpp"
 #include "dsl/syntax.hpp"
 
 #include <jit/error.hpp>
@@ -58,7 +57,7 @@ Backend parse_backend(const std::string& v) {
 // temporary files of saves and cache stores in progress (async-signal-safe). SIGXFSZ is
 // ignored: a write past `ulimit -f` fails with EFBIG and is reported as an error.
 extern "C" void on_terminating_signal(int sig) {
-    files::remove_temporaries_for_signal();
+    remove_temporary_files();
     ::signal(sig, SIG_DFL);
     ::raise(sig);  // delivered when the handler returns: the process ends by the signal
 }

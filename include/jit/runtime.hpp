@@ -95,6 +95,12 @@ struct SystemInfo {
 };
 SystemInfo system_info();
 
+// Removes the temporary files of the saves (.npy) and disk-cache stores in progress in this
+// process. Async-signal-safe: for a signal handler that is about to end the process without
+// unwinding (the CLI's, on SIGTERM, SIGHUP and a third Ctrl-C). A later run removes what a killed
+// process left.
+void remove_temporary_files() noexcept;
+
 // The settings the environment and the command line share, parsed in one place. `source`
 // names where the text came from ("JITEXPR_THREADS", "--threads"); a bad value is an
 // ArgumentError that names the source and the value and says what is allowed.
