@@ -10,9 +10,14 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <new>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace jit {
 
@@ -83,9 +88,10 @@ public:
     explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
         if (bytes_ > 0) {
             rounded_ = (bytes_ + 63) / 64 * 64;
+            if (bytes_ >= SIZE_MAX - 63) rounded_ = 0;  // no such block: out of memory below
             if (rounded_ >= KeptBlocks::kMinKept) ptr_ = KeptBlocks::instance().take(rounded_);
-            if (!ptr_) ptr_ = std::aligned_alloc(64, rounded_);
-            if (!ptr_) throw ArgumentError(fmt::format("out of host memory allocating {} bytes", bytes_));
+            if (!ptr_ && rounded_) ptr_ = std::aligned_alloc(64, rounded_);
+            if (!ptr_) throw OutOfMemoryError(bytes_, detail::host_memory_available(), "an array in host memory");
         }
     }
     ~HostStorage() override {
@@ -132,6 +138,38 @@ void check_shape(const Shape& shape) {
 }  // namespace
 
 namespace detail {
+std::uint64_t host_memory_available() {
+    std::uint64_t avail = 0;
+    if (std::FILE* f = std::fopen("/proc/meminfo", "re")) {
+        char line[256];
+        while (std::fgets(line, sizeof line, f)) {
+            unsigned long long kib = 0;
+            if (std::sscanf(line, "MemAvailable: %llu kB", &kib) == 1) {
+                avail = static_cast<std::uint64_t>(kib) * 1024;
+                break;
+            }
+        }
+        std::fclose(f);
+    }
+    if (avail == 0) {
+        const long pages = ::sysconf(_SC_AVPHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+        if (pages > 0 && size > 0) avail = static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size);
+    }
+    rlimit as{};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        // What is left of the address space: the limit less what is mapped now.
+        std::uint64_t mapped = 0;
+        if (std::FILE* f = std::fopen("/proc/self/statm", "re")) {
+            unsigned long long pages = 0;
+            if (std::fscanf(f, "%llu", &pages) == 1) mapped = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+            std::fclose(f);
+        }
+        const std::uint64_t limit = as.rlim_cur;
+        avail = std::min<std::uint64_t>(avail, limit > mapped ? limit - mapped : 0);
+    }
+    return avail;
+}
+
 Backend resolve(Backend b) { return b == Backend::Auto ? Runtime::default_runtime().backend() : b; }
 
 std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b) {

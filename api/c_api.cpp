@@ -109,6 +109,8 @@ int guarded(F&& f) noexcept {
         return fail(JITEXPR_ERROR_CANCELLED, e.what());
     } catch (const jit::InternalError& e) {
         return fail(JITEXPR_ERROR_INTERNAL, e.what());
+    } catch (const jit::OutOfMemoryError& e) {
+        return fail(JITEXPR_ERROR_OUT_OF_MEMORY, e.what());
     } catch (const std::bad_alloc&) {
         return fail(JITEXPR_ERROR_OUT_OF_MEMORY, "out of memory");
     } catch (const std::exception& e) {

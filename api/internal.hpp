@@ -7,7 +7,10 @@
 
 namespace jit::detail {
 
-Backend resolve(Backend b);                                   // Auto -> the default runtime's backend
+Backend resolve(Backend b);
+// Bytes of host memory this process could still get: the system's available memory, or less
+// under an address-space limit (ulimit -v).
+std::uint64_t host_memory_available();                                   // Auto -> the default runtime's backend
 std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b);
 Array copy_contiguous(const Array& a);                        // a C-contiguous copy on a's backend
 // Array::empty for an array first written by work on the legacy default stream (CUDA: may reuse

@@ -23,7 +23,6 @@
 #include <future>
 #include <mutex>
 #include <shared_mutex>
-#include <sstream>
 #include <thread>
 #include <unordered_map>
 
@@ -34,11 +33,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
-
-std::string env_or(const char* name, std::string fallback = {}) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::string(v) : fallback;
 }
 
 // The parsed text of a program and the names whose bindings its checking depends on.
@@ -145,23 +139,6 @@ ir::Value scalar_value(const Arg& a) {
 }
 
 }  // namespace
-
-RuntimeOptions RuntimeOptions::from_environment() {
-    RuntimeOptions o;
-    const std::string b = env_or("JITEXPR_BACKEND");
-    if (b == "cpu") o.backend = Backend::Cpu;
-    else if (b == "cuda") o.backend = Backend::Cuda;
-    o.cache_dir = env_or("JITEXPR_CACHE_DIR");
-    if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
-    if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
-    if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
-    if (const std::string t = env_or("JITEXPR_TIERED"); t == "0") o.tiered_compile = false;
-    else if (t == "1") o.tiered_compile = true;
-    if (env_or("JITEXPR_SHOW_KERNELS") == "1") o.show_kernels = true;
-    std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
-    for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
-    return o;
-}
 
 struct Runtime::Impl {
     RuntimeOptions options;
@@ -393,6 +370,10 @@ struct Runtime::Impl {
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
+    if (options.cpu_threads < 0)
+        throw ArgumentError(fmt::format("RuntimeOptions::cpu_threads is {}: use 0 for every core, or a positive count",
+                                        options.cpu_threads));
+    options.cpu_threads = std::min(options.cpu_threads, settings::kMaxCpuThreads);  // documented clamp
     impl_->options = std::move(options);
     std::string why;
     switch (impl_->options.backend) {

@@ -298,7 +298,11 @@ private:
             const std::int32_t c = constant(v, span);
             return Val{c, a.weak};
         }
-        if (op == Op::Pos) return a;
+        if (op == Op::Pos) {
+            // NumPy 2 has no positive() for bool (as for negative()): a TypeError, not a no-op.
+            if (is_bool(dt(a))) type_error("unary '+' is not supported for bool", span);
+            return a;
+        }
         const Typed t = rule(op, dt(a), span);
         const std::int32_t x = cast(a, t.operand, span);
         const std::int32_t r = op_node(op, t.result, node(x).shape, {x}, span);

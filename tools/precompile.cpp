@@ -263,8 +263,9 @@ int precompile_command(const PrecompileOptions& o) {
     const cuda::ImageStore store{
         [disk](const std::string& key) { return disk->get(cache::digest(key)); },
         [disk](const std::string& key, const std::string& bytes) {
-            if (!disk->put(cache::digest(key), bytes))
-                throw IOError(fmt::format("could not write to the disk cache in {}", disk->directory()));
+            std::string why;
+            if (!disk->put(cache::digest(key), bytes, &why))
+                throw IOError(fmt::format("could not write to the disk cache in {}: {}", disk->directory(), why));
         }};
 
     std::size_t compiled = 0, present = 0;

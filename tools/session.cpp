@@ -375,16 +375,27 @@ private:
     Clock::time_point start_ = Clock::now(), last_ = start_;
 };
 
-Array make_array(DType t, const Shape& shape, const CtorContext& cx, const std::function<Number(std::int64_t)>& element) {
-    const std::int64_t n = shape_size(shape);
-    const std::size_t isz = itemsize(t);
-    std::unique_ptr<unsigned char[]> buf(new unsigned char[std::max<std::size_t>(static_cast<std::size_t>(n) * isz, 1)]);
-    HostLoopWatch watch(cx.call, n);
-    for (std::int64_t i = 0; i < n; ++i) {
-        watch.step(i);
-        store(buf.get() + static_cast<std::size_t>(i) * isz, t, element(i));
+// A new array of `shape` filled by `element`, made in host memory (then moved to the session's
+// backend), watched by the session's token and progress. Running out of memory is an
+// OutOfMemoryError with a caret under the call.
+Array make_array(DType t, const Shape& shape, const CtorContext& cx, SourceSpan call,
+                 const std::function<Number(std::int64_t)>& element) {
+    try {
+        Array a = Array::empty(t, shape, Backend::Cpu);
+        const std::int64_t n = shape_size(shape);
+        const std::size_t isz = itemsize(t);
+        auto* p = static_cast<unsigned char*>(a.data());
+        HostLoopWatch watch(cx.call, n);
+        for (std::int64_t i = 0; i < n; ++i) {
+            watch.step(i);
+            store(p + static_cast<std::size_t>(i) * isz, t, element(i));
+        }
+        return cx.backend == Backend::Cpu ? a : a.to(cx.backend);
+    } catch (const OutOfMemoryError& e) {
+        throw OutOfMemoryError(e.requested(), e.available(),
+                               fmt::format("a {} array of shape {}", dtype_name(t), shape_to_string(shape)))
+            .at(cx.full, call);
     }
-    return Array::from_host(buf.get(), t, shape, cx.backend);
 }
 
 // Elements beyond this are refused before allocating (2^40: a 8 TiB float64 array).
@@ -461,13 +472,13 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
         const DType t = dtype.value_or(DType::Float64);
         const Number v = Number::of_int(name == "ones" ? 1 : 0);
-        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
     }
     if (name == "full") {
         Shape shape = split_shape(1, "full(shape, value), full(3, 4, value) or full((3, 4), value)");
         const Number v = args.back().value;
         const DType t = dtype.value_or(v.natural_dtype());
-        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
     }
     if (name == "rand" || name == "randn") {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
@@ -475,7 +486,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (!is_float(t)) throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full, call_span);
         Xoshiro256 rng(seed.value_or(0));
         const bool normal = name == "randn";
-        return make_array(t, shape, cx, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
     }
     if (name == "arange") {
         if (tuple || args.empty() || args.size() > 3) throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
@@ -500,7 +511,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
             const long double cnt = std::ceil(span / static_cast<long double>(s));
             if (cnt > static_cast<long double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
             n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-            return make_array(t, {n}, cx, [&](std::int64_t i) {
+            return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
                 return Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
             });
         }
@@ -510,7 +521,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (std::isnan(cnt)) throw ValueError("arange() needs finite start, stop and step", cx.full, call_span);
         if (cnt > static_cast<double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
         n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-        return make_array(t, {n}, cx, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
     }
     if (name == "linspace") {
         if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))
@@ -523,7 +534,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         const double a = args[0].value.as_double(), b = args[1].value.as_double();
         const DType t = dtype.value_or(DType::Float64);
         const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
-        return make_array(t, {n}, cx, [&](std::int64_t i) {
+        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
             return Number::of_float(i == n - 1 && n > 1 ? b : a + static_cast<double>(i) * step);
         });
     }
@@ -638,7 +649,29 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
         return cx.runtime.run(program, cx.env, o);
     } catch (const SourceError& e) {
         rethrow_in(e, cx.full, cx.offset + begin);
+    } catch (const OutOfMemoryError& e) {
+        throw e.at(cx.full, span_of(cx.offset + begin, cx.offset + end));
     }
+}
+
+// The value of the expression `expr` (a bare expression, constructors allowed) that starts at
+// `offset` in `full`.
+Array evaluate_expression(Runtime& runtime, Environment& env, Backend backend, std::string_view full,
+                          std::size_t offset, std::string_view expr, const CallOptions& call, Timing* timing) {
+    std::string text(expr);
+    const auto tuples = blank_shape_tuples(text);
+    syntax::Module m;
+    try {
+        m = syntax::parse(text);
+    } catch (const SourceError& e) {
+        rethrow_in(e, full, offset);
+    }
+    if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value)
+        throw ParseError("save() takes one value to save, not statements", full, span_of(offset, offset + expr.size()));
+    CtorContext cx{runtime, env, backend, full, offset, text, &tuples, call};
+    const syntax::Expr& value = *m.statements[0].value;
+    if (value.kind == syntax::ExprKind::Call && is_constructor(value.text)) return run_constructor(value, cx);
+    return run_with_constructors(cx, 0, text.size(), {&value}, timing);
 }
 
 }  // namespace
@@ -703,13 +736,8 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         if (is_identifier(expr) && env_.count(expr)) {
             value = *variable(expr);
         } else {
-            try {
-                CallOptions o = call_;
-                o.timing = timing;
-                value = runtime_->run(expr, env_, o);
-            } catch (const SourceError& e) {
-                rethrow_in(e, full, off + expr_off);
-            }
+            // Any expression, constructors included: save(arange(3), "f.npy").
+            value = evaluate_expression(*runtime_, env_, backend_, full, off + expr_off, expr, call_, timing);
         }
         if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
         try {

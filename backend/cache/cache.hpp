@@ -262,7 +262,9 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// DiskCache: one file per key under <dir>/v1/<first 2 key chars>/<key>.bin.
+// DiskCache: one file per key under <dir>/v2/<first 2 key chars>/<key>.bin (format version 2,
+// docs/cache.md). Never follows a symbolic link inside <dir>, opens only regular files, never
+// blocks on a file, and removes or replaces only files it can prove it wrote.
 
 // Called with one sentence when the disk cache degrades (directory unusable, disk full).
 using WarningHandler = std::function<void(const std::string&)>;
@@ -302,9 +304,18 @@ struct DiskEntry {
 struct VerifyReport {
     std::uint64_t checked = 0;
     std::uint64_t valid = 0;
-    std::uint64_t removed = 0;               // bad entry files and stale temporary files removed
+    std::uint64_t removed = 0;               // damaged entries of jitexpr's and stale temporary files removed
     std::vector<std::string> problems;       // one line per removed file: path and why
-    bool ok() const { return removed == 0; }
+    std::vector<std::string> left;           // one line per file that is not jitexpr's (or not
+                                             // readable by this build), left in place: path and why
+    bool ok() const { return removed == 0 && left.empty(); }
+};
+
+struct ClearReport {
+    std::uint64_t removed = 0;             // entries removed
+    std::uint64_t temporaries = 0;         // stale temporary files removed
+    std::uint64_t old_format_removed = 0;  // files of the previous format (v1) removed
+    std::vector<std::string> left;         // files that are not jitexpr's, left in place: path and why
 };
 
 class DiskCache {
@@ -325,19 +336,25 @@ public:
     // Why the disk cache is off, empty when it is on.
     std::string disabled_reason() const;
 
-    // The payload, or nullopt on a miss. A file that fails any check (magic, version, key,
-    // length, checksum) is removed and counted as corrupt; never throws for file problems.
-    // Throws ArgumentError for a key that is not valid_key().
+    // The payload, or nullopt on a miss. A file of jitexpr's that fails a check (length,
+    // checksum) and an empty file are removed and counted as corrupt; anything else (a foreign
+    // file, a symbolic link, a FIFO, a directory) is a miss and left alone. Never blocks, never
+    // throws for file problems. Throws ArgumentError for a key that is not valid_key().
     std::optional<std::string> get(std::string_view key);
     // Stores atomically (temp file, write, fsync, rename, fsync dir). False when not stored
-    // (disabled, disk full: warns once). Throws ArgumentError for an invalid key.
+    // (disabled, disk full, a foreign file in the entry's place: warns once per kind); *why_not,
+    // when given, gets the reason. Throws ArgumentError for an invalid key.
     bool put(std::string_view key, std::string_view bytes);
+    bool put(std::string_view key, std::string_view bytes, std::string* why_not);
+    // Removes the entry when it is jitexpr's.
     bool erase(std::string_view key);
 
     DiskStats stats() const;
-    // Removes every entry (and stray temporary files) of this cache's format version.
-    void clear();
-    // Checks every file fully; removes bad ones and old temporary files.
+    // Removes every entry of jitexpr's (and stale temporary files) of this format version, and
+    // the previous format's (v1) files that prove to be jitexpr's; leaves everything else.
+    ClearReport clear();
+    // Checks every file fully; removes damaged entries of jitexpr's and stale temporary files,
+    // and reports (without touching them) files that are not jitexpr's.
     VerifyReport verify();
     std::vector<DiskEntry> entries() const;
     // Evicts now if over the bound (put does this itself).

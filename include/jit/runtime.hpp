@@ -71,9 +71,11 @@ struct RuntimeOptions {
     // Prints the CUDA source of every kernel the runtime generates on stderr
     // (JITEXPR_SHOW_KERNELS=1; the CLI's --show-kernels).
     bool show_kernels = false;
-    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
-    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space),
-    // JITEXPR_TIERED=0 or 1.
+    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE,
+    // JITEXPR_THREADS, JITEXPR_FAST_MATH, JITEXPR_NVRTC_OPTIONS (split at white space),
+    // JITEXPR_TIERED, JITEXPR_SHOW_KERNELS. Every JITEXPR_* variable jitexpr reads is checked (also
+    // JITEXPR_STAGING and JITEXPR_CPU_KERNELS, read where they are used): a value that is not one of its documented forms is
+    // an ArgumentError naming the variable and the value (docs/api.md, "Settings").
     static RuntimeOptions from_environment();
 };
 
@@ -92,6 +94,31 @@ struct SystemInfo {
     unsigned hardware_threads = 0;   // what cpu_threads = 0 means
 };
 SystemInfo system_info();
+
+// Removes the temporary files of the saves (.npy) and disk-cache stores in progress in this
+// process. Async-signal-safe: for a signal handler that is about to end the process without
+// unwinding (the CLI's, on SIGTERM, SIGHUP and a third Ctrl-C). A later run removes what a killed
+// process left.
+void remove_temporary_files() noexcept;
+
+// The settings the environment and the command line share, parsed in one place. `source`
+// names where the text came from ("JITEXPR_THREADS", "--threads"); a bad value is an
+// ArgumentError that names the source and the value and says what is allowed.
+namespace settings {
+// Most CPU threads a runtime starts; more is clamped to this (more threads than cores only
+// cost start-up time and memory).
+inline constexpr int kMaxCpuThreads = 1024;
+// "cpu", "cuda" or "auto".
+Backend backend(std::string_view text, std::string_view source);
+// A whole number: 0 (every core) up to kMaxCpuThreads; above that clamped to kMaxCpuThreads.
+int cpu_threads(std::string_view text, std::string_view source);
+// 1/true/on/yes or 0/false/off/no (any case).
+bool on_off(std::string_view text, std::string_view source);
+// White-space separated words, each starting with '-'.
+std::vector<std::string> nvrtc_options(std::string_view text, std::string_view source);
+// One of `allowed` (for the backends' own switches: JITEXPR_STAGING, JITEXPR_CPU_KERNELS).
+std::string one_of(std::string_view text, std::string_view source, const std::vector<std::string_view>& allowed);
+}  // namespace settings
 
 // Where the time of one evaluation went (for :time).
 struct Timing {
