@@ -8,7 +8,7 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/syntax.hpp"
 
 #include <fmt/format.h>
@@ -50,47 +50,12 @@ struct Front {
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
 struct Entry {
-    ir::Program program;
-    ir::Schedule schedule;
+    ir::Plan plan;
     std::shared_ptr<detail::Prepared> prepared;
-    // Per output: write directly into the aliased input (true), or into a fresh array that is
-    // then copied into it (false; the input is read elsewhere in the program).
-    std::vector<bool> direct_alias;
-    std::int32_t result_output = -1;   // index of the output eval returns
     // Per output: its dtype and shape, C-contiguous, without storage; a result shares these
     // dimensions, so making it allocates only its storage.
     std::vector<Array> output_shapes;
 };
-
-// Inputs each stage reads (not through a stored value of an earlier stage).
-std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
-    std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
-    std::vector<std::int32_t> stack;
-    std::vector<char> seen(p.nodes.size());
-    for (std::size_t k = 0; k < s.stages.size(); ++k) {
-        std::fill(seen.begin(), seen.end(), 0);
-        const ir::Stage& st = s.stages[k];
-        stack.clear();
-        if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
-        for (auto n : st.stores) stack.push_back(n);
-        while (!stack.empty()) {
-            const std::int32_t n = stack.back();
-            stack.pop_back();
-            if (seen[static_cast<std::size_t>(n)]) continue;
-            seen[static_cast<std::size_t>(n)] = 1;
-            const ir::Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
-            if (by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
-            if (by == static_cast<std::int32_t>(k) && st.kind == ir::Stage::Kind::Reduce && n == st.reduce) {
-                stack.push_back(nd.args[0]);
-                continue;
-            }
-            if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
-    }
-    return r;
-}
 
 template <class T>
 void append_raw(std::string& key, const T& v) {
@@ -168,6 +133,7 @@ struct Runtime::Impl {
     Backend backend = Backend::Cpu;
     std::string fallback;
     std::unique_ptr<detail::BackendImpl> impl;
+    dsl::Limits limits;                          // impl's: what one stage may compute
     std::shared_ptr<cuda::ModuleCache> modules;  // CUDA: compiled modules (memory, then disk)
     std::shared_ptr<cache::DiskCache> disk;      // CUDA: the disk level, when enabled
 
@@ -284,43 +250,24 @@ struct Runtime::Impl {
             }
             bindings.emplace(n, std::move(b));
         }
-        dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+        dsl::Bindings db;
+        db.lookup = [&](std::string_view name) -> const dsl::Binding* {
             auto it = bindings.find(std::string(name));
             return it == bindings.end() ? nullptr : &it->second;
         };
+        // Every bound name, only if a message needs them: a statement costs nothing per
+        // variable of the environment.
+        db.names = [&env] {
+            std::vector<std::string> bound;
+            for (const auto& [n, v] : env) bound.push_back(n);
+            return bound;
+        };
         auto e = std::make_shared<Entry>();
-        std::vector<std::string> bound;
-        for (const auto& [n, v] : env) bound.push_back(n);
-        e->program = dsl::lower(f.module, text, lookup, bound);
-        e->schedule = ir::schedule(e->program);
-        for (std::size_t o = 0; o < e->program.outputs.size(); ++o)
-            if (e->program.outputs[o].node == e->program.result) e->result_output = static_cast<std::int32_t>(o);
-        for (const ir::OutputDecl& od : e->program.outputs) {
-            const ir::Node& n = e->program.node(od.node);
+        e->plan = dsl::plan(f.module, text, db, limits);
+        const ir::Program& program = e->plan.program;
+        for (const ir::OutputDecl& od : program.outputs) {
+            const ir::Node& n = program.node(od.node);
             e->output_shapes.push_back(detail::prototype(n.dtype, n.shape, backend));
-        }
-        // In-place outputs: direct only when the stage writing it stores nothing else and no
-        // other elementwise stage reads the array (reduction stages run before and are safe).
-        const auto reads = inputs_read_by_stage(e->program, e->schedule);
-        e->direct_alias.assign(e->program.outputs.size(), false);
-        for (std::size_t o = 0; o < e->program.outputs.size(); ++o) {
-            const ir::OutputDecl& od = e->program.outputs[o];
-            if (od.alias_input < 0) continue;
-            const std::int32_t stage = e->schedule.stored_by[static_cast<std::size_t>(od.node)];
-            const ir::Stage& st = e->schedule.stages[static_cast<std::size_t>(stage)];
-            const std::size_t alias = static_cast<std::size_t>(od.alias_input);
-            // A reduction writes its result after reading all of its operand, so it may write
-            // into an array that no stage reads (`s = sum(x)` into an existing s: no copy,
-            // nothing allocated, and so capturable into a CUDA graph).
-            const bool reduce = st.kind == ir::Stage::Kind::Reduce;
-            bool ok = e->program.inputs[alias].shape == e->program.node(od.node).shape &&
-                      (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
-                              : st.stores.size() == 1 && e->program.inputs[alias].shape == st.shape);
-            for (std::size_t k = 0; k < e->schedule.stages.size() && ok; ++k)
-                if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
-                    (reduce || e->schedule.stages[k].kind == ir::Stage::Kind::Elementwise))
-                    ok = false;
-            e->direct_alias[o] = ok;
         }
         const double check_ms = ms_since(t0);
         detail::PrepareOptions po;
@@ -328,7 +275,7 @@ struct Runtime::Impl {
         po.nvrtc_options = options.nvrtc_options;
         po.tiered = options.tiered_compile;
         po.control = control;
-        e->prepared = impl->prepare(e->program, e->schedule, po);
+        e->prepared = impl->prepare(e->plan, po);
         if (options.show_kernels) {
             const std::string src = e->prepared->source();
             if (!src.empty()) std::fprintf(stderr, "jitexpr: generated CUDA source:\n%s\n", src.c_str());
@@ -430,6 +377,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
     } else {
         impl_->impl = detail::make_cpu_backend(impl_->options.cpu_threads);
     }
+    impl_->limits = impl_->impl->limits();
 }
 
 Runtime::~Runtime() = default;
@@ -541,7 +489,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
                                             backend == Backend::Cuda ? "Cuda" : "Cpu"));
     }
     auto e = entry(text, *f, env, timing, control);
-    const ir::Program& p = e->program;
+    const ir::Program& p = e->plan.program;
 
     const auto t_run = Clock::now();
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
@@ -560,7 +508,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
-        if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing) {
+        if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
             outputs[o] = detail::empty_like(e->output_shapes[o], stream == nullptr);
@@ -582,7 +530,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         std::vector<std::string> partly;
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             const ir::OutputDecl& od = p.outputs[o];
-            if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing && started[o])
+            if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && started[o])
                 partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
         }
         throw CancelledError(std::move(partly));
@@ -602,7 +550,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     if (write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
             if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
-    return e->result_output >= 0 ? outputs[static_cast<std::size_t>(e->result_output)] : Array();
+    return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
 }
 
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, void* stream) {

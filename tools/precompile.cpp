@@ -7,8 +7,7 @@
 #include "backend/cache/cache.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 
 #include <jit/error.hpp>
 #include <jit/runtime.hpp>
@@ -271,16 +270,8 @@ int precompile_command(const PrecompileOptions& o) {
     double total_ms = 0;
     for (const PrecompileItem& item : items) {
         try {
-            const syntax::Module module = syntax::parse(item.statements);
-            dsl::Lookup lookup = [&item](std::string_view name) -> const dsl::Binding* {
-                auto it = item.bindings.find(name);
-                return it == item.bindings.end() ? nullptr : &it->second;
-            };
-            std::vector<std::string> bound;
-            for (const auto& [n, b] : item.bindings) bound.push_back(n);
-            const ir::Program program = dsl::lower(module, item.statements, lookup, bound);
-            const ir::Schedule schedule = ir::schedule(program);
-            for (const auto& k : cuda::precompile(program, schedule, co, store)) {
+            const ir::Plan plan = dsl::plan(item.statements, dsl::bindings_of(item.bindings), cuda::limits());
+            for (const auto& k : cuda::precompile(plan, co, store)) {
                 if (k.already_stored) ++present;
                 else ++compiled;
                 total_ms += k.compile_ms;

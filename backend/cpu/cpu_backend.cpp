@@ -945,9 +945,10 @@ class CpuBackend final : public detail::BackendImpl {
 public:
     explicit CpuBackend(int threads) : pool_(threads) {}
     Backend kind() const override { return Backend::Cpu; }
-    std::shared_ptr<detail::Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
-                                              const detail::PrepareOptions&) override {
-        return std::make_shared<CpuPrepared>(program, schedule, &pool_);
+    // Stages of any size: a stage is a sequence of block instructions, whose cost is linear.
+    dsl::Limits limits() const override { return {}; }
+    std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions&) override {
+        return std::make_shared<CpuPrepared>(plan.program, plan.schedule, &pool_);
     }
 
 private:

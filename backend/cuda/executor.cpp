@@ -295,11 +295,31 @@ void ModuleCache::clear() {
     functions_.clear();
 }
 
-std::vector<PrecompiledKernel> precompile(const ir::Program& program, const ir::Schedule& schedule,
-                                          const CompileOptions& options, const ImageStore& store, int block) {
+dsl::Limits limits() {
+    dsl::Limits l;
+    l.max_stage_nodes = kMaxStageNodes;
+    return l;
+}
+
+codegen::Emitted build_kernels(const ir::Plan& plan, const KernelOptions& options, Tier tier) {
     codegen::EmitOptions eo;
-    eo.block = block;
-    const codegen::Emitted emitted = codegen::emit(program, ir::split_large_stages(program, schedule), eo);
+    eo.block = options.block;
+    eo.scalar_only = tier == Tier::ScalarOnly;
+    eo.force_strided = tier == Tier::Strided;
+    codegen::Emitted emitted = codegen::emit(plan.program, plan.schedule, eo);
+    // Flat kernels of the ops PTX expresses exactly, written as PTX and assembled by nvJitLink:
+    // several times faster to build than through NVRTC.
+    if (tier == Tier::ScalarOnly && options.ptx_sm > 0)
+        for (auto& k : emitted.kernels)
+            if (auto pk = codegen::emit_ptx(plan.program, k, options.ptx_sm)) k = std::move(*pk);
+    return emitted;
+}
+
+std::vector<PrecompiledKernel> precompile(const ir::Plan& plan, const CompileOptions& options, const ImageStore& store,
+                                          int block) {
+    KernelOptions ko;
+    ko.block = block;
+    const codegen::Emitted emitted = build_kernels(plan, ko, Tier::Full);
     std::vector<PrecompiledKernel> out(emitted.kernels.size());
     std::mutex store_mutex;  // the store's callbacks are called from one thread at a time
     parallel_for(emitted.kernels.size(), [&](std::size_t i) {
@@ -496,9 +516,9 @@ struct WaitForUpgrades {
 
 class CudaPrepared final : public detail::Prepared {
 public:
-    CudaPrepared(const ir::Program& p, const ir::Schedule& s, const detail::PrepareOptions& o,
-                 std::shared_ptr<ModuleCache> cache, int block)
-        : program_(p), schedule_(ir::split_large_stages(p, s)), options_(o), cache_(std::move(cache)), block_(block) {
+    CudaPrepared(const ir::Plan& plan, const detail::PrepareOptions& o, std::shared_ptr<ModuleCache> cache, int block)
+        : plan_(plan), program_(plan_.program), schedule_(plan_.schedule), options_(o), cache_(std::move(cache)),
+          block_(block) {
         options_.control = nullptr;  // valid during this constructor only
         detail::CallControl* const ctl = o.control;
         const DeviceInfo& dev = device_info();
@@ -508,9 +528,9 @@ public:
         compile_.fast_math = o.fast_math;
         compile_.extra = o.nvrtc_options;
         auto t0 = Clock::now();
-        codegen::EmitOptions eo;
-        eo.block = block_;
-        codegen::Emitted full = codegen::emit(program_, schedule_, eo);
+        KernelOptions ko;
+        ko.block = block_;
+        codegen::Emitted full = build_kernels(plan_, ko, Tier::Full);
         // Tiered: when kernels with vector paths are not yet compiled (in memory or on disk), the
         // program starts on scalar-only kernels (about half the NVRTC time where transcendental
         // functions dominate) and the full kernels compile in the background, replacing them
@@ -529,22 +549,18 @@ public:
             // A compile is coming: the full kernels, with NVRTC, in the background. Its library
             // start (~270 ms the first time in a process) overlaps the first tier from here on.
             warm_up_nvrtc();
-            codegen::EmitOptions first = eo;
-            first.scalar_only = true;
-            main_.emitted = codegen::emit(program_, schedule_, first);
             // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
-            // nvJitLink, several times faster than NVRTC (exact numerics only: fast math and
-            // extra NVRTC options keep NVRTC).
+            // nvJitLink (exact numerics only: fast math and extra NVRTC options keep NVRTC).
+            KernelOptions first = ko;
+            if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier)
+                first.ptx_sm = compile_.cc_major * 10 + compile_.cc_minor;
+            main_.emitted = build_kernels(plan_, first, Tier::ScalarOnly);
             bool any_ptx = false;
-            if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier) {
-                const int sm = compile_.cc_major * 10 + compile_.cc_minor;
-                for (auto& k : main_.emitted.kernels)
-                    if (auto pk = codegen::emit_ptx(program_, k, sm)) {
-                        k = std::move(*pk);
-                        any_ptx = true;
-                        tiers().count_ptx();
-                    }
-            }
+            for (const auto& k : main_.emitted.kernels)
+                if (k.ptx) {
+                    any_ptx = true;
+                    tiers().count_ptx();
+                }
             full_ = std::make_unique<Variant>();
             full_->emitted = std::move(full);
             info_.emit_ms = ms_since(t0);
@@ -552,7 +568,9 @@ public:
             // a bug of codegen/ptx.cpp, not the user's: the NVRTC kernels of the same tier take
             // over (an NVRTC error, or a lost context, still reaches the user).
             auto fall_back = [&] {
-                main_.emitted = codegen::emit(program_, schedule_, first);  // the NVRTC kernels
+                KernelOptions nvrtc_only = first;
+                nvrtc_only.ptx_sm = 0;
+                main_.emitted = build_kernels(plan_, nvrtc_only, Tier::ScalarOnly);  // the NVRTC kernels
                 info_ = {};
                 info_.emit_ms = ms_since(t0);
                 load(main_, &info_, ctl);
@@ -814,10 +832,9 @@ private:
         std::lock_guard<std::mutex> lock(variant_mutex_);
         if (!strided_) {
             auto v = std::make_unique<Variant>();
-            codegen::EmitOptions eo;
-            eo.block = block_;
-            eo.force_strided = true;
-            v->emitted = codegen::emit(program_, schedule_, eo);
+            KernelOptions ko;
+            ko.block = block_;
+            v->emitted = build_kernels(plan_, ko, Tier::Strided);
             load(*v, nullptr);
             for (std::size_t i = 0; i < v->kernels.size(); ++i) v->kernels[i].workspace_offset = main_.kernels[i].workspace_offset;
             strided_ = std::move(v);
@@ -1036,8 +1053,9 @@ private:
         return true;
     }
 
-    ir::Program program_;
-    ir::Schedule schedule_;
+    const ir::Plan plan_;
+    const ir::Program& program_;    // plan_'s
+    const ir::Schedule& schedule_;  // plan_'s
     detail::PrepareOptions options_;
     std::shared_ptr<ModuleCache> cache_;
     int block_;
@@ -1062,11 +1080,11 @@ public:
         if (!options_.cache) options_.cache = default_module_cache();
     }
     Backend kind() const override { return Backend::Cuda; }
-    std::shared_ptr<detail::Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
-                                              const detail::PrepareOptions& options) override {
+    dsl::Limits limits() const override { return cuda::limits(); }
+    std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions& options) override {
         std::string why;
         if (!available(&why)) throw NoDeviceError("cuda backend: " + why);
-        return std::make_shared<CudaPrepared>(program, schedule, options, options_.cache, options_.block);
+        return std::make_shared<CudaPrepared>(plan, options, options_.cache, options_.block);
     }
 
 private:

@@ -5,9 +5,7 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 #include "test_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -40,20 +38,13 @@ dsl::Binding scalar(DType t) {
     return b;
 }
 
-// What api/runtime.cpp and the CUDA executor do for a program, computed here directly: parse,
-// lower, schedule, emit with 256-thread blocks, and the module cache's text key per kernel.
-// Every name of `env` is bound, as in a runtime whose environment holds them (an assigned name
-// that is bound is written in place).
+// The kernels the CUDA backend prepares first for a program (dsl::plan within the CUDA limits,
+// cuda::build_kernels' full tier with 256-thread blocks), and the module cache's text key per
+// kernel. Every name of `env` is bound, as in a runtime whose environment holds them (an
+// assigned name that is bound is written in place).
 std::vector<codegen::KernelSource> kernels(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
-    const syntax::Module m = syntax::parse(text);
-    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
-        auto it = env.find(std::string(name));
-        return it == env.end() ? nullptr : &it->second;
-    };
-    std::vector<std::string> bound;
-    for (const auto& [n, b] : env) bound.push_back(n);
-    const ir::Program p = dsl::lower(m, text, lookup, bound);
-    return codegen::emit(p, ir::schedule(p)).kernels;
+    const ir::Plan p = dsl::plan(text, dsl::bindings_of(env), cuda::limits());
+    return cuda::build_kernels(p, {}, cuda::Tier::Full).kernels;
 }
 
 std::vector<std::string> keys(const std::string& text, const std::map<std::string, dsl::Binding>& env, int major = 9,
