@@ -6,7 +6,10 @@ namespace jit::dsl {
 
 namespace {
 
-// Inputs each stage reads (not through a stored value of an earlier stage).
+// Inputs each stage reads, directly or through the values it computes inline. A stage reads
+// from memory only the values that every backend reads from memory: Reduce results and spilled
+// nodes that another stage stores. Any other value, an output stored by another stage included,
+// is computed again where it is used, and so reads the inputs it is computed from.
 std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
     std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
     std::vector<std::int32_t> stack;
@@ -24,11 +27,8 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
             seen[static_cast<std::size_t>(n)] = 1;
             const ir::Node& nd = p.node(n);
             const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
-            if (by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
-            if (by == static_cast<std::int32_t>(k) && st.kind == ir::Stage::Kind::Reduce && n == st.reduce) {
-                stack.push_back(nd.args[0]);
-                continue;
-            }
+            const bool from_memory = nd.kind == ir::NodeKind::Reduce || s.is_spilled(n);
+            if (from_memory && by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
             if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
         }
