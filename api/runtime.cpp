@@ -1,12 +1,12 @@
 #include <jit/jit.hpp>
 #include <jit/runtime.hpp>
 
-#include "api/internal.hpp"
 #include "backend/backend.hpp"
 #include "backend/cache/cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
+#include "core/device.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/plan.hpp"
 #include "dsl/syntax.hpp"
@@ -97,6 +97,16 @@ DType scalar_dtype(const Arg& a) {
         case 3: return DType::Float64;
         default: return DType::Complex128;
     }
+}
+
+// A new array shaped as `proto` (sharing its dimensions, so nothing is allocated for them), on
+// fresh storage; on CUDA, storage first written by work on the legacy default stream (which
+// may reuse a freed block without a driver call) when `default_stream`.
+Array empty_like(const Array& proto, bool default_stream) {
+    const std::size_t bytes = proto.nbytes();
+    if (proto.backend() == Backend::Cuda)
+        return core::with_storage(proto, default_stream ? cuda::make_storage_for_default_stream(bytes) : cuda::make_storage(bytes));
+    return core::with_storage(proto, core::host_storage(bytes));
 }
 
 ir::Value scalar_value(const Arg& a) {
@@ -267,7 +277,7 @@ struct Runtime::Impl {
         const ir::Program& program = e->plan.program;
         for (const ir::OutputDecl& od : program.outputs) {
             const ir::Node& n = program.node(od.node);
-            e->output_shapes.push_back(detail::prototype(n.dtype, n.shape, backend));
+            e->output_shapes.push_back(core::prototype(n.dtype, n.shape, backend));
         }
         const double check_ms = ms_since(t0);
         detail::PrepareOptions po;
@@ -327,7 +337,7 @@ struct Runtime::Impl {
     // Runtime::cancel() moves it on; a call stops when it differs from its value at the start.
     std::atomic<std::uint64_t> cancel_epoch{0};
     // Binds, runs and (when write_back) stores the assigned names into env. `control` null: the
-    // call cannot be stopped (the copies that finish an in-place write).
+    // call cannot be stopped.
     // `all_or_nothing`: in-place targets are written through temporaries (CallOptions).
     Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
               bool write_back, detail::CallControl* control, bool all_or_nothing = false);
@@ -335,8 +345,6 @@ struct Runtime::Impl {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
         return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
     }
-    // The parsed "dst = src" of in-place copy-backs.
-    std::shared_ptr<const Front> front_of_copy() { return front("dst = src", nullptr); }
 };
 
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -511,7 +519,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = detail::empty_like(e->output_shapes[o], stream == nullptr);
+            outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }
@@ -535,12 +543,12 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         }
         throw CancelledError(std::move(partly));
     }
-    // Results that could not be written in place: copy into the arrays now. The program is
+    // Results that could not be written in place: copied into the arrays now, on the stream, by
+    // the backend's copy (same dtype and shape; the target may be strided). The program is
     // complete, so these copies are not cancelled: an in-place write finishes or never starts.
     for (std::size_t o : copy_back) {
         const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
-        Environment ce{{"dst", Arg(target)}, {"src", Arg(outputs[o])}};
-        run("dst = src", *front_of_copy(), ce, stream, nullptr, /*write_back=*/true, nullptr);
+        core::copy(target, outputs[o], stream);
         outputs[o] = target;
     }
     if (timing) {
@@ -605,19 +613,6 @@ Runtime& Runtime::default_runtime() {
     static Runtime rt(RuntimeOptions::from_environment());
     return rt;
 }
-
-namespace detail {
-Array copy_contiguous(const Array& a) {
-    Runtime& d = Runtime::default_runtime();
-    if (d.backend() == a.backend()) return d.eval("copy(x)", {Arg(a)});
-    static Runtime other([&] {
-        RuntimeOptions o = RuntimeOptions::from_environment();
-        o.backend = a.backend();
-        return o;
-    }());
-    return other.eval("copy(x)", {Arg(a)});
-}
-}  // namespace detail
 
 Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), runtime_(runtime) {
     params_ = dsl::parameters(syntax::parse(text_));
