@@ -8,7 +8,7 @@
 //
 // 1. compile only (no GPU needed): N distinct expressions (default 60) parsed, checked, emitted
 //    and compiled by NVRTC to CUBIN for the arch (default: the device's, else sm_90), with the
-//    trimmed semantics (default) and with the whole of backend/semantics.h, alternating, each
+//    trimmed semantics (default) and with the whole of dsl/semantics.h, alternating, each
 //    the best of R compiles (default 2); p50/p99 per expression. Then the NVRTC option choices on a subset, called directly.
 // 2. GPU (skipped without a device):
 //    a. compile + load: N new expressions through jit::Runtime (disk cache off), first eval;

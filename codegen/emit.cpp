@@ -3,7 +3,7 @@
 // Every value is computed inline in registers, in node order, by one generated device
 // function `jx_compute` per kernel; the kernel bodies only load, call it and store. Names in the
 // text are generated (in0, buf0, out0, s0, v12); user identifiers never appear. Ops are calls to
-// jx::op::<Id> and casts jx::cast<T> from backend/semantics.h, whose text precedes the kernel.
+// jx::op::<Id> and casts jx::cast<T> from dsl/semantics.h, whose text precedes the kernel.
 #include "codegen/codegen.hpp"
 
 #include <fmt/format.h>

@@ -60,7 +60,7 @@ Value Value::of_complex(std::complex<double> v, DType t) {
 namespace {
 
 // Float to integer: truncate toward zero, NaN -> 0, saturate out of range (the CUDA
-// conversion instructions' behaviour; backend/semantics.h does the same).
+// conversion instructions' behaviour; dsl/semantics.h does the same).
 template <class I>
 I saturating_from_double(double v) {
     if (std::isnan(v)) return 0;

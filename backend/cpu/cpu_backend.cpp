@@ -14,7 +14,7 @@
 
 #include "backend/cpu/kernels.hpp"
 #include "backend/cpu/thread_pool.hpp"
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 
 #include <fmt/format.h>
 

@@ -625,7 +625,7 @@ public:
     std::string source() const override {
         std::string s;
         for (const auto& k : (full_ ? *full_ : main_).emitted.kernels) {
-            s += fmt::format("// ---- stage {}: {} (compiled after backend/semantics.h and the jitexpr prelude)\n",
+            s += fmt::format("// ---- stage {}: {} (compiled after dsl/semantics.h and the jitexpr prelude)\n",
                              k.stage, k.name);
             s += k.body;
         }

@@ -1,7 +1,7 @@
 // The CUDA executor runs generated kernels and matches host computations. Needs a GPU: every
 // test skips when jit::cuda::available() is false.
 #include "backend/cuda/executor.hpp"
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
 #include "tests/codegen/programs.hpp"
 
