@@ -22,7 +22,6 @@
 #include <cstdlib>
 #include <future>
 #include <mutex>
-#include <shared_mutex>
 #include <sstream>
 #include <thread>
 #include <unordered_map>
@@ -85,11 +84,6 @@ void append_signature(std::string& key, const std::string& name, const Environme
     for (auto e : arr.strides()) append_raw(key, e);
 }
 
-struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 DType scalar_dtype(const Arg& a) {
     switch (a.value().index()) {
         case 1: return DType::Bool;
@@ -139,6 +133,9 @@ RuntimeOptions RuntimeOptions::from_environment() {
 }
 
 struct Runtime::Impl {
+    explicit Impl(RuntimeOptions o)
+        : options(std::move(o)), fronts(options.memory_cache_entries), entries(options.memory_cache_entries) {}
+
     RuntimeOptions options;
     Backend backend = Backend::Cpu;
     std::string fallback;
@@ -147,100 +144,74 @@ struct Runtime::Impl {
     std::shared_ptr<cuda::ModuleCache> modules;  // CUDA: compiled modules (memory, then disk)
     std::shared_ptr<cache::DiskCache> disk;      // CUDA: the disk level, when enabled
 
-    mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<const Front>, StringHash, std::equal_to<>> fronts;
-    std::unordered_map<std::string, std::shared_ptr<const Entry>, StringHash, std::equal_to<>> entries;
-    CacheStats stats;
+    // Parsed texts, and programs prepared for one binding signature: LRU-bounded, one
+    // preparation per key however many threads ask, and a repeated key found without a lock
+    // (cache::MemoryCache::fetch). Declared after `impl`: destroyed before the backend.
+    cache::MemoryCache<std::string, std::shared_ptr<const Front>> fronts;
+    cache::MemoryCache<std::string, std::shared_ptr<const Entry>> entries;
 
-    std::shared_ptr<const Front> front(std::string_view text, double* parse_ms) {
-        {
-            std::shared_lock lock(mutex);
-            if (auto it = fronts.find(text); it != fronts.end()) return it->second;
-        }
-        const auto t0 = Clock::now();
-        auto f = std::make_shared<Front>();
-        f->module = syntax::parse(text);
-        f->params = dsl::parameters(f->module);
-        f->names = f->params;
-        for (auto& t : dsl::targets(f->module))
-            if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
-        if (parse_ms) *parse_ms = ms_since(t0);
-        std::unique_lock lock(mutex);
-        // Bounded like the prepared programs: a service fed endless distinct texts must not grow.
-        if (fronts.size() >= options.memory_cache_entries) fronts.clear();
-        return fronts.emplace(std::string(text), std::move(f)).first->second;
+    // The parse of `text`: valid until this thread's next call of front().
+    const Front& front(std::string_view text, double* parse_ms) {
+        return *fronts.fetch(text, [&] {
+            const auto t0 = Clock::now();
+            auto f = std::make_shared<Front>();
+            f->module = syntax::parse(text);
+            f->params = dsl::parameters(f->module);
+            f->names = f->params;
+            for (auto& t : dsl::targets(f->module))
+                if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            if (parse_ms) *parse_ms = ms_since(t0);
+            return std::shared_ptr<const Front>(std::move(f));
+        });
     }
 
     // The front of run_into: the text's last statement assigned to kOutName, the name under
     // which run_into binds its `out` array (no identifier can be spelt so). Kept in `fronts`
-    // under the text behind a marker byte that no text starts with.
+    // under the text behind a marker byte that no text starts with. Valid until this thread's
+    // next call of front() or front_into().
     static constexpr std::string_view kOutName = "(out)";
-    std::shared_ptr<const Front> front_into(std::string_view text) {
+    const Front& front_into(std::string_view text) {
         thread_local std::string key;
         key.assign(1, '\x01');
         key.append(text);
-        {
-            std::shared_lock lock(mutex);
-            if (auto it = fronts.find(std::string_view(key)); it != fronts.end()) return it->second;
-        }
-        auto f = std::make_shared<Front>();
-        f->module = syntax::parse(text);
-        if (f->module.statements.empty())
-            throw ArgumentError("out= needs a program whose last statement is an expression; this one is empty");
-        syntax::Statement& last = f->module.statements.back();
-        if (!last.target.empty())
-            throw ArgumentError(fmt::format("out= needs a program whose last statement is an expression, not an "
-                                            "assignment to '{}'",
-                                            last.target));
-        last.target = std::string(kOutName);
-        last.target_span = last.value ? last.value->span : last.span;
-        f->params = dsl::parameters(f->module);
-        f->names = f->params;
-        for (auto& t : dsl::targets(f->module))
-            if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
-        std::unique_lock lock(mutex);
-        if (fronts.size() >= options.memory_cache_entries) fronts.clear();
-        return fronts.emplace(key, std::move(f)).first->second;
+        return *fronts.fetch(std::string_view(key), [&] {
+            auto f = std::make_shared<Front>();
+            f->module = syntax::parse(text);
+            if (f->module.statements.empty())
+                throw ArgumentError("out= needs a program whose last statement is an expression; this one is empty");
+            syntax::Statement& last = f->module.statements.back();
+            if (!last.target.empty())
+                throw ArgumentError(fmt::format("out= needs a program whose last statement is an expression, not an "
+                                                "assignment to '{}'",
+                                                last.target));
+            last.target = std::string(kOutName);
+            last.target_span = last.value ? last.value->span : last.span;
+            f->params = dsl::parameters(f->module);
+            f->names = f->params;
+            for (auto& t : dsl::targets(f->module))
+                if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            return std::shared_ptr<const Front>(std::move(f));
+        });
     }
 
-    std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
-                                       detail::CallControl* control = nullptr) {
+    // The program prepared for `text` with the dtypes, shapes and layouts `env` binds to its
+    // names: valid until this thread's next call of entry(). `control` (may be null) watches
+    // the preparation: compile progress, stop requests between compiles.
+    const Entry& entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                       detail::CallControl* control = nullptr) {
         thread_local std::string key;  // reused: no allocation once it has grown
         key.assign(text);
         key += '\0';
         for (const std::string& n : f.names) append_signature(key, n, env);
-        {
-            std::shared_lock lock(mutex);
-            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return it->second;
-            }
-        }
-        // Single flight: the first thread to miss on a key prepares it; others wait for it.
-        std::shared_ptr<Flight> flight;
-        for (;;) {
-            std::unique_lock lock(mutex);
-            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return it->second;
-            }
-            auto [fit, mine] = preparing.try_emplace(key, nullptr);
-            if (mine) {
-                fit->second = flight = std::make_shared<Flight>();
-                break;
-            }
-            auto other = fit->second->done;
-            lock.unlock();
-            if (auto e = other.get()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return e;
-            }
-            // The other thread failed: prepare here, to report the same error from this thread.
-        }
-        Landing landing{*this, key, *flight, nullptr};
+        bool created = false;
+        const Entry& e =
+            *entries.fetch(std::string_view(key), [&] { return prepare(text, f, env, timing, control); }, &created);
+        if (!created && timing) timing->cache_hit = true;
+        return e;
+    }
+
+    std::shared_ptr<const Entry> prepare(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                                         detail::CallControl* control) {
         auto t0 = Clock::now();
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
@@ -298,42 +269,9 @@ struct Runtime::Impl {
             timing->load_ms = info.load_ms;
             timing->module_cache_hit = info.module_cache_hit;
         }
-        std::unique_lock lock(mutex);
-        ++stats.misses;
-        auto [it, inserted] = entries.emplace(key, std::move(e));
-        if (entries.size() > options.memory_cache_entries) {
-            // Simple bound: drop everything else but this entry (prepared programs are cheap to
-            // rebuild when their modules are still cached below).
-            auto keep = *it;
-            entries.clear();
-            it = entries.emplace(keep.first, keep.second).first;
-        }
-        stats.entries = entries.size();
-        return landing.result = it->second;
+        return e;
     }
 
-    // A preparation in progress, and its end: on every exit of the preparing thread the key
-    // leaves `preparing` and the waiters get the entry (null when preparation threw).
-    struct Flight {
-        std::promise<std::shared_ptr<const Entry>> promise;
-        std::shared_future<std::shared_ptr<const Entry>> done = promise.get_future().share();
-    };
-    std::unordered_map<std::string, std::shared_ptr<Flight>, StringHash, std::equal_to<>> preparing;
-    struct Landing {
-        Impl& self;
-        std::string key;
-        Flight& flight;
-        std::shared_ptr<const Entry> result;
-        ~Landing() {
-            {
-                std::unique_lock lock(self.mutex);
-                self.preparing.erase(key);
-            }
-            flight.promise.set_value(std::move(result));
-        }
-    };
-
-    std::atomic<std::uint64_t> hits{0};
     // Runtime::cancel() moves it on; a call stops when it differs from its value at the start.
     std::atomic<std::uint64_t> cancel_epoch{0};
     // Binds, runs and (when write_back) stores the assigned names into env. `control` null: the
@@ -347,8 +285,7 @@ struct Runtime::Impl {
     }
 };
 
-Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
-    impl_->options = std::move(options);
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
     std::string why;
     switch (impl_->options.backend) {
         case Backend::Cpu:
@@ -402,10 +339,11 @@ std::string Runtime::fallback_reason() const { return impl_->backend == Backend:
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
 CacheStats Runtime::stats() const {
-    std::shared_lock lock(impl_->mutex);
-    CacheStats s = impl_->stats;
-    s.hits = impl_->hits.load();
-    s.entries = impl_->entries.size();
+    const cache::MemoryStats es = impl_->entries.stats();
+    CacheStats s;
+    s.hits = es.hits + es.coalesced - es.coalesced_failures;
+    s.misses = es.misses - es.failures;
+    s.entries = es.entries;
     if (impl_->modules) {
         const auto ms = impl_->modules->stats();
         s.compiles = ms.compiles;
@@ -416,7 +354,6 @@ CacheStats Runtime::stats() const {
 }
 
 void Runtime::clear_memory_cache() {
-    std::unique_lock lock(impl_->mutex);
     impl_->entries.clear();
     impl_->fronts.clear();
 }
@@ -430,7 +367,7 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
 }
 
 Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options) {
-    auto f = impl_->front(text, nullptr);
+    const Front* f = &impl_->front(text, nullptr);
     if (args.size() != f->params.size()) {
         std::string names;
         for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
@@ -477,9 +414,9 @@ Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing
 
 Array Runtime::run(std::string_view text, Environment& env, const CallOptions& options) {
     double parse_ms = 0;
-    auto f = impl_->front(text, &parse_ms);
+    const Front& f = impl_->front(text, &parse_ms);
     if (options.timing) options.timing->parse_ms = parse_ms;
-    return impl_->run(text, *f, env, options, /*write_back=*/true);
+    return impl_->run(text, f, env, options, /*write_back=*/true);
 }
 
 Array Runtime::Impl::run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
@@ -496,7 +433,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
                                             n, backend_name(it->second.array().backend()), backend_name(backend),
                                             backend == Backend::Cuda ? "Cuda" : "Cpu"));
     }
-    auto e = entry(text, *f, env, timing, control);
+    const Entry* e = &entry(text, *f, env, timing, control);
     const ir::Program& p = e->plan.program;
 
     const auto t_run = Clock::now();
@@ -569,7 +506,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
     if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
-    auto f = impl_->front_into(text);
+    const Front* f = &impl_->front_into(text);
     const std::string name(Impl::kOutName);
     // Bound for this call only: the name leaves env however the call ends.
     struct Unbind {
@@ -583,9 +520,8 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 }
 
 std::string Runtime::source(std::string_view text, const Environment& env) {
-    auto f = impl_->front(text, nullptr);
-    auto e = impl_->entry(text, *f, env, nullptr);
-    return e->prepared->source();
+    const Front& f = impl_->front(text, nullptr);
+    return impl_->entry(text, f, env, nullptr).prepared->source();
 }
 
 SystemInfo system_info() {
