@@ -5,7 +5,8 @@ Layers, lowest first:
 
     core  <-  dsl  <-  codegen  <-  backend  <-  api  <-  tools, python
 
-core's public headers are include/jit/{array,dtype,error}.hpp; the other public headers
+core's public headers are include/jit/{array,dtype,error,cancel}.hpp (value types every layer
+may hold: arrays, element types, errors, stop requests and progress); the other public headers
 (include/jit/*) belong to api. A file may include headers of its own layer and of layers below.
 tools/ is a client of the public API: it includes only include/jit/ and its own files.
 
@@ -18,7 +19,7 @@ import sys
 
 LAYERS = ["core", "dsl", "codegen", "backend", "api", "tools"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
-CORE_PUBLIC = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp"}
+CORE_PUBLIC = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp", "jit/cancel.hpp"}
 SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "api", "tools", "include/jit"]
 EXTENSIONS = (".cpp", ".hpp", ".h", ".inc", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

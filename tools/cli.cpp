@@ -7,8 +7,7 @@
 #include "repl.hpp"
 #include "session.hpp"
 
-#include "backend/cache/cache.hpp"
-
+#include <jit/disk_cache.hpp>
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
 #include <jit/runtime.hpp>
@@ -85,26 +84,27 @@ void run_text(Session& s, const std::string& text, const std::string& origin) {
 }
 
 int cache_command(const std::string& command) {
-    cache::DiskCache disk;
-    if (!disk.enabled()) {
-        std::cout << "disk cache disabled: " << disk.disabled_reason() << '\n';
-        return command == "stats" ? kExitOk : kExitError;
-    }
     if (command == "stats") {
-        const cache::DiskStats st = disk.stats();
-        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", disk.directory(), st.entries, st.bytes);
+        const DiskCacheReport r = disk_cache_stats();
+        if (!r.enabled) {
+            std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+            return kExitOk;
+        }
+        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", r.directory, r.entries, r.bytes);
         return kExitOk;
     }
+    const DiskCacheReport r = command == "clear" ? clear_disk_cache() : verify_disk_cache();
+    if (!r.enabled) {
+        std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+        return kExitError;
+    }
     if (command == "clear") {
-        const auto before = disk.stats().entries;
-        disk.clear();
-        std::cout << fmt::format("removed {} entries from {}\n", before, disk.directory());
+        std::cout << fmt::format("removed {} entries from {}\n", r.removed, r.directory);
         return kExitOk;
     }
     // verify
-    const cache::VerifyReport r = disk.verify();
     for (const auto& p : r.problems) std::cout << "removed " << p << '\n';
-    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed\n", r.checked, disk.directory(), r.valid,
+    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed\n", r.checked, r.directory, r.valid,
                              r.removed);
     return kExitOk;
 }
