@@ -4,9 +4,7 @@
 #include <jit/runtime.hpp>
 
 #include "backend/call_control.hpp"
-
-
-#include "api/internal.hpp"
+#include "core/device.hpp"
 #include "backend/cache/files.hpp"
 
 #include <fmt/format.h>
@@ -427,7 +425,7 @@ std::unique_ptr<unsigned char[]> data_buffer(const Header& h, std::string_view n
     try {
         return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::size_t>(bytes, 1)]);
     } catch (const std::bad_alloc&) {
-        throw OutOfMemoryError(bytes, detail::host_memory_available(),
+        throw OutOfMemoryError(bytes, core::host_memory_available(),
                                fmt::format("the data of {} ({} {})", printable(name), dtype_name(h.dtype),
                                            shape_to_string(h.shape)));
     }

@@ -43,8 +43,9 @@ install(FILES ${PROJECT_BINARY_DIR}/jitexprConfig.cmake ${PROJECT_BINARY_DIR}/ji
 
 # pkg-config: static libraries, so Libs names all of them (grouped: they refer to each other)
 # and what they need: fmt, libdl, threads, libmvec when the CPU kernels use it, and the C++
-# runtime for C programs (nothing of CUDA: it is opened at run time).
-set(JITEXPR_PC_LIBS "-Wl,--start-group")
+# runtime for C programs (nothing of CUDA: it is opened at run time). api/devices.cpp registers
+# the backends' memory with the arrays; nothing refers to it by name.
+set(JITEXPR_PC_LIBS "-Wl,--undefined=jit_devices_registered -Wl,--start-group")
 foreach(t jitexpr ${_jitexpr_internal})
   string(APPEND JITEXPR_PC_LIBS " -l${t}")
 endforeach()

@@ -119,7 +119,7 @@ struct Val {
 
 class Lowerer {
 public:
-    Lowerer(std::string_view text, const Lookup& lookup, const std::vector<std::string>& bound)
+    Lowerer(std::string_view text, const Lookup& lookup, const BoundNames& bound)
         : text_(text), lookup_(lookup), bound_(bound) {
         p_.text = std::string(text);
     }
@@ -383,7 +383,8 @@ private:
         // Did you mean: the closest known name within a small edit distance.
         std::vector<std::string> candidates = builtin_names();
         for (const auto& [n, v] : locals_) candidates.push_back(n);
-        candidates.insert(candidates.end(), bound_.begin(), bound_.end());
+        if (bound_)
+            for (std::string& n : bound_()) candidates.push_back(std::move(n));
         const std::string best = closest(name, candidates);
         const bool is_fn = !functions_named(name).empty() || dtype_from_name(name);
         std::string msg = is_fn ? fmt::format("'{}' is a function: call it as {}(...)", name, name)
@@ -609,7 +610,7 @@ private:
 
     std::string_view text_;
     const Lookup& lookup_;
-    const std::vector<std::string>& bound_;
+    const BoundNames& bound_;
     ir::Program p_;
     std::map<std::string, Val, std::less<>> locals_;
     std::map<std::string, std::int32_t, std::less<>> input_slot_, scalar_slot_, input_node_, scalar_node_;
@@ -634,9 +635,16 @@ void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>&
 }  // namespace
 
 ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
-                  const std::vector<std::string>& bound_names) {
+                  const BoundNames& bound_names) {
     Lowerer l(text, lookup, bound_names);
     return l.run(module);
+}
+
+ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
+                  const std::vector<std::string>& bound_names) {
+    BoundNames names;
+    if (!bound_names.empty()) names = [&bound_names] { return bound_names; };
+    return lower(module, text, lookup, names);
 }
 
 std::vector<std::string> parameters(const syntax::Module& module) {

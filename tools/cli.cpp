@@ -7,9 +7,8 @@
 #include "repl.hpp"
 #include "session.hpp"
 
-#include "backend/cache/cache.hpp"
-#include "dsl/syntax.hpp"
-
+#include <jit/disk_cache.hpp>
+#include <jit/language.hpp>
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
 #include <jit/runtime.hpp>
@@ -110,31 +109,33 @@ void run_text(Session& s, const std::string& text, const std::string& origin) {
 }
 
 int cache_command(const std::string& command) {
-    cache::DiskCache disk;
-    if (!disk.enabled()) {
-        std::cout << "disk cache disabled: " << disk.disabled_reason() << '\n';
-        return command == "stats" ? kExitOk : kExitError;
-    }
     if (command == "stats") {
-        const cache::DiskStats st = disk.stats();
-        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", disk.directory(), st.entries, st.bytes);
+        const DiskCacheReport r = disk_cache_stats();
+        if (!r.enabled) {
+            std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+            return kExitOk;
+        }
+        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", r.directory, r.entries, r.bytes);
         return kExitOk;
+    }
+    const DiskCacheReport r = command == "clear" ? clear_disk_cache() : verify_disk_cache();
+    if (!r.enabled) {
+        std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+        return kExitError;
     }
     if (command == "clear") {
         // Only files jitexpr wrote go; anything else found in the cache is named and kept.
-        const cache::ClearReport r = disk.clear();
         for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
-        std::cout << fmt::format("removed {} entries from {}", r.removed, printable(disk.directory()));
+        std::cout << fmt::format("removed {} entries from {}", r.removed, printable(r.directory));
         if (r.old_format_removed) std::cout << fmt::format(", and {} files of the previous format (v1)", r.old_format_removed);
         if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
         std::cout << '\n';
         return kExitOk;
     }
     // verify
-    const cache::VerifyReport r = disk.verify();
     for (const auto& p : r.problems) std::cout << "removed " << printable(p) << '\n';
     for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
-    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed", r.checked, printable(disk.directory()),
+    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed", r.checked, printable(r.directory),
                              r.valid, r.removed);
     if (!r.left.empty()) std::cout << fmt::format(", {} left in place (not jitexpr's)", r.left.size());
     std::cout << '\n';
@@ -208,8 +209,8 @@ NameFile parse_name_file(const std::string& value, const std::string& option) {
         throw UsageError(fmt::format("{} takes NAME=FILE.npy, not '{}'", option, value));
     NameFile nf{value.substr(0, eq), value.substr(eq + 1)};
     // A name no statement could read or assign (a keyword, a name too long) is refused here.
-    if (!syntax::is_variable_name(nf.name)) {
-        const bool word = is_identifier(nf.name) && nf.name.size() <= syntax::kMaxIdentifier;
+    if (!is_variable_name(nf.name)) {
+        const bool word = is_identifier(nf.name) && nf.name.size() <= kMaxIdentifierBytes;
         throw UsageError(fmt::format("{} {}: '{}' is {}", option, printable(value), printable(nf.name),
                                      word ? "a keyword, not a variable name" : "not a variable name"));
     }

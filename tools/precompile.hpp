@@ -11,7 +11,7 @@
 //   name: float | int | bool | complex      a host scalar
 #pragma once
 
-#include "dsl/lower.hpp"
+#include <jit/precompile.hpp>
 
 #include <map>
 #include <optional>
@@ -24,7 +24,7 @@ namespace jit::cli {
 struct PrecompileItem {
     int line = 0;                  // 1-based line in the file
     std::string statements;        // as the program will be run
-    std::map<std::string, dsl::Binding, std::less<>> bindings;
+    std::map<std::string, Declaration, std::less<>> bindings;
 };
 
 // Parses the file's text. Throws ArgumentError "FILE:LINE: why" on a malformed line.

@@ -3,7 +3,7 @@
 #include "host_values.hpp"
 #include "random.hpp"
 
-#include "dsl/syntax.hpp"
+#include <jit/language.hpp>
 
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
@@ -117,8 +117,8 @@ struct Arg1 {
     SourceSpan span;  // in the whole program
 };
 
-DType parse_dtype_name(const syntax::Expr& e, std::string_view full, std::size_t offset) {
-    if (e.kind == syntax::ExprKind::Name) {
+DType parse_dtype_name(const parsed::Expr& e, std::string_view full, std::size_t offset) {
+    if (e.kind == parsed::ExprKind::Name) {
         if (auto t = dtype_from_name(e.text)) return *t;
         throw TypeError(fmt::format("unknown dtype '{}'", e.text), full, shifted(e.span, offset));
     }
@@ -213,12 +213,12 @@ void Session::set_threads(int threads) {
 namespace {
 
 using Range = std::pair<std::size_t, std::size_t>;  // [open paren, close paren]
-std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples);
+std::optional<Range> tuple_of(const parsed::Expr& call, std::string_view text, const std::vector<Range>& tuples);
 
 struct CtorContext;
-Array run_constructor(const syntax::Expr& call, const CtorContext& cx);
+Array run_constructor(const parsed::Expr& call, const CtorContext& cx);
 Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
-                            const std::vector<const syntax::Expr*>& roots, Timing* timing);
+                            const std::vector<const parsed::Expr*>& roots, Timing* timing);
 
 // What a constructor statement needs from the session.
 struct CtorContext {
@@ -282,8 +282,8 @@ Number fold_binary(const std::string& op, const Number& a, const Number& b, bool
 
 // The number an argument expression stands for: literals and simple arithmetic are folded
 // here; anything else (variables, functions) is evaluated by the runtime and must give one value.
-Number eval_number(const syntax::Expr& e, const CtorContext& cx, std::string_view what) {
-    using K = syntax::ExprKind;
+Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_view what) {
+    using K = parsed::ExprKind;
     const SourceSpan full_span = shifted(e.span, cx.offset);
     switch (e.kind) {
         case K::Int:
@@ -401,7 +401,7 @@ Array make_array(DType t, const Shape& shape, const CtorContext& cx, SourceSpan 
 // Elements beyond this are refused before allocating (2^40: a 8 TiB float64 array).
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
 
-Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
+Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
     const std::optional<Range> tuple = tuple_of(call, cx.stmt, *cx.tuples);
     if (call.text == "load" || call.text == "save")
         throw ParseError(call.text == "load" ? "use load(\"file.npy\"), with the file name in quotes"
@@ -593,7 +593,7 @@ std::vector<Range> blank_shape_tuples(std::string& s) {
 }
 
 // The shape tuple that is the first argument of `call`, if any.
-std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples) {
+std::optional<Range> tuple_of(const parsed::Expr& call, std::string_view text, const std::vector<Range>& tuples) {
     Cursor c{text, call.name_span.end};
     c.ws();
     if (!c.eat('(')) return std::nullopt;
@@ -616,7 +616,7 @@ bool is_constructor(const std::string& name) {
 // made first and bound to temporary names written over their call text, padded with spaces so
 // that offsets hold (sum(arange(5)) runs as sum(_jx0     )). The temporaries are dropped after.
 Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
-                            const std::vector<const syntax::Expr*>& roots, Timing* timing) {
+                            const std::vector<const parsed::Expr*>& roots, Timing* timing) {
     std::vector<std::string> temps;
     struct TempGuard {
         Environment& env;
@@ -626,8 +626,8 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
         }
     } guard{cx.env, temps};
     std::string program(cx.stmt.substr(begin, end - begin));
-    std::function<void(const syntax::Expr&)> visit = [&](const syntax::Expr& e) {
-        if (e.kind == syntax::ExprKind::Call && is_constructor(e.text)) {
+    std::function<void(const parsed::Expr&)> visit = [&](const parsed::Expr& e) {
+        if (e.kind == parsed::ExprKind::Call && is_constructor(e.text)) {
             Array a = run_constructor(e, cx);
             std::string name = fmt::format("_jx{}", temps.size());
             while (cx.env.count(name)) name += "_";
@@ -642,7 +642,7 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
         for (const auto& op : e.operands) visit(*op);
         for (const auto& kw : e.keywords) visit(*kw.value);
     };
-    for (const syntax::Expr* r : roots) visit(*r);
+    for (const parsed::Expr* r : roots) visit(*r);
     try {
         CallOptions o = cx.call;
         o.timing = timing;
@@ -660,17 +660,17 @@ Array evaluate_expression(Runtime& runtime, Environment& env, Backend backend, s
                           std::size_t offset, std::string_view expr, const CallOptions& call, Timing* timing) {
     std::string text(expr);
     const auto tuples = blank_shape_tuples(text);
-    syntax::Module m;
+    parsed::Module m;
     try {
-        m = syntax::parse(text);
+        m = parsed::parse(text);
     } catch (const SourceError& e) {
         rethrow_in(e, full, offset);
     }
     if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value)
         throw ParseError("save() takes one value to save, not statements", full, span_of(offset, offset + expr.size()));
     CtorContext cx{runtime, env, backend, full, offset, text, &tuples, call};
-    const syntax::Expr& value = *m.statements[0].value;
-    if (value.kind == syntax::ExprKind::Call && is_constructor(value.text)) return run_constructor(value, cx);
+    const parsed::Expr& value = *m.statements[0].value;
+    if (value.kind == parsed::ExprKind::Call && is_constructor(value.text)) return run_constructor(value, cx);
     return run_with_constructors(cx, 0, text.size(), {&value}, timing);
 }
 
@@ -753,16 +753,16 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     // Constructors; everything else goes to the runtime.
     std::string text = st;
     const auto tuples = blank_shape_tuples(text);
-    syntax::Module m;
+    parsed::Module m;
     try {
-        m = syntax::parse(text);
+        m = parsed::parse(text);
     } catch (const SourceError& e) {
         rethrow_in(e, full, off);
     }
     CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples, call_};
-    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == syntax::ExprKind::Call &&
+    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
         is_constructor(m.statements[0].value->text)) {
-        const syntax::Statement& s = m.statements[0];
+        const parsed::Statement& s = m.statements[0];
         Array a = run_constructor(*s.value, cx);
         *bare = s.target.empty();
         if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));
@@ -771,7 +771,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     }
     *bare = m.statements.size() == 1 && m.statements[0].target.empty();
 
-    std::vector<const syntax::Expr*> roots;
+    std::vector<const parsed::Expr*> roots;
     for (const auto& stmt : m.statements)
         if (stmt.value) roots.push_back(stmt.value.get());
     kind_ = StatementTime::Kind::Runtime;

@@ -130,6 +130,17 @@ TEST(Run, InPlaceWhenTheArrayIsReadWithBroadcasting) {
     EXPECT_EQ(env.at("b").array().to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
 
+TEST(Run, AnArrayAssignedInPlaceKeepsItsOldValueForAnotherShapesStatement) {
+    // z (3, 4) is computed from x + 1 again in its own stage; x must not be overwritten first.
+    Array x = Array::from(std::vector<double>{0, 1, 2, 3}, {}, Backend::Cpu);
+    Array col = Array::from(std::vector<double>{1, 10, 100}, {3, 1}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}, {"col", Arg(col)}};
+    cpu().run("x = x + 1; z = x * col", env);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(env.at("z").array().to_vector<double>(),
+              (std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40, 100, 200, 300, 400}));
+}
+
 TEST(Run, InPlaceTypeErrorLeavesTheArrayUntouched) {
     Array a = Array::from(std::vector<std::int32_t>{1, 2}, {}, Backend::Cpu);
     Environment env{{"a", Arg(a)}};

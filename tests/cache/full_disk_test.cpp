@@ -185,7 +185,7 @@ TEST(FullDisk, PrecompileSucceedsAndStoresOnceSpaceReturns) {
         co.cc_minor = 0;
 
         FullDisk full(512);
-        const auto first = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto first = jit::cuda::precompile(front, co, store);
         CHILD_CHECK(first.size() == 2);
         for (const auto& k : first) CHILD_CHECK(!k.already_stored && k.image_bytes > 512);
         CHILD_CHECK(disk->stats().entries == 0);
@@ -194,10 +194,10 @@ TEST(FullDisk, PrecompileSucceedsAndStoresOnceSpaceReturns) {
         CHILD_CHECK(warnings.size() == 1);
 
         full.restore();
-        const auto second = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto second = jit::cuda::precompile(front, co, store);
         for (const auto& k : second) CHILD_CHECK(!k.already_stored);
         CHILD_CHECK(disk->stats().entries == second.size());
-        const auto third = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto third = jit::cuda::precompile(front, co, store);
         for (const auto& k : third) CHILD_CHECK(k.already_stored);
         CHILD_CHECK(disk->verify().ok());
         CHILD_CHECK(warnings.size() == 1);

@@ -1,8 +1,8 @@
-// Trimmed semantics: a kernel embeds only the sections of backend/semantics.h it needs. These
+// Trimmed semantics: a kernel embeds only the sections of dsl/semantics.h it needs. These
 // tests check that the markers cover every op, that the selection is what a kernel's ops and
 // dtypes ask for, and that every op compiles under NVRTC (to PTX, no GPU) for every operand type
 // it accepts with nothing but the sections chosen for it.
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
 #include "programs.hpp"
 
@@ -26,7 +26,7 @@ bool has(const std::vector<std::string>& v, const std::string& s) { return std::
 TEST(SemanticsSections, EveryOpOfTheTableIsClaimedByASection) {
     for (const ir::OpInfo& o : ir::op_table())
         EXPECT_FALSE(codegen::semantics_section_of(o.op).empty())
-            << "op " << o.id << " has no `// @ops` line in backend/semantics.h: kernels using it embed the whole file";
+            << "op " << o.id << " has no `// @ops` line in dsl/semantics.h: kernels using it embed the whole file";
 }
 
 TEST(SemanticsSections, ArithmeticOnFloatsNeedsOnlyBaseAndArith) {

@@ -1,8 +1,8 @@
-// backend/semantics.h must compile under NVRTC (JX_CUDA, no system headers): this test embeds
+// dsl/semantics.h must compile under NVRTC (JX_CUDA, no system headers): this test embeds
 // its text in a kernel that instantiates every jx::op for every operand type the host build
 // accepts (detected here with `requires`), every cast and every reduction step, and compiles
 // it to CUBIN for sm_90. No GPU is needed.
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 
 #include "backend/cuda/toolkit.hpp"
 
@@ -115,7 +115,7 @@ std::string read_file(const std::string& path) {
 
 std::string kernel_source(int* calls) {
     std::ostringstream os;
-    os << "#define JX_CUDA 1\n" << read_file(JITEXPR_SOURCE_DIR "/backend/semantics.h") << "\n";
+    os << "#define JX_CUDA 1\n" << read_file(JITEXPR_SOURCE_DIR "/dsl/semantics.h") << "\n";
     os << "template <class T> __device__ T ld(const char* in, int k) { return *(const T*)(in + 16 * k); }\n"
           "template <class T> __device__ void st(char* out, int k, T v) { *(T*)(out + 16 * k) = v; }\n"
           "extern \"C\" __global__ void jx_every_op(const char* in, char* out) {\n";

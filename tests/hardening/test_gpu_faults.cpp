@@ -3,7 +3,7 @@
 //     allocation owns) is a sticky jit::CudaError that says the context is unusable and to
 //     restart the process, and every later call fails fast with that error: no crash, no hang;
 //   * a full disk under the CUDA runtime's kernel cache never makes an evaluation fail;
-//   * programs too large for one kernel (ir::kMaxStageNodes) are split and still equal the CPU.
+//   * programs too large for one kernel (cuda::kMaxStageNodes) are split and still equal the CPU.
 // Tests that poison or limit the process run in a child (a gtest death test, "threadsafe"
 // style: a fresh process, so CUDA starts clean there and the suite's context stays healthy).
 #include "backend/cuda/cuda.hpp"
