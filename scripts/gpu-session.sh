@@ -5,14 +5,15 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench interleaved peers compile sanitize sanitize-faults [sanitize-long]"
+#   STEPS="build tests bench interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long]"
+#   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 peers=${1:-}
-steps=${STEPS:-build tests bench interleaved peers compile sanitize sanitize-faults}
+steps=${STEPS:-build tests bench interleaved peers compile python dask cancel sanitize sanitize-faults}
 filter=${BENCH_FILTER:-(/268435456/|/16384/|Host|Block)}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 if has build; then
@@ -47,6 +48,42 @@ fi
 if has compile; then
   timeout 120 build-gpu/bench/bench_compile --count 50 --reps 1 --skip-options > "$out/compile.txt" 2>&1
   cat "$out/compile.txt"
+fi
+if has python || has dask; then
+  # The package from this tree into a venv that sees the machine's NumPy/CuPy/PyTorch, the wheels
+  # of .whl/ (dask, distributed, numexpr, ...) on PYTHONPATH.
+  if ls .whl/*.whl > /dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+      && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  fi
+  python3 -m venv --system-site-packages /tmp/jx-venv > /dev/null 2>&1
+  timeout 300 /tmp/jx-venv/bin/python -m pip install -q --no-index --no-build-isolation --no-deps . > "$out/pip.log" 2>&1 \
+    || echo "python: pip install . failed, see pip.log"
+fi
+if has python; then
+  (cd tests/python && JITEXPR_DISK_CACHE=0 timeout 240 /tmp/jx-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+     test_gpu.py test_dlpack.py test_api.py test_no_cuda.py) > "$out/python-tests.log" 2>&1
+  tail -15 "$out/python-tests.log"
+  timeout 120 /tmp/jx-venv/bin/python bench/python_gpu.py --bench-gpu build-gpu/bench/bench_gpu --json "$out/python-gpu.json" \
+    > "$out/python-gpu.txt" 2>&1
+  cat "$out/python-gpu.txt"
+  # A fresh process on a warm disk cache: the wall time of a tiny eval (issue 21's first row).
+  d=$(mktemp -d); JITEXPR_CACHE_DIR=$d build-gpu/tools/jitexpr -e 'c = arange(4.0) * 2' > /dev/null 2>&1
+  for i in 1 2 3 4 5; do /usr/bin/time -f "jitexpr -e warm-cache wall %e s" env JITEXPR_CACHE_DIR=$d build-gpu/tools/jitexpr \
+    -e 'c = arange(4.0) * 2' > /dev/null; done 2>&1 | tee "$out/fresh-wall.txt"
+fi
+if has dask; then
+  (cd tests/python && timeout 240 /tmp/jx-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+     on_dask/test_dask_gpu.py on_dask/test_dask_array.py) > "$out/dask-tests.log" 2>&1
+  tail -8 "$out/dask-tests.log"
+  for c in 30 27; do
+    timeout 150 /tmp/jx-venv/bin/python bench/dask_compare.py --gpu --log2n 30 --log2chunk $c --dtype float64 \
+      --out "$out/dask-gpu-chunk$c.txt" > /dev/null 2>&1; cat "$out/dask-gpu-chunk$c.txt"
+  done
+fi
+if has cancel; then
+  timeout 120 build-gpu/tests/api/test_cancel_gpu > "$out/cancel-gpu.log" 2>&1; grep -E "after cancel|PASSED|FAILED|SKIPPED" "$out/cancel-gpu.log"
+  timeout 120 build-gpu/bench/bench_cancel --gpu-only --trials 9 > "$out/bench-cancel-gpu.txt" 2>&1; cat "$out/bench-cancel-gpu.txt"
 fi
 # compute-sanitizer in two steps of their own (each run inside has its own limit and prints its
 # time): the race/sync checks and the quick suites, then the fault suite, a sample of the
