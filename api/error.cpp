@@ -25,6 +25,13 @@ std::string render_caret(std::string_view text, SourceSpan span) {
 
     // Tabs keep their width under the caret; other bytes become spaces. UTF-8 continuation
     // bytes take no column.
+    // A byte-order mark opening the text takes no column and is not shown.
+    if (line_start == 0 && text.substr(0, 3) == "\xEF\xBB\xBF") {
+        line_start = 3;
+        begin = std::max<std::size_t>(begin, 3);
+        end = std::max(end, begin);
+        width = end > begin ? end - begin : 1;
+    }
     std::string_view line = text.substr(line_start, line_end - line_start);
     std::string prefix = fmt::format("line {}: ", line_no);
     std::string pad(prefix.size(), ' ');
