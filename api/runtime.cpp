@@ -44,8 +44,8 @@ std::string env_or(const char* name, std::string fallback = {}) {
 // The parsed text of a program and the names whose bindings its checking depends on.
 struct Front {
     syntax::Module module;
-    std::vector<std::string> params;   // positional parameters
-    std::vector<std::string> names;    // params, then assigned names (in-place targets)
+    std::vector<std::string> params;   // positional parameters (no named constants)
+    std::vector<std::string> names;    // names read (named constants too), then assigned names
 };
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
@@ -185,7 +185,9 @@ struct Runtime::Impl {
         auto f = std::make_shared<Front>();
         f->module = syntax::parse(text);
         f->params = dsl::parameters(f->module);
-        f->names = f->params;
+        // By name, a bound `pi` shadows the constant: the names that matter include the
+        // constants the program reads, while the positional parameters leave them out.
+        f->names = dsl::free_names(f->module);
         for (auto& t : dsl::targets(f->module))
             if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
         if (parse_ms) *parse_ms = ms_since(t0);
@@ -473,6 +475,26 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const C
         if (auto it = env.find(f->params[i]); it != env.end()) it->second = args[i];
         else env.emplace(f->params[i], args[i]);
     }
+    return impl_->run(text, *f, env, options, /*write_back=*/false);
+}
+
+Array Runtime::eval(std::string_view text, const Named& named, void* stream) {
+    CallOptions o;
+    o.stream = stream;
+    return eval(text, named, o);
+}
+
+Array Runtime::eval(std::string_view text, const Named& named, const CallOptions& options) {
+    auto f = impl_->front(text, nullptr);
+    const Environment& names = named.values();
+    for (const auto& [n, v] : names) {
+        if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
+        std::string used;
+        for (const std::string& u : f->names) used += (used.empty() ? "" : ", ") + u;
+        throw ArgumentError(fmt::format("'{}' is bound but the program neither reads nor assigns it (it uses: {})", n,
+                                        used.empty() ? "no names" : used));
+    }
+    Environment env = names;  // read only (nothing is written back): the caller's names stay as they are
     return impl_->run(text, *f, env, options, /*write_back=*/false);
 }
 

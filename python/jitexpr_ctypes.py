@@ -211,6 +211,11 @@ _PROTOTYPES = {
     "jitexpr_kernel_param_name": (ctypes.c_char_p, [ctypes.c_void_p, ctypes.c_size_t]),
     "jitexpr_kernel_call": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(_Arg),
                                            ctypes.POINTER(ctypes.c_void_p)]),
+    "jitexpr_eval_named": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                          ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(_Arg),
+                                          ctypes.POINTER(ctypes.c_void_p)]),
+    "jitexpr_kernel_call_named": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.POINTER(ctypes.c_char_p),
+                                                 ctypes.POINTER(_Arg), ctypes.POINTER(ctypes.c_void_p)]),
 }
 
 _libraries = {}
@@ -424,6 +429,19 @@ def _run(lib, args, invoke):
     return Tensor(out.value) if out.value else None
 
 
+def _names(names):
+    """char*[] for the keyword names (kept alive by the returned tuple)."""
+    encoded = [n.encode() for n in names]
+    arr = (ctypes.c_char_p * max(len(encoded), 1))(*encoded)
+    return arr, encoded
+
+
+def _split(args, names):
+    if args and names:
+        raise TypeError("bind arguments by position or by name, not both")
+    return list(names.values()) if names else list(args)
+
+
 def _encode(text):
     if not isinstance(text, str):
         raise TypeError(f"program text must be a str, not {type(text).__name__}")
@@ -454,11 +472,17 @@ class Runtime:
             raise ValueError("this jitexpr Runtime is closed")
         return self._handle
 
-    def eval(self, text, *args):
-        """Evaluates `text` with `args` bound by position; returns the value of the last
-        statement as a Tensor (None if it has none)."""
+    def eval(self, text, *args, **names):
+        """Evaluates `text` with `args` bound by position, or with `names` bound by name
+        (rt.eval("b*2 + a", a=x, b=y); a name bound so shadows a named constant such as pi);
+        returns the value of the last statement as a Tensor (None if it has none)."""
         handle, lib, data = self._checked(), self._lib, _encode(text)
-        return _run(lib, args, lambda cargs, out: lib.jitexpr_eval(handle, data, len(args), cargs, out))
+        values = _split(args, names)
+        if names:
+            cnames, _keep = _names(names)
+            return _run(lib, values, lambda cargs, out: lib.jitexpr_eval_named(handle, data, len(values), cnames,
+                                                                               cargs, out))
+        return _run(lib, values, lambda cargs, out: lib.jitexpr_eval(handle, data, len(values), cargs, out))
 
     def compile(self, text):
         """Parses `text` once (syntax and name errors are raised here) into a callable Kernel."""
@@ -508,11 +532,16 @@ class Kernel:
         self.params = tuple(lib.jitexpr_kernel_param_name(handle, i).decode()
                             for i in range(lib.jitexpr_kernel_num_params(handle)))
 
-    def __call__(self, *args):
+    def __call__(self, *args, **names):
         if self._handle is None:
             raise ValueError("this jitexpr Kernel is closed")
         handle, lib = self._handle, self._runtime._lib
-        return _run(lib, args, lambda cargs, out: lib.jitexpr_kernel_call(handle, len(args), cargs, out))
+        values = _split(args, names)
+        if names:
+            cnames, _keep = _names(names)
+            return _run(lib, values, lambda cargs, out: lib.jitexpr_kernel_call_named(handle, len(values), cnames,
+                                                                                      cargs, out))
+        return _run(lib, values, lambda cargs, out: lib.jitexpr_kernel_call(handle, len(values), cargs, out))
 
     def close(self):
         if self._handle is not None:

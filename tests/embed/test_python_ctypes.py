@@ -195,6 +195,71 @@ class CpuTest(unittest.TestCase):
         with self.assertRaises(TypeError):
             self.rt.eval("a + 1", "text")
 
+    # ---- issue 16's wrong answers through the binding (NumPy 2 is the reference)
+
+    def test_names_bind_by_name_not_by_order_of_appearance(self):
+        a, b = np.array([1.0, 2.0]), np.array([10.0, 20.0])
+        np.testing.assert_array_equal(np.from_dlpack(self.rt.eval("b*2 + a", a=a, b=b)), b * 2 + a)
+        k = self.rt.compile("b*2 + a")
+        np.testing.assert_array_equal(np.from_dlpack(k(a=a, b=b)), b * 2 + a)
+        with self.assertRaises(TypeError):
+            self.rt.eval("b*2 + a", a, b=b)
+
+    def test_a_name_bound_by_name_shadows_the_constant(self):
+        x = np.arange(3.0)
+        for name in ["pi", "e", "inf", "nan"]:
+            with self.subTest(name=name):
+                r = np.from_dlpack(self.rt.eval(name + " * 2", **{name: x}))
+                np.testing.assert_array_equal(r, x * 2)
+                r = np.from_dlpack(self.rt.compile(name + " * 2 + y")(**{name: x, "y": 1.0}))
+                np.testing.assert_array_equal(r, x * 2 + 1)
+
+    def test_positional_binding_keeps_the_constant(self):
+        r = np.from_dlpack(self.rt.eval("2*pi*r", np.array([1.0])))
+        np.testing.assert_array_equal(r, 2 * np.pi * np.array([1.0]))
+        self.assertEqual(self.rt.compile("e * x").params, ("x",))
+
+    def test_literal_arithmetic_is_exact(self):
+        u = np.array([1, 2, 3], np.uint8)
+        with self.assertRaises(jx.JitexprError) as cm:
+            self.rt.eval("u + 2**8", u)
+        self.assertEqual(cm.exception.kind, "value")
+        self.assertIn("integer 256 is out of bounds for uint8", cm.exception.message)
+        self.assertEqual(int(np.from_dlpack(self.rt.eval("7 // -2"))), 7 // -2)
+        self.assertEqual(float(np.from_dlpack(self.rt.eval("2**-1"))), 2**-1)
+        with self.assertRaises(jx.JitexprError):
+            self.rt.eval("2**64")
+
+    def test_where_of_literals_is_typed_as_numpy(self):
+        u = np.array([1, 2, 3], np.uint64)
+        i = np.array([0, 1, 2], np.int8)
+        for text, args, want in [("u * where(u > 1, 2, -1)", (u,), u * np.where(u > 1, 2, -1)),
+                                 ("i + where(i > 0, 1000, 1)", (i,), i + np.where(i > 0, 1000, 1))]:
+            with self.subTest(text=text):
+                r = np.from_dlpack(self.rt.eval(text, *args))
+                self.assertEqual(r.dtype, want.dtype)
+                np.testing.assert_array_equal(r, want)
+
+    def test_uint64_against_int64_compares_exactly(self):
+        a = np.array([2**63 + 8, 5, 2**64 - 1], np.uint64)
+        b = np.array([2**63 - 1, -5, -1], np.int64)
+        for op in ["==", "!=", "<", "<=", ">", ">="]:
+            with self.subTest(op=op):
+                np.testing.assert_array_equal(np.from_dlpack(self.rt.eval("a %s b" % op, a, b)), eval("a %s b" % op))
+
+    def test_a_byte_order_mark_is_skipped(self):
+        self.assertEqual(int(np.from_dlpack(self.rt.eval("\ufeff2 + 1"))), 3)
+        with self.assertRaises(jx.JitexprError) as cm:
+            self.rt.eval("\ufeff1 +* 2")
+        self.assertTrue(cm.exception.message.endswith("line 1: 1 +* 2\n           ^"), cm.exception.message)
+
+    def test_complex_special_values_follow_numpy(self):
+        z = np.array([complex(-np.inf, 1), complex(np.inf, 1), complex(-np.inf, np.nan)])
+        with np.errstate(all="ignore"):
+            for f in ["arccos", "arcsin", "exp", "sqrt", "log", "arctanh"]:
+                with self.subTest(f=f):
+                    np.testing.assert_array_equal(np.from_dlpack(self.rt.eval(f + "(z)", z)), getattr(np, f)(z))
+
     def test_kernel_parameters_and_calls(self):
         k = self.rt.compile("sqrt(x * x + y * y)")
         self.assertEqual(k.params, ("x", "y"))
