@@ -195,6 +195,7 @@ std::vector<PrecompileItem> parse_precompile_file(std::string_view text, const s
         };
         PrecompileItem item;
         item.line = line_no;
+        item.offset = static_cast<std::size_t>(line.data() - text.data());
         // The declarations follow the last ';' (statements may hold ';' themselves). A program
         // that reads nothing may leave them out.
         const auto semi = line.rfind(';');
@@ -267,8 +268,15 @@ int precompile_command(const PrecompileOptions& o) {
                 throw IOError(fmt::format("could not write to the disk cache in {}", disk->directory()));
         }};
 
-    std::size_t compiled = 0, present = 0;
-    double total_ms = 0;
+    // Every line is checked before anything is compiled: a file with a program that does not
+    // check stores nothing. The error quotes the file's own line, with its number.
+    struct Checked {
+        const PrecompileItem* item;
+        ir::Program program;
+        ir::Schedule schedule;
+    };
+    std::vector<Checked> checked;
+    checked.reserve(items.size());
     for (const PrecompileItem& item : items) {
         try {
             const syntax::Module module = syntax::parse(item.statements);
@@ -278,18 +286,25 @@ int precompile_command(const PrecompileOptions& o) {
             };
             std::vector<std::string> bound;
             for (const auto& [n, b] : item.bindings) bound.push_back(n);
-            const ir::Program program = dsl::lower(module, item.statements, lookup, bound);
-            const ir::Schedule schedule = ir::schedule(program);
-            for (const auto& k : cuda::precompile(program, schedule, co, store)) {
-                if (k.already_stored) ++present;
-                else ++compiled;
-                total_ms += k.compile_ms;
-                std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, item.line, k.name, co.cc_major,
-                                         co.cc_minor, k.already_stored ? "already cached" : "compiled", k.image_bytes,
-                                         k.already_stored ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
-            }
+            ir::Program program = dsl::lower(module, item.statements, lookup, bound);
+            ir::Schedule schedule = ir::schedule(program);
+            checked.push_back(Checked{&item, std::move(program), std::move(schedule)});
         } catch (const SourceError& e) {
-            throw ArgumentError(fmt::format("{}:{}: {}", o.file, item.line, e.what()));
+            const auto at = [&](std::uint32_t p) { return static_cast<std::uint32_t>(item.offset + p); };
+            throw ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(), e.message(),
+                                            render_caret(text, SourceSpan{at(e.span().begin), at(e.span().end)})));
+        }
+    }
+    std::size_t compiled = 0, present = 0;
+    double total_ms = 0;
+    for (const Checked& c : checked) {
+        for (const auto& k : cuda::precompile(c.program, c.schedule, co, store)) {
+            if (k.already_stored) ++present;
+            else ++compiled;
+            total_ms += k.compile_ms;
+            std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, c.item->line, k.name, co.cc_major,
+                                     co.cc_minor, k.already_stored ? "already cached" : "compiled", k.image_bytes,
+                                     k.already_stored ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
         }
     }
     std::cout << fmt::format("{} programs: {} kernels compiled ({:.0f} ms), {} already cached, in {}\n", items.size(),
