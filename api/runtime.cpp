@@ -134,6 +134,15 @@ DType scalar_dtype(const Arg& a) {
     }
 }
 
+// Whether a host integer fits integer dtype t.
+bool int_fits(std::int64_t v, DType t) {
+    if (is_unsigned_int(t)) return v >= 0 && (t == DType::UInt64 || static_cast<std::uint64_t>(v) >> (8 * itemsize(t)) == 0);
+    const int bits = static_cast<int>(itemsize(t)) * 8;
+    if (bits == 64) return true;
+    const std::int64_t lim = std::int64_t{1} << (bits - 1);
+    return v >= -lim && v < lim;
+}
+
 ir::Value scalar_value(const Arg& a) {
     const auto& v = a.value();
     switch (v.index()) {
@@ -541,6 +550,11 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
             throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
                                          scalars[s].i),
                              p.text, d.span);
+        for (DType t : d.must_fit)
+            if (!int_fits(scalars[s].i, t))
+                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
+                                             dtype_name(t)),
+                                 p.text, d.span);
     }
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
     boost::container::small_vector<std::size_t, 4> copy_back;

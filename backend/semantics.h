@@ -484,11 +484,32 @@ template <class R> JX_HD cx<R> cexp(cx<R> z) {
     return cx<R>{e * c, e * s};
 }
 
-// log|x + iy| for finite x, y >= 0: near 1 from (big - 1)(big + 1) + small^2 (no rounding of
-// |z| to 1 first), and without overflow where |z| passes the largest float.
+// a + b = s + e exactly (Knuth's two-sum).
+template <class R> JX_HD R two_sum(R a, R b, R& e) {
+    const R s = a + b, bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+    return s;
+}
+// x^2 + c*x + y^2 (c is 0 or 2) - d (d is 0 or 1), accurately where the terms cancel: the
+// squares split exactly with FMA, the sum compensated (a float in double precision).
+template <class R> JX_HD R csum_squares(R x, R y, R c, R d) {
+    const R hx = x * x, lx = m::fma(x, x, -hx), hy = y * y, ly = m::fma(y, y, -hy);
+    R e1, e2, e3;
+    R s = two_sum(hx, -d, e1);
+    s = two_sum(s, hy, e2);
+    s = two_sum(s, c * x, e3);  // c * x is exact (c is 0 or 2)
+    return s + (((e1 + e2) + e3) + (lx + ly));
+}
+template <> JX_HD float csum_squares<float>(float x, float y, float c, float d) {
+    const double X = x, Y = y;  // exact squares and sum, rounded once
+    return (float)((X * X - (double)d) + (Y * Y + (double)c * X));
+}
+
+// log|x + iy| for finite x, y >= 0: near 1 from x^2 + y^2 - 1 computed accurately (no
+// rounding of |z| to 1 first), and without overflow where |z| passes the largest float.
 template <class R> JX_HD R clog_abs(R ax, R ay) {
     const R big = ax > ay ? ax : ay, lit = ax > ay ? ay : ax;
-    if (big > R(0.5) && big < R(2)) return R(0.5) * m::log1p((big - R(1)) * (big + R(1)) + lit * lit);
+    if (big > R(0.5) && big < R(2)) return R(0.5) * m::log1p(csum_squares(big, lit, R(0), R(1)));
     if (big > climits<R>::big()) {
         const R r = lit / big;
         return m::log(big) + R(0.5) * m::log1p(r * r);
@@ -503,7 +524,7 @@ template <class R> JX_HD cx<R> clog(cx<R> z);
 template <class R> JX_HD cx<R> clog1p(cx<R> z) {
     const R x = z.re, y = z.im;
     if (m::fabs(x) < R(0.5) && m::fabs(y) < R(0.5))
-        return cx<R>{R(0.5) * m::log1p(x * (R(2) + x) + y * y), m::atan2(y, x + R(1))};
+        return cx<R>{R(0.5) * m::log1p(csum_squares(x, y, R(2), R(0))), m::atan2(y, x + R(1))};
     return clog(cx<R>{x + R(1), y});
 }
 
@@ -1074,7 +1095,16 @@ template <class R> JX_HD cx<R> Minimum(cx<R> a, cx<R> b) {
 
 // ---- Where, Clip
 template <class T> JX_HD en<is_any<T>::value, T> Where(bool c, T x, T y) { return c ? x : y; }
-template <class T> JX_HD en<is_any<T>::value, T> Clip(T x, T lo, T hi) { return Minimum(Maximum(x, lo), hi); }
+// NumPy's clip: max then min with strict comparisons (a tie takes the bound: clip(0.0, -0.0,
+// -0.0) is -0.0), a NaN x stays, a NaN bound is taken.
+template <class T> JX_HD en<is_intb<T>::value, T> Clip(T x, T lo, T hi) {
+    const T t = x > lo ? x : lo;
+    return t < hi ? t : hi;
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Clip(T x, T lo, T hi) {
+    const T t = (x != x || x > lo) ? x : lo;
+    return (t != t || t < hi) ? t : hi;
+}
 
 // @section base
 }  // namespace op

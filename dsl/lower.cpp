@@ -191,6 +191,11 @@ private:
             return constant(ir::Value::of_float(*big->second.as_float).cast(t), n.span);
         }
         if (n.dtype == t) return v.node;
+        if (n.kind == NodeKind::Scalar && v.weak == Weak::Int && is_integer(t) && t != DType::Int64) {
+            // A host integer meeting a narrower integer dtype must fit it, checked when bound.
+            auto& fit = p_.scalars[static_cast<std::size_t>(n.slot)].must_fit;
+            if (std::find(fit.begin(), fit.end(), t) == fit.end()) fit.push_back(t);
+        }
         if (n.kind == NodeKind::Const) {
             if (v.weak == Weak::Int && is_integer(t) && !fits(n.value, t))
                 throw ValueError(fmt::format("integer {} is out of bounds for {}", n.value.to_string(), dtype_name(t)),
@@ -267,6 +272,12 @@ private:
             if (auto r = integer_compare(op, a, b, span)) return *r;
         Weak weak = Weak::None;
         DType p = promote_all({&a, &b}, &weak);
+        // NumPy picks the first float loop both integer arrays cast to safely: arctan2(int8,
+        // uint8) is float16 and hypot(int16, uint16) float32 (not the float of their int16 or
+        // int32 common type).
+        auto intlike = [&](const Val& v) { return v.weak == Weak::None && (is_integer(dt(v)) || is_bool(dt(v))); };
+        if (ir::info(op).rule == ir::Rule::FloatBinary && intlike(a) && intlike(b))
+            p = promote(float_for(dt(a)), float_for(dt(b)));
         const Typed t = rule(op, p, span);
         if (ir::info(op).rule == ir::Rule::Power && is_integer(t.operand)) {
             const Node& e = node(b.node);
@@ -282,7 +293,12 @@ private:
         // int64 as np.maximum(2, 3) is, so i8 + maximum(2, 3) is int64.
         const bool keeps_weak = weak != Weak::None && ir::info(op).kind == OpKind::Operator &&
                                 ir::info(op).rule != ir::Rule::Compare && ir::info(op).rule != ir::Rule::Logical;
-        return Val{r, keeps_weak ? weak_kind_of(t.result) : Weak::None};
+        if (!keeps_weak) return Val{r, Weak::None};
+        // A weak value has its kind's default dtype (host True % True is an int64 0, as Python's
+        // int, not the int8 that bool arithmetic computes in).
+        const Weak w = weak_kind_of(t.result);
+        const DType d = default_dtype(w);
+        return Val{node(r).dtype == d ? r : cast(Val{r, Weak::None}, d, span), w};
     }
 
     static Op mirrored(Op op) {
@@ -306,9 +322,8 @@ private:
     // integers (whose common dtype, float64, would round both). Nullopt for comparisons that
     // are not between integers (and bool).
     std::optional<Val> integer_compare(Op op, const Val& a, const Val& b, SourceSpan span) {
-        auto integral = [&](const Val& v) {
-            return v.weak == Weak::Int || (v.weak == Weak::None && (is_integer(dt(v)) || is_bool(dt(v))));
-        };
+        // (A bool array meets a Python int as int64, as in NumPy: b >= 2**63 is out of bounds.)
+        auto integral = [&](const Val& v) { return v.weak == Weak::Int || (v.weak == Weak::None && is_integer(dt(v))); };
         if (!integral(a) || !integral(b)) return std::nullopt;
         // A literal past every integer dtype: the answer is known from its sign.
         for (int side = 0; side < 2; ++side) {
@@ -327,7 +342,7 @@ private:
                 case Op::Eq: v = false; break;
                 default: v = true; break;
             }
-            return all_bool(cast(Val{other.node, Weak::None}, is_bool(dt(other)) ? DType::Int8 : dt(other), span), v, span);
+            return all_bool(cast(Val{other.node, Weak::None}, dt(other), span), v, span);
         }
         // The dtype each side is compared in: its own when strong; a literal takes the other
         // side's dtype when it fits it (NEP 50), else its own (int64, or uint64 past int64); a
@@ -478,7 +493,7 @@ private:
             auto [it, inserted] = scalar_slot_.try_emplace(e.text, -1);
             if (inserted) {
                 it->second = static_cast<std::int32_t>(p_.scalars.size());
-                p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, e.span});
+                p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, {}, e.span});
                 Node n;
                 n.kind = NodeKind::Scalar;
                 n.dtype = b->dtype;
@@ -525,16 +540,16 @@ private:
             }
             return *acc;
         }
-        if (ops[0] == "**") {  // right-assoc: fold from the right
+        if (ops[0] == "**") {  // right-assoc: operands checked left to right (as Python), folded from the right
             std::size_t first = ops.size();
             while (first > 0 && lit(first - 1) && lit(ops.size())) --first;
+            std::vector<Val> base;
+            for (std::size_t k = 0; k < first; ++k) base.push_back(expr(*e.operands[k]));
             Val acc = first < ops.size()
                           ? literal(folder_.fold_chain(e, first, ops.size()), join(e.operands[first]->span, e.operands.back()->span))
                           : expr(*e.operands.back());
-            for (std::size_t k = first; k-- > 0;) {
-                const Val base = expr(*e.operands[k]);
-                acc = binary(Op::Pow, base, acc, join(e.operands[k]->span, e.operands.back()->span));
-            }
+            for (std::size_t k = first; k-- > 0;)
+                acc = binary(Op::Pow, base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
             return acc;
         }
         std::size_t run = 0;
@@ -623,7 +638,7 @@ private:
         if (fn->kind == OpKind::Reduction) return reduce(fn->op, strong(args[0]), axis, axis_span, e.span);
         switch (fn->arity) {
             case 1: return unary(fn->op, strong(args[0]), e.span);
-            case 2: return binary(fn->op, args[0], args[1], e.span);
+            case 2: return Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None};  // power(): a ufunc, typed
             default: break;
         }
         if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);

@@ -325,3 +325,66 @@ TEST(ByteOrderMark, ErrorsPointAtTheirLineAndColumn) {
                   "            ^");
     }
 }
+
+// ---- what the differential fuzzer (fuzz/differential/fuzz_numpy.py) found, each with NumPy's value
+
+TEST(FuzzFindings, AFloat16ValueLeavingItsTypeIsRoundedFirst) {
+    // np.float64(np.sinh(np.int8(-2))): the float16 result -3.627 widened, not sinh in float32
+    const Environment env{{"a", Arg(host<std::int8_t>({-2}))}};
+    EXPECT_EQ(run("float64(sinh(a))", env).item<double>(), -3.626953125);
+    EXPECT_EQ(run("where(a < 0, sinh(a), float64(a))", env).item<double>(), -3.626953125);  // by promotion too
+}
+
+TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
+    const Array u = host<std::uint64_t>({5});
+    EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);           // NumPy: OverflowError
+    EXPECT_THROW(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(300)}), ValueError);
+    EXPECT_EQ(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(200)}).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{201}));
+    EXPECT_THROW(cpu().eval("where(c, i, k)", {host<std::uint8_t>({1}), host<std::int8_t>({1}), Arg(190)}), ValueError);
+}
+
+TEST(FuzzFindings, PowerOperandsAreCheckedLeftToRight) {
+    // Python evaluates the base first: the axis error, not the complex % error.
+    EXPECT_THROW(run("min(1e300, axis=-2) ** (c % c)", {{"c", Arg(host<std::complex<float>>({{1, 1}}))}}), ShapeError);
+}
+
+TEST(FuzzFindings, ABoolArrayMeetsAPythonIntAsInt64) {
+    const Environment bools{{"b", Arg(run("x > 0", {{"x", Arg(host<float>({1, -1}))}}))}};
+    EXPECT_THROW(run("b >= 10**20", bools), ValueError);  // NumPy: OverflowError
+    EXPECT_THROW(run("b >= 2**63", bools), ValueError);
+    EXPECT_EQ(run("b == -1", bools).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 0}));
+    EXPECT_EQ(run("b < 300", bools).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1}));
+}
+
+TEST(FuzzFindings, AWeakResultHasItsKindsDefaultDtype) {
+    // Python: True % True is the int 0, so an int64, not the int8 bool arithmetic computes in.
+    EXPECT_EQ(cpu().eval("k % k", {Arg(true)}).dtype(), DType::Int64);
+    EXPECT_EQ(cpu().eval("k ** k", {Arg(true)}).dtype(), DType::Int64);
+    EXPECT_EQ(cpu().eval("sin(k % k)", {Arg(true)}).dtype(), DType::Float64);
+}
+
+TEST(FuzzFindings, ClipTiesTakeTheBoundAsNumPys) {
+    // np.clip(0.0, -0.0, -0.0) is -0.0; NaN stays, a NaN bound is taken.
+    const Environment env{{"z", Arg(host<float>({-0.0f}))}};
+    EXPECT_TRUE(std::signbit(run("clip(0.0, z, z)", env).item<float>()));
+    EXPECT_TRUE(std::isnan(run("clip(nan, z, z)", env).item<float>()));
+}
+
+TEST(FuzzFindings, AComplexMeanDividesAsAComplexQuotient) {
+    // np.mean([inf+1j, 1+1j]): (inf + 2j) / (2 + 0j) is inf + nan j, on the CPU as on CUDA.
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto m = run("mean(z)", {{"z", Arg(host<std::complex<double>>({{inf, 1}, {1, 1}}))}}).item<std::complex<double>>();
+    EXPECT_EQ(m.real(), inf);
+    EXPECT_TRUE(std::isnan(m.imag()));
+}
+
+TEST(FuzzFindings, ComplexLogNearTheUnitCircleKeepsItsDigits) {
+    // log2 of a complex64 with |z| close to 1: NumPy (glibc's clogf) gives 0.0061258813 for the
+    // real part; computing |z|^2 - 1 in float lost 15 ulps of it.
+    const std::complex<float> z(std::complex<double>(-0.06044656, -1.0017906));  // |z| = 1.00424...
+    const auto got = run("log(z)", {{"z", Arg(host<std::complex<float>>({z}))}}).item<std::complex<float>>();
+    const double want = 0.5 * std::log1p(static_cast<double>(z.real()) * z.real() +
+                                         static_cast<double>(z.imag()) * z.imag() - 1.0);
+    EXPECT_NEAR(got.real(), want, 2 * std::abs(want) * std::numeric_limits<float>::epsilon());
+}
