@@ -636,9 +636,13 @@ private:
         for (const auto& a : e.operands) args.push_back(expr(*a));
 
         if (fn->kind == OpKind::Reduction) return reduce(fn->op, strong(args[0]), axis, axis_span, e.span);
+        // A ufunc of Python scalars alone makes each an array of its default dtype first
+        // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
+        if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) && fn->op != Op::Where)
+            for (Val& a : args) a = strong(a);
         switch (fn->arity) {
             case 1: return unary(fn->op, strong(args[0]), e.span);
-            case 2: return Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None};  // power(): a ufunc, typed
+            case 2: return Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None};  // power(): typed
             default: break;
         }
         if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);

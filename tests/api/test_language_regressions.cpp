@@ -388,3 +388,20 @@ TEST(FuzzFindings, ComplexLogNearTheUnitCircleKeepsItsDigits) {
                                          static_cast<double>(z.imag()) * z.imag() - 1.0);
     EXPECT_NEAR(got.real(), want, 2 * std::abs(want) * std::numeric_limits<float>::epsilon());
 }
+
+TEST(FuzzFindings, AFunctionOfPythonScalarsAloneMakesEachAnArrayFirst) {
+    // np.power(True, True) is int8 (bool ** bool), np.power(0.1, 0.5) a typed float64.
+    EXPECT_EQ(run("power(True, True)").dtype(), DType::Int8);
+    EXPECT_EQ(run("power(0.1, 0.5) ** cos(u)", {{"u", Arg(host<std::uint8_t>({1}))}}).dtype(), DType::Float64);
+    EXPECT_EQ(run("maximum(2, 3.5)").dtype(), DType::Float64);
+}
+
+TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
+    // NumPy: the first float loop both cast to safely (np.arctan2(int8, uint8) is float16).
+    const Environment env{{"i8", Arg(host<std::int8_t>({1}))}, {"u8", Arg(host<std::uint8_t>({1}))},
+                          {"i16", Arg(host<std::int16_t>({-1}))}, {"u16", Arg(host<std::uint16_t>({1}))}};
+    EXPECT_EQ(run("arctan2(i8, u8)", env).dtype(), DType::Float16);
+    EXPECT_EQ(run("hypot(i16, u16)", env).dtype(), DType::Float32);
+    EXPECT_EQ(run("copysign(i8, u16)", env).dtype(), DType::Float32);
+    EXPECT_EQ(run("arctan2(i8, 2)", env).dtype(), DType::Float16);
+}
