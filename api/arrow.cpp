@@ -2,10 +2,14 @@
 // and evaluation that propagates nulls.
 #include <jit/error.hpp>
 #include <jit/interop.hpp>
+#include <jit/jit.hpp>
+
+#include "dsl/syntax.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -269,48 +273,173 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
 }
 
 ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& columns, Runtime& runtime) {
-    std::vector<Arg> args;
-    args.reserve(columns.size());
-    std::vector<Arg> masks;
+    // Positional: the columns bind the program's parameters in order of first appearance.
+    const std::vector<std::string> params = parameters(text);
+    if (params.size() != columns.size())
+        throw ArgumentError(fmt::format("eval_arrow: the program reads {} variable{} but {} column{} given",
+                                        params.size(), params.size() == 1 ? "" : "s", columns.size(),
+                                        columns.size() == 1 ? " was" : "s were"));
+    Environment env;
+    std::map<std::string, Array, std::less<>> validity;
     for (std::size_t i = 0; i < columns.size(); ++i) {
         const ArrowColumn& c = columns[i];
         if (!c.values.defined()) throw ArgumentError(fmt::format("eval_arrow: column {} has no values", i));
-        // Arrow columns are host memory: on a CUDA runtime they travel to the device (the one
-        // copy this path makes; results come back in to_arrow).
-        auto on_runtime = [&](const Array& a) { return a.backend() == runtime.backend() ? a : a.to(runtime.backend()); };
-        args.emplace_back(on_runtime(c.values));
-        if (c.validity) {
-            if (!c.validity->defined() || c.validity->dtype() != DType::Bool ||
-                c.validity->shape() != c.values.shape())
-                throw ArgumentError(fmt::format("eval_arrow: column {}: the validity must be a bool array of the "
-                                                "values' shape {}",
-                                                i, shape_to_string(c.values.shape())));
-            masks.emplace_back(on_runtime(*c.validity));
+        if (c.values.ndim() != 1)
+            throw ArgumentError(fmt::format("eval_arrow: column {} has shape {}; Arrow columns are 1-D", i,
+                                            shape_to_string(c.values.shape())));
+        env.emplace(params[i], Arg(c.values));
+        if (c.validity) validity.emplace(params[i], *c.validity);
+    }
+    // Every column must have the others' length: the program is over rows.
+    for (std::size_t i = 1; i < columns.size(); ++i)
+        if (columns[i].values.shape() != columns[0].values.shape())
+            throw ArgumentError(fmt::format("eval_arrow: column {} has shape {} but column 0 {}: Arrow columns of one "
+                                            "program have one length",
+                                            i, shape_to_string(columns[i].values.shape()),
+                                            shape_to_string(columns[0].values.shape())));
+    ArrowColumn out = eval_arrow(text, env, validity, runtime);
+    if (out.validity && out.null_count == -1 && validity.size() == 1 && out.values.ndim() == 1)
+        for (const ArrowColumn& c : columns)
+            if (c.validity) out.null_count = c.null_count;  // the only input validity is the result's
+    return out;
+}
+
+namespace {
+
+bool is_reduction_name(std::string_view f) {
+    return f == "sum" || f == "prod" || f == "mean" || f == "min" || f == "max" || f == "amin" || f == "amax" ||
+           f == "any" || f == "all";
+}
+
+// Whether `e` holds a call of a reduction (min/max with two arguments are elementwise).
+bool has_reduction(const syntax::Expr& e) {
+    if (e.kind == syntax::ExprKind::Call && is_reduction_name(e.text) &&
+        !((e.text == "min" || e.text == "max") && e.operands.size() == 2))
+        return true;
+    for (const auto& o : e.operands)
+        if (o && has_reduction(*o)) return true;
+    for (const auto& k : e.keywords)
+        if (k.value && has_reduction(*k.value)) return true;
+    return false;
+}
+
+// The rows of a 1-D host array where `keep` is true, as a new contiguous host array.
+Array compact(const Array& values, const std::vector<std::uint8_t>& keep, std::int64_t kept) {
+    const Array h = values.backend() == Backend::Cpu ? values.contiguous() : values.to(Backend::Cpu);
+    Array out = Array::empty(h.dtype(), {kept}, Backend::Cpu);
+    const std::size_t size = itemsize(h.dtype());
+    const auto* src = static_cast<const std::byte*>(h.data());
+    auto* dst = static_cast<std::byte*>(out.data());
+    for (std::size_t i = 0, j = 0; i < keep.size(); ++i)
+        if (keep[i]) std::memcpy(dst + size * j++, src + size * i, size);
+    return out;
+}
+
+Array on(const Array& a, Backend b) { return a.backend() == b ? a : a.to(b); }
+
+}  // namespace
+
+ArrowColumn eval_arrow(std::string_view text, const Environment& env,
+                       const std::map<std::string, Array, std::less<>>& validity, Runtime& runtime) {
+    const syntax::Module module = syntax::parse(text);
+    const std::vector<std::string> read = parameters(text);
+    const std::vector<std::string> assigned = targets(text);
+    // The validity of what the program reads, checked; assigning to a column is refused.
+    std::vector<std::pair<std::string, Array>> masks;
+    std::int64_t rows = -1;
+    for (const auto& [name, m] : validity) {
+        auto it = env.find(name);
+        if (it == env.end() || !it->second.is_array())
+            throw ArgumentError(fmt::format("eval_arrow: '{}' has a validity but no array values", name));
+        const Array& v = it->second.array();
+        if (!m.defined() || m.dtype() != DType::Bool || m.shape() != v.shape())
+            throw ArgumentError(fmt::format("eval_arrow: the validity of '{}' must be a bool array of its shape {}",
+                                            name, shape_to_string(v.shape())));
+        if (std::find(assigned.begin(), assigned.end(), name) != assigned.end())
+            throw ArgumentError(fmt::format("eval_arrow: the program assigns to '{}', an Arrow column (Arrow buffers "
+                                            "are immutable); assign to a new name",
+                                            name));
+        if (std::find(read.begin(), read.end(), name) != read.end()) {
+            masks.emplace_back(name, m);
+            if (v.ndim() == 1) rows = v.shape()[0];
         }
     }
+    // Arrays travel to a CUDA runtime explicitly here: Arrow memory is host memory.
+    Environment bound;
+    for (const auto& [name, a] : env) bound.emplace(name, a.is_array() ? Arg(on(a.array(), runtime.backend())) : a);
+
+    // One reduction over the whole of an expression: evaluated over the rows valid in every
+    // variable it reads.
+    const bool one_reduction = module.statements.size() == 1 && module.statements[0].value &&
+                               module.statements[0].value->kind == syntax::ExprKind::Call &&
+                               is_reduction_name(module.statements[0].value->text) &&
+                               module.statements[0].value->operands.size() == 1 &&
+                               module.statements[0].value->keywords.empty();
+    if (!masks.empty() && !one_reduction)
+        for (const auto& st : module.statements)
+            if (st.value && has_reduction(*st.value))
+                throw ArgumentError(
+                    fmt::format("eval_arrow: '{}' has a reduction inside a larger program over columns with nulls; "
+                                "each reduction skips the null rows of its own columns, so evaluate the reductions "
+                                "apart (e.g. m = sum(a), then the rest with m)",
+                                text.substr(st.span.begin, st.span.end - st.span.begin)));
     ArrowColumn out;
-    out.values = runtime.eval(text, args);
-    if (!out.values.defined()) throw ArgumentError("eval_arrow: the program's last statement has no value");
-    if (out.values.ndim() != 1)
-        throw ArgumentError(fmt::format("eval_arrow: the result has shape {}; an Arrow column is 1-D (reductions "
-                                        "such as sum() are not elementwise, and nulls have no meaning there)",
-                                        shape_to_string(out.values.shape())));
-    for (std::size_t i = 0; i < columns.size(); ++i)
-        if (columns[i].values.shape() != out.values.shape())
-            throw ArgumentError(fmt::format("eval_arrow: column {} has shape {} but the result {}: the program must "
-                                            "be elementwise over the columns",
-                                            i, shape_to_string(columns[i].values.shape()),
-                                            shape_to_string(out.values.shape())));
-    if (masks.size() == 1) {
-        out.validity = masks[0].array();  // shared: validity arrays are never written
-        for (const ArrowColumn& c : columns)
-            if (c.validity) out.null_count = c.null_count;
-    } else if (masks.size() > 1) {
-        std::string conj = "m0";
-        for (std::size_t k = 1; k < masks.size(); ++k) conj += fmt::format(" & m{}", k);
-        out.validity = runtime.eval(conj, masks);
-        out.null_count = -1;
+    if (one_reduction && !masks.empty()) {
+        std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows), 1);
+        for (const auto& [name, m] : masks) {
+            const Array h = on(m, Backend::Cpu).contiguous();
+            const auto* b = static_cast<const std::uint8_t*>(h.data());
+            for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = keep[i] && b[i];
+        }
+        std::int64_t kept = 0;
+        for (auto k : keep) kept += k;
+        Environment compacted;
+        for (const auto& [name, a] : env) {
+            const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
+            compacted.emplace(name, column ? Arg(on(compact(a.array(), keep, kept), runtime.backend()))
+                                           : bound.find(name)->second);
+        }
+        const std::string_view name = module.statements[0].value->text;
+        if (kept == 0 && name != "sum" && name != "prod" && name != "any" && name != "all" && name != "mean") {
+            // min/max of nothing: NumPy refuses, SQL gives NULL; the dtype comes from a one-row run.
+            Environment one;
+            for (const auto& [n, a] : env) {
+                const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
+                one.emplace(n, column ? Arg(on(a.array().slice(0, 0, std::min<std::int64_t>(rows, 1)),
+                                               runtime.backend()))
+                                      : bound.find(n)->second);
+            }
+            out.values = rows > 0 ? runtime.run(text, one) : Array::zeros(DType::Float64, {}, runtime.backend());
+        } else {
+            out.values = runtime.run(text, compacted);
+        }
+        if (kept == 0) {
+            out.validity = Array::zeros(DType::Bool, {}, Backend::Cpu);
+            out.null_count = 1;
+        }
+        return out;
     }
+    out.values = runtime.run(text, bound);
+    if (!out.values.defined()) throw ArgumentError("eval_arrow: the program's last statement has no value");
+    if (masks.empty()) return out;
+    if (out.values.ndim() != 1 || out.values.shape()[0] != rows)
+        throw ArgumentError(fmt::format("eval_arrow: the result has shape {} but the columns with nulls have {} rows: "
+                                        "the program must be elementwise over them, or one reduction",
+                                        shape_to_string(out.values.shape()), rows));
+    if (masks.size() == 1) {
+        out.validity = masks[0].second;  // shared: validity arrays are never written
+        out.null_count = -1;
+        return out;
+    }
+    Environment menv;
+    std::string conj;
+    for (std::size_t k = 0; k < masks.size(); ++k) {
+        const std::string n = fmt::format("m{}", k);
+        conj += (k ? " & " : "") + n;
+        menv.emplace(n, Arg(on(masks[k].second, runtime.backend())));
+    }
+    out.validity = runtime.run(conj, menv);
+    out.null_count = -1;
     return out;
 }
 

@@ -9,7 +9,9 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <string>
 #include <vector>
@@ -17,6 +19,13 @@
 struct jitexpr_runtime {
     jit::Runtime runtime;
     explicit jitexpr_runtime(jit::RuntimeOptions o) : runtime(std::move(o)) {}
+
+    // Calls in flight, so that destroy waits for them (issue 17 item 4: destroying a runtime
+    // that other threads are evaluating on must not tear its thread pool down under them).
+    std::mutex mutex;
+    std::condition_variable idle;
+    int in_flight = 0;
+    bool closing = false;
 };
 
 struct jitexpr_cancel_token {
@@ -39,6 +48,25 @@ LastError& last_error() {
     thread_local LastError e;
     return e;
 }
+
+// Marks a call in flight on `rt` for its scope; throws ArgumentError once destroy has begun.
+class InFlight {
+public:
+    explicit InFlight(jitexpr_runtime* rt) : rt_(rt) {
+        std::lock_guard<std::mutex> lock(rt_->mutex);
+        if (rt_->closing) throw jit::ArgumentError("the runtime is being destroyed");
+        ++rt_->in_flight;
+    }
+    ~InFlight() {
+        std::lock_guard<std::mutex> lock(rt_->mutex);
+        if (--rt_->in_flight == 0) rt_->idle.notify_all();
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+
+private:
+    jitexpr_runtime* rt_;
+};
 
 int fail(int code, const char* what) noexcept {
     LastError& e = last_error();
@@ -81,6 +109,8 @@ int guarded(F&& f) noexcept {
         return fail(JITEXPR_ERROR_CANCELLED, e.what());
     } catch (const jit::InternalError& e) {
         return fail(JITEXPR_ERROR_INTERNAL, e.what());
+    } catch (const jit::OutOfMemoryError& e) {
+        return fail(JITEXPR_ERROR_OUT_OF_MEMORY, e.what());
     } catch (const std::bad_alloc&) {
         return fail(JITEXPR_ERROR_OUT_OF_MEMORY, "out of memory");
     } catch (const std::exception& e) {
@@ -218,7 +248,15 @@ jitexpr_runtime* jitexpr_runtime_create(int backend) {
     return rt;
 }
 
-void jitexpr_runtime_destroy(jitexpr_runtime* rt) { delete rt; }
+void jitexpr_runtime_destroy(jitexpr_runtime* rt) {
+    if (!rt) return;
+    {
+        std::unique_lock<std::mutex> lock(rt->mutex);
+        rt->closing = true;  // calls that start from now fail with JITEXPR_ERROR_ARGUMENT
+        rt->idle.wait(lock, [rt] { return rt->in_flight == 0; });
+    }
+    delete rt;
+}
 
 int jitexpr_runtime_backend(const jitexpr_runtime* rt) {
     if (!rt) return -1;
@@ -228,6 +266,7 @@ int jitexpr_runtime_backend(const jitexpr_runtime* rt) {
 int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out) {
     if (!rt || !out) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_runtime_stats: null runtime or output");
     return guarded([&] {
+        InFlight busy(const_cast<jitexpr_runtime*>(rt));
         const jit::CacheStats s = rt->runtime.stats();
         out->hits = s.hits;
         out->misses = s.misses;
@@ -271,6 +310,7 @@ int jitexpr_eval_with(jitexpr_runtime* rt, const char* text, size_t n_args, cons
     if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval: null runtime or text");
     return guarded([&] {
         const jit::CallOptions co = call_options(options);
+        InFlight busy(rt);
         const std::vector<jit::Arg> a = to_args(n_args, args);
         const jit::Array r = rt->runtime.eval(text, a, co);
         *out = export_result(r, a, rt->runtime.backend());
@@ -312,7 +352,10 @@ jitexpr_kernel* jitexpr_compile(jitexpr_runtime* rt, const char* text) {
         return nullptr;
     }
     jitexpr_kernel* k = nullptr;
-    guarded([&] { k = new jitexpr_kernel{jit::compile(text, rt->runtime), rt}; });
+    guarded([&] {
+        InFlight busy(rt);
+        k = new jitexpr_kernel{jit::compile(text, rt->runtime), rt};
+    });
     return k;
 }
 
@@ -331,6 +374,7 @@ int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitex
     if (!k) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_kernel_call: null kernel");
     return guarded([&] {
         const jit::CallOptions co = call_options(options);
+        InFlight busy(k->rt);
         const std::vector<jit::Arg> a = to_args(n_args, args);
         const jit::Array r = k->kernel.call(a, co);
         *out = export_result(r, a, k->rt->runtime.backend());
@@ -373,6 +417,7 @@ int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns, 
     if (!out_array || !out_schema) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null output array or schema");
     if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null runtime or text");
     return guarded([&] {
+        InFlight busy(rt);
         if (n_columns > 0 && (!schemas || !arrays))
             throw jit::ArgumentError("jitexpr_eval_arrow: null schema or array list");
         std::vector<jit::ArrowColumn> cols;

@@ -24,6 +24,38 @@ struct Export {
 
 void delete_export(DLManagedTensor* self) noexcept { delete static_cast<Export*>(self->manager_ctx); }
 
+// The same for DLPack 1.x.
+struct ExportVersioned {
+    DLManagedTensorVersioned tensor{};
+    std::shared_ptr<Storage> storage;
+    std::array<std::int64_t, kMaxDims> shape{};
+    std::array<std::int64_t, kMaxDims> strides{};
+};
+
+void delete_export_versioned(DLManagedTensorVersioned* self) noexcept {
+    delete static_cast<ExportVersioned*>(self->manager_ctx);
+}
+
+// Fills `t` (shape and strides pointing into the given arrays) from `array`.
+void describe_into(const Array& array, const std::shared_ptr<Storage>& storage, DLTensor& t, std::int64_t* shape,
+                   std::int64_t* strides) {
+    const int nd = array.ndim();
+    for (int k = 0; k < nd; ++k) {
+        shape[k] = array.shape()[static_cast<std::size_t>(k)];
+        strides[k] = array.strides()[static_cast<std::size_t>(k)];
+    }
+    // The storage's base with the array's offset in byte_offset, as the specification prefers
+    // (base pointers keep their allocation's alignment).
+    t.data = storage->data();
+    t.byte_offset = t.data ? static_cast<std::uint64_t>(array.offset()) * itemsize(array.dtype()) : 0;
+    t.device.device_type = array.backend() == Backend::Cuda ? kDLCUDA : kDLCPU;
+    t.device.device_id = 0;
+    t.ndim = nd;
+    t.dtype = to_dlpack_dtype(array.dtype());
+    t.shape = shape;
+    t.strides = strides;
+}
+
 std::string describe(DLDataType t) {
     return fmt::format("(code {}, bits {}, lanes {})", static_cast<unsigned>(t.code), static_cast<unsigned>(t.bits),
                        static_cast<unsigned>(t.lanes));
@@ -137,30 +169,41 @@ Array from_dlpack(DLManagedTensor* tensor) {
     return make_view(tensor->dl_tensor, &own, tensor);
 }
 
+Array from_dlpack_versioned(DLManagedTensorVersioned* tensor) {
+    if (!tensor) throw ArgumentError("from_dlpack: null tensor");
+    if (tensor->version.major != 1)
+        throw ArgumentError(fmt::format("DLPack tensor of version {}.{}: jitexpr reads version 1", tensor->version.major,
+                                        tensor->version.minor));
+    auto keep = [](void* p) {
+        return std::shared_ptr<void>(p, [](void* q) {
+            auto* m = static_cast<DLManagedTensorVersioned*>(q);
+            if (m->deleter) m->deleter(m);
+        });
+    };
+    return make_view(tensor->dl_tensor, keep, tensor);
+}
+
 Array view_dlpack(const DLTensor& tensor) { return make_view(tensor, nullptr, nullptr); }
 
 DLManagedTensor* to_dlpack(const Array& array) {
     if (!array.defined()) throw ArgumentError("to_dlpack: undefined array");
     auto e = std::make_unique<Export>();
     e->storage = array.storage();
-    const int nd = array.ndim();
-    for (int k = 0; k < nd; ++k) {
-        e->shape[static_cast<std::size_t>(k)] = array.shape()[static_cast<std::size_t>(k)];
-        e->strides[static_cast<std::size_t>(k)] = array.strides()[static_cast<std::size_t>(k)];
-    }
-    DLTensor& t = e->tensor.dl_tensor;
-    // The storage's base with the array's offset in byte_offset, as the specification prefers
-    // (base pointers keep their allocation's alignment).
-    t.data = e->storage->data();
-    t.byte_offset = t.data ? static_cast<std::uint64_t>(array.offset()) * itemsize(array.dtype()) : 0;
-    t.device.device_type = array.backend() == Backend::Cuda ? kDLCUDA : kDLCPU;
-    t.device.device_id = 0;
-    t.ndim = nd;
-    t.dtype = to_dlpack_dtype(array.dtype());
-    t.shape = e->shape.data();
-    t.strides = e->strides.data();
+    describe_into(array, e->storage, e->tensor.dl_tensor, e->shape.data(), e->strides.data());
     e->tensor.manager_ctx = e.get();
     e->tensor.deleter = &delete_export;
+    return &e.release()->tensor;
+}
+
+DLManagedTensorVersioned* to_dlpack_versioned(const Array& array, std::uint64_t flags) {
+    if (!array.defined()) throw ArgumentError("to_dlpack_versioned: undefined array");
+    auto e = std::make_unique<ExportVersioned>();
+    e->storage = array.storage();
+    describe_into(array, e->storage, e->tensor.dl_tensor, e->shape.data(), e->strides.data());
+    e->tensor.version = DLPackVersion{1, 0};
+    e->tensor.flags = flags;
+    e->tensor.manager_ctx = e.get();
+    e->tensor.deleter = &delete_export_versioned;
     return &e.release()->tensor;
 }
 

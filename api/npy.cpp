@@ -4,7 +4,8 @@
 #include <jit/runtime.hpp>
 
 #include "backend/call_control.hpp"
-
+#include "core/device.hpp"
+#include "backend/cache/files.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +17,6 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +34,7 @@ constexpr std::size_t kPreludeV2 = 12;  // magic(6) + version(2) + header length
 constexpr std::size_t kMaxHeaderBytes = 1 << 20;  // far above anything a valid header needs
 
 [[noreturn]] void fail(std::string_view name, std::string_view what) {
-    throw IOError(fmt::format("{}: {}", name, what));
+    throw IOError(fmt::format("{}: {}", printable(name), what));
 }
 
 std::string errno_text(int err) { return std::strerror(err); }
@@ -190,11 +190,13 @@ private:
     std::int64_t parse_dim() {
         if (peek() == '-') bad("the shape has a negative dimension");
         if (peek() < '0' || peek() > '9') bad("the shape must be a tuple of integers");
+        // Checked before each step, so no value wraps (2^64 + 3 is not 3).
+        constexpr std::uint64_t kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
         std::uint64_t v = 0;
         while (pos_ < s_.size() && s_[pos_] >= '0' && s_[pos_] <= '9') {
-            v = v * 10 + static_cast<std::uint64_t>(s_[pos_] - '0');
-            if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-                bad("a dimension of the shape is too large");
+            const auto digit = static_cast<std::uint64_t>(s_[pos_] - '0');
+            if (v > (kMax - digit) / 10) bad("a dimension of the shape is too large");
+            v = v * 10 + digit;
             ++pos_;
         }
         if (pos_ < s_.size() && (s_[pos_] == 'L' || s_[pos_] == 'l')) ++pos_;  // Python 2 long
@@ -395,23 +397,8 @@ void host_bytes(const Array& a, unsigned char* dst) {
     if constexpr (std::endian::native == std::endian::big) byteswap_elements(dst, a.nbytes(), a.dtype());
 }
 
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-    int release() { int f = fd_; fd_ = -1; return f; }
-
-private:
-    int fd_;
-};
-
-// Bytes per read or write: with a control (a call that can be stopped or watched), small enough
-// that a stop is seen within a few tens of ms at disk speed and progress moves.
+// Bytes per read: with a control (a call that can be stopped or watched), small enough that a
+// stop is seen within a few tens of ms at disk speed and progress moves.
 std::size_t io_chunk(const detail::CallControl* ctl) { return ctl ? std::size_t{16} << 20 : std::size_t{1} << 30; }
 
 // Reads up to n bytes (fewer only at end of file). With `ctl`: ticks between chunks (and on a
@@ -433,28 +420,20 @@ std::size_t read_fully(int fd, void* buf, std::size_t n, std::string_view name, 
     return got;
 }
 
-void write_fully(int fd, const void* buf, std::size_t n, std::string_view name, detail::CallControl* ctl = nullptr) {
-    const auto* p = static_cast<const unsigned char*>(buf);
-    std::size_t done = 0;
-    while (done < n) {
-        if (ctl && ctl->tick()) detail::CallControl::throw_cancelled();
-        ssize_t r = ::write(fd, p + done, std::min(n - done, io_chunk(ctl)));
-        if (r < 0) {
-            if (errno == EINTR) continue;
-            fail(name, fmt::format("cannot write: {}", errno_text(errno)));
-        }
-        done += static_cast<std::size_t>(r);
-        if (ctl) ctl->add_done(static_cast<std::uint64_t>(r));
+// `bytes` of memory for the data of `h` read from `name`, or an error that says so.
+std::unique_ptr<unsigned char[]> data_buffer(const Header& h, std::string_view name, std::size_t bytes) {
+    try {
+        return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::size_t>(bytes, 1)]);
+    } catch (const std::bad_alloc&) {
+        throw OutOfMemoryError(bytes, core::host_memory_available(),
+                               fmt::format("the data of {} ({} {})", printable(name), dtype_name(h.dtype),
+                                           shape_to_string(h.shape)));
     }
 }
 
-std::string random_suffix() {
-    std::random_device rd;
-    std::uint64_t r = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
-    return fmt::format("{:016x}", r);
-}
-
 }  // namespace
+
+void remove_temporary_files() noexcept { files::remove_temporaries_for_signal(); }
 
 std::string npy_descr(DType t) {
     switch (t) {
@@ -502,15 +481,16 @@ Array load_npy(const std::string& path, Backend backend, const CallOptions& opti
     detail::CallControl control(options.cancel ? &*options.cancel : nullptr, nullptr, &options.progress);
     detail::CallControl* ctl = &control;
     ctl->check();
-    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
-    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
+    // Regular files, pipes, FIFOs and character devices, read in order (docs/cli.md). Waiting
+    // for a FIFO's writer ends on a stop.
+    files::UserFile file = files::open_for_reading(path, [ctl] {
+        if (ctl->tick()) detail::CallControl::throw_cancelled();
+    });
+    const int fd = file.fd.get();
 
     // The prelude, then the header it announces.
     std::string head(kPreludeV2, '\0');
-    head.resize(read_fully(fd.get(), head.data(), head.size(), path));
+    head.resize(read_fully(fd, head.data(), head.size(), path));
     std::size_t header_end = 0;
     try {
         parse_header(head, path, &header_end);
@@ -520,16 +500,44 @@ Array load_npy(const std::string& path, Backend backend, const CallOptions& opti
     if (header_end > head.size()) {
         const std::size_t had = head.size();
         head.resize(header_end);
-        head.resize(had + read_fully(fd.get(), head.data() + had, header_end - had, path));
+        head.resize(had + read_fully(fd, head.data() + had, header_end - had, path));
     }
     Header h = parse_header(head, path, nullptr);
-
-    std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(h.data_bytes, 1)]);
-    if (ctl) ctl->begin(Progress::Phase::Load, Progress::Unit::Bytes, h.data_bytes);
-    const std::size_t got = read_fully(fd.get(), data.get(), h.data_bytes, path, ctl);
-    if (got < h.data_bytes)
+    auto too_short = [&](std::uint64_t present) {
         fail(path, fmt::format("the file is shorter than its data: {} {} needs {} bytes after the header, {} present",
-                               dtype_name(h.dtype), shape_to_string(h.shape), h.data_bytes, got));
+                               dtype_name(h.dtype), shape_to_string(h.shape), h.data_bytes, present));
+    };
+
+    std::unique_ptr<unsigned char[]> data;
+    if (!file.stream) {
+        // A regular file's size is known: a header that claims more than the file holds is an
+        // error before anything is allocated.
+        const std::uint64_t after = file.size > header_end ? file.size - header_end : 0;
+        if (after < h.data_bytes) too_short(after);
+        data = data_buffer(h, path, h.data_bytes);
+        ctl->begin(Progress::Phase::Load, Progress::Unit::Bytes, h.data_bytes);
+        const std::size_t got = read_fully(fd, data.get(), h.data_bytes, path, ctl);
+        if (got < h.data_bytes) too_short(got);  // it shrank meanwhile
+    } else {
+        // A stream says nothing of its length: the buffer grows with what arrives, so a short
+        // stream that claims a huge array costs only what it sent.
+        std::size_t have = 0, capacity = std::min<std::size_t>(h.data_bytes, std::size_t{1} << 24);
+        data = data_buffer(h, path, capacity);
+        ctl->begin(Progress::Phase::Load, Progress::Unit::Bytes, h.data_bytes);
+        while (have < h.data_bytes) {
+            if (have == capacity) {
+                const std::size_t grown = std::min<std::size_t>(h.data_bytes, capacity * 2);
+                auto bigger = data_buffer(h, path, grown);
+                std::memcpy(bigger.get(), data.get(), have);
+                data = std::move(bigger);
+                capacity = grown;
+            }
+            const std::size_t got = read_fully(fd, data.get() + have, capacity - have, path, ctl);
+            have += got;
+            if (have < capacity) break;  // the end of the stream
+        }
+        if (have < h.data_bytes) too_short(have);
+    }
     return finish(h, data.get(), backend);
 }
 
@@ -540,36 +548,27 @@ void save_npy(const std::string& path, const Array& a, const CallOptions& option
     detail::CallControl control(options.cancel ? &*options.cancel : nullptr, nullptr, &options.progress);
     detail::CallControl* ctl = &control;
     ctl->check();
-    if (!a.defined()) throw ArgumentError(fmt::format("{}: cannot save an undefined array", path));
+    if (!a.defined()) throw ArgumentError(fmt::format("{}: cannot save an undefined array", printable(path)));
     if (path.empty()) throw IOError("cannot save: the file name is empty");
     // Everything that can fail before touching the file system happens first.
     const std::string header = make_header(a.dtype(), a.shape());
     std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(a.nbytes(), 1)]);
     host_bytes(a, data.get());
-
-    const std::string tmp = fmt::format("{}.tmp.{}.{}", path, ::getpid(), random_suffix());
-    Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666));
-    if (fd.get() < 0) fail(path, fmt::format("cannot create '{}': {}", tmp, errno_text(errno)));
-    try {
-        write_fully(fd.get(), header.data(), header.size(), path);
-        if (ctl) ctl->begin(Progress::Phase::Save, Progress::Unit::Bytes, a.nbytes());
-        write_fully(fd.get(), data.get(), a.nbytes(), path, ctl);
-        if (ctl) ctl->check();  // the last chunk written: a stop still leaves the target untouched
-        if (::fsync(fd.get()) != 0) fail(path, fmt::format("cannot sync: {}", errno_text(errno)));
-        if (::close(fd.release()) != 0) fail(path, fmt::format("cannot close: {}", errno_text(errno)));
-        if (::rename(tmp.c_str(), path.c_str()) != 0) fail(path, fmt::format("cannot rename the temporary file into place: {}", errno_text(errno)));
-    } catch (...) {
-        ::unlink(tmp.c_str());
-        throw;
-    }
-    // Make the rename durable; a failure here does not undo the save, so it is not reported.
-    std::string dir = ".";
-    if (auto slash = path.rfind('/'); slash != std::string::npos) dir = slash == 0 ? "/" : path.substr(0, slash);
-    int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        ::fsync(dfd);
-        ::close(dfd);
-    }
+    // A regular file (or a new name) is replaced atomically, a stream is written in order
+    // (backend/cache/files.hpp); the data goes in chunks between which a stop is seen, and a
+    // stop leaves no temporary file and the target as it was.
+    files::WriteHooks hooks;
+    hooks.piece = std::size_t{16} << 20;
+    hooks.before_piece = [ctl] {
+        if (ctl->tick()) detail::CallControl::throw_cancelled();
+    };
+    hooks.after_piece = [ctl](std::size_t chunk, std::size_t bytes) {
+        if (chunk == 1) ctl->add_done(static_cast<std::uint64_t>(bytes));  // chunk 0 is the header
+    };
+    hooks.before_commit = [ctl] { ctl->check(); };
+    hooks.on_interrupt = hooks.before_piece;
+    ctl->begin(Progress::Phase::Save, Progress::Unit::Bytes, a.nbytes());
+    files::write_file(path, {header, std::string_view(reinterpret_cast<const char*>(data.get()), a.nbytes())}, &hooks);
 }
 
 }  // namespace jit

@@ -1,14 +1,14 @@
 #include <jit/jit.hpp>
 #include <jit/runtime.hpp>
 
-#include "api/internal.hpp"
 #include "backend/backend.hpp"
 #include "backend/cache/cache.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
+#include "core/device.hpp"
 #include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/syntax.hpp"
 
 #include <fmt/format.h>
@@ -36,11 +36,6 @@ double ms_since(Clock::time_point t0) {
     return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
-std::string env_or(const char* name, std::string fallback = {}) {
-    const char* v = std::getenv(name);
-    return v && *v ? std::string(v) : fallback;
-}
-
 // The parsed text of a program and the names whose bindings its checking depends on.
 struct Front {
     syntax::Module module;
@@ -50,47 +45,12 @@ struct Front {
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
 struct Entry {
-    ir::Program program;
-    ir::Schedule schedule;
+    ir::Plan plan;
     std::shared_ptr<detail::Prepared> prepared;
-    // Per output: write directly into the aliased input (true), or into a fresh array that is
-    // then copied into it (false; the input is read elsewhere in the program).
-    std::vector<bool> direct_alias;
-    std::int32_t result_output = -1;   // index of the output eval returns
     // Per output: its dtype and shape, C-contiguous, without storage; a result shares these
     // dimensions, so making it allocates only its storage.
     std::vector<Array> output_shapes;
 };
-
-// Inputs each stage reads (not through a stored value of an earlier stage).
-std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
-    std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
-    std::vector<std::int32_t> stack;
-    std::vector<char> seen(p.nodes.size());
-    for (std::size_t k = 0; k < s.stages.size(); ++k) {
-        std::fill(seen.begin(), seen.end(), 0);
-        const ir::Stage& st = s.stages[k];
-        stack.clear();
-        if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
-        for (auto n : st.stores) stack.push_back(n);
-        while (!stack.empty()) {
-            const std::int32_t n = stack.back();
-            stack.pop_back();
-            if (seen[static_cast<std::size_t>(n)]) continue;
-            seen[static_cast<std::size_t>(n)] = 1;
-            const ir::Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
-            if (by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
-            if (by == static_cast<std::int32_t>(k) && st.kind == ir::Stage::Kind::Reduce && n == st.reduce) {
-                stack.push_back(nd.args[0]);
-                continue;
-            }
-            if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
-    }
-    return r;
-}
 
 template <class T>
 void append_raw(std::string& key, const T& v) {
@@ -120,11 +80,6 @@ void append_signature(std::string& key, const std::string& name, const Environme
     for (auto e : arr.strides()) append_raw(key, e);
 }
 
-struct StringHash {
-    using is_transparent = void;
-    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
-};
-
 DType scalar_dtype(const Arg& a) {
     switch (a.value().index()) {
         case 1: return DType::Bool;
@@ -143,6 +98,16 @@ bool int_fits(std::int64_t v, DType t) {
     return v >= -lim && v < lim;
 }
 
+// A new array shaped as `proto` (sharing its dimensions, so nothing is allocated for them), on
+// fresh storage; on CUDA, storage first written by work on the legacy default stream (which
+// may reuse a freed block without a driver call) when `default_stream`.
+Array empty_like(const Array& proto, bool default_stream) {
+    const std::size_t bytes = proto.nbytes();
+    if (proto.backend() == Backend::Cuda)
+        return core::with_storage(proto, default_stream ? cuda::make_storage_for_default_stream(bytes) : cuda::make_storage(bytes));
+    return core::with_storage(proto, core::host_storage(bytes));
+}
+
 ir::Value scalar_value(const Arg& a) {
     const auto& v = a.value();
     switch (v.index()) {
@@ -155,95 +120,88 @@ ir::Value scalar_value(const Arg& a) {
 
 }  // namespace
 
-RuntimeOptions RuntimeOptions::from_environment() {
-    RuntimeOptions o;
-    const std::string b = env_or("JITEXPR_BACKEND");
-    if (b == "cpu") o.backend = Backend::Cpu;
-    else if (b == "cuda") o.backend = Backend::Cuda;
-    o.cache_dir = env_or("JITEXPR_CACHE_DIR");
-    if (env_or("JITEXPR_DISK_CACHE") == "0") o.disk_cache = false;
-    if (const std::string t = env_or("JITEXPR_THREADS"); !t.empty()) o.cpu_threads = std::atoi(t.c_str());
-    if (env_or("JITEXPR_FAST_MATH") == "1") o.fast_math = true;
-    if (const std::string t = env_or("JITEXPR_TIERED"); t == "0") o.tiered_compile = false;
-    else if (t == "1") o.tiered_compile = true;
-    if (env_or("JITEXPR_SHOW_KERNELS") == "1") o.show_kernels = true;
-    std::istringstream words(env_or("JITEXPR_NVRTC_OPTIONS"));
-    for (std::string w; words >> w;) o.nvrtc_options.push_back(w);
-    return o;
-}
-
 struct Runtime::Impl {
+    explicit Impl(RuntimeOptions o)
+        : options(std::move(o)), fronts(options.memory_cache_entries), entries(options.memory_cache_entries) {}
+
     RuntimeOptions options;
     Backend backend = Backend::Cpu;
     std::string fallback;
     std::unique_ptr<detail::BackendImpl> impl;
+    dsl::Limits limits;                          // impl's: what one stage may compute
     std::shared_ptr<cuda::ModuleCache> modules;  // CUDA: compiled modules (memory, then disk)
     std::shared_ptr<cache::DiskCache> disk;      // CUDA: the disk level, when enabled
 
-    mutable std::shared_mutex mutex;
-    std::unordered_map<std::string, std::shared_ptr<const Front>, StringHash, std::equal_to<>> fronts;
-    std::unordered_map<std::string, std::shared_ptr<const Entry>, StringHash, std::equal_to<>> entries;
-    CacheStats stats;
+    // Parsed texts, and programs prepared for one binding signature: LRU-bounded, one
+    // preparation per key however many threads ask, and a repeated key found without a lock
+    // (cache::MemoryCache::fetch). Declared after `impl`: destroyed before the backend.
+    cache::MemoryCache<std::string, std::shared_ptr<const Front>> fronts;
+    cache::MemoryCache<std::string, std::shared_ptr<const Entry>> entries;
 
-    std::shared_ptr<const Front> front(std::string_view text, double* parse_ms) {
-        {
-            std::shared_lock lock(mutex);
-            if (auto it = fronts.find(text); it != fronts.end()) return it->second;
-        }
-        const auto t0 = Clock::now();
-        auto f = std::make_shared<Front>();
-        f->module = syntax::parse(text);
-        f->params = dsl::parameters(f->module);
-        // By name, a bound `pi` shadows the constant: the names that matter include the
-        // constants the program reads, while the positional parameters leave them out.
-        f->names = dsl::free_names(f->module);
-        for (auto& t : dsl::targets(f->module))
-            if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
-        if (parse_ms) *parse_ms = ms_since(t0);
-        std::unique_lock lock(mutex);
-        // Bounded like the prepared programs: a service fed endless distinct texts must not grow.
-        if (fronts.size() >= options.memory_cache_entries) fronts.clear();
-        return fronts.emplace(std::string(text), std::move(f)).first->second;
+    // The parse of `text`: valid until this thread's next call of front().
+    const Front& front(std::string_view text, double* parse_ms) {
+        return *fronts.fetch(text, [&] {
+            const auto t0 = Clock::now();
+            auto f = std::make_shared<Front>();
+            f->module = syntax::parse(text);
+            f->params = dsl::parameters(f->module);
+            // By name, a bound `pi` shadows the constant: the names that matter include the
+            // constants the program reads, while the positional parameters leave them out.
+            f->names = dsl::free_names(f->module);
+            for (auto& t : dsl::targets(f->module))
+                if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            if (parse_ms) *parse_ms = ms_since(t0);
+            return std::shared_ptr<const Front>(std::move(f));
+        });
     }
 
-    std::shared_ptr<const Entry> entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
-                                       detail::CallControl* control = nullptr) {
+    // The front of run_into: the text's last statement assigned to kOutName, the name under
+    // which run_into binds its `out` array (no identifier can be spelt so). Kept in `fronts`
+    // under the text behind a marker byte that no text starts with. Valid until this thread's
+    // next call of front() or front_into().
+    static constexpr std::string_view kOutName = "(out)";
+    const Front& front_into(std::string_view text) {
+        thread_local std::string key;
+        key.assign(1, '\x01');
+        key.append(text);
+        return *fronts.fetch(std::string_view(key), [&] {
+            auto f = std::make_shared<Front>();
+            f->module = syntax::parse(text);
+            if (f->module.statements.empty())
+                throw ArgumentError("out= needs a program whose last statement is an expression; this one is empty");
+            syntax::Statement& last = f->module.statements.back();
+            if (!last.target.empty())
+                throw ArgumentError(fmt::format("out= needs a program whose last statement is an expression, not an "
+                                                "assignment to '{}'",
+                                                last.target));
+            last.target = std::string(kOutName);
+            last.target_span = last.value ? last.value->span : last.span;
+            f->params = dsl::parameters(f->module);
+            f->names = dsl::free_names(f->module);
+            for (auto& t : dsl::targets(f->module))
+                if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            return std::shared_ptr<const Front>(std::move(f));
+        });
+    }
+
+    // The program prepared for `text` with the dtypes, shapes and layouts `env` binds to its
+    // names: valid until this thread's next call of entry(). `control` (may be null) watches
+    // the preparation: compile progress, stop requests between compiles.
+    const Entry& entry(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                       detail::CallControl* control = nullptr) {
         thread_local std::string key;  // reused: no allocation once it has grown
         key.assign(text);
         key += '\0';
         for (const std::string& n : f.names) append_signature(key, n, env);
-        {
-            std::shared_lock lock(mutex);
-            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return it->second;
-            }
-        }
-        // Single flight: the first thread to miss on a key prepares it; others wait for it.
-        std::shared_ptr<Flight> flight;
-        for (;;) {
-            std::unique_lock lock(mutex);
-            if (auto it = entries.find(std::string_view(key)); it != entries.end()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return it->second;
-            }
-            auto [fit, mine] = preparing.try_emplace(key, nullptr);
-            if (mine) {
-                fit->second = flight = std::make_shared<Flight>();
-                break;
-            }
-            auto other = fit->second->done;
-            lock.unlock();
-            if (auto e = other.get()) {
-                ++hits;
-                if (timing) timing->cache_hit = true;
-                return e;
-            }
-            // The other thread failed: prepare here, to report the same error from this thread.
-        }
-        Landing landing{*this, key, *flight, nullptr};
+        bool created = false;
+        const Entry& e =
+            *entries.fetch(std::string_view(key), [&] { return prepare(text, f, env, timing, control); }, &created);
+        if (!created && timing) timing->cache_hit = true;
+        return e;
+    }
+
+    std::shared_ptr<const Entry> prepare(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                                         detail::CallControl* control) {
         auto t0 = Clock::now();
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
@@ -263,43 +221,24 @@ struct Runtime::Impl {
             }
             bindings.emplace(n, std::move(b));
         }
-        dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+        dsl::Bindings db;
+        db.lookup = [&](std::string_view name) -> const dsl::Binding* {
             auto it = bindings.find(std::string(name));
             return it == bindings.end() ? nullptr : &it->second;
         };
+        // Every bound name, only if a message needs them: a statement costs nothing per
+        // variable of the environment.
+        db.names = [&env] {
+            std::vector<std::string> bound;
+            for (const auto& [n, v] : env) bound.push_back(n);
+            return bound;
+        };
         auto e = std::make_shared<Entry>();
-        std::vector<std::string> bound;
-        for (const auto& [n, v] : env) bound.push_back(n);
-        e->program = dsl::lower(f.module, text, lookup, bound);
-        e->schedule = ir::schedule(e->program);
-        for (std::size_t o = 0; o < e->program.outputs.size(); ++o)
-            if (e->program.outputs[o].node == e->program.result) e->result_output = static_cast<std::int32_t>(o);
-        for (const ir::OutputDecl& od : e->program.outputs) {
-            const ir::Node& n = e->program.node(od.node);
-            e->output_shapes.push_back(detail::prototype(n.dtype, n.shape, backend));
-        }
-        // In-place outputs: direct only when the stage writing it stores nothing else and no
-        // other elementwise stage reads the array (reduction stages run before and are safe).
-        const auto reads = inputs_read_by_stage(e->program, e->schedule);
-        e->direct_alias.assign(e->program.outputs.size(), false);
-        for (std::size_t o = 0; o < e->program.outputs.size(); ++o) {
-            const ir::OutputDecl& od = e->program.outputs[o];
-            if (od.alias_input < 0) continue;
-            const std::int32_t stage = e->schedule.stored_by[static_cast<std::size_t>(od.node)];
-            const ir::Stage& st = e->schedule.stages[static_cast<std::size_t>(stage)];
-            const std::size_t alias = static_cast<std::size_t>(od.alias_input);
-            // A reduction writes its result after reading all of its operand, so it may write
-            // into an array that no stage reads (`s = sum(x)` into an existing s: no copy,
-            // nothing allocated, and so capturable into a CUDA graph).
-            const bool reduce = st.kind == ir::Stage::Kind::Reduce;
-            bool ok = e->program.inputs[alias].shape == e->program.node(od.node).shape &&
-                      (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
-                              : st.stores.size() == 1 && e->program.inputs[alias].shape == st.shape);
-            for (std::size_t k = 0; k < e->schedule.stages.size() && ok; ++k)
-                if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
-                    (reduce || e->schedule.stages[k].kind == ir::Stage::Kind::Elementwise))
-                    ok = false;
-            e->direct_alias[o] = ok;
+        e->plan = dsl::plan(f.module, text, db, limits);
+        const ir::Program& program = e->plan.program;
+        for (const ir::OutputDecl& od : program.outputs) {
+            const ir::Node& n = program.node(od.node);
+            e->output_shapes.push_back(core::prototype(n.dtype, n.shape, backend));
         }
         const double check_ms = ms_since(t0);
         detail::PrepareOptions po;
@@ -307,7 +246,7 @@ struct Runtime::Impl {
         po.nvrtc_options = options.nvrtc_options;
         po.tiered = options.tiered_compile;
         po.control = control;
-        e->prepared = impl->prepare(e->program, e->schedule, po);
+        e->prepared = impl->prepare(e->plan, po);
         if (options.show_kernels) {
             const std::string src = e->prepared->source();
             if (!src.empty()) std::fprintf(stderr, "jitexpr: generated CUDA source:\n%s\n", src.c_str());
@@ -320,46 +259,13 @@ struct Runtime::Impl {
             timing->load_ms = info.load_ms;
             timing->module_cache_hit = info.module_cache_hit;
         }
-        std::unique_lock lock(mutex);
-        ++stats.misses;
-        auto [it, inserted] = entries.emplace(key, std::move(e));
-        if (entries.size() > options.memory_cache_entries) {
-            // Simple bound: drop everything else but this entry (prepared programs are cheap to
-            // rebuild when their modules are still cached below).
-            auto keep = *it;
-            entries.clear();
-            it = entries.emplace(keep.first, keep.second).first;
-        }
-        stats.entries = entries.size();
-        return landing.result = it->second;
+        return e;
     }
 
-    // A preparation in progress, and its end: on every exit of the preparing thread the key
-    // leaves `preparing` and the waiters get the entry (null when preparation threw).
-    struct Flight {
-        std::promise<std::shared_ptr<const Entry>> promise;
-        std::shared_future<std::shared_ptr<const Entry>> done = promise.get_future().share();
-    };
-    std::unordered_map<std::string, std::shared_ptr<Flight>, StringHash, std::equal_to<>> preparing;
-    struct Landing {
-        Impl& self;
-        std::string key;
-        Flight& flight;
-        std::shared_ptr<const Entry> result;
-        ~Landing() {
-            {
-                std::unique_lock lock(self.mutex);
-                self.preparing.erase(key);
-            }
-            flight.promise.set_value(std::move(result));
-        }
-    };
-
-    std::atomic<std::uint64_t> hits{0};
     // Runtime::cancel() moves it on; a call stops when it differs from its value at the start.
     std::atomic<std::uint64_t> cancel_epoch{0};
     // Binds, runs and (when write_back) stores the assigned names into env. `control` null: the
-    // call cannot be stopped (the copies that finish an in-place write).
+    // call cannot be stopped.
     // `all_or_nothing`: in-place targets are written through temporaries (CallOptions).
     Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
               bool write_back, detail::CallControl* control, bool all_or_nothing = false);
@@ -367,12 +273,19 @@ struct Runtime::Impl {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
         return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
     }
-    // The parsed "dst = src" of in-place copy-backs.
-    std::shared_ptr<const Front> front_of_copy() { return front("dst = src", nullptr); }
 };
 
-Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
-    impl_->options = std::move(options);
+namespace {
+RuntimeOptions checked(RuntimeOptions options) {
+    if (options.cpu_threads < 0)
+        throw ArgumentError(fmt::format("RuntimeOptions::cpu_threads is {}: use 0 for every core, or a positive count",
+                                        options.cpu_threads));
+    options.cpu_threads = std::min(options.cpu_threads, settings::kMaxCpuThreads);  // documented clamp
+    return options;
+}
+}  // namespace
+
+Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(std::move(options)))) {
     std::string why;
     switch (impl_->options.backend) {
         case Backend::Cpu:
@@ -389,7 +302,8 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
             break;
     }
     if (impl_->backend == Backend::Cuda) {
-        cuda::warm_up_nvrtc();
+        // NVRTC is not started here: a process whose kernels all come from the disk cache never
+        // loads it (the executor starts its warm-up at the first miss of a tiered compile).
         cuda::ExecutorOptions eo;
         eo.cache = std::make_shared<cuda::ModuleCache>(impl_->options.memory_cache_entries);
         if (impl_->options.disk_cache) {
@@ -408,6 +322,7 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
     } else {
         impl_->impl = detail::make_cpu_backend(impl_->options.cpu_threads);
     }
+    impl_->limits = impl_->impl->limits();
 }
 
 Runtime::~Runtime() = default;
@@ -417,14 +332,18 @@ Backend Runtime::backend() const { return impl_->backend; }
 void Runtime::wait_for_compiles() const {
     if (impl_->backend == Backend::Cuda) cuda::wait_for_upgrades();
 }
+void Runtime::synchronize(void* stream) const {
+    if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
+}
 std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
 CacheStats Runtime::stats() const {
-    std::shared_lock lock(impl_->mutex);
-    CacheStats s = impl_->stats;
-    s.hits = impl_->hits.load();
-    s.entries = impl_->entries.size();
+    const cache::MemoryStats es = impl_->entries.stats();
+    CacheStats s;
+    s.hits = es.hits + es.coalesced - es.coalesced_failures;
+    s.misses = es.misses - es.failures;
+    s.entries = es.entries;
     if (impl_->modules) {
         const auto ms = impl_->modules->stats();
         s.compiles = ms.compiles;
@@ -435,7 +354,6 @@ CacheStats Runtime::stats() const {
 }
 
 void Runtime::clear_memory_cache() {
-    std::unique_lock lock(impl_->mutex);
     impl_->entries.clear();
     impl_->fronts.clear();
 }
@@ -449,7 +367,7 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
 }
 
 Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options) {
-    auto f = impl_->front(text, nullptr);
+    const Front* f = &impl_->front(text, nullptr);
     if (args.size() != f->params.size()) {
         std::string names;
         for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
@@ -494,7 +412,7 @@ Array Runtime::eval(std::string_view text, const Named& named, void* stream) {
 }
 
 Array Runtime::eval(std::string_view text, const Named& named, const CallOptions& options) {
-    auto f = impl_->front(text, nullptr);
+    const Front* f = &impl_->front(text, nullptr);
     const Environment& names = named.values();
     for (const auto& [n, v] : names) {
         if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
@@ -516,9 +434,9 @@ Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing
 
 Array Runtime::run(std::string_view text, Environment& env, const CallOptions& options) {
     double parse_ms = 0;
-    auto f = impl_->front(text, &parse_ms);
+    const Front& f = impl_->front(text, &parse_ms);
     if (options.timing) options.timing->parse_ms = parse_ms;
-    return impl_->run(text, *f, env, options, /*write_back=*/true);
+    return impl_->run(text, f, env, options, /*write_back=*/true);
 }
 
 Array Runtime::Impl::run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
@@ -535,8 +453,8 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
                                             n, backend_name(it->second.array().backend()), backend_name(backend),
                                             backend == Backend::Cuda ? "Cuda" : "Cpu"));
     }
-    auto e = entry(text, *f, env, timing, control);
-    const ir::Program& p = e->program;
+    const Entry* e = &entry(text, *f, env, timing, control);
+    const ir::Program& p = e->plan.program;
 
     const auto t_run = Clock::now();
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
@@ -560,10 +478,10 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
-        if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing) {
+        if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = detail::empty_like(e->output_shapes[o], stream == nullptr);
+            outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }
@@ -582,17 +500,17 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         std::vector<std::string> partly;
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             const ir::OutputDecl& od = p.outputs[o];
-            if (od.alias_input >= 0 && e->direct_alias[o] && !all_or_nothing && started[o])
+            if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && started[o])
                 partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
         }
         throw CancelledError(std::move(partly));
     }
-    // Results that could not be written in place: copy into the arrays now. The program is
+    // Results that could not be written in place: copied into the arrays now, on the stream, by
+    // the backend's copy (same dtype and shape; the target may be strided). The program is
     // complete, so these copies are not cancelled: an in-place write finishes or never starts.
     for (std::size_t o : copy_back) {
         const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
-        Environment ce{{"dst", Arg(target)}, {"src", Arg(outputs[o])}};
-        run("dst = src", *front_of_copy(), ce, stream, nullptr, /*write_back=*/true, nullptr);
+        core::copy(target, outputs[o], stream);
         outputs[o] = target;
     }
     if (timing) {
@@ -602,20 +520,42 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     if (write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
             if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
-    return e->result_output >= 0 ? outputs[static_cast<std::size_t>(e->result_output)] : Array();
+    return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
+}
+
+Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, void* stream) {
+    CallOptions o;
+    o.stream = stream;
+    return run_into(text, env, out, o);
+}
+
+Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
+    if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
+    const Front* f = &impl_->front_into(text);
+    const std::string name(Impl::kOutName);
+    // Bound for this call only: the name leaves env however the call ends.
+    struct Unbind {
+        Environment& env;
+        const std::string& name;
+        ~Unbind() { env.erase(name); }
+    } unbind{env, name};
+    env.insert_or_assign(name, Arg(out));
+    Array r = impl_->run(text, *f, env, options, /*write_back=*/true);
+    return r.defined() ? r : out;
 }
 
 std::string Runtime::source(std::string_view text, const Environment& env) {
-    auto f = impl_->front(text, nullptr);
-    auto e = impl_->entry(text, *f, env, nullptr);
-    return e->prepared->source();
+    const Front& f = impl_->front(text, nullptr);
+    return impl_->entry(text, f, env, nullptr).prepared->source();
 }
 
 SystemInfo system_info() {
     SystemInfo si;
     si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
     si.nvrtc_version = cuda::nvrtc_version();
-    si.nvjitlink = cuda::ptx_assembler_available();
+    // Found, not loaded: a REPL banner or --version must not map nvJitLink (or NVRTC, whose
+    // version comes from its file names) in a process that may never compile.
+    si.nvjitlink = cuda::nvjitlink_status(/*load=*/false).found;
     si.driver_version = cuda::driver_version();
     si.cuda = cuda::available(&si.cuda_reason);
     if (si.cuda) {
@@ -635,19 +575,6 @@ Runtime& Runtime::default_runtime() {
     return rt;
 }
 
-namespace detail {
-Array copy_contiguous(const Array& a) {
-    Runtime& d = Runtime::default_runtime();
-    if (d.backend() == a.backend()) return d.eval("copy(x)", {Arg(a)});
-    static Runtime other([&] {
-        RuntimeOptions o = RuntimeOptions::from_environment();
-        o.backend = a.backend();
-        return o;
-    }());
-    return other.eval("copy(x)", {Arg(a)});
-}
-}  // namespace detail
-
 Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), runtime_(runtime) {
     params_ = dsl::parameters(syntax::parse(text_));
 }
@@ -655,5 +582,7 @@ Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), run
 Kernel compile(std::string_view text, Runtime& runtime) { return Kernel(std::string(text), &runtime); }
 
 std::vector<std::string> parameters(std::string_view text) { return dsl::parameters(syntax::parse(text)); }
+
+std::vector<std::string> targets(std::string_view text) { return dsl::targets(syntax::parse(text)); }
 
 }  // namespace jit

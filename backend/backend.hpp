@@ -1,12 +1,14 @@
 // jitexpr — what the API layer asks of a backend (CPU or CUDA).
 //
-// The API layer lowers text to an ir::Program, allocates the outputs (shapes and dtypes come
-// from the program), then asks the backend to prepare the program once and run it many times.
-// A Prepared object is what the front cache keeps: a hit skips parse, check and emit.
+// The API layer turns text into an ir::Plan with dsl::plan (within the backend's limits()),
+// allocates the outputs (shapes and dtypes come from the program), then asks the backend to
+// prepare the plan once and run it many times. A Prepared object is what the front cache
+// keeps: a hit skips parse, check and emit.
 #pragma once
 
 #include "backend/call_control.hpp"
 #include "dsl/ir.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/schedule.hpp"
 
 #include <jit/array.hpp>
@@ -60,8 +62,10 @@ class BackendImpl {
 public:
     virtual ~BackendImpl() = default;
     virtual Backend kind() const = 0;
-    virtual std::shared_ptr<Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
-                                              const PrepareOptions& options) = 0;
+    // What one stage of this backend may compute: the limits dsl::plan schedules within.
+    virtual dsl::Limits limits() const = 0;
+    // `plan` was made by dsl::plan within limits(); the backend runs its schedule as it is.
+    virtual std::shared_ptr<Prepared> prepare(const ir::Plan& plan, const PrepareOptions& options) = 0;
 };
 
 }  // namespace jit::detail

@@ -8,7 +8,7 @@
 //
 // 1. compile only (no GPU needed): N distinct expressions (default 60) parsed, checked, emitted
 //    and compiled by NVRTC to CUBIN for the arch (default: the device's, else sm_90), with the
-//    trimmed semantics (default) and with the whole of backend/semantics.h, alternating, each
+//    trimmed semantics (default) and with the whole of dsl/semantics.h, alternating, each
 //    the best of R compiles (default 2); p50/p99 per expression. Then the NVRTC option choices on a subset, called directly.
 // 2. GPU (skipped without a device):
 //    a. compile + load: N new expressions through jit::Runtime (disk cache off), first eval;
@@ -22,12 +22,10 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 
 #include <fmt/format.h>
-#include <nvrtc.h>
+#include "backend/cuda/toolkit.hpp"
 
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -99,21 +97,27 @@ std::vector<Expr> expressions(int count, int first_constant = 2) {
     return out;
 }
 
+// `a` and `b` bound to C-contiguous arrays of `n` elements of `dtype`, nothing else.
+dsl::Bindings bindings_ab(DType dtype, std::int64_t n) {
+    auto b = std::make_shared<dsl::Binding>();
+    b->kind = dsl::Binding::Kind::Array;
+    b->dtype = dtype;
+    b->shape = {n};
+    b->strides = {1};
+    dsl::Bindings r;
+    r.lookup = [b](std::string_view name) -> const dsl::Binding* { return name == "a" || name == "b" ? b.get() : nullptr; };
+    return r;
+}
+
 std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics, const std::string& prefix = "",
                                         bool scalar_only = false) {
     const std::string text = prefix + e.text;
-    const syntax::Module m = syntax::parse(text);
-    dsl::Binding b;
-    b.kind = dsl::Binding::Kind::Array;
-    b.dtype = e.dtype;
-    b.shape = {n};
-    b.strides = {1};
-    dsl::Lookup lookup = [&b](std::string_view name) { return name == "a" || name == "b" ? &b : nullptr; };
-    const ir::Program p = dsl::lower(m, text, lookup);
+    const ir::Plan p = dsl::plan(text, bindings_ab(e.dtype, n), cuda::limits());
+    // codegen::emit directly, not cuda::build_kernels: this measures the emitter's options.
     codegen::EmitOptions eo;
     eo.full_semantics = full_semantics;
     eo.scalar_only = scalar_only;
-    return codegen::emit(p, ir::schedule(p), eo).kernels;
+    return codegen::emit(p.program, p.schedule, eo).kernels;
 }
 
 // NVRTC called directly with `options`: milliseconds to CUBIN (or PTX for compute_XY).
@@ -121,13 +125,14 @@ double nvrtc_ms(const std::string& source, const std::vector<std::string>& optio
     std::vector<const char*> argv;
     for (const auto& o : options) argv.push_back(o.c_str());
     const bool ptx = std::any_of(options.begin(), options.end(), [](const std::string& o) { return o.find("compute_") != std::string::npos; });
+    const cuda::detail::Nvrtc& nv = cuda::detail::nvrtc();
     const auto t0 = Clock::now();
     nvrtcProgram prog = nullptr;
-    if (nvrtcCreateProgram(&prog, source.c_str(), "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return -1;
-    nvrtcResult r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+    if (nv.CreateProgram(&prog, source.c_str(), "bench.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS) return -1;
+    nvrtcResult r = nv.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
     std::size_t size = 0;
-    if (r == NVRTC_SUCCESS) r = ptx ? nvrtcGetPTXSize(prog, &size) : nvrtcGetCUBINSize(prog, &size);
-    nvrtcDestroyProgram(&prog);
+    if (r == NVRTC_SUCCESS) r = ptx ? nv.GetPTXSize(prog, &size) : nv.GetCUBINSize(prog, &size);
+    nv.DestroyProgram(&prog);
     return r == NVRTC_SUCCESS ? ms_since(t0) : -1;
 }
 
@@ -262,23 +267,12 @@ int main(int argc, char** argv) {
             cuda::ModuleCache functions;
             const int sm = co.cc_major * 10 + co.cc_minor;
             for (const Expr& e : exprs) {
-                const syntax::Module m = syntax::parse(e.text);
-                dsl::Binding b;
-                b.kind = dsl::Binding::Kind::Array;
-                b.dtype = e.dtype;
-                b.shape = {1 << 20};
-                b.strides = {1};
-                dsl::Lookup lookup = [&b](std::string_view name) { return name == "a" || name == "b" ? &b : nullptr; };
-                const ir::Program p = dsl::lower(m, e.text, lookup);
-                codegen::EmitOptions eo;
-                eo.scalar_only = true;
-                std::vector<codegen::KernelSource> ks;
-                for (const auto& k : codegen::emit(p, ir::schedule(p), eo).kernels) {
-                    auto x = codegen::emit_ptx(p, k, sm);
-                    if (!x) { ks.clear(); break; }
-                    ks.push_back(std::move(*x));
-                }
-                if (ks.empty()) continue;
+                const ir::Plan p = dsl::plan(e.text, bindings_ab(e.dtype, 1 << 20), cuda::limits());
+                cuda::KernelOptions ko;
+                ko.ptx_sm = sm;
+                std::vector<codegen::KernelSource> ks = cuda::build_kernels(p, ko, cuda::Tier::ScalarOnly).kernels;
+                // Only expressions whose every kernel is PTX.
+                if (std::any_of(ks.begin(), ks.end(), [](const codegen::KernelSource& k) { return !k.ptx; })) continue;
                 for (const auto& k : ks)  // the functions it calls, compiled once (not the kernel:
                     for (const auto& f : k.links) (void)functions.device_function(f, co);  // NVRTC-like caches)
                 double best = 1e300;

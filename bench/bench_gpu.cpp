@@ -6,9 +6,7 @@
 #include "backend/backend.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -267,18 +265,12 @@ void run_with_block(benchmark::State& state, const std::string& text, const std:
         bnd.strides = inputs[i].strides();
         env.emplace(names[i], bnd);
     }
-    const syntax::Module m = syntax::parse(text);
-    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
-        auto it = env.find(std::string(name));
-        return it == env.end() ? nullptr : &it->second;
-    };
-    std::vector<std::string> bound;
-    for (const auto& [n, b] : env) bound.push_back(n);
-    const ir::Program p = dsl::lower(m, text, lookup, bound);
     cuda::ExecutorOptions eo;
     eo.block = block;
     auto backend = cuda::make_cuda_backend(eo);
-    auto prepared = backend->prepare(p, ir::schedule(p), {});
+    const ir::Plan plan = dsl::plan(text, dsl::bindings_of(env), backend->limits());
+    const ir::Program& p = plan.program;
+    auto prepared = backend->prepare(plan, {});
     std::vector<Array> ins;
     for (const auto& decl : p.inputs)
         for (std::size_t i = 0; i < inputs.size(); ++i)

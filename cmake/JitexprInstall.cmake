@@ -42,17 +42,14 @@ install(FILES ${PROJECT_BINARY_DIR}/jitexprConfig.cmake ${PROJECT_BINARY_DIR}/ji
   DESTINATION ${_jitexpr_cmake_dir})
 
 # pkg-config: static libraries, so Libs names all of them (grouped: they refer to each other)
-# and what they need: fmt, NVRTC (full path: the toolkit is rarely on the linker's path),
-# libdl, threads, libmvec when the CPU kernels use it, and the C++ runtime for C programs.
-get_target_property(JITEXPR_PC_NVRTC jitexpr_nvrtc IMPORTED_LOCATION)
-set(JITEXPR_PC_LIBS "-Wl,--start-group")
+# and what they need: fmt, libdl, threads, libmvec when the CPU kernels use it, and the C++
+# runtime for C programs (nothing of CUDA: it is opened at run time). api/devices.cpp registers
+# the backends' memory with the arrays; nothing refers to it by name.
+set(JITEXPR_PC_LIBS "-Wl,--undefined=jit_devices_registered -Wl,--start-group")
 foreach(t jitexpr ${_jitexpr_internal})
   string(APPEND JITEXPR_PC_LIBS " -l${t}")
 endforeach()
-string(APPEND JITEXPR_PC_LIBS " -Wl,--end-group ${JITEXPR_PC_NVRTC}")
-if(TARGET jitexpr_nvjitlink)
-  string(APPEND JITEXPR_PC_LIBS " ${JITEXPR_NVJITLINK_LIBRARY}")
-endif()
+string(APPEND JITEXPR_PC_LIBS " -Wl,--end-group")
 string(APPEND JITEXPR_PC_LIBS " -ldl -lpthread")
 if(JITEXPR_HAVE_LIBMVEC)
   string(APPEND JITEXPR_PC_LIBS " -lmvec")
@@ -67,20 +64,12 @@ endforeach()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/jitexpr.pc.in ${PROJECT_BINARY_DIR}/jitexpr.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/jitexpr.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The installed CLI finds NVRTC where it was found at build time.
-if(TARGET jitexpr_tool)
-  set_target_properties(jitexpr_tool PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
-endif()
 
 # The C API as a shared library (lib/libjitexpr_c.so, exported as jitexpr::jitexpr_c) for
-# FFIs such as Python's ctypes, and the pure-Python ctypes binding over it
-# (share/jitexpr/python/jitexpr_ctypes.py). It finds NVRTC where it was found at build time.
+# FFIs (ctypes, cffi, other languages). Python has its own package: pip install . (python/).
 if(TARGET jitexpr_c)
-  set_target_properties(jitexpr_c PROPERTIES INSTALL_RPATH_USE_LINK_PATH ON)
   install(TARGETS jitexpr_c
     EXPORT jitexprTargets
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(FILES ${PROJECT_SOURCE_DIR}/python/jitexpr_ctypes.py
-    DESTINATION ${CMAKE_INSTALL_DATADIR}/jitexpr/python)
 endif()

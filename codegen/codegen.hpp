@@ -110,7 +110,7 @@ struct KernelSource {
 struct EmitOptions {
     bool force_strided = false;  // Strided kernels even where Flat would do (run-time strided outputs)
     int block = 256;             // threads per block (multiple of 32, <= 1024)
-    // Embed the whole of backend/semantics.h instead of the sections the kernel needs (the
+    // Embed the whole of dsl/semantics.h instead of the sections the kernel needs (the
     // trimmed text is the default: NVRTC parses less; kept for measurements and as a fallback).
     bool full_semantics = false;
     // No vector paths in Flat, Strided and Tiled kernels: what a tiered compile runs first (about
@@ -137,22 +137,22 @@ std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSou
 
 // The device function the PTX first tier calls for an op it does not write as instructions
 // (transcendental functions, integer division and remainder, powers, ...): jx::op::<op> of
-// backend/semantics.h over operands of dtypes `args` giving `result`, exactly the expression the
+// dsl/semantics.h over operands of dtypes `args` giving `result`, exactly the expression the
 // C++ kernels inline, as an extern "C" function named by the op and dtypes (no user text). For
 // int32/int64/float32/float64 only; nullopt otherwise. Its KernelSource is `relocatable`.
 std::optional<KernelSource> device_function(ir::Op op, const std::vector<DType>& args, DType result);
 
-// The text of backend/semantics.h, embedded at build time.
+// The text of dsl/semantics.h, embedded at build time.
 std::string_view semantics_source();
 
-// What a kernel uses from backend/semantics.h: its ops (element-wise and reductions) and whether
+// What a kernel uses from dsl/semantics.h: its ops (element-wise and reductions) and whether
 // any value it touches is complex or a 16-bit float.
 struct SemanticsNeeds {
     std::vector<ir::Op> ops;
     bool complex = false;
     bool half = false;
 };
-// The parts of semantics.h (its `// @section` markers, see codegen/sections.cpp) that `needs`
+// The parts of semantics.h (its `// @section` markers, see codegen/semantics_sections.cpp) that `needs`
 // asks for, `base` and every `@needs` dependency included, in file order. Throws InternalError
 // when the markers are malformed.
 std::string semantics_for(const SemanticsNeeds& needs);

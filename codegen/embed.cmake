@@ -1,5 +1,5 @@
 # Writes OUTPUT: a C++ file defining jit::codegen::semantics_source() as the text of INPUT
-# (backend/semantics.h) without its `#pragma once`, which NVRTC would warn about in a main file.
+# (dsl/semantics.h) without its `#pragma once`, which NVRTC would warn about in a main file.
 file(READ "${INPUT}" text)
 string(REPLACE "#pragma once" "" text "${text}")
 string(FIND "${text}" ")jx_semantics\"" clash)
@@ -7,7 +7,7 @@ if(NOT clash EQUAL -1)
   message(FATAL_ERROR "${INPUT} contains the raw-string delimiter used to embed it")
 endif()
 file(WRITE "${OUTPUT}.tmp"
-"// Generated from backend/semantics.h by codegen/embed.cmake. Do not edit.
+"// Generated from dsl/semantics.h by codegen/embed.cmake. Do not edit.
 #include <string_view>
 namespace jit::codegen {
 namespace {

@@ -2,7 +2,7 @@
 //
 // NVRTC spends most of a cold compile in its C++ front end, the NVVM optimiser and libdevice;
 // a small elementwise kernel written as PTX needs only the PTX assembler (nvJitLink), several
-// times faster. Ops whose PTX instructions compute exactly what backend/semantics.h computes
+// times faster. Ops whose PTX instructions compute exactly what dsl/semantics.h computes
 // (IEEE arithmetic with explicit rounding, so nothing is contracted into an FMA; NumPy's
 // NaN-propagating maximum/minimum; saturating float-to-int casts with NaN giving 0) are written
 // as instructions. Any other op over int32/int64/float32/float64 (transcendental functions,
@@ -183,7 +183,7 @@ private:
         return r;
     }
 
-    // NumPy's maximum/minimum as backend/semantics.h writes them: (a >= b || a != a) ? a : b.
+    // NumPy's maximum/minimum as dsl/semantics.h writes them: (a >= b || a != a) ? a : b.
     V minmax(bool max, const V& a, const V& b, std::string& out) {
         V r{reg(a.t), a.t};
         if (a.t == DType::Bool) {

@@ -7,23 +7,6 @@
 #include <cstring>
 #include <limits>
 
-namespace jit {
-
-std::optional<DType> dtype_from_name(std::string_view name) {
-#define JIT_DTYPE_LOOKUP(Id, lower, spelled, size) \
-    if (name == spelled) return DType::Id;
-    JIT_FOR_EACH_DTYPE(JIT_DTYPE_LOOKUP)
-#undef JIT_DTYPE_LOOKUP
-    if (name == "float" || name == "double") return DType::Float64;
-    if (name == "half") return DType::Float16;
-    if (name == "int") return DType::Int64;
-    if (name == "uint") return DType::UInt64;
-    if (name == "complex") return DType::Complex128;
-    return std::nullopt;
-}
-
-}  // namespace jit
-
 namespace jit::ir {
 
 const std::vector<OpInfo>& op_table() {
@@ -77,7 +60,7 @@ Value Value::of_complex(std::complex<double> v, DType t) {
 namespace {
 
 // Float to integer: truncate toward zero, NaN -> 0, saturate out of range (the CUDA
-// conversion instructions' behaviour; backend/semantics.h does the same).
+// conversion instructions' behaviour; dsl/semantics.h does the same).
 template <class I>
 I saturating_from_double(double v) {
     if (std::isnan(v)) return 0;

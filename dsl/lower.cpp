@@ -127,7 +127,7 @@ struct BigLiteral {
 
 class Lowerer {
 public:
-    Lowerer(std::string_view text, const Lookup& lookup, const std::vector<std::string>& bound)
+    Lowerer(std::string_view text, const Lookup& lookup, const BoundNames& bound)
         : text_(text), lookup_(lookup), bound_(bound),
           folder_(text, [this](std::string_view n) { return unshadowed_constant(n); }) {
         p_.text = std::string(text);
@@ -405,7 +405,27 @@ private:
     }
 
     Val unary(Op op, const Val& a, SourceSpan span) {
-        if (op == Op::Pos) return a;
+        const Node& n = node(a.node);
+        if (op == Op::Neg && a.weak != Weak::None && n.kind == NodeKind::Const && !is_bool(n.dtype)) {
+            ir::Value v = n.value;  // fold -literal so that it stays an exact weak constant
+            if (is_signed_int(v.dtype)) {
+                v.i = static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(v.i));
+            } else if (is_unsigned_int(v.dtype)) {  // a literal above int64's range
+                if (v.u > (std::uint64_t{1} << 63))
+                    throw ValueError(fmt::format("integer -{} is out of bounds for int64", v.u), text_, span);
+                v = ir::Value::of_int(static_cast<std::int64_t>(0 - v.u));
+            } else {
+                v.f = -v.f;
+                v.im = -v.im;
+            }
+            const std::int32_t c = constant(v, span);
+            return Val{c, a.weak};
+        }
+        if (op == Op::Pos) {
+            // NumPy 2 has no positive() for bool (as for negative()): a TypeError, not a no-op.
+            if (is_bool(dt(a))) type_error("unary '+' is not supported for bool", span);
+            return a;
+        }
         const Typed t = rule(op, dt(a), span);
         const std::int32_t x = cast(a, t.operand, span);
         const std::int32_t r = op_node(op, t.result, node(x).shape, {x}, span);
@@ -510,7 +530,8 @@ private:
         // Did you mean: the closest known name within a small edit distance.
         std::vector<std::string> candidates = builtin_names();
         for (const auto& [n, v] : locals_) candidates.push_back(n);
-        candidates.insert(candidates.end(), bound_.begin(), bound_.end());
+        if (bound_)
+            for (std::string& n : bound_()) candidates.push_back(std::move(n));
         const std::string best = closest(name, candidates);
         const bool is_fn = !functions_named(name).empty() || dtype_from_name(name);
         std::string msg = is_fn ? fmt::format("'{}' is a function: call it as {}(...)", name, name)
@@ -779,7 +800,7 @@ private:
 
     std::string_view text_;
     const Lookup& lookup_;
-    const std::vector<std::string>& bound_;
+    const BoundNames& bound_;
     ir::Program p_;
     std::map<std::string, Val, std::less<>> locals_;
     std::map<std::string, std::int32_t, std::less<>> input_slot_, scalar_slot_, input_node_, scalar_node_;
@@ -816,9 +837,16 @@ std::vector<std::string> read_names(const syntax::Module& module, bool constants
 }  // namespace
 
 ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
-                  const std::vector<std::string>& bound_names) {
+                  const BoundNames& bound_names) {
     Lowerer l(text, lookup, bound_names);
     return l.run(module);
+}
+
+ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
+                  const std::vector<std::string>& bound_names) {
+    BoundNames names;
+    if (!bound_names.empty()) names = [&bound_names] { return bound_names; };
+    return lower(module, text, lookup, names);
 }
 
 std::vector<std::string> parameters(const syntax::Module& module) { return read_names(module, false); }

@@ -23,11 +23,17 @@ struct Binding {
 
 // Returns the binding of `name`, or nullptr if the caller has none.
 using Lookup = std::function<const Binding*(std::string_view name)>;
+// Lists every name the caller binds. Called only to word a message (did-you-mean), so that
+// checking a program costs nothing per name the caller holds.
+using BoundNames = std::function<std::vector<std::string>()>;
 
 // Checks and lowers `module`. Every statement's target becomes an output; a target that names
 // a bound array is written in place (its dtype and shape must hold the value). Throws
 // NameError, TypeError, ShapeError or ValueError pointing into `text`.
-// `bound_names` (optional) lists the names the caller binds, for did-you-mean suggestions.
+// `bound_names` (may be empty) lists the names the caller binds, for did-you-mean suggestions.
+// Callers use dsl::plan (dsl/plan.hpp), which calls this.
+ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
+                  const BoundNames& bound_names);
 ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
                   const std::vector<std::string>& bound_names = {});
 

@@ -495,6 +495,13 @@ private:
 
 }  // namespace
 
+bool is_variable_name(std::string_view name) {
+    if (name.empty() || name.size() > kMaxIdentifier || !grammar::is_ident_start(name[0])) return false;
+    for (char c : name)
+        if (!grammar::is_ident_char(c)) return false;
+    return !grammar::is_keyword(name);
+}
+
 Module parse(std::string_view text) {
     if (text.size() > kMaxTextBytes) {
         throw ParseError(fmt::format("program too large ({} bytes; at most {} are allowed)", text.size(), kMaxTextBytes),

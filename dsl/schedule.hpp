@@ -51,13 +51,6 @@ struct Schedule {
 
 Schedule schedule(const Program& program);
 
-// The most IR nodes one CUDA kernel computes. NVRTC's time grows faster than linearly with the
-// size of a kernel (CUDA 13.0, one core, a chain of float32 additions as one Flat kernel:
-// 1,000 nodes 0.28 s, 2,000 0.57 s, 5,000 2.6 s, 10,000 14 s, 20,000 143 s; see
-// docs/fuzzing.md), so larger element-wise computations are split into kernels of at most this
-// many nodes, where the time per node is still about constant.
-inline constexpr std::size_t kMaxStageNodes = 2048;
-
 // `s` (a schedule() of `program`) with no stage computing more than `max_nodes` nodes inline
 // (max_nodes >= 8): where a value would need more, some of its operands are stored first by
 // Elementwise stages of their own (marked in `spilled`; a temporary, or the output's memory
@@ -67,7 +60,8 @@ inline constexpr std::size_t kMaxStageNodes = 2048;
 // temporary of the node's shape per spilled node (layout_temps lets those whose lifetimes do not
 // overlap share memory: a long chain needs two), and a 16-bit float value is rounded to its
 // dtype where it is stored (as NumPy rounds every operation), not kept in float32.
-Schedule split_large_stages(const Program& program, const Schedule& s, std::size_t max_nodes = kMaxStageNodes);
+// (dsl::plan calls it with the backend's limit, e.g. cuda::kMaxStageNodes.)
+Schedule split_large_stages(const Program& program, const Schedule& s, std::size_t max_nodes);
 
 // Where the temporaries of a schedule live in one workspace. Each temporary lives from the stage
 // that stores it to the last stage that reads it (both included); temporaries whose lifetimes do

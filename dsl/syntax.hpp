@@ -91,4 +91,8 @@ inline bool has_bom(std::string_view text) { return text.substr(0, kBom.size()) 
 // Parses a whole program. Throws jit::ParseError (with a caret) on any syntax error.
 Module parse(std::string_view text);
 
+// Whether a program can read and assign a variable of this name: an identifier of at most
+// kMaxIdentifier bytes that is not a keyword (and, or, not, True, False).
+bool is_variable_name(std::string_view name);
+
 }  // namespace jit::syntax

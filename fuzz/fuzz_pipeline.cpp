@@ -1,6 +1,6 @@
-// libFuzzer target: program text through the whole front half — syntax::parse, dsl::lower
-// against a fixed set of bound names of several dtypes and shapes, ir::schedule, and
-// codegen::emit in both layouts. Any input may fail, but only with a user error
+// libFuzzer target: program text through the whole front half — dsl::plan against a fixed set
+// of bound names of several dtypes and shapes (parse, lower, schedule within the CUDA stage
+// limits), and cuda::build_kernels in both layouts. Any input may fail, but only with a user error
 // (jit::SourceError and friends); an InternalError, any other exception, a crash or a
 // sanitizer report is a finding.
 #include "tests/hardening/pipeline.hpp"

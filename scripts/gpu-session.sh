@@ -5,13 +5,14 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench interleaved peers compile sanitize" BENCH_FILTER=... as named
+#   STEPS="build tests bench interleaved peers compile sanitize sanitize-faults [sanitize-long]"
+#   BENCH_FILTER=... as named
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 peers=${1:-}
-steps=${STEPS:-build tests bench interleaved peers compile sanitize}
+steps=${STEPS:-build tests bench interleaved peers compile sanitize sanitize-faults}
 filter=${BENCH_FILTER:-(/268435456/|/16384/|Host|Block)}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 if has build; then
@@ -47,7 +48,18 @@ if has compile; then
   timeout 120 build-gpu/bench/bench_compile --count 50 --reps 1 --skip-options > "$out/compile.txt" 2>&1
   cat "$out/compile.txt"
 fi
+# compute-sanitizer in two steps of their own (each run inside has its own limit and prints its
+# time): the race/sync checks and the quick suites, then the fault suite, a sample of the
+# differential cases and the Python binding. STEPS=sanitize-long adds the 2^28 and 100,000-term cases.
 if has sanitize; then
-  timeout 240 scripts/gpu-sanitize.sh build-gpu > "$out/sanitize.log" 2>&1
-  grep -E "^==|^!!|ERROR SUMMARY|RACECHECK SUMMARY|no errors" "$out/sanitize.log"
+  RUN_LIMIT=120 timeout 280 scripts/gpu-sanitize.sh build-gpu race memcheck > "$out/sanitize.log" 2>&1
+  grep -E "^==|^   |^!!|ERROR SUMMARY|RACECHECK SUMMARY|no errors" "$out/sanitize.log"
+fi
+if has sanitize-faults; then
+  RUN_LIMIT=150 timeout 280 scripts/gpu-sanitize.sh build-gpu faults diff python > "$out/sanitize-faults.log" 2>&1
+  grep -E "^==|^   |^!!|ERROR SUMMARY|no errors" "$out/sanitize-faults.log"
+fi
+if has sanitize-long; then
+  RUN_LIMIT=280 timeout 580 scripts/gpu-sanitize.sh build-gpu long > "$out/sanitize-long.log" 2>&1
+  grep -E "^==|^   |^!!|ERROR SUMMARY|no errors" "$out/sanitize-long.log"
 fi

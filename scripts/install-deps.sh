@@ -3,8 +3,9 @@
 # or with sudo available). Skips what is already there, so it is cheap to run every time.
 set -euo pipefail
 
+# ccache: the Release build and the Python package build (pip install .) share compiled objects.
 debs=(cmake ninja-build g++ pkg-config libboost-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libreadline-dev python3 python3-pip tmux)
+      libbenchmark-dev libreadline-dev python3 python3-pip python3-venv tmux ccache)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

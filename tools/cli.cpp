@@ -7,8 +7,8 @@
 #include "repl.hpp"
 #include "session.hpp"
 
-#include "backend/cache/cache.hpp"
-
+#include <jit/disk_cache.hpp>
+#include <jit/language.hpp>
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
 #include <jit/runtime.hpp>
@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <csignal>
 #include <cstdlib>
 #include <functional>
 #include <cerrno>
@@ -44,10 +45,33 @@ bool is_identifier(std::string_view s) {
 }
 
 Backend parse_backend(const std::string& v) {
-    if (v == "cpu") return Backend::Cpu;
-    if (v == "cuda") return Backend::Cuda;
-    if (v == "auto") return Backend::Auto;
-    throw UsageError(fmt::format("--backend takes cpu, cuda or auto, not '{}'", v));
+    try {
+        return settings::backend(v, "--backend");  // the same parser as JITEXPR_BACKEND
+    } catch (const ArgumentError& e) {
+        throw UsageError(e.what());
+    }
+}
+
+// SIGINT, SIGTERM and SIGHUP end the process as their default action does, after removing the
+// temporary files of saves and cache stores in progress (async-signal-safe). SIGXFSZ is
+// ignored: a write past `ulimit -f` fails with EFBIG and is reported as an error.
+extern "C" void on_terminating_signal(int sig) {
+    remove_temporary_files();
+    ::signal(sig, SIG_DFL);
+    ::raise(sig);  // delivered when the handler returns: the process ends by the signal
+}
+
+void install_signal_handlers() {
+    ::signal(SIGXFSZ, SIG_IGN);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+        struct sigaction old {};
+        if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;  // nohup: stays ignored
+        struct sigaction sa {};
+        sa.sa_handler = on_terminating_signal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        ::sigaction(sig, &sa, nullptr);
+    }
 }
 
 std::string read_stream(std::istream& in) {
@@ -85,27 +109,36 @@ void run_text(Session& s, const std::string& text, const std::string& origin) {
 }
 
 int cache_command(const std::string& command) {
-    cache::DiskCache disk;
-    if (!disk.enabled()) {
-        std::cout << "disk cache disabled: " << disk.disabled_reason() << '\n';
-        return command == "stats" ? kExitOk : kExitError;
-    }
     if (command == "stats") {
-        const cache::DiskStats st = disk.stats();
-        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", disk.directory(), st.entries, st.bytes);
+        const DiskCacheReport r = disk_cache_stats();
+        if (!r.enabled) {
+            std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+            return kExitOk;
+        }
+        std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", r.directory, r.entries, r.bytes);
         return kExitOk;
     }
+    const DiskCacheReport r = command == "clear" ? clear_disk_cache() : verify_disk_cache();
+    if (!r.enabled) {
+        std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
+        return kExitError;
+    }
     if (command == "clear") {
-        const auto before = disk.stats().entries;
-        disk.clear();
-        std::cout << fmt::format("removed {} entries from {}\n", before, disk.directory());
+        // Only files jitexpr wrote go; anything else found in the cache is named and kept.
+        for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+        std::cout << fmt::format("removed {} entries from {}", r.removed, printable(r.directory));
+        if (r.old_format_removed) std::cout << fmt::format(", and {} files of the previous format (v1)", r.old_format_removed);
+        if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
+        std::cout << '\n';
         return kExitOk;
     }
     // verify
-    const cache::VerifyReport r = disk.verify();
-    for (const auto& p : r.problems) std::cout << "removed " << p << '\n';
-    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed\n", r.checked, disk.directory(), r.valid,
-                             r.removed);
+    for (const auto& p : r.problems) std::cout << "removed " << printable(p) << '\n';
+    for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+    std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed", r.checked, printable(r.directory),
+                             r.valid, r.removed);
+    if (!r.left.empty()) std::cout << fmt::format(", {} left in place (not jitexpr's)", r.left.size());
+    std::cout << '\n';
     return kExitOk;
 }
 
@@ -175,8 +208,12 @@ NameFile parse_name_file(const std::string& value, const std::string& option) {
     if (eq == std::string::npos)
         throw UsageError(fmt::format("{} takes NAME=FILE.npy, not '{}'", option, value));
     NameFile nf{value.substr(0, eq), value.substr(eq + 1)};
-    if (!is_identifier(nf.name))
-        throw UsageError(fmt::format("{} {}: '{}' is not a variable name", option, value, nf.name));
+    // A name no statement could read or assign (a keyword, a name too long) is refused here.
+    if (!is_variable_name(nf.name)) {
+        const bool word = is_identifier(nf.name) && nf.name.size() <= kMaxIdentifierBytes;
+        throw UsageError(fmt::format("{} {}: '{}' is {}", option, printable(value), printable(nf.name),
+                                     word ? "a keyword, not a variable name" : "not a variable name"));
+    }
     if (nf.file.empty()) throw UsageError(fmt::format("{} {}: the file name is empty", option, value));
     return nf;
 }
@@ -579,11 +616,17 @@ std::string version_text() {
 }
 
 int main(int argc, char** argv) {
+    install_signal_handlers();
     CliOptions o;
     try {
         o = parse_args(std::vector<std::string>(argv + 1, argv + argc));
+        // Every JITEXPR_* variable is checked before anything runs: a bad one is bad usage.
+        (void)RuntimeOptions::from_environment();
     } catch (const UsageError& e) {
         std::cerr << "jitexpr: " << e.what() << "\nTry 'jitexpr --help'.\n";
+        return kExitUsage;
+    } catch (const ArgumentError& e) {
+        std::cerr << "jitexpr: " << e.what() << "\nSee docs/api.md (Settings) for the variables and their values.\n";
         return kExitUsage;
     }
     try {

@@ -1,5 +1,7 @@
 #include "interrupt.hpp"
 
+#include <jit/runtime.hpp>
+
 #include <cerrno>
 #include <csignal>
 
@@ -22,6 +24,7 @@ extern "C" void on_sigint(int) {
             static const char m[] = "\njitexpr: stopping at the next safe point; Ctrl-C again quits at once\n";
             [[maybe_unused]] ssize_t w = ::write(STDERR_FILENO, m, sizeof m - 1);
         } else if (g_count >= 3) {
+            remove_temporary_files();  // no unwinding from here: a save's temporary file goes now
             ::_exit(130);
         }
     }

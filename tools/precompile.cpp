@@ -4,13 +4,8 @@
 
 #include "cli.hpp"
 
-#include "backend/cache/cache.hpp"
-#include "backend/cuda/cuda.hpp"
-#include "backend/cuda/executor.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
-
 #include <jit/error.hpp>
+#include <jit/precompile.hpp>
 #include <jit/runtime.hpp>
 
 #include <fmt/format.h>
@@ -60,7 +55,7 @@ std::vector<std::string_view> split_top(std::string_view s) {
 constexpr std::int64_t kSymbolBase = 1021;
 
 // One declaration; nullopt with `why` set when `text` is not one.
-std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view text,
+std::optional<std::pair<std::string, Declaration>> parse_decl(std::string_view text,
                                                                std::map<std::string, std::int64_t>& symbols,
                                                                std::string& why) {
     const auto colon = text.find(':');
@@ -74,10 +69,10 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
         why = fmt::format("'{}' is not a variable name", name);
         return std::nullopt;
     }
-    dsl::Binding b;
+    Declaration b;
     const auto bracket = type.find('[');
     if (bracket == std::string_view::npos) {
-        b.kind = dsl::Binding::Kind::Scalar;
+        b.kind = Declaration::Kind::Scalar;
         if (type == "float") b.dtype = DType::Float64;
         else if (type == "int") b.dtype = DType::Int64;
         else if (type == "bool") b.dtype = DType::Bool;
@@ -123,7 +118,7 @@ std::optional<std::pair<std::string, dsl::Binding>> parse_decl(std::string_view 
         why = fmt::format("{}: '{}' is not a dtype", name, dtype);
         return std::nullopt;
     }
-    b.kind = dsl::Binding::Kind::Array;
+    b.kind = Declaration::Kind::Array;
     b.dtype = *dt;
     const std::string_view dims = trim(type.substr(bracket + 1, type.size() - bracket - 2));
     if (!dims.empty()) {
@@ -241,74 +236,45 @@ int precompile_command(const PrecompileOptions& o) {
     const std::string text = ss.str();
     const std::vector<PrecompileItem> items = parse_precompile_file(text, o.file);
 
-    cuda::CompileOptions co;
-    co.fast_math = o.fast_math;
-    co.extra = RuntimeOptions::from_environment().nvrtc_options;  // the runtime's, so the keys match
-    if (o.arch) {
-        std::tie(co.cc_major, co.cc_minor) = parse_arch(*o.arch);
-    } else {
-        std::string why;
-        if (!cuda::available(&why))
-            throw NoDeviceError(fmt::format("no GPU to take the architecture from ({}); give --arch sm_XY", why));
-        const cuda::DeviceInfo& dev = cuda::device_info();
-        co.cc_major = dev.cc_major;
-        co.cc_minor = dev.cc_minor;
-    }
-
-    cache::DiskCacheOptions dco;
-    dco.dir = o.cache_dir;
-    auto disk = std::make_shared<cache::DiskCache>(dco);
-    if (!disk->enabled()) throw IOError("the disk cache is disabled: " + disk->disabled_reason());
-    // The same store the runtime connects (api/runtime.cpp): the file key is the digest of the
-    // module cache's text key.
-    const cuda::ImageStore store{
-        [disk](const std::string& key) { return disk->get(cache::digest(key)); },
-        [disk](const std::string& key, const std::string& bytes) {
-            if (!disk->put(cache::digest(key), bytes))
-                throw IOError(fmt::format("could not write to the disk cache in {}", disk->directory()));
-        }};
+    jit::PrecompileOptions po;
+    po.fast_math = o.fast_math;
+    po.nvrtc_options = RuntimeOptions::from_environment().nvrtc_options;  // the runtime's, so the keys match
+    if (o.arch) po.arch = parse_arch(*o.arch);
+    po.cache_dir = o.cache_dir;
+    Precompiler pc(po);
 
     // Every line is checked before anything is compiled: a file with a program that does not
     // check stores nothing. The error quotes the file's own line, with its number.
-    struct Checked {
-        const PrecompileItem* item;
-        ir::Program program;
-        ir::Schedule schedule;
+    auto in_file = [&](const PrecompileItem& item, const SourceError& e) {
+        const auto at = [&](std::uint32_t p) { return static_cast<std::uint32_t>(item.offset + p); };
+        return ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(), e.message(),
+                                         render_caret(text, SourceSpan{at(e.span().begin), at(e.span().end)})));
     };
-    std::vector<Checked> checked;
-    checked.reserve(items.size());
     for (const PrecompileItem& item : items) {
         try {
-            const syntax::Module module = syntax::parse(item.statements);
-            dsl::Lookup lookup = [&item](std::string_view name) -> const dsl::Binding* {
-                auto it = item.bindings.find(name);
-                return it == item.bindings.end() ? nullptr : &it->second;
-            };
-            std::vector<std::string> bound;
-            for (const auto& [n, b] : item.bindings) bound.push_back(n);
-            ir::Program program = dsl::lower(module, item.statements, lookup, bound);
-            ir::Schedule schedule = ir::schedule(program);
-            checked.push_back(Checked{&item, std::move(program), std::move(schedule)});
+            pc.check(item.statements, item.bindings);
         } catch (const SourceError& e) {
-            const auto at = [&](std::uint32_t p) { return static_cast<std::uint32_t>(item.offset + p); };
-            throw ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(), e.message(),
-                                            render_caret(text, SourceSpan{at(e.span().begin), at(e.span().end)})));
+            throw in_file(item, e);
         }
     }
     std::size_t compiled = 0, present = 0;
     double total_ms = 0;
-    for (const Checked& c : checked) {
-        for (const auto& k : cuda::precompile(c.program, c.schedule, co, store)) {
-            if (k.already_stored) ++present;
-            else ++compiled;
-            total_ms += k.compile_ms;
-            std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, c.item->line, k.name, co.cc_major,
-                                     co.cc_minor, k.already_stored ? "already cached" : "compiled", k.image_bytes,
-                                     k.already_stored ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
+    for (const PrecompileItem& item : items) {
+        try {
+            for (const auto& k : pc.add(item.statements, item.bindings)) {
+                if (k.already_cached) ++present;
+                else ++compiled;
+                total_ms += k.compile_ms;
+                std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, item.line, k.name, pc.cc_major(),
+                                         pc.cc_minor(), k.already_cached ? "already cached" : "compiled", k.image_bytes,
+                                         k.already_cached ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
+            }
+        } catch (const SourceError& e) {
+            throw in_file(item, e);
         }
     }
     std::cout << fmt::format("{} programs: {} kernels compiled ({:.0f} ms), {} already cached, in {}\n", items.size(),
-                             compiled, total_ms, present, disk->directory());
+                             compiled, total_ms, present, pc.cache_dir());
     return kExitOk;
 }
 

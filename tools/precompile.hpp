@@ -11,7 +11,7 @@
 //   name: float | int | bool | complex      a host scalar
 #pragma once
 
-#include "dsl/lower.hpp"
+#include <jit/precompile.hpp>
 
 #include <map>
 #include <optional>
@@ -25,7 +25,7 @@ struct PrecompileItem {
     int line = 0;                  // 1-based line in the file
     std::size_t offset = 0;        // of `statements` in the file's text (for error carets)
     std::string statements;        // as the program will be run
-    std::map<std::string, dsl::Binding, std::less<>> bindings;
+    std::map<std::string, Declaration, std::less<>> bindings;
 };
 
 // Parses the file's text. Throws ArgumentError "FILE:LINE: why" on a malformed line.

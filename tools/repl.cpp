@@ -5,7 +5,7 @@
 #include "progress.hpp"
 #include "statements.hpp"
 
-#include "dsl/ir.hpp"
+#include <jit/language.hpp>
 
 #include <jit/error.hpp>
 #include <jit/runtime.hpp>
@@ -453,15 +453,8 @@ std::vector<std::string> completions(const Session& session, const std::string& 
         return {out.begin(), out.end()};
     }
     for (const auto& [name, value] : session.env()) add(name);
-    for (const auto& info : ir::op_table()) {
-        std::string_view names = info.names;
-        while (!names.empty()) {
-            const auto bar = names.find('|');
-            add(names.substr(0, bar));
-            if (bar == std::string_view::npos) break;
-            names.remove_prefix(bar + 1);
-        }
-    }
+    for (const auto& info : functions())
+        for (const auto& n : info.names) add(n);
     for (const auto& c : constructor_names()) add(c);
     for (int t = 0; t < kNumDTypes; ++t) add(dtype_name(static_cast<DType>(t)));
     for (const char* k : {"True", "False", "and", "or", "not", "dtype", "seed", "axis"}) add(k);

@@ -3,9 +3,7 @@
 #include "host_values.hpp"
 #include "random.hpp"
 
-#include "dsl/literal.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/syntax.hpp"
+#include <jit/language.hpp>
 
 #include <jit/error.hpp>
 #include <jit/npy.hpp>
@@ -119,8 +117,8 @@ struct Arg1 {
     SourceSpan span;  // in the whole program
 };
 
-DType parse_dtype_name(const syntax::Expr& e, std::string_view full, std::size_t offset) {
-    if (e.kind == syntax::ExprKind::Name) {
+DType parse_dtype_name(const parsed::Expr& e, std::string_view full, std::size_t offset) {
+    if (e.kind == parsed::ExprKind::Name) {
         if (auto t = dtype_from_name(e.text)) return *t;
         throw TypeError(fmt::format("unknown dtype '{}'", e.text), full, shifted(e.span, offset));
     }
@@ -215,12 +213,12 @@ void Session::set_threads(int threads) {
 namespace {
 
 using Range = std::pair<std::size_t, std::size_t>;  // [open paren, close paren]
-std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples);
+std::optional<Range> tuple_of(const parsed::Expr& call, std::string_view text, const std::vector<Range>& tuples);
 
 struct CtorContext;
-Array run_constructor(const syntax::Expr& call, const CtorContext& cx);
+Array run_constructor(const parsed::Expr& call, const CtorContext& cx);
 Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
-                            const std::vector<const syntax::Expr*>& roots, Timing* timing);
+                            const std::vector<const parsed::Expr*>& roots, Timing* timing);
 
 // What a constructor statement needs from the session.
 struct CtorContext {
@@ -251,8 +249,8 @@ Number number_of_array(const Array& a, std::string_view what, std::string_view f
 // folded here, exactly as the language folds them (dsl/literal.hpp: arange(2**8) is 256,
 // zeros(2**64) an error); anything else (variables, functions) is evaluated by the runtime
 // and must give one value.
-Number eval_number(const syntax::Expr& e, const CtorContext& cx, std::string_view what) {
-    using K = syntax::ExprKind;
+Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_view what) {
+    using K = parsed::ExprKind;
     const SourceSpan full_span = shifted(e.span, cx.offset);
     switch (e.kind) {
         case K::Int:
@@ -266,25 +264,21 @@ Number eval_number(const syntax::Expr& e, const CtorContext& cx, std::string_vie
         case K::Unary:
         case K::Chain: {
             // A name the session binds shadows the named constant, as in the runtime.
-            const dsl::LiteralFolder folder(cx.stmt, [&cx](std::string_view n) -> std::optional<double> {
-                if (cx.env.find(n) != cx.env.end()) return std::nullopt;
-                return dsl::named_constant(n);
-            });
-            if (!folder.is_literal(e)) break;
-            dsl::Folded f;
+            const std::string_view sub = cx.stmt.substr(e.span.begin, e.span.end - e.span.begin);
+            std::optional<LiteralNumber> f;
             try {
-                f = folder.fold(e);
+                f = fold_literal(sub, [&cx](std::string_view n) { return cx.env.find(n) != cx.env.end(); });
             } catch (const SourceError& err) {
-                rethrow_in(err, cx.full, cx.offset);
+                rethrow_in(err, cx.full, cx.offset + e.span.begin);
             }
-            switch (f.kind) {
-                case dsl::Folded::Kind::Bool: return Number::of_bool(f.value.b);
-                case dsl::Folded::Kind::Float: return Number::of_float(f.value.f);
-                case dsl::Folded::Kind::Complex: return Number::of_complex({f.value.f, f.value.im});
-                case dsl::Folded::Kind::Int:
-                    if (f.big || f.value.dtype != DType::Int64)
-                        throw ValueError(fmt::format("{} is too large", what), cx.full, full_span);
-                    return Number::of_int(f.value.i);
+            if (!f) break;
+            switch (f->kind) {
+                case LiteralNumber::Kind::Bool: return Number::of_bool(f->b);
+                case LiteralNumber::Kind::Float: return Number::of_float(f->f);
+                case LiteralNumber::Kind::Complex: return Number::of_complex({f->f, f->im});
+                case LiteralNumber::Kind::Int:
+                    if (!f->fits_int64) throw ValueError(fmt::format("{} is too large", what), cx.full, full_span);
+                    return Number::of_int(f->i);
             }
             break;
         }
@@ -347,22 +341,33 @@ private:
     Clock::time_point start_ = Clock::now(), last_ = start_;
 };
 
-Array make_array(DType t, const Shape& shape, const CtorContext& cx, const std::function<Number(std::int64_t)>& element) {
-    const std::int64_t n = shape_size(shape);
-    const std::size_t isz = itemsize(t);
-    std::unique_ptr<unsigned char[]> buf(new unsigned char[std::max<std::size_t>(static_cast<std::size_t>(n) * isz, 1)]);
-    HostLoopWatch watch(cx.call, n);
-    for (std::int64_t i = 0; i < n; ++i) {
-        watch.step(i);
-        store(buf.get() + static_cast<std::size_t>(i) * isz, t, element(i));
+// A new array of `shape` filled by `element`, made in host memory (then moved to the session's
+// backend), watched by the session's token and progress. Running out of memory is an
+// OutOfMemoryError with a caret under the call.
+Array make_array(DType t, const Shape& shape, const CtorContext& cx, SourceSpan call,
+                 const std::function<Number(std::int64_t)>& element) {
+    try {
+        Array a = Array::empty(t, shape, Backend::Cpu);
+        const std::int64_t n = shape_size(shape);
+        const std::size_t isz = itemsize(t);
+        auto* p = static_cast<unsigned char*>(a.data());
+        HostLoopWatch watch(cx.call, n);
+        for (std::int64_t i = 0; i < n; ++i) {
+            watch.step(i);
+            store(p + static_cast<std::size_t>(i) * isz, t, element(i));
+        }
+        return cx.backend == Backend::Cpu ? a : a.to(cx.backend);
+    } catch (const OutOfMemoryError& e) {
+        throw OutOfMemoryError(e.requested(), e.available(),
+                               fmt::format("a {} array of shape {}", dtype_name(t), shape_to_string(shape)))
+            .at(cx.full, call);
     }
-    return Array::from_host(buf.get(), t, shape, cx.backend);
 }
 
 // Elements beyond this are refused before allocating (2^40: a 8 TiB float64 array).
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
 
-Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
+Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
     const std::optional<Range> tuple = tuple_of(call, cx.stmt, *cx.tuples);
     if (call.text == "load" || call.text == "save")
         throw ParseError(call.text == "load" ? "use load(\"file.npy\"), with the file name in quotes"
@@ -433,13 +438,13 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
         const DType t = dtype.value_or(DType::Float64);
         const Number v = Number::of_int(name == "ones" ? 1 : 0);
-        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
     }
     if (name == "full") {
         Shape shape = split_shape(1, "full(shape, value), full(3, 4, value) or full((3, 4), value)");
         const Number v = args.back().value;
         const DType t = dtype.value_or(v.natural_dtype());
-        return make_array(t, shape, cx, [&](std::int64_t) { return v; });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
     }
     if (name == "rand" || name == "randn") {
         Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
@@ -447,7 +452,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (!is_float(t)) throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full, call_span);
         Xoshiro256 rng(seed.value_or(0));
         const bool normal = name == "randn";
-        return make_array(t, shape, cx, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
+        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
     }
     if (name == "arange") {
         if (tuple || args.empty() || args.size() > 3) throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
@@ -472,7 +477,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
             const long double cnt = std::ceil(span / static_cast<long double>(s));
             if (cnt > static_cast<long double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
             n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-            return make_array(t, {n}, cx, [&](std::int64_t i) {
+            return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
                 return Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
             });
         }
@@ -482,7 +487,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         if (std::isnan(cnt)) throw ValueError("arange() needs finite start, stop and step", cx.full, call_span);
         if (cnt > static_cast<double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
         n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-        return make_array(t, {n}, cx, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
     }
     if (name == "linspace") {
         if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))
@@ -495,7 +500,7 @@ Array run_constructor(const syntax::Expr& call, const CtorContext& cx) {
         const double a = args[0].value.as_double(), b = args[1].value.as_double();
         const DType t = dtype.value_or(DType::Float64);
         const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
-        return make_array(t, {n}, cx, [&](std::int64_t i) {
+        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
             return Number::of_float(i == n - 1 && n > 1 ? b : a + static_cast<double>(i) * step);
         });
     }
@@ -554,7 +559,7 @@ std::vector<Range> blank_shape_tuples(std::string& s) {
 }
 
 // The shape tuple that is the first argument of `call`, if any.
-std::optional<Range> tuple_of(const syntax::Expr& call, std::string_view text, const std::vector<Range>& tuples) {
+std::optional<Range> tuple_of(const parsed::Expr& call, std::string_view text, const std::vector<Range>& tuples) {
     Cursor c{text, call.name_span.end};
     c.ws();
     if (!c.eat('(')) return std::nullopt;
@@ -577,7 +582,7 @@ bool is_constructor(const std::string& name) {
 // made first and bound to temporary names written over their call text, padded with spaces so
 // that offsets hold (sum(arange(5)) runs as sum(_jx0     )). The temporaries are dropped after.
 Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_t end,
-                            const std::vector<const syntax::Expr*>& roots, Timing* timing) {
+                            const std::vector<const parsed::Expr*>& roots, Timing* timing) {
     std::vector<std::string> temps;
     struct TempGuard {
         Environment& env;
@@ -587,8 +592,8 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
         }
     } guard{cx.env, temps};
     std::string program(cx.stmt.substr(begin, end - begin));
-    std::function<void(const syntax::Expr&)> visit = [&](const syntax::Expr& e) {
-        if (e.kind == syntax::ExprKind::Call && is_constructor(e.text)) {
+    std::function<void(const parsed::Expr&)> visit = [&](const parsed::Expr& e) {
+        if (e.kind == parsed::ExprKind::Call && is_constructor(e.text)) {
             Array a = run_constructor(e, cx);
             std::string name = fmt::format("_jx{}", temps.size());
             while (cx.env.count(name)) name += "_";
@@ -603,14 +608,36 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
         for (const auto& op : e.operands) visit(*op);
         for (const auto& kw : e.keywords) visit(*kw.value);
     };
-    for (const syntax::Expr* r : roots) visit(*r);
+    for (const parsed::Expr* r : roots) visit(*r);
     try {
         CallOptions o = cx.call;
         o.timing = timing;
         return cx.runtime.run(program, cx.env, o);
     } catch (const SourceError& e) {
         rethrow_in(e, cx.full, cx.offset + begin);
+    } catch (const OutOfMemoryError& e) {
+        throw e.at(cx.full, span_of(cx.offset + begin, cx.offset + end));
     }
+}
+
+// The value of the expression `expr` (a bare expression, constructors allowed) that starts at
+// `offset` in `full`.
+Array evaluate_expression(Runtime& runtime, Environment& env, Backend backend, std::string_view full,
+                          std::size_t offset, std::string_view expr, const CallOptions& call, Timing* timing) {
+    std::string text(expr);
+    const auto tuples = blank_shape_tuples(text);
+    parsed::Module m;
+    try {
+        m = parsed::parse(text);
+    } catch (const SourceError& e) {
+        rethrow_in(e, full, offset);
+    }
+    if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value)
+        throw ParseError("save() takes one value to save, not statements", full, span_of(offset, offset + expr.size()));
+    CtorContext cx{runtime, env, backend, full, offset, text, &tuples, call};
+    const parsed::Expr& value = *m.statements[0].value;
+    if (value.kind == parsed::ExprKind::Call && is_constructor(value.text)) return run_constructor(value, cx);
+    return run_with_constructors(cx, 0, text.size(), {&value}, timing);
 }
 
 }  // namespace
@@ -675,13 +702,8 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         if (is_identifier(expr) && env_.count(expr)) {
             value = *variable(expr);
         } else {
-            try {
-                CallOptions o = call_;
-                o.timing = timing;
-                value = runtime_->run(expr, env_, o);
-            } catch (const SourceError& e) {
-                rethrow_in(e, full, off + expr_off);
-            }
+            // Any expression, constructors included: save(arange(3), "f.npy").
+            value = evaluate_expression(*runtime_, env_, backend_, full, off + expr_off, expr, call_, timing);
         }
         if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
         try {
@@ -697,16 +719,16 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     // Constructors; everything else goes to the runtime.
     std::string text = st;
     const auto tuples = blank_shape_tuples(text);
-    syntax::Module m;
+    parsed::Module m;
     try {
-        m = syntax::parse(text);
+        m = parsed::parse(text);
     } catch (const SourceError& e) {
         rethrow_in(e, full, off);
     }
     CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples, call_};
-    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == syntax::ExprKind::Call &&
+    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
         is_constructor(m.statements[0].value->text)) {
-        const syntax::Statement& s = m.statements[0];
+        const parsed::Statement& s = m.statements[0];
         Array a = run_constructor(*s.value, cx);
         *bare = s.target.empty();
         if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));
@@ -715,7 +737,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     }
     *bare = m.statements.size() == 1 && m.statements[0].target.empty();
 
-    std::vector<const syntax::Expr*> roots;
+    std::vector<const parsed::Expr*> roots;
     for (const auto& stmt : m.statements)
         if (stmt.value) roots.push_back(stmt.value.get());
     kind_ = StatementTime::Kind::Runtime;

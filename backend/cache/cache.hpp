@@ -92,6 +92,16 @@ private:
 // entry to the front and copies V: it allocates nothing when copying V does not (use a
 // shared_ptr for anything large). A factory must not ask the same cache for its own key
 // (InternalError instead of a deadlock).
+//
+// fetch(key, factory) is the same for hot paths, without the lock, and with the failures of a
+// creation kept to its caller: a caller that waited for another's creation which failed creates
+// for itself (so a stopped or failing call fails alone). Each thread keeps a table of
+// the entries it fetched, valid until the cache next drops an entry (evicts, erases, replaces or
+// clears), so a repeated fetch is a lookup in that table with no lock and no atomic
+// read-modify-write. It returns a reference valid until the thread's next call into this cache.
+// Recency of such hits reaches the LRU as a tick the hit stores into the entry (an entry at the
+// back that was used since it was last moved gets a second chance). A thread's table keeps the
+// entries it holds alive until its next call, its exit, or the cache's destruction.
 
 // Hash that also accepts std::string_view / const char* for string keys (no temporary string).
 template <class K>
@@ -103,9 +113,10 @@ struct CacheHash<std::string> {
 };
 
 struct MemoryStats {
-    std::uint64_t hits = 0;       // found ready
+    std::uint64_t hits = 0;       // found ready (fetch included)
     std::uint64_t misses = 0;     // ran the factory (or, for get(), found nothing)
     std::uint64_t coalesced = 0;  // waited for another caller's factory for the same key
+    std::uint64_t coalesced_failures = 0;  // of those, waits that got the factory's exception
     std::uint64_t evictions = 0;  // dropped because over capacity
     std::uint64_t failures = 0;   // factory threw
     std::size_t entries = 0;
@@ -119,6 +130,22 @@ public:
     explicit MemoryCache(std::size_t capacity = 4096) : capacity_(capacity) {}
     MemoryCache(const MemoryCache&) = delete;
     MemoryCache& operator=(const MemoryCache&) = delete;
+    ~MemoryCache() {
+        // No call is in flight (a cache must not be destroyed under its users): the threads'
+        // tables let go of the values now, not when their threads next run or end.
+        std::vector<std::shared_ptr<Local>> live;
+        {
+            std::lock_guard lock(shared_->mutex);
+            for (auto& w : shared_->locals)
+                if (auto l = w.lock()) live.push_back(std::move(l));
+            shared_->locals.clear();
+        }
+        for (auto& l : live) {
+            l->map.clear();
+            l->last.reset();
+            l->dead.store(true, std::memory_order_relaxed);
+        }
+    }
 
     template <class Q>
     std::optional<V> get(const Q& key) {
@@ -129,56 +156,49 @@ public:
             return std::nullopt;
         }
         ++stats_.hits;
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return it->second->second;
+        touch_locked(it->second);
+        return it->second->second->value;
     }
 
     template <class Q, class F>
     V get_or_create(const Q& key, F&& factory) {
-        std::unique_lock lock(mutex_);
-        if (auto it = index_.find(key); it != index_.end()) {
-            ++stats_.hits;
-            lru_.splice(lru_.begin(), lru_, it->second);
-            return it->second->second;
-        }
-        if (auto it = flights_.find(key); it != flights_.end()) {
-            if (it->second.owner == std::this_thread::get_id())
-                throw InternalError("MemoryCache: a factory asked the cache for the key it is creating");
-            ++stats_.coalesced;
-            std::shared_future<V> result = it->second.result;
-            lock.unlock();
-            return result.get();  // the value, or rethrows the factory's exception
-        }
-        ++stats_.misses;
-        std::promise<V> promise;
-        K owned_key(key);
-        auto [flight, inserted] = flights_.emplace(owned_key, Flight{promise.get_future().share(),
-                                                                     std::this_thread::get_id()});
-        (void)inserted;
-        std::shared_future<V> result = flight->second.result;
-        lock.unlock();
+        return node_or_create(key, std::forward<F>(factory), nullptr)->value;
+    }
 
-        try {
-            V value = std::forward<F>(factory)();
-            lock.lock();
-            insert_locked(owned_key, value);
-            flights_.erase(owned_key);
-            lock.unlock();
-            promise.set_value(std::move(value));
-        } catch (...) {
-            if (!lock.owns_lock()) lock.lock();
-            ++stats_.failures;
-            flights_.erase(owned_key);
-            lock.unlock();
-            promise.set_exception(std::current_exception());
+    // See above. `created` (optional) is set to whether this call ran the factory.
+    template <class Q, class F>
+    const V& fetch(const Q& key, F&& factory, bool* created = nullptr) {
+        Local& l = local();
+        const std::uint64_t g = generation_.load(std::memory_order_acquire);
+        if (l.generation == g) {
+            if (auto it = l.map.find(key); it != l.map.end()) {
+                Node& n = *it->second;
+                const std::uint64_t t = tick_.load(std::memory_order_relaxed);
+                if (n.used.load(std::memory_order_relaxed) != t) n.used.store(t, std::memory_order_relaxed);
+                l.hits.store(l.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+                if (created) *created = false;
+                return n.value;
+            }
+        } else {
+            l.map.clear();  // entries left the cache since: start over
+            l.generation = g;
         }
-        return result.get();
+        l.last.reset();
+        NodePtr node = node_or_create(key, std::forward<F>(factory), created, /*retry=*/true);
+        if (keeps_entries()) {
+            // `g` was read before the lookup: if an entry left the cache since, the next call
+            // finds the generation changed and starts over.
+            auto it = l.map.try_emplace(K(key), std::move(node)).first;
+            return it->second->value;
+        }
+        l.last = std::move(node);  // capacity 0: held for the caller until its next call
+        return l.last->value;
     }
 
     // Inserts or replaces.
     void put(const K& key, V value) {
         std::lock_guard lock(mutex_);
-        insert_locked(key, std::move(value));
+        insert_locked(key, std::make_shared<Node>(std::move(value)));
     }
 
     template <class Q>
@@ -188,6 +208,7 @@ public:
         if (it == index_.end()) return false;
         lru_.erase(it->second);
         index_.erase(it);
+        generation_.fetch_add(1, std::memory_order_release);
         return true;
     }
 
@@ -196,6 +217,7 @@ public:
         std::lock_guard lock(mutex_);
         index_.clear();
         lru_.clear();
+        generation_.fetch_add(1, std::memory_order_release);
     }
 
     void set_capacity(std::size_t capacity) {
@@ -207,6 +229,7 @@ public:
     MemoryStats stats() const {
         std::lock_guard lock(mutex_);
         MemoryStats s = stats_;
+        s.hits += local_hits();
         s.entries = index_.size();
         s.capacity = capacity_;
         return s;
@@ -217,7 +240,7 @@ public:
         return index_.size();
     }
 
-    // Keys from most to least recently used.
+    // Keys from most to least recently moved to the front.
     std::vector<K> keys() const {
         std::lock_guard lock(mutex_);
         std::vector<K> out;
@@ -227,32 +250,173 @@ public:
     }
 
 private:
-    using List = std::list<std::pair<K, V>>;
+    struct Node {
+        explicit Node(V v) : value(std::move(v)) {}
+        V value;
+        std::atomic<std::uint64_t> used{0};  // tick of the latest fetch that hit a thread's table
+        std::uint64_t listed = 0;             // tick when last moved to the front (under mutex_)
+    };
+    using NodePtr = std::shared_ptr<Node>;
+    using List = std::list<std::pair<K, NodePtr>>;
     struct Flight {
-        std::shared_future<V> result;
+        std::shared_future<NodePtr> result;
         std::thread::id owner;
     };
+    struct Local;
+    // What the cache and the threads' tables share (outlives both).
+    struct Shared {
+        std::mutex mutex;
+        std::vector<std::weak_ptr<Local>> locals;
+        std::uint64_t retired_hits = 0;  // of tables whose threads have ended
+    };
+    // One thread's table for this cache.
+    struct Local {
+        std::shared_ptr<Shared> shared;
+        std::uint64_t generation = ~std::uint64_t{0};
+        std::unordered_map<K, NodePtr, Hash, Eq> map;
+        NodePtr last;                        // capacity 0: the value fetch returned last
+        std::atomic<std::uint64_t> hits{0};  // written by its thread only
+        std::atomic<bool> dead{false};       // the cache is gone
+        ~Local() {
+            std::lock_guard lock(shared->mutex);
+            shared->retired_hits += hits.load(std::memory_order_relaxed);
+        }
+    };
 
-    void insert_locked(const K& key, V value) {
+    Local& local() {
+        thread_local std::vector<std::pair<std::uint64_t, std::shared_ptr<Local>>> tables;
+        for (auto& [id, l] : tables)
+            if (id == id_) return *l;
+        std::erase_if(tables, [](const auto& t) { return t.second->dead.load(std::memory_order_relaxed); });
+        auto l = std::make_shared<Local>();
+        l->shared = shared_;
+        {
+            std::lock_guard lock(shared_->mutex);
+            std::erase_if(shared_->locals, [](const std::weak_ptr<Local>& w) { return w.expired(); });
+            shared_->locals.push_back(l);
+        }
+        tables.emplace_back(id_, std::move(l));
+        return *tables.back().second;
+    }
+
+    std::uint64_t local_hits() const {
+        std::vector<std::shared_ptr<Local>> live;  // released after the lock: a last reference
+        std::uint64_t n = 0;                       // runs ~Local, which takes it
+        {
+            std::lock_guard lock(shared_->mutex);
+            n = shared_->retired_hits;
+            for (auto& w : shared_->locals)
+                if (auto l = w.lock()) live.push_back(std::move(l));
+        }
+        for (auto& l : live) n += l->hits.load(std::memory_order_relaxed);
+        return n;
+    }
+
+    bool keeps_entries() const {
+        std::lock_guard lock(mutex_);
+        return capacity_ > 0;
+    }
+
+    // `retry`: a caller that waited for another's creation which failed creates for itself
+    // (fetch), instead of getting the other's exception (get_or_create).
+    template <class Q, class F>
+    NodePtr node_or_create(const Q& key, F&& factory, bool* created, bool retry = false) {
+        if (created) *created = false;
+        std::unique_lock lock(mutex_);
+        for (;;) {
+            if (auto it = index_.find(key); it != index_.end()) {
+                ++stats_.hits;
+                touch_locked(it->second);
+                return it->second->second;
+            }
+            auto it = flights_.find(key);
+            if (it == flights_.end()) break;
+            if (it->second.owner == std::this_thread::get_id())
+                throw InternalError("MemoryCache: a factory asked the cache for the key it is creating");
+            ++stats_.coalesced;
+            std::shared_future<NodePtr> result = it->second.result;
+            lock.unlock();
+            try {
+                return result.get();  // the value, or rethrows the factory's exception
+            } catch (...) {
+                lock.lock();
+                ++stats_.coalesced_failures;
+                if (!retry) throw;
+            }
+        }
+        ++stats_.misses;
+        if (created) *created = true;
+        std::promise<NodePtr> promise;
+        K owned_key(key);
+        auto [flight, inserted] = flights_.emplace(owned_key, Flight{promise.get_future().share(),
+                                                                     std::this_thread::get_id()});
+        (void)inserted;
+        std::shared_future<NodePtr> result = flight->second.result;
+        lock.unlock();
+
+        try {
+            NodePtr node = std::make_shared<Node>(std::forward<F>(factory)());
+            lock.lock();
+            insert_locked(owned_key, node);
+            flights_.erase(owned_key);
+            lock.unlock();
+            promise.set_value(std::move(node));
+        } catch (...) {
+            if (!lock.owns_lock()) lock.lock();
+            ++stats_.failures;
+            flights_.erase(owned_key);
+            lock.unlock();
+            promise.set_exception(std::current_exception());
+        }
+        return result.get();
+    }
+
+    void touch_locked(typename List::iterator it) {
+        lru_.splice(lru_.begin(), lru_, it);
+        it->second->listed = tick_.load(std::memory_order_relaxed);
+    }
+
+    void insert_locked(const K& key, NodePtr node) {
+        const std::uint64_t t = tick_.load(std::memory_order_relaxed) + 1;
+        tick_.store(t, std::memory_order_relaxed);
+        node->listed = t;
+        node->used.store(t, std::memory_order_relaxed);
         if (auto it = index_.find(key); it != index_.end()) {
-            it->second->second = std::move(value);
+            it->second->second = std::move(node);
             lru_.splice(lru_.begin(), lru_, it->second);
+            generation_.fetch_add(1, std::memory_order_release);  // the old value left
             return;
         }
         if (capacity_ == 0) return;
-        lru_.emplace_front(key, std::move(value));
+        lru_.emplace_front(key, std::move(node));
         index_.emplace(key, lru_.begin());
         trim_locked();
     }
 
     void trim_locked() {
+        bool dropped = false;
+        std::size_t chances = lru_.size();  // at most one second chance per entry and trim
         while (lru_.size() > capacity_) {
-            index_.erase(lru_.back().first);
-            lru_.pop_back();
+            auto last = std::prev(lru_.end());
+            Node& n = *last->second;
+            if (chances > 0 && n.used.load(std::memory_order_relaxed) > n.listed) {
+                --chances;  // fetched since it was last moved: move it to the front instead
+                touch_locked(last);
+                continue;
+            }
+            index_.erase(last->first);
+            lru_.erase(last);
             ++stats_.evictions;
+            dropped = true;
         }
+        if (dropped) generation_.fetch_add(1, std::memory_order_release);
     }
 
+    inline static std::atomic<std::uint64_t> next_id_{0};
+    const std::uint64_t id_ = next_id_.fetch_add(1, std::memory_order_relaxed) + 1;
+    std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+    std::atomic<std::uint64_t> generation_{0};  // entries that left the cache so far
+    std::atomic<std::uint64_t> tick_{0};        // insertions so far: the clock of Node::used
     mutable std::mutex mutex_;
     std::size_t capacity_;
     List lru_;  // front: most recent
@@ -262,7 +426,9 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// DiskCache: one file per key under <dir>/v1/<first 2 key chars>/<key>.bin.
+// DiskCache: one file per key under <dir>/v2/<first 2 key chars>/<key>.bin (format version 2,
+// docs/cache.md). Never follows a symbolic link inside <dir>, opens only regular files, never
+// blocks on a file, and removes or replaces only files it can prove it wrote.
 
 // Called with one sentence when the disk cache degrades (directory unusable, disk full).
 using WarningHandler = std::function<void(const std::string&)>;
@@ -302,9 +468,18 @@ struct DiskEntry {
 struct VerifyReport {
     std::uint64_t checked = 0;
     std::uint64_t valid = 0;
-    std::uint64_t removed = 0;               // bad entry files and stale temporary files removed
+    std::uint64_t removed = 0;               // damaged entries of jitexpr's and stale temporary files removed
     std::vector<std::string> problems;       // one line per removed file: path and why
-    bool ok() const { return removed == 0; }
+    std::vector<std::string> left;           // one line per file that is not jitexpr's (or not
+                                             // readable by this build), left in place: path and why
+    bool ok() const { return removed == 0 && left.empty(); }
+};
+
+struct ClearReport {
+    std::uint64_t removed = 0;             // entries removed
+    std::uint64_t temporaries = 0;         // stale temporary files removed
+    std::uint64_t old_format_removed = 0;  // files of the previous format (v1) removed
+    std::vector<std::string> left;         // files that are not jitexpr's, left in place: path and why
 };
 
 class DiskCache {
@@ -325,19 +500,25 @@ public:
     // Why the disk cache is off, empty when it is on.
     std::string disabled_reason() const;
 
-    // The payload, or nullopt on a miss. A file that fails any check (magic, version, key,
-    // length, checksum) is removed and counted as corrupt; never throws for file problems.
-    // Throws ArgumentError for a key that is not valid_key().
+    // The payload, or nullopt on a miss. A file of jitexpr's that fails a check (length,
+    // checksum) and an empty file are removed and counted as corrupt; anything else (a foreign
+    // file, a symbolic link, a FIFO, a directory) is a miss and left alone. Never blocks, never
+    // throws for file problems. Throws ArgumentError for a key that is not valid_key().
     std::optional<std::string> get(std::string_view key);
     // Stores atomically (temp file, write, fsync, rename, fsync dir). False when not stored
-    // (disabled, disk full: warns once). Throws ArgumentError for an invalid key.
+    // (disabled, disk full, a foreign file in the entry's place: warns once per kind); *why_not,
+    // when given, gets the reason. Throws ArgumentError for an invalid key.
     bool put(std::string_view key, std::string_view bytes);
+    bool put(std::string_view key, std::string_view bytes, std::string* why_not);
+    // Removes the entry when it is jitexpr's.
     bool erase(std::string_view key);
 
     DiskStats stats() const;
-    // Removes every entry (and stray temporary files) of this cache's format version.
-    void clear();
-    // Checks every file fully; removes bad ones and old temporary files.
+    // Removes every entry of jitexpr's (and stale temporary files) of this format version, and
+    // the previous format's (v1) files that prove to be jitexpr's; leaves everything else.
+    ClearReport clear();
+    // Checks every file fully; removes damaged entries of jitexpr's and stale temporary files,
+    // and reports (without touching them) files that are not jitexpr's.
     VerifyReport verify();
     std::vector<DiskEntry> entries() const;
     // Evicts now if over the bound (put does this itself).

@@ -14,7 +14,7 @@
 
 #include "backend/cpu/kernels.hpp"
 #include "backend/cpu/thread_pool.hpp"
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 
 #include <fmt/format.h>
 
@@ -138,12 +138,64 @@ DType operand_dtype(const ir::Program& p, const ir::Node& n) {
     return p.node(n.args[0]).dtype;
 }
 
-StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt) {
-    StagePlan sp;
-    sp.kind = stage.kind;
-    sp.shape = stage.shape;
+// Plans one stage, a pass at a time (run() calls them in order; each reads what the earlier
+// ones found).
+class StagePlanner {
+public:
+    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, const ir::Stage& stage, const KernelTable& kt)
+        : p(program), s(schedule), stage(stage), kt(kt) {
+        sp.kind = stage.kind;
+        sp.shape = stage.shape;
+    }
 
-    std::vector<int> roots;
+    StagePlan run() {
+        find_roots();
+        mark_needed();
+        pick_representatives();
+        fuse_pairs();
+        find_last_uses();
+        select_instructions();
+        size_slots();
+        mark_full_fills();
+        plan_stores();
+        return std::move(sp);
+    }
+
+private:
+    struct Fuse {
+        OpFn fn = nullptr;
+        int reads[3] = {-1, -1, -1};  // x, s, y
+    };
+    static constexpr int kForever = std::numeric_limits<int>::max();
+
+    void find_roots();
+    void mark_needed();
+    void pick_representatives();
+    void fuse_pairs();
+    void find_last_uses();
+    void select_instructions();
+    void size_slots();
+    void mark_full_fills();
+    void plan_stores();
+    int reads(int n, int* r) const;
+
+    const ir::Program& p;
+    const ir::Schedule& s;
+    const ir::Stage& stage;
+    const KernelTable& kt;
+    StagePlan sp;
+    std::vector<int> roots;        // what the stage stores, or its reduction's operand
+    std::vector<char> need;        // per node: the roots need it
+    std::vector<int> rep;          // per node: the node whose value it is (casts to the same dtype)
+    std::vector<int> order;        // the representatives needed, in node order
+    std::vector<Fuse> fuse;        // per node: the fused kernel computing it with its operand
+    std::vector<char> fused_away;  // per node: computed inside its reader's fused instruction
+    std::vector<int> last;         // per value: position in `order` of its last reader
+    std::vector<int> slot;         // per node: the slot holding its value
+};
+
+// The roots of the stage; for a Reduce stage, its reduction and where the result goes.
+void StagePlanner::find_roots() {
     if (stage.kind == ir::Stage::Kind::Reduce) {
         const ir::Node& r = p.node(stage.reduce);
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
@@ -176,10 +228,12 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
             roots.push_back(n);
         }
     }
+}
 
-    // Nodes needed, in node (topological) order. Reduce nodes other than this stage's own are
-    // read from their buffers and not descended into.
-    std::vector<char> need(p.nodes.size(), 0);
+// Nodes needed, in node (topological) order. Reduce nodes other than this stage's own are
+// read from their buffers and not descended into.
+void StagePlanner::mark_needed() {
+    need.assign(p.nodes.size(), 0);
     std::vector<int> stack(roots.begin(), roots.end());
     while (!stack.empty()) {
         int n = stack.back();
@@ -190,10 +244,11 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
         if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
             for (int k = 0; k < nd.nargs; ++k) stack.push_back(nd.args[k]);
     }
+}
 
-    // Representative of each node's value: a cast to the same dtype is its operand.
-    std::vector<int> rep(p.nodes.size(), -1);
-    std::vector<int> order;
+// Representative of each node's value: a cast to the same dtype is its operand.
+void StagePlanner::pick_representatives() {
+    rep.assign(p.nodes.size(), -1);
     for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n) {
         if (!need[static_cast<std::size_t>(n)]) continue;
         const ir::Node& nd = p.node(n);
@@ -204,10 +259,12 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
         rep[static_cast<std::size_t>(n)] = n;
         order.push_back(n);
     }
+}
 
-    // Fused pairs (KernelTable::fused): an arithmetic op t with one constant/scalar operand s and
-    // one block operand x, whose value is read only by one arithmetic op m of the same dtype whose
-    // other operand y is a block. t gets no instruction; m's reads x, s and y (in that order).
+// Fused pairs (KernelTable::fused): an arithmetic op t with one constant/scalar operand s and
+// one block operand x, whose value is read only by one arithmetic op m of the same dtype whose
+// other operand y is a block. t gets no instruction; m's reads x, s and y (in that order).
+void StagePlanner::fuse_pairs() {
     std::vector<char> is_root(p.nodes.size(), 0);
     for (int r : roots) is_root[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = 1;
     std::vector<int> uses(p.nodes.size(), 0);
@@ -216,12 +273,8 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
         if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
             for (int k = 0; k < nd.nargs; ++k) ++uses[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])];
     }
-    struct Fuse {
-        OpFn fn = nullptr;
-        int reads[3] = {-1, -1, -1};  // x, s, y
-    };
-    std::vector<Fuse> fuse(p.nodes.size());
-    std::vector<char> fused_away(p.nodes.size(), 0);
+    fuse.assign(p.nodes.size(), Fuse{});
+    fused_away.assign(p.nodes.size(), 0);
     for (int m : order) {
         const ir::Node& mn = p.node(m);
         if (mn.kind != ir::NodeKind::Op || mn.nargs != 2 || fuse_index(mn.op) < 0) continue;
@@ -249,22 +302,24 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
             break;
         }
     }
-    // The values an instruction for node n reads (representatives), in operand order.
-    auto reads = [&](int n, int* r) {
-        const Fuse& f = fuse[static_cast<std::size_t>(n)];
-        if (f.fn) {
-            std::copy(f.reads, f.reads + 3, r);
-            return 3;
-        }
-        const ir::Node& nd = p.node(n);
-        if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) return 0;
-        for (int k = 0; k < nd.nargs; ++k) r[k] = rep[static_cast<std::size_t>(nd.args[k])];
-        return static_cast<int>(nd.nargs);
-    };
+}
 
-    // Last use (position in `order`) of each value; roots live to the end.
-    constexpr int kForever = std::numeric_limits<int>::max();
-    std::vector<int> last(p.nodes.size(), -1);
+// The values an instruction for node n reads (representatives), in operand order.
+int StagePlanner::reads(int n, int* r) const {
+    const Fuse& f = fuse[static_cast<std::size_t>(n)];
+    if (f.fn) {
+        std::copy(f.reads, f.reads + 3, r);
+        return 3;
+    }
+    const ir::Node& nd = p.node(n);
+    if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) return 0;
+    for (int k = 0; k < nd.nargs; ++k) r[k] = rep[static_cast<std::size_t>(nd.args[k])];
+    return static_cast<int>(nd.nargs);
+}
+
+// Last use (position in `order`) of each value; roots live to the end.
+void StagePlanner::find_last_uses() {
+    last.assign(p.nodes.size(), -1);
     for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
         const int n = order[static_cast<std::size_t>(pos)];
         if (fused_away[static_cast<std::size_t>(n)]) continue;
@@ -273,8 +328,12 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
         for (int k = 0; k < nr; ++k) last[static_cast<std::size_t>(r[k])] = pos;
     }
     for (int r : roots) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = kForever;
+}
 
-    std::vector<int> slot(p.nodes.size(), -1);
+// One instruction per value in `order`: loads, fills (constants and scalars) and kernels, each
+// writing a slot that is reused once the value's last reader has run.
+void StagePlanner::select_instructions() {
+    slot.assign(p.nodes.size(), -1);
     std::vector<int> free_slots;
     auto take = [&] {
         if (!free_slots.empty()) {
@@ -364,20 +423,27 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
     for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n)
         if (need[static_cast<std::size_t>(n)] && slot[static_cast<std::size_t>(n)] < 0)
             slot[static_cast<std::size_t>(n)] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(n)])];
+}
 
-    // Slot size from the widest register value the stage computes or loads.
+// Slot size from the widest register value the stage computes or loads.
+void StagePlanner::size_slots() {
     i64 widest = 1;
     for (int n : order) widest = std::max(widest, reg_size(p.node(n).dtype));
     sp.slot_bytes = (kBlock * widest + 63) / 64 * 64 + 64;
+}
 
-    // Fills read only as scalars need one element; any block reader or a root needs them all.
+// Fills read only as scalars need one element; any block reader or a root needs them all.
+void StagePlanner::mark_full_fills() {
     std::vector<char> block_read(static_cast<std::size_t>(sp.nslots), 0);
     for (const Instr& ins : sp.code)
         for (int k = 0; k < ins.nin; ++k)
             if (!(ins.scalar_in & (1u << k))) block_read[static_cast<std::size_t>(ins.in[k])] = 1;
     for (int r : roots) block_read[static_cast<std::size_t>(slot[static_cast<std::size_t>(r)])] = 1;
     for (Instr& f : sp.fills) f.full = block_read[static_cast<std::size_t>(f.out)] != 0;
+}
 
+// Where the stored values (or the reduction's operand) are found once the code has run.
+void StagePlanner::plan_stores() {
     if (stage.kind == ir::Stage::Kind::Reduce) {
         sp.value_slot = slot[static_cast<std::size_t>(roots[0])];
     } else {
@@ -392,7 +458,10 @@ StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stag
             sp.stores.push_back(st);
         }
     }
-    return sp;
+}
+
+StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt) {
+    return StagePlanner(p, s, stage, kt).run();
 }
 
 }  // namespace
@@ -945,9 +1014,10 @@ class CpuBackend final : public detail::BackendImpl {
 public:
     explicit CpuBackend(int threads) : pool_(threads) {}
     Backend kind() const override { return Backend::Cpu; }
-    std::shared_ptr<detail::Prepared> prepare(const ir::Program& program, const ir::Schedule& schedule,
-                                              const detail::PrepareOptions&) override {
-        return std::make_shared<CpuPrepared>(program, schedule, &pool_);
+    // Stages of any size: a stage is a sequence of block instructions, whose cost is linear.
+    dsl::Limits limits() const override { return {}; }
+    std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions&) override {
+        return std::make_shared<CpuPrepared>(plan.program, plan.schedule, &pool_);
     }
 
 private:

@@ -1,5 +1,5 @@
 // jitexpr — the CPU backend: evaluates any checked ir::Program with the semantics of
-// backend/semantics.h (the same as the CUDA kernels).
+// dsl/semantics.h (the same as the CUDA kernels).
 //
 // prepare() builds a plan once per program: per stage, a list of block instructions (function
 // pointers to loops instantiated per (op, operand dtype) from the jx::op functions). run()

@@ -2,7 +2,7 @@
 // of "register" values (the C++ type an IR value is computed in: bool, the integer types,
 // float for float16/bfloat16/float32, double, jx::c64, jx::c128) held in plain arrays.
 //
-// The table is instantiated from backend/semantics.h by kernels.inc, compiled twice (baseline
+// The table is instantiated from dsl/semantics.h by kernels.inc, compiled twice (baseline
 // x86-64 and AVX2+FMA with glibc's libmvec for transcendentals); kernels() picks one at run time.
 #pragma once
 

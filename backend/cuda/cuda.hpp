@@ -102,9 +102,23 @@ Image assemble_ptx(const std::string& ptx, const std::string& name, const Compil
                    const std::vector<const Image*>& link = {});
 bool ptx_assembler_available();       // false when built without nvJitLink
 void warm_up_ptx_assembler() noexcept;  // loads nvJitLink's assembler (warm_up_nvrtc's thread calls it)
-int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10)
+int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10); read from the file names
+                                      // when they tell, so it does not load NVRTC; 0 without NVRTC
 std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
 void warm_up_nvrtc();                 // starts NVRTC and nvJitLink in a background thread (first call ~270 ms)
+
+// Where NVRTC or nvJitLink was found (toolkit.cpp opens them at run time, at the first compile).
+struct LibraryStatus {
+    bool found = false;   // located, or loaded by the dynamic loader's search
+    bool loaded = false;  // loaded in this process, every entry point resolved
+    std::string path;     // the file
+    std::string how;      // "JITEXPR_NVRTC", "the system toolkit", "an NVIDIA wheel", "the dynamic loader"
+    int version = 0;      // major*1000 + minor*10 when known
+    std::string error;    // why it was not found or did not load ("" otherwise)
+};
+// `load`: load it now if it is not yet (to say whether it loads).
+LibraryStatus nvrtc_status(bool load);
+LibraryStatus nvjitlink_status(bool load);
 
 // ---- modules and launch
 class Module;

@@ -1,11 +1,12 @@
 // jitexpr — compiling generated CUDA C++ with NVRTC: CUBIN for the device's arch when NVRTC knows
-// it, else PTX for the newest virtual arch it knows below that. NVRTC needs no driver.
+// it, else PTX for the newest virtual arch it knows below that. NVRTC needs no driver; it is
+// opened at run time on the first compile (toolkit.cpp).
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/toolkit.hpp"
 
 #include <jit/error.hpp>
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,17 +20,18 @@ namespace {
 // Destroys the program when the scope ends; declared on the line after nvrtcCreateProgram so no
 // return or throw between them can leak it.
 struct ProgramGuard {
+    const detail::Nvrtc& api;
     nvrtcProgram& prog;
     ~ProgramGuard() {
-        if (prog) nvrtcDestroyProgram(&prog);
+        if (prog) api.DestroyProgram(&prog);
     }
 };
 
-std::string program_log(nvrtcProgram prog) {
+std::string program_log(const detail::Nvrtc& api, nvrtcProgram prog) {
     std::size_t size = 0;
-    if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return {};
+    if (api.GetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0) return {};
     std::string log(size, '\0');
-    if (nvrtcGetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
+    if (api.GetProgramLog(prog, log.data()) != NVRTC_SUCCESS) return {};
     while (!log.empty() && (log.back() == '\0' || log.back() == '\n' || log.back() == ' ')) log.pop_back();
     return log;
 }
@@ -45,11 +47,12 @@ std::string join(const std::vector<std::string>& words) {
 
 // Compiles `source` with `options` and returns the result; used by the probe and warm-up only.
 nvrtcResult try_compile(const char* source, const std::vector<const char*>& options) {
+    const detail::Nvrtc& api = detail::nvrtc();
     nvrtcProgram prog = nullptr;
-    nvrtcResult r = nvrtcCreateProgram(&prog, source, "jitexpr_probe.cu", 0, nullptr, nullptr);
-    ProgramGuard guard{prog};
+    nvrtcResult r = api.CreateProgram(&prog, source, "jitexpr_probe.cu", 0, nullptr, nullptr);
+    ProgramGuard guard{api, prog};
     if (r != NVRTC_SUCCESS) return r;
-    return nvrtcCompileProgram(prog, static_cast<int>(options.size()), options.data());
+    return api.CompileProgram(prog, static_cast<int>(options.size()), options.data());
 }
 
 // Whether this NVRTC accepts --minimal (omits the runtime API declarations, texture types, ...:
@@ -89,19 +92,30 @@ struct WaitForWarmUp {
 }  // namespace
 
 int nvrtc_version() {
-    int major = 0, minor = 0;
-    if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return 0;
-    return major * 1000 + minor * 10;
+    // From the file names when they tell (no loading: the disk cache's keys need this on every
+    // lookup), else from NVRTC itself.
+    static const int version = [] {
+        if (const detail::Located& l = detail::located_nvrtc(); l.found && l.version > 0) return l.version;
+        try {
+            int major = 0, minor = 0;
+            if (detail::nvrtc().Version(&major, &minor) != NVRTC_SUCCESS) return 0;
+            return major * 1000 + minor * 10;
+        } catch (const NoDeviceError&) {
+            return 0;  // no NVRTC: nothing will be compiled, and no key will match a compiled one
+        }
+    }();
+    return version;
 }
 
 std::vector<int> nvrtc_archs() {
     // Never destroyed: the warm-up thread may read it while the process exits.
     static const std::vector<int>* const archs = [] {
         auto* out = new std::vector<int>;
+        const detail::Nvrtc& api = detail::nvrtc();
         int n = 0;
-        if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return out;
+        if (api.GetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0) return out;
         out->resize(static_cast<std::size_t>(n));
-        if (nvrtcGetSupportedArchs(out->data()) != NVRTC_SUCCESS) out->clear();
+        if (api.GetSupportedArchs(out->data()) != NVRTC_SUCCESS) out->clear();
         std::sort(out->begin(), out->end());
         return out;
     }();
@@ -109,6 +123,14 @@ std::vector<int> nvrtc_archs() {
 }
 
 void warm_up_nvrtc() {
+    // Nothing to start without NVRTC (the compile that follows reports why).
+    if (!detail::located_nvrtc().found && !detail::nvrtc_loaded()) {
+        try {
+            (void)detail::nvrtc();
+        } catch (const NoDeviceError&) {
+            return;
+        }
+    }
     thread_local WaitForWarmUp wait_before_this_thread_exits;
     (void)wait_before_this_thread_exits;
     WarmUpState& s = warm_up_state();
@@ -120,13 +142,18 @@ void warm_up_nvrtc() {
         auto work = [&s] {
             // The first NVRTC call in a process loads the library's front end and code
             // generator; a trivial kernel to CUBIN pays for both.
-            const std::vector<int> archs = nvrtc_archs();
-            const bool minimal = minimal_supported();
-            if (!archs.empty()) {
-                const std::string arch = fmt::format("--gpu-architecture=sm_{}", archs.back());
-                std::vector<const char*> options = {"-std=c++17", arch.c_str(), "-default-device"};
-                if (minimal) options.push_back("--minimal");
-                (void)try_compile("extern \"C\" __global__ void jitexpr_warm_up(float* p) { p[0] = 1.0f; }\n", options);
+            try {
+                const std::vector<int> archs = nvrtc_archs();
+                const bool minimal = minimal_supported();
+                if (!archs.empty()) {
+                    const std::string arch = fmt::format("--gpu-architecture=sm_{}", archs.back());
+                    std::vector<const char*> options = {"-std=c++17", arch.c_str(), "-default-device"};
+                    if (minimal) options.push_back("--minimal");
+                    (void)try_compile("extern \"C\" __global__ void jitexpr_warm_up(float* p) { p[0] = 1.0f; }\n",
+                                      options);
+                }
+            } catch (...) {
+                // NVRTC failed to load after all: the compile that asked reports it.
             }
             warm_up_ptx_assembler();  // the PTX first tier of a tiered compile
             std::lock_guard lock(s.mutex);
@@ -145,6 +172,7 @@ void warm_up_nvrtc() {
 
 Image compile(const std::string& source, const std::string& name, const CompileOptions& options, bool relocatable) {
     const auto start = std::chrono::steady_clock::now();
+    const detail::Nvrtc& api = detail::nvrtc();
     const std::vector<int> archs = nvrtc_archs();
     const int target = options.cc_major * 10 + options.cc_minor;
 
@@ -180,37 +208,37 @@ Image compile(const std::string& source, const std::string& name, const CompileO
 
     const std::string file = name.empty() ? std::string("jitexpr_kernel.cu") : name;
     nvrtcProgram prog = nullptr;
-    nvrtcResult r = nvrtcCreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
-    ProgramGuard guard{prog};
+    nvrtcResult r = api.CreateProgram(&prog, source.c_str(), file.c_str(), 0, nullptr, nullptr);
+    ProgramGuard guard{api, prog};
     if (r != NVRTC_SUCCESS) {
-        throw CompileError(fmt::format("nvrtcCreateProgram failed for {}: {}", file, nvrtcGetErrorString(r)), {},
+        throw CompileError(fmt::format("nvrtcCreateProgram failed for {}: {}", file, api.GetErrorString(r)), {},
                            image.options, source);
     }
-    r = nvrtcCompileProgram(prog, static_cast<int>(argv.size()), argv.data());
-    image.log = program_log(prog);
+    r = api.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
+    image.log = program_log(api, prog);
     if (r != NVRTC_SUCCESS) {
-        throw CompileError(fmt::format("NVRTC could not compile {} for {}: {}", file, image.arch, nvrtcGetErrorString(r)),
+        throw CompileError(fmt::format("NVRTC could not compile {} for {}: {}", file, image.arch, api.GetErrorString(r)),
                            image.log, image.options, source);
     }
 
     std::size_t size = 0;
     if (image.is_cubin) {
-        r = nvrtcGetCUBINSize(prog, &size);
+        r = api.GetCUBINSize(prog, &size);
         if (r == NVRTC_SUCCESS) {
             image.data.resize(size);
-            r = nvrtcGetCUBIN(prog, image.data.data());
+            r = api.GetCUBIN(prog, image.data.data());
         }
     } else {
-        r = nvrtcGetPTXSize(prog, &size);  // counts the terminating NUL
+        r = api.GetPTXSize(prog, &size);  // counts the terminating NUL
         if (r == NVRTC_SUCCESS) {
             image.data.resize(size);
-            r = nvrtcGetPTX(prog, image.data.data());
+            r = api.GetPTX(prog, image.data.data());
             while (!image.data.empty() && image.data.back() == '\0') image.data.pop_back();
         }
     }
     if (r != NVRTC_SUCCESS || image.data.empty()) {
         throw CompileError(fmt::format("NVRTC compiled {} but returned no {}: {}", file,
-                                       image.is_cubin ? "CUBIN" : "PTX", nvrtcGetErrorString(r)),
+                                       image.is_cubin ? "CUBIN" : "PTX", api.GetErrorString(r)),
                            image.log, image.options, source);
     }
     image.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

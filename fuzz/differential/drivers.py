@@ -7,10 +7,9 @@ NumPy has no dtype for) or a Python bool/int/float/complex (a weakly typed host 
 driver has `host_scalars`). The result of a bfloat16 program comes back as its uint16 bits.
 `kind` is jitexpr's error kind: "parse", "name", "type", "shape", "value", "argument", ...
 
-Today: the C API through the ctypes binding (python/jitexpr_ctypes.py), and the CLI with .npy
-files. The Python package (issue 19) will be a third class of the same shape.
+Two drivers: the Python package (jitexpr.evaluate, installed with `pip install .`) and the CLI
+with .npy files.
 """
-import ctypes
 import os
 import subprocess
 import sys
@@ -38,68 +37,42 @@ class BF16:
         return self.bits.shape
 
 
-# --- the C API through ctypes ------------------------------------------------------------------
+# --- the Python package -----------------------------------------------------------------------
 
-_KDL_BFLOAT = 4
-
-
-class _Bf16Producer:
-    """A DLPack producer for BF16: NumPy's capsule of the uint16 bits, retyped as kDLBfloat."""
-
-    def __init__(self, bits, jx):
-        self.bits, self.jx = bits, jx
-
-    def __dlpack_device__(self):
-        return (1, 0)
-
-    def __dlpack__(self, **kwargs):
-        capsule = self.bits.__dlpack__(**kwargs)
-        api = ctypes.pythonapi
-        api.PyCapsule_GetName.restype = ctypes.c_char_p
-        api.PyCapsule_GetName.argtypes = [ctypes.py_object]
-        api.PyCapsule_GetPointer.restype = ctypes.c_void_p
-        api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
-        name = api.PyCapsule_GetName(capsule)
-        ptr = api.PyCapsule_GetPointer(capsule, name)
-        managed = (self.jx.DLManagedTensorVersioned if name == b"dltensor_versioned" else self.jx.DLManagedTensor)
-        t = managed.from_address(ptr).dl_tensor
-        t.dtype.code, t.dtype.bits, t.dtype.lanes = _KDL_BFLOAT, 16, 1
-        return capsule
+_KINDS = {"ParseError": "parse", "NameError": "name", "TypeError": "type", "ShapeError": "shape",
+          "ValueError": "value", "ArgumentError": "argument"}
 
 
-class CtypesDriver:
-    """jitexpr_eval_named through python/jitexpr_ctypes.py on the CPU backend."""
+class PythonDriver:
+    """jitexpr.evaluate(text, names) on the CPU backend: the installed Python package (issue 19),
+    bound by name as a Python user binds (a bound `pi` shadows the constant). bfloat16 travels as
+    ml_dtypes.bfloat16 arrays, the type the package reads and writes."""
 
-    name = "ctypes"
+    name = "python"
     host_scalars = True
     strided = True
 
-    def __init__(self, library, backend="cpu"):
-        sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
-        import jitexpr_ctypes as jx
-        self.jx = jx
-        self.rt = jx.Runtime(backend, library=library)
+    def __init__(self, backend="cpu"):
+        import jitexpr
+        import ml_dtypes
+        self.jx, self.bf16, self.backend = jitexpr, ml_dtypes.bfloat16, backend
 
     def run(self, text, names):
-        args = {k: (_Bf16Producer(v.bits, self.jx) if isinstance(v, BF16) else v) for k, v in names.items()}
+        args = {k: (v.bits.view(self.bf16) if isinstance(v, BF16) else v) for k, v in names.items()}
         try:
-            t = self.rt.eval(text, **args)
-        except self.jx.JitexprError as e:
-            raise DriverError(e.kind, e.message) from None
-        if t is None:
+            r = self.jx.evaluate(text, args, backend=self.backend)
+        except self.jx.Error as e:
+            kind = _KINDS.get(type(e).__name__, type(e).__name__)
+            raise DriverError(kind, str(e)) from None
+        if r is None:
             raise DriverError("none", "the program gave no value")
-        try:
-            if t.dtype == "bfloat16":
-                n = int(np.prod(t.shape))
-                raw = ctypes.string_at(t.data_ptr, 2 * n) if n else b""
-                return "bfloat16", np.frombuffer(raw, dtype=np.uint16).reshape(t.shape).copy()
-            a = np.from_dlpack(t)
-            return a.dtype.name, np.array(a, copy=True)
-        finally:
-            t.close()
+        r = np.asarray(r)
+        if r.dtype == self.bf16:
+            return "bfloat16", np.array(r.view(np.uint16), copy=True)
+        return r.dtype.name, np.array(r, copy=True)
 
     def close(self):
-        self.rt.close()
+        pass
 
 
 # --- the CLI with .npy files -------------------------------------------------------------------

@@ -59,6 +59,22 @@ struct ArrowArray {
 
 #endif /* ARROW_C_DATA_INTERFACE */
 
+/* The Arrow C stream interface: a sequence of arrays of one schema (Python's
+ * `__arrow_c_stream__` capsules, "arrow_array_stream"). get_schema and get_next return 0 or an
+ * errno value; get_next sets out->release to NULL at the end of the stream. */
+#ifndef ARROW_C_STREAM_INTERFACE
+#define ARROW_C_STREAM_INTERFACE
+
+struct ArrowArrayStream {
+    int (*get_schema)(struct ArrowArrayStream*, struct ArrowSchema* out);
+    int (*get_next)(struct ArrowArrayStream*, struct ArrowArray* out);
+    const char* (*get_last_error)(struct ArrowArrayStream*);
+    void (*release)(struct ArrowArrayStream*);
+    void* private_data;
+};
+
+#endif /* ARROW_C_STREAM_INTERFACE */
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

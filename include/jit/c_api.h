@@ -74,7 +74,10 @@ typedef struct jitexpr_runtime jitexpr_runtime;
  * (JITEXPR_BACKEND_AUTO keeps the environment's choice). NULL on failure (e.g. CUDA asked for
  * without a device: JITEXPR_ERROR_NO_DEVICE). */
 jitexpr_runtime* jitexpr_runtime_create(int backend);
-void jitexpr_runtime_destroy(jitexpr_runtime* rt); /* NULL is allowed */
+/* Waits for the calls in flight on `rt` (from other threads) to return, then frees it; a call
+ * that starts while it waits fails with JITEXPR_ERROR_ARGUMENT. Calling anything with `rt`
+ * after this returns is an error of the caller's. NULL is allowed. */
+void jitexpr_runtime_destroy(jitexpr_runtime* rt);
 /* JITEXPR_BACKEND_CPU or JITEXPR_BACKEND_CUDA; -1 for NULL. */
 int jitexpr_runtime_backend(const jitexpr_runtime* rt);
 

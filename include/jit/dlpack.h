@@ -89,4 +89,32 @@ typedef struct DLManagedTensor {
 #endif
 
 #endif /* DLPACK_VERSION */
+
+/* DLPack 1.x: the versioned managed tensor, with read-only and copied flags (what Python's
+ * `__dlpack__(max_version=(1, 0))` hands out, in capsules named "dltensor_versioned"). Skipped
+ * when a reference header of DLPack 1.x came first. */
+#ifndef DLPACK_FLAG_BITMASK_READ_ONLY
+#include <stdint.h>
+#ifdef __cplusplus
+extern "C" {
+#endif
+typedef struct {
+    uint32_t major;
+    uint32_t minor;
+} DLPackVersion;
+
+#define DLPACK_FLAG_BITMASK_READ_ONLY (1UL << 0UL)
+#define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
+
+typedef struct DLManagedTensorVersioned {
+    DLPackVersion version;  /* 1.x */
+    void* manager_ctx;
+    void (*deleter)(struct DLManagedTensorVersioned* self); /* may be NULL */
+    uint64_t flags;         /* DLPACK_FLAG_BITMASK_* */
+    DLTensor dl_tensor;
+} DLManagedTensorVersioned;
+#ifdef __cplusplus
+}  /* extern "C" */
+#endif
+#endif /* DLPACK_FLAG_BITMASK_READ_ONLY */
 #endif /* JITEXPR_DLPACK_H */

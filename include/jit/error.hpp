@@ -20,7 +20,14 @@ struct SourceSpan {
 // Renders the line of `text` holding `span` with a caret line under it:
 //   line 2: c = a +* b
 //                  ^
+// Characters that could drive a terminal (C0 and C1 controls but tab, DEL, bidi controls,
+// bytes that are not UTF-8) are shown as '?'; a line longer than 120 characters is cut to a
+// window around the caret, marked "...".
 std::string render_caret(std::string_view text, SourceSpan span);
+
+// `text` with the same characters shown as '?' (tab and newline included): for file names and
+// other outside text put into a message.
+std::string printable(std::string_view text);
 
 // Base of everything jitexpr throws. what() is the whole message, ready to print.
 class Error : public std::runtime_error {
@@ -112,6 +119,23 @@ public:
 
 private:
     std::vector<std::string> partly_written_;
+};
+
+// Memory for an array could not be had. what() says for what, how many bytes were asked and
+// how many the backend had available; at() gives the same error with a caret under the
+// statement that asked.
+class OutOfMemoryError : public Error {
+public:
+    OutOfMemoryError(std::uint64_t requested, std::uint64_t available, std::string what_for);
+    std::uint64_t requested() const { return requested_; }
+    std::uint64_t available() const { return available_; }
+    const std::string& what_for() const { return what_for_; }
+    OutOfMemoryError at(std::string_view text, SourceSpan span) const;
+
+private:
+    OutOfMemoryError(const OutOfMemoryError& e, std::string message);
+    std::uint64_t requested_, available_;
+    std::string what_for_;
 };
 
 // A bug in jitexpr: an invariant did not hold.

@@ -21,6 +21,8 @@
 #include <jit/runtime.hpp>
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,13 @@ std::optional<DType> from_dlpack_dtype(DLDataType dtype);
 // still owns it and must call its deleter.
 Array from_dlpack(DLManagedTensor* tensor);
 
+// The same for a DLPack 1.x tensor (Python's "dltensor_versioned" capsules): takes ownership,
+// calls its deleter once when the last array referring to the memory is gone. A tensor flagged
+// read-only is accepted (jitexpr never writes its inputs; writing into it in place, as an
+// assignment target or an out=, is the caller's to refuse). Throws ArgumentError for a major
+// version other than 1, and then the tensor is not consumed.
+Array from_dlpack_versioned(DLManagedTensorVersioned* tensor);
+
 // A borrowed view of a DLTensor: the same checks and mapping as from_dlpack, but nothing is
 // owned; the caller keeps the memory alive as long as the array (and any view of it) lives.
 Array view_dlpack(const DLTensor& tensor);
@@ -56,6 +65,9 @@ Array view_dlpack(const DLTensor& tensor);
 // For a CUDA array, work queued on a stream that writes it must be complete (or ordered
 // before the consumer's reads) before the consumer uses it.
 DLManagedTensor* to_dlpack(const Array& array);
+// The same as a DLPack 1.x tensor (version 1.0; `flags` as given, e.g.
+// DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_IS_COPIED).
+DLManagedTensorVersioned* to_dlpack_versioned(const Array& array, std::uint64_t flags = 0);
 
 // --- Arrow C data interface (include/jit/arrow.h) ------------------------------------------
 //
@@ -124,5 +136,22 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
 // (to_arrow copies them to host memory).
 ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& columns,
                        Runtime& runtime = Runtime::default_runtime());
+
+// The same with every variable bound by name: `env` holds the values (Arrow columns' values,
+// other arrays, host scalars) and `validity` the validity of those that may hold nulls (bool
+// arrays of their shape, true = valid). Null rules, as Arrow compute and SQL have them:
+//   - a program whose result has the columns' length is elementwise: the result is null where
+//     any variable it reads is null (the AND of their validity; absent when none has one);
+//   - a program that is one reduction over the whole of an expression, `f(expr)` with f one of
+//     sum prod mean min max amin amax any all and no axis, skips the rows where any variable
+//     it reads is null (SUM(a*b) skips the rows where a or b is NULL). The result is 0-d, and
+//     null (validity a 0-d false) when no row is left: f over nothing is NULL in SQL;
+//   - any other program with a reduction over a variable with nulls (`a - mean(a)`,
+//     `mean(a) + mean(b)`) throws ArgumentError: each reduction would need rows of its own;
+//     evaluate the reductions apart.
+// The programs may assign (their last statement's value is the result); Arrow buffers are
+// immutable, so a program must not assign to a variable that has a validity.
+ArrowColumn eval_arrow(std::string_view text, const Environment& env,
+                       const std::map<std::string, Array, std::less<>>& validity, Runtime& runtime);
 
 }  // namespace jit

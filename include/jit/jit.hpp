@@ -76,4 +76,8 @@ Kernel compile(std::string_view text, Runtime& runtime = Runtime::default_runtim
 // positional parameters of eval and Kernel.
 std::vector<std::string> parameters(std::string_view text);
 
+// The names a program assigns, in order of first assignment (what Runtime::run binds in its
+// environment).
+std::vector<std::string> targets(std::string_view text);
+
 }  // namespace jit

@@ -15,8 +15,14 @@
 // jit::IOError that names the file and says what is wrong. Bytes after the data are ignored
 // (as NumPy does).
 //
-// Saving writes C order, little-endian, to `path.tmp.<pid>.<random>` in the same folder, fsyncs
-// it, then renames it over `path`: a failure never leaves a partial file at `path`.
+// Paths (docs/cli.md, ".npy files"): a regular file is read, or replaced atomically by a save
+// (C order, little-endian, written to a temporary file ".jitexpr-<pid>-<16 hex>.tmp" in the
+// target's folder, fsynced, given the old file's mode, renamed over it: a failure never leaves a
+// partial file, and a save makes a new inode); a symbolic link is followed to its final target;
+// a pipe, FIFO or character device is read or written in order, never replaced; a directory,
+// block device or socket is an IOError. A regular file's size is checked against its header
+// before anything is allocated. Writes hold SIGXFSZ and SIGPIPE back in the calling thread, so
+// a file size limit or a closed pipe is an IOError; signal dispositions are never changed.
 #pragma once
 
 #include <jit/array.hpp>

@@ -89,9 +89,11 @@ struct RuntimeOptions {
     // Prints the CUDA source of every kernel the runtime generates on stderr
     // (JITEXPR_SHOW_KERNELS=1; the CLI's --show-kernels).
     bool show_kernels = false;
-    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE=0,
-    // JITEXPR_THREADS, JITEXPR_FAST_MATH=1, JITEXPR_NVRTC_OPTIONS (split at white space),
-    // JITEXPR_TIERED=0 or 1.
+    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE,
+    // JITEXPR_THREADS, JITEXPR_FAST_MATH, JITEXPR_NVRTC_OPTIONS (split at white space),
+    // JITEXPR_TIERED, JITEXPR_SHOW_KERNELS. Every JITEXPR_* variable jitexpr reads is checked (also
+    // JITEXPR_STAGING and JITEXPR_CPU_KERNELS, read where they are used): a value that is not one of its documented forms is
+    // an ArgumentError naming the variable and the value (docs/api.md, "Settings").
     static RuntimeOptions from_environment();
 };
 
@@ -110,6 +112,31 @@ struct SystemInfo {
     unsigned hardware_threads = 0;   // what cpu_threads = 0 means
 };
 SystemInfo system_info();
+
+// Removes the temporary files of the saves (.npy) and disk-cache stores in progress in this
+// process. Async-signal-safe: for a signal handler that is about to end the process without
+// unwinding (the CLI's, on SIGTERM, SIGHUP and a third Ctrl-C). A later run removes what a killed
+// process left.
+void remove_temporary_files() noexcept;
+
+// The settings the environment and the command line share, parsed in one place. `source`
+// names where the text came from ("JITEXPR_THREADS", "--threads"); a bad value is an
+// ArgumentError that names the source and the value and says what is allowed.
+namespace settings {
+// Most CPU threads a runtime starts; more is clamped to this (more threads than cores only
+// cost start-up time and memory).
+inline constexpr int kMaxCpuThreads = 1024;
+// "cpu", "cuda" or "auto".
+Backend backend(std::string_view text, std::string_view source);
+// A whole number: 0 (every core) up to kMaxCpuThreads; above that clamped to kMaxCpuThreads.
+int cpu_threads(std::string_view text, std::string_view source);
+// 1/true/on/yes or 0/false/off/no (any case).
+bool on_off(std::string_view text, std::string_view source);
+// White-space separated words, each starting with '-'.
+std::vector<std::string> nvrtc_options(std::string_view text, std::string_view source);
+// One of `allowed` (for the backends' own switches: JITEXPR_STAGING, JITEXPR_CPU_KERNELS).
+std::string one_of(std::string_view text, std::string_view source, const std::vector<std::string_view>& allowed);
+}  // namespace settings
 
 // Where the time of one evaluation went (for :time).
 struct Timing {
@@ -132,6 +159,29 @@ struct CallOptions {
     // are written directly, and a cancelled call names them in CancelledError::partly_written().
     bool in_place_all_or_nothing = false;
 };
+
+// What jitexpr finds of CUDA on this machine (jit::cuda_info): the driver and its devices, and
+// the two compilers, which are opened at run time (NVRTC for CUDA C++, nvJitLink for the PTX
+// first tier) from $JITEXPR_NVRTC / $JITEXPR_NVJITLINK, the system toolkit, or NVIDIA's wheels.
+struct CudaLibraryInfo {
+    bool found = false;   // the library file was located
+    bool loaded = false;  // it is loaded in this process (it is, from the first compile on)
+    std::string path;     // the file
+    std::string source;   // how it was found: "JITEXPR_NVRTC", "the system toolkit", "an NVIDIA wheel", ...
+    int version = 0;      // major*1000 + minor*10 (13000), 0 when unknown
+    std::string error;    // why it was not found or does not load, naming what was searched
+};
+struct CudaInfo {
+    bool available = false;            // a driver and a device: Backend::Auto evaluates on CUDA
+    std::string reason;                // why not, when !available
+    int driver_version = 0;            // e.g. 13000
+    std::vector<std::string> devices;  // "NVIDIA H200 (sm_90, 140 GB)"
+    CudaLibraryInfo nvrtc, nvjitlink;
+};
+// Looks without side effects unless `load_compilers`: then NVRTC and nvJitLink are loaded now
+// (otherwise a process loads them only when it compiles a kernel) so that `loaded` and `error`
+// say whether they work.
+CudaInfo cuda_info(bool load_compilers = false);
 
 class Runtime {
 public:
@@ -176,8 +226,22 @@ public:
     // any thread and in a signal handler.
     void cancel() noexcept;
 
+    // Evaluates with named variables like run(), and writes the value of the program's last
+    // statement, which must be an expression (not an assignment), into `out` in place, as an
+    // assignment to an existing array is written: same-kind casting into out's dtype, broadcast
+    // to out's shape (TypeError / ShapeError with the caret otherwise). `out` may be bound in
+    // `env` under a name the program reads. Returns `out`. For numexpr's and NumPy's `out=`.
+    Array run_into(std::string_view text, Environment& env, const Array& out, void* stream = nullptr);
+    // With options: CallOptions::in_place_all_or_nothing makes `out` untouched or fully written
+    // when the call is cancelled.
+    Array run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options);
+
     // The generated CUDA source for a program with the given variables (for :source).
     std::string source(std::string_view text, const Environment& env);
+
+    // Waits for the work queued on `stream` (CUDA; null: the whole context) to complete;
+    // nothing to wait for on the CPU. For handing results to another library on another stream.
+    void synchronize(void* stream = nullptr) const;
 
     CacheStats stats() const;
     void clear_memory_cache();

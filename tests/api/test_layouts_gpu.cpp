@@ -181,4 +181,72 @@ TEST(GpuLayouts, TransposedOutputTakesTheGeneralVariant) {
     EXPECT_TRUE(bytes_of(c_gpu) == bytes_of(c_cpu));
 }
 
+// ---- copies between layouts through the CUDA device's own kernel (backend/cuda/copy.cpp)
+
+// An array of `dtype` on `b` whose bytes count up, each element distinct.
+Array counting_bytes(DType dtype, Shape shape, Backend b) {
+    Array h = Array::empty(dtype, std::move(shape), Backend::Cpu);
+    auto* p = static_cast<unsigned char*>(h.data());
+    for (std::size_t i = 0; i < h.nbytes(); ++i) p[i] = static_cast<unsigned char>(i * 7 + 1);
+    return b == Backend::Cpu ? h : h.to(b);
+}
+
+std::vector<unsigned char> host_bytes(const Array& a) {
+    std::vector<unsigned char> v(a.nbytes());
+    a.copy_to_host(v.data());
+    return v;
+}
+
+TEST(GpuCopies, ContiguousOfEveryViewAndElementSizeMatchesCpu) {
+    REQUIRE_GPU();
+    const std::function<Array(const Array&)> views[] = {
+        [](const Array& a) { return a.transpose(); },
+        [](const Array& a) { return a.slice(1, 0, 65, 2); },
+        [](const Array& a) { return a.slice(0, 6, -8, -1); },
+        [](const Array& a) { return a.slice(2, 1, 3); },
+        [](const Array& a) { return a.slice(0, 0, 1).broadcast_to({4, 7, 65, 5}); },
+    };
+    for (DType t : {DType::Bool, DType::Int16, DType::Float32, DType::Float64, DType::Complex64, DType::Complex128}) {
+        const Array h = counting_bytes(t, {7, 65, 5}, Backend::Cpu);
+        const Array d = counting_bytes(t, {7, 65, 5}, Backend::Cuda);
+        for (const auto& view : views) {
+            const Array vh = view(h), vd = view(d);
+            ASSERT_FALSE(vd.is_contiguous());
+            const Array cd = vd.contiguous();
+            EXPECT_EQ(cd.backend(), Backend::Cuda);
+            EXPECT_TRUE(cd.is_contiguous());
+            EXPECT_TRUE(host_bytes(cd) == host_bytes(vh.contiguous())) << dtype_name(t) << " " << vd.describe();
+            EXPECT_TRUE(host_bytes(vd) == host_bytes(vh)) << dtype_name(t) << " " << vd.describe();
+            EXPECT_TRUE(host_bytes(vd.to(Backend::Cpu)) == host_bytes(vh)) << dtype_name(t);
+        }
+    }
+}
+
+TEST(GpuCopies, AMisalignedComplexViewCopiesInNarrowerWords) {
+    REQUIRE_GPU();
+    // complex128 elements at an offset of 8 bytes from a 16-byte boundary (a view of float64
+    // memory): the copy uses 8-byte words.
+    const Array h = counting_bytes(DType::Float64, {2 * 40 + 1}, Backend::Cpu);
+    const Array d = h.to(Backend::Cuda);
+    auto as_complex = [](const Array& a) {
+        return Array::view(static_cast<char*>(a.data()) + 8, DType::Complex128, {8, 5}, {1, 8}, a.backend(), a.storage());
+    };
+    EXPECT_TRUE(host_bytes(as_complex(d).contiguous()) == host_bytes(as_complex(h).contiguous()));
+}
+
+TEST(GpuCopies, InPlaceResultIsCopiedBackThroughATransposedTarget) {
+    REQUIRE_GPU();
+    const std::int64_t m = 33, n = 70;
+    Array base_cpu = make({DType::Float32, m * n, reshaped({m, n})}, Backend::Cpu, 3);
+    Array base_gpu = make({DType::Float32, m * n, reshaped({m, n})}, Backend::Cuda, 3);
+    Environment env_cpu{{"a", base_cpu.transpose()}};
+    Environment env_gpu{{"a", base_gpu.transpose()}};
+    // The stage writing `a` also stores `b`: a fresh result, then the copy into a's strides.
+    runtime(Backend::Cpu).run("b = a + 0; a = a * 10", env_cpu);
+    runtime(Backend::Cuda).run("b = a + 0; a = a * 10", env_gpu);
+    EXPECT_TRUE(bytes_of(base_gpu) == bytes_of(base_cpu));
+    EXPECT_EQ(env_gpu.at("a").array().data(), base_gpu.data());
+    EXPECT_TRUE(bytes_of(env_gpu.at("b").array()) == bytes_of(env_cpu.at("b").array()));
+}
+
 }  // namespace

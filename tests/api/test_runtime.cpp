@@ -130,6 +130,17 @@ TEST(Run, InPlaceWhenTheArrayIsReadWithBroadcasting) {
     EXPECT_EQ(env.at("b").array().to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
 }
 
+TEST(Run, AnArrayAssignedInPlaceKeepsItsOldValueForAnotherShapesStatement) {
+    // z (3, 4) is computed from x + 1 again in its own stage; x must not be overwritten first.
+    Array x = Array::from(std::vector<double>{0, 1, 2, 3}, {}, Backend::Cpu);
+    Array col = Array::from(std::vector<double>{1, 10, 100}, {3, 1}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}, {"col", Arg(col)}};
+    cpu().run("x = x + 1; z = x * col", env);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3, 4}));
+    EXPECT_EQ(env.at("z").array().to_vector<double>(),
+              (std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40, 100, 200, 300, 400}));
+}
+
 TEST(Run, InPlaceTypeErrorLeavesTheArrayUntouched) {
     Array a = Array::from(std::vector<std::int32_t>{1, 2}, {}, Backend::Cpu);
     Environment env{{"a", Arg(a)}};
@@ -195,4 +206,76 @@ TEST(Threads, ManyThreadsShareOneRuntime) {
         });
     for (auto& th : ts) th.join();
     EXPECT_EQ(bad.load(), 0);
+}
+
+// ---- run_into: numexpr's and NumPy's out=
+
+TEST(RunInto, WritesTheLastValueInPlaceAndReturnsOut) {
+    Array a = host({1, 2, 3});
+    Array out = Array::empty(DType::Float32, {3}, Backend::Cpu);
+    Environment env{{"a", a}};
+    Array r = cpu().run_into("t = a * 2; t + 1", env, out);
+    EXPECT_EQ(r.data(), out.data());
+    EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{3, 5, 7}));
+    EXPECT_EQ(env.count("t"), 1u);        // earlier assignments are written back, as run() does
+    EXPECT_EQ(env.count("(out)"), 0u);    // the out binding is the call's own
+}
+
+TEST(RunInto, CastsWithinAKindAndRefusesAcrossKindsWithACaret) {
+    Environment env{{"a", Array::from(std::vector<double>{1.5, 2.5})}};
+    Array f32 = Array::empty(DType::Float32, {2}, Backend::Cpu);
+    cpu().run_into("a * 2", env, f32);
+    EXPECT_EQ(f32.to_vector<float>(), (std::vector<float>{3, 5}));
+    Array i32 = Array::empty(DType::Int32, {2}, Backend::Cpu);
+    try {
+        cpu().run_into("a * 2", env, i32);
+        FAIL() << "expected TypeError";
+    } catch (const TypeError& e) {
+        EXPECT_EQ(e.span().begin, 0u);
+        EXPECT_EQ(e.span().end, 5u);
+    }
+}
+
+TEST(RunInto, ShapesMustFitOut) {
+    Environment env{{"a", host({1, 2, 3})}};
+    Array out = Array::empty(DType::Float32, {4}, Backend::Cpu);
+    EXPECT_THROW(cpu().run_into("a * 2", env, out), ShapeError);
+    Array wide = Array::empty(DType::Float32, {2, 3}, Backend::Cpu);
+    cpu().run_into("a * 2", env, wide);  // broadcast to out's shape, as an in-place assignment is
+    EXPECT_EQ(wide.to_vector<float>(), (std::vector<float>{2, 4, 6, 2, 4, 6}));
+}
+
+TEST(RunInto, OutMayBeAnInputOfTheProgram) {
+    Array a = host({1, 2, 3});
+    Environment env{{"a", a}, {"b", host({10, 20, 30})}};
+    cpu().run_into("a + b", env, a);
+    EXPECT_EQ(a.to_vector<float>(), (std::vector<float>{11, 22, 33}));
+}
+
+TEST(RunInto, AnAssignmentAsTheLastStatementIsRefused) {
+    Environment env{{"a", host({1})}};
+    Array out = Array::empty(DType::Float32, {1}, Backend::Cpu);
+    EXPECT_THROW(cpu().run_into("c = a * 2", env, out), ArgumentError);
+    EXPECT_THROW(cpu().run_into("", env, out), ArgumentError);
+}
+
+TEST(RunInto, AndRunOfTheSameTextKeepSeparatePreparedPrograms) {
+    Environment env{{"a", host({1, 2})}};
+    Array out = Array::empty(DType::Float32, {2}, Backend::Cpu);
+    Array fresh = cpu().run("a * 3", env);
+    cpu().run_into("a * 3", env, out);
+    Array again = cpu().run("a * 3", env);
+    EXPECT_NE(again.data(), out.data());
+    EXPECT_EQ(again.to_vector<float>(), out.to_vector<float>());
+    EXPECT_EQ(fresh.to_vector<float>(), (std::vector<float>{3, 6}));
+}
+
+TEST(Targets, NamesTheAssignedNamesInOrder) {
+    EXPECT_EQ(jit::targets("t = a * 2; c = t + b; t = c"), (std::vector<std::string>{"t", "c"}));
+    EXPECT_TRUE(jit::targets("a + b").empty());
+}
+
+TEST(Synchronize, IsANoOpOnTheCpu) {
+    cpu().synchronize();
+    SUCCEED();
 }

@@ -1,10 +1,12 @@
 // A full disk under the kernel cache, simulated: a child process whose files may not grow past a
-// few bytes (RLIMIT_FSIZE, with SIGXFSZ ignored, so a write past the limit fails with EFBIG as
-// on a full disk). Whatever the disk does, the user sees no error and the cache no bad entry:
+// few bytes (RLIMIT_FSIZE; SIGXFSZ keeps its default disposition, which would end the child:
+// jitexpr holds the signal back in its writing thread, so a write past the limit fails with
+// EFBIG as on a full disk). Whatever the disk does, the user sees no error and the cache no bad entry:
 // a store fails quietly (one warning at most) and leaves no file behind, later lookups miss,
 // and once space returns the same key is stored and found. End to end through `jitexpr
 // precompile`'s path (NVRTC, no GPU): compiling never fails because the disk is full.
 #include "backend/cache/cache.hpp"
+#include "backend/cache/files.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "test_dir.hpp"
@@ -42,7 +44,7 @@ int g_failures = 0;
     } while (0)
 
 // Runs `body` in a forked child and expects it to finish with every check passed. The file
-// size limit and the signal disposition are the child's alone.
+// size limit is the child's alone.
 void in_child(const std::function<void()>& body) {
     std::fflush(nullptr);
     const pid_t pid = ::fork();
@@ -72,7 +74,7 @@ class FullDisk {
 public:
     explicit FullDisk(rlim_t bytes) {
         ::getrlimit(RLIMIT_FSIZE, &old_);
-        std::signal(SIGXFSZ, SIG_IGN);
+        CHILD_CHECK(std::signal(SIGXFSZ, SIG_DFL) == SIG_DFL);  // not ignored: the product must cope
         rlimit small = old_;
         small.rlim_cur = bytes;
         CHILD_CHECK(::setrlimit(RLIMIT_FSIZE, &small) == 0);
@@ -102,7 +104,7 @@ std::vector<std::string> files_under(const std::string& dir) {
 
 bool has_temp_file(const std::string& dir) {
     for (const auto& f : files_under(dir))
-        if (f.starts_with(".tmp-")) return true;
+        if (jit::files::is_temporary_name(f)) return true;
     return false;
 }
 
@@ -183,7 +185,7 @@ TEST(FullDisk, PrecompileSucceedsAndStoresOnceSpaceReturns) {
         co.cc_minor = 0;
 
         FullDisk full(512);
-        const auto first = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto first = jit::cuda::precompile(front, co, store);
         CHILD_CHECK(first.size() == 2);
         for (const auto& k : first) CHILD_CHECK(!k.already_stored && k.image_bytes > 512);
         CHILD_CHECK(disk->stats().entries == 0);
@@ -192,10 +194,10 @@ TEST(FullDisk, PrecompileSucceedsAndStoresOnceSpaceReturns) {
         CHILD_CHECK(warnings.size() == 1);
 
         full.restore();
-        const auto second = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto second = jit::cuda::precompile(front, co, store);
         for (const auto& k : second) CHILD_CHECK(!k.already_stored);
         CHILD_CHECK(disk->stats().entries == second.size());
-        const auto third = jit::cuda::precompile(front.program, front.schedule, co, store);
+        const auto third = jit::cuda::precompile(front, co, store);
         for (const auto& k : third) CHILD_CHECK(k.already_stored);
         CHILD_CHECK(disk->verify().ok());
         CHILD_CHECK(warnings.size() == 1);

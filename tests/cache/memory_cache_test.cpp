@@ -217,3 +217,149 @@ TEST(MemoryCache, FactoryAskingForItsOwnKeyThrows) {
                  jit::InternalError);
     EXPECT_EQ(cache.size(), 0u);
 }
+
+// ---- fetch: the hot path without a lock, over each thread's table
+
+TEST(MemoryCacheFetch, CreatesOnceThenHitsWithoutAllocating) {
+    MemoryCache<std::string, Value> cache(8);
+    int runs = 0;
+    bool created = false;
+    const Value& a = cache.fetch(std::string_view("k"), [&] { ++runs; return make("v"); }, &created);
+    EXPECT_TRUE(created);
+    EXPECT_EQ(*a, "v");
+    g_allocations = 0;
+    g_counting = true;
+    const Value& b = cache.fetch(std::string_view("k"), [&] { ++runs; return make("other"); }, &created);
+    g_counting = false;
+    EXPECT_EQ(g_allocations, 0u);
+    EXPECT_FALSE(created);
+    EXPECT_EQ(*b, "v");
+    EXPECT_EQ(runs, 1);
+    const auto s = cache.stats();
+    EXPECT_EQ(s.misses, 1u);
+    EXPECT_EQ(s.hits, 1u);
+}
+
+TEST(MemoryCacheFetch, SeesWhatGetOrCreateMadeAndTheReverse) {
+    MemoryCache<std::string, int> cache(8);
+    cache.get_or_create(std::string("a"), [] { return 1; });
+    EXPECT_EQ(cache.fetch(std::string("a"), [] { return 2; }), 1);
+    cache.fetch(std::string("b"), [] { return 3; });
+    EXPECT_EQ(cache.get_or_create(std::string("b"), [] { return 4; }), 3);
+}
+
+TEST(MemoryCacheFetch, AnErasedOrReplacedKeyIsNotServedFromTheThreadsTable) {
+    MemoryCache<std::string, int> cache(8);
+    cache.fetch(std::string("k"), [] { return 1; });
+    cache.put("k", 2);
+    EXPECT_EQ(cache.fetch(std::string("k"), [] { return 3; }), 2);
+    cache.erase(std::string("k"));
+    EXPECT_EQ(cache.fetch(std::string("k"), [] { return 4; }), 4);
+    cache.clear();
+    EXPECT_EQ(cache.fetch(std::string("k"), [] { return 5; }), 5);
+}
+
+TEST(MemoryCacheFetch, AnEvictedValueIsReleasedByTheThreadsNextCall) {
+    MemoryCache<int, Value> cache(1);
+    std::weak_ptr<const std::string> first;
+    first = cache.fetch(1, [] { return make("one"); });
+    cache.get_or_create(2, [] { return make("two"); });  // evicts 1
+    EXPECT_FALSE(first.expired()) << "this thread's table still holds it";
+    cache.fetch(2, [] { return make("x"); });
+    EXPECT_TRUE(first.expired());
+}
+
+TEST(MemoryCacheFetch, FetchedEntriesSurviveEvictionOfColderOnes) {
+    MemoryCache<int, int> cache(3);
+    for (int k = 0; k < 3; ++k) cache.fetch(k, [k] { return k; });
+    for (int round = 0; round < 5; ++round) {
+        cache.fetch(0, [] { return -1; });  // 0 stays hot, through the thread's table only
+        cache.get_or_create(100 + round, [round] { return round; });
+    }
+    int runs = 0;
+    EXPECT_EQ(cache.fetch(0, [&] { ++runs; return -1; }), 0);
+    EXPECT_EQ(runs, 0) << "the hot entry was evicted";
+    EXPECT_EQ(cache.size(), 3u);
+}
+
+TEST(MemoryCacheFetch, ZeroCapacityCreatesEveryTimeAndHoldsTheValueUntilTheNextCall) {
+    MemoryCache<int, Value> cache(0);
+    int runs = 0;
+    const Value& v = cache.fetch(1, [&] { ++runs; return make("v"); });
+    EXPECT_EQ(*v, "v");
+    cache.fetch(1, [&] { ++runs; return make("w"); });
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(cache.size(), 0u);
+}
+
+TEST(MemoryCacheFetch, ThreadsShareOneCreationAndCountTheirHits) {
+    MemoryCache<std::string, int> cache(8);
+    std::atomic<int> runs{0};
+    constexpr int kThreads = 8, kCalls = 100;
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < kCalls; ++i)
+                EXPECT_EQ(cache.fetch(std::string("k"), [&] {
+                    ++runs;
+                    std::this_thread::sleep_for(10ms);
+                    return 7;
+                }), 7);
+        });
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(runs, 1);
+    const auto s = cache.stats();  // the threads have ended: their counts were kept
+    EXPECT_EQ(s.hits + s.coalesced + s.misses, std::uint64_t{kThreads} * kCalls);
+}
+
+TEST(MemoryCacheFetch, DestroyingTheCacheReleasesWhatOtherThreadsHold) {
+    std::weak_ptr<const std::string> held;
+    std::mutex m;
+    std::condition_variable cv;
+    bool fetched = false, done = false;
+    auto cache = std::make_unique<MemoryCache<int, Value>>(4);
+    std::thread other([&] {
+        held = cache->fetch(1, [] { return make("v"); });
+        std::unique_lock lock(m);
+        fetched = true;
+        cv.notify_all();
+        cv.wait(lock, [&] { return done; });  // alive, idle, its table untouched
+    });
+    {
+        std::unique_lock lock(m);
+        cv.wait(lock, [&] { return fetched; });
+    }
+    cache.reset();
+    EXPECT_TRUE(held.expired());
+    {
+        std::lock_guard lock(m);
+        done = true;
+    }
+    cv.notify_all();
+    other.join();
+}
+
+TEST(MemoryCacheFetch, AWaiterWhoseCreatorFailedCreatesForItself) {
+    MemoryCache<std::string, int> cache(8);
+    std::atomic<bool> release{false};
+    std::thread creator([&] {
+        EXPECT_THROW(cache.fetch(std::string("k"), [&]() -> int {
+            while (!release) std::this_thread::sleep_for(1ms);
+            throw std::runtime_error("stopped");
+        }), std::runtime_error);
+    });
+    ASSERT_TRUE(eventually([&] { return cache.stats().misses == 1; }));
+    std::thread waiter([&] {
+        int runs = 0;
+        EXPECT_EQ(cache.fetch(std::string("k"), [&] { ++runs; return 5; }), 5);  // its own creation
+        EXPECT_EQ(runs, 1);
+    });
+    ASSERT_TRUE(eventually([&] { return cache.stats().coalesced == 1; }));
+    release = true;
+    creator.join();
+    waiter.join();
+    const auto s = cache.stats();
+    EXPECT_EQ(s.coalesced_failures, 1u);
+    EXPECT_EQ(s.failures, 1u);
+    EXPECT_EQ(s.misses, 2u);
+}

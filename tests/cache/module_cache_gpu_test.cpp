@@ -3,10 +3,14 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
+#include "layout_programs.hpp"
 #include "tests/codegen/programs.hpp"
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -64,6 +68,49 @@ TEST(ModuleCacheGpu, ThreadsAskingForOneKernelShareOneCompile) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(cache.stats().compiles, 1u);
     for (const auto& m : got) EXPECT_EQ(m, got[0]);
+}
+
+// What `jitexpr precompile` stores is what preparation loads: for a program of every layout
+// class, precompile fills a store (real NVRTC images for this device), then a backend over a
+// fresh module cache on that store prepares the plan without compiling anything.
+TEST(ModuleCacheGpu, PreparationFindsEveryKernelPrecompileStored) {
+    REQUIRE_GPU();
+    const auto co = device_options();
+    for (bool tiered : {false, true}) {
+        for (const auto& lp : jxtest::layout_programs()) {
+            const ir::Plan plan = dsl::plan(lp.text, dsl::bindings_of(lp.env), cuda::limits());
+            std::mutex m;
+            std::map<std::string, std::string> images;
+            std::set<std::string> asked;
+            cuda::ImageStore store;
+            store.get = [&](const std::string& key) -> std::optional<std::string> {
+                std::lock_guard<std::mutex> lock(m);
+                asked.insert(key);
+                auto it = images.find(key);
+                if (it == images.end()) return std::nullopt;
+                return it->second;
+            };
+            store.put = [&](const std::string& key, const std::string& bytes) {
+                std::lock_guard<std::mutex> lock(m);
+                images[key] = bytes;
+            };
+            std::set<std::string> stored;
+            for (const auto& k : cuda::precompile(plan, co, store)) stored.insert(k.disk_key);
+            asked.clear();
+
+            cuda::ExecutorOptions eo;
+            eo.cache = std::make_shared<cuda::ModuleCache>();
+            eo.cache->set_image_store(store);
+            auto backend = cuda::make_cuda_backend(eo);
+            detail::PrepareOptions po;
+            po.tiered = tiered;
+            auto prepared = backend->prepare(plan, po);
+            EXPECT_EQ(asked, stored) << lp.text << (tiered ? " (tiered)" : "");
+            EXPECT_EQ(eo.cache->stats().compiles, 0u) << lp.text;
+            EXPECT_TRUE(prepared->info().module_cache_hit) << lp.text;
+        }
+    }
+    cuda::wait_for_upgrades();
 }
 
 }  // namespace

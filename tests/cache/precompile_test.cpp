@@ -5,9 +5,8 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
+#include "layout_programs.hpp"
 #include "test_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -19,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -42,20 +42,13 @@ dsl::Binding scalar(DType t) {
     return b;
 }
 
-// What api/runtime.cpp and the CUDA executor do for a program, computed here directly: parse,
-// lower, schedule, emit with 256-thread blocks, and the module cache's text key per kernel.
-// Every name of `env` is bound, as in a runtime whose environment holds them (an assigned name
-// that is bound is written in place).
+// The kernels the CUDA backend prepares first for a program (dsl::plan within the CUDA limits,
+// cuda::build_kernels' full tier with 256-thread blocks), and the module cache's text key per
+// kernel. Every name of `env` is bound, as in a runtime whose environment holds them (an
+// assigned name that is bound is written in place).
 std::vector<codegen::KernelSource> kernels(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
-    const syntax::Module m = syntax::parse(text);
-    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
-        auto it = env.find(std::string(name));
-        return it == env.end() ? nullptr : &it->second;
-    };
-    std::vector<std::string> bound;
-    for (const auto& [n, b] : env) bound.push_back(n);
-    const ir::Program p = dsl::lower(m, text, lookup, bound);
-    return codegen::emit(p, ir::schedule(p)).kernels;
+    const ir::Plan p = dsl::plan(text, dsl::bindings_of(env), cuda::limits());
+    return cuda::build_kernels(p, {}, cuda::Tier::Full).kernels;
 }
 
 std::vector<std::string> keys(const std::string& text, const std::map<std::string, dsl::Binding>& env, int major = 9,
@@ -171,6 +164,38 @@ TEST(Precompile, ADeclaredNonContiguousTargetStoresTheKernelThatWritesInPlace) {
     EXPECT_NE(expected, keys("c = a + 1", {{"a", a}, {"c", array(DType::Float32, {1000, 300})}}));
     cache::DiskCache disk = open_disk(cache_dir);
     EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
+}
+
+// Precompile and preparation emit through cuda::build_kernels; precompile asks its store for the
+// keys of the kernels preparation loads first, for every layout class (the GPU side of this is
+// ModuleCacheGpu.PreparationFindsEveryKernelPrecompileStored).
+TEST(Precompile, AsksForTheKeysOfTheKernelsPreparationLoadsForEveryLayoutClass) {
+    cuda::CompileOptions co;
+    co.cc_major = 9;
+    co.cc_minor = 0;
+    std::set<codegen::KernelKind> kinds;
+    for (const auto& lp : jxtest::layout_programs()) {
+        const ir::Plan plan = dsl::plan(lp.text, dsl::bindings_of(lp.env), cuda::limits());
+        std::vector<std::string> prepared;
+        for (const auto& k : cuda::build_kernels(plan, {}, cuda::Tier::Full).kernels) {
+            prepared.push_back(cuda::ModuleCache::disk_key(k, co));
+            kinds.insert(k.launch.kind);
+        }
+        std::vector<std::string> asked;
+        cuda::ImageStore store;
+        store.get = [&](const std::string& key) -> std::optional<std::string> {
+            asked.push_back(key);
+            return std::string("Cimage");  // present: nothing is compiled
+        };
+        const auto out = cuda::precompile(plan, co, store);
+        std::vector<std::string> reported;
+        for (const auto& k : out) reported.push_back(k.disk_key);
+        EXPECT_EQ(asked, prepared) << lp.text;
+        EXPECT_EQ(reported, prepared) << lp.text;
+    }
+    EXPECT_EQ(kinds, (std::set<codegen::KernelKind>{codegen::KernelKind::Flat, codegen::KernelKind::Strided,
+                                                     codegen::KernelKind::Tiled, codegen::KernelKind::ReduceAll,
+                                                     codegen::KernelKind::ReduceAxis}));
 }
 
 TEST(Precompile, RejectsAStepOfZeroAndTooManySlices) {

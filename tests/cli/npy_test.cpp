@@ -15,6 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace {
 
 using jit::Array;
@@ -228,6 +232,21 @@ TEST(NpyParseErrors, RejectsDimensionBeyondInt64) {
     EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
 }
 
+TEST(NpyParseErrors, DimensionsOfTwoToThe64AndMoreDoNotWrap) {
+    // 2^64 + 3 once loaded as (3,), 2^64 as 0.
+    for (const char* shape : {"(18446744073709551619,)", "(18446744073709551616, 3)", "(9223372036854775808,)",
+                              "(184467440737095516190,)"}) {
+        std::string msg = io_error_message(
+            npy_v1(std::string("{'descr': '|u1', 'fortran_order': False, 'shape': ") + shape + "}", "xyz"));
+        EXPECT_NE(msg.find("a dimension of the shape is too large"), std::string::npos) << shape << ": " << msg;
+    }
+}
+
+TEST(NpyParse, LargestInt64DimensionIsStillADimension) {
+    std::string msg = io_error_message(npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (9223372036854775807,)}", "x"));
+    EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;  // parsed, then found short
+}
+
 TEST(NpyParseErrors, RejectsMoreThanEightDimensions) {
     std::string msg = io_error_message(
         npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1)}", "x"));
@@ -319,6 +338,78 @@ TEST(NpyFiles, LoadShortFileSaysItIsShorterThanItsData) {
     }
 }
 
+TEST(NpyFiles, TruncatedFileClaimingTerabytesIsShortNotOutOfMemory) {
+    // The header claims 8 TiB: no machine has that, so allocating first would fail.
+    const std::string path = tmp_path("huge.npy");
+    {
+        std::ofstream f(path, std::ios::binary);
+        f << npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }", std::string(8, '\0'));
+    }
+    try {
+        jit::load_npy(path, Backend::Cpu);
+        FAIL() << "no IOError";
+    } catch (const jit::IOError& e) {
+        const std::string m = e.what();
+        EXPECT_NE(m.find(path), std::string::npos) << m;
+        EXPECT_NE(m.find("needs 8796093022208 bytes after the header, 8 present"), std::string::npos) << m;
+    }
+}
+
+TEST(NpyFiles, LoadsFromAPipe) {
+    Array a = Array::from(std::vector<std::int16_t>{7, 8, 9}, {}, Backend::Cpu);
+    const std::string bytes = jit::to_npy_bytes(a);
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    std::thread writer([&] {
+        for (char c : bytes) (void)!::write(p[1], &c, 1);  // byte by byte: short reads everywhere
+        ::close(p[1]);
+    });
+    Array b = jit::load_npy("/dev/fd/" + std::to_string(p[0]), Backend::Cpu);
+    writer.join();
+    ::close(p[0]);
+    EXPECT_EQ(b.to_vector<std::int16_t>(), (std::vector<std::int16_t>{7, 8, 9}));
+}
+
+TEST(NpyFiles, ShortStreamClaimingTerabytesIsShortNotOutOfMemory) {
+    int p[2];
+    ASSERT_EQ(::pipe(p), 0);
+    const std::string bytes =
+        npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (1099511627776,), }", std::string(16, '\0'));
+    ASSERT_EQ(::write(p[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+    ::close(p[1]);
+    try {
+        jit::load_npy("/dev/fd/" + std::to_string(p[0]), Backend::Cpu);
+        FAIL() << "no IOError";
+    } catch (const jit::IOError& e) {
+        EXPECT_NE(std::string(e.what()).find("16 present"), std::string::npos) << e.what();
+    }
+    ::close(p[0]);
+}
+
+TEST(NpyFiles, LoadingADirectorySaysSo) {
+    const std::string dir = tmp_path("adir");
+    std::filesystem::create_directories(dir);
+    try {
+        jit::load_npy(dir, Backend::Cpu);
+        FAIL() << "no IOError";
+    } catch (const jit::IOError& e) {
+        EXPECT_NE(std::string(e.what()).find("is a directory"), std::string::npos) << e.what();
+    }
+}
+
+TEST(NpyFiles, SaveThroughASymbolicLinkKeepsTheLinkAndTheMode) {
+    const std::string target = tmp_path("target.npy"), link = tmp_path("link.npy");
+    jit::save_npy(target, Array::from(std::vector<float>{1}, {}, Backend::Cpu));
+    ASSERT_EQ(::chmod(target.c_str(), 0600), 0);
+    std::filesystem::create_symlink(target, link);
+    jit::save_npy(link, Array::from(std::vector<float>{2, 3}, {}, Backend::Cpu));
+    EXPECT_TRUE(std::filesystem::is_symlink(link));
+    EXPECT_EQ(jit::load_npy(target, Backend::Cpu).to_vector<float>(), (std::vector<float>{2, 3}));
+    struct stat st{};
+    ::stat(target.c_str(), &st);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
 TEST(NpyFiles, LoadFileEndingInsideHeaderThrows) {
     const std::string path = tmp_path("cut.npy");
     {
@@ -377,4 +468,72 @@ TEST(NpyFiles, ProgressCountsTheBytesOfTheData) {
     EXPECT_EQ(total, n * 4);
     EXPECT_GT(done, 0u);
     EXPECT_LE(done, total);
+}
+
+// A FIFO waits for its other end like any reader or writer; a stop ends the wait, whichever
+// thread asks for it (the call looks at its token about every 20 ms while it waits).
+namespace {
+
+template <class F>
+void expect_stopped_within_a_second(F&& call, jit::CancelToken& token) {
+    std::thread stopper([&] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        token.cancel();
+    });
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_THROW(call(), jit::CancelledError);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    stopper.join();
+    EXPECT_LT(s, 1.0);
+}
+
+std::string make_fifo(const std::string& leaf) {
+    const std::string p = tmp_path(leaf);
+    std::filesystem::remove(p);
+    EXPECT_EQ(::mkfifo(p.c_str(), 0600), 0);
+    return p;
+}
+
+}  // namespace
+
+TEST(NpyFifo, LoadWaitingForAWriterEndsOnAStop) {
+    const std::string p = make_fifo("in.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second([&] { (void)jit::load_npy(p, Backend::Cpu, o); }, *o.cancel);
+}
+
+TEST(NpyFifo, SaveWaitingForAReaderEndsOnAStop) {
+    const std::string p = make_fifo("out.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second([&] { jit::save_npy(p, Array::from(std::vector<float>{1}, {}, Backend::Cpu), o); },
+                                   *o.cancel);
+}
+
+TEST(NpyFifo, SaveToAReaderThatReadsNothingEndsOnAStop) {
+    const std::string p = make_fifo("stuck.fifo");
+    // A reader that opens the FIFO and never reads: the pipe fills after 64 KiB.
+    std::thread reader([&] {
+        const int fd = ::open(p.c_str(), O_RDONLY);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        ::close(fd);
+    });
+    jit::CallOptions o;
+    o.cancel.emplace();
+    expect_stopped_within_a_second(
+        [&] { jit::save_npy(p, Array::from(std::vector<float>(1 << 20, 1.0f), {}, Backend::Cpu), o); }, *o.cancel);
+    reader.join();
+}
+
+TEST(NpyFifo, LoadAndSaveThroughAFifoWithOptions) {
+    const std::string p = make_fifo("both.fifo");
+    jit::CallOptions o;
+    o.cancel.emplace();
+    Array got;
+    std::thread reader([&] { got = jit::load_npy(p, Backend::Cpu, o); });
+    jit::save_npy(p, Array::from(std::vector<std::int32_t>(100000, 7), {}, Backend::Cpu), o);
+    reader.join();
+    EXPECT_EQ(got.size(), 100000);
+    EXPECT_EQ(got.to_vector<std::int32_t>().back(), 7);
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "dsl/ir.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/schedule.hpp"
 
 #include <algorithm>
@@ -136,6 +137,8 @@ struct Builder {
         p.result = node;
     }
     ir::Schedule schedule() const { return ir::schedule(p); }
+    // What a backend prepares: dsl::plan of the program within the backend's limits.
+    ir::Plan plan(const dsl::Limits& limits = {}) const { return dsl::plan(p, limits); }
 };
 
 // c = a * 2 + b over n elements of `t` (16-bit floats compute in float32 registers).

@@ -1,7 +1,7 @@
 // The CUDA executor runs generated kernels and matches host computations. Needs a GPU: every
 // test skips when jit::cuda::available() is false.
 #include "backend/cuda/executor.hpp"
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
 #include "tests/codegen/programs.hpp"
 
@@ -39,9 +39,8 @@ struct Run {
 Run run(const Builder& b, const std::vector<Array>& inputs, const std::vector<ir::Value>& scalars = {},
         std::vector<Array> outputs = {}) {
     auto backend = cuda::make_cuda_backend();
-    auto sched = b.schedule();
     Run r;
-    r.prepared = backend->prepare(b.p, sched, {});
+    r.prepared = backend->prepare(b.plan(backend->limits()), {});
     if (outputs.empty())
         for (const auto& o : b.p.outputs)
             outputs.push_back(Array::empty(b.at(o.node).dtype, b.at(o.node).shape, Backend::Cuda));
@@ -222,8 +221,8 @@ TEST(CudaExec, SecondPrepareHitsTheModuleCache) {
     auto backend = cuda::make_cuda_backend();
     auto b1 = jxtest::axpb(DType::Float32, 10);
     auto b2 = jxtest::axpb(DType::Float32, 20);  // another size: the same kernel
-    backend->prepare(b1.p, b1.schedule(), {});
-    auto p2 = backend->prepare(b2.p, b2.schedule(), {});
+    backend->prepare(b1.plan(backend->limits()), {});
+    auto p2 = backend->prepare(b2.plan(backend->limits()), {});
     EXPECT_TRUE(p2->info().module_cache_hit);
 }
 
@@ -231,7 +230,7 @@ TEST(CudaExec, WrongInputCountIsArgumentError) {
     REQUIRE_GPU();
     auto backend = cuda::make_cuda_backend();
     auto b = jxtest::axpb(DType::Float32, 10);
-    auto p = backend->prepare(b.p, b.schedule(), {});
+    auto p = backend->prepare(b.plan(backend->limits()), {});
     detail::RunArgs args;
     EXPECT_THROW(p->run(args), ArgumentError);
 }

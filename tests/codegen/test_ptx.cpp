@@ -5,9 +5,7 @@
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 
 #include <gtest/gtest.h>
 
@@ -30,16 +28,10 @@ struct Lowered {
     std::vector<cg::KernelSource> kernels;
 };
 Lowered lower(const std::string& text, const std::map<std::string, dsl::Binding>& env) {
-    const syntax::Module m = syntax::parse(text);
-    dsl::Lookup lookup = [&env](std::string_view name) -> const dsl::Binding* {
-        auto it = env.find(std::string(name));
-        return it == env.end() ? nullptr : &it->second;
-    };
+    const ir::Plan plan = dsl::plan(text, dsl::bindings_of(env), cuda::limits());
     Lowered l;
-    l.program = dsl::lower(m, text, lookup);
-    cg::EmitOptions o;
-    o.scalar_only = true;
-    l.kernels = cg::emit(l.program, ir::schedule(l.program), o).kernels;
+    l.program = plan.program;
+    l.kernels = cuda::build_kernels(plan, {}, cuda::Tier::ScalarOnly).kernels;
     return l;
 }
 

@@ -1,12 +1,12 @@
-// Trimmed semantics: a kernel embeds only the sections of backend/semantics.h it needs. These
+// Trimmed semantics: a kernel embeds only the sections of dsl/semantics.h it needs. These
 // tests check that the markers cover every op, that the selection is what a kernel's ops and
 // dtypes ask for, and that every op compiles under NVRTC (to PTX, no GPU) for every operand type
 // it accepts with nothing but the sections chosen for it.
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
 #include "programs.hpp"
 
-#include <nvrtc.h>
+#include "backend/cuda/toolkit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -26,7 +26,7 @@ bool has(const std::vector<std::string>& v, const std::string& s) { return std::
 TEST(SemanticsSections, EveryOpOfTheTableIsClaimedByASection) {
     for (const ir::OpInfo& o : ir::op_table())
         EXPECT_FALSE(codegen::semantics_section_of(o.op).empty())
-            << "op " << o.id << " has no `// @ops` line in backend/semantics.h: kernels using it embed the whole file";
+            << "op " << o.id << " has no `// @ops` line in dsl/semantics.h: kernels using it embed the whole file";
 }
 
 TEST(SemanticsSections, ArithmeticOnFloatsNeedsOnlyBaseAndArith) {
@@ -224,21 +224,23 @@ Groups every_call() {
 }
 
 std::string compile_log(const std::string& src, bool* ok) {
+    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
     nvrtcProgram prog = nullptr;
     *ok = false;
-    if (nvrtcCreateProgram(&prog, src.c_str(), "sections_check.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
+    if (nv.CreateProgram(&prog, src.c_str(), "sections_check.cu", 0, nullptr, nullptr) != NVRTC_SUCCESS)
         return "nvrtcCreateProgram failed";
     struct Destroy {
+        const jit::cuda::detail::Nvrtc& nv;
         nvrtcProgram* p;
-        ~Destroy() { nvrtcDestroyProgram(p); }
-    } destroy{&prog};
+        ~Destroy() { nv.DestroyProgram(p); }
+    } destroy{nv, &prog};
     // PTX is enough: the question is whether the front end finds every name.
     const char* opts[] = {"--gpu-architecture=compute_90", "-std=c++17", "-default-device", "--minimal"};
-    nvrtcResult rc = nvrtcCompileProgram(prog, 4, opts);
+    nvrtcResult rc = nv.CompileProgram(prog, 4, opts);
     std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(prog, &log_size);
+    nv.GetProgramLogSize(prog, &log_size);
     std::string log(log_size, '\0');
-    if (log_size) nvrtcGetProgramLog(prog, log.data());
+    if (log_size) nv.GetProgramLog(prog, log.data());
     *ok = rc == NVRTC_SUCCESS;
     return log;
 }

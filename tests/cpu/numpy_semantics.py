@@ -6,7 +6,7 @@ Values are the raw bits of the element in hex (complex: real bits then imaginary
 with ':'), so the comparison in test_semantics.cpp is exact. <tol> is the allowed error in
 ULP of the result (0: bitwise equal, NaN equals any NaN).
 Cases where NumPy raises or is undefined (integer ** negative, float->int out of range) are
-left out: jitexpr documents its own choice for those in backend/semantics.h.
+left out: jitexpr documents its own choice for those in dsl/semantics.h.
 """
 import itertools
 import math

@@ -3,6 +3,7 @@
 
 #include "backend/backend.hpp"
 #include "dsl/ir.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/schedule.hpp"
 
 #include <jit/array.hpp>
@@ -124,8 +125,7 @@ struct Builder {
 // Runs a program on `backend` with the given inputs and outputs.
 inline void run(jit::detail::BackendImpl& backend, const ir::Program& p, std::vector<jit::Array> inputs,
                 std::vector<jit::Array>& outputs, std::vector<ir::Value> scalars = {}) {
-    const ir::Schedule s = ir::schedule(p);
-    auto prepared = backend.prepare(p, s, {});
+    auto prepared = backend.prepare(jit::dsl::plan(p, backend.limits()), {});
     jit::detail::RunArgs args;
     args.inputs = inputs;
     args.scalars = scalars;

@@ -1,9 +1,9 @@
 // The CPU backend on hand-built programs: every kernel against the scalar semantics of
-// backend/semantics.h, block boundaries, broadcasting, strided inputs and outputs, several
+// dsl/semantics.h, block boundaries, broadcasting, strided inputs and outputs, several
 // outputs, reductions, 16-bit floats, and thread-count independence.
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/kernels.hpp"
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 #include "tests/cpu/program_builder.hpp"
 
 #include <gtest/gtest.h>

@@ -1,8 +1,8 @@
-// backend/semantics.h against NumPy 2: numpy_semantics.py prints the expected result of each op
+// dsl/semantics.h against NumPy 2: numpy_semantics.py prints the expected result of each op
 // and dtype over special values (NaN, +-inf, +-0, subnormals, integer extremes, zero divisors);
 // every case is recomputed with jx::op / jx::cast and compared (bitwise, or within the ULP
 // bound the script gives for transcendental functions).
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-// backend/semantics.h must compile under NVRTC (JX_CUDA, no system headers): this test embeds
+// dsl/semantics.h must compile under NVRTC (JX_CUDA, no system headers): this test embeds
 // its text in a kernel that instantiates every jx::op for every operand type the host build
 // accepts (detected here with `requires`), every cast and every reduction step, and compiles
 // it to CUBIN for sm_90. No GPU is needed.
-#include "backend/semantics.h"
+#include "dsl/semantics.h"
 
-#include <nvrtc.h>
+#include "backend/cuda/toolkit.hpp"
 
 #include <gtest/gtest.h>
 
@@ -115,7 +115,7 @@ std::string read_file(const std::string& path) {
 
 std::string kernel_source(int* calls) {
     std::ostringstream os;
-    os << "#define JX_CUDA 1\n" << read_file(JITEXPR_SOURCE_DIR "/backend/semantics.h") << "\n";
+    os << "#define JX_CUDA 1\n" << read_file(JITEXPR_SOURCE_DIR "/dsl/semantics.h") << "\n";
     os << "template <class T> __device__ T ld(const char* in, int k) { return *(const T*)(in + 16 * k); }\n"
           "template <class T> __device__ void st(char* out, int k, T v) { *(T*)(out + 16 * k) = v; }\n"
           "extern \"C\" __global__ void jx_every_op(const char* in, char* out) {\n";
@@ -162,21 +162,23 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
     ASSERT_EQ(missing, 0);
     ASSERT_GT(calls, 500);
 
+    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
     nvrtcProgram prog = nullptr;
-    ASSERT_EQ(nvrtcCreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+    ASSERT_EQ(nv.CreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
     struct Destroy {
+        const jit::cuda::detail::Nvrtc& nv;
         nvrtcProgram* p;
-        ~Destroy() { nvrtcDestroyProgram(p); }
-    } destroy{&prog};
+        ~Destroy() { nv.DestroyProgram(p); }
+    } destroy{nv, &prog};
     const char* opts[] = {"-arch=sm_90", "-std=c++17", "-default-device"};
-    nvrtcResult rc = nvrtcCompileProgram(prog, 3, opts);
+    nvrtcResult rc = nv.CompileProgram(prog, 3, opts);
     std::size_t log_size = 0;
-    nvrtcGetProgramLogSize(prog, &log_size);
+    nv.GetProgramLogSize(prog, &log_size);
     std::string log(log_size, '\0');
-    if (log_size) nvrtcGetProgramLog(prog, log.data());
-    ASSERT_EQ(rc, NVRTC_SUCCESS) << nvrtcGetErrorString(rc) << "\n" << log;
+    if (log_size) nv.GetProgramLog(prog, log.data());
+    ASSERT_EQ(rc, NVRTC_SUCCESS) << nv.GetErrorString(rc) << "\n" << log;
     std::size_t cubin = 0;
-    ASSERT_EQ(nvrtcGetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
+    ASSERT_EQ(nv.GetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
     EXPECT_GT(cubin, 0u);
 }
 

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "test_util.hpp"
 
 #include <cstring>
@@ -338,11 +340,60 @@ TEST(ArrowEval, KeepsTheOnlyInputValidityAndExportsNoBitmapWithoutNulls) {
     schema.release(&schema);
 }
 
-TEST(ArrowEval, RejectsAReduction) {
+TEST(ArrowEval, AWholeReductionSkipsTheRowsWhereAnInputIsNull) {
+    Producer pa, pb;
+    produce(pa, "g", as_bytes(std::vector<double>{1, 2, 3, 4}), 0, 4, {1, 0, 1, 1}, 1);
+    produce(pb, "g", as_bytes(std::vector<double>{10, 20, 30, 40}), 0, 4, {1, 1, 0, 1}, 1);
+    const jit::ArrowColumn a = jit::from_arrow(&pa.schema, &pa.array);
+    const jit::ArrowColumn b = jit::from_arrow(&pb.schema, &pb.array);
+    // SQL's SUM(a*b): rows 1 (a null) and 2 (b null) are skipped.
+    const jit::ArrowColumn s = jit::eval_arrow("sum(a*b)", {a, b}, cpu_runtime());
+    EXPECT_EQ(s.values.ndim(), 0);
+    EXPECT_FALSE(s.validity);
+    EXPECT_EQ(s.values.to_vector<double>(), std::vector<double>{1 * 10 + 4 * 40});
+    EXPECT_EQ(jit::eval_arrow("mean(a)", {a}, cpu_runtime()).values.to_vector<double>(),
+              std::vector<double>{(1 + 3 + 4) / 3.0});
+    EXPECT_EQ(jit::eval_arrow("max(b)", {b}, cpu_runtime()).values.to_vector<double>(), std::vector<double>{40});
+}
+
+TEST(ArrowEval, AReductionOverOnlyNullsIsNull) {
+    Producer p;
+    produce(p, "i", as_bytes(std::vector<std::int32_t>{5, 6}), 0, 2, {0, 0}, 2);
+    const jit::ArrowColumn a = jit::from_arrow(&p.schema, &p.array);
+    for (const char* text : {"sum(a)", "min(a)", "mean(a)"}) {
+        const jit::ArrowColumn r = jit::eval_arrow(text, {a}, cpu_runtime());
+        ASSERT_TRUE(r.validity) << text;
+        EXPECT_EQ(r.validity->to_vector<std::uint8_t>(), std::vector<std::uint8_t>{0}) << text;
+        EXPECT_EQ(r.null_count, 1) << text;
+    }
+    // The dtype is the one of the reduction over rows: int32 sums to int64, min stays int32.
+    EXPECT_EQ(jit::eval_arrow("sum(a)", {a}, cpu_runtime()).values.dtype(), jit::DType::Int64);
+    EXPECT_EQ(jit::eval_arrow("min(a)", {a}, cpu_runtime()).values.dtype(), jit::DType::Int32);
+}
+
+TEST(ArrowEval, AReductionInsideALargerProgramOverNullsIsRefused) {
     Producer p;
     produce(p, "g", as_bytes(std::vector<double>{1, 2, 3}), 0, 3, {1, 0, 1}, 1);
     const jit::ArrowColumn a = jit::from_arrow(&p.schema, &p.array);
-    EXPECT_THROW(jit::eval_arrow("sum(a)", {a}, cpu_runtime()), jit::ArgumentError);
+    EXPECT_THROW(jit::eval_arrow("a - mean(a)", {a}, cpu_runtime()), jit::ArgumentError);
+    EXPECT_THROW(jit::eval_arrow("sum(a) + sum(a*2)", {a}, cpu_runtime()), jit::ArgumentError);
+    // Two-argument max is elementwise, not a reduction.
+    EXPECT_EQ(jit::eval_arrow("max(a, 2.5)", {a}, cpu_runtime()).values.shape(), jit::Shape{3});
+}
+
+TEST(ArrowEval, NamedBindingReadsOnlyTheValidityOfWhatTheProgramReads) {
+    Producer pa, pb;
+    produce(pa, "g", as_bytes(std::vector<double>{1, 2, 3}), 0, 3, {1, 0, 1}, 1);
+    produce(pb, "g", as_bytes(std::vector<double>{4, 5, 6}), 0, 3, {0, 1, 1}, 1);
+    const jit::ArrowColumn a = jit::from_arrow(&pa.schema, &pa.array);
+    const jit::ArrowColumn b = jit::from_arrow(&pb.schema, &pb.array);
+    jit::Environment env{{"a", a.values}, {"b", b.values}, {"x", 2.5}};
+    const std::map<std::string, jit::Array, std::less<>> validity{{"a", *a.validity}, {"b", *b.validity}};
+    const jit::ArrowColumn r = jit::eval_arrow("a * x", env, validity, cpu_runtime());
+    ASSERT_TRUE(r.validity);
+    EXPECT_EQ(r.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 1}));
+    EXPECT_EQ(r.values.to_vector<double>()[2], 7.5);
+    EXPECT_THROW(jit::eval_arrow("a = b * 2", env, validity, cpu_runtime()), jit::ArgumentError);
 }
 
 TEST(ArrowExport, RejectsResultsWithoutAnArrowFormatOrMoreThanOneDimension) {

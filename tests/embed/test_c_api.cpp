@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <cstring>
 #include <memory>
@@ -530,4 +531,46 @@ TEST(CApiLanguage, AByteOrderMarkIsSkippedAndErrorsPointAtTheirColumn) {
     EXPECT_EQ(std::string(jitexpr_last_error()), "name error: unknown name 'q'\nline 1: q + 1\n        ^");
     EXPECT_EQ(jitexpr_eval(rt.get(), "\xEF\xBB\xBF" "1 +* 2", 0, nullptr, &out), JITEXPR_ERROR_PARSE);
     EXPECT_EQ(std::string(jitexpr_last_error()), "syntax error: expected an operand after '+'\nline 1: 1 +* 2\n           ^");
+}
+
+// Issue 17 item 4: destroying a runtime while other threads are inside jitexpr_eval waits for
+// them; none deadlocks, crashes or sees a destroyed thread pool, and each call either completes
+// with the right values or is refused cleanly. Many rounds, since the bug was a race.
+TEST(CApiThreads, DestroyWaitsForTheCallsInFlight) {
+    constexpr int kRounds = 30, kThreads = 6, kN = 400000;
+    std::vector<double> a(kN, 1.5);
+    HostTensor ta;
+    host_tensor(ta, a);
+    const double want = std::sin(1.5) * 2 + std::sqrt(1.5);
+    for (int round = 0; round < kRounds; ++round) {
+        jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+        ASSERT_NE(rt, nullptr) << jitexpr_last_error();
+        std::atomic<int> started{0}, ok{0}, refused{0}, wrong{0};
+        std::vector<std::thread> threads;
+        for (int t = 0; t < kThreads; ++t) {
+            threads.emplace_back([&] {
+                DLManagedTensor* args[1] = {&ta.managed};
+                DLManagedTensor* out = nullptr;
+                started.fetch_add(1);
+                const int rc = jitexpr_eval_dlpack(rt, "sin(a) * 2 + sqrt(a)", 1, args, &out);
+                if (rc == JITEXPR_OK && out) {
+                    const std::vector<double> v = values<double>(out);
+                    (std::abs(v[0] - want) < 1e-12 && std::abs(v[kN - 1] - want) < 1e-12 ? ok : wrong).fetch_add(1);
+                    out->deleter(out);
+                } else if (rc == JITEXPR_ERROR_ARGUMENT && std::strstr(jitexpr_last_error(), "being destroyed")) {
+                    refused.fetch_add(1);
+                } else {
+                    wrong.fetch_add(1);
+                }
+            });
+        }
+        // Every thread is about to call (the call itself takes milliseconds): destroy now, while
+        // they are inside it.
+        while (started.load() < kThreads) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        jitexpr_runtime_destroy(rt);
+        for (auto& th : threads) th.join();
+        EXPECT_EQ(wrong.load(), 0) << "round " << round;
+        EXPECT_EQ(ok.load() + refused.load(), kThreads) << "round " << round;
+    }
 }

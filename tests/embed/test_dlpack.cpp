@@ -219,3 +219,28 @@ TEST(DLPackRoundTrip, ImportedArraysEvaluateLikeOwnedOnes) {
     jit::Array c = rt.eval("a * 2 + b", {jit::from_dlpack(&ha.managed), jit::from_dlpack(&hb.managed)});
     EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{6, 9, 12}));
 }
+
+// ---- DLPack 1.x (versioned) tensors
+
+TEST(DLPackVersioned, RoundTripsWithoutACopyAndCallsTheDeleterOnce) {
+    jit::Array a = jit::Array::from(std::vector<double>{1, 2, 3, 4}, {2, 2}, jit::Backend::Cpu);
+    DLManagedTensorVersioned* t = jit::to_dlpack_versioned(a, DLPACK_FLAG_BITMASK_READ_ONLY);
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(t->version.major, 1u);
+    EXPECT_EQ(t->flags, DLPACK_FLAG_BITMASK_READ_ONLY);
+    EXPECT_EQ(t->dl_tensor.ndim, 2);
+    {
+        jit::Array b = jit::from_dlpack_versioned(t);
+        EXPECT_EQ(b.data(), a.data());
+        EXPECT_EQ(b.to_vector<double>(), (std::vector<double>{1, 2, 3, 4}));
+    }  // b's storage reference (the tensor's deleter) is gone here; a still owns the memory
+    EXPECT_EQ(a.to_vector<double>()[3], 4.0);
+}
+
+TEST(DLPackVersioned, AnotherMajorVersionIsRefusedAndNotConsumed) {
+    jit::Array a = jit::Array::from(std::vector<float>{1}, {}, jit::Backend::Cpu);
+    DLManagedTensorVersioned* t = jit::to_dlpack_versioned(a);
+    t->version.major = 2;
+    EXPECT_THROW(jit::from_dlpack_versioned(t), jit::ArgumentError);
+    t->deleter(t);  // still the caller's
+}

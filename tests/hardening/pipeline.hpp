@@ -1,12 +1,11 @@
 // The front half of jitexpr as one call, for the hardening tests and the fuzz targets: text ->
-// syntax::parse -> dsl::lower (against a fixed set of bound names) -> ir::schedule ->
-// codegen::emit (Flat and forced-Strided layouts). No runtime, no device, no compiler.
+// dsl::plan (against a fixed set of bound names, within the CUDA backend's stage limits) ->
+// cuda::build_kernels (Flat and forced-Strided layouts). No runtime, no device, no compiler.
 #pragma once
 
+#include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
-#include "dsl/lower.hpp"
-#include "dsl/schedule.hpp"
-#include "dsl/syntax.hpp"
+#include "dsl/plan.hpp"
 
 #include <jit/array.hpp>
 
@@ -57,31 +56,20 @@ inline std::vector<std::string> fixed_names() {
     return v;
 }
 
-struct FrontResult {
-    jit::ir::Program program;
-    jit::ir::Schedule schedule;
-    std::vector<jit::codegen::Emitted> emitted;  // default options, then force_strided
+// The plan (program, schedule, aliasing) and its kernels.
+struct FrontResult : jit::ir::Plan {
+    std::vector<jit::codegen::Emitted> emitted;  // Tier::Full, then Tier::Strided
 };
 
 // Runs the whole front half. Throws what the stages throw (jit::Error subclasses, by contract).
-// `bindings` defaults to fixed_bindings().
+// `bindings` defaults to fixed_bindings(), `limits` to the CUDA backend's.
 inline FrontResult run_front(std::string_view text,
-                             const std::map<std::string, jit::dsl::Binding, std::less<>>& bindings = fixed_bindings()) {
-    const jit::syntax::Module module = jit::syntax::parse(text);
-    std::vector<std::string> names;
-    for (const auto& [n, _] : bindings) names.push_back(n);
-    jit::dsl::Lookup lookup = [&](std::string_view name) -> const jit::dsl::Binding* {
-        auto it = bindings.find(name);
-        return it == bindings.end() ? nullptr : &it->second;
-    };
+                             const std::map<std::string, jit::dsl::Binding, std::less<>>& bindings = fixed_bindings(),
+                             const jit::dsl::Limits& limits = jit::cuda::limits()) {
     FrontResult r;
-    r.program = jit::dsl::lower(module, text, lookup, names);
-    r.schedule = jit::ir::schedule(r.program);
-    for (bool strided : {false, true}) {
-        jit::codegen::EmitOptions o;
-        o.force_strided = strided;
-        r.emitted.push_back(jit::codegen::emit(r.program, r.schedule, o));
-    }
+    static_cast<jit::ir::Plan&>(r) = jit::dsl::plan(text, jit::dsl::bindings_of(bindings), limits);
+    for (auto tier : {jit::cuda::Tier::Full, jit::cuda::Tier::Strided})
+        r.emitted.push_back(jit::cuda::build_kernels(r, {}, tier));
     return r;
 }
 

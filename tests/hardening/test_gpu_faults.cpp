@@ -3,7 +3,7 @@
 //     allocation owns) is a sticky jit::CudaError that says the context is unusable and to
 //     restart the process, and every later call fails fast with that error: no crash, no hang;
 //   * a full disk under the CUDA runtime's kernel cache never makes an evaluation fail;
-//   * programs too large for one kernel (ir::kMaxStageNodes) are split and still equal the CPU.
+//   * programs too large for one kernel (cuda::kMaxStageNodes) are split and still equal the CPU.
 // Tests that poison or limit the process run in a child (a gtest death test, "threadsafe"
 // style: a fresh process, so CUDA starts clean there and the suite's context stays healthy).
 #include "backend/cuda/cuda.hpp"
@@ -122,7 +122,8 @@ TEST(CudaFault, IllegalAddressIsStickyAndLaterCallsFailFast) {
                 ".*later synchronize: CUDA error CUDA_ERROR_ILLEGAL_ADDRESS .*restart the process");
 }
 
-// The CUDA runtime with its disk cache on a full disk (a file size limit, SIGXFSZ ignored):
+// The CUDA runtime with its disk cache on a full disk (a file size limit; SIGXFSZ keeps its
+// default disposition, so a write that raised it would end the child):
 // programs compile, run and give the right values; nothing is stored; with space back, the
 // next process's compile is stored.
 [[noreturn]] void eval_with_full_disk(const std::string& dir) {
@@ -130,7 +131,7 @@ TEST(CudaFault, IllegalAddressIsStickyAndLaterCallsFailFast) {
     {
         rlimit old{};
         ::getrlimit(RLIMIT_FSIZE, &old);
-        std::signal(SIGXFSZ, SIG_IGN);
+        if (std::signal(SIGXFSZ, SIG_DFL) != SIG_DFL) code = 44;
         rlimit small = old;
         small.rlim_cur = 256;
         ::setrlimit(RLIMIT_FSIZE, &small);

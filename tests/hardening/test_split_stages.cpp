@@ -1,4 +1,4 @@
-// Program size on CUDA: ir::split_large_stages keeps every kernel at most ir::kMaxStageNodes IR
+// Program size on CUDA: ir::split_large_stages keeps every kernel at most cuda::kMaxStageNodes IR
 // nodes (NVRTC's time grows faster than linearly with kernel size), by storing intermediate
 // values in stages of their own. Checked without a GPU: the split schedule is evaluated stage by
 // stage with a small reference interpreter (each stage may read from memory only what an earlier
@@ -202,12 +202,12 @@ TEST(SplitStages, LimitBelowEightNodesIsAnInternalError) {
 
 TEST(SplitStages, HundredThousandTermSumFitsTheLimitAndKeepsItsValue) {
     const ir::Program p = lower("y = a" + repeat(" + a", 99999));
-    const ir::Schedule split = ir::split_large_stages(p, ir::schedule(p));
+    const ir::Schedule split = ir::split_large_stages(p, ir::schedule(p), cuda::kMaxStageNodes);
     // A chain: each stage but the first reads the previous one's value and adds up to the limit.
-    EXPECT_GE(split.stages.size(), 100000 / ir::kMaxStageNodes + 1);
-    EXPECT_LE(split.stages.size(), 100000 / (ir::kMaxStageNodes / 2) + 1);
+    EXPECT_GE(split.stages.size(), 100000 / cuda::kMaxStageNodes + 1);
+    EXPECT_LE(split.stages.size(), 100000 / (cuda::kMaxStageNodes / 2) + 1);
     Interpreter in(p, inputs_for(p));
-    const auto memory = run_staged(p, split, in, ir::kMaxStageNodes);
+    const auto memory = run_staged(p, split, in, cuda::kMaxStageNodes);
     EXPECT_EQ(memory.at(p.outputs[0].node), (Values{100000, 200000, -300000, 50000}));
 }
 
@@ -300,9 +300,10 @@ TEST(SplitStages, SplitKernelsReadSpilledValuesAndCompileWithNvrtc) {
 
 // `jitexpr precompile` compiles the kernels prepare() loads: the split ones.
 TEST(SplitStages, PrecompileEmitsTheSplitKernels) {
-    const ir::Program p = lower("y = a" + repeat(" + a", 5000));
-    const ir::Schedule s = ir::schedule(p);
-    const std::size_t expected = ir::split_large_stages(p, s).stages.size();
+    const ir::Plan plan = jxharden::run_front("y = a" + repeat(" + a", 5000));
+    const ir::Program& p = plan.program;
+    const std::size_t expected = ir::split_large_stages(p, ir::schedule(p), cuda::kMaxStageNodes).stages.size();
+    EXPECT_EQ(plan.schedule.stages.size(), expected) << "dsl::plan applies the CUDA limit";
     ASSERT_GE(expected, 3u);
     std::vector<std::string> asked;
     cuda::ImageStore store;
@@ -312,7 +313,7 @@ TEST(SplitStages, PrecompileEmitsTheSplitKernels) {
         return std::string("Cimage");
     };
     cuda::CompileOptions co;
-    const auto kernels = cuda::precompile(p, s, co, store);
+    const auto kernels = cuda::precompile(plan, co, store);
     EXPECT_EQ(kernels.size(), expected);
     EXPECT_EQ(asked.size(), expected);
     for (const auto& k : kernels) EXPECT_TRUE(k.already_stored);

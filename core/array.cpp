@@ -1,41 +1,18 @@
+// jit::Array: dtype, shape, strides and storage. Host memory is core's own; the memory of other
+// backends is reached through the device they register (core/device.hpp).
 #include <jit/array.hpp>
 #include <jit/error.hpp>
-#include <jit/runtime.hpp>
 
-#include "api/internal.hpp"
-#include "backend/cuda/cuda.hpp"
-#include "backend/semantics.h"
+#include "core/device.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 namespace jit {
 
 namespace {
-
-// Host memory, 64-byte aligned so that vector loads are aligned on every backend.
-class HostStorage final : public Storage {
-public:
-    explicit HostStorage(std::size_t bytes) : bytes_(bytes) {
-        if (bytes_ > 0) {
-            const std::size_t rounded = (bytes_ + 63) / 64 * 64;
-            ptr_ = std::aligned_alloc(64, rounded);
-            if (!ptr_) throw ArgumentError(fmt::format("out of host memory allocating {} bytes", bytes_));
-        }
-    }
-    ~HostStorage() override { std::free(ptr_); }
-    void* data() const override { return ptr_; }
-    std::size_t bytes() const override { return bytes_; }
-    Backend backend() const override { return Backend::Cpu; }
-
-private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_;
-};
 
 // Memory someone else owns.
 class BorrowedStorage final : public Storage {
@@ -67,15 +44,6 @@ void check_shape(const Shape& shape) {
 
 }  // namespace
 
-namespace detail {
-Backend resolve(Backend b) { return b == Backend::Auto ? Runtime::default_runtime().backend() : b; }
-
-std::shared_ptr<Storage> allocate(std::size_t bytes, Backend b) {
-    if (b == Backend::Cuda) return cuda::make_storage(bytes);
-    return std::make_shared<HostStorage>(bytes);
-}
-}  // namespace detail
-
 struct ArrayAccess {
     static void set_storage(Array& a, std::shared_ptr<Storage> st) { a.storage_ = std::move(st); }
     static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b, std::shared_ptr<Storage> st) {
@@ -101,57 +69,41 @@ Array contiguous_on(DType dtype, Shape shape, Backend backend, Allocate&& alloca
 
 Array Array::empty(DType dtype, Shape shape, Backend backend) {
     check_shape(shape);
-    backend = detail::resolve(backend);
-    return contiguous_on(dtype, std::move(shape), backend, [backend](std::size_t bytes) { return detail::allocate(bytes, backend); });
+    backend = core::resolve(backend);
+    const core::Device& dev = core::device(backend);
+    return contiguous_on(dtype, std::move(shape), backend, [&dev](std::size_t bytes) { return dev.allocate(bytes); });
 }
 
-namespace detail {
-Array empty_for_default_stream(DType dtype, const Shape& shape, Backend backend) {
-    if (backend != Backend::Cuda) return Array::empty(dtype, shape, backend);
-    check_shape(shape);
-    return contiguous_on(dtype, shape, backend, cuda::make_storage_for_default_stream);
-}
-
+namespace core {
 Array prototype(DType dtype, const Shape& shape, Backend backend) {
     check_shape(shape);
     return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, resolve(backend), nullptr);
 }
 
-Array empty_like(const Array& proto, bool default_stream) {
+Array with_storage(const Array& proto, std::shared_ptr<Storage> storage) {
     Array a = proto;
-    const std::size_t bytes = proto.nbytes();
-    ArrayAccess::set_storage(a, default_stream && proto.backend() == Backend::Cuda ? cuda::make_storage_for_default_stream(bytes)
-                                                                                 : allocate(bytes, proto.backend()));
+    ArrayAccess::set_storage(a, std::move(storage));
     return a;
 }
-}  // namespace detail
+}  // namespace core
 
 Array Array::zeros(DType dtype, Shape shape, Backend backend) {
     Array a = empty(dtype, std::move(shape), backend);
     if (a.nbytes() == 0) return a;
-    if (a.backend() == Backend::Cuda) {
-        cuda::memset(a.data(), 0, a.nbytes());
-    } else {
-        std::memset(a.data(), 0, a.nbytes());
-    }
+    core::device(a.backend()).zero(a.data(), a.nbytes());
     return a;
 }
 
 Array Array::from_host(const void* data, DType dtype, Shape shape, Backend backend) {
     Array a = empty(dtype, std::move(shape), backend);
     if (a.nbytes() == 0) return a;
-    if (a.backend() == Backend::Cuda) {
-        cuda::copy_to_device(a.data(), data, a.nbytes());
-        cuda::synchronize();
-    } else {
-        std::memcpy(a.data(), data, a.nbytes());
-    }
+    core::device(a.backend()).from_host(a.data(), data, a.nbytes());
     return a;
 }
 
 Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, std::shared_ptr<void> keep_alive) {
     check_shape(shape);
-    backend = detail::resolve(backend);
+    backend = core::resolve(backend);
     if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
@@ -254,116 +206,33 @@ void Array::check_item() const {
         throw ArgumentError(fmt::format("item() needs an array of one element, not {}", describe()));
 }
 
-namespace {
-
-// Host element conversions with the backends' semantics (backend/semantics.h): float to
-// integer truncates, NaN gives 0, out of range saturates; complex to real keeps the real part.
-// 16-bit floats are read as float and written from double with one rounding.
-template <class F>
-void with_register_type(DType t, F&& f) {
-    switch (t) {
-        case DType::Bool: return f(bool{});
-        case DType::Int8: return f(jx::i8{});
-        case DType::Int16: return f(jx::i16{});
-        case DType::Int32: return f(jx::i32{});
-        case DType::Int64: return f(jx::i64{});
-        case DType::UInt8: return f(jx::u8{});
-        case DType::UInt16: return f(jx::u16{});
-        case DType::UInt32: return f(jx::u32{});
-        case DType::UInt64: return f(jx::u64{});
-        case DType::Float16:
-        case DType::BFloat16:
-        case DType::Float32: return f(float{});
-        case DType::Float64: return f(double{});
-        case DType::Complex64: return f(jx::c64{});
-        case DType::Complex128: return f(jx::c128{});
-    }
-}
-
-template <class R>
-R load_element(const unsigned char* p, DType t) {
-    if (t == DType::Float16 || t == DType::BFloat16) {
-        std::uint16_t h;
-        std::memcpy(&h, p, 2);
-        return static_cast<R>(t == DType::Float16 ? jx::half_to_float(h) : jx::bf16_to_float(h));
-    }
-    R v{};
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-
-template <class R>
-void store_element(unsigned char* p, DType t, const R& v) {
-    if (t == DType::Float16 || t == DType::BFloat16) {
-        const double d = jx::cast<double>(v);
-        const std::uint16_t h = t == DType::Float16 ? jx::double_to_half(d) : jx::double_to_bf16(d);
-        std::memcpy(p, &h, 2);
-        return;
-    }
-    std::memcpy(p, &v, sizeof v);
-}
-
-void convert_elements(const unsigned char* src, DType from, unsigned char* dst, DType to, std::size_t n) {
-    with_register_type(from, [&](auto from_tag) {
-        using RF = decltype(from_tag);
-        with_register_type(to, [&](auto to_tag) {
-            using RT = decltype(to_tag);
-            for (std::size_t i = 0; i < n; ++i) {
-                const RF v = load_element<RF>(src + i * itemsize(from), from);
-                if constexpr (std::is_same_v<RT, float> || std::is_same_v<RT, double>) {
-                    if (to == DType::Float16 || to == DType::BFloat16) {
-                        store_element(dst + i * itemsize(to), to, v);  // rounded once, from the source
-                        continue;
-                    }
-                }
-                store_element(dst + i * itemsize(to), to, jx::cast<RT>(v));
-            }
-        });
-    });
-}
-
-}  // namespace
-
-void Array::copy_to_host_as(void* dst, DType to) const {
-    if (to == dtype_ || (to == DType::UInt8 && dtype_ == DType::Bool)) return copy_to_host(dst);
-    const auto n = static_cast<std::size_t>(size());
-    if (n == 0) return;
-    std::unique_ptr<unsigned char[]> raw(new unsigned char[nbytes()]);
-    copy_to_host(raw.get());
-    convert_elements(raw.get(), dtype_, static_cast<unsigned char*>(dst), to, n);
-}
-
 void Array::copy_to_host(void* dst) const {
     if (size() == 0) return;
     const Array c = contiguous();
-    if (c.backend() == Backend::Cuda) {
-        cuda::copy_to_host(dst, c.data(), c.nbytes());
-        cuda::synchronize();
-    } else {
-        std::memcpy(dst, c.data(), c.nbytes());
-    }
+    core::device(c.backend()).to_host(dst, c.data(), c.nbytes());
 }
 
+// A C-contiguous copy through the device's own copy: no program is compiled for it.
 Array Array::contiguous() const {
     if (is_contiguous()) return *this;
-    return detail::copy_contiguous(*this);
+    Array out = empty(dtype_, shape(), backend_);
+    core::copy(out, *this);
+    return out;
 }
 
 Array Array::to(Backend backend) const {
-    backend = detail::resolve(backend);
+    backend = core::resolve(backend);
     const Array c = contiguous();
     Array out = empty(dtype_, shape(), backend);
     if (out.nbytes() == 0) return out;
-    if (c.backend() == Backend::Cpu && backend == Backend::Cpu) {
-        std::memcpy(out.data(), c.data(), c.nbytes());
-    } else if (c.backend() == Backend::Cpu) {
-        cuda::copy_to_device(out.data(), c.data(), c.nbytes());
-        cuda::synchronize();
+    if (c.backend() == Backend::Cpu) {
+        core::device(backend).from_host(out.data(), c.data(), c.nbytes());
     } else if (backend == Backend::Cpu) {
-        cuda::copy_to_host(out.data(), c.data(), c.nbytes());
-        cuda::synchronize();
+        core::device(c.backend()).to_host(out.data(), c.data(), c.nbytes());
+    } else if (backend == c.backend()) {
+        core::copy(out, c);
     } else {
-        cuda::copy_device(out.data(), c.data(), c.nbytes());
+        throw ArgumentError(fmt::format("cannot copy {} to {} directly", c.describe(), backend_name(backend)));
     }
     return out;
 }

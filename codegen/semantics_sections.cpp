@@ -1,4 +1,4 @@
-// jitexpr — the parts of backend/semantics.h a kernel needs.
+// jitexpr — the parts of dsl/semantics.h a kernel needs.
 //
 // semantics.h is split by marker comments (see docs/cache.md, "Fast cold compiles"):
 //   // @section NAME        the text up to the next @section belongs to NAME (a name may recur:
@@ -169,7 +169,7 @@ Layout parse(std::string_view text) {
 const Layout& layout() {
     static const Layout L = parse(semantics_source());
     if (!L.error.empty())
-        throw InternalError("backend/semantics.h section markers: " + L.error);
+        throw InternalError("dsl/semantics.h section markers: " + L.error);
     return L;
 }
 

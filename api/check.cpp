@@ -1,0 +1,111 @@
+// jit::check and jit::outline (include/jit/check.hpp): the parser and the checker of
+// Runtime::run, stopped before anything is emitted, compiled or run.
+#include <jit/check.hpp>
+
+#include "dsl/ir.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/syntax.hpp"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace jit {
+
+namespace {
+
+// The op-table entry for a call of `name` with `nargs` arguments that is a reduction, if any.
+const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
+    for (const ir::OpInfo& i : ir::op_table()) {
+        if (i.kind != ir::OpKind::Reduction || static_cast<std::size_t>(i.arity) != nargs) continue;
+        std::string_view names = i.names;
+        for (std::size_t pos = 0; pos <= names.size();) {
+            std::size_t bar = names.find('|', pos);
+            if (bar == std::string_view::npos) bar = names.size();
+            if (names.substr(pos, bar - pos) == name) return &i;
+            pos = bar + 1;
+        }
+    }
+    return nullptr;
+}
+
+void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>& out) {
+    if (e.kind == syntax::ExprKind::Call) {
+        if (const ir::OpInfo* r = reduction_named(e.text, e.operands.size())) {
+            OutlineReduction red;
+            red.function = std::string(ir::spelling(r->op));
+            red.statement = statement;
+            red.span = e.span;
+            red.operand = e.operands.at(0)->span;
+            for (const syntax::Keyword& k : e.keywords)
+                red.keywords.emplace_back(k.name, k.value ? k.value->span : k.name_span);
+            out.push_back(std::move(red));
+        }
+    }
+    for (const auto& o : e.operands)
+        if (o) collect(*o, statement, out);
+    for (const auto& k : e.keywords)
+        if (k.value) collect(*k.value, statement, out);
+}
+
+}  // namespace
+
+CheckedProgram check(std::string_view text, const Specs& names) {
+    const syntax::Module module = syntax::parse(text);
+    CheckedProgram out;
+    out.parameters = dsl::parameters(module);
+    std::unordered_map<std::string, dsl::Binding> bindings;
+    std::vector<std::string> bound;
+    for (const auto& [n, spec] : names) {
+        dsl::Binding b;
+        b.kind = spec.scalar ? dsl::Binding::Kind::Scalar : dsl::Binding::Kind::Array;
+        b.dtype = spec.dtype;
+        if (!spec.scalar) {
+            for (const std::int64_t e : spec.shape)
+                if (e < 0) throw ArgumentError("'" + n + "' has a negative extent in its shape");
+            b.shape = spec.shape;
+            b.strides = contiguous_strides(spec.shape);
+        }
+        bindings.emplace(n, std::move(b));
+        bound.push_back(n);
+    }
+    if (module.statements.empty()) return out;
+    const dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+        auto it = bindings.find(std::string(name));
+        return it == bindings.end() ? nullptr : &it->second;
+    };
+    const ir::Program p = dsl::lower(module, text, lookup, bound);
+    out.reduces = p.has_reductions();
+    for (const ir::OutputDecl& od : p.outputs) {
+        if (od.name.empty()) continue;
+        const ir::Node& n = p.node(od.node);
+        auto it = std::find_if(out.assigned.begin(), out.assigned.end(), [&](const CheckedValue& v) { return v.name == od.name; });
+        if (it == out.assigned.end()) out.assigned.push_back(CheckedValue{od.name, n.dtype, n.shape});
+        else *it = CheckedValue{od.name, n.dtype, n.shape};
+    }
+    if (p.result >= 0) {
+        const ir::Node& n = p.node(p.result);
+        std::string name;
+        const syntax::Statement& last = module.statements.back();
+        if (!last.target.empty()) name = last.target;
+        out.result = CheckedValue{name, n.dtype, n.shape};
+    }
+    return out;
+}
+
+Outline outline(std::string_view text) {
+    const syntax::Module module = syntax::parse(text);
+    Outline out;
+    for (std::size_t s = 0; s < module.statements.size(); ++s) {
+        const syntax::Statement& st = module.statements[s];
+        OutlineStatement o;
+        o.target = st.target;
+        o.span = st.span;
+        o.target_span = st.target_span;
+        o.value_span = st.value ? st.value->span : st.span;
+        out.statements.push_back(std::move(o));
+        if (st.value) collect(*st.value, static_cast<int>(s), out.reductions);
+    }
+    return out;
+}
+
+}  // namespace jit

@@ -1,0 +1,30 @@
+// Connects the backends to the value type: core::Array reaches CUDA memory through the device
+// backend/cuda registers, and Backend::Auto means the default runtime's backend. Runs before
+// main(); the library's link interface names jit_devices_registered (api/CMakeLists.txt), so
+// this object is linked into every program that links jitexpr, whatever else it uses.
+#include <jit/runtime.hpp>
+
+#include "backend/cuda/copy.hpp"
+#include "core/device.hpp"
+
+namespace jit {
+namespace {
+
+Backend default_backend() { return Runtime::default_runtime().backend(); }
+
+struct Registration {
+    Registration() {
+        cuda::register_device();
+        core::set_default_backend(&default_backend);
+    }
+};
+const Registration registration;
+
+}  // namespace
+}  // namespace jit
+
+extern "C" {
+// Referenced by the link option of the jitexpr target: keeps this object in every link.
+extern const int jit_devices_registered;
+const int jit_devices_registered = 1;
+}

@@ -1,0 +1,44 @@
+// jitexpr::cuda_info: what was found of the driver, the devices, NVRTC and nvJitLink.
+#include <jit/error.hpp>
+#include <jit/runtime.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <fmt/format.h>
+
+namespace jit {
+
+namespace {
+CudaLibraryInfo library_info(const cuda::LibraryStatus& s) {
+    CudaLibraryInfo i;
+    i.found = s.found;
+    i.loaded = s.loaded;
+    i.path = s.path;
+    i.source = s.how;
+    i.version = s.version;
+    i.error = s.error;
+    return i;
+}
+}  // namespace
+
+CudaInfo cuda_info(bool load_compilers) {
+    CudaInfo info;
+    info.available = cuda::available(&info.reason);
+    if (info.available) {
+        for (int d = 0;; ++d) {
+            try {
+                const cuda::DeviceInfo& dev = cuda::device_info(d);
+                info.driver_version = dev.driver_version;
+                info.devices.push_back(fmt::format("{} (sm_{}{}, {:.0f} GB)", dev.name, dev.cc_major, dev.cc_minor,
+                                                   static_cast<double>(dev.total_memory) / 1e9));
+            } catch (const ArgumentError&) {
+                break;
+            }
+        }
+    }
+    info.nvrtc = library_info(cuda::nvrtc_status(load_compilers));
+    info.nvjitlink = library_info(cuda::nvjitlink_status(load_compilers));
+    return info;
+}
+
+}  // namespace jit

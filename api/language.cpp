@@ -1,0 +1,126 @@
+// The language as data (include/jit/language.hpp): the op table and the syntax tree, copied
+// into the public types.
+#include <jit/language.hpp>
+
+#include "dsl/ir.hpp"
+#include "dsl/literal.hpp"
+#include "dsl/lower.hpp"
+#include "dsl/syntax.hpp"
+
+namespace jit {
+
+const std::vector<FunctionInfo>& functions() {
+    static const std::vector<FunctionInfo> table = [] {
+        std::vector<FunctionInfo> t;
+        for (const ir::OpInfo& i : ir::op_table()) {
+            FunctionInfo f;
+            f.kind = i.kind == ir::OpKind::Operator   ? FunctionInfo::Kind::Operator
+                     : i.kind == ir::OpKind::Function ? FunctionInfo::Kind::Function
+                                                      : FunctionInfo::Kind::Reduction;
+            f.id = std::string(i.id);
+            for (std::string_view names = i.names; !names.empty();) {
+                const auto bar = names.find('|');
+                f.names.emplace_back(names.substr(0, bar));
+                if (bar == std::string_view::npos) break;
+                names.remove_prefix(bar + 1);
+            }
+            f.token = std::string(i.token);
+            f.arity = i.arity;
+            f.doc = std::string(i.doc);
+            t.push_back(std::move(f));
+        }
+        return t;
+    }();
+    return table;
+}
+
+std::vector<std::string> builtin_names() { return dsl::builtin_names(); }
+
+static_assert(kMaxIdentifierBytes == syntax::kMaxIdentifier);
+bool is_variable_name(std::string_view name) { return syntax::is_variable_name(name); }
+
+std::optional<LiteralNumber> fold_literal(std::string_view text, const std::function<bool(std::string_view)>& shadowed) {
+    const syntax::Module m = syntax::parse(text);
+    if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value) return std::nullopt;
+    const dsl::LiteralFolder folder(text, [&shadowed](std::string_view n) -> std::optional<double> {
+        if (shadowed && shadowed(n)) return std::nullopt;
+        return dsl::named_constant(n);
+    });
+    const syntax::Expr& e = *m.statements[0].value;
+    if (!folder.is_literal(e)) return std::nullopt;
+    const dsl::Folded f = folder.fold(e);
+    LiteralNumber r;
+    switch (f.kind) {
+        case dsl::Folded::Kind::Bool:
+            r.kind = LiteralNumber::Kind::Bool;
+            r.b = f.value.b;
+            break;
+        case dsl::Folded::Kind::Float:
+            r.kind = LiteralNumber::Kind::Float;
+            r.f = f.value.f;
+            break;
+        case dsl::Folded::Kind::Complex:
+            r.kind = LiteralNumber::Kind::Complex;
+            r.f = f.value.f;
+            r.im = f.value.im;
+            break;
+        case dsl::Folded::Kind::Int:
+            r.kind = LiteralNumber::Kind::Int;
+            if (f.big) {
+                r.fits_int64 = false;
+                r.big = true;
+                r.digits = f.digits;
+            } else if (f.value.dtype == DType::Int64) {
+                r.i = f.value.i;
+            } else {
+                r.fits_int64 = false;
+                r.u = f.value.u;
+            }
+            break;
+    }
+    return r;
+}
+
+namespace parsed {
+
+namespace {
+
+ExprPtr copy(const syntax::Expr& e) {
+    auto out = std::make_unique<Expr>();
+    out->kind = static_cast<ExprKind>(e.kind);
+    out->span = e.span;
+    out->text = e.text;
+    out->name_span = e.name_span;
+    out->int_value = e.int_value;
+    out->float_value = e.float_value;
+    out->bool_value = e.bool_value;
+    out->operands.reserve(e.operands.size());
+    for (const auto& o : e.operands) out->operands.push_back(copy(*o));
+    out->ops = e.ops;
+    out->op_spans = e.op_spans;
+    for (const auto& k : e.keywords) out->keywords.push_back(Keyword{k.name, k.name_span, copy(*k.value)});
+    return out;
+}
+
+static_assert(static_cast<int>(ExprKind::Call) == static_cast<int>(syntax::ExprKind::Call));
+
+}  // namespace
+
+Module parse(std::string_view text) {
+    const syntax::Module m = syntax::parse(text);
+    Module out;
+    out.statements.reserve(m.statements.size());
+    for (const auto& s : m.statements) {
+        Statement st;
+        st.target = s.target;
+        st.target_span = s.target_span;
+        st.value = s.value ? copy(*s.value) : nullptr;
+        st.span = s.span;
+        out.statements.push_back(std::move(st));
+    }
+    return out;
+}
+
+}  // namespace parsed
+
+}  // namespace jit

@@ -1,0 +1,66 @@
+// jitexpr — running a prepared CUDA program: its loaded kernels, their workspace, and the
+// launch of each (parameter blocks from a run's arrays, launch shapes), without synchronising.
+#pragma once
+
+#include "backend/backend.hpp"
+#include "backend/cuda/cuda.hpp"
+#include "codegen/codegen.hpp"
+#include "dsl/ir.hpp"
+#include "dsl/schedule.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <vector>
+
+namespace jit::cuda {
+
+// True when an array of `shape`/`strides` is laid out C-contiguously (axes of extent 1 ignored).
+bool c_contiguous(const Shape& shape, const Strides& strides);
+// True when two layouts of `shape` address the same elements alike.
+bool same_layout(const Shape& shape, const Strides& a, const Strides& b);
+
+// A kernel ready to launch: its source description, module and entry points.
+struct Loaded {
+    const codegen::KernelSource* kernel = nullptr;
+    ModulePtr module;
+    std::array<void*, 2> fn{};
+    std::vector<std::int64_t> layout;  // shape then read rows; write rows filled per run
+    std::size_t workspace_offset = 0;  // ReduceAll
+};
+
+struct Variant {
+    codegen::Emitted emitted;
+    std::vector<Loaded> kernels;
+};
+
+struct Workspace {
+    void* base = nullptr;
+    std::size_t bytes = 0;
+};
+
+// Launches the kernels of one prepared program.
+class Launcher {
+public:
+    Launcher(const ir::Program& program, const ir::Schedule& schedule) : program(program), schedule(schedule) {}
+    // One kernel on args.stream: its parameters from the run's arrays, its grid from the shapes.
+    void launch(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const;
+
+    const ir::Program& program;
+    const ir::Schedule& schedule;
+    int sm_count = 1;
+    std::map<std::int32_t, std::size_t> temp_offset;  // node -> bytes into the workspace
+
+private:
+    void* array_pointer(const codegen::Param& p, const detail::RunArgs& args, const Workspace& ws) const;
+    // Strides (elements) of the array a kernel writes, over the kernel's iteration space.
+    void write_row(const codegen::KernelSource& k, const codegen::Param& p, const detail::RunArgs& args,
+                   std::int64_t* row) const;
+    static void set_flag(unsigned char* slot, bool on);
+    // Whether every offset a Strided or Tiled kernel forms (and `counts`, the largest loop bound
+    // plus step) fits a 32-bit signed index.
+    static bool fits_int32(const codegen::KernelSource& k, const std::int64_t* layout, std::int64_t counts);
+};
+
+}  // namespace jit::cuda

@@ -1,0 +1,195 @@
+// jitexpr — the CUDA module cache (see module_cache.hpp).
+#include "backend/cuda/module_cache.hpp"
+
+#include "backend/cuda/parallel.hpp"
+
+#include <jit/error.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace jit::cuda {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+std::string encode_image(const Image& img) { return (img.is_cubin ? "C" : "P") + img.data; }
+
+std::optional<Image> decode_image(const std::string& bytes, const CompileOptions& co) {
+    if (bytes.size() < 2 || (bytes[0] != 'C' && bytes[0] != 'P')) return std::nullopt;
+    Image img;
+    img.is_cubin = bytes[0] == 'C';
+    img.data = bytes.substr(1);
+    img.arch = fmt::format("{}_{}{}", img.is_cubin ? "sm" : "compute", co.cc_major, co.cc_minor);
+    return img;
+}
+
+std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileOptions& co) {
+    std::string extra;
+    for (const auto& e : co.extra) extra += e + " ";
+    // Two independent 64-bit hashes and the length of the source: a 128-bit identity.
+    return fmt::format("jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}{}",
+                       codegen::hex64(k.hash), codegen::hex64(codegen::fnv1a(k.source, 0x9e3779b97f4a7c15ULL)),
+                       k.source.size(), k.name, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
+                       co.line_info ? 1 : 0, extra, nvrtc_version(), k.relocatable ? "|rdc=1" : "");
+}
+
+ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity), functions_(1024) {}
+
+std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelSource& f, const CompileOptions& co) {
+    const std::string key = disk_key(f, co);
+    return functions_.get_or_create(key, [&]() -> std::shared_ptr<const Image> {
+        const ImageStore store = image_store();
+        if (auto img = stored_image(store, co, key)) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            ++disk_hits_;
+            return std::make_shared<const Image>(std::move(*img));
+        }
+        Image img = compile(f.source, f.name, co, true);
+        keep_compiled(store, key, img);
+        return std::make_shared<const Image>(std::move(img));
+    });
+}
+
+std::optional<Image> ModuleCache::stored_image(const ImageStore& store, const CompileOptions& co, const std::string& key) {
+    if (!store.get) return std::nullopt;
+    std::optional<std::string> bytes;
+    try {
+        bytes = store.get(key);
+    } catch (...) {
+        bytes.reset();
+    }
+    if (!bytes) return std::nullopt;
+    return decode_image(*bytes, co);
+}
+
+void ModuleCache::keep_compiled(const ImageStore& store, const std::string& key, const Image& img) {
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++compiles_;
+        compile_ms_ += img.compile_ms;
+    }
+    if (store.put) {
+        try {
+            store.put(key, encode_image(img));
+        } catch (...) {
+            // The disk cache is an optimisation; failing to write it is not an error here.
+        }
+    }
+}
+
+Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co) {
+    if (!k.ptx) return compile(k.source, k.name, co, k.relocatable);
+    const auto t0 = Clock::now();
+    std::vector<std::shared_ptr<const Image>> held(k.links.size());
+    parallel_for(k.links.size(), [&](std::size_t i) { held[i] = device_function(k.links[i], co); });
+    std::vector<const Image*> link;
+    for (const auto& h : held) link.push_back(h.get());
+    Image img = assemble_ptx(k.source, k.name, co, link);
+    img.compile_ms = ms_since(t0);  // the functions compiled for it included
+    return img;
+}
+
+ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
+    Lookup local;
+    Lookup& lk = lookup ? *lookup : local;
+    lk = {};
+    const std::string key = disk_key(k, co);
+    bool created = false;
+    ModulePtr m = modules_.get_or_create(key, [&] {
+        created = true;
+        return create(k, co, key, lk);
+    });
+    if (!created) lk.hit = true;  // found in memory, or loaded by the thread that was first
+    return m;
+}
+
+ModulePtr ModuleCache::find(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
+    Lookup local;
+    Lookup& lk = lookup ? *lookup : local;
+    lk = {};
+    const std::string key = disk_key(k, co);
+    if (auto m = modules_.get(key)) {
+        lk.hit = true;
+        return *m;
+    }
+    ModulePtr m = from_store(image_store(), co, key, lk);
+    if (m) modules_.put(key, m);
+    return m;
+}
+
+ImageStore ModuleCache::image_store() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return store_;
+}
+
+// The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
+ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key, Lookup& lk) {
+    auto decoded = stored_image(store, co, key);
+    if (!decoded) return nullptr;
+    auto t0 = Clock::now();
+    try {
+        ModulePtr m = Module::load(*decoded);
+        lk.load_ms = ms_since(t0);
+        lk.hit = true;
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++disk_hits_;
+        return m;
+    } catch (const CudaError& e) {
+        if (e.sticky()) throw;  // the context is lost: compiling afresh cannot help
+        return nullptr;         // a stale or damaged image: the caller compiles afresh
+    }
+}
+
+ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
+                              Lookup& lk) {
+    const ImageStore store = image_store();
+    if (ModulePtr m = from_store(store, co, key, lk)) return m;
+    Image img = build(k, co);
+    lk.compile_ms = img.compile_ms;
+    keep_compiled(store, key, img);
+    auto t0 = Clock::now();
+    ModulePtr m = Module::load(img);
+    lk.load_ms = ms_since(t0);
+    return m;
+}
+
+void ModuleCache::set_image_store(ImageStore store) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    store_ = std::move(store);
+}
+
+void ModuleCache::set_capacity(std::size_t capacity) { modules_.set_capacity(capacity); }
+
+ModuleCache::Stats ModuleCache::stats() const {
+    const cache::MemoryStats ms = modules_.stats();
+    Stats s;
+    s.hits = ms.hits + ms.coalesced;
+    s.evictions = ms.evictions;
+    s.entries = ms.entries;
+    s.capacity = ms.capacity;
+    std::lock_guard<std::mutex> lock(mutex_);
+    s.compiles = compiles_;
+    s.disk_hits = disk_hits_;
+    s.compile_ms = compile_ms_;
+    return s;
+}
+
+void ModuleCache::clear() {
+    modules_.clear();
+    functions_.clear();
+}
+
+std::shared_ptr<ModuleCache> default_module_cache() {
+    static std::shared_ptr<ModuleCache> cache = std::make_shared<ModuleCache>();
+    return cache;
+}
+
+}  // namespace jit::cuda

@@ -1,0 +1,107 @@
+// jitexpr — the CUDA module cache: kernel source -> loaded module, in memory (an LRU with single
+// flight: a kernel asked for by two threads at once is compiled once, different kernels compile
+// in parallel) and, through an ImageStore, on disk.
+#pragma once
+
+#include "backend/cache/cache.hpp"
+#include "backend/cuda/cuda.hpp"
+#include "codegen/codegen.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace jit::cuda {
+
+// Where compiled images persist between processes (backend/cache's disk cache, connected by the
+// runtime). `key` holds every field that changes the binary (source hash and length, entry
+// name, arch, options, NVRTC version) as text; an implementation may hash it again. Both
+// functions must be thread-safe; `get` returns nullopt on a miss. Errors inside are the store's
+// business: throwing from get/put is reported as a miss / ignored.
+struct ImageStore {
+    std::function<std::optional<std::string>(const std::string& key)> get;
+    std::function<void(const std::string& key, const std::string& bytes)> put;
+};
+
+class ModuleCache {
+public:
+    struct Stats {
+        std::uint64_t hits = 0;       // modules found in memory (or being loaded by another thread)
+        std::uint64_t compiles = 0;   // NVRTC compiles
+        std::uint64_t disk_hits = 0;  // images found in the ImageStore
+        std::uint64_t evictions = 0;  // modules dropped from memory by the LRU bound
+        double compile_ms = 0;        // total NVRTC time
+        std::size_t entries = 0;      // modules held
+        std::size_t capacity = 0;     // most modules held
+    };
+    // How one lookup went, for PrepareInfo.
+    struct Lookup {
+        bool hit = false;  // memory or disk: no NVRTC
+        double compile_ms = 0, load_ms = 0;
+    };
+
+    // Keeps at most `capacity` loaded modules, least recently used dropped first (0: none is
+    // kept; a kernel asked for by several threads at once is still compiled once).
+    explicit ModuleCache(std::size_t capacity = 4096);
+    ModuleCache(const ModuleCache&) = delete;
+    ModuleCache& operator=(const ModuleCache&) = delete;
+
+    // The loaded module for `kernel` compiled with `options`: from memory, else from the
+    // ImageStore, else compiled (and given to the store). Threads asking for the same kernel at
+    // once share one compile; different kernels compile in parallel. Throws CompileError /
+    // CudaError; a failure is not cached (the next call tries again).
+    ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
+    // The same without compiling: from memory, else from the ImageStore (then kept in memory);
+    // null when neither has it.
+    ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
+
+    // The image of `kernel` without loading it: NVRTC for C++ kernels (relocatable code for
+    // device functions); nvJitLink for PTX kernels, linked with the device functions they call,
+    // each compiled once and kept (memory, then the ImageStore) for every later kernel. Needs
+    // no driver. Throws CompileError.
+    Image build(const codegen::KernelSource& kernel, const CompileOptions& options);
+    // The relocatable image of a device function (a PTX kernel's `links`): memory, else the
+    // ImageStore, else NVRTC (then stored). Threads asking at once share one compile.
+    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
+
+    void set_image_store(ImageStore store);
+    void set_capacity(std::size_t capacity);
+    Stats stats() const;
+    void clear();  // drops the modules from memory (loaded functions in use stay valid)
+
+    // The text key of a kernel: every field that changes the binary (two independent 64-bit
+    // hashes and the length of the source, entry name, arch, options, NVRTC version). The
+    // memory level is keyed by it, and the ImageStore is given it.
+    static std::string disk_key(const codegen::KernelSource& kernel, const CompileOptions& options);
+
+private:
+    ImageStore image_store() const;  // a copy, taken under the lock
+    ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key, Lookup& lookup);
+    // The image the store holds under `key` (nullopt: no store, a miss, or bytes that do not decode).
+    static std::optional<Image> stored_image(const ImageStore& store, const CompileOptions& options, const std::string& key);
+    // Counts a compile and gives its image to the store (a failing store is ignored).
+    void keep_compiled(const ImageStore& store, const std::string& key, const Image& img);
+    ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
+                     Lookup& lookup);
+
+    cache::MemoryCache<std::string, ModulePtr> modules_;
+    cache::MemoryCache<std::string, std::shared_ptr<const Image>> functions_;  // relocatable device functions
+    mutable std::mutex mutex_;  // store_ and the counters below
+    ImageStore store_;
+    std::uint64_t compiles_ = 0, disk_hits_ = 0;
+    double compile_ms_ = 0;
+};
+
+// The process-wide module cache (what make_cuda_backend uses by default).
+std::shared_ptr<ModuleCache> default_module_cache();
+
+// The bytes an ImageStore holds for an image ('C' or 'P', then the CUBIN or PTX), and back
+// (nullopt for bytes that are not an image).
+std::string encode_image(const Image& img);
+std::optional<Image> decode_image(const std::string& bytes, const CompileOptions& options);
+
+}  // namespace jit::cuda

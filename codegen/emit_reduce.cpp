@@ -1,0 +1,202 @@
+// jitexpr — reduction kernels: ReduceAll and ReduceAxis (see codegen/stage_emitter.hpp).
+#include "codegen/stage_emitter.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+
+namespace jit::codegen::emitter {
+
+void ReduceEmitter::choose_kind() {
+    const ir::Node& r = p_.node(st_.reduce);
+    const int nd = static_cast<int>(st_.shape.size());
+    if (r.axis < 0 || nd <= 1) {
+        kind_ = KernelKind::ReduceAll;
+        flat_reads_ = true;
+        for (auto& a : reads_) flat_reads_ = flat_reads_ && same_flat(a.shape, a.strides, st_.shape);
+        if (opt_.force_strided && nd > 0) flat_reads_ = false;
+    } else {
+        if (r.axis >= nd) internal("reduction axis out of range");
+        kind_ = KernelKind::ReduceAxis;
+    }
+}
+
+std::string ReduceEmitter::kernel(KernelSource& k) {
+    return kind_ == KernelKind::ReduceAll ? reduce_all_kernel(k) : reduce_axis_kernel(k);
+}
+
+std::string ReduceEmitter::finalize(const std::string& acc, const std::string& count) {
+    const ir::Node& r = p_.node(st_.reduce);
+    const std::string t = reg_type(r.dtype);
+    std::string v = acc;
+    if (r.op == ir::Op::Mean) v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
+    return store_conv(r.dtype, v);
+}
+
+void ReduceEmitter::check_reduce_types() {
+    const ir::Node& r = p_.node(st_.reduce);
+    const DType od = p_.node(r.args[0]).dtype;
+    if (r.op == ir::Op::Any || r.op == ir::Op::All) {
+        if (od != DType::Bool || r.dtype != DType::Bool) internal("any/all need bool operand and result");
+    } else if (od != r.dtype) {
+        internal("reduction operand dtype differs from its result");
+    }
+}
+
+std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
+    check_reduce_types();
+    const ir::Node& r = p_.node(st_.reduce);
+    const std::string RT = reg_type(r.dtype);
+    const std::string red = red_type(r.op, r.dtype);
+    const int D = static_cast<int>(st_.shape.size());
+    const int R = flat_reads_ ? 0 : static_cast<int>(reads_.size());
+    k.launch.max_blocks = 2048;
+    k.launch.partial_bytes = static_cast<int>(itemsize(r.dtype == DType::Float16 || r.dtype == DType::BFloat16
+                                                           ? DType::Float32 : r.dtype));
+    if (r.dtype == DType::Bool) k.launch.partial_bytes = 1;
+    const std::size_t partial_area = k.launch.workspace_bytes() - 16;
+    if (!flat_reads_) {
+        k.launch.ndim = D;
+        k.launch.layout_rows = R;
+    }
+    for (auto& a : reads_) a.broadcast = flat_reads_ && shape_size(a.shape) == 1 && shape_size(st_.shape) != 1;
+    add_array_params(k, !flat_reads_);
+    for (auto& p : k.params)
+        if (p.written) p.layout_row = -1;  // one element: no strides
+    Param cnt;
+    cnt.kind = Param::Kind::Count;
+    k.params.push_back(cnt);
+    if (!flat_reads_) {
+        Param lay;
+        lay.kind = Param::Kind::Layout;
+        k.params.push_back(lay);
+    }
+    Param ws;
+    ws.kind = Param::Kind::Workspace;
+    k.params.push_back(ws);
+
+    std::string s = "// full reduction: per-thread accumulation, block reduce, partials, last block combines in order\n";
+    if (!flat_reads_) s += layout_struct(D, R);
+    s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const long long n, {}void* __restrict__ ws) {{\n",
+                     launch_bounds(), array_params(false), flat_reads_ ? "" : "const jx_layout L, ");
+    s += fmt::format("    using R = {};\n", red);
+    s += fmt::format("    {}* partial = static_cast<{}*>(ws);\n", RT, RT);
+    s += fmt::format("    unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + {});\n", partial_area);
+    s += fmt::format("    {} acc = R::identity();\n", RT);
+    s += "    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+    s += "    const long long step = static_cast<long long>(gridDim.x) * blockDim.x;\n";
+    std::vector<std::string> rd;
+    if (flat_reads_) {
+        for (auto& a : reads_) {
+            if (a.broadcast) {
+                s += fmt::format("    const {} x_{} = {}[0];\n", store_type(a.dtype), a.name, a.name);
+                rd.push_back("x_" + a.name);
+            } else {
+                rd.push_back(a.name + "[i]");
+            }
+        }
+        s += fmt::format("    for (long long i = first; i < n; i += step) acc = R::combine(acc, jx_compute({}));\n",
+                         call_args(rd, {}));
+    } else {
+        s += "    for (long long i = first; i < n; i += step) {\n";
+        for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);
+        s += "        long long rest = i;\n";
+        s += "#pragma unroll\n";
+        s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 1);
+        s += "            const long long c = rest % L.shape[d];\n";
+        s += "            rest /= L.shape[d];\n";
+        for (int q = 0; q < R; ++q) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", q);
+        s += "        }\n";
+        int q = 0;
+        for (auto& a : reads_) rd.push_back(fmt::format("{}[p{}]", a.name, q++));
+        s += fmt::format("        acc = R::combine(acc, jx_compute({}));\n", call_args(rd, {}));
+        s += "    }\n";
+    }
+    s += "    acc = jx_block_reduce<R>(acc);\n";
+    s += "    __shared__ bool last;\n";
+    s += "    if (threadIdx.x == 0) {\n";
+    s += "        partial[blockIdx.x] = acc;\n";
+    s += "        __threadfence();\n";
+    s += "        last = atomicAdd(ticket, 1u) == gridDim.x - 1u;\n";
+    s += "    }\n";
+    s += "    __syncthreads();\n";
+    s += "    if (!last) return;\n";
+    s += "    __threadfence();\n";
+    s += fmt::format("    {} total = R::identity();\n", RT);
+    s += "    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) total = R::combine(total, jx_ldcg(partial + b));\n";
+    s += "    total = jx_block_reduce<R>(total);\n";
+    s += "    if (threadIdx.x == 0) {\n";
+    s += fmt::format("        {}[0] = {};\n", writes_.at(0).name, finalize("total", "n"));
+    s += "        *ticket = 0u;\n";
+    s += "    }\n}\n";
+    k.entries.push_back("jx_kernel");
+    return s;
+}
+
+std::string ReduceEmitter::reduce_axis_kernel(KernelSource& k) {
+    check_reduce_types();
+    const ir::Node& r = p_.node(st_.reduce);
+    const std::string RT = reg_type(r.dtype);
+    const int D = static_cast<int>(st_.shape.size());
+    const int AX = r.axis;
+    const int R = static_cast<int>(reads_.size() + writes_.size());
+    const bool warp = AX == D - 1;
+    k.launch.ndim = D;
+    k.launch.layout_rows = R;
+    k.launch.axis = AX;
+    k.launch.warp_per_output = warp;
+    add_array_params(k, true);
+    Param lay;
+    lay.kind = Param::Kind::Layout;
+    k.params.push_back(lay);
+
+    std::string s = warp ? "// axis reduction over the last axis: one warp per output element\n"
+                         : "// axis reduction over an outer axis: one thread per output element\n";
+    s += layout_struct(D, R);
+    s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const jx_layout L) {{\n", launch_bounds(),
+                     array_params(false));
+    s += fmt::format("    using R = {};\n", red_type(r.op, r.dtype));
+    s += "    long long outputs = 1;\n";
+    s += "#pragma unroll\n";
+    s += fmt::format("    for (int d = 0; d < {}; ++d) if (d != {}) outputs *= L.shape[d];\n", D, AX);
+    s += fmt::format("    const long long len = L.shape[{}];\n", AX);
+    s += "    const long long gid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
+    s += "    const long long gsize = static_cast<long long>(gridDim.x) * blockDim.x;\n";
+    if (warp) {
+        s += "    const long long lane = threadIdx.x & 31;\n";
+        s += "    for (long long o = gid >> 5; o < outputs; o += gsize >> 5) {\n";
+    } else {
+        s += "    for (long long o = gid; o < outputs; o += gsize) {\n";
+    }
+    for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);
+    s += "        long long rest = o;\n";
+    s += "#pragma unroll\n";
+    s += fmt::format("        for (int d = {}; d >= 0; --d) {{\n", D - 1);
+    s += fmt::format("            if (d == {}) continue;\n", AX);
+    s += "            const long long c = rest % L.shape[d];\n";
+    s += "            rest /= L.shape[d];\n";
+    for (int q = 0; q < R; ++q) s += fmt::format("            p{0} += c * L.stride[{0}][d];\n", q);
+    s += "        }\n";
+    for (int q = 0; q < static_cast<int>(reads_.size()); ++q)
+        s += fmt::format("        const long long t{0} = L.stride[{0}][{1}];\n", q, AX);
+    std::vector<std::string> rd;
+    int q = 0;
+    for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + j * t{}]", a.name, q, q)); ++q; }
+    s += fmt::format("        {} acc = R::identity();\n", RT);
+    s += fmt::format("        for (long long j = {}; j < len; j += {}) acc = R::combine(acc, jx_compute({}));\n",
+                     warp ? "lane" : "0", warp ? "32" : "1", call_args(rd, {}));
+    if (warp) {
+        s += "#pragma unroll\n";
+        s += "        for (int d = 16; d > 0; d >>= 1) acc = R::combine(acc, jx_shfl_down(acc, d));\n";
+        s += "        if (lane == 0) ";
+    } else {
+        s += "        ";
+    }
+    s += fmt::format("{}[p{}] = {};\n", writes_.at(0).name, R - 1, finalize("acc", "len"));
+    s += "    }\n}\n";
+    k.entries.push_back("jx_kernel");
+    return s;
+}
+
+}  // namespace jit::codegen::emitter

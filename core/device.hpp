@@ -1,0 +1,72 @@
+// jitexpr — what core asks of the memory of a backend, and what the layers above core use of
+// it that the public headers do not show.
+//
+// jit::Array (include/jit/array.hpp, implemented in core/array.cpp) knows host memory itself.
+// Memory of another backend is reached through a Device: functions its backend registers
+// (backend/cuda: cuda::register_device). Array::empty/zeros/from_host/to/contiguous and
+// copy_to_host call them; nothing in core calls a compiler or a runtime.
+#pragma once
+
+#include <jit/array.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+namespace jit::core {
+
+// A copy between two arrays of one shape and element size, as core hands it to a device: axes
+// of extent 1 dropped and axes that both arrays walk contiguously merged, so `ndim` is
+// usually 1 or 2. Strides in elements. `ndim` is 0 for a single element.
+struct CopyLayout {
+    int ndim = 0;
+    std::int64_t shape[kMaxDims] = {};
+    std::int64_t dst_stride[kMaxDims] = {};
+    std::int64_t src_stride[kMaxDims] = {};
+    std::size_t item = 0;  // bytes per element
+    std::int64_t size() const;
+    // Both arrays dense and in the same order: one block copy of size() * item bytes.
+    bool dense() const { return ndim == 0 || (ndim == 1 && dst_stride[0] == 1 && src_stride[0] == 1); }
+};
+// The layout of a copy from `src` into `dst` (same shape, same itemsize).
+CopyLayout copy_layout(const Array& dst, const Array& src);
+
+struct Device {
+    // Fresh memory of `bytes` bytes.
+    std::shared_ptr<Storage> (*allocate)(std::size_t bytes) = nullptr;
+    // Sets `bytes` bytes at `dst` to zero (queued on the default stream).
+    void (*zero)(void* dst, std::size_t bytes) = nullptr;
+    // Host to device and back; complete when they return.
+    void (*from_host)(void* dst, const void* src, std::size_t bytes) = nullptr;
+    void (*to_host)(void* dst, const void* src, std::size_t bytes) = nullptr;
+    // Element-wise copy within the device's memory, queued on `stream` (null: the default one).
+    void (*copy)(void* dst, const void* src, const CopyLayout& layout, void* stream) = nullptr;
+};
+
+// Registers the device of backend `b` (not Cpu, which is core's own host memory). The device
+// must live as long as the process. Thread-safe.
+void register_device(Backend b, const Device* device);
+// The device of `b` (host memory for Cpu). Throws NoDeviceError when no backend registered one.
+const Device& device(Backend b);
+// The host device: 64-byte aligned memory, memcpy and strided loops.
+const Device& host_device();
+std::shared_ptr<Storage> host_storage(std::size_t bytes);
+// Bytes of host memory this process could still get: the system's available memory, or less
+// under an address-space limit (ulimit -v). For the figures of an OutOfMemoryError.
+std::uint64_t host_memory_available();
+
+// What Backend::Auto means: set by the layer that owns the default runtime. Without one, Auto
+// is the CPU.
+void set_default_backend(Backend (*resolve)());
+Backend resolve(Backend b);
+
+// Copies `src` into `dst` (same dtype and shape, either on any layout) on the device of their
+// backend, queued on `stream`. Throws ArgumentError for arrays that differ.
+void copy(const Array& dst, const Array& src, void* stream = nullptr);
+
+// A C-contiguous array of that dtype and shape with no storage: a prototype for with_storage.
+Array prototype(DType dtype, const Shape& shape, Backend backend);
+// `proto` (sharing its dimensions, so nothing is allocated for them) on `storage`.
+Array with_storage(const Array& proto, std::shared_ptr<Storage> storage);
+
+}  // namespace jit::core

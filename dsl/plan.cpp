@@ -1,0 +1,92 @@
+#include "dsl/plan.hpp"
+
+#include <algorithm>
+
+namespace jit::dsl {
+
+namespace {
+
+// Inputs each stage reads, directly or through the values it computes inline. A stage reads
+// from memory only the values that every backend reads from memory: Reduce results and spilled
+// nodes that another stage stores. Any other value, an output stored by another stage included,
+// is computed again where it is used, and so reads the inputs it is computed from.
+std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
+    std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
+    std::vector<std::int32_t> stack;
+    std::vector<char> seen(p.nodes.size());
+    for (std::size_t k = 0; k < s.stages.size(); ++k) {
+        std::fill(seen.begin(), seen.end(), 0);
+        const ir::Stage& st = s.stages[k];
+        stack.clear();
+        if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        for (auto n : st.stores) stack.push_back(n);
+        while (!stack.empty()) {
+            const std::int32_t n = stack.back();
+            stack.pop_back();
+            if (seen[static_cast<std::size_t>(n)]) continue;
+            seen[static_cast<std::size_t>(n)] = 1;
+            const ir::Node& nd = p.node(n);
+            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
+            const bool from_memory = nd.kind == ir::NodeKind::Reduce || s.is_spilled(n);
+            if (from_memory && by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
+            if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
+            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
+        }
+    }
+    return r;
+}
+
+// In-place outputs: direct only when the stage writing it stores nothing else and no other
+// elementwise stage reads the array (reduction stages run before and are safe).
+std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedule& s) {
+    const auto reads = inputs_read_by_stage(p, s);
+    std::vector<std::uint8_t> direct(p.outputs.size(), 0);
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const ir::OutputDecl& od = p.outputs[o];
+        if (od.alias_input < 0) continue;
+        const std::int32_t stage = s.stored_by[static_cast<std::size_t>(od.node)];
+        const ir::Stage& st = s.stages[static_cast<std::size_t>(stage)];
+        const std::size_t alias = static_cast<std::size_t>(od.alias_input);
+        // A reduction writes its result after reading all of its operand, so it may write
+        // into an array that no stage reads (`s = sum(x)` into an existing s: no copy,
+        // nothing allocated, and so capturable into a CUDA graph).
+        const bool reduce = st.kind == ir::Stage::Kind::Reduce;
+        bool ok = p.inputs[alias].shape == p.node(od.node).shape &&
+                  (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
+                          : st.stores.size() == 1 && p.inputs[alias].shape == st.shape);
+        for (std::size_t k = 0; k < s.stages.size() && ok; ++k)
+            if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
+                (reduce || s.stages[k].kind == ir::Stage::Kind::Elementwise))
+                ok = false;
+        direct[o] = ok ? 1 : 0;
+    }
+    return direct;
+}
+
+}  // namespace
+
+ir::Plan plan(ir::Program program, const Limits& limits) {
+    ir::Plan r;
+    r.program = std::move(program);
+    const ir::Program& p = r.program;
+    ir::Schedule s = ir::schedule(p);
+    // Aliasing is decided on the schedule before the stage limits apply: splitting only adds
+    // stages that store operands of an output before the stage that writes it, and an operand
+    // of an output written in place is computed from the input's old values, so a decision
+    // that holds for this schedule holds for the split one.
+    r.direct_alias = decide_aliasing(p, s);
+    r.schedule = limits.max_stage_nodes > 0 ? ir::split_large_stages(p, s, limits.max_stage_nodes) : std::move(s);
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (p.outputs[o].node == p.result) r.result_output = static_cast<std::int32_t>(o);
+    return r;
+}
+
+ir::Plan plan(const syntax::Module& module, std::string_view text, const Bindings& bindings, const Limits& limits) {
+    return plan(lower(module, text, bindings.lookup, bindings.names), limits);
+}
+
+ir::Plan plan(std::string_view text, const Bindings& bindings, const Limits& limits) {
+    return plan(syntax::parse(text), text, bindings, limits);
+}
+
+}  // namespace jit::dsl

@@ -1,0 +1,82 @@
+// jitexpr — a program checked without running or compiling anything.
+//
+// For callers that must know what a program gives before any data exists: a graph builder
+// (jitexpr.dask) sets a result's dtype and shape when the graph is made, and splits a program
+// at its reductions. check() parses and checks exactly as Runtime::run does (the same parser and
+// checker, the same errors with a caret), from dtypes and shapes alone: no kernel is emitted,
+// compiled or run, no memory is allocated for arrays.
+//
+//   jit::Specs s{{"a", jit::ValueSpec::array(jit::DType::Float32, {1000, 3})},
+//                {"x", jit::ValueSpec::host_scalar(jit::DType::Float64)}};
+//   jit::CheckedProgram p = jit::check("c = a * x; s = sum(c, axis=0)", s);
+//   // p.assigned: c float32 [1000, 3], s float32 [3]; p.result: s
+#pragma once
+
+#include <jit/array.hpp>
+#include <jit/dtype.hpp>
+#include <jit/error.hpp>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace jit {
+
+// What a name is bound to, for check(): an array of a dtype and shape, or a host scalar, which is
+// weakly typed as in jit::Runtime (Bool, Int64, Float64 or Complex128: a Python bool, int, float
+// or complex).
+struct ValueSpec {
+    bool scalar = false;
+    DType dtype = DType::Float64;
+    Shape shape;  // arrays only; C-contiguous is assumed (layout never changes a dtype or shape)
+
+    static ValueSpec array(DType d, Shape s) { return ValueSpec{false, d, std::move(s)}; }
+    static ValueSpec host_scalar(DType d) { return ValueSpec{true, d, {}}; }
+};
+using Specs = std::map<std::string, ValueSpec, std::less<>>;
+
+struct CheckedValue {
+    std::string name;  // empty for the value of a last statement that assigns nothing
+    DType dtype = DType::Float64;
+    Shape shape;
+};
+
+struct CheckedProgram {
+    std::vector<std::string> parameters;  // names read before assigned, in order (jit::parameters)
+    std::vector<CheckedValue> assigned;   // every assigned name, its last value, in order of first assignment
+    std::optional<CheckedValue> result;   // the last statement's value; none for an empty program
+    bool reduces = false;                 // whether any statement reduces (sum, mean, ...)
+};
+
+// Parses and checks `text` with the names bound as `names` says. Throws what Runtime::run
+// would: ParseError, NameError (an unbound name, with a suggestion), TypeError, ShapeError,
+// ValueError, each with the caret. Values that only the data decides (an integer scalar's sign
+// as an exponent) are not checked here.
+CheckedProgram check(std::string_view text, const Specs& names);
+
+// Where things are in the text (byte offsets), from the syntax alone.
+struct OutlineStatement {
+    std::string target;       // empty: a bare expression
+    SourceSpan span;          // the whole statement
+    SourceSpan target_span;   // the target name
+    SourceSpan value_span;    // the expression
+};
+struct OutlineReduction {
+    std::string function;      // the first spelling in the op table: "sum", "prod", "min", "max", "mean", "any", "all"
+    int statement = 0;         // index into Outline::statements
+    SourceSpan span;           // the whole call
+    SourceSpan operand;        // the reduced expression
+    std::vector<std::pair<std::string, SourceSpan>> keywords;  // as written: ("axis", span of its value)
+};
+struct Outline {
+    std::vector<OutlineStatement> statements;
+    std::vector<OutlineReduction> reductions;  // in text order; a reduction inside another's operand comes after it
+};
+
+// Parses `text` (ParseError with the caret) and lists its statements and reduction calls.
+Outline outline(std::string_view text);
+
+}  // namespace jit

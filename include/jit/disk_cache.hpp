@@ -1,0 +1,35 @@
+// jitexpr — the disk cache of compiled kernels as a user manages it (`jitexpr cache
+// stats|clear|verify`; docs/cache.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace jit {
+
+struct DiskCacheReport {
+    bool enabled = false;
+    std::string disabled_reason;  // why, when not enabled
+    std::string directory;
+    std::uint64_t entries = 0;    // stats: files in the cache; clear: files there before
+    std::uint64_t bytes = 0;      // stats: their total size
+    std::uint64_t checked = 0, valid = 0;  // verify
+    std::uint64_t removed = 0;             // clear: entries removed; verify: damaged entries and stale temporaries
+    std::uint64_t temporaries = 0;         // clear: stale temporary files removed
+    std::uint64_t old_format_removed = 0;  // clear: files of the previous format (v1) removed
+    std::vector<std::string> problems;     // verify: each file removed, and why
+    // Files found in the cache that are not jitexpr's (or not readable by this build): named,
+    // with why, and left in place. Only files jitexpr wrote are ever removed.
+    std::vector<std::string> left;
+};
+
+// `dir` empty: the runtime's default ($JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else
+// ~/.cache/jitexpr; JITEXPR_DISK_CACHE=0 disables it).
+DiskCacheReport disk_cache_stats(const std::string& dir = {});
+// Removes every entry jitexpr wrote; anything else is named in `left` and kept.
+DiskCacheReport clear_disk_cache(const std::string& dir = {});
+// Checks every entry and removes those that are damaged.
+DiskCacheReport verify_disk_cache(const std::string& dir = {});
+
+}  // namespace jit

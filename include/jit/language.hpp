@@ -1,0 +1,112 @@
+// jitexpr — the language as data, for tools built on it (the CLI's completion and array
+// constructors, bindings, documentation): its functions and names, and the syntax tree of a text.
+#pragma once
+
+#include <jit/error.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace jit {
+
+struct FunctionInfo {
+    enum class Kind : std::uint8_t { Operator, Function, Reduction };
+    Kind kind = Kind::Function;
+    std::string id;                  // "Arcsin"
+    std::vector<std::string> names;  // functions and reductions: "arcsin", "asin"; operators: empty
+    std::string token;               // operators: "+"; otherwise empty
+    int arity = 0;
+    std::string doc;
+};
+// Every operator, function and reduction of the language, in the op table's order.
+const std::vector<FunctionInfo>& functions();
+// Every name the language knows (functions, dtype names used as casts, constants), sorted.
+std::vector<std::string> builtin_names();
+// The longest identifier the language accepts, in bytes.
+inline constexpr std::size_t kMaxIdentifierBytes = 256;
+// Whether a program can read and assign a variable of this name: an identifier of at most
+// kMaxIdentifierBytes that is not a keyword (and, or, not, True, False).
+bool is_variable_name(std::string_view name);
+
+// A literal-only expression as the language folds it: Python's exact arithmetic on literals and
+// the named constants before NumPy's rules see the number (2**8 is 256, 7 // -2 is -4, 2**-1 is
+// 0.5; docs/language.md, "Literals").
+struct LiteralNumber {
+    enum class Kind : std::uint8_t { Bool, Int, Float, Complex };
+    Kind kind = Kind::Int;
+    bool b = false;                 // Bool
+    bool fits_int64 = true;         // Int: the value is `i`; else it fits uint64 (`u`) or neither (`big`)
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    bool big = false;               // Int past uint64: `digits` holds it
+    std::string digits;
+    double f = 0.0, im = 0.0;       // Float (f), Complex (f + im j)
+};
+// Folds `text`, one expression, when it is made only of literals, named constants and Python
+// operators; nullopt when it is anything else (a name, a function call). `shadowed(name)` says
+// whether a binding shadows a named constant (then the name is a variable and nothing folds).
+// Throws ParseError, and ValueError or TypeError (division by zero, an integer past the fold's
+// limit) with a caret into `text`.
+std::optional<LiteralNumber> fold_literal(std::string_view text,
+                                          const std::function<bool(std::string_view)>& shadowed = {});
+
+// The syntax tree of a text: plain data, with byte spans into the text. Operators are spelled
+// as written ("+", "//", "and").
+namespace parsed {
+
+enum class ExprKind : std::uint8_t {
+    Int,      // integer literal: int_value; text is the literal
+    Float,    // float literal: float_value
+    Bool,     // True / False: bool_value
+    Name,     // identifier: text
+    Chain,    // operands[0] ops[0] operands[1] ... operands[n] (binary operators of one level)
+    Unary,    // ops[0] operands[0]: "-", "+", "~" or "not"
+    Ternary,  // operands[0] ? operands[1] : operands[2]
+    Call,     // text(operands...) with keyword arguments
+};
+
+struct Expr;
+using ExprPtr = std::unique_ptr<Expr>;
+
+struct Keyword {
+    std::string name;
+    SourceSpan name_span;
+    ExprPtr value;
+};
+
+struct Expr {
+    ExprKind kind = ExprKind::Int;
+    SourceSpan span;        // the whole expression
+    std::string text;       // Name/Call: identifier; Int/Float: literal as written
+    SourceSpan name_span;   // Call: the function name
+    std::uint64_t int_value = 0;
+    double float_value = 0.0;
+    bool bool_value = false;
+    std::vector<ExprPtr> operands;
+    std::vector<std::string> ops;      // Chain/Unary: operator spellings
+    std::vector<SourceSpan> op_spans;  // span of each operator
+    std::vector<Keyword> keywords;     // Call only
+};
+
+struct Statement {
+    std::string target;  // empty: a bare expression
+    SourceSpan target_span;
+    ExprPtr value;
+    SourceSpan span;     // the whole statement
+};
+
+struct Module {
+    std::vector<Statement> statements;
+};
+
+// Parses a whole program. Throws ParseError (with a caret) on any syntax error.
+Module parse(std::string_view text);
+
+}  // namespace parsed
+
+}  // namespace jit

@@ -1,0 +1,330 @@
+"""jitexpr's own Python API: evaluate, run, compile (Kernel), precompile, info, threads.
+
+Variables are always bound **by name** — from keywords, from ``local_dict``, from the caller's
+frame — never by position, so ``evaluate("b*2 + a")`` means what it says whatever the order.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import threading
+
+from typing import Any, Mapping, Optional
+
+import numpy as np
+
+from . import _jitexpr as _core
+from ._errors import ArgumentError, TypeError as JxTypeError
+
+__all__ = [
+    "evaluate", "run", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
+    "set_num_threads", "get_num_threads", "Runtime", "Tensor", "parameters",
+]
+
+Runtime = _core.Runtime
+Tensor = _core.Tensor
+
+# The named constants a variable of the same name shadows (when bound by name).
+_CONSTANTS = ("pi", "e", "inf", "nan")
+_CONSTANT_RE = re.compile(r"(?<![\w.])(pi|e|inf|nan)(?![\w.])")
+
+# text -> (names the program reads, named constants it mentions); bounded.
+_names_cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+_names_lock = threading.Lock()
+
+
+def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        return _names_cache[text]
+    except KeyError:
+        pass
+    if not isinstance(text, str):
+        raise JxTypeError(f"the expression must be a str, not {type(text).__name__}")
+    params = tuple(_core.parameters(text))
+    consts = tuple(sorted(set(_CONSTANT_RE.findall(text)))) if any(c in text for c in ("pi", "e", "inf", "nan")) else ()
+    with _names_lock:
+        if len(_names_cache) >= 4096:
+            _names_cache.clear()
+        _names_cache[text] = (params, consts)
+    return params, consts
+
+
+def parameters(text: str) -> list[str]:
+    """The names ``text`` reads before assigning them, in order of first appearance."""
+    return list(_names_of(text)[0])
+
+
+def _bind(text, names, local_dict, depth):
+    """{name: value} for every name `text` reads that is bound somewhere, and for the named
+    constants it mentions that a variable shadows. Unbound names are left out: the checker then
+    reports them with a caret and a suggestion. The caller's frame is looked at only for names
+    that the keywords and ``local_dict`` do not give."""
+    params, consts = _names_of(text)
+    bound = {}
+    missing = []
+    for n in params:
+        if names and n in names:
+            bound[n] = names[n]
+        elif local_dict is not None and n in local_dict:
+            bound[n] = local_dict[n]
+        else:
+            missing.append(n)
+    for n in consts:
+        if names and n in names:
+            bound[n] = names[n]
+        elif local_dict is not None and n in local_dict:
+            bound[n] = local_dict[n]
+        else:
+            missing.append(n)
+    if not missing:
+        return bound
+    frame = sys._getframe(depth)
+    frame_globals = frame.f_globals
+    frame_locals = frame.f_locals if local_dict is None else None
+    try:
+        for n in missing:
+            if frame_locals is not None and n in frame_locals:
+                v = frame_locals[n]
+            elif n in frame_globals:
+                v = frame_globals[n]
+            else:
+                continue
+            # A constant's name that a module or function happens to have is not a variable.
+            if n in _CONSTANTS and (callable(v) or isinstance(v, type(sys))):
+                continue
+            bound[n] = v
+    finally:
+        # Before Python 3.13 f_locals is a snapshot dict holding references to the caller's
+        # variables: let go of them (numexpr does the same), except at module level, where it is
+        # the globals themselves. From 3.13 it is a write-through proxy, which must be left alone.
+        if type(frame_locals) is dict and frame_locals is not frame_globals:
+            frame_locals.clear()
+        del frame
+    return bound
+
+
+def _to_library(result):
+    """A Tensor result into the library its inputs came from (CuPy in, CuPy out)."""
+    if type(result) is not Tensor:
+        return result
+    lib = getattr(result, "library", "")
+    if result.shape == () and lib in ("pyarrow", "polars", "duckdb"):
+        # A reduction over Arrow columns: a Python scalar, None when no row was valid.
+        v = result.validity()
+        return None if v is not None and not bool(v) else result.numpy().item()
+    try:
+        if lib == "cupy":
+            import cupy
+            return cupy.from_dlpack(result)
+        if lib == "torch":
+            import torch
+            return torch.from_dlpack(result)
+        if lib in ("pyarrow", "duckdb"):
+            import pyarrow
+            return pyarrow.array(result)
+        if lib == "polars":
+            import polars
+            return polars.Series(result)
+    except ImportError:
+        pass
+    return result
+
+
+def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out: Any = None,
+             backend: Optional[str] = None, stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> Any:
+    """Evaluates the expression (or program) ``ex`` and returns its value.
+
+    Variables are bound by name: first from the keywords, then from ``local_dict`` (a mapping)
+    or, without one, the caller's local variables, then the caller's globals::
+
+        c = jitexpr.evaluate("a * 2 + b")             # a, b from the caller's frame
+        c = jitexpr.evaluate("a * 2 + b", a=x, b=y)   # keywords
+        c = jitexpr.evaluate("a * 2 + b", {"a": x, "b": y})
+
+    ``ex`` is one expression or several statements (``t = a*2; t + b``): the value of the last
+    one is returned. A variable named ``pi``, ``e``, ``inf`` or ``nan`` shadows the constant.
+    The keyword names ``out``, ``backend`` and ``stream`` are this function's own: bind
+    variables of those names through ``local_dict``.
+
+    Values: NumPy arrays (any strides, 0-d), NumPy scalars (strongly typed, as in NumPy 2),
+    Python scalars (weakly typed: ``float32_array * 2.5`` stays float32), anything with
+    ``__cuda_array_interface__`` or ``__dlpack__`` (CuPy, PyTorch, JAX, Numba), Arrow columns
+    (``__arrow_c_array__``/``__arrow_c_stream__``: pyarrow, Polars, DuckDB results; nulls
+    propagate) and whatever ``numpy.asarray`` takes.
+
+    Where it runs: on the CPU for host data, on CUDA for device data, on the producer's current
+    stream (CuPy's, PyTorch's) unless ``stream=`` (a ``cudaStream_t`` as an int) is given. Host
+    and device inputs together are an error unless ``backend='cuda'`` (or ``'cpu'``) asks for
+    the copies.
+
+    Returns a NumPy array owning jitexpr's memory for host results (0-d for reductions), the
+    input library's array for device results (CuPy in, CuPy out), a pyarrow.Array / polars.Series
+    for Arrow inputs, or ``out`` itself when given: the value is written into ``out`` in place
+    (same-kind casting, broadcast to its shape).
+
+    Raises jitexpr.ParseError (a SyntaxError), NameError, TypeError, ShapeError (a ValueError),
+    ValueError, ArgumentError, with the line and a caret under the cause.
+    """
+    bound = _bind(ex, names, local_dict, _frame_depth + 1)
+    return _to_library(_core.evaluate(ex, bound, out, backend, stream, None))
+
+
+def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
+        stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> dict[str, Any]:
+    """Runs a program of statements and returns ``{name: value}`` for every name it assigns.
+
+    Names are bound as for :func:`evaluate`. An assignment to a variable bound to an existing
+    array writes into that array in place (it is returned as that same object); other
+    assignments make new arrays::
+
+        r = jitexpr.run("t = a * 2; c = t + b; s = sum(c)", a=a, b=b)   # {'t': ..., 'c': ..., 's': ...}
+    """
+    bound = _bind(program, names, local_dict, _frame_depth + 1)
+    result = _core.run(program, bound, backend, stream, None)
+    return {k: _to_library(v) for k, v in result.items()}
+
+
+def _dtype_name(d):
+    if isinstance(d, str) and d in ("float", "int", "bool", "complex"):
+        return d
+    if d in (float, int, bool, complex):
+        return d.__name__
+    return np.dtype(d).name
+
+
+class Kernel:
+    """A program parsed once and evaluated many times (:func:`compile`).
+
+    ``k(**names)``, ``k(local_dict)``, with ``out=``, ``backend=``, ``stream=`` as in
+    :func:`evaluate`. With a signature (names to dtypes) the program is fully checked when the
+    kernel is made, and calls with other dtypes are refused; without one each combination of
+    dtypes and shapes is prepared on its first call and kept. A kernel pickles as its text and
+    signature (what a Dask task carries): unpickled on a worker, it compiles there, through that
+    worker's memory and disk cache.
+    """
+
+    __slots__ = ("_text", "_signature", "_params", "__weakref__")
+
+    def __init__(self, text: str, signature: Optional[Mapping[str, Any]] = None) -> None:
+        if not isinstance(text, str):
+            raise JxTypeError(f"the program must be a str, not {type(text).__name__}")
+        self._text = text
+        self._params = tuple(_names_of(text)[0])
+        self._signature = None
+        if signature is not None:
+            sig = {str(k): _dtype_name(v) for k, v in dict(signature).items()}
+            missing = [p for p in self._params if p not in sig]
+            if missing:
+                raise ArgumentError(f"the signature gives no dtype for {', '.join(missing)}")
+            self._signature = sig
+            # Checked now: every name bound to a 1-element array (or scalar) of its dtype.
+            _core.evaluate(text, {k: _probe(v) for k, v in sig.items()}, None, "cpu", None, None)
+
+    @property
+    def text(self):
+        return self._text
+
+    @property
+    def signature(self):
+        return dict(self._signature) if self._signature is not None else None
+
+    @property
+    def parameters(self):
+        return list(self._params)
+
+    def __call__(self, local_dict: Optional[Mapping[str, Any]] = None, /, *, out: Any = None,
+                 backend: Optional[str] = None, stream: Optional[int] = None, **names: Any) -> Any:
+        bound = _bind(self._text, names, local_dict, 2)
+        if self._signature is not None:
+            for n, v in bound.items():
+                want = self._signature.get(n)
+                if want is None or want in ("float", "int", "bool", "complex"):
+                    continue
+                got = getattr(v, "dtype", None)
+                if got is not None and str(got) != want and str(got).replace("torch.", "") != want:
+                    raise JxTypeError(f"'{n}' has dtype {got} but the kernel's signature says {want}")
+        return _to_library(_core.evaluate(self._text, bound, out, backend, stream, None))
+
+    def __reduce__(self):
+        return (Kernel, (self._text, self._signature))
+
+    def __repr__(self):
+        sig = "" if self._signature is None else f", signature={self._signature!r}"
+        return f"jitexpr.Kernel({self._text!r}{sig})"
+
+
+def _probe(dtype_name):
+    if dtype_name in ("float", "int", "bool", "complex"):
+        return {"float": 1.0, "int": 1, "bool": True, "complex": 1j}[dtype_name]
+    return np.ones((1,), dtype=dtype_name)
+
+
+def compile(text: str, signature: Optional[Mapping[str, Any]] = None) -> "Kernel":  # noqa: A001
+    """A reusable :class:`Kernel` for ``text``; syntax errors are raised now.
+
+    ``signature`` maps each variable to a dtype (``{"a": "float32", "x": float}``; the Python
+    types ``float``/``int``/``bool``/``complex`` stand for scalars): the program is then checked
+    for names and dtypes at once.
+    """
+    return Kernel(text, signature)
+
+
+def precompile(text: str, signature: Mapping[str, Any], backend: str = "cuda") -> dict:
+    """Prepares ``text`` for the dtypes of ``signature`` on ``backend`` now (CUDA: compiles its
+    kernels into the memory and disk cache), by evaluating it once on one-element arrays, so the
+    first real call does not wait for a compile. Returns the runtime's cache statistics."""
+    rt = _core.default_runtime(backend)
+    _core.evaluate(text, {k: _probe(_dtype_name(v)) for k, v in dict(signature).items()}, None, backend, None, None)
+    rt.wait_for_compiles()
+    return rt.stats()
+
+
+def stats(backend: str = "cpu") -> dict:
+    """Cache statistics of the default runtime of ``backend``: hits, misses, compiles,
+    compile_ms, disk_hits, entries."""
+    return _core.default_runtime(backend).stats()
+
+
+def cuda_available() -> bool:
+    """True when a CUDA driver and a device are present (arrays on the device run there)."""
+    return bool(_core.cuda_info(False)["available"])
+
+
+def info(load_compilers: bool = False) -> dict:
+    """What jitexpr found on this machine and why CUDA is or is not in use.
+
+    ``{'version', 'cuda': {'available', 'reason', 'driver_version', 'devices', 'nvrtc': {...},
+    'nvjitlink': {...}}, 'cpu_threads'}``; each compiler entry says ``found``, ``loaded``,
+    ``path``, ``source`` (``"the system toolkit"``, ``"an NVIDIA wheel"``, ``"JITEXPR_NVRTC"``),
+    ``version`` and ``error``. NVRTC and nvJitLink are loaded only when a kernel is compiled;
+    ``load_compilers=True`` loads them now to say whether they work.
+    """
+    return {
+        "version": _core.__version__,
+        "cuda": _core.cuda_info(load_compilers),
+        "cpu_threads": get_num_threads(),
+    }
+
+
+def set_num_threads(n: int) -> int:
+    """Sets the number of CPU threads (the calling one included) used by later evaluations on
+    the CPU; returns the previous number. Calls in flight finish with their threads."""
+    n = int(n)
+    if n < 1:
+        raise ArgumentError(f"the number of threads must be at least 1, not {n}")
+    old = get_num_threads()
+    _core.set_cpu_threads(n)
+    return old
+
+
+def get_num_threads() -> int:
+    """The number of CPU threads evaluations use."""
+    n = _core.cpu_threads()
+    if n > 0:
+        return n
+    env = os.environ.get("JITEXPR_THREADS")
+    if env and env.isdigit() and int(env) > 0:
+        return int(env)
+    return os.cpu_count() or 1

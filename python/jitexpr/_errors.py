@@ -1,0 +1,73 @@
+"""The exceptions jitexpr raises.
+
+Each is a ``jitexpr.Error`` and also the built-in exception a Python or NumPy user would expect
+for the same mistake, so ``except SyntaxError`` / ``except TypeError`` / ``except ValueError``
+keep working when code moves from numexpr or NumPy to jitexpr.
+
+Errors in the program text (``ParseError``, ``NameError``, ``TypeError``, ``ShapeError``,
+``ValueError``) carry ``message`` (the bare sentence), ``source`` (the text), ``span`` (the byte
+range ``(begin, end)`` of the cause) and ``kind``; ``str(e)`` quotes the line with a caret::
+
+    jitexpr.TypeError: type error: operator '&' is not supported for float64
+    line 1: a & b
+            ^^^^^
+"""
+
+import builtins
+
+__all__ = [
+    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
+    "IOError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+]
+
+
+class Error(Exception):
+    """Base of every exception jitexpr raises."""
+
+
+class ParseError(Error, builtins.SyntaxError):
+    """The text is not a program (a syntax error, with a caret)."""
+
+
+class NameError(Error, builtins.NameError):  # noqa: A001 - the jitexpr name, on purpose
+    """An unknown variable or function, a wrong number of arguments, an unknown keyword."""
+
+
+class TypeError(Error, builtins.TypeError):  # noqa: A001
+    """A dtype the operation does not take, or a value that does not fit ``out``'s dtype."""
+
+
+class ShapeError(Error, builtins.ValueError):
+    """Shapes that do not broadcast, an axis out of range, an ``out`` of the wrong shape."""
+
+
+class ValueError(Error, builtins.ValueError):  # noqa: A001
+    """A literal that does not fit its dtype, an integer to a negative integer power, ..."""
+
+
+class ArgumentError(Error, builtins.ValueError):
+    """Arguments that do not fit the program: host and device arrays mixed, a closed runtime, ..."""
+
+
+class IOError(Error, builtins.OSError):  # noqa: A001
+    """A file that cannot be read or written, or is not what it claims to be."""
+
+
+class CompileError(Error, builtins.RuntimeError):
+    """NVRTC rejected generated code: a bug in jitexpr (please report it)."""
+
+
+class CudaError(Error, builtins.RuntimeError):
+    """A CUDA driver call failed."""
+
+
+class NoDeviceError(Error, builtins.RuntimeError):
+    """CUDA was asked for, but there is no driver, no device, or no NVRTC to compile with."""
+
+
+class InternalError(Error, builtins.RuntimeError):
+    """A bug in jitexpr: an invariant did not hold."""
+
+
+class CancelledError(Error, builtins.RuntimeError):
+    """A call stopped by ``Runtime.cancel()`` (Ctrl-C raises ``KeyboardInterrupt`` instead)."""

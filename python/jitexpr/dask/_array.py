@@ -1,0 +1,433 @@
+"""jitexpr programs over dask.array: graph building.
+
+Everything here runs on the client when the graph is made: programs are checked (parse, names,
+dtypes, shapes: ``jitexpr.check``) and turned into layers; nothing is compiled or computed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import numbers
+
+import numpy as np
+
+from .. import _api
+from .._check import check_specs, outline, spec_of
+from .._errors import ArgumentError, InternalError, ShapeError
+from .._errors import TypeError as JxTypeError
+from . import _tasks
+
+_REDUCTIONS = ("sum", "prod", "min", "max", "mean", "any", "all", "std", "var", "argmin", "argmax")
+_IN_LANGUAGE = ("sum", "prod", "min", "max", "mean", "any", "all")
+
+
+def _da():
+    import dask.array as da
+    return da
+
+
+def _is_dask(v):
+    try:
+        import dask.array as da
+    except ImportError:  # pragma: no cover - jitexpr.dask needs dask
+        return False
+    return isinstance(v, da.Array)
+
+
+def _text_of(ex):
+    """Program text and signature of ``ex`` (a str, or a jitexpr.Kernel: its text and signature)."""
+    if isinstance(ex, _api.Kernel):
+        return ex.text, ex.signature
+    if not isinstance(ex, str):
+        raise JxTypeError(f"the program must be a str or a jitexpr.Kernel, not {type(ex).__name__}")
+    return ex, None
+
+
+def _unknown_to_placeholder(shape):
+    # An unknown extent (NaN: after boolean indexing, say) is checked as a size that broadcasts
+    # with nothing but itself; the graph's chunks come from Dask either way.
+    return tuple(7919 if (e != e) else int(e) for e in shape)
+
+
+def _spec(name, v):
+    if _is_dask(v):
+        return ("array", np.dtype(v.dtype).name, _unknown_to_placeholder(v.shape))
+    return spec_of(name, v)
+
+
+def _specs(values):
+    return {n: _spec(n, v) for n, v in values.items()}
+
+
+def _check_kernel_signature(text, signature, values):
+    if signature is None:
+        return
+    for n, v in values.items():
+        want = signature.get(n)
+        if want is None or want in ("float", "int", "bool", "complex"):
+            continue
+        got = getattr(v, "dtype", None)
+        if got is not None and np.dtype(got).name != want:
+            raise JxTypeError(f"'{n}' has dtype {np.dtype(got).name} but the kernel's signature says {want}")
+
+
+def _meta_of(values, ndim, dtype):
+    """An empty array of the inputs' library (CuPy blocks give CuPy results)."""
+    for v in values:
+        meta = getattr(v, "_meta", None)
+        if meta is not None and type(meta).__module__.startswith("cupy"):
+            import cupy
+            return cupy.empty((0,) * ndim, dtype=dtype)
+    return np.empty((0,) * ndim, dtype=dtype)
+
+
+def _numpy_to_dask(arr, out_ndim, dask_args):
+    """A NumPy array among Dask arrays: chunked as the Dask arrays are along its dimensions, so
+    that no rechunk layer is needed (extent-1 dimensions broadcast as in ``da.blockwise``)."""
+    da = _da()
+    chunks = []
+    off = out_ndim - arr.ndim
+    for d, e in enumerate(arr.shape):
+        c = None
+        if e != 1:
+            for x in dask_args:
+                dx = d + off - (out_ndim - x.ndim)
+                if 0 <= dx < x.ndim and x.shape[dx] == e:
+                    c = x.chunks[dx]
+                    break
+        chunks.append(c if c is not None else (e,))
+    return da.from_array(arr, chunks=tuple(chunks), asarray=False)
+
+
+def _block_args(params, values, out_ndim):
+    """Positional (array, index) pairs for da.blockwise, inputs trailing-aligned to the output's
+    dimensions as NumPy broadcasts; scalars and 0-d NumPy arrays go into the task as they are."""
+    dask_args = [values[n] for n in params if _is_dask(values[n])]
+    args, names, signature = [], [], {}
+    for n in params:
+        v = values[n]
+        if isinstance(v, np.ndarray) and v.ndim > 0:
+            v = _numpy_to_dask(v, out_ndim, dask_args)
+        if _is_dask(v):
+            if v.ndim > out_ndim:
+                raise InternalError(f"'{n}' has more dimensions than the result")
+            args += [v, tuple(range(out_ndim - v.ndim, out_ndim))]
+            signature[n] = np.dtype(v.dtype).name
+        else:
+            if isinstance(v, np.ndarray):
+                v = v[()] if v.ndim == 0 else v
+            args += [v, None]
+            sp = spec_of(n, v)
+            signature[n] = sp[1]
+        names.append(n)
+    return args, names, signature
+
+
+def _bound_values(text, bound):
+    """Dask arrays as they are; NumPy arrays and scalars as they are; anything else with a dtype
+    and a shape (CuPy) as a one-chunk Dask array; the rest through NumPy."""
+    out = {}
+    for n, v in bound.items():
+        if _is_dask(v) or isinstance(v, (np.ndarray, np.generic, numbers.Number)):
+            out[n] = v
+        elif hasattr(v, "dtype") and hasattr(v, "shape"):
+            out[n] = _da().from_array(v, chunks=v.shape, asarray=False) if len(v.shape) else v
+        else:
+            out[n] = np.asarray(v)
+    return out
+
+
+def _params_in(text, values):
+    params, consts = _api._names_of(text)
+    return [n for n in params] + [c for c in consts if c in values]
+
+
+def elementwise(text, values, *, outputs=None):
+    """One blockwise layer running ``text`` (no reductions) on each block: its value, or with
+    ``outputs`` one blockwise layer whose blocks are tuples, and one selection per output."""
+    da = _da()
+    params = _params_in(text, values)
+    info = check_specs(text, _specs({n: values[n] for n in params}))
+    if outputs is None:
+        res = info.result
+        if res is None:
+            raise ArgumentError("the program is empty: it has no value")
+        out_ndim = len(res.shape)
+        if not any(_is_dask(values[n]) or (isinstance(values[n], np.ndarray) and values[n].ndim) for n in params):
+            # Nothing to chunk: a one-chunk array over the value (still computed on a worker).
+            args, names, sig = _block_args(params, values, out_ndim)
+            vals = [a for a in args[::2]]
+            return da.from_delayed(_delayed(_tasks.Program(text, names, sig), vals), shape=res.shape,
+                                   dtype=res.dtype, meta=np.empty((0,) * out_ndim, dtype=res.dtype))
+        args, names, sig = _block_args(params, values, out_ndim)
+        out = da.blockwise(_tasks.Program(text, names, sig), tuple(range(out_ndim)), *args, token="jitexpr",
+                           dtype=res.dtype, meta=_meta_of([values[n] for n in params], out_ndim, res.dtype))
+        _agree(out, res, text)
+        return out
+    # Several outputs: the blockwise index is the broadcast of all of them.
+    outs = [info.assigned[o] for o in outputs]
+    out_ndim = builtins.max([len(o.shape) for o in outs] + [0])
+    full = np.broadcast_shapes(*[o.shape for o in outs]) if outs else ()
+    args, names, sig = _block_args(params, values, out_ndim)
+    meta = _meta_of([values[n] for n in params], out_ndim, np.float64)
+    if not any(_is_dask(a) for a in args[::2]):
+        vals = [a for a in args[::2]]
+        t = _delayed(_tasks.Program(text, names, sig, outputs), vals)
+        return {o.name: da.from_delayed(_delayed_get(t, k), shape=o.shape, dtype=o.dtype,
+                                        meta=np.empty((0,) * len(o.shape), dtype=o.dtype)) for k, o in enumerate(outs)}
+    tmp = da.blockwise(_tasks.Program(text, names, sig, outputs), tuple(range(out_ndim)), *args, token="jitexpr",
+                       dtype=np.float64, meta=meta)
+    result = {}
+    for k, o in enumerate(outs):
+        result[o.name] = _select(tmp, k, o, full, out_ndim, [values[n] for n in params])
+    return result
+
+
+def _delayed(fn, args):
+    import dask
+    return dask.delayed(fn, pure=True)(*args)
+
+
+def _delayed_get(t, k):
+    import dask
+    return dask.delayed(_tasks.select, pure=True)(t, k)
+
+
+def _select(tmp, k, o, full, out_ndim, inputs):
+    """Output ``k`` of the tuple blocks of ``tmp``, as a Dask array of ``o``'s shape: along the
+    dimensions it lacks or has at extent 1 (it was broadcast there), block 0 holds it."""
+    from dask.array.core import Array
+    from dask.base import tokenize
+    from dask.highlevelgraph import HighLevelGraph
+    import itertools
+
+    nd = len(o.shape)
+    off = out_ndim - nd
+    name = f"jitexpr-{o.name}-" + tokenize(tmp.name, k)
+    chunks = []
+    for d in range(nd):
+        e = o.shape[d]
+        c = tmp.chunks[d + off]
+        chunks.append(c if (e != 1 or len(c) == 1 and c[0] == 1) else (1,))
+    dsk = {}
+    for idx in itertools.product(*[range(len(c)) for c in chunks]):
+        src = [0] * out_ndim
+        for d in range(nd):
+            src[d + off] = idx[d]
+        dsk[(name,) + idx] = (_tasks.select, (tmp.name,) + tuple(src), k)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[tmp])
+    return Array(graph, name, tuple(chunks), meta=_meta_of(inputs, nd, o.dtype))
+
+
+def _agree(out, res, text):
+    shape = tuple(out.shape)
+    if any(e != e for e in shape):
+        return
+    if shape != tuple(res.shape) or out.dtype != res.dtype:
+        raise InternalError(f"the graph of {text!r} has shape {shape} and dtype {out.dtype}, but jitexpr's checker "
+                            f"says {tuple(res.shape)} {res.dtype}")
+
+
+# ---------------------------------------------------------------------------------------- reductions
+
+def _normalize_axes(axis, ndim, kind):
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, numbers.Integral):
+        axis = (int(axis),)
+    out = []
+    for a in axis:
+        if not isinstance(a, numbers.Integral):
+            raise ArgumentError(f"axis must be an int, a tuple of ints or None, not {type(a).__name__}")
+        a = int(a)
+        if a < -ndim or a >= ndim:
+            raise ShapeError(f"axis {a} is out of bounds for an array of {ndim} dimension{'' if ndim == 1 else 's'}")
+        a = a + ndim if a < 0 else a
+        if a in out:
+            raise ArgumentError(f"axis {a} is repeated")
+        out.append(a)
+    if kind in ("argmin", "argmax") and len(out) > 1:
+        raise ArgumentError(f"{kind} takes one axis or None (the index into the flattened array), not {tuple(axis)}")
+    return tuple(sorted(out))
+
+
+def _fresh(prefix, taken):
+    k = 0
+    while f"{prefix}{k}" in taken:
+        k += 1
+    return f"{prefix}{k}"
+
+
+def reduce(kind, text, values, axis=None, keepdims=False, ddof=0, split_every=None):
+    """``kind`` over ``axis`` of the elementwise expression ``text``: a fused jitexpr chunk
+    layer, then dask.array.reduction with jitexpr combine and aggregate steps."""
+    da = _da()
+    if kind not in _REDUCTIONS:
+        raise ArgumentError(f"unknown reduction {kind!r}; jitexpr.dask has {', '.join(_REDUCTIONS)}")
+    params = _params_in(text, values)
+    operand_vals = {n: values[n] for n in params}
+    info = check_specs(text, _specs(operand_vals))
+    if info.result is None:
+        raise ArgumentError("the expression to reduce is empty")
+    opnd = info.result
+    ndim = len(opnd.shape)
+    axes = _normalize_axes(axis, ndim, kind)
+    flat_arg = kind in ("argmin", "argmax") and axis is None and ndim > 1
+    # The result's dtype, from the checker where the language has the reduction.
+    acc = None
+    nan = False
+    if kind in _IN_LANGUAGE:
+        r = check_specs(f"{kind}({text})", _specs(operand_vals)).result
+        dtype = r.dtype
+        if kind == "mean" and np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize < 4:
+            acc = "float32"  # float16 partial sums would lose most of their digits
+    elif kind in ("var", "std"):
+        mean_dt = np.dtype(check_specs(f"mean({text})", _specs(operand_vals)).result.dtype)
+        wide = {"c": "complex128"}.get(mean_dt.kind, "float64")
+        if mean_dt.kind in "fc" and mean_dt.itemsize <= (8 if mean_dt.kind == "c" else 4):
+            wide = "complex64" if mean_dt.kind == "c" else "float32"
+        acc = wide
+        dtype = _tasks._real_dtype(mean_dt)
+    else:
+        r = check_specs(f"{kind[3:]}({text})", _specs(operand_vals)).result  # min/max rules (no complex)
+        nan = np.dtype(r.dtype).kind in "fc"
+        dtype = np.dtype(np.int64)
+    if ndim == 0:
+        axes = ()
+    # The chunk layer: the fused program on each block, reduced over `axes`.
+    args, names, sig = _block_args(params, values, ndim)
+    index = None
+    if kind in ("argmin", "argmax"):
+        idx_dims = tuple(range(ndim)) if flat_arg else axes
+        if ndim == 0:
+            idx_dims = ()
+        terms = []
+        for k, d in enumerate(idx_dims):
+            stride = int(np.prod(opnd.shape[d + 1:])) if flat_arg else 1
+            terms.append(f"jx_i{k}_" if stride == 1 else f"jx_i{k}_ * {stride}")
+        index = (" + ".join(terms) if terms else "0", idx_dims)
+    chunk = _tasks.Chunk(kind, text, names, sig, axes, ndim, acc=acc, index=index, nan=nan)
+    dask_inputs = [a for a in args[::2] if _is_dask(a)]
+    if not dask_inputs:  # NumPy and scalars only: one block
+        idx = [np.arange(opnd.shape[d], dtype=np.int64) for d in index[1]] if index is not None else []
+        partials = da.from_delayed(_delayed(chunk, list(args[::2]) + idx), shape=(1,) * ndim, dtype=np.float64,
+                                   meta=np.empty((0,) * ndim))
+    else:
+        extra = []
+        if index is not None:
+            chunks_of = _output_chunks(args, ndim)
+            for d in index[1]:
+                extra += [da.arange(opnd.shape[d], chunks=(chunks_of[d],), dtype=np.int64), (d,)]
+        partials = da.blockwise(chunk, tuple(range(ndim)), *args, *extra, token=f"jitexpr-{kind}-chunk",
+                                dtype=np.float64, meta=_meta_of(dask_inputs, ndim, np.float64),
+                                adjust_chunks={a: 1 for a in axes})
+    out_ndim = ndim if keepdims else ndim - len(axes)
+    meta = _meta_of(dask_inputs, out_ndim, dtype)
+    combine = _tasks.Combine(kind, axes, ndim, False, np.dtype(dtype).name, ddof)
+    aggregate = _tasks.Combine(kind, axes, ndim, True, np.dtype(dtype).name, ddof)
+    return da.reduction(partials, _tasks.Keep(), aggregate, axis=axes, keepdims=keepdims, dtype=dtype,
+                        split_every=split_every, combine=combine, concatenate=False, meta=meta,
+                        name=f"jitexpr-{kind}")
+
+
+def _output_chunks(args, ndim):
+    """The chunks da.blockwise gives the output of these (array, index) pairs."""
+    from dask.array.core import unify_chunks
+    chunkss, _ = unify_chunks(*args)
+    out = []
+    for d in range(ndim):
+        out.append(chunkss[d] if d in chunkss else (1,))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- programs
+
+def _render(text, span, inner, names):
+    """text[span] with each reduction call in ``inner`` (spans inside ``span``, not nested in one
+    another) replaced by its placeholder name."""
+    b, e = span
+    out, at = [], b
+    for r in sorted(inner, key=lambda r: r["span"][0]):
+        s0, s1 = r["span"]
+        out.append(text[at:s0])
+        out.append(names[id(r)])
+        at = s1
+    out.append(text[at:e])
+    return "".join(out)
+
+
+def _children(reds, span):
+    """The reductions directly inside ``span`` (not inside another one there)."""
+    b, e = span
+    inside = [r for r in reds if b <= r["span"][0] and r["span"][1] <= e]
+    return [r for r in inside if not any(o is not r and o["span"][0] <= r["span"][0] and r["span"][1] <= o["span"][1]
+                                         for o in inside)]
+
+
+def _axis_of(text, r, ndim):
+    axis = None
+    for k, (b, e) in r["keywords"]:
+        if k == "axis":
+            axis = int(text[b:e].replace(" ", ""))
+    return axis
+
+
+def program(text, values, outputs=None):
+    """``text`` over Dask arrays: its value (``outputs`` None), or {name: array} of ``outputs``.
+
+    Without reductions: one blockwise layer. With reductions: each reduction call becomes a
+    fused jitexpr chunk layer and a tree of jitexpr combines (dask.array.reduction); what is
+    around them, one blockwise layer per statement (which Dask fuses with its neighbours)."""
+    params = _params_in(text, values)
+    info = check_specs(text, _specs({n: values[n] for n in params}))  # every user error here, with the caret
+    for n in info.assigned:
+        if n in values and n in params and (_is_dask(values[n]) or isinstance(values[n], np.ndarray)):
+            raise ArgumentError(f"'{n}' is assigned, but it is an input: Dask arrays are not written in place; "
+                                f"assign to a new name")
+    if not info.reduces:
+        if outputs is None:
+            return elementwise(text, values)
+        return elementwise(text, values, outputs=outputs)
+    ol = outline(text)
+    reds = [{"function": f, "statement": st, "span": sp, "operand": osp, "keywords": kw}
+            for f, st, sp, osp, kw in ol["reductions"]]
+    env = dict(values)
+    taken = set(params) | set(info.assigned) | set(_api._names_of(text)[0])
+    last = None
+    for s, (target, span, tspan, vspan) in enumerate(ol["statements"]):
+        mine = [r for r in reds if r["statement"] == s]
+        placeholder = {}
+
+        def compute(r):
+            # Inner reductions first, then this one over its rendered operand.
+            for c in _children(mine, r["operand"]):
+                compute(c)
+            operand = _render(text, r["operand"], _children(mine, r["operand"]), placeholder)
+            opinfo = check_specs(operand, _specs({n: env[n] for n in _params_in(operand, env)}))
+            nd = len(opinfo.result.shape)
+            value = reduce(r["function"], operand, env, axis=_axis_of(text, r, nd))
+            name = _fresh("jx_r", taken)
+            taken.add(name)
+            placeholder[id(r)] = name
+            env[name] = value
+
+        top = _children(mine, vspan)
+        for r in top:
+            compute(r)
+        rest = _render(text, vspan, top, placeholder).strip()
+        if rest in env and rest in placeholder.values():
+            value = env[rest]
+        else:
+            value = elementwise(rest, env)
+        if target:
+            env[target] = value
+        last = value
+    if outputs is None:
+        res = info.result
+        _agree(last, res, text)
+        return last
+    out = {}
+    for o in outputs:
+        _agree(env[o], info.assigned[o], text)
+        out[o] = env[o]
+    return out

@@ -1,0 +1,271 @@
+"""What a Dask task runs on a worker: jitexpr programs over one block (or a few partials).
+
+Every callable here pickles as plain data — program text, the names it binds, the dtypes it
+was checked with — never a compiled module or a device pointer. On the worker the text goes
+through ``jitexpr.evaluate`` / ``jitexpr.run``: the runtime of that process prepares it once
+(memory cache; CUDA kernels also through the disk cache) and every later block is a cache hit.
+NumPy blocks run on the CPU backend, CuPy blocks on the worker's GPU on CuPy's current stream.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import _api
+from .._errors import TypeError as JxTypeError
+
+# The largest int64: the "no index" of arg reductions (every real index is smaller).
+NO_INDEX = 9223372036854775807
+
+
+def _xp(block):
+    """numpy or cupy, whichever ``block`` belongs to."""
+    mod = type(block).__module__
+    if mod.startswith("cupy"):
+        import cupy
+        return cupy
+    return np
+
+
+def _check_signature(names, signature, blocks):
+    """The dtypes the graph was checked with must be the blocks' (a Dask meta that lied, or a
+    chunk function elsewhere that changed a dtype, would otherwise give silently other types)."""
+    for n, b in zip(names, blocks):
+        want = signature.get(n)
+        got = getattr(b, "dtype", None)
+        if want is None or got is None:
+            continue
+        if np.dtype(got).name != want:
+            raise JxTypeError(f"a block of '{n}' has dtype {np.dtype(got).name}, but the graph was built for {want}")
+
+
+class Program:
+    """``block -> jitexpr.evaluate(text)`` (``outputs`` None) or a tuple of the named outputs of
+    ``jitexpr.run(text)``. ``names``: the parameter bound to each positional block; ``signature``:
+    {name: dtype name} the graph was checked with."""
+
+    __slots__ = ("text", "names", "signature", "outputs")
+
+    def __init__(self, text, names, signature, outputs=None):
+        self.text = text
+        self.names = tuple(names)
+        self.signature = dict(signature)
+        self.outputs = None if outputs is None else tuple(outputs)
+
+    def __reduce__(self):
+        return (Program, (self.text, self.names, self.signature, self.outputs))
+
+    def __repr__(self):
+        return f"jitexpr.dask.Program({self.text!r})"
+
+    def __call__(self, *blocks):
+        _check_signature(self.names, self.signature, blocks)
+        env = dict(zip(self.names, blocks))
+        if self.outputs is None:
+            return _api.evaluate(self.text, env)
+        r = _api.run(self.text, env)
+        return tuple(r[o] for o in self.outputs)
+
+
+def select(t, k):
+    """Output ``k`` of a :class:`Program` with several outputs."""
+    return t[k]
+
+
+# ---------------------------------------------------------------------------------------- reductions
+
+def reduce_text(fn, operand, axes, ndim):
+    """jitexpr text reducing ``operand`` (of ``ndim`` dimensions) over ``axes`` with ``fn``:
+    ``fn(x)`` over every axis, else one reduction per axis, the highest first (so the lower
+    axis numbers still hold)."""
+    if len(axes) == ndim:
+        return f"{fn}({operand})"
+    t = operand
+    for a in sorted(axes, reverse=True):
+        t = f"{fn}({t}, axis={a})"
+    return t
+
+
+def kept_shape(shape, axes):
+    return tuple(1 if i in axes else e for i, e in enumerate(shape))
+
+
+def _keep(x, shape, axes):
+    """A reduction's result with the reduced axes back as extent 1 (a view)."""
+    return x.reshape(kept_shape(shape, axes))
+
+
+def _count(shape, axes):
+    return math.prod(shape[a] for a in axes)
+
+
+def _full_shape(blocks):
+    return np.broadcast_shapes(*[getattr(b, "shape", ()) for b in blocks])
+
+
+def _real_dtype(d):
+    return np.empty(0, dtype=d).real.dtype
+
+
+class Chunk:
+    """The first step of a reduction, on one block of each input: the fused program ``text``
+    (an elementwise expression over ``names``) reduced over ``axes``, as a dict of partials of
+    the block's shape with the reduced axes kept at extent 1.
+
+    kinds: ``sum prod min max any all`` ({"v"}), ``mean`` ({"s", "n"}), ``var``/``std``
+    ({"n", "m", "m2"}: count, mean and sum of squared deviations, combined as Chan et al.),
+    ``argmin``/``argmax`` ({"v", "i"}: the extreme and the smallest global index holding it;
+    ``index`` is how the global index is spelled over the extra index blocks)."""
+
+    __slots__ = ("kind", "text", "names", "signature", "axes", "ndim", "acc", "index", "nan")
+
+    def __init__(self, kind, text, names, signature, axes, ndim, acc=None, index=None, nan=False):
+        self.kind, self.text, self.names, self.signature = kind, text, tuple(names), dict(signature)
+        self.axes, self.ndim, self.acc, self.index, self.nan = tuple(axes), ndim, acc, index, nan
+
+    def __reduce__(self):
+        return (Chunk, (self.kind, self.text, self.names, self.signature, self.axes, self.ndim, self.acc,
+                        self.index, self.nan))
+
+    def __repr__(self):
+        return f"jitexpr.dask.Chunk({self.kind}, {self.text!r}, axes={self.axes})"
+
+    def __call__(self, *blocks):
+        nblocks = len(self.names)
+        values, extra = blocks[:nblocks], blocks[nblocks:]
+        _check_signature(self.names, self.signature, values)
+        env = dict(zip(self.names, values))
+        shape = _full_shape(values) if values else ()
+        # Every input may lack trailing-aligned leading dimensions: the block's shape is the
+        # broadcast of the inputs', padded to the operand's dimensions.
+        shape = (1,) * (self.ndim - len(shape)) + tuple(shape)
+        axes, kind, x = self.axes, self.kind, f"({self.text})"
+        if kind in ("sum", "prod", "min", "max", "any", "all"):
+            v = _api.evaluate(reduce_text(kind, x, axes, self.ndim), env)
+            return {"v": _keep(v, shape, axes)}
+        xp = _xp(values[0]) if values else np
+        ones = (1,) * self.ndim
+        if kind == "mean":
+            src = x if self.acc is None else f"{self.acc}{x}"
+            s = _api.evaluate(reduce_text("sum", src, axes, self.ndim), env)
+            return {"s": _keep(s, shape, axes), "n": xp.full(ones, _count(shape, axes), dtype=np.float64)}
+        if kind in ("var", "std"):
+            src = f"{self.acc}{x}"
+            m = _keep(_api.evaluate(reduce_text("mean", src, axes, self.ndim), env), shape, axes)
+            env["jx_m_"] = m
+            d = f"({src} - jx_m_)"
+            sq = f"real({d} * conj({d}))" if np.dtype(m.dtype).kind == "c" else f"{d} * {d}"
+            m2 = _api.evaluate(reduce_text("sum", sq, axes, self.ndim), env)
+            return {"n": xp.full(ones, _count(shape, axes), dtype=np.float64), "m": m, "m2": _keep(m2, shape, axes)}
+        if kind in ("argmin", "argmax"):
+            fn = kind[3:]
+            for k, b in enumerate(extra):
+                # index block k: the global indices along the dimension it stands for, as a view
+                # that broadcasts along the others.
+                dim = self.index[1][k]
+                env[f"jx_i{k}_"] = b.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
+            v = _keep(_api.evaluate(reduce_text(fn, x, axes, self.ndim), env), shape, axes)
+            env["jx_v_"] = v
+            hit = f"where(isnan(jx_v_), isnan{x}, {x} == jx_v_)" if self.nan else f"{x} == jx_v_"
+            i = _api.evaluate(reduce_text("min", f"where({hit}, {self.index[0]}, {NO_INDEX})", axes, self.ndim), env)
+            return {"v": v, "i": _keep(i, shape, axes)}
+        raise ValueError(f"unknown reduction {kind!r}")
+
+
+def _concat(nested, axes, field):
+    """Partials nested as Dask hands them (one list level per reduced axis, in axis order)
+    joined into one array of ``field``."""
+    if not isinstance(nested, list):
+        return nested[field]
+    if not axes:
+        raise ValueError("more list levels than reduced axes")
+    parts = [_concat(p, axes[1:], field) for p in nested]
+    if len(parts) == 1:
+        return parts[0]
+    return _xp(parts[0]).concatenate(parts, axis=axes[0])
+
+
+class Combine:
+    """The combine (``final`` False) and aggregate (``final`` True) steps of a reduction: jitexpr
+    kernels over the partials of several blocks, joined along the reduced axes. The order of the
+    partials is the graph's, so a fixed chunking gives the same result every time."""
+
+    __slots__ = ("kind", "axes", "ndim", "final", "dtype", "ddof")
+
+    def __init__(self, kind, axes, ndim, final, dtype, ddof=0):
+        self.kind, self.axes, self.ndim, self.final, self.dtype, self.ddof = kind, tuple(axes), ndim, final, dtype, ddof
+
+    def __reduce__(self):
+        return (Combine, (self.kind, self.axes, self.ndim, self.final, self.dtype, self.ddof))
+
+    def __repr__(self):
+        return f"jitexpr.dask.Combine({self.kind}, axes={self.axes}, final={self.final})"
+
+    def __call__(self, nested, axis=None, keepdims=True, **_):
+        axes, kind, nd = tuple(sorted(self.axes)), self.kind, self.ndim
+        first = nested
+        while isinstance(first, list):
+            first = first[0]
+        fields = list(first.keys())
+        p = {f: _concat(nested, list(axes), f) for f in fields}
+        shape = tuple(np.broadcast_shapes(*[tuple(p[f].shape) for f in fields]))
+        out_shape = kept_shape(shape, axes)
+        if kind in ("sum", "prod", "min", "max", "any", "all"):
+            fn = "sum" if kind == "sum" else kind
+            r = {"v": _keep(_api.evaluate(reduce_text(fn, "v", axes, nd), {"v": p["v"]}), shape, axes)}
+            return self._finish(r["v"], keepdims) if self.final else r
+        if kind == "mean":
+            s = _keep(_api.evaluate(reduce_text("sum", "s", axes, nd), {"s": p["s"]}), shape, axes)
+            n = _keep(_api.evaluate(reduce_text("sum", "n", axes, nd), {"n": p["n"]}), p["n"].shape, axes)
+            if not self.final:
+                return {"s": s, "n": n}
+            wide = "complex128" if np.dtype(s.dtype).kind == "c" else "float64"
+            return self._finish(_api.evaluate(f"{self.dtype}({wide}(s) / n)", {"s": s, "n": n}), keepdims)
+        if kind in ("var", "std"):
+            env = dict(p)
+            r = _api.run(f"N = {reduce_text('sum', 'n', axes, nd)}; M = {reduce_text('sum', 'n * m', axes, nd)} / N", env)
+            N, M = _keep(r["N"], p["n"].shape, axes), _keep(r["M"], out_shape, axes)
+            env["M"] = M
+            sq = "real((m - M) * conj(m - M))" if np.dtype(M.dtype).kind == "c" else "(m - M) * (m - M)"
+            m2 = _keep(_api.evaluate(reduce_text("sum", f"m2 + n * {sq}", axes, nd), env), out_shape, axes)
+            if not self.final:
+                return {"n": N, "m": M, "m2": m2}
+            ddof = self.ddof
+            f = f"{self.dtype}(m2 / maximum(N - {ddof!r}, 0))"
+            if kind == "std":
+                f = f"{self.dtype}(sqrt(m2 / maximum(N - {ddof!r}, 0)))"
+            return self._finish(_api.evaluate(f, {"m2": m2, "N": N}), keepdims)
+        if kind in ("argmin", "argmax"):
+            fn = kind[3:]
+            v = _keep(_api.evaluate(reduce_text(fn, "v", axes, nd), {"v": p["v"]}), shape, axes)
+            nan = np.dtype(v.dtype).kind in "fc"
+            hit = "where(isnan(V), isnan(v), v == V)" if nan else "v == V"
+            i = _api.evaluate(reduce_text("min", f"where({hit}, i, {NO_INDEX})", axes, nd), {"v": p["v"], "i": p["i"], "V": v})
+            i = _keep(i, shape, axes)
+            return self._finish(i, keepdims) if self.final else {"v": v, "i": i}
+        raise ValueError(f"unknown reduction {kind!r}")
+
+    def _finish(self, r, keepdims):
+        shape = tuple(r.shape)
+        if len(shape) < self.ndim:  # a 0-d result of a reduction over every axis
+            shape = (1,) * self.ndim
+            r = r.reshape(shape)
+        if keepdims:
+            return r
+        return r.reshape(tuple(e for i, e in enumerate(shape) if i not in self.axes))
+
+
+class Keep:
+    """The chunk step handed to ``dask.array.reduction``: the partials are already made by the
+    fused jitexpr chunk layer before it, so this passes them on (and Dask fuses the two)."""
+
+    def __call__(self, x, axis=None, keepdims=True, **_):
+        return x
+
+    def __reduce__(self):
+        return (Keep, ())
+
+    def __repr__(self):
+        return "jitexpr.dask.Keep()"

@@ -1,0 +1,1480 @@
+// jitexpr._jitexpr — the Python extension: jitexpr's public C++ API (include/jit/) for Python.
+//
+// What it does and Python does not: turning Python values into jit::Arg without copying
+// (NumPy arrays through NumPy's C API, DLPack capsules, __cuda_array_interface__, Arrow C data),
+// evaluating with the GIL released, and handing results back as NumPy arrays that own jitexpr's
+// memory through a capsule, or as Tensor objects that export DLPack, the CUDA array interface
+// and the Arrow PyCapsule interface. Names are always bound by name (jit::Environment): the
+// Python layer (python/jitexpr/) resolves them from frames, dicts and keywords.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL jitexpr_ARRAY_API
+#include <numpy/arrayobject.h>
+
+#include <jit/check.hpp>
+#include <jit/error.hpp>
+#include <jit/interop.hpp>
+#include <jit/jit.hpp>
+#include <jit/runtime.hpp>
+#if JITEXPR_PY_HAVE_CANCEL
+#include <jit/cancel.hpp>
+#endif
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace jitexpr_py {
+
+// ------------------------------------------------------------------------------- errors
+
+// The Python exception classes (python/jitexpr/_errors.py), handed over at import.
+struct ErrorTypes {
+    PyObject* parse = nullptr;      // ParseError(Error, SyntaxError)
+    PyObject* name = nullptr;       // NameError(Error, NameError)
+    PyObject* type = nullptr;       // TypeError(Error, TypeError)
+    PyObject* shape = nullptr;      // ShapeError(Error, ValueError)
+    PyObject* value = nullptr;      // ValueError(Error, ValueError)
+    PyObject* argument = nullptr;   // ArgumentError(Error, ValueError)
+    PyObject* io = nullptr;         // IOError(Error, OSError)
+    PyObject* compile = nullptr;    // CompileError(Error, RuntimeError)
+    PyObject* cuda = nullptr;       // CudaError(Error, RuntimeError)
+    PyObject* no_device = nullptr;  // NoDeviceError(Error, RuntimeError)
+    PyObject* internal = nullptr;   // InternalError(Error, RuntimeError)
+    PyObject* cancelled = nullptr;  // CancelledError(Error, KeyboardInterrupt-free base)
+    PyObject* base = nullptr;       // Error(Exception)
+};
+ErrorTypes g_errors;
+
+// Raises the Python class for `e` with its message, and for source errors the bare message,
+// the text and the span (attributes message, source, span).
+void raise_source(PyObject* type, const jit::SourceError& e) {
+    nb::object t = nb::borrow(type ? type : PyExc_RuntimeError);
+    nb::object exc = t(nb::str(e.what()));
+    try {
+        exc.attr("message") = nb::str(e.message().c_str());
+        exc.attr("source") = nb::str(e.source().c_str());
+        exc.attr("span") = nb::make_tuple(e.span().begin, e.span().end);
+        exc.attr("kind") = nb::str(e.kind().c_str());
+    } catch (...) {
+    }
+    PyErr_SetObject(t.ptr(), exc.ptr());
+}
+
+void translate(const std::exception_ptr& p, void*) {
+    try {
+        std::rethrow_exception(p);
+    } catch (const jit::ParseError& e) {
+        raise_source(g_errors.parse, e);
+    } catch (const jit::NameError& e) {
+        raise_source(g_errors.name, e);
+    } catch (const jit::TypeError& e) {
+        raise_source(g_errors.type, e);
+    } catch (const jit::ShapeError& e) {
+        raise_source(g_errors.shape, e);
+    } catch (const jit::ValueError& e) {
+        raise_source(g_errors.value, e);
+    } catch (const jit::SourceError& e) {
+        raise_source(g_errors.base, e);
+#if JITEXPR_PY_HAVE_CANCEL
+    } catch (const jit::CancelledError& e) {
+        PyErr_SetString(g_errors.cancelled ? g_errors.cancelled : PyExc_RuntimeError, e.what());
+#endif
+    } catch (const jit::ArgumentError& e) {
+        PyErr_SetString(g_errors.argument ? g_errors.argument : PyExc_ValueError, e.what());
+    } catch (const jit::IOError& e) {
+        PyErr_SetString(g_errors.io ? g_errors.io : PyExc_OSError, e.what());
+    } catch (const jit::CompileError& e) {
+        PyErr_SetString(g_errors.compile ? g_errors.compile : PyExc_RuntimeError, e.what());
+    } catch (const jit::CudaError& e) {
+        PyErr_SetString(g_errors.cuda ? g_errors.cuda : PyExc_RuntimeError, e.what());
+    } catch (const jit::NoDeviceError& e) {
+        PyErr_SetString(g_errors.no_device ? g_errors.no_device : PyExc_RuntimeError, e.what());
+    } catch (const jit::InternalError& e) {
+        PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError, e.what());
+    } catch (const jit::Error& e) {
+        PyErr_SetString(g_errors.base ? g_errors.base : PyExc_RuntimeError, e.what());
+    }
+}
+
+// ------------------------------------------------------------------------------- dtypes
+
+std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
+    const char kind = d->kind;
+    const auto size = PyDataType_ELSIZE(d);
+    switch (kind) {
+        case 'b': return size == 1 ? std::optional(jit::DType::Bool) : std::nullopt;
+        case 'i':
+            switch (size) {
+                case 1: return jit::DType::Int8;
+                case 2: return jit::DType::Int16;
+                case 4: return jit::DType::Int32;
+                case 8: return jit::DType::Int64;
+            }
+            break;
+        case 'u':
+            switch (size) {
+                case 1: return jit::DType::UInt8;
+                case 2: return jit::DType::UInt16;
+                case 4: return jit::DType::UInt32;
+                case 8: return jit::DType::UInt64;
+            }
+            break;
+        case 'f':
+            switch (size) {
+                case 2: return jit::DType::Float16;
+                case 4: return jit::DType::Float32;
+                case 8: return jit::DType::Float64;
+            }
+            break;
+        case 'c':
+            switch (size) {
+                case 8: return jit::DType::Complex64;
+                case 16: return jit::DType::Complex128;
+            }
+            break;
+        case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named bfloat16
+            if (size == 2 && d->typeobj && std::strcmp(d->typeobj->tp_name, "bfloat16") == 0) return jit::DType::BFloat16;
+            break;
+    }
+    return std::nullopt;
+}
+
+int npy_type_of(jit::DType t) {
+    switch (t) {
+        case jit::DType::Bool: return NPY_BOOL;
+        case jit::DType::Int8: return NPY_INT8;
+        case jit::DType::Int16: return NPY_INT16;
+        case jit::DType::Int32: return NPY_INT32;
+        case jit::DType::Int64: return NPY_INT64;
+        case jit::DType::UInt8: return NPY_UINT8;
+        case jit::DType::UInt16: return NPY_UINT16;
+        case jit::DType::UInt32: return NPY_UINT32;
+        case jit::DType::UInt64: return NPY_UINT64;
+        case jit::DType::Float16: return NPY_FLOAT16;
+        case jit::DType::Float32: return NPY_FLOAT32;
+        case jit::DType::Float64: return NPY_FLOAT64;
+        case jit::DType::Complex64: return NPY_COMPLEX64;
+        case jit::DType::Complex128: return NPY_COMPLEX128;
+        case jit::DType::BFloat16: return -1;  // NumPy has none
+    }
+    return -1;
+}
+
+// ------------------------------------------------------------------------------- results
+
+// Live result capsules: the tests check that each is freed exactly once.
+std::atomic<long> g_live_results{0};
+
+void free_result_capsule(PyObject* capsule) noexcept {
+    auto* a = static_cast<jit::Array*>(PyCapsule_GetPointer(capsule, "jitexpr.array"));
+    if (!a) {
+        PyErr_Clear();
+        return;
+    }
+    delete a;
+    g_live_results.fetch_sub(1, std::memory_order_relaxed);
+}
+
+// A NumPy array over a host result, owning it through a capsule (no copy).
+nb::object numpy_of(const jit::Array& r) {
+    const int type = npy_type_of(r.dtype());
+    if (type < 0) throw jit::ArgumentError("a bfloat16 result has no NumPy dtype; ask for float32(...)");
+    const int nd = r.ndim();
+    npy_intp dims[jit::kMaxDims], strides[jit::kMaxDims];
+    const auto item = static_cast<npy_intp>(jit::itemsize(r.dtype()));
+    for (int k = 0; k < nd; ++k) {
+        dims[k] = static_cast<npy_intp>(r.shape()[static_cast<std::size_t>(k)]);
+        strides[k] = static_cast<npy_intp>(r.strides()[static_cast<std::size_t>(k)]) * item;
+    }
+    auto* held = new jit::Array(r);
+    PyObject* capsule = PyCapsule_New(held, "jitexpr.array", &free_result_capsule);
+    if (!capsule) {
+        delete held;
+        throw nb::python_error();
+    }
+    g_live_results.fetch_add(1, std::memory_order_relaxed);
+    PyArray_Descr* descr = PyArray_DescrFromType(type);  // a new reference, stolen below
+    PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, r.data(), NPY_ARRAY_WRITEABLE, nullptr);
+    if (!arr) {
+        Py_DECREF(capsule);
+        throw nb::python_error();
+    }
+    if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(arr), capsule) < 0) {  // steals capsule
+        Py_DECREF(arr);
+        throw nb::python_error();
+    }
+    return nb::steal(arr);
+}
+
+// ------------------------------------------------------------------------------- Tensor
+
+// A jitexpr array handed to Python when it cannot (or should not) be a NumPy array: CUDA
+// results, bfloat16, or when asked for. Exports DLPack (the whole protocol), the CUDA array
+// interface v3 and, for 1-D host arrays, the Arrow PyCapsule interface; `.numpy()` for host data.
+struct Tensor {
+    jit::Array array;
+    std::optional<jit::Array> validity;  // Arrow results: true where valid
+    std::int64_t null_count = 0;
+    // The stream the work writing the array was queued on (0: the legacy default stream).
+    std::uintptr_t stream = 0;
+};
+
+nb::tuple dlpack_device(const Tensor& t) {
+    const bool cuda = t.array.backend() == jit::Backend::Cuda;
+    return nb::make_tuple(cuda ? 2 : 1, 0);  // (kDLCUDA | kDLCPU, device 0)
+}
+
+// ------------------------------------------------------------------------------- runtimes
+
+// A jit::Runtime shared with the calls in flight: close() lets go of it, and the runtime is
+// destroyed when the last call using it returns (issue 17 item 4: closing while other threads
+// evaluate neither deadlocks nor crashes; later calls fail cleanly).
+struct PyRuntime {
+    mutable std::mutex m;
+    std::shared_ptr<jit::Runtime> rt;
+    jit::Backend backend = jit::Backend::Cpu;
+    std::string fallback;
+
+    explicit PyRuntime(const jit::RuntimeOptions& o) : rt(std::make_shared<jit::Runtime>(o)) {
+        backend = rt->backend();
+        fallback = rt->fallback_reason();
+    }
+    std::shared_ptr<jit::Runtime> get() const {
+        std::lock_guard lock(m);
+        if (!rt) throw jit::ArgumentError("this jitexpr Runtime is closed");
+        return rt;
+    }
+    void close() {
+        std::shared_ptr<jit::Runtime> last;
+        {
+            std::lock_guard lock(m);
+            last = std::move(rt);
+        }
+        nb::gil_scoped_release release;  // the pool's threads are joined here when this is the last user
+        last.reset();
+    }
+    bool closed() const {
+        std::lock_guard lock(m);
+        return !rt;
+    }
+};
+
+jit::RuntimeOptions options_for(jit::Backend backend, int threads) {
+    jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
+    o.backend = backend;
+    if (threads > 0) o.cpu_threads = threads;
+    return o;
+}
+
+// The runtimes jitexpr.evaluate uses: one for host data, one (made on first use) for CUDA.
+std::mutex g_defaults_mutex;
+std::shared_ptr<PyRuntime> g_cpu;
+std::shared_ptr<PyRuntime> g_cuda;
+int g_cpu_threads = 0;
+
+std::shared_ptr<PyRuntime> default_runtime(jit::Backend b) {
+    std::lock_guard lock(g_defaults_mutex);
+    std::shared_ptr<PyRuntime>& slot = b == jit::Backend::Cuda ? g_cuda : g_cpu;
+    if (!slot) slot = std::make_shared<PyRuntime>(options_for(b, b == jit::Backend::Cpu ? g_cpu_threads : 0));
+    return slot;
+}
+
+// ------------------------------------------------------------------------------- inputs
+
+enum class Place : std::uint8_t { Scalar, Host, Device };
+
+struct Bound {
+    jit::Arg arg{false};
+    Place place = Place::Scalar;
+    std::optional<jit::Array> validity;  // Arrow columns with nulls
+    bool arrow = false;
+    std::string library;                 // device inputs: "cupy", "torch", ... (module of the type)
+    std::uintptr_t stream = 0;           // __cuda_array_interface__'s stream, when it gives one
+    bool read_only = false;
+};
+
+std::string module_of(nb::handle obj) {
+    PyObject* m = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())), "__module__");
+    if (!m) {
+        PyErr_Clear();
+        return {};
+    }
+    std::string out;
+    if (PyUnicode_Check(m)) {
+        const char* c = PyUnicode_AsUTF8(m);
+        if (c) out = c;
+    }
+    Py_DECREF(m);
+    const auto dot = out.find('.');
+    return dot == std::string::npos ? out : out.substr(0, dot);
+}
+
+std::string fmt_name(const std::string& name) { return name.empty() ? std::string("the value") : "'" + name + "'"; }
+
+std::string descr_name(PyArray_Descr* d) {
+    PyObject* r = PyObject_Str(reinterpret_cast<PyObject*>(d));
+    if (!r) {
+        PyErr_Clear();
+        return "?";
+    }
+    std::string out = PyUnicode_Check(r) && PyUnicode_AsUTF8(r) ? PyUnicode_AsUTF8(r) : "?";
+    Py_DECREF(r);
+    return out;
+}
+
+[[noreturn]] void type_error(const std::string& msg) {
+    PyErr_SetString(PyExc_TypeError, msg.c_str());
+    throw nb::python_error();
+}
+
+// A NumPy array, viewed in place (the caller keeps the object alive for the call).
+jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
+    PyArray_Descr* d = PyArray_DESCR(a);
+    const std::optional<jit::DType> dt = dtype_of_descr(d);
+    if (!dt) type_error(fmt_name(name) + " has NumPy dtype " + descr_name(d) + ", which jitexpr does not take");
+    if (PyArray_ISBYTESWAPPED(a))
+        type_error(fmt_name(name) + " is in non-native byte order; convert it with .astype(its dtype.newbyteorder('='))");
+    const int nd = PyArray_NDIM(a);
+    if (nd > jit::kMaxDims)
+        type_error(fmt_name(name) + " has " + std::to_string(nd) + " dimensions; jitexpr arrays have at most 8");
+    jit::Shape shape(static_cast<std::size_t>(nd));
+    jit::Strides strides(static_cast<std::size_t>(nd));
+    const npy_intp item = static_cast<npy_intp>(jit::itemsize(*dt));
+    for (int k = 0; k < nd; ++k) {
+        shape[static_cast<std::size_t>(k)] = PyArray_DIM(a, k);
+        const npy_intp st = PyArray_STRIDE(a, k);
+        if (st % item != 0)
+            type_error(fmt_name(name) + " has a stride that is not a whole number of elements; pass a copy");
+        strides[static_cast<std::size_t>(k)] = st / item;
+    }
+    return jit::Array::view(PyArray_DATA(a), *dt, std::move(shape), std::move(strides), jit::Backend::Cpu);
+}
+
+// --- DLPack in
+
+// The stream a CUDA input of `library` is being produced on: the library's current stream
+// (CuPy, PyTorch); 0 (the legacy default stream) when the library has no such notion.
+std::uintptr_t current_stream_of(const std::string& library) {
+    try {
+        nb::object sys_modules = nb::module_::import_("sys").attr("modules");
+        if (library == "cupy" && sys_modules.attr("__contains__")("cupy")) {
+            nb::object cupy = sys_modules["cupy"];
+            return nb::cast<std::uintptr_t>(cupy.attr("cuda").attr("get_current_stream")().attr("ptr"));
+        }
+        if (library == "torch" && sys_modules.attr("__contains__")("torch")) {
+            nb::object torch = sys_modules["torch"];
+            return nb::cast<std::uintptr_t>(torch.attr("cuda").attr("current_stream")().attr("cuda_stream"));
+        }
+    } catch (const nb::python_error&) {
+    }
+    return 0;
+}
+
+// DLPack's stream argument for a CUDA consumer on `stream` (1: the legacy default stream).
+nb::object dlpack_stream_arg(std::uintptr_t stream) { return nb::int_(stream == 0 ? 1 : stream); }
+
+jit::Array import_dlpack(nb::handle obj, const std::string& name, Bound& b, std::uintptr_t stream, bool have_stream) {
+    int dev_type = 1;
+    try {
+        nb::tuple dev = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+        dev_type = nb::cast<int>(dev[0]);
+    } catch (const nb::python_error&) {
+        PyErr_Clear();
+    }
+    const bool cuda = dev_type == 2 || dev_type == 13;
+    nb::object capsule;
+    nb::dict kwargs;
+    if (cuda) kwargs["stream"] = dlpack_stream_arg(have_stream ? stream : current_stream_of(b.library));
+    kwargs["max_version"] = nb::make_tuple(1, 0);
+    try {
+        capsule = obj.attr("__dlpack__")(**kwargs);
+    } catch (const nb::python_error& e) {
+        if (!e.matches(PyExc_TypeError)) throw;
+        // A producer of DLPack before 1.0: no max_version keyword.
+        nb::dict old;
+        if (cuda) old["stream"] = kwargs["stream"];
+        capsule = obj.attr("__dlpack__")(**old);
+    }
+    PyObject* c = capsule.ptr();
+    if (PyCapsule_IsValid(c, "dltensor_versioned")) {
+        auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, "dltensor_versioned"));
+        jit::Array a = jit::from_dlpack_versioned(t);  // owns t from here
+        PyCapsule_SetName(c, "used_dltensor_versioned");
+        b.read_only = (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+        return a;
+    }
+    if (PyCapsule_IsValid(c, "dltensor")) {
+        auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(c, "dltensor"));
+        jit::Array a = jit::from_dlpack(t);
+        PyCapsule_SetName(c, "used_dltensor");
+        return a;
+    }
+    type_error(fmt_name(name) + ": __dlpack__ returned no DLPack capsule");
+}
+
+// --- __cuda_array_interface__ (v3)
+
+jit::DType dtype_of_typestr(const std::string& ts, const std::string& name) {
+    if (ts.size() < 3) type_error(fmt_name(name) + ": __cuda_array_interface__ typestr '" + ts + "' is not understood");
+    if (ts[0] == '>') type_error(fmt_name(name) + " is big-endian; jitexpr takes native byte order");
+    const char kind = ts[1];
+    const int size = std::atoi(ts.c_str() + 2);
+    using D = jit::DType;
+    switch (kind) {
+        case 'b': if (size == 1) return D::Bool; break;
+        case 'i': if (size == 1) return D::Int8; if (size == 2) return D::Int16; if (size == 4) return D::Int32; if (size == 8) return D::Int64; break;
+        case 'u': if (size == 1) return D::UInt8; if (size == 2) return D::UInt16; if (size == 4) return D::UInt32; if (size == 8) return D::UInt64; break;
+        case 'f': if (size == 2) return D::Float16; if (size == 4) return D::Float32; if (size == 8) return D::Float64; break;
+        case 'c': if (size == 8) return D::Complex64; if (size == 16) return D::Complex128; break;
+    }
+    type_error(fmt_name(name) + ": __cuda_array_interface__ typestr '" + ts + "' has no jitexpr dtype");
+}
+
+jit::Array import_cai(nb::handle obj, const std::string& name, Bound& b) {
+    nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
+    const jit::DType dt = dtype_of_typestr(nb::cast<std::string>(cai["typestr"]), name);
+    nb::tuple shape_t = nb::cast<nb::tuple>(cai["shape"]);
+    jit::Shape shape;
+    for (auto e : shape_t) shape.push_back(nb::cast<std::int64_t>(e));
+    jit::Strides strides;
+    if (cai.contains("strides") && !cai["strides"].is_none()) {
+        const auto item = static_cast<std::int64_t>(jit::itemsize(dt));
+        for (auto e : nb::cast<nb::tuple>(cai["strides"])) {
+            const auto st = nb::cast<std::int64_t>(e);
+            if (st % item != 0) type_error(fmt_name(name) + " has a stride that is not a whole number of elements");
+            strides.push_back(st / item);
+        }
+    } else {
+        strides = jit::contiguous_strides(shape);
+    }
+    nb::tuple data = nb::cast<nb::tuple>(cai["data"]);
+    const auto ptr = nb::cast<std::uintptr_t>(data[0]);
+    b.read_only = nb::cast<bool>(data[1]);
+    if (cai.contains("mask") && !cai["mask"].is_none())
+        type_error(fmt_name(name) + " has a __cuda_array_interface__ mask; jitexpr takes unmasked arrays");
+    if (cai.contains("stream") && !cai["stream"].is_none()) b.stream = nb::cast<std::uintptr_t>(cai["stream"]);
+    // The object keeps the memory: it is held (with the GIL taken to let go of it) as long as
+    // any array refers to it.
+    PyObject* owner = obj.ptr();
+    Py_INCREF(owner);
+    std::shared_ptr<void> keep(owner, [](void* p) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF(static_cast<PyObject*>(p));
+        PyGILState_Release(g);
+    });
+    return jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides),
+                            jit::Backend::Cuda, std::move(keep));
+}
+
+// --- Arrow PyCapsule interface in
+
+template <class T>
+T* capsule_pointer(nb::handle capsule, const char* name, const std::string& what) {
+    void* p = PyCapsule_GetPointer(capsule.ptr(), name);
+    if (!p) {
+        PyErr_Clear();
+        type_error(what + ": expected a PyCapsule named '" + name + "'");
+    }
+    return static_cast<T*>(p);
+}
+
+// Chunks of one column, joined (a copy: Arrow chunks are separate buffers).
+jit::ArrowColumn join_chunks(const std::vector<jit::ArrowColumn>& chunks, jit::DType dtype) {
+    if (chunks.size() == 1) return chunks[0];
+    std::int64_t n = 0;
+    bool nulls = false;
+    for (const auto& c : chunks) {
+        n += c.values.size();
+        nulls = nulls || c.validity.has_value();
+    }
+    jit::ArrowColumn out;
+    out.values = jit::Array::empty(dtype, {n}, jit::Backend::Cpu);
+    if (nulls) out.validity = jit::Array::empty(jit::DType::Bool, {n}, jit::Backend::Cpu);
+    const std::size_t item = jit::itemsize(dtype);
+    std::int64_t at = 0;
+    out.null_count = 0;
+    for (const auto& c : chunks) {
+        const std::int64_t len = c.values.size();
+        if (len > 0) c.values.contiguous().copy_to_host(static_cast<std::byte*>(out.values.data()) + at * item);
+        if (nulls) {
+            auto* v = static_cast<std::uint8_t*>(out.validity->data()) + at;
+            if (c.validity) c.validity->contiguous().copy_to_host(v);
+            else std::memset(v, 1, static_cast<std::size_t>(len));
+        }
+        out.null_count += c.null_count > 0 ? c.null_count : 0;
+        at += len;
+    }
+    return out;
+}
+
+jit::ArrowColumn import_arrow(nb::handle obj, const std::string& name) {
+    const std::string what = fmt_name(name);
+    if (nb::hasattr(obj, "__arrow_c_array__")) {
+        nb::tuple pair = nb::cast<nb::tuple>(obj.attr("__arrow_c_array__")());
+        auto* schema = capsule_pointer<ArrowSchema>(pair[0], "arrow_schema", what);
+        auto* array = capsule_pointer<ArrowArray>(pair[1], "arrow_array", what);
+        return jit::from_arrow(schema, array);  // moves the array; the capsules release the rest
+    }
+    nb::object capsule = obj.attr("__arrow_c_stream__")();
+    auto* stream = capsule_pointer<ArrowArrayStream>(capsule, "arrow_array_stream", what);
+    ArrowSchema schema{};
+    if (int rc = stream->get_schema(stream, &schema); rc != 0) {
+        const char* e = stream->get_last_error ? stream->get_last_error(stream) : nullptr;
+        throw jit::ArgumentError(what + ": the Arrow stream gave no schema (" + (e ? e : std::to_string(rc)) + ")");
+    }
+    struct ReleaseSchema {
+        ArrowSchema& s;
+        ~ReleaseSchema() {
+            if (s.release) s.release(&s);
+        }
+    } release_schema{schema};
+    const std::optional<jit::DType> dtype = schema.format ? jit::from_arrow_format(schema.format) : std::nullopt;
+    std::vector<jit::ArrowColumn> chunks;
+    for (;;) {
+        ArrowArray chunk{};
+        if (int rc = stream->get_next(stream, &chunk); rc != 0) {
+            const char* e = stream->get_last_error ? stream->get_last_error(stream) : nullptr;
+            throw jit::ArgumentError(what + ": reading the Arrow stream failed (" + (e ? e : std::to_string(rc)) + ")");
+        }
+        if (!chunk.release) break;
+        try {
+            chunks.push_back(jit::from_arrow(&schema, &chunk));
+        } catch (...) {
+            if (chunk.release) chunk.release(&chunk);
+            throw;
+        }
+    }
+    if (chunks.empty()) {
+        if (!dtype)
+            throw jit::ArgumentError(what + ": Arrow format \"" + std::string(schema.format ? schema.format : "") +
+                                     "\" is not a primitive type jitexpr supports");
+        jit::ArrowColumn c;
+        c.values = jit::Array::empty(*dtype, {0}, jit::Backend::Cpu);
+        return c;
+    }
+    return join_chunks(chunks, chunks[0].values.dtype());
+}
+
+// --- any value
+
+// Converts a Python value into `b` (no copy for arrays; `hold` keeps the objects viewed alive
+// for the call). `stream`: the stream the call runs on when the caller gave one.
+void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<nb::object>& hold,
+                std::uintptr_t stream, bool have_stream) {
+    PyObject* o = obj.ptr();
+    if (PyArray_Check(o)) {
+        b.arg = jit::Arg(view_numpy(reinterpret_cast<PyArrayObject*>(o), name));
+        b.place = Place::Host;
+        b.read_only = !PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(o));
+        hold.push_back(nb::borrow(obj));
+        return;
+    }
+    if (PyArray_IsScalar(o, Generic)) {
+        // NumPy scalars are strongly typed (NEP 50): a 0-d array of their dtype. (Before the
+        // Python types: numpy.float64 and numpy.complex128 derive from float and complex.)
+        nb::object a = nb::steal(PyArray_FromScalar(o, nullptr));
+        if (!a.is_valid()) throw nb::python_error();
+        bind_value(a, name, b, hold, stream, have_stream);
+        return;
+    }
+    if (PyBool_Check(o)) {
+        b.arg = jit::Arg(o == Py_True);
+        return;
+    }
+    if (PyLong_Check(o)) {
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow != 0) {
+            PyErr_SetString(PyExc_OverflowError,
+                            (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
+            throw nb::python_error();
+        }
+        if (v == -1 && PyErr_Occurred()) throw nb::python_error();
+        b.arg = jit::Arg(static_cast<long long>(v));
+        return;
+    }
+    if (PyFloat_Check(o)) {
+        b.arg = jit::Arg(PyFloat_AS_DOUBLE(o));
+        return;
+    }
+    if (PyComplex_Check(o)) {
+        b.arg = jit::Arg(std::complex<double>(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
+        return;
+    }
+    const std::string lib = module_of(obj);
+    const bool arrow = lib != "pandas" && (nb::hasattr(obj, "__arrow_c_array__") || nb::hasattr(obj, "__arrow_c_stream__"));
+    if (arrow) {
+        jit::ArrowColumn c = import_arrow(obj, name);
+        b.arg = jit::Arg(c.values);
+        b.place = Place::Host;
+        b.arrow = true;
+        b.read_only = true;
+        if (c.validity) b.validity = *c.validity;
+        b.library = lib;
+        return;
+    }
+    if (nb::hasattr(obj, "__cuda_array_interface__")) {
+        b.library = lib;
+        b.arg = jit::Arg(import_cai(obj, name, b));
+        b.place = Place::Device;
+        return;
+    }
+    if (nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
+        b.library = lib;
+        jit::Array a = import_dlpack(obj, name, b, stream, have_stream);
+        b.place = a.backend() == jit::Backend::Cuda ? Place::Device : Place::Host;
+        b.arg = jit::Arg(std::move(a));
+        return;
+    }
+    // Anything else NumPy can make an array of (lists, tuples, buffers): converted as NumPy would.
+    nb::object a = nb::steal(PyArray_FROM_O(o));
+    if (!a.is_valid()) throw nb::python_error();
+    bind_value(a, name, b, hold, stream, have_stream);
+}
+
+std::string place_text(const Bound& b) {
+    if (b.place == Place::Device) return (b.library.empty() ? std::string("an array") : "a " + b.library + " array") + " in CUDA device memory";
+    return (b.library.empty() || b.library == "numpy" ? std::string("a NumPy array") : "a " + b.library + " array") + " in host memory";
+}
+
+// ------------------------------------------------------------------------------- evaluation
+
+jit::Backend parse_backend(const std::string& s) {
+    if (s == "cpu") return jit::Backend::Cpu;
+    if (s == "cuda" || s == "gpu") return jit::Backend::Cuda;
+    if (s == "auto") return jit::Backend::Auto;
+    throw jit::ArgumentError("backend must be 'cpu', 'cuda' or 'auto', not '" + s + "'");
+}
+
+// Runs `work` (a call into the runtime) with the GIL released. A Ctrl-C meanwhile becomes the
+// KeyboardInterrupt it would have been: with jitexpr's cancel token, the call stops at its next
+// safe point (the poll takes the GIL and runs Python's signal handlers, every ~20 ms); the
+// exception is raised once the call has returned.
+#if JITEXPR_PY_HAVE_CANCEL
+using Token = jit::CancelToken;
+#else
+struct Token {};
+#endif
+
+template <class Work>
+jit::Array call_released(Work&& work) {
+    jit::Array r;
+#if JITEXPR_PY_HAVE_CANCEL
+    jit::CancelToken token([] {
+        nb::gil_scoped_acquire gil;
+        return PyErr_CheckSignals() != 0;  // leaves KeyboardInterrupt set on this thread
+    });
+    try {
+        nb::gil_scoped_release release;
+        r = work(&token);
+    } catch (const jit::CancelledError&) {
+        if (PyErr_Occurred()) throw nb::python_error();
+        throw;
+    }
+#else
+    {
+        nb::gil_scoped_release release;
+        r = work(static_cast<const Token*>(nullptr));
+    }
+#endif
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    return r;
+}
+
+// rt->run with the cancel token when there is one.
+jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, void* stream, const Token* token) {
+#if JITEXPR_PY_HAVE_CANCEL
+    if (token) {
+        jit::CallOptions o;
+        o.stream = stream;
+        o.cancel = *token;
+        return rt.run(text, env, o);
+    }
+#else
+    (void)token;
+#endif
+    return rt.run(text, env, stream);
+}
+
+// rt->run_into likewise. `atomic`: out is written through a temporary and copied in only once
+// the whole program has run (CallOptions::in_place_all_or_nothing), so a stopped call leaves it
+// untouched; otherwise the call is not stopped (it finishes, and a Ctrl-C is raised after it).
+jit::Array run_into_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, const jit::Array& out,
+                         void* stream, const Token* token, bool atomic) {
+#if JITEXPR_PY_HAVE_CANCEL
+    if (token && atomic) {
+        jit::CallOptions o;
+        o.stream = stream;
+        o.cancel = *token;
+        o.in_place_all_or_nothing = true;
+        return rt.run_into(text, env, out, o);
+    }
+#else
+    (void)token;
+    (void)atomic;
+#endif
+    return rt.run_into(text, env, out, stream);
+}
+
+// out= and Ctrl-C: an evaluation that will take long is written into out through a temporary
+// (CallOptions::in_place_all_or_nothing) and can be stopped, so out is untouched or fully
+// written; one that will be quick (under kQuickMs, inside the 100 ms a Ctrl-C may take) is
+// written in place, cannot be stopped, and a Ctrl-C meanwhile is raised when it ends. "Long" is
+// predicted from the time per element of the text's last out= call (the temporary costs a copy,
+// which for a quick call would be a large part of its time); a text not seen yet is taken as
+// long from 2^22 elements on.
+constexpr double kQuickMs = 80.0;
+constexpr std::int64_t kUnknownLong = std::int64_t{1} << 22;
+
+struct OutRates {
+    std::mutex m;
+    std::unordered_map<std::string, double> ns_per_element;
+};
+OutRates& out_rates() {
+    static OutRates* r = new OutRates;  // never destroyed: calls may end during interpreter exit
+    return *r;
+}
+
+bool predicted_long(const std::string& text, std::int64_t n) {
+    OutRates& r = out_rates();
+    std::lock_guard lock(r.m);
+    auto it = r.ns_per_element.find(text);
+    if (it == r.ns_per_element.end()) return n >= kUnknownLong;
+    return it->second * static_cast<double>(n) / 1e6 > kQuickMs;
+}
+
+void note_rate(const std::string& text, std::int64_t n, double ms, bool through_temporary) {
+    if (n <= 0) return;
+    // A call through a temporary also paid for its copy: count its work only (the copy moves
+    // two of the bytes a streaming expression moves three or more of).
+    const double ns = ms * 1e6 / static_cast<double>(n) * (through_temporary ? 0.6 : 1.0);
+    OutRates& r = out_rates();
+    std::lock_guard lock(r.m);
+    if (r.ns_per_element.size() > 4096) r.ns_per_element.clear();
+    r.ns_per_element[text] = ns;
+}
+
+struct Call {
+    std::vector<std::pair<std::string, Bound>> bound;
+    std::vector<nb::object> hold;
+    jit::Backend backend = jit::Backend::Cpu;
+    std::shared_ptr<PyRuntime> runtime;
+    std::uintptr_t stream = 0;
+    std::string library;  // of the first device (or Arrow) input
+    bool any_arrow = false;
+    bool any_validity = false;
+};
+
+// Binds every name, chooses where to evaluate, and moves arrays where the caller asked for it.
+void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_arg, nb::handle runtime_arg) {
+    const bool have_stream = !stream_arg.is_none();
+    const std::uintptr_t stream = have_stream ? nb::cast<std::uintptr_t>(stream_arg) : 0;
+    c.bound.reserve(names.size());
+    for (auto [k, v] : names) {
+        if (!PyUnicode_Check(k.ptr())) type_error("variable names must be strings");
+        c.bound.emplace_back(nb::cast<std::string>(k), Bound{});
+        bind_value(v, c.bound.back().first, c.bound.back().second, c.hold, stream, have_stream);
+    }
+    const Bound* host = nullptr;
+    const Bound* device = nullptr;
+    const std::string* host_name = nullptr;
+    const std::string* device_name = nullptr;
+    for (const auto& [n, b] : c.bound) {
+        if (b.place == Place::Host && !host) host = &b, host_name = &n;
+        if (b.place == Place::Device && !device) device = &b, device_name = &n;
+        c.any_arrow = c.any_arrow || b.arrow;
+        c.any_validity = c.any_validity || b.validity.has_value();
+        if (c.library.empty() && (b.place == Place::Device || b.arrow)) c.library = b.library;
+    }
+    jit::Backend requested = jit::Backend::Auto;
+    if (!backend_arg.is_none()) requested = parse_backend(nb::cast<std::string>(backend_arg));
+    // Copies between host and device only when asked for by name: never silently.
+    const bool move = requested != jit::Backend::Auto;
+    if (!move && host && device)
+        throw jit::ArgumentError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
+                                 place_text(*device) + ": pass backend='cuda' to copy the host arrays to the device "
+                                 "(or backend='cpu' for the other way), or move them yourself");
+    if (!runtime_arg.is_none()) {
+        c.runtime = nb::cast<std::shared_ptr<PyRuntime>>(runtime_arg);
+        c.backend = c.runtime->backend;
+        if (requested != jit::Backend::Auto && requested != c.backend)
+            throw jit::ArgumentError("backend='" + std::string(jit::backend_name(requested)) + "' but the runtime evaluates on " +
+                                     std::string(jit::backend_name(c.backend)));
+    } else {
+        c.backend = requested != jit::Backend::Auto ? requested : device ? jit::Backend::Cuda : jit::Backend::Cpu;
+        c.runtime = default_runtime(c.backend);
+    }
+    for (auto& [n, b] : c.bound) {
+        if (b.place == Place::Scalar || !b.arg.is_array()) continue;
+        const jit::Backend where = b.arg.array().backend();
+        if (where == c.backend) continue;
+        if (!move)
+            throw jit::ArgumentError("'" + n + "' is " + place_text(b) + " but the runtime evaluates on " +
+                                     std::string(jit::backend_name(c.backend)) + "; pass backend='" +
+                                     std::string(jit::backend_name(where)) + "' or move it");
+        b.arg = jit::Arg(b.arg.array().to(c.backend));
+        if (b.validity) b.validity = b.validity->to(c.backend);
+    }
+    if (c.backend == jit::Backend::Cuda) {
+        if (have_stream) c.stream = stream;
+        else if (device && !device->library.empty() && device->stream == 0) c.stream = current_stream_of(device->library);
+        else if (device && device->stream > 2) c.stream = device->stream;
+    }
+}
+
+std::shared_ptr<jit::Storage> storage_of(const jit::Arg& a) { return a.is_array() ? a.array().storage() : nullptr; }
+
+// A result as Python sees it: a NumPy array for host data, else a Tensor (its library set).
+nb::object to_python(const jit::Array& r0, const Call& c) {
+    jit::Array r = r0;
+    if (!r.defined()) return nb::none();
+    // A result that is an input itself (the program `a`) views memory this call only borrows.
+    for (const auto& [n, b] : c.bound)
+        if (b.arg.is_array() && b.arg.array().storage() == r.storage()) {
+            r = r.to(r.backend());
+            break;
+        }
+    if (r.backend() == jit::Backend::Cpu && r.dtype() != jit::DType::BFloat16) return numpy_of(r);
+    Tensor t;
+    t.array = r;
+    t.stream = c.stream;
+    nb::object o = nb::cast(std::move(t));
+    o.attr("library") = nb::str(c.library.c_str());
+    return o;
+}
+
+nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
+                    nb::handle runtime, bool as_tensor) {
+    Call c;
+    prepare(c, names, backend, stream, runtime);
+    std::shared_ptr<jit::Runtime> rt = c.runtime->get();
+    jit::Environment env;
+    for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
+    if (c.any_arrow) {
+        if (!out.is_none()) throw jit::ArgumentError("out= is not taken with Arrow inputs (Arrow buffers are immutable)");
+        std::map<std::string, jit::Array, std::less<>> validity;
+        for (auto& [n, b] : c.bound)
+            if (b.validity) validity.emplace(n, *b.validity);
+        jit::ArrowColumn col;
+        {
+            nb::gil_scoped_release release;
+            col = jit::eval_arrow(text, env, validity, *rt);
+        }
+        if (PyErr_CheckSignals() != 0) throw nb::python_error();
+        Tensor t;
+        t.array = col.values.backend() == jit::Backend::Cpu ? col.values : col.values.to(jit::Backend::Cpu);
+        if (col.validity) t.validity = col.validity->backend() == jit::Backend::Cpu ? *col.validity : col.validity->to(jit::Backend::Cpu);
+        t.null_count = col.null_count;
+        nb::object o = nb::cast(std::move(t));
+        o.attr("library") = nb::str(c.library.c_str());
+        return o;
+    }
+    if (!out.is_none()) {
+        Bound ob;
+        std::vector<nb::object> hold;
+        bind_value(out, "out", ob, hold, c.stream, true);
+        if (!ob.arg.is_array() || ob.place == Place::Scalar) type_error("out must be an array");
+        if (ob.read_only) {
+            PyErr_SetString(PyExc_ValueError, "out is read-only");
+            throw nb::python_error();
+        }
+        const jit::Array& o = ob.arg.array();
+        if (o.backend() != c.backend)
+            throw jit::ArgumentError("out is " + place_text(ob) + " but the evaluation runs on " +
+                                     std::string(jit::backend_name(c.backend)));
+        // out overlapping an input other than as the same view: evaluated apart, then copied in.
+        bool overlap = false;
+        for (const auto& [n, b] : c.bound) {
+            if (!b.arg.is_array()) continue;
+            const jit::Array& a = b.arg.array();
+            const auto* lo = static_cast<const char*>(a.data());
+            const auto* olo = static_cast<const char*>(o.data());
+            if (a.data() == o.data() && a.shape() == o.shape() && a.strides() == o.strides() && a.dtype() == o.dtype())
+                continue;
+            // Conservative: the spans of memory the two can reach.
+            auto span = [](const jit::Array& x, const char* base) {
+                std::int64_t lo_el = 0, hi_el = 0;
+                for (int k = 0; k < x.ndim(); ++k) {
+                    const auto e = x.shape()[static_cast<std::size_t>(k)], st = x.strides()[static_cast<std::size_t>(k)];
+                    if (e == 0) return std::pair<const char*, const char*>(base, base);
+                    (st < 0 ? lo_el : hi_el) += (e - 1) * st;
+                }
+                const auto item = static_cast<std::int64_t>(jit::itemsize(x.dtype()));
+                return std::pair<const char*, const char*>(base + lo_el * item, base + (hi_el + 1) * item);
+            };
+            auto [alo, ahi] = span(a, lo);
+            auto [blo, bhi] = span(o, olo);
+            if (alo < bhi && blo < ahi && a.backend() == o.backend()) overlap = true;
+        }
+        void* s = reinterpret_cast<void*>(c.stream);
+        const bool host = c.backend == jit::Backend::Cpu;
+        const bool atomic = JITEXPR_PY_HAVE_CANCEL && host && predicted_long(text, o.size());
+        const auto t0 = std::chrono::steady_clock::now();
+        (void)call_released([&](const Token* token) {
+            if (!overlap) return run_into_with(*rt, text, env, o, s, token, atomic);
+            jit::Array tmp = run_with(*rt, text, env, s, token);
+            jit::Environment copy{{"x", jit::Arg(tmp)}};
+            return rt->run_into("x", copy, o, s);
+        });
+        if (host)
+            note_rate(text, o.size(),
+                      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(),
+                      atomic || overlap);
+        return nb::borrow(out);
+    }
+    void* s = reinterpret_cast<void*>(c.stream);
+    jit::Array r = call_released([&](const Token* token) { return run_with(*rt, text, env, s, token); });
+    if (as_tensor && r.defined()) {
+        Tensor t;
+        t.array = r;
+        t.stream = c.stream;
+        for (const auto& [n, b] : c.bound)
+            if (b.arg.is_array() && b.arg.array().storage() == r.storage()) t.array = r.to(r.backend());
+        nb::object o = nb::cast(std::move(t));
+        o.attr("library") = nb::str(c.library.c_str());
+        return o;
+    }
+    return to_python(r, c);
+}
+
+// jx.run: every name the program assigns, by name.
+nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime) {
+    Call c;
+    prepare(c, names, backend, stream, runtime);
+    if (c.any_validity) throw jit::ArgumentError("jitexpr.run takes no Arrow columns with nulls; use evaluate for each result");
+    std::shared_ptr<jit::Runtime> rt = c.runtime->get();
+    jit::Environment env;
+    for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
+    const std::vector<std::string> assigned = jit::targets(text);
+    void* s = reinterpret_cast<void*>(c.stream);
+    (void)call_released([&](const Token* token) { return run_with(*rt, text, env, s, token); });
+    nb::dict result;
+    for (const std::string& n : assigned) {
+        auto it = env.find(n);
+        if (it == env.end() || !it->second.is_array()) continue;
+        // A name bound by the caller and written in place is the caller's own object.
+        bool in_place = false;
+        for (const auto& [bn, b] : c.bound)
+            if (bn == n && b.arg.is_array() && b.arg.array().storage() == it->second.array().storage()) {
+                result[n.c_str()] = names[n.c_str()];
+                in_place = true;
+            }
+        if (!in_place) result[n.c_str()] = to_python(it->second.array(), c);
+    }
+    return result;
+}
+
+// ------------------------------------------------------------------------------- Tensor export
+
+void dlpack_capsule_destructor(PyObject* capsule) noexcept {
+    if (PyCapsule_IsValid(capsule, "dltensor")) {  // never consumed: ours to free
+        auto* t = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule, "dltensor"));
+        if (t && t->deleter) t->deleter(t);
+    } else if (PyCapsule_IsValid(capsule, "dltensor_versioned")) {
+        auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, "dltensor_versioned"));
+        if (t && t->deleter) t->deleter(t);
+    }
+    PyErr_Clear();
+}
+
+std::shared_ptr<jit::Runtime> cuda_runtime() { return default_runtime(jit::Backend::Cuda)->get(); }
+
+// The DLPack protocol: stream (CUDA: the consumer's; our work is waited for unless it is the
+// stream it was queued on, or -1), max_version (a versioned capsule from 1.0 on), dl_device
+// (another device: a copy, unless copy=False), copy (True: always a copy; False: never).
+nb::object tensor_dlpack(Tensor& t, nb::handle stream, nb::handle max_version, nb::handle dl_device, nb::handle copy) {
+    jit::Array a = t.array;
+    bool copied = false;
+    const bool must_copy = !copy.is_none() && nb::cast<bool>(copy);
+    const bool may_copy = copy.is_none() || nb::cast<bool>(copy);
+    jit::Backend target = a.backend();
+    if (!dl_device.is_none()) {
+        nb::tuple d = nb::cast<nb::tuple>(dl_device);
+        const int type = nb::cast<int>(d[0]);
+        const int id = nb::cast<int>(d[1]);
+        if (type == 1) target = jit::Backend::Cpu;
+        else if ((type == 2 || type == 13) && id == 0) target = jit::Backend::Cuda;
+        else {
+            PyErr_SetString(PyExc_BufferError, "jitexpr exports to the host (kDLCPU) and CUDA device 0 only");
+            throw nb::python_error();
+        }
+    }
+    if (target != a.backend() || must_copy) {
+        if (!may_copy) {
+            PyErr_SetString(PyExc_BufferError, "the array is on another device and copy=False forbids a copy");
+            throw nb::python_error();
+        }
+        if (a.backend() == jit::Backend::Cuda) cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+        {
+            nb::gil_scoped_release release;
+            a = a.to(target);
+        }
+        copied = true;
+    } else if (a.backend() == jit::Backend::Cuda && !stream.is_none()) {
+        const long long s = nb::cast<long long>(stream);
+        const std::uintptr_t want = s == 1 ? 0 : static_cast<std::uintptr_t>(s);
+        if (s != -1 && want != t.stream) {
+            nb::gil_scoped_release release;
+            cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+        }
+    } else if (a.backend() == jit::Backend::Cuda && stream.is_none() && t.stream != 0) {
+        nb::gil_scoped_release release;
+        cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+    }
+    bool versioned = false;
+    if (!max_version.is_none()) {
+        nb::tuple v = nb::cast<nb::tuple>(max_version);
+        versioned = nb::cast<int>(v[0]) >= 1;
+    }
+    PyObject* capsule = nullptr;
+    if (versioned) {
+        DLManagedTensorVersioned* m = jit::to_dlpack_versioned(a, copied ? DLPACK_FLAG_BITMASK_IS_COPIED : 0);
+        capsule = PyCapsule_New(m, "dltensor_versioned", &dlpack_capsule_destructor);
+        if (!capsule) m->deleter(m);
+    } else {
+        DLManagedTensor* m = jit::to_dlpack(a);
+        capsule = PyCapsule_New(m, "dltensor", &dlpack_capsule_destructor);
+        if (!capsule) m->deleter(m);
+    }
+    if (!capsule) throw nb::python_error();
+    return nb::steal(capsule);
+}
+
+const char* typestr_of(jit::DType d) {
+    switch (d) {
+        case jit::DType::Bool: return "|b1";
+        case jit::DType::Int8: return "|i1";
+        case jit::DType::Int16: return "<i2";
+        case jit::DType::Int32: return "<i4";
+        case jit::DType::Int64: return "<i8";
+        case jit::DType::UInt8: return "|u1";
+        case jit::DType::UInt16: return "<u2";
+        case jit::DType::UInt32: return "<u4";
+        case jit::DType::UInt64: return "<u8";
+        case jit::DType::Float16: return "<f2";
+        case jit::DType::BFloat16: return "<V2";
+        case jit::DType::Float32: return "<f4";
+        case jit::DType::Float64: return "<f8";
+        case jit::DType::Complex64: return "<c8";
+        case jit::DType::Complex128: return "<c16";
+    }
+    return "|V1";
+}
+
+nb::dict tensor_cai(const Tensor& t) {
+    if (t.array.backend() != jit::Backend::Cuda) {
+        PyErr_SetString(PyExc_AttributeError, "__cuda_array_interface__: this array is in host memory");
+        throw nb::python_error();
+    }
+    const jit::Array& a = t.array;
+    nb::dict d;
+    nb::list shape, strides;
+    const auto item = static_cast<std::int64_t>(jit::itemsize(a.dtype()));
+    for (int k = 0; k < a.ndim(); ++k) {
+        shape.append(a.shape()[static_cast<std::size_t>(k)]);
+        strides.append(a.strides()[static_cast<std::size_t>(k)] * item);
+    }
+    d["shape"] = nb::tuple(shape);
+    d["strides"] = nb::tuple(strides);
+    d["typestr"] = typestr_of(a.dtype());
+    d["descr"] = nb::make_tuple(nb::make_tuple("", typestr_of(a.dtype())));
+    d["data"] = nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data()), false);
+    d["version"] = 3;
+    d["stream"] = t.stream == 0 ? nb::int_(1) : nb::int_(t.stream);  // 1: the legacy default stream
+    return d;
+}
+
+jit::ArrowColumn column_of(const Tensor& t) {
+    if (t.array.ndim() != 1)
+        throw jit::ArgumentError("the Arrow interface is for 1-D arrays; this one has shape " +
+                                 jit::shape_to_string(t.array.shape()));
+    jit::ArrowColumn c;
+    c.values = t.array;
+    c.validity = t.validity;
+    c.null_count = t.null_count;
+    return c;
+}
+
+void arrow_schema_capsule_destructor(PyObject* capsule) noexcept {
+    auto* s = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
+    if (s) {
+        if (s->release) s->release(s);
+        delete s;
+    }
+    PyErr_Clear();
+}
+
+void arrow_array_capsule_destructor(PyObject* capsule) noexcept {
+    auto* a = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsule, "arrow_array"));
+    if (a) {
+        if (a->release) a->release(a);
+        delete a;
+    }
+    PyErr_Clear();
+}
+
+nb::tuple tensor_arrow_array(const Tensor& t, nb::handle requested_schema) {
+    (void)requested_schema;  // the schema is the array's own (a request for another is ignored, as allowed)
+    const jit::ArrowColumn c = column_of(t);
+    auto schema = std::make_unique<ArrowSchema>();
+    auto array = std::make_unique<ArrowArray>();
+    *schema = {};
+    *array = {};
+    jit::to_arrow(c, array.get(), schema.get());
+    PyObject* sc = PyCapsule_New(schema.get(), "arrow_schema", &arrow_schema_capsule_destructor);
+    if (!sc) {
+        schema->release(schema.get());
+        array->release(array.get());
+        throw nb::python_error();
+    }
+    schema.release();
+    nb::object sco = nb::steal(sc);
+    PyObject* ac = PyCapsule_New(array.get(), "arrow_array", &arrow_array_capsule_destructor);
+    if (!ac) {
+        array->release(array.get());
+        throw nb::python_error();
+    }
+    array.release();
+    return nb::make_tuple(sco, nb::steal(ac));
+}
+
+// A one-chunk ArrowArrayStream over a column.
+struct StreamState {
+    jit::ArrowColumn column;
+    bool given = false;
+    std::string error;
+};
+
+int stream_get_schema(ArrowArrayStream* s, ArrowSchema* out) {
+    auto* st = static_cast<StreamState*>(s->private_data);
+    try {
+        ArrowArray tmp{};
+        jit::to_arrow(st->column, &tmp, out);
+        tmp.release(&tmp);
+        return 0;
+    } catch (const std::exception& e) {
+        st->error = e.what();
+        return 22;  // EINVAL
+    }
+}
+
+int stream_get_next(ArrowArrayStream* s, ArrowArray* out) {
+    auto* st = static_cast<StreamState*>(s->private_data);
+    if (st->given) {
+        *out = {};
+        out->release = nullptr;  // the end
+        return 0;
+    }
+    try {
+        ArrowSchema tmp{};
+        jit::to_arrow(st->column, out, &tmp);
+        tmp.release(&tmp);
+        st->given = true;
+        return 0;
+    } catch (const std::exception& e) {
+        st->error = e.what();
+        return 22;
+    }
+}
+
+const char* stream_last_error(ArrowArrayStream* s) {
+    auto* st = static_cast<StreamState*>(s->private_data);
+    return st->error.empty() ? nullptr : st->error.c_str();
+}
+
+void stream_release(ArrowArrayStream* s) {
+    delete static_cast<StreamState*>(s->private_data);
+    s->private_data = nullptr;
+    s->release = nullptr;
+}
+
+void arrow_stream_capsule_destructor(PyObject* capsule) noexcept {
+    auto* s = static_cast<ArrowArrayStream*>(PyCapsule_GetPointer(capsule, "arrow_array_stream"));
+    if (s) {
+        if (s->release) s->release(s);
+        delete s;
+    }
+    PyErr_Clear();
+}
+
+nb::object tensor_arrow_stream(const Tensor& t, nb::handle requested_schema) {
+    (void)requested_schema;
+    auto state = std::make_unique<StreamState>();
+    state->column = column_of(t);
+    {  // fails now, not in the consumer, for what has no Arrow format
+        ArrowArray a{};
+        ArrowSchema sc{};
+        jit::to_arrow(state->column, &a, &sc);
+        a.release(&a);
+        sc.release(&sc);
+    }
+    auto* s = new ArrowArrayStream{};
+    s->get_schema = &stream_get_schema;
+    s->get_next = &stream_get_next;
+    s->get_last_error = &stream_last_error;
+    s->release = &stream_release;
+    s->private_data = state.release();
+    PyObject* c = PyCapsule_New(s, "arrow_array_stream", &arrow_stream_capsule_destructor);
+    if (!c) {
+        s->release(s);
+        delete s;
+        throw nb::python_error();
+    }
+    return nb::steal(c);
+}
+
+nb::object tensor_numpy(const Tensor& t) {
+    if (t.array.backend() != jit::Backend::Cpu)
+        throw jit::ArgumentError("this array is in CUDA device memory; copy it with .to('cpu') or hand it to CuPy/PyTorch");
+    return numpy_of(t.array);
+}
+
+// ------------------------------------------------------------------------------- info
+
+nb::dict library_dict(const jit::CudaLibraryInfo& l) {
+    nb::dict d;
+    d["found"] = l.found;
+    d["loaded"] = l.loaded;
+    d["path"] = l.path;
+    d["source"] = l.source;
+    d["version"] = l.version ? nb::str((std::to_string(l.version / 1000) + "." + std::to_string(l.version % 1000 / 10)).c_str())
+                             : nb::str("");
+    d["error"] = l.error;
+    return d;
+}
+
+nb::dict cuda_info(bool load) {
+    jit::CudaInfo i;
+    {
+        nb::gil_scoped_release release;
+        i = jit::cuda_info(load);
+    }
+    nb::dict d;
+    d["available"] = i.available;
+    d["reason"] = i.reason;
+    d["driver_version"] = i.driver_version ? nb::str((std::to_string(i.driver_version / 1000) + "." +
+                                                      std::to_string(i.driver_version % 1000 / 10)).c_str())
+                                           : nb::str("");
+    nb::list devs;
+    for (const auto& s : i.devices) devs.append(s);
+    d["devices"] = devs;
+    d["nvrtc"] = library_dict(i.nvrtc);
+    d["nvjitlink"] = library_dict(i.nvjitlink);
+    return d;
+}
+
+nb::dict stats_dict(const jit::CacheStats& s) {
+    nb::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["compiles"] = s.compiles;
+    d["compile_ms"] = s.compile_ms;
+    d["disk_hits"] = s.disk_hits;
+    d["entries"] = s.entries;
+    return d;
+}
+
+
+// ------------------------------------------------------------------------------- check
+
+// jit::check for Python: `specs` maps each name to ("array", dtype, shape) or ("scalar",
+// dtype). Returns {"parameters", "assigned": [(name, dtype, shape)], "result": (name, dtype,
+// shape) or None, "reduces"}. Nothing is compiled or run (jitexpr.check, jitexpr.dask).
+nb::dict check_program(const std::string& text, nb::dict specs) {
+    jit::Specs s;
+    for (auto [k, v] : specs) {
+        const std::string name = nb::cast<std::string>(k);
+        nb::tuple t = nb::cast<nb::tuple>(v);
+        const std::string kind = nb::cast<std::string>(t[0]);
+        const std::string dt = nb::cast<std::string>(t[1]);
+        const std::optional<jit::DType> d = jit::dtype_from_name(dt);
+        if (!d) throw jit::ArgumentError("'" + name + "': '" + dt + "' is not a jitexpr dtype");
+        if (kind == "scalar") {
+            s.emplace(name, jit::ValueSpec::host_scalar(*d));
+        } else {
+            jit::Shape shape;
+            for (auto e : nb::cast<nb::tuple>(t[2])) shape.push_back(nb::cast<std::int64_t>(e));
+            if (shape.size() > static_cast<std::size_t>(jit::kMaxDims))
+                throw jit::ArgumentError("'" + name + "' has " + std::to_string(shape.size()) +
+                                         " dimensions; jitexpr arrays have at most 8");
+            s.emplace(name, jit::ValueSpec::array(*d, std::move(shape)));
+        }
+    }
+    jit::CheckedProgram p;
+    {
+        nb::gil_scoped_release release;
+        p = jit::check(text, s);
+    }
+    auto value = [](const jit::CheckedValue& v) {
+        nb::list shape;
+        for (auto e : v.shape) shape.append(e);
+        return nb::make_tuple(nb::str(v.name.c_str()), nb::str(std::string(jit::dtype_name(v.dtype)).c_str()), nb::tuple(shape));
+    };
+    nb::dict d;
+    nb::list params, assigned;
+    for (const auto& n : p.parameters) params.append(nb::str(n.c_str()));
+    for (const auto& v : p.assigned) assigned.append(value(v));
+    d["parameters"] = params;
+    d["assigned"] = assigned;
+    d["result"] = p.result ? nb::object(value(*p.result)) : nb::none();
+    d["reduces"] = p.reduces;
+    return d;
+}
+
+// jit::outline for Python: statements and reduction calls with their byte spans.
+nb::dict outline_program(const std::string& text) {
+    jit::Outline o = jit::outline(text);
+    auto span = [](jit::SourceSpan s) { return nb::make_tuple(s.begin, s.end); };
+    nb::list statements, reductions;
+    for (const auto& st : o.statements)
+        statements.append(nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
+    for (const auto& r : o.reductions) {
+        nb::list kw;
+        for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
+        reductions.append(nb::make_tuple(nb::str(r.function.c_str()), r.statement, span(r.span), span(r.operand), kw));
+    }
+    nb::dict d;
+    d["statements"] = statements;
+    d["reductions"] = reductions;
+    return d;
+}
+
+}  // namespace jitexpr_py
+
+// ------------------------------------------------------------------------------- the module
+
+NB_MODULE(_jitexpr, m) {
+    using namespace jitexpr_py;
+    if (_import_array() < 0) throw nb::python_error();
+    nb::register_exception_translator(&translate);
+
+    m.doc() = "jitexpr's extension module (use the jitexpr package, not this module)";
+    m.attr("__version__") = JITEXPR_VERSION;
+    // Whether Ctrl-C stops a call in flight (built with jitexpr's cancel token).
+    m.attr("HAVE_CANCEL") = JITEXPR_PY_HAVE_CANCEL != 0;
+
+    nb::class_<PyRuntime>(m, "Runtime")
+        .def(
+            "__init__",
+            [](PyRuntime* self, const std::string& backend, int threads, nb::handle cache_dir, bool disk_cache,
+               bool fast_math, bool tiered) {
+                jit::RuntimeOptions o = options_for(parse_backend(backend), threads);
+                if (!cache_dir.is_none()) o.cache_dir = nb::cast<std::string>(cache_dir);
+                o.disk_cache = disk_cache;
+                o.fast_math = fast_math;
+                o.tiered_compile = tiered;
+                nb::gil_scoped_release release;
+                new (self) PyRuntime(o);
+            },
+            "backend"_a = "auto", "threads"_a = 0, "cache_dir"_a = nb::none(), "disk_cache"_a = true,
+            "fast_math"_a = false, "tiered"_a = true)
+        .def_prop_ro("backend", [](const PyRuntime& r) { return std::string(jit::backend_name(r.backend)); })
+        .def_prop_ro("fallback_reason", [](const PyRuntime& r) { return r.fallback; })
+        .def_prop_ro("closed", &PyRuntime::closed)
+        .def_prop_ro("threads", [](const PyRuntime& r) { return r.get()->options().cpu_threads; })
+        .def("close", &PyRuntime::close)
+        .def("stats", [](const PyRuntime& r) { return stats_dict(r.get()->stats()); })
+        .def("clear_cache", [](const PyRuntime& r) { r.get()->clear_memory_cache(); })
+        .def("wait_for_compiles", [](const PyRuntime& r) {
+            auto rt = r.get();
+            nb::gil_scoped_release release;
+            rt->wait_for_compiles();
+        })
+        .def("synchronize", [](const PyRuntime& r, nb::handle stream) {
+            auto rt = r.get();
+            const std::uintptr_t s = stream.is_none() ? 0 : nb::cast<std::uintptr_t>(stream);
+            nb::gil_scoped_release release;
+            rt->synchronize(reinterpret_cast<void*>(s));
+        }, "stream"_a = nb::none());
+
+    nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr())
+        .def("__dlpack__", &tensor_dlpack, "stream"_a = nb::none(), "max_version"_a = nb::none(),
+             "dl_device"_a = nb::none(), "copy"_a = nb::none())
+        .def("__dlpack_device__", &dlpack_device)
+        .def_prop_ro("__cuda_array_interface__", &tensor_cai)
+        .def("__arrow_c_array__", &tensor_arrow_array, "requested_schema"_a = nb::none())
+        .def("__arrow_c_stream__", &tensor_arrow_stream, "requested_schema"_a = nb::none())
+        .def("numpy", &tensor_numpy)
+        .def_prop_ro("shape", [](const Tensor& t) {
+            nb::list l;
+            for (auto e : t.array.shape()) l.append(e);
+            return nb::tuple(l);
+        })
+        .def_prop_ro("dtype", [](const Tensor& t) { return std::string(jit::dtype_name(t.array.dtype())); })
+        .def_prop_ro("device", [](const Tensor& t) { return std::string(jit::backend_name(t.array.backend())); })
+        .def_prop_ro("stream", [](const Tensor& t) { return t.stream; })
+        .def_prop_ro("null_count", [](const Tensor& t) -> nb::object {
+            if (!t.validity) return nb::int_(0);
+            if (t.null_count >= 0) return nb::int_(t.null_count);
+            const jit::Array h = t.validity->contiguous();
+            const auto* v = static_cast<const std::uint8_t*>(h.data());
+            std::int64_t n = 0;
+            for (std::int64_t i = 0; i < h.size(); ++i) n += v[i] ? 0 : 1;
+            return nb::int_(n);
+        })
+        .def("validity", [](const Tensor& t) -> nb::object {
+            if (!t.validity) return nb::none();
+            return numpy_of(*t.validity);
+        })
+        .def("__repr__", [](const Tensor& t) { return "jitexpr.Tensor(" + t.array.describe() + ")"; });
+
+    m.def("evaluate", &evaluate, "text"_a, "names"_a, "out"_a = nb::none(), "backend"_a = nb::none(),
+          "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false);
+    m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
+          "runtime"_a = nb::none());
+    m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
+    m.def("targets", [](const std::string& text) { return jit::targets(text); });
+    m.def("check", &check_program, "text"_a, "specs"_a);
+    m.def("outline", &outline_program, "text"_a);
+    m.def("cuda_info", &cuda_info, "load_compilers"_a = false);
+    m.def("default_runtime", [](const std::string& backend) { return default_runtime(parse_backend(backend)); });
+    m.def("set_cpu_threads", [](int n) {
+        std::shared_ptr<PyRuntime> old;
+        {
+            std::lock_guard lock(g_defaults_mutex);
+            g_cpu_threads = n;
+            old = std::move(g_cpu);  // the next call makes the new one; calls in flight keep theirs
+        }
+    });
+    m.def("cpu_threads", [] {
+        std::lock_guard lock(g_defaults_mutex);
+        return g_cpu_threads;
+    });
+    m.def("live_results", [] { return g_live_results.load(); });
+    m.def("set_error_types", [](nb::dict d) {
+        auto take = [&](const char* k, PyObject*& slot) {
+            if (d.contains(k)) {
+                slot = d[k].ptr();
+                Py_INCREF(slot);  // kept for the life of the process
+            }
+        };
+        take("Error", g_errors.base);
+        take("ParseError", g_errors.parse);
+        take("NameError", g_errors.name);
+        take("TypeError", g_errors.type);
+        take("ShapeError", g_errors.shape);
+        take("ValueError", g_errors.value);
+        take("ArgumentError", g_errors.argument);
+        take("IOError", g_errors.io);
+        take("CompileError", g_errors.compile);
+        take("CudaError", g_errors.cuda);
+        take("NoDeviceError", g_errors.no_device);
+        take("InternalError", g_errors.internal);
+        take("CancelledError", g_errors.cancelled);
+    });
+}

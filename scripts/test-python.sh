@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The Python package as a user gets it: a fresh venv, `pip install .`, then the pytest suite
+# (tests/python) and the Python examples (examples/python). Called by scripts/test.sh.
+#   scripts/test-python.sh            venv in build-venv/, package build in build-py/ (kept:
+#                                     ccache and CMake make a second run incremental)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+venv=${VENV_DIR:-build-venv}
+py=${PYTHON:-python3}
+rm -rf "$venv"
+"$py" -m venv "$venv"
+pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+# The test peers: NumPy 2 (the reference), numexpr 2.14 (the API the drop-in follows), pandas
+# (eval/query through the drop-in), pyarrow, Polars and DuckDB (Arrow round trips), pytest.
+# dask and distributed for jitexpr.dask (tests/python/on_dask), pinned to the versions dask-cuda 26.10
+# needs on the GPU machine, so that CI tests what runs there.
+"${pip[@]}" install "numpy>=2" "numexpr>=2.14,<2.15" pandas pyarrow polars duckdb pytest ml_dtypes \
+  dask==2026.7.1 distributed==2026.7.1
+# The package build reuses the Release build's objects through ccache (CMake picks ccache up
+# when it is installed: JITEXPR_CCACHE); `pip install .` builds the library and the extension only.
+start=$(date +%s)
+"${pip[@]}" install . 
+echo "test-python: pip install . took $(( $(date +%s) - start )) s"
+# From another folder, so that the installed package is imported, not the source tree.
+cd tests/python
+rc=0
+# The Dask suite must run here, not skip (it skips on machines without dask).
+export JITEXPR_REQUIRE_DASK=1
+"../../$venv/bin/python" -m pytest -q -p no:cacheprovider . ../../examples/python || rc=$?
+exit $rc

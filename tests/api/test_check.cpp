@@ -1,0 +1,91 @@
+// jit::check and jit::outline: what a program gives, from dtypes and shapes alone.
+#include <jit/check.hpp>
+#include <jit/jit.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using jit::DType;
+using jit::ValueSpec;
+
+TEST(Check, ResultDtypeAndShapeFollowPromotionAndBroadcasting) {
+    const jit::CheckedProgram p = jit::check("a * 2 + b", {{"a", ValueSpec::array(DType::Float32, {4, 1})},
+                                                            {"b", ValueSpec::array(DType::Int16, {3})}});
+    ASSERT_TRUE(p.result);
+    EXPECT_EQ(p.result->dtype, DType::Float32);
+    EXPECT_EQ(p.result->shape, (jit::Shape{4, 3}));
+    EXPECT_EQ(p.parameters, (std::vector<std::string>{"a", "b"}));
+    EXPECT_FALSE(p.reduces);
+}
+
+TEST(Check, HostScalarsAreWeakAsInRun) {
+    const auto p = jit::check("x * s", {{"x", ValueSpec::array(DType::Float32, {8})}, {"s", ValueSpec::host_scalar(DType::Float64)}});
+    EXPECT_EQ(p.result->dtype, DType::Float32);
+}
+
+TEST(Check, EveryAssignedNameHasItsLastValue) {
+    const auto p = jit::check("t = a * 2; t = t > 1; s = sum(a, axis=0)", {{"a", ValueSpec::array(DType::Int32, {5, 6})}});
+    ASSERT_EQ(p.assigned.size(), 2u);
+    EXPECT_EQ(p.assigned[0].name, "t");
+    EXPECT_EQ(p.assigned[0].dtype, DType::Bool);
+    EXPECT_EQ(p.assigned[1].name, "s");
+    EXPECT_EQ(p.assigned[1].dtype, DType::Int64);
+    EXPECT_EQ(p.assigned[1].shape, (jit::Shape{6}));
+    EXPECT_EQ(p.result->name, "s");
+    EXPECT_TRUE(p.reduces);
+}
+
+TEST(Check, AgreesWithEvaluation) {
+    jit::Runtime rt([] {
+        jit::RuntimeOptions o;
+        o.backend = jit::Backend::Cpu;
+        return o;
+    }());
+    jit::Environment env{{"a", jit::Arg(jit::Array::from(std::vector<std::int8_t>{1, 2, 3}))}, {"k", jit::Arg(2.5)}};
+    const jit::Array r = rt.run("where(a > 1, a * k, -1)", env);
+    const auto p = jit::check("where(a > 1, a * k, -1)", {{"a", ValueSpec::array(DType::Int8, {3})}, {"k", ValueSpec::host_scalar(DType::Float64)}});
+    EXPECT_EQ(p.result->dtype, r.dtype());
+    EXPECT_EQ(p.result->shape, r.shape());
+}
+
+TEST(Check, ErrorsAreTheCheckersWithTheCaret) {
+    try {
+        jit::check("a + b", {{"a", ValueSpec::array(DType::Float64, {3})}, {"b", ValueSpec::array(DType::Float64, {4})}});
+        FAIL() << "no ShapeError";
+    } catch (const jit::ShapeError& e) {
+        EXPECT_EQ(e.span().begin, 0u);
+        EXPECT_EQ(e.span().end, 5u);
+    }
+    EXPECT_THROW(jit::check("a + c", {{"a", ValueSpec::array(DType::Float64, {3})}}), jit::NameError);
+    EXPECT_THROW(jit::check("a & a", {{"a", ValueSpec::array(DType::Float32, {3})}}), jit::TypeError);
+    EXPECT_THROW(jit::check("a +", {}), jit::ParseError);
+}
+
+TEST(Check, EmptyProgramHasNoResult) {
+    EXPECT_FALSE(jit::check("", {}).result);
+}
+
+TEST(Outline, StatementsAndNestedReductionsWithTheirSpans) {
+    const std::string text = "t = a*2\ns = sum(max(t, axis=1)) + mean(a)";
+    const jit::Outline o = jit::outline(text);
+    ASSERT_EQ(o.statements.size(), 2u);
+    EXPECT_EQ(o.statements[1].target, "s");
+    auto slice = [&](jit::SourceSpan s) { return text.substr(s.begin, s.end - s.begin); };
+    EXPECT_EQ(slice(o.statements[0].value_span), "a*2");
+    ASSERT_EQ(o.reductions.size(), 3u);
+    EXPECT_EQ(o.reductions[0].function, "sum");
+    EXPECT_EQ(slice(o.reductions[0].operand), "max(t, axis=1)");
+    EXPECT_EQ(o.reductions[1].function, "max");
+    ASSERT_EQ(o.reductions[1].keywords.size(), 1u);
+    EXPECT_EQ(slice(o.reductions[1].keywords[0].second), "1");
+    EXPECT_EQ(o.reductions[2].function, "mean");
+    EXPECT_EQ(o.reductions[2].statement, 1);
+}
+
+TEST(Outline, TwoArgumentMinIsElementwiseNotAReduction) {
+    EXPECT_TRUE(jit::outline("min(a, b) + amax(a)").reductions.size() == 1);
+    EXPECT_EQ(jit::outline("min(a, b) + amax(a)").reductions[0].function, "max");
+}
+
+}  // namespace

@@ -1,0 +1,505 @@
+#!/usr/bin/env python3
+"""The probes of issue 17 against the jitexpr binary: paths the user names (devices, FIFOs,
+pipes, links, modes, long names, `ulimit -f`, signals during a save), the disk cache's commands
+over symlinked folders, foreign files, FIFOs and folders, the environment's checks, and error
+messages a person can act on.
+
+Anything that could replace a device runs inside a private mount namespace whose /dev is a
+fresh tmpfs (`unshare -m`, root only; skipped otherwise): never the real /dev.
+
+usage: reliability_test.py PATH/TO/jitexpr [unittest options]
+Exits 77 (CTest: skipped) when NumPy is not installed.
+"""
+import io
+import os
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("reliability_test.py: NumPy is not installed; skipping")
+    sys.exit(77)
+
+JITEXPR = None
+TEMP_PREFIX = ".jitexpr-"
+
+
+def environment(env=None):
+    e = dict(os.environ)
+    e["JITEXPR_BACKEND"] = e.get("JITEXPR_TEST_BACKEND", "cpu")
+    e.setdefault("JITEXPR_DISK_CACHE", "0")
+    for k in [k for k in e if k.startswith("JITEXPR_") and k not in ("JITEXPR_BACKEND", "JITEXPR_DISK_CACHE")]:
+        del e[k]  # the tests set what they need
+    # Under AddressSanitizer (CI's second pass) a huge malloc aborts by default; let it fail as
+    # glibc's does, so that the out-of-memory messages are what is tested.
+    e["ASAN_OPTIONS"] = ":".join(filter(None, [e.get("ASAN_OPTIONS", ""), "allocator_may_return_null=1"]))
+    if env:
+        e.update(env)
+    return e
+
+
+def run(args, env=None, timeout=120, text=True, **kw):
+    return subprocess.run([JITEXPR] + args, capture_output=True, text=text, env=environment(env),
+                          timeout=timeout, **kw)
+
+
+def temporaries(folder):
+    return [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX)]
+
+
+def can_unshare():
+    if os.geteuid() != 0 or not shutil.which("unshare") or not shutil.which("mount"):
+        return False
+    r = subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c",
+                        "mount -t tmpfs jitexpr-probe /dev && mknod /dev/null c 1 3"], capture_output=True)
+    return r.returncode == 0
+
+
+class Base(unittest.TestCase):
+    def setUp(self):
+        self._tmp = tempfile.TemporaryDirectory(prefix="jitexpr_reliability_")
+        self.dir = self._tmp.name
+
+    def tearDown(self):
+        self._tmp.cleanup()
+
+    def path(self, *names):
+        return os.path.join(self.dir, *names)
+
+
+# ---- item 1 and 3: devices and streams, in a private /dev
+
+DEV_SETUP = r"""
+set -e
+mount -t tmpfs -o mode=0755 jitexpr-test-dev /dev
+mknod -m 666 /dev/null c 1 3
+mknod -m 666 /dev/zero c 1 5
+mknod -m 666 /dev/full c 1 7
+mknod -m 666 /dev/urandom c 1 9
+mknod -m 666 /dev/random c 1 8
+ln -s /proc/self/fd /dev/fd
+ln -s /proc/self/fd/0 /dev/stdin
+ln -s /proc/self/fd/1 /dev/stdout
+ln -s /proc/self/fd/2 /dev/stderr
+set +e
+"""
+
+
+@unittest.skipUnless(can_unshare(), "needs root and unshare -m (a private /dev)")
+class PrivateDev(Base):
+    def in_private_dev(self, script, stdout=None):
+        """Runs `script` (bash, $JX is the binary) in a new mount namespace with its own /dev."""
+        return subprocess.run(["unshare", "-m", "--propagation", "private", "bash", "-c", DEV_SETUP + script],
+                              stdout=stdout or subprocess.PIPE, stderr=subprocess.PIPE, text=stdout is None,
+                              env=dict(environment(), JX=JITEXPR, DIR=self.dir), timeout=120)
+
+    def test_save_to_dev_null_keeps_the_device(self):
+        r = self.in_private_dev('"$JX" -e "x = arange(3)" --save x=/dev/null; echo rc=$?; stat -c %F /dev/null; '
+                                'ls -a /dev | grep -c "^\\.jitexpr-" || true')
+        self.assertIn("rc=0", r.stdout, r.stderr)
+        self.assertIn("character special file", r.stdout)
+        self.assertTrue(r.stdout.strip().endswith("0"), r.stdout)
+
+    def test_save_to_dev_full_is_a_clear_error_and_keeps_the_device(self):
+        r = self.in_private_dev('"$JX" -e "x = arange(3)" --save x=/dev/full; echo rc=$?; stat -c %F /dev/full')
+        self.assertIn("rc=1", r.stdout)
+        self.assertIn("character special file", r.stdout)
+        self.assertIn("/dev/full: cannot write: No space left on device", r.stderr)
+
+    def test_save_to_dev_stdout_writes_the_array_to_the_pipe(self):
+        r = self.in_private_dev('"$JX" -e "x = arange(5)" --save x=/dev/stdout; '
+                                'stat -c %F /dev/stdout >&2', stdout=subprocess.PIPE)
+        self.assertEqual(r.returncode, 0)
+        self.assertEqual(np.load(io.BytesIO(r.stdout)).tolist(), [0, 1, 2, 3, 4])
+        self.assertIn(b"symbolic link", r.stderr)
+
+    def test_save_to_dev_stdout_redirected_to_a_file_writes_that_file(self):
+        out = self.path("out.npy")
+        r = self.in_private_dev('"$JX" -e "x = arange(4)" --save x=/dev/stdout > "$DIR/out.npy"; echo rc=$?; '
+                                'stat -c %F /dev/stdout')
+        self.assertIn("rc=0", r.stdout, r.stderr)
+        self.assertIn("symbolic link", r.stdout)
+        self.assertEqual(np.load(out).tolist(), [0, 1, 2, 3])
+
+    def test_load_from_dev_null_is_a_clear_error(self):
+        r = self.in_private_dev('"$JX" --load x=/dev/null -e x; echo rc=$?; stat -c %F /dev/null')
+        self.assertIn("rc=1", r.stdout)
+        self.assertIn("/dev/null: not a .npy file", r.stderr)
+
+
+class Streams(Base):
+    def test_save_to_dev_fd_of_a_pipe(self):
+        # /dev/fd/N reaches the pipe through /proc: written in order, nothing replaced.
+        r = subprocess.run(["bash", "-c", '"$JX" -e "x = arange(3.0)" --save x=/dev/fd/3 3>&1 1>/dev/null'],
+                           capture_output=True, env=dict(environment(), JX=JITEXPR), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(io.BytesIO(r.stdout)).tolist(), [0.0, 1.0, 2.0])
+
+    def test_load_from_process_substitution(self):
+        np.save(self.path("in.npy"), np.arange(6, dtype=np.int32).reshape(2, 3))
+        r = subprocess.run(["bash", "-c", '"$JX" --load x=<(cat "$DIR/in.npy") -e "x * 2"'], capture_output=True,
+                           text=True, env=dict(environment(), JX=JITEXPR, DIR=self.dir), timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[ 6,  8, 10]", r.stdout)
+
+    def test_load_and_save_through_fifos(self):
+        fin, fout = self.path("in.fifo"), self.path("out.fifo")
+        os.mkfifo(fin)
+        os.mkfifo(fout)
+        buf = io.BytesIO()
+        np.save(buf, np.arange(4, dtype=np.float32))
+        got = {}
+
+        def writer():
+            with open(fin, "wb") as f:
+                f.write(buf.getvalue())
+
+        def reader():
+            with open(fout, "rb") as f:
+                got["bytes"] = f.read()
+
+        threads = [threading.Thread(target=writer), threading.Thread(target=reader)]
+        for t in threads:
+            t.start()
+        r = run(["--load", "x=" + fin, "-e", "y = x + 1", "--save", "y=" + fout], timeout=60)
+        for t in threads:
+            t.join(10)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(io.BytesIO(got["bytes"])).tolist(), [1, 2, 3, 4])
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fout).st_mode))
+        self.assertEqual(temporaries(self.dir), [])
+
+    def test_fifo_without_a_writer_is_ended_by_ctrl_c(self):
+        fifo = self.path("wait.fifo")
+        os.mkfifo(fifo)
+        p = subprocess.Popen([JITEXPR, "--load", "x=" + fifo, "-e", "x"], env=environment(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(0.3)
+        self.assertIsNone(p.poll(), "it waits for a writer, as any reader does")
+        p.send_signal(signal.SIGINT)
+        p.communicate(timeout=10)
+        self.assertEqual(p.returncode, 130, "Ctrl-C stops the CLI with status 130 (docs/cli.md)")
+
+    def test_save_to_a_directory_or_socket_is_refused(self):
+        os.mkdir(self.path("d"))
+        r = run(["-e", "x = arange(3)", "--save", "x=" + self.path("d")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("is a directory; only regular files, pipes, FIFOs and character devices are written", r.stderr)
+        self.assertTrue(os.path.isdir(self.path("d")))
+
+
+# ---- item 1: regular files, modes, links, names
+
+class RegularFiles(Base):
+    def save(self, target, expr="arange(3)"):
+        r = run(["-e", "x = " + expr, "--save", "x=" + target])
+        self.assertEqual(r.returncode, 0, r.stderr)
+
+    def test_save_keeps_the_mode_of_the_file_it_replaces(self):
+        f = self.path("x.npy")
+        self.save(f)
+        os.chmod(f, 0o600)
+        self.save(f, "arange(4)")
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o600)
+        self.assertEqual(np.load(f).tolist(), [0, 1, 2, 3])
+
+    def test_save_writes_through_a_symbolic_link(self):
+        os.mkdir(self.path("real"))
+        target = self.path("real", "x.npy")
+        self.save(target)
+        os.symlink(target, self.path("link.npy"))
+        self.save(self.path("link.npy"), "arange(5)")
+        self.assertTrue(os.path.islink(self.path("link.npy")))
+        self.assertEqual(np.load(target).tolist(), [0, 1, 2, 3, 4])
+        self.assertEqual(temporaries(self.dir) + temporaries(self.path("real")), [])
+
+    def test_save_to_a_name_of_255_bytes(self):
+        f = self.path("n" * 251 + ".npy")
+        self.save(f)
+        self.save(f, "arange(2)")
+        self.assertEqual(np.load(f).tolist(), [0, 1])
+
+    def test_save_makes_a_new_inode(self):
+        f, g = self.path("f.npy"), self.path("g.npy")
+        self.save(f)
+        os.link(f, g)
+        self.save(f, "arange(7)")
+        self.assertEqual(np.load(g).tolist(), [0, 1, 2])  # documented: the other link keeps the old data
+        self.assertEqual(len(np.load(f)), 7)
+
+    def test_file_size_limit_is_an_error_not_a_signal(self):
+        f = self.path("big.npy")
+        self.save(f)
+        r = subprocess.run(["bash", "-c", 'ulimit -f 4; "$JX" -e "x = zeros(100000)" --save x="$F"'],
+                           capture_output=True, text=True, env=dict(environment(), JX=JITEXPR, F=f), timeout=60)
+        self.assertEqual(r.returncode, 1, "153 would be SIGXFSZ: " + r.stderr)
+        self.assertIn("the file would exceed the file size limit (ulimit -f)", r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0, 1, 2], "the old file is kept")
+        self.assertEqual(temporaries(self.dir), [])
+
+    def test_precompile_under_a_file_size_limit_is_an_error_not_a_signal(self):
+        prog = self.path("p.txt")
+        with open(prog, "w") as fh:
+            fh.write("c = a * 2 + b ; a: float32[1000], b: float32[1000]\n")
+        r = subprocess.run(["bash", "-c", 'ulimit -f 1; "$JX" precompile "$P" --arch sm_90 --cache-dir "$C"'],
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(environment({"JITEXPR_DISK_CACHE": "1"}), JX=JITEXPR, P=prog, C=self.path("c")))
+        self.assertNotEqual(r.returncode, 128 + signal.SIGXFSZ, r.stderr)
+        self.assertNotEqual(r.returncode, -signal.SIGXFSZ, r.stderr)
+        if r.returncode != 0:
+            self.assertIn("file size limit", r.stderr)
+
+
+# ---- items 5 and 6: signals during a save
+
+class SignalsDuringSave(Base):
+    def stopped_in_the_middle_of_a_save(self, target):
+        """Starts a large save and stops the process (SIGSTOP) while its temporary file exists."""
+        for n in (15_000_000, 40_000_000, 80_000_000):
+            p = subprocess.Popen([JITEXPR, "-e", f"x = zeros({n})", "--save", "x=" + target], env=environment(),
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            deadline = time.time() + 60
+            while p.poll() is None and time.time() < deadline:
+                if temporaries(self.dir):
+                    p.send_signal(signal.SIGSTOP)
+                    if temporaries(self.dir):
+                        return p
+                    p.send_signal(signal.SIGCONT)
+                time.sleep(0.0005)
+            p.wait(60)
+            if os.path.exists(target):
+                os.unlink(target)
+        self.skipTest("the save was always too quick to catch in the middle")
+
+    def check_signal_leaves_nothing(self, sig):
+        target = self.path("big.npy")
+        p = self.stopped_in_the_middle_of_a_save(target)
+        p.send_signal(sig)
+        p.send_signal(signal.SIGCONT)
+        p.communicate(timeout=60)
+        # SIGINT is Ctrl-C: the CLI stops at the next safe point with status 130 (docs/cli.md);
+        # other signals end it by the signal, after the temporary files are removed.
+        self.assertEqual(p.returncode, 130 if sig == signal.SIGINT else -sig)
+        self.assertEqual(temporaries(self.dir), [], "the temporary file of the save must go")
+        self.assertFalse(os.path.exists(target))
+
+    def test_sigterm_during_save_leaves_no_temporary_file(self):
+        self.check_signal_leaves_nothing(signal.SIGTERM)
+
+    def test_sigint_during_save_leaves_no_temporary_file(self):
+        self.check_signal_leaves_nothing(signal.SIGINT)
+
+    def test_a_later_save_removes_what_a_killed_one_left(self):
+        p = self.stopped_in_the_middle_of_a_save(self.path("big.npy"))
+        p.kill()  # SIGKILL: no chance to clean up
+        p.communicate(timeout=60)
+        self.assertEqual(len(temporaries(self.dir)), 1)
+        r = run(["-e", "y = arange(2)", "--save", "y=" + self.path("small.npy")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(temporaries(self.dir), [])
+
+
+# ---- items 2, 3, 6: the disk cache's commands
+
+class CacheCommands(Base):
+    def cache(self, *args, timeout=60):
+        return run(["cache"] + list(args), env={"JITEXPR_DISK_CACHE": "1", "JITEXPR_CACHE_DIR": self.path("c")},
+                   timeout=timeout)
+
+    def precompile(self, timeout=120):
+        prog = self.path("p.txt")
+        with open(prog, "w") as fh:
+            fh.write("c = a * 2 + b ; a: float32[1000], b: float32[1000]\n")
+        return run(["precompile", prog, "--arch", "sm_90", "--cache-dir", self.path("c")],
+                   env={"JITEXPR_DISK_CACHE": "1"}, timeout=timeout)
+
+    def entries(self):
+        base = self.path("c", "v2")
+        return [os.path.join(base, s, n) for s in sorted(os.listdir(base)) if len(s) == 2
+                for n in os.listdir(os.path.join(base, s)) if n.endswith(".bin")]
+
+    def make_outside(self):
+        os.mkdir(self.path("outside"))
+        names = ["a" * 64 + ".bin", "notes.txt", ".tmp-x", TEMP_PREFIX + "1-0123456789abcdef.tmp"]
+        for n in names:
+            with open(self.path("outside", n), "w") as fh:
+                fh.write("precious")
+        return names
+
+    def test_symlinked_key_folder_is_never_followed(self):
+        self.assertEqual(self.cache("stats").returncode, 0)
+        names = self.make_outside()
+        os.makedirs(self.path("c", "v2"), exist_ok=True)
+        os.symlink(self.path("outside"), self.path("c", "v2", "aa"))
+        v = self.cache("verify")
+        self.assertEqual(v.returncode, 0, v.stderr)
+        self.assertIn("not followed", v.stdout)
+        c = self.cache("clear")
+        self.assertEqual(c.returncode, 0, c.stderr)
+        for n in names:
+            with open(self.path("outside", n)) as fh:
+                self.assertEqual(fh.read(), "precious", n)
+
+    def test_foreign_file_with_a_key_name_survives_clear(self):
+        r = self.precompile()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = self.entries()
+        self.assertTrue(entries)
+        foreign = os.path.join(os.path.dirname(entries[0]), "f" * 64 + ".bin")
+        with open(foreign, "w") as fh:
+            fh.write("mine")
+        c = self.cache("clear")
+        self.assertIn(f"removed {len(entries)} entries", c.stdout)
+        self.assertIn("left " + foreign, c.stdout)
+        with open(foreign) as fh:
+            self.assertEqual(fh.read(), "mine")
+
+    def test_fifo_in_place_of_an_entry_blocks_nothing(self):
+        r = self.precompile()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = self.entries()
+        for e in entries:
+            os.unlink(e)
+            os.mkfifo(e)
+        v = self.cache("verify", timeout=20)
+        self.assertEqual(v.returncode, 0, v.stderr)
+        self.assertIn("a FIFO", v.stdout)
+        p = self.precompile(timeout=60)
+        self.assertEqual(p.returncode, 1, p.stdout)
+        self.assertIn("is not a jitexpr cache entry (a FIFO)", p.stderr)
+        self.assertIn("remove it", p.stderr)
+        self.cache("clear", timeout=20)
+        self.assertTrue(all(stat.S_ISFIFO(os.lstat(e).st_mode) for e in entries))
+
+    def test_empty_folder_in_place_of_an_entry_is_removed_and_precompile_works_again(self):
+        r = self.precompile()
+        self.assertEqual(r.returncode, 0, r.stderr)
+        entries = self.entries()
+        for e in entries:
+            os.unlink(e)
+            os.mkdir(e)
+        v = self.cache("verify")
+        self.assertIn(f"{len(entries)} removed", v.stdout)
+        self.assertFalse(any(os.path.exists(e) for e in entries), "what verify says it removed is gone")
+        for e in entries:
+            os.mkdir(e)
+        p = self.precompile()
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(all(os.path.isfile(e) for e in entries))
+
+
+# ---- item 10: the environment
+
+class Environment(Base):
+    def test_bad_thread_counts_are_usage_errors(self):
+        for bad in ("abc", "-1", "2.5"):
+            r = run(["-e", "1 + 1"], env={"JITEXPR_THREADS": bad})
+            self.assertEqual(r.returncode, 2, bad)
+            self.assertIn(f"JITEXPR_THREADS: '{bad}' is not a valid value", r.stderr)
+
+    def test_a_huge_thread_count_is_clamped_and_starts_at_once(self):
+        t0 = time.time()
+        r = run(["-e", "sum(arange(1000))"], env={"JITEXPR_THREADS": "100000"}, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("499500", r.stdout)
+        self.assertLess(time.time() - t0, 20)
+
+    def test_every_variable_is_checked(self):
+        for name, bad in (("JITEXPR_BACKEND", "gpu"), ("JITEXPR_DISK_CACHE", "maybe"), ("JITEXPR_FAST_MATH", "2"),
+                          ("JITEXPR_TIERED", "yes please"), ("JITEXPR_NVRTC_OPTIONS", "O3"),
+                          ("JITEXPR_SHOW_KERNELS", "all"), ("JITEXPR_STAGING", "fast"),
+                          ("JITEXPR_CPU_KERNELS", "avx512")):
+            r = run(["-e", "1"], env={name: bad})
+            self.assertEqual(r.returncode, 2, name)
+            self.assertIn(name, r.stderr)
+
+
+# ---- items 8, 11, 12, 14: errors a person can act on
+
+class Messages(Base):
+    def test_huge_constructor_says_which_statement_and_how_much(self):
+        r = run(["-e", "x = 1\ny = zeros(1<<40)"])
+        self.assertEqual(r.returncode, 1)
+        self.assertRegex(r.stderr, r"out of memory: a float64 array of shape \(1099511627776,\) needs 8\.0 TiB "
+                                   r"\(8796093022208 bytes\); .* available\nline 2: y = zeros\(1<<40\)\n"
+                                   r" {12}\^{12}\n")
+        r = run(["-e", "a = arange(1e12)"])
+        self.assertIn("needs 7.3 TiB (8000000000000 bytes)", r.stderr)
+
+    def test_truncated_npy_claiming_32_gib_names_the_file(self):
+        f = self.path("claims.npy")
+        header = "{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296,), }"
+        header += " " * (64 - 10 - len(header) - 1) + "\n"
+        with open(f, "wb") as fh:
+            fh.write(b"\x93NUMPY\x01\x00" + bytes([len(header), 0]) + header.encode() + b"\0" * 16)
+        r = run(["--load", "x=" + f, "-e", "x"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(f + ": the file is shorter than its data: float64 (4294967296,) needs 34359738368 bytes "
+                      "after the header, 16 present", r.stderr)
+
+    def test_npy_dimension_past_2_to_the_64_does_not_wrap(self):
+        f = self.path("wrap.npy")
+        header = "{'descr': '|u1', 'fortran_order': False, 'shape': (18446744073709551619,), }"
+        header += " " * (128 - 10 - len(header) - 1) + "\n"
+        with open(f, "wb") as fh:
+            fh.write(b"\x93NUMPY\x01\x00" + bytes([len(header), 0]) + header.encode() + b"abc")
+        r = run(["--load", "x=" + f, "-e", "x"])
+        self.assertEqual(r.returncode, 1, r.stdout)
+        self.assertIn("a dimension of the shape is too large", r.stderr)
+
+    def test_save_of_a_constructor(self):
+        f = self.path("f.npy")
+        r = run(["-e", f'save(arange(3), "{f}")'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0, 1, 2])
+        r = run(["-e", f'save(zeros((2, 2)) + 1, "{f}")'])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [[1, 1], [1, 1]])
+
+    def test_long_bad_line_is_cut_around_the_caret(self):
+        script = self.path("long.jx")
+        with open(script, "w") as fh:
+            fh.write("x = " + "a + " * 250000 + "* b\n")  # a 1 MB line
+        r = run([script], timeout=120)
+        self.assertEqual(r.returncode, 1)
+        self.assertLess(len(r.stderr), 600, r.stderr[:600])
+        self.assertIn("a + * b", r.stderr)
+
+    def test_c1_and_bidi_controls_are_escaped(self):
+        text = "x = a +* b  # \u009b31m \u202e evil \u2066 x \u2069"
+        r = subprocess.run([JITEXPR, "-e", text], capture_output=True, env=environment(), timeout=60)
+        self.assertEqual(r.returncode, 1)
+        for bad in ("\u009b", "\u202e", "\u2066", "\u2069"):
+            self.assertNotIn(bad.encode(), r.stderr)
+        self.assertIn(b"# ?31m ? evil ? x ?", r.stderr)
+        raw = subprocess.run([JITEXPR, b"-e", b"x = a +* b  # \x9b31m"], capture_output=True, env=environment(),
+                             timeout=60)
+        self.assertNotIn(b"\x9b", raw.stderr)
+
+    def test_names_no_statement_can_read_are_refused(self):
+        np.save(self.path("f.npy"), np.arange(2))
+        for name in ("True", "and", "not"):
+            r = run(["--load", f"{name}={self.path('f.npy')}", "-e", "1"])
+            self.assertEqual(r.returncode, 2, name)
+            self.assertIn(f"'{name}' is a keyword, not a variable name", r.stderr)
+
+    def test_unary_plus_on_bool_is_a_type_error(self):
+        r = run(["-e", "b = arange(3) > 1", "-e", "+b"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("type error: unary '+' is not supported for bool", r.stderr)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        print(__doc__)
+        sys.exit(2)
+    JITEXPR = os.path.abspath(sys.argv.pop(1))
+    unittest.main()

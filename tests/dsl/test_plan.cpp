@@ -1,0 +1,114 @@
+// dsl::plan: text to the plan a backend runs — the schedule within the backend's stage limits,
+// the in-place decisions, the output eval returns.
+#include "dsl/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+using namespace jit;
+
+namespace {
+
+dsl::Binding array(DType t, Shape shape) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.strides = contiguous_strides(shape);
+    b.shape = std::move(shape);
+    return b;
+}
+
+ir::Plan plan(const std::string& text, const std::map<std::string, dsl::Binding>& env, dsl::Limits limits = {}) {
+    return dsl::plan(text, dsl::bindings_of(env), limits);
+}
+
+std::string repeat(const std::string& s, int n) {
+    std::string r;
+    for (int i = 0; i < n; ++i) r += s;
+    return r;
+}
+
+// The direct-alias flag of the output assigned to `name`.
+bool direct(const ir::Plan& p, const std::string& name) {
+    for (std::size_t o = 0; o < p.program.outputs.size(); ++o)
+        if (p.program.outputs[o].name == name) return p.direct_alias.at(o) != 0;
+    ADD_FAILURE() << "no output " << name;
+    return false;
+}
+
+const std::map<std::string, dsl::Binding> kVectors = {{"a", array(DType::Float32, {4})},
+                                                       {"x", array(DType::Float64, {4})},
+                                                       {"col", array(DType::Float64, {3, 1})},
+                                                       {"s", array(DType::Float64, {})}};
+
+TEST(Plan, StageLimitSplitsALargeElementwiseStage) {
+    const std::string text = "y = a" + repeat(" + a", 3000);
+    EXPECT_EQ(plan(text, kVectors).schedule.stages.size(), 1u) << "no limit: one stage";
+    dsl::Limits limits;
+    limits.max_stage_nodes = 1024;
+    const ir::Plan split = plan(text, kVectors, limits);
+    EXPECT_GE(split.schedule.stages.size(), 3u);
+    EXPECT_EQ(split.schedule.stored_by.size(), split.program.nodes.size());
+}
+
+TEST(Plan, ASmallProgramIsTheSameWithAndWithoutALimit) {
+    dsl::Limits limits;
+    limits.max_stage_nodes = 2048;
+    const ir::Plan a = plan("y = a * 2 + 1", kVectors), b = plan("y = a * 2 + 1", kVectors, limits);
+    EXPECT_EQ(a.schedule.stages.size(), b.schedule.stages.size());
+    EXPECT_EQ(a.schedule.stored_by, b.schedule.stored_by);
+}
+
+TEST(Plan, AnArrayReadOnlyByTheStageWritingItIsWrittenInPlace) {
+    EXPECT_TRUE(direct(plan("a = a * 2", kVectors), "a"));
+}
+
+TEST(Plan, AStageStoringTwoOutputsDoesNotWriteInPlace) {
+    EXPECT_FALSE(direct(plan("b = a + 0; a = a * 10", kVectors), "a"));
+}
+
+TEST(Plan, AnOutputThatALaterStageRecomputesFromTheInputIsNotWrittenInPlace) {
+    // z's stage (shape (3, 4)) computes x + 1 again from the input x: writing x in place first
+    // would make it read the new values.
+    EXPECT_FALSE(direct(plan("x = x + 1; z = x * col", kVectors), "x"));
+}
+
+TEST(Plan, AReductionIntoAnArrayNoStageReadsIsWrittenInPlace) {
+    EXPECT_TRUE(direct(plan("s = sum(x * 2)", kVectors), "s"));
+    EXPECT_FALSE(direct(plan("s = sum(x + s)", kVectors), "s"));
+}
+
+TEST(Plan, ResultIsTheLastStatementsOutput) {
+    const ir::Plan p = plan("b = a + 1\nc = b * 2", kVectors);
+    ASSERT_GE(p.result_output, 0);
+    EXPECT_EQ(p.program.outputs[static_cast<std::size_t>(p.result_output)].name, "c");
+    EXPECT_EQ(plan("a + 1", kVectors).program.outputs.size(), 1u);
+}
+
+TEST(Plan, UnknownNameSuggestsABoundName) {
+    try {
+        plan("y = colx + 1", kVectors);
+        FAIL() << "no NameError";
+    } catch (const NameError& e) {
+        EXPECT_NE(std::string(e.what()).find("did you mean 'col'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Plan, BoundNamesAreListedOnlyForAMessage) {
+    int listed = 0;
+    auto b = std::make_shared<dsl::Binding>(array(DType::Float32, {4}));
+    dsl::Bindings bindings;
+    bindings.lookup = [b](std::string_view n) -> const dsl::Binding* { return n == "a" ? b.get() : nullptr; };
+    bindings.names = [&listed] {
+        ++listed;
+        return std::vector<std::string>{"a"};
+    };
+    dsl::plan("y = a * 2", bindings, {});
+    EXPECT_EQ(listed, 0);
+    EXPECT_THROW(dsl::plan("y = q * 2", bindings, {}), NameError);
+    EXPECT_EQ(listed, 1);
+}
+
+}  // namespace

@@ -1,0 +1,80 @@
+"""The known, documented differences between jitexpr.numexpr and numexpr 2.14 (docs/python.md,
+"Coming from numexpr"), as test_numexpr_diff.py checks them.
+
+Each entry says where it applies (a predicate on the expression and the two input dtypes), what
+jitexpr gives instead — ``"numpy"``: NumPy 2's value and dtype (where numexpr departs from
+NumPy, jitexpr follows NumPy); an exception class: that error; a callable: a check of the
+value — and why. The test verifies the expectation wherever numexpr and jitexpr differ under an
+entry, and that every entry still describes at least one real difference."""
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+import jitexpr
+
+NARROW = {"bool", "int8"}
+INT = {"int8", "int32", "int64", "bool"}
+
+
+@dataclass(frozen=True)
+class Difference:
+    name: str
+    where: Callable  # (text, da, db) -> bool
+    expect: object
+    reason: str
+
+    def applies(self, text, da, db):
+        return self.where(text, da, db)
+
+
+DIFFERENCES = [
+    Difference("integer literals", lambda t, a, b: t == "where(a > 1, 2, -1)", "numpy",
+               "numexpr's integer literals are int32 (where(a > 1, 2, -1) is int32); NumPy 2's are weak: int64"),
+    Difference("integer reductions", lambda t, a, b: t.startswith(("sum(", "prod(")) and a == "int32", "numpy",
+               "numexpr sums and multiplies int32 in int32; NumPy in int64"),
+    Difference("float literals with float32", lambda t, a, b: t == "a * 2.5" and a == "float32", "numpy",
+               "numexpr computes float32 * 2.5 in float64; NumPy 2's float literals are weak: float32"),
+    Difference("functions without integer loops",
+               lambda t, a, b: t in ("abs(b)", "ceil(a) + floor(b)", "real(a)", "fmod(a, 3)", "maximum(a, b)")
+               and (a in INT or b in INT), "numpy",
+               "numexpr computes abs, ceil, floor, real, fmod and maximum of integers in float64; NumPy keeps the "
+               "integer dtype"),
+    Difference("float64 helpers for float32",
+               lambda t, a, b: t in ("maximum(a, b)", "copysign(a, b)", "real(a)") and "float32" in (a, b), "numpy",
+               "numexpr computes maximum, copysign and real of float32 in float64; NumPy in float32"),
+    Difference("operators NumPy refuses",
+               lambda t, a, b: t in ("a & b", "a << 1") and ({a, b} & {"float32", "float64"}), jitexpr.TypeError,
+               "numexpr raises NotImplementedError for & and << on floats; jitexpr raises TypeError, as NumPy does"),
+    Difference("unary minus on bool", lambda t, a, b: t.startswith(("-a", "exp(-a*a)", "where(a > 0.5")) and a == "bool",
+               jitexpr.TypeError,
+               "numexpr raises NotImplementedError for -bool; jitexpr raises TypeError, as NumPy does"),
+    Difference("named constants", lambda t, a, b: t in ("pi * a", "e"), "numpy",
+               "numexpr knows no pi or e (KeyError unless a variable has the name); jitexpr has the constants "
+               "pi, e, inf, nan, which a variable of the same name shadows"),
+    Difference("unknown functions", lambda t, a, b: t == "sine(a)", jitexpr.NameError,
+               "numexpr raises TypeError ('VariableNode' object is not callable); jitexpr raises NameError "
+               "naming the function, with a suggestion"),
+    Difference("bool to a negative power", lambda t, a, b: t == "a ** -1" and a == "bool", jitexpr.ValueError,
+               "numexpr computes bool ** -1 in float64; jitexpr raises ValueError (integers to negative integer "
+               "powers), as NumPy does"),
+    Difference("bool squared", lambda t, a, b: t == "b ** 2" and b == "bool", lambda r: np.asarray(r).dtype == np.int64,
+               "numexpr gives bool for bool ** 2, NumPy int8 (its ** 2 is np.square, whose bool loop is int8); "
+               "jitexpr types ** with a weak literal as NumPy types b ** 3: int64"),
+    Difference("literal division by zero", lambda t, a, b: t == "1/0",
+               lambda r: np.asarray(r).dtype == np.float64 and np.isinf(r),
+               "numexpr folds constants with Python (ZeroDivisionError); jitexpr divides as NumPy does: inf"),
+    Difference("narrow integers", lambda t, a, b: a in NARROW or b in NARROW, "numpy",
+               "numexpr computes bool, int8 and int16 in int32 (and their float functions in float32 or "
+               "float64); NumPy 2 keeps them: int8 + 1 is int8, sin(int8) is float16, bool * 2 is int64"),
+    Difference("int64 with float32", lambda t, a, b: (a, b) == ("int64", "float32"), "numpy",
+               "numexpr gives float32 for int64 with float32; NumPy promotes to float64"),
+]
+
+
+def difference_for(text, da, db):
+    """The first entry that applies (the specific ones come before the broad dtype rules)."""
+    for d in DIFFERENCES:
+        if d.applies(text, da, db):
+            return d
+    return None

@@ -1,0 +1,101 @@
+"""On a GPU (skipped without a device or without CuPy/PyTorch): CuPy and PyTorch arrays are
+evaluated where they live without copies — results are arrays of the caller's library, the
+input pointers are read in place, out= is written in place — on the producer's current stream."""
+import numpy as np
+import pytest
+
+from support import gpu_or_skip, need
+
+import jitexpr as jx
+
+
+@pytest.fixture
+def cupy():
+    gpu_or_skip()
+    return need("cupy")
+
+
+@pytest.fixture
+def torch():
+    gpu_or_skip()
+    t = need("torch")
+    if not t.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA device")
+    return t
+
+
+def test_cupy_in_cupy_out(cupy):
+    a = cupy.arange(1 << 20, dtype=cupy.float32)
+    b = cupy.ones(1 << 20, dtype=cupy.float32)
+    r = jx.evaluate("a * 2 + b", a=a, b=b)
+    assert isinstance(r, cupy.ndarray)
+    assert r.dtype == cupy.float32
+    cupy.testing.assert_array_equal(r, a * 2 + b)
+
+
+def test_cupy_out_is_written_in_place(cupy):
+    a = cupy.arange(4096, dtype=cupy.float64)
+    out = cupy.empty_like(a)
+    ptr = out.data.ptr
+    r = jx.evaluate("sin(a) + 1", a=a, out=out)
+    assert r is out and out.data.ptr == ptr
+    cupy.testing.assert_allclose(out, cupy.sin(a) + 1, rtol=1e-12)
+
+
+def test_cupy_inputs_are_read_in_place_not_copied(cupy):
+    a = cupy.arange(1000, dtype=cupy.float32)
+    view = a[::2]
+    r = jx.evaluate("v * 3", v=view)
+    cupy.testing.assert_array_equal(r, view * 3)
+    # A result that shares no memory with the input, and DLPack back into CuPy without a copy.
+    t = jx._jitexpr.evaluate("v * 3", {"v": view}, None, None, None, None)
+    assert cupy.from_dlpack(t).data.ptr == t.__cuda_array_interface__["data"][0]
+
+
+def test_cupy_current_stream_is_honoured(cupy):
+    s = cupy.cuda.Stream(non_blocking=True)
+    with s:
+        a = cupy.arange(1 << 22, dtype=cupy.float32)
+        r = jx.evaluate("a * 2", a=a)
+        t = jx._jitexpr.evaluate("a * 2", {"a": a}, None, None, None, None)
+        assert t.stream == s.ptr
+        s.synchronize()
+    cupy.testing.assert_array_equal(r, a * 2)
+
+
+def test_torch_in_torch_out(torch):
+    a = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+    r = jx.evaluate("a * 2 + 1", a=a)
+    assert isinstance(r, torch.Tensor) and r.is_cuda
+    assert torch.equal(r, a * 2 + 1)
+
+
+def test_torch_out_and_stream(torch):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a = torch.rand(1 << 20, device="cuda", dtype=torch.float64)
+        out = torch.empty_like(a)
+        ptr = out.data_ptr()
+        jx.evaluate("exp(-a) * a", a=a, out=out)
+        t = jx._jitexpr.evaluate("a + 1", {"a": a}, None, None, None, None)
+        assert t.stream == s.cuda_stream
+    s.synchronize()
+    assert out.data_ptr() == ptr
+    assert torch.allclose(out, torch.exp(-a) * a)
+
+
+def test_host_and_device_mixed_is_an_error_unless_asked_for(cupy):
+    a = cupy.ones(4)
+    h = np.ones(4)
+    with pytest.raises(jx.ArgumentError):
+        jx.evaluate("a + h", a=a, h=h)
+    r = jx.evaluate("a + h", a=a, h=h, backend="cuda")
+    cupy.testing.assert_array_equal(r, cupy.full(4, 2.0))
+
+
+def test_numba_cuda_array_interface(cupy):
+    numba_cuda = need("numba.cuda")
+    a = numba_cuda.to_device(np.arange(100, dtype=np.float32))
+    r = jx.evaluate("a * 2", a=a)
+    np.testing.assert_array_equal(jx.Tensor.numpy(r) if isinstance(r, jx.Tensor) and r.device == "cpu"
+                                  else cupy.asarray(r).get(), np.arange(100, dtype=np.float32) * 2)
