@@ -66,9 +66,12 @@ class PythonDriver:
             raise DriverError(kind, str(e)) from None
         if r is None:
             raise DriverError("none", "the program gave no value")
+        if getattr(r, "dtype", None) == "bfloat16":
+            # A bfloat16 result has no NumPy array (it comes as a jitexpr Tensor): its float32
+            # conversion is exact, and rounds back to the same bits.
+            f = np.asarray(self.jx.evaluate(f"float32({text})", args, backend=self.backend))
+            return "bfloat16", np.array(f.astype(self.bf16).view(np.uint16), copy=True)
         r = np.asarray(r)
-        if r.dtype == self.bf16:
-            return "bfloat16", np.array(r.view(np.uint16), copy=True)
         return r.dtype.name, np.array(r, copy=True)
 
     def close(self):
