@@ -141,6 +141,25 @@ std::vector<jit::Arg> to_args(std::size_t n, const jitexpr_arg* args) {
     return v;
 }
 
+jit::Environment to_named(std::size_t n, const char* const* names, const jitexpr_arg* args) {
+    if (n > 0 && (!names || !args)) throw jit::ArgumentError("null name or argument array");
+    jit::Environment env;
+    for (std::size_t i = 0; i < n; ++i) {
+        if (!names[i]) throw jit::ArgumentError(fmt::format("argument {}: null name", i));
+        if (!env.emplace(names[i], to_arg(args[i], i)).second)
+            throw jit::ArgumentError(fmt::format("argument {}: '{}' is bound twice", i, names[i]));
+    }
+    return env;
+}
+
+// The values of a named binding, for export_result's check of shared memory.
+std::vector<jit::Arg> values_of(const jit::Environment& env) {
+    std::vector<jit::Arg> v;
+    v.reserve(env.size());
+    for (const auto& [n, a] : env) v.push_back(a);
+    return v;
+}
+
 std::vector<jitexpr_arg> tensor_args(std::size_t n, DLManagedTensor* const* args) {
     if (n > 0 && !args) throw jit::ArgumentError("null argument array");
     std::vector<jitexpr_arg> v(n);
@@ -302,6 +321,23 @@ int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jit
     return jitexpr_eval_with(rt, text, n_args, args, out, nullptr);
 }
 
+int jitexpr_eval_named_with(jitexpr_runtime* rt, const char* text, size_t n_args, const char* const* names,
+                            const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options) {
+    if (int rc = check_out(out)) return rc;
+    if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_named: null runtime or text");
+    return guarded([&] {
+        const jit::CallOptions co = call_options(options);
+        const jit::Environment env = to_named(n_args, names, args);
+        const jit::Array r = rt->runtime.eval(text, jit::Named(env), co);
+        *out = export_result(r, values_of(env), rt->runtime.backend());
+    });
+}
+
+int jitexpr_eval_named(jitexpr_runtime* rt, const char* text, size_t n_args, const char* const* names,
+                       const jitexpr_arg* args, DLManagedTensor** out) {
+    return jitexpr_eval_named_with(rt, text, n_args, names, args, out, nullptr);
+}
+
 int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
                         DLManagedTensor** out) {
     if (int rc = check_out(out)) return rc;
@@ -347,6 +383,23 @@ int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitex
 
 int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out) {
     return jitexpr_kernel_call_with(k, n_args, args, out, nullptr);
+}
+
+int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const char* const* names,
+                                   const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options) {
+    if (int rc = check_out(out)) return rc;
+    if (!k) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_kernel_call_named: null kernel");
+    return guarded([&] {
+        const jit::CallOptions co = call_options(options);
+        const jit::Environment env = to_named(n_args, names, args);
+        const jit::Array r = k->kernel.call(jit::Named(env), co);
+        *out = export_result(r, values_of(env), k->rt->runtime.backend());
+    });
+}
+
+int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names,
+                              const jitexpr_arg* args, DLManagedTensor** out) {
+    return jitexpr_kernel_call_named_with(k, n_args, names, args, out, nullptr);
 }
 
 int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManagedTensor* const* args,

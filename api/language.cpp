@@ -3,6 +3,7 @@
 #include <jit/language.hpp>
 
 #include "dsl/ir.hpp"
+#include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/syntax.hpp"
 
@@ -37,6 +38,48 @@ std::vector<std::string> builtin_names() { return dsl::builtin_names(); }
 
 static_assert(kMaxIdentifierBytes == syntax::kMaxIdentifier);
 bool is_variable_name(std::string_view name) { return syntax::is_variable_name(name); }
+
+std::optional<LiteralNumber> fold_literal(std::string_view text, const std::function<bool(std::string_view)>& shadowed) {
+    const syntax::Module m = syntax::parse(text);
+    if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value) return std::nullopt;
+    const dsl::LiteralFolder folder(text, [&shadowed](std::string_view n) -> std::optional<double> {
+        if (shadowed && shadowed(n)) return std::nullopt;
+        return dsl::named_constant(n);
+    });
+    const syntax::Expr& e = *m.statements[0].value;
+    if (!folder.is_literal(e)) return std::nullopt;
+    const dsl::Folded f = folder.fold(e);
+    LiteralNumber r;
+    switch (f.kind) {
+        case dsl::Folded::Kind::Bool:
+            r.kind = LiteralNumber::Kind::Bool;
+            r.b = f.value.b;
+            break;
+        case dsl::Folded::Kind::Float:
+            r.kind = LiteralNumber::Kind::Float;
+            r.f = f.value.f;
+            break;
+        case dsl::Folded::Kind::Complex:
+            r.kind = LiteralNumber::Kind::Complex;
+            r.f = f.value.f;
+            r.im = f.value.im;
+            break;
+        case dsl::Folded::Kind::Int:
+            r.kind = LiteralNumber::Kind::Int;
+            if (f.big) {
+                r.fits_int64 = false;
+                r.big = true;
+                r.digits = f.digits;
+            } else if (f.value.dtype == DType::Int64) {
+                r.i = f.value.i;
+            } else {
+                r.fits_int64 = false;
+                r.u = f.value.u;
+            }
+            break;
+    }
+    return r;
+}
 
 namespace parsed {
 

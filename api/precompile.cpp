@@ -75,8 +75,10 @@ int Precompiler::cc_major() const { return impl_->co.cc_major; }
 int Precompiler::cc_minor() const { return impl_->co.cc_minor; }
 const std::string& Precompiler::cache_dir() const { return impl_->dir; }
 
-std::vector<PrecompiledKernel> Precompiler::add(std::string_view statements,
-                                                const std::map<std::string, Declaration, std::less<>>& variables) {
+namespace {
+
+// The plan the CUDA runtime would make for `statements` with these variables.
+ir::Plan plan_of(std::string_view statements, const std::map<std::string, Declaration, std::less<>>& variables) {
     std::map<std::string, dsl::Binding, std::less<>> bindings;
     for (const auto& [name, d] : variables) {
         dsl::Binding b;
@@ -86,7 +88,18 @@ std::vector<PrecompiledKernel> Precompiler::add(std::string_view statements,
         b.strides = d.kind == Declaration::Kind::Array && d.strides.empty() ? contiguous_strides(d.shape) : d.strides;
         bindings.emplace(name, std::move(b));
     }
-    const ir::Plan plan = dsl::plan(statements, dsl::bindings_of(bindings), cuda::limits());
+    return dsl::plan(statements, dsl::bindings_of(bindings), cuda::limits());
+}
+
+}  // namespace
+
+void Precompiler::check(std::string_view statements, const std::map<std::string, Declaration, std::less<>>& variables) {
+    (void)plan_of(statements, variables);
+}
+
+std::vector<PrecompiledKernel> Precompiler::add(std::string_view statements,
+                                                const std::map<std::string, Declaration, std::less<>>& variables) {
+    const ir::Plan plan = plan_of(statements, variables);
     std::vector<PrecompiledKernel> out;
     for (const auto& k : cuda::precompile(plan, impl_->co, impl_->store)) {
         PrecompiledKernel pk;

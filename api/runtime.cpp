@@ -39,8 +39,8 @@ double ms_since(Clock::time_point t0) {
 // The parsed text of a program and the names whose bindings its checking depends on.
 struct Front {
     syntax::Module module;
-    std::vector<std::string> params;   // positional parameters
-    std::vector<std::string> names;    // params, then assigned names (in-place targets)
+    std::vector<std::string> params;   // positional parameters (no named constants)
+    std::vector<std::string> names;    // names read (named constants too), then assigned names
 };
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
@@ -87,6 +87,15 @@ DType scalar_dtype(const Arg& a) {
         case 3: return DType::Float64;
         default: return DType::Complex128;
     }
+}
+
+// Whether a host integer fits integer dtype t.
+bool int_fits(std::int64_t v, DType t) {
+    if (is_unsigned_int(t)) return v >= 0 && (t == DType::UInt64 || static_cast<std::uint64_t>(v) >> (8 * itemsize(t)) == 0);
+    const int bits = static_cast<int>(itemsize(t)) * 8;
+    if (bits == 64) return true;
+    const std::int64_t lim = std::int64_t{1} << (bits - 1);
+    return v >= -lim && v < lim;
 }
 
 // A new array shaped as `proto` (sharing its dimensions, so nothing is allocated for them), on
@@ -136,7 +145,9 @@ struct Runtime::Impl {
             auto f = std::make_shared<Front>();
             f->module = syntax::parse(text);
             f->params = dsl::parameters(f->module);
-            f->names = f->params;
+            // By name, a bound `pi` shadows the constant: the names that matter include the
+            // constants the program reads, while the positional parameters leave them out.
+            f->names = dsl::free_names(f->module);
             for (auto& t : dsl::targets(f->module))
                 if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
             if (parse_ms) *parse_ms = ms_since(t0);
@@ -166,7 +177,7 @@ struct Runtime::Impl {
             last.target = std::string(kOutName);
             last.target_span = last.value ? last.value->span : last.span;
             f->params = dsl::parameters(f->module);
-            f->names = f->params;
+            f->names = dsl::free_names(f->module);
             for (auto& t : dsl::targets(f->module))
                 if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
             return std::shared_ptr<const Front>(std::move(f));
@@ -394,6 +405,26 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const C
     return impl_->run(text, *f, env, options, /*write_back=*/false);
 }
 
+Array Runtime::eval(std::string_view text, const Named& named, void* stream) {
+    CallOptions o;
+    o.stream = stream;
+    return eval(text, named, o);
+}
+
+Array Runtime::eval(std::string_view text, const Named& named, const CallOptions& options) {
+    const Front* f = &impl_->front(text, nullptr);
+    const Environment& names = named.values();
+    for (const auto& [n, v] : names) {
+        if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
+        std::string used;
+        for (const std::string& u : f->names) used += (used.empty() ? "" : ", ") + u;
+        throw ArgumentError(fmt::format("'{}' is bound but the program neither reads nor assigns it (it uses: {})", n,
+                                        used.empty() ? "no names" : used));
+    }
+    Environment env = names;  // read only (nothing is written back): the caller's names stay as they are
+    return impl_->run(text, *f, env, options, /*write_back=*/false);
+}
+
 Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing* timing) {
     CallOptions o;
     o.stream = stream;
@@ -437,6 +468,11 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
             throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
                                          scalars[s].i),
                              p.text, d.span);
+        for (DType t : d.must_fit)
+            if (!int_fits(scalars[s].i, t))
+                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
+                                             dtype_name(t)),
+                                 p.text, d.span);
     }
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
     boost::container::small_vector<std::size_t, 4> copy_back;

@@ -399,15 +399,19 @@ std::string StageEmitter::node_line(std::int32_t n) {
             }
             case ir::NodeKind::Cast: {
                 const DType from = p_.node(node.args[0]).dtype;
-                // Entering or leaving a 16-bit float type rounds once, from the source value.
+                // Entering a 16-bit float type rounds once, from the source value; leaving
+                // one rounds the (float-carried) value to its type first.
+                std::string src = arg(0);
+                if (from == DType::Float16) src = fmt::format("jx::round_f16({})", src);
+                else if (from == DType::BFloat16) src = fmt::format("jx::round_bf16({})", src);
                 if (node.dtype == DType::Float16)
-                    e = fmt::format("jx::round_f16({})", arg(0));
+                    e = fmt::format("jx::round_f16({})", src);
                 else if (node.dtype == DType::BFloat16)
-                    e = fmt::format("jx::round_bf16({})", arg(0));
+                    e = fmt::format("jx::round_bf16({})", src);
                 else if (reg_type(from) == t)
-                    e = arg(0);
+                    e = src;
                 else
-                    e = fmt::format("jx::cast<{}>({})", t, arg(0));
+                    e = fmt::format("jx::cast<{}>({})", t, src);
                 break;
             }
             case ir::NodeKind::Reduce: internal("unexpected Reduce node");

@@ -200,10 +200,10 @@ Array Array::broadcast_to(const Shape& shape) const {
     return a;
 }
 
-void Array::check_host_type(DType t) const {
-    if (t == DType::UInt8 && dtype_ == DType::Bool) return;  // bool read as bytes
-    if (t != dtype_)
-        throw ArgumentError(fmt::format("array holds {}, not {}", dtype_name(dtype_), dtype_name(t)));
+void Array::check_item() const {
+    if (!defined()) throw ArgumentError("item(): the array is undefined (the program gave no value)");
+    if (size() != 1)
+        throw ArgumentError(fmt::format("item() needs an array of one element, not {}", describe()));
 }
 
 void Array::copy_to_host(void* dst) const {

@@ -105,6 +105,13 @@ std::string render_caret(std::string_view text, SourceSpan span) {
     std::size_t line_end = text.find('\n', line_start);
     if (line_end == std::string_view::npos) line_end = n;
     const auto line_no = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n');
+    // A byte-order mark opening the text takes no column and is not shown.
+    if (line_start == 0 && text.substr(0, 3) == "\xEF\xBB\xBF") {
+        line_start = 3;
+        begin = std::max<std::size_t>(begin, 3);
+        end = std::max(end, begin);
+        if (line_end < line_start) line_end = line_start;
+    }
     // A span running past the line is cut at the line's end; an empty span gets one caret.
     end = std::min(end, line_end);
 

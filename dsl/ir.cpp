@@ -264,7 +264,7 @@ std::string_view rule_text(Rule r) {
         case Rule::IntOkUnary: return "same dtype; bool gives int8";
         case Rule::Predicate: return "any dtype; gives bool";
         case Rule::PartUnary: return "complex gives its real dtype";
-        case Rule::FloatBinary: return "promoted, then as float functions; not complex";
+        case Rule::FloatBinary: return "the float type of each operand, promoted (int8, uint8 give float16); not complex";
         case Rule::Fmod: return "promoted; bool gives int8; not complex";
         case Rule::MinMax: return "promoted; not complex";
         case Rule::Where: return "condition as bool; the other two promoted";

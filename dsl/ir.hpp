@@ -12,7 +12,7 @@
 //   * Reduce nodes: operand dtype == node dtype, except Any/All (operand Bool);
 //     Mean divides by the count in the node's dtype;
 //   * float16/bfloat16 values are computed in float32 and rounded when stored to memory or
-//     when an explicit Cast leaves or enters a 16-bit float type;
+//     when a Cast leaves or enters a 16-bit float type (explicit or from promotion);
 //   * integer arithmetic wraps; integer // and % by zero give 0.
 // User names never reach a backend's generated code: inputs, scalars and outputs are referred
 // to by index; the names are kept only for diagnostics and binding.
@@ -117,6 +117,9 @@ struct ScalarDecl {
     // Set when the scalar is an integer exponent of an integer base: a negative value is a
     // ValueError at bind time (pointing at `span`), as for a negative literal.
     bool must_be_nonnegative = false;
+    // Integer dtypes a weak integer scalar is converted to: its value must fit each (a
+    // ValueError at bind time, as NumPy 2 raises for a Python int out of an array's range).
+    std::vector<DType> must_fit;
     SourceSpan span;
 };
 

@@ -1,5 +1,6 @@
 #include "dsl/lower.hpp"
 
+#include "dsl/literal.hpp"
 #include "dsl/types.hpp"
 
 #include <fmt/format.h>
@@ -117,10 +118,18 @@ struct Val {
     Weak weak = Weak::None;
 };
 
+// An integer literal (or literal-only expression) that fits no integer dtype, such as 2**64:
+// usable where it meets a float, an error where it must become an integer.
+struct BigLiteral {
+    std::string digits;
+    std::optional<double> as_float;
+};
+
 class Lowerer {
 public:
     Lowerer(std::string_view text, const Lookup& lookup, const BoundNames& bound)
-        : text_(text), lookup_(lookup), bound_(bound) {
+        : text_(text), lookup_(lookup), bound_(bound),
+          folder_(text, [this](std::string_view n) { return unshadowed_constant(n); }) {
         p_.text = std::string(text);
     }
 
@@ -171,7 +180,22 @@ private:
     // Converts v to dtype t (folding constants; a weak integer must fit).
     std::int32_t cast(const Val& v, DType t, SourceSpan span) {
         const Node& n = node(v.node);
+        if (auto big = big_.find(v.node); big != big_.end()) {
+            if (is_integer(t))
+                throw ValueError(fmt::format("integer {} is out of bounds for {}", big->second.digits, dtype_name(t)),
+                                 text_, n.span);
+            if (is_bool(t)) return constant(ir::Value::of_bool(true), n.span);
+            if (!big->second.as_float)
+                throw ValueError(fmt::format("integer {} is too large to convert to a float", big->second.digits), text_,
+                                 n.span);
+            return constant(ir::Value::of_float(*big->second.as_float).cast(t), n.span);
+        }
         if (n.dtype == t) return v.node;
+        if (n.kind == NodeKind::Scalar && v.weak == Weak::Int && is_integer(t) && t != DType::Int64) {
+            // A host integer meeting a narrower integer dtype must fit it, checked when bound.
+            auto& fit = p_.scalars[static_cast<std::size_t>(n.slot)].must_fit;
+            if (std::find(fit.begin(), fit.end(), t) == fit.end()) fit.push_back(t);
+        }
         if (n.kind == NodeKind::Const) {
             if (v.weak == Weak::Int && is_integer(t) && !fits(n.value, t))
                 throw ValueError(fmt::format("integer {} is out of bounds for {}", n.value.to_string(), dtype_name(t)),
@@ -244,16 +268,16 @@ private:
 
     // ---- operators
     Val binary(Op op, const Val& a, const Val& b, SourceSpan span) {
+        if (ir::info(op).rule == ir::Rule::Compare)
+            if (auto r = integer_compare(op, a, b, span)) return *r;
         Weak weak = Weak::None;
         DType p = promote_all({&a, &b}, &weak);
-        // NumPy 2 compares an integer array with any Python integer: widen if the literal does not fit.
-        if (ir::info(op).rule == ir::Rule::Compare && weak == Weak::None) {
-            for (const Val* w : {&a, &b}) {
-                const Node& n = node(w->node);
-                if (w->weak == Weak::Int && n.kind == NodeKind::Const && is_integer(p) && !fits(n.value, p))
-                    p = promote(p, is_unsigned_int(n.value.dtype) ? DType::UInt64 : DType::Int64);
-            }
-        }
+        // NumPy picks the first float loop both integer arrays cast to safely: arctan2(int8,
+        // uint8) is float16 and hypot(int16, uint16) float32 (not the float of their int16 or
+        // int32 common type).
+        auto intlike = [&](const Val& v) { return v.weak == Weak::None && (is_integer(dt(v)) || is_bool(dt(v))); };
+        if (ir::info(op).rule == ir::Rule::FloatBinary && intlike(a) && intlike(b))
+            p = promote(float_for(dt(a)), float_for(dt(b)));
         const Typed t = rule(op, p, span);
         if (ir::info(op).rule == ir::Rule::Power && is_integer(t.operand)) {
             const Node& e = node(b.node);
@@ -264,10 +288,109 @@ private:
         const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
         Shape s = broadcast(node(x).shape, node(y).shape, span);
         const std::int32_t r = op_node(op, t.result, std::move(s), {x, y}, span);
-        // A value made only of weak values stays weak (2 * 3.5 adapts like a literal).
-        const bool keeps_weak = weak != Weak::None && ir::info(op).rule != ir::Rule::Compare &&
-                                ir::info(op).rule != ir::Rule::Logical;
-        return Val{r, keeps_weak ? weak_kind_of(t.result) : Weak::None};
+        // A value made only of weak values stays weak through an operator (k * 2.5 adapts like
+        // a literal). Functions are NumPy ufuncs, whose results are typed: maximum(2, 3) is
+        // int64 as np.maximum(2, 3) is, so i8 + maximum(2, 3) is int64.
+        const bool keeps_weak = weak != Weak::None && ir::info(op).kind == OpKind::Operator &&
+                                ir::info(op).rule != ir::Rule::Compare && ir::info(op).rule != ir::Rule::Logical;
+        if (!keeps_weak) return Val{r, Weak::None};
+        // A weak value has its kind's default dtype (host True % True is an int64 0, as Python's
+        // int, not the int8 that bool arithmetic computes in).
+        const Weak w = weak_kind_of(t.result);
+        const DType d = default_dtype(w);
+        return Val{node(r).dtype == d ? r : cast(Val{r, Weak::None}, d, span), w};
+    }
+
+    static Op mirrored(Op op) {
+        switch (op) {
+            case Op::Lt: return Op::Gt;
+            case Op::Le: return Op::Ge;
+            case Op::Gt: return Op::Lt;
+            case Op::Ge: return Op::Le;
+            default: return op;
+        }
+    }
+
+    // True everywhere (or false everywhere) in the shape of integer value x: x == x (x != x)
+    // holds for every integer, so the result keeps x's shape without a constant of its own.
+    Val all_bool(std::int32_t x, bool v, SourceSpan span) {
+        return Val{op_node(v ? Op::Eq : Op::Ne, DType::Bool, node(x).shape, {x, x}, span), Weak::None};
+    }
+
+    // Comparisons of integers are exact, as NumPy 2's: against any Python integer (an integer
+    // array compared with 2**64 or -1 needs no common dtype), and uint64 against signed
+    // integers (whose common dtype, float64, would round both). Nullopt for comparisons that
+    // are not between integers (and bool).
+    std::optional<Val> integer_compare(Op op, const Val& a, const Val& b, SourceSpan span) {
+        // (A bool array meets a Python int as int64, as in NumPy: b >= 2**63 is out of bounds.)
+        auto integral = [&](const Val& v) { return v.weak == Weak::Int || (v.weak == Weak::None && is_integer(dt(v))); };
+        if (!integral(a) || !integral(b)) return std::nullopt;
+        // A literal past every integer dtype: the answer is known from its sign.
+        for (int side = 0; side < 2; ++side) {
+            const Val& lit = side ? b : a;
+            const Val& other = side ? a : b;
+            auto big = big_.find(lit.node);
+            if (big == big_.end()) continue;
+            if (big_.count(other.node)) return std::nullopt;  // both big: folded before, never here
+            const bool positive = big->second.digits[0] != '-';
+            const Op o = side ? op : mirrored(op);  // other o lit
+            const bool less = positive;             // other < lit
+            bool v = false;
+            switch (o) {
+                case Op::Lt: case Op::Le: v = less; break;
+                case Op::Gt: case Op::Ge: v = !less; break;
+                case Op::Eq: v = false; break;
+                default: v = true; break;
+            }
+            return all_bool(cast(Val{other.node, Weak::None}, dt(other), span), v, span);
+        }
+        // The dtype each side is compared in: its own when strong; a literal takes the other
+        // side's dtype when it fits it (NEP 50), else its own (int64, or uint64 past int64); a
+        // host scalar is an int64 whatever the array's dtype (its value is known only later).
+        auto effective = [&](const Val& v, const Val& other) -> DType {
+            if (v.weak == Weak::None) return dt(v);
+            const Node& n = node(v.node);
+            if (n.kind == NodeKind::Const) {
+                if (other.weak == Weak::None && is_integer(dt(other)) && fits(n.value, dt(other))) return dt(other);
+                return is_unsigned_int(n.value.dtype) ? DType::UInt64 : DType::Int64;
+            }
+            return DType::Int64;
+        };
+        const DType ta = effective(a, b), tb = effective(b, a);
+        const bool mixed = (ta == DType::UInt64 && is_signed_int(tb)) || (tb == DType::UInt64 && is_signed_int(ta));
+        if (!mixed) {
+            const DType p = promote(ta, tb);
+            const Typed t = rule(op, p, span);
+            const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
+            Shape s = broadcast(node(x).shape, node(y).shape, span);
+            return Val{op_node(op, DType::Bool, std::move(s), {x, y}, span), Weak::None};
+        }
+        // uint64 u against signed s, as u o s.
+        const bool u_left = ta == DType::UInt64;
+        const std::int32_t u = cast(u_left ? a : b, DType::UInt64, span);
+        const std::int32_t sg = cast(u_left ? b : a, DType::Int64, span);
+        const Op o = u_left ? op : mirrored(op);
+        const bool true_if_negative = o == Op::Ne || o == Op::Gt || o == Op::Ge;  // u o s for s < 0
+        auto cmp = [&](Op c, std::int32_t x, std::int32_t y) {
+            return op_node(c, DType::Bool, broadcast(node(x).shape, node(y).shape, span), {x, y}, span);
+        };
+        if (node(sg).kind == NodeKind::Const) {
+            const std::int64_t v = node(sg).value.i;
+            if (v < 0) return all_bool(u, true_if_negative, span);
+            return Val{cmp(o, u, constant(ir::Value::of_uint(static_cast<std::uint64_t>(v)), node(sg).span)), Weak::None};
+        }
+        if (node(u).kind == NodeKind::Const) {
+            const std::uint64_t v = node(u).value.u;
+            if (v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                return all_bool(sg, true_if_negative, span);  // u is above every int64
+            return Val{cmp(o, constant(ir::Value::of_int(static_cast<std::int64_t>(v)), node(u).span), sg), Weak::None};
+        }
+        // Where s >= 0 both fit uint64 exactly; where s < 0 the sign decides.
+        const std::int32_t zero = constant(ir::Value::of_int(0), span);
+        const std::int32_t as_u = cast(Val{sg, Weak::None}, DType::UInt64, span);
+        const std::int32_t c = cmp(o, u, as_u);
+        const std::int32_t sign = cmp(true_if_negative ? Op::Lt : Op::Ge, sg, zero);
+        return Val{cmp(true_if_negative ? Op::Or : Op::And, sign, c), Weak::None};
     }
 
     // Marks the host scalar behind `n` (possibly through casts) as an exponent that must not be negative.
@@ -311,16 +434,42 @@ private:
     }
 
     // ---- expressions
+    // A literal-only expression, folded exactly (dsl/literal.hpp), as one weak constant.
+    Val literal(const Folded& f, SourceSpan span) {
+        const std::int32_t n = constant(f.value, span);
+        if (f.big) big_.emplace(n, BigLiteral{f.shown, f.as_float});
+        switch (f.kind) {
+            case Folded::Kind::Bool: return Val{n, Weak::Bool};
+            case Folded::Kind::Int: return Val{n, Weak::Int};
+            case Folded::Kind::Float: return Val{n, Weak::Float};
+            case Folded::Kind::Complex: return Val{n, Weak::Complex};
+        }
+        return Val{n, Weak::Int};
+    }
+
+    // The value as a strong array of its own dtype: a literal past every integer dtype cannot
+    // be one (NumPy would make an object array of 2**64).
+    Val strong(const Val& v) {
+        if (auto big = big_.find(v.node); big != big_.end())
+            throw ValueError(fmt::format("integer {} fits no integer dtype ({})", big->second.digits,
+                                         big->second.digits[0] == '-' ? "int64 holds down to -9223372036854775808"
+                                                                      : "uint64 holds up to 18446744073709551615"),
+                             text_, node(v.node).span);
+        return Val{v.node, Weak::None};
+    }
+
+    std::optional<double> unshadowed_constant(std::string_view name) const {
+        if (locals_.find(name) != locals_.end() || (lookup_ && lookup_(name))) return std::nullopt;
+        if (auto c = named_constants().find(name); c != named_constants().end()) return c->second;
+        return std::nullopt;
+    }
+
     Val expr(const Expr& e) {
+        if (folder_.is_literal(e)) return literal(folder_.fold(e), e.span);
         switch (e.kind) {
-            case ExprKind::Int: {
-                ir::Value v = e.int_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())
-                                  ? ir::Value::of_uint(e.int_value)
-                                  : ir::Value::of_int(static_cast<std::int64_t>(e.int_value));
-                return Val{constant(v, e.span), Weak::Int};
-            }
-            case ExprKind::Float: return Val{constant(ir::Value::of_float(e.float_value), e.span), Weak::Float};
-            case ExprKind::Bool: return Val{constant(ir::Value::of_bool(e.bool_value), e.span), Weak::Bool};
+            case ExprKind::Int:
+            case ExprKind::Float:
+            case ExprKind::Bool: break;  // literals are folded above
             case ExprKind::Name: return name(e);
             case ExprKind::Unary: {
                 const Val a = expr(*e.operands.at(0));
@@ -364,7 +513,7 @@ private:
             auto [it, inserted] = scalar_slot_.try_emplace(e.text, -1);
             if (inserted) {
                 it->second = static_cast<std::int32_t>(p_.scalars.size());
-                p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, e.span});
+                p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, {}, e.span});
                 Node n;
                 n.kind = NodeKind::Scalar;
                 n.dtype = b->dtype;
@@ -374,8 +523,6 @@ private:
             }
             return Val{scalar_node_.at(e.text), weak_kind_of(b->dtype)};
         }
-        if (auto c = named_constants().find(e.text); c != named_constants().end())
-            return Val{constant(ir::Value::of_float(c->second), e.span), Weak::Float};
         unknown_name(e.text, e.span);
     }
 
@@ -396,6 +543,10 @@ private:
     Val chain(const Expr& e) {
         const auto& ops = e.ops;
         if (ops.empty()) return expr(*e.operands.at(0));
+        auto lit = [&](std::size_t k) { return folder_.is_literal(*e.operands[k]); };
+        // Literal runs are computed exactly first, as Python evaluates them: the leading
+        // operands of a left-assoc chain (2**8 * 3 + x), the trailing ones of x ** 2 ** 3, and
+        // each comparison between two literals.
         if (is_comparison(ops[0])) {
             // a < b < c  ==  (a < b) and (b < c), each operand evaluated once.
             Val left = expr(*e.operands[0]);
@@ -403,17 +554,35 @@ private:
             for (std::size_t k = 0; k < ops.size(); ++k) {
                 const Val right = expr(*e.operands[k + 1]);
                 const SourceSpan span = join(e.operands[k]->span, e.operands[k + 1]->span);
-                Val c = binary(*binary_op(ops[k]), left, right, span);
+                Val c = lit(k) && lit(k + 1) ? literal(folder_.fold_chain(e, k, k + 1), span)
+                                             : binary(*binary_op(ops[k]), left, right, span);
                 acc = acc ? binary(Op::And, *acc, c, join(e.operands[0]->span, e.operands[k + 1]->span)) : c;
                 left = right;
             }
             return *acc;
         }
-        if (ops[0] == "**") {  // right-assoc: fold from the right
-            Val acc = expr(*e.operands.back());
-            for (std::size_t k = ops.size(); k-- > 0;) {
-                const Val base = expr(*e.operands[k]);
-                acc = binary(Op::Pow, base, acc, join(e.operands[k]->span, e.operands.back()->span));
+        if (ops[0] == "**") {  // right-assoc: operands checked left to right (as Python), folded from the right
+            std::size_t first = ops.size();
+            while (first > 0 && lit(first - 1) && lit(ops.size())) --first;
+            std::vector<Val> base;
+            for (std::size_t k = 0; k < first; ++k) base.push_back(expr(*e.operands[k]));
+            Val acc = first < ops.size()
+                          ? literal(folder_.fold_chain(e, first, ops.size()), join(e.operands[first]->span, e.operands.back()->span))
+                          : expr(*e.operands.back());
+            for (std::size_t k = first; k-- > 0;)
+                acc = binary(Op::Pow, base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
+            return acc;
+        }
+        std::size_t run = 0;
+        while (run < e.operands.size() && lit(run)) ++run;
+        if (run >= 2) {
+            const std::size_t last = run - 1;
+            Val acc = literal(folder_.fold_chain(e, 0, last), join(e.operands[0]->span, e.operands[last]->span));
+            for (std::size_t k = last; k < ops.size(); ++k) {
+                const Val right = expr(*e.operands[k + 1]);
+                auto op = binary_op(ops[k]);
+                if (!op) throw InternalError(fmt::format("unknown binary operator '{}'", ops[k]));
+                acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
             }
             return acc;
         }
@@ -433,7 +602,9 @@ private:
         const DType p = promote_all({&x, &y}, &weak);
         const std::int32_t xs = cast(x, p, span), ys = cast(y, p, span);
         Shape s = broadcast(broadcast(node(cb).shape, node(xs).shape, span), node(ys).shape, span);
-        return Val{op_node(Op::Where, p, std::move(s), {cb, xs, ys}, span), weak};
+        // Typed even when both branches are literals, as np.where's result: where(c, 2, -1) is
+        // int64, so u8 * where(c, 2, -1) is int64 (not a weak value that u8 would absorb).
+        return Val{op_node(Op::Where, p, std::move(s), {cb, xs, ys}, span), Weak::None};
     }
 
     Val call(const Expr& e) {
@@ -444,8 +615,11 @@ private:
             if (nargs != 1 || !e.keywords.empty())
                 throw NameError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
             if (locals_.count(fname) == 0 && !(lookup_ && lookup_(fname))) {
+                // A literal must fit an integer dtype it is cast to (np.uint8(300) is an error);
+                // arrays and host scalars convert with NumPy's casting.
                 const Val a = expr(*e.operands[0]);
-                return Val{cast(Val{a.node, Weak::None}, *t, e.span), Weak::None};
+                const bool literal_int = a.weak == Weak::Int && node(a.node).kind == NodeKind::Const;
+                return Val{cast(Val{a.node, literal_int ? Weak::Int : Weak::None}, *t, e.span), Weak::None};
             }
         }
         auto candidates = functions_named(fname);
@@ -482,10 +656,14 @@ private:
         args.reserve(nargs);
         for (const auto& a : e.operands) args.push_back(expr(*a));
 
-        if (fn->kind == OpKind::Reduction) return reduce(fn->op, args[0], axis, axis_span, e.span);
+        if (fn->kind == OpKind::Reduction) return reduce(fn->op, strong(args[0]), axis, axis_span, e.span);
+        // A ufunc of Python scalars alone makes each an array of its default dtype first
+        // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
+        if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) && fn->op != Op::Where)
+            for (Val& a : args) a = strong(a);
         switch (fn->arity) {
-            case 1: return unary(fn->op, Val{args[0].node, Weak::None}, e.span);
-            case 2: return binary(fn->op, args[0], args[1], e.span);
+            case 1: return unary(fn->op, strong(args[0]), e.span);
+            case 2: return Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None};  // power(): typed
             default: break;
         }
         if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);
@@ -496,13 +674,14 @@ private:
         const std::int32_t x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
                            hi = cast(args[2], t.operand, e.span);
         Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
-        return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), weak};
+        return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None};  // a ufunc: typed
     }
 
     std::int64_t constant_int(const Expr& e) const {
-        if (e.kind == ExprKind::Int && e.int_value <= static_cast<std::uint64_t>(kMaxDims)) return static_cast<std::int64_t>(e.int_value);
+        if (e.kind == ExprKind::Int && !e.int_big && e.int_value <= static_cast<std::uint64_t>(kMaxDims))
+            return static_cast<std::int64_t>(e.int_value);
         if (e.kind == ExprKind::Unary && e.ops.at(0) == "-" && e.operands.at(0)->kind == ExprKind::Int &&
-            e.operands[0]->int_value <= static_cast<std::uint64_t>(kMaxDims))
+            !e.operands[0]->int_big && e.operands[0]->int_value <= static_cast<std::uint64_t>(kMaxDims))
             return -static_cast<std::int64_t>(e.operands[0]->int_value);
         throw ValueError("axis must be a small integer literal", text_, e.span);
     }
@@ -543,6 +722,7 @@ private:
     // ---- statements
     void statement(const syntax::Statement& st, bool last) {
         const Val v = expr(*st.value);
+        if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
         if (st.target.empty()) {
             if (last) {
                 std::int32_t n = v.node;
@@ -595,8 +775,18 @@ private:
         });
         p_.outputs.push_back(ir::OutputDecl{st.target, n, alias});
         output_nodes_.insert(n);
-        locals_[st.target] = Val{n, v.weak};
+        // An assigned name is an array, typed like a NumPy 0-d array even when its value was a
+        // literal: `t = 2; i8 + t` is int64 in one program as in two statements of the REPL.
+        locals_[st.target] = Val{n, Weak::None};
         if (last) p_.result = n;
+    }
+
+    // Whether the statement writes in place into a bound array (which gives a value its dtype).
+    bool bound_array(const syntax::Statement& st) const {
+        if (st.target.empty()) return false;
+        if (locals_.count(st.target)) return alias_of_.count(st.target) != 0;
+        const Binding* b = lookup_ ? lookup_(st.target) : nullptr;
+        return b && b->kind == Binding::Kind::Array;
     }
 
     std::int32_t input_slot_for(const std::string& name, const Binding& b) {
@@ -617,19 +807,31 @@ private:
     std::map<std::string, std::int32_t, std::less<>> alias_of_;
     std::map<std::string, const Binding*, std::less<>> alias_binding_;
     std::set<std::int32_t> output_nodes_;
+    std::map<std::int32_t, BigLiteral> big_;  // Const nodes of integers past every dtype
+    LiteralFolder folder_;
 };
 
-void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned,
+void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,
                         std::vector<std::string>& out, std::set<std::string, std::less<>>& seen) {
     if (e.kind == ExprKind::Name) {
-        if (!assigned.count(e.text) && !named_constants().count(e.text) && !seen.count(e.text)) {
+        if (!assigned.count(e.text) && (constants || !named_constants().count(e.text)) && !seen.count(e.text)) {
             seen.insert(e.text);
             out.push_back(e.text);
         }
         return;
     }
-    for (const auto& o : e.operands) collect_parameters(*o, assigned, out, seen);
-    for (const auto& k : e.keywords) collect_parameters(*k.value, assigned, out, seen);
+    for (const auto& o : e.operands) collect_parameters(*o, assigned, constants, out, seen);
+    for (const auto& k : e.keywords) collect_parameters(*k.value, assigned, constants, out, seen);
+}
+
+std::vector<std::string> read_names(const syntax::Module& module, bool constants) {
+    std::vector<std::string> out;
+    std::set<std::string, std::less<>> assigned, seen;
+    for (const syntax::Statement& st : module.statements) {
+        collect_parameters(*st.value, assigned, constants, out, seen);
+        if (!st.target.empty()) assigned.insert(st.target);
+    }
+    return out;
 }
 
 }  // namespace
@@ -647,14 +849,14 @@ ir::Program lower(const syntax::Module& module, std::string_view text, const Loo
     return lower(module, text, lookup, names);
 }
 
-std::vector<std::string> parameters(const syntax::Module& module) {
-    std::vector<std::string> out;
-    std::set<std::string, std::less<>> assigned, seen;
-    for (const syntax::Statement& st : module.statements) {
-        collect_parameters(*st.value, assigned, out, seen);
-        if (!st.target.empty()) assigned.insert(st.target);
-    }
-    return out;
+std::vector<std::string> parameters(const syntax::Module& module) { return read_names(module, false); }
+
+std::vector<std::string> free_names(const syntax::Module& module) { return read_names(module, true); }
+
+std::optional<double> named_constant(std::string_view name) {
+    auto c = named_constants().find(name);
+    if (c == named_constants().end()) return std::nullopt;
+    return c->second;
 }
 
 std::vector<std::string> targets(const syntax::Module& module) {

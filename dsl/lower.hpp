@@ -5,6 +5,7 @@
 #include "dsl/syntax.hpp"
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,8 +39,16 @@ ir::Program lower(const syntax::Module& module, std::string_view text, const Loo
 
 // Names the program reads before assigning them, in order of first appearance, leaving out
 // functions, dtype names used as casts and the named constants (pi, e, inf, nan) — the
-// positional parameters of jit::eval.
+// positional parameters of jit::eval. Binding by position keeps the constants constant.
 std::vector<std::string> parameters(const syntax::Module& module);
+
+// The same with the named constants the program reads: the names whose bindings matter when
+// values are bound by name (an environment, named arguments), where a bound name shadows the
+// constant.
+std::vector<std::string> free_names(const syntax::Module& module);
+
+// The value of a named constant (pi, e, inf, nan), or nullopt.
+std::optional<double> named_constant(std::string_view name);
 
 // Names the program assigns, in order.
 std::vector<std::string> targets(const syntax::Module& module);

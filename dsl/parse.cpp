@@ -153,9 +153,9 @@ std::size_t decode_utf8(iterator_type p, iterator_type last, char32_t& code) {
 
 // Rejects bytes the language never uses (outside comments) and parentheses nested past the
 // limit, before the grammar recurses into them.
-void check_bytes(const ParseState& st) {
+void check_bytes(const ParseState& st, std::size_t skip) {
     int depth = 0;
-    for (iterator_type p = st.text_begin; p != st.text_end; ++p) {
+    for (iterator_type p = st.text_begin + skip; p != st.text_end; ++p) {
         const auto c = static_cast<unsigned char>(*p);
         if (c == '#') {
             while (p + 1 != st.text_end && p[1] != '\n') ++p;
@@ -386,6 +386,7 @@ private:
         ExprPtr node = make(l.kind, span(l));
         node->text.assign(l.text);
         node->int_value = l.int_value;
+        node->int_big = l.int_big;
         node->float_value = l.float_value;
         node->bool_value = l.bool_value;
         return node;
@@ -509,7 +510,10 @@ Module parse(std::string_view text) {
     const iterator_type first = text.data();
     const iterator_type last = text.data() + text.size();
     ParseState st(first, last);
-    check_bytes(st);
+    // A UTF-8 byte-order mark (editors on Windows write one) starts the text, not a statement:
+    // it is skipped, and spans still count from the text's first byte.
+    const std::size_t bom = has_bom(text) ? kBom.size() : 0;
+    check_bytes(st, bom);
 
     const grammar::skipper_parser skipper{{}, &st};
     auto const skipper_context = x3::make_context<x3::skipper_tag>(skipper);
@@ -518,7 +522,7 @@ Module parse(std::string_view text) {
 
     Module module;
     Converter converter(st);
-    iterator_type p = first;
+    iterator_type p = first + bom;
     for (;;) {
         // Blank statements, separators and comments.
         for (;;) {

@@ -51,6 +51,7 @@ struct OpToken : x3::position_tagged {
 struct Literal : x3::position_tagged {
     ExprKind kind = ExprKind::Int;
     std::uint64_t int_value = 0;
+    bool int_big = false;  // past uint64: the value is in text (exact literal arithmetic reads it)
     double float_value = 0.0;
     bool bool_value = false;
     std::string_view text;

@@ -179,8 +179,12 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
             fail(st, p, e, fmt::format("invalid number literal '{}'", std::string_view(p, static_cast<std::size_t>(e - p))));
         }
     };
+    // Integers past uint64 are exact Python integers: lowering folds them with the literals
+    // around them (2**64 // 2**60 is 16) and rejects one that reaches an integer dtype.
     auto too_large = [&] {
-        fail(st, p, q, fmt::format("integer literal too large (the largest is {})", kMax));
+        if (static_cast<std::size_t>(q - p) > kMaxIntegerDigits)
+            fail(st, p, q, fmt::format("integer literal too long (more than {} digits)", kMaxIntegerDigits));
+        lit.int_big = true;
     };
     if (*q == '0' && q + 1 != last && (q[1] == 'x' || q[1] == 'X')) {
         q += 2;
@@ -196,9 +200,9 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
             fail(st, p, q, "hexadecimal literal '0x' has no digits");
         }
         reject_suffix();
-        if (overflow) too_large();
         lit.kind = ExprKind::Int;
-        lit.int_value = v;
+        lit.int_value = overflow ? 0 : v;
+        if (overflow) too_large();
         return q;
     }
     bool is_float = false;
@@ -221,13 +225,15 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
     reject_suffix();
     if (!is_float) {
         std::uint64_t v = 0;
-        for (iterator_type i = p; i != q; ++i) {
+        bool overflow = false;
+        for (iterator_type i = p; i != q && !overflow; ++i) {
             auto d = static_cast<std::uint64_t>(*i - '0');
-            if (v > (kMax - d) / 10) too_large();
-            v = v * 10 + d;
+            if (v > (kMax - d) / 10) overflow = true;
+            else v = v * 10 + d;
         }
         lit.kind = ExprKind::Int;
-        lit.int_value = v;
+        lit.int_value = overflow ? 0 : v;
+        if (overflow) too_large();
         return q;
     }
     double value = 0.0;

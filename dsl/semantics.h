@@ -30,8 +30,9 @@
 //   * float -> integer casts truncate toward zero, NaN gives 0, out-of-range values saturate
 //     to the target's min/max (CUDA's cvt.rzi.sat behaviour; NumPy leaves this undefined);
 //     float -> unsigned of a negative value gives 0;
-//   * complex functions use textbook formulas (accurate on finite, moderate inputs; special
-//     values do not follow C99 Annex G in every case);
+//   * complex functions follow C99 Annex G on infinities, NaNs and signed zeros as NumPy does
+//     (glibc's choices where Annex G leaves a sign open); sign, reciprocal, power, log1p,
+//     log2, log10 and expm1 follow NumPy's own formulas;
 //   * float16/bfloat16 operands arrive as float; Nextafter on them must use nextafter_f16 /
 //     nextafter_bf16 (a float nextafter would be rounded away).
 #pragma once
@@ -166,6 +167,8 @@ JX_M1(erf, erf) JX_M1(erfc, erfc) JX_M1(tgamma, tgamma)
 JX_M1(fabs, fabs) JX_M1(ceil, ceil) JX_M1(floor, floor) JX_M1(rint, rint) JX_M1(trunc, trunc)
 JX_M2(atan2, atan2) JX_M2(hypot, hypot) JX_M2(copysign, copysign) JX_M2(nextafter, nextafter)
 JX_M2(fmod, fmod) JX_M2(pow, pow)
+JX_HD float fma(float x, float y, float z) { return ::fmaf(x, y, z); }
+JX_HD double fma(double x, double y, double z) { return ::fma(x, y, z); }
 #undef JX_M1
 #undef JX_M2
 #ifdef JX_CUDA
@@ -363,8 +366,50 @@ JX_HD To cast(From v) { return detail::caster<To, From>::go(v); }
 // ---------------------------------------------------------------- complex helpers
 template <class R> JX_HD cx<R> cadd(cx<R> a, cx<R> b) { return cx<R>{a.re + b.re, a.im + b.im}; }
 template <class R> JX_HD cx<R> csub(cx<R> a, cx<R> b) { return cx<R>{a.re - b.re, a.im - b.im}; }
+// The product as NumPy's complex multiply loop computes it on CPUs with FMA (x86-64-v3, as
+// GPUs): one rounding per part.
 template <class R> JX_HD cx<R> cmul(cx<R> a, cx<R> b) {
+    return cx<R>{m::fma(a.re, b.re, -(a.im * b.im)), m::fma(a.re, b.im, a.im * b.re)};
+}
+// The textbook product (NumPy's scalar code: the integer powers of power()).
+template <class R> JX_HD cx<R> cmul_plain(cx<R> a, cx<R> b) {
     return cx<R>{a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+// C99 Annex G's product (G.5.1): the textbook one, with infinities recovered where it gives
+// NaN + iNaN (as the C compiler's complex multiply, which the C library's cpow uses).
+template <class R> JX_HD cx<R> cmul_annex_g(cx<R> x, cx<R> y) {
+    R a = x.re, b = x.im, c = y.re, d = y.im;
+    const R ac = a * c, bd = b * d, ad = a * d, bc = b * c;
+    R re = ac - bd, im = ad + bc;
+    if (re != re && im != im) {
+        bool again = false;
+        if (m::isinf(a) || m::isinf(b)) {
+            a = m::copysign(m::isinf(a) ? R(1) : R(0), a);
+            b = m::copysign(m::isinf(b) ? R(1) : R(0), b);
+            if (c != c) c = m::copysign(R(0), c);
+            if (d != d) d = m::copysign(R(0), d);
+            again = true;
+        }
+        if (m::isinf(c) || m::isinf(d)) {
+            c = m::copysign(m::isinf(c) ? R(1) : R(0), c);
+            d = m::copysign(m::isinf(d) ? R(1) : R(0), d);
+            if (a != a) a = m::copysign(R(0), a);
+            if (b != b) b = m::copysign(R(0), b);
+            again = true;
+        }
+        if (!again && (m::isinf(ac) || m::isinf(bd) || m::isinf(ad) || m::isinf(bc))) {
+            if (a != a) a = m::copysign(R(0), a);
+            if (b != b) b = m::copysign(R(0), b);
+            if (c != c) c = m::copysign(R(0), c);
+            if (d != d) d = m::copysign(R(0), d);
+            again = true;
+        }
+        if (again) {
+            re = inf<R>() * (a * c - b * d);
+            im = inf<R>() * (a * d + b * c);
+        }
+    }
+    return cx<R>{re, im};
 }
 template <class R> JX_HD cx<R> cscale(cx<R> a, R s) { return cx<R>{a.re * s, a.im * s}; }
 // Smith's algorithm (what NumPy uses), avoiding overflow in |b|^2.
@@ -381,54 +426,332 @@ template <class R> JX_HD cx<R> cdiv(cx<R> a, cx<R> b) {
     return cx<R>{(a.re * rat + a.im) * scl, (a.im * rat - a.re) * scl};
 }
 template <class R> JX_HD R cabs(cx<R> a) { return m::hypot(a.re, a.im); }
-template <class R> JX_HD cx<R> cexp(cx<R> z) {
-    R e = m::exp(z.re);
-    if (z.im == R(0)) return cx<R>{e, z.im};
-    return cx<R>{e * m::cos(z.im), e * m::sin(z.im)};
-}
-template <class R> JX_HD cx<R> clog(cx<R> z) { return cx<R>{m::log(cabs(z)), m::atan2(z.im, z.re)}; }
-template <class R> JX_HD cx<R> csqrt(cx<R> z) {
-    if (z.re == R(0) && z.im == R(0)) return cx<R>{R(0), z.im};
-    if (m::isinf(z.im)) return cx<R>{inf<R>(), z.im};
-    R t = m::sqrt((m::fabs(z.re) + cabs(z)) * R(0.5));
-    if (z.re >= R(0)) return cx<R>{t, z.im / (R(2) * t)};
-    return cx<R>{m::fabs(z.im) / (R(2) * t), m::copysign(t, z.im)};
-}
 template <class R> JX_HD cx<R> ctimes_i(cx<R> z) { return cx<R>{-z.im, z.re}; }      // i z
 template <class R> JX_HD cx<R> ctimes_mi(cx<R> z) { return cx<R>{z.im, -z.re}; }     // -i z
-template <class R> JX_HD cx<R> csinh(cx<R> z) {
-    return cx<R>{m::sinh(z.re) * m::cos(z.im), m::cosh(z.re) * m::sin(z.im)};
+template <class R> JX_HD cx<R> csinh(cx<R> z);
+// sin z = -i sinh(i z); a non-finite real part with an infinite imaginary part gives
+// NaN + i inf (Annex G leaves the sign open; glibc's choice).
+template <class R> JX_HD cx<R> csin(cx<R> z) {
+    if (!m::isfinite(z.re) && m::isinf(z.im)) return cx<R>{qnan<R>(), inf<R>()};
+    return ctimes_mi(csinh(ctimes_i(z)));
 }
-template <class R> JX_HD cx<R> ccosh(cx<R> z) {
-    return cx<R>{m::cosh(z.re) * m::cos(z.im), m::sinh(z.re) * m::sin(z.im)};
-}
-template <class R> JX_HD cx<R> ctanh(cx<R> z) {
-    if (m::fabs(z.re) > R(20)) {
-        R s = m::sin(z.im), c = m::cos(z.im);
-        return cx<R>{m::copysign(R(1), z.re), R(4) * s * c * m::exp(R(-2) * m::fabs(z.re))};
+
+// The complex functions follow C99 Annex G (G.6) on infinities, NaNs and signed zeros, as
+// NumPy does (through the C library's csqrt, cexp, clog, csinh, ... on Linux); where Annex G
+// leaves a sign unspecified, the sign glibc gives. Finite values are computed without
+// spurious overflow or cancellation where the textbook formula has them.
+template <class R> struct climits;
+template <> struct climits<float> {
+    static JX_HD float log_max() { return 88.7228390f; }      // log(FLT_MAX)
+    static JX_HD float big() { return 1.0e18f; }               // |z| past which z*z overflows soon
+    static JX_HD float small() { return 1.0e-18f; }            // |z| below which z*z underflows
+    static JX_HD float tanh_big() { return 9.0f; }             // tanh(x) rounds to 1 past this
+};
+template <> struct climits<double> {
+    static JX_HD double log_max() { return 709.782712893384; }
+    static JX_HD double big() { return 1.0e150; }
+    static JX_HD double small() { return 1.0e-150; }
+    static JX_HD double tanh_big() { return 22.0; }
+};
+template <class R> JX_HD R c_pi() { return R(3.14159265358979323846264338327950288); }
+template <class R> JX_HD R c_pi_2() { return R(1.57079632679489661923132169163975144); }
+template <class R> JX_HD R c_pi_4() { return R(0.785398163397448309615660845819875721); }
+template <class R> JX_HD R c_3pi_4() { return R(2.35619449019234492884698253745962716); }
+template <class R> JX_HD R c_ln2() { return R(0.693147180559945309417232121458176568); }
+
+template <class R> JX_HD cx<R> cexp(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (!m::isfinite(x) || !m::isfinite(y)) {
+        if (m::isnan(x)) return y == R(0) ? cx<R>{x, y} : cx<R>{qnan<R>(), qnan<R>()};
+        if (m::isinf(x)) {
+            if (x < R(0)) {
+                if (!m::isfinite(y)) return cx<R>{R(0), m::copysign(R(0), y)};  // -inf + i(inf|nan): +0 +- i0
+                return cx<R>{R(0) * m::cos(y), R(0) * m::sin(y)};
+            }
+            if (y == R(0)) return cx<R>{x, y};
+            if (!m::isfinite(y)) return cx<R>{x, qnan<R>()};
+            return cx<R>{x * m::cos(y), x * m::sin(y)};
+        }
+        return cx<R>{qnan<R>(), qnan<R>()};  // finite x, y inf or nan
     }
-    R d = m::cosh(R(2) * z.re) + m::cos(R(2) * z.im);
-    return cx<R>{m::sinh(R(2) * z.re) / d, m::sin(R(2) * z.im) / d};
+    if (y == R(0)) return cx<R>{m::exp(x), y};
+    const R c = m::cos(y), s = m::sin(y);
+    if (x > climits<R>::log_max()) {  // exp(x) overflows; exp(x) cos(y) may not
+        const R h = m::exp(x * R(0.5));
+        return cx<R>{(h * c) * h, (h * s) * h};
+    }
+    const R e = m::exp(x);
+    return cx<R>{e * c, e * s};
 }
+
+// a + b = s + e exactly (Knuth's two-sum).
+template <class R> JX_HD R two_sum(R a, R b, R& e) {
+    const R s = a + b, bb = s - a;
+    e = (a - (s - bb)) + (b - bb);
+    return s;
+}
+// x^2 + c*x + y^2 (c is 0 or 2) - d (d is 0 or 1), accurately where the terms cancel: the
+// squares split exactly with FMA, the sum compensated (a float in double precision).
+template <class R> JX_HD R csum_squares(R x, R y, R c, R d) {
+    const R hx = x * x, lx = m::fma(x, x, -hx), hy = y * y, ly = m::fma(y, y, -hy);
+    R e1, e2, e3;
+    R s = two_sum(hx, -d, e1);
+    s = two_sum(s, hy, e2);
+    s = two_sum(s, c * x, e3);  // c * x is exact (c is 0 or 2)
+    return s + (((e1 + e2) + e3) + (lx + ly));
+}
+template <> JX_HD float csum_squares<float>(float x, float y, float c, float d) {
+    const double X = x, Y = y;  // exact squares and sum, rounded once
+    return (float)((X * X - (double)d) + (Y * Y + (double)c * X));
+}
+
+// log|x + iy| for finite x, y >= 0: near 1 from x^2 + y^2 - 1 computed accurately (no
+// rounding of |z| to 1 first), and without overflow where |z| passes the largest float.
+template <class R> JX_HD R clog_abs(R ax, R ay) {
+    const R big = ax > ay ? ax : ay, lit = ax > ay ? ay : ax;
+    if (big > R(0.5) && big < R(2)) return R(0.5) * m::log1p(csum_squares(big, lit, R(0), R(1)));
+    if (big > climits<R>::big()) {
+        const R r = lit / big;
+        return m::log(big) + R(0.5) * m::log1p(r * r);
+    }
+    return m::log(m::hypot(ax, ay));
+}
+
+template <class R> JX_HD cx<R> clog(cx<R> z);
+// log(1 + z). Near 0 the real part is log1p(x (2 + x) + y^2) / 2, from z itself: NumPy's
+// log(|1 + z|) rounds 1 + z first and loses those digits (log1p(4e-8 - 5e-8j) in complex64 has
+// the real part 4e-8, where NumPy gives 0).
+template <class R> JX_HD cx<R> clog1p(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (m::fabs(x) < R(0.5) && m::fabs(y) < R(0.5))
+        return cx<R>{R(0.5) * m::log1p(csum_squares(x, y, R(2), R(0))), m::atan2(y, x + R(1))};
+    return clog(cx<R>{x + R(1), y});
+}
+
+template <class R> JX_HD cx<R> clog(cx<R> z) {
+    const R ax = m::fabs(z.re), ay = m::fabs(z.im);
+    const R arg = m::atan2(z.im, z.re);
+    if (m::isinf(ax) || m::isinf(ay)) return cx<R>{inf<R>(), arg};
+    if (m::isnan(ax) || m::isnan(ay)) return cx<R>{qnan<R>(), qnan<R>()};
+    return cx<R>{clog_abs(ax, ay), arg};
+}
+
+template <class R> JX_HD cx<R> csqrt(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (m::isinf(y)) return cx<R>{inf<R>(), y};
+    if (m::isnan(x)) return cx<R>{x, m::isnan(y) ? y : qnan<R>()};
+    if (m::isinf(x)) {
+        if (x > R(0)) return cx<R>{x, m::isnan(y) ? y : m::copysign(R(0), y)};
+        return cx<R>{m::isnan(y) ? m::fabs(y - y) : R(0), m::copysign(inf<R>(), y)};
+    }
+    if (m::isnan(y)) return cx<R>{qnan<R>(), qnan<R>()};
+    if (x == R(0) && y == R(0)) return cx<R>{R(0), y};
+    // t = sqrt((|x| + |z|) / 2), scaled so that neither overflows nor loses subnormal bits.
+    R ax = m::fabs(x), ay = m::fabs(y), scale = R(1);
+    if (ax > climits<R>::big() || ay > climits<R>::big()) {
+        ax *= R(0.25), ay *= R(0.25), scale = R(2);
+    } else if (ax < climits<R>::small() && ay < climits<R>::small()) {
+        ax *= R(4611686018427387904.0), ay *= R(4611686018427387904.0);  // 2^62, subnormals made normal
+        scale = R(1.0 / 2147483648.0);                                   // 2^-31 = sqrt(2^-62)
+    }
+    const R t = m::sqrt((ax + m::hypot(ax, ay)) * R(0.5));
+    const R re = t * scale, half = ay / (R(2) * t) * scale;
+    if (x >= R(0)) return cx<R>{re, m::copysign(half, y)};
+    return cx<R>{half, m::copysign(re, y)};
+}
+
+// sinh(x) cos(y) + i cosh(x) sin(y), and cosh(x) cos(y) + i sinh(x) sin(y).
+template <class R> JX_HD cx<R> csinh(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (m::isfinite(x) && m::isfinite(y)) {
+        if (y == R(0)) return cx<R>{m::sinh(x), y};
+        const R c = m::cos(y), s = m::sin(y);
+        if (m::fabs(x) > climits<R>::log_max()) {
+            const R h = m::exp(m::fabs(x) * R(0.5));
+            return cx<R>{m::copysign(R(1), x) * ((h * (R(0.5) * c)) * h), (h * (R(0.5) * s)) * h};
+        }
+        return cx<R>{m::sinh(x) * c, m::cosh(x) * s};
+    }
+    if (m::isnan(x)) return y == R(0) ? cx<R>{x, y} : cx<R>{x, qnan<R>()};
+    if (m::isinf(x)) {
+        if (y == R(0)) return cx<R>{x, y};
+        if (!m::isfinite(y)) return cx<R>{inf<R>(), qnan<R>()};  // +-inf + iNaN: glibc's +inf
+        return cx<R>{x * m::cos(y), inf<R>() * m::sin(y)};
+    }
+    // finite x, y inf or nan
+    if (x == R(0)) return cx<R>{x, qnan<R>()};
+    return cx<R>{qnan<R>(), qnan<R>()};
+}
+
+template <class R> JX_HD cx<R> ccosh(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (m::isfinite(x) && m::isfinite(y)) {
+        if (y == R(0)) return cx<R>{m::cosh(x), m::copysign(R(0), x) * y};
+        const R c = m::cos(y), s = m::sin(y);
+        if (m::fabs(x) > climits<R>::log_max()) {
+            const R h = m::exp(m::fabs(x) * R(0.5));
+            return cx<R>{(h * (R(0.5) * c)) * h, m::copysign(R(1), x) * ((h * (R(0.5) * s)) * h)};
+        }
+        return cx<R>{m::cosh(x) * c, m::sinh(x) * s};
+    }
+    if (m::isnan(x)) return y == R(0) ? cx<R>{x, y} : cx<R>{x, qnan<R>()};
+    if (m::isinf(x)) {
+        if (y == R(0)) return cx<R>{inf<R>(), m::copysign(R(0), x) * y};
+        if (!m::isfinite(y)) return cx<R>{inf<R>(), qnan<R>()};
+        return cx<R>{inf<R>() * m::cos(y), x * m::sin(y)};
+    }
+    // finite x, y inf or nan
+    if (x == R(0)) return cx<R>{qnan<R>(), R(0)};
+    return cx<R>{qnan<R>(), qnan<R>()};
+}
+
+template <class R> JX_HD cx<R> ctanh(cx<R> z) {
+    const R x = z.re, y = z.im;
+    if (m::isnan(x)) return y == R(0) ? cx<R>{x, y} : cx<R>{x, qnan<R>()};
+    if (m::isinf(x)) {
+        const R one = m::copysign(R(1), x);
+        if (!m::isfinite(y)) return cx<R>{one, m::copysign(R(0), y)};
+        return cx<R>{one, m::copysign(R(0), m::sin(y) * m::cos(y))};  // the sign of sin(2y)
+    }
+    if (!m::isfinite(y)) return cx<R>{x == R(0) ? x : qnan<R>(), qnan<R>()};
+    if (m::fabs(x) > climits<R>::tanh_big()) {
+        // tanh(x) is +-1 in this precision; the imaginary part 4 sin(y) cos(y) e^(-2|x|).
+        const R e = m::exp(R(-2) * m::fabs(x));
+        return cx<R>{m::copysign(R(1), x), R(4) * m::sin(y) * m::cos(y) * e};
+    }
+    // Kahan: with t = tan(y), b = 1 + t^2, s = sinh(x), r = sqrt(1 + s^2):
+    // tanh(z) = (b r s + i t) / (1 + b s^2).
+    const R t = m::tan(y), b = R(1) + t * t, s = m::sinh(x), r = m::sqrt(R(1) + s * s);
+    const R d = R(1) + b * s * s;
+    if (m::isinf(t)) return cx<R>{r / s, R(1) / t};
+    return cx<R>{(b * r * s) / d, t / d};
+}
+
+// asin and acos of x + iy with x, y >= 0 finite (Hull, Fairgrieve and Tang, 1997): both from
+// A = (|z+1| + |z-1|) / 2 and B = x / A, choosing for each range the form without cancellation.
+// Gives asin's real part, acos's real part and the common |imaginary part|.
+template <class R> struct casin_parts {
+    R asin_re, acos_re, im;
+};
+template <class R> JX_HD casin_parts<R> casin_core(R x, R y) {
+    casin_parts<R> p;
+    if (x > climits<R>::big() || y > climits<R>::big()) {
+        // |z| so large that asin(z) = -i log(2iz) to working precision.
+        p.asin_re = m::atan2(x, y);
+        p.acos_re = m::atan2(y, x);
+        p.im = clog_abs(x, y) + c_ln2<R>();
+        return p;
+    }
+    if (x < climits<R>::small() && y < climits<R>::small()) {
+        p.asin_re = x;
+        p.acos_re = c_pi_2<R>() - x;
+        p.im = y;
+        return p;
+    }
+    const R r = m::hypot(x + R(1), y), s = m::hypot(x - R(1), y);
+    const R A = R(0.5) * (r + s), B = x / A;
+    const R y2 = y * y;
+    const R bcross = R(0.6417), across = R(1.5);
+    if (B <= bcross) {
+        p.asin_re = m::asin(B);
+        p.acos_re = m::acos(B);
+    } else if (x <= R(1)) {
+        const R d = m::sqrt(R(0.5) * (A + x) * (y2 / (r + (x + R(1))) + (s + (R(1) - x))));
+        p.asin_re = m::atan(x / d);
+        p.acos_re = m::atan(d / x);
+    } else {
+        const R apx = A + x;
+        const R d = y * m::sqrt(R(0.5) * (apx / (r + (x + R(1))) + apx / (s + (x - R(1)))));
+        p.asin_re = m::atan(x / d);
+        p.acos_re = m::atan(d / x);
+    }
+    if (x < R(1) && y < climits<R>::small()) {
+        // y^2 underflows: asin(x + iy) = asin(x) + i y / sqrt(1 - x^2) to working precision.
+        p.asin_re = m::asin(x);
+        p.acos_re = m::acos(x);
+        p.im = y / m::sqrt((R(1) - x) * (R(1) + x));
+        return p;
+    }
+    if (A <= across) {
+        R am1;
+        if (x < R(1)) am1 = R(0.5) * (y2 / (r + (x + R(1))) + y2 / (s + (R(1) - x)));
+        else am1 = R(0.5) * (y2 / (r + (x + R(1))) + (s + (x - R(1))));
+        p.im = m::log1p(am1 + m::sqrt(am1 * (A + R(1))));
+    } else {
+        p.im = m::log(A + m::sqrt(A * A - R(1)));
+    }
+    return p;
+}
+
+// asinh(x + iy) = i asin(y - ix); asin z = -i asinh(iz) (Annex G defines casin so).
 template <class R> JX_HD cx<R> casinh(cx<R> z) {
-    // asinh(z) = log(z + sqrt(z^2 + 1)), evaluated on the right half plane (odd function).
-    bool neg = z.re < R(0);
-    cx<R> w = neg ? cx<R>{-z.re, -z.im} : z;
-    cx<R> r = clog(cadd(w, csqrt(cadd(cmul(w, w), cx<R>{R(1), R(0)}))));
-    return neg ? cx<R>{-r.re, -r.im} : r;
+    const R x = z.re, y = z.im;
+    if (!m::isfinite(x) || !m::isfinite(y)) {
+        if (m::isinf(x)) {
+            if (m::isnan(y)) return cx<R>{x, y};
+            return cx<R>{x, m::isinf(y) ? m::copysign(c_pi_4<R>(), y) : m::copysign(R(0), y)};
+        }
+        if (m::isinf(y)) return cx<R>{m::copysign(inf<R>(), x), m::isnan(x) ? x : m::copysign(c_pi_2<R>(), y)};
+        if (m::isnan(x)) return cx<R>{x, y == R(0) ? y : qnan<R>()};
+        return cx<R>{qnan<R>(), qnan<R>()};  // finite x, NaN y
+    }
+    const casin_parts<R> p = casin_core(m::fabs(y), m::fabs(x));
+    return cx<R>{m::copysign(p.im, x), m::copysign(p.asin_re, y)};
 }
-template <class R> JX_HD cx<R> cacosh(cx<R> z) {
-    cx<R> one{R(1), R(0)};
-    return clog(cadd(z, cmul(csqrt(cadd(z, one)), csqrt(csub(z, one)))));
+template <class R> JX_HD cx<R> casin(cx<R> z) {
+    if (m::isnan(z.re) || m::isnan(z.im)) {
+        if (z.re == R(0)) return z;
+        if (m::isinf(z.re) || m::isinf(z.im)) return cx<R>{qnan<R>(), m::copysign(inf<R>(), z.im)};
+        return cx<R>{qnan<R>(), qnan<R>()};
+    }
+    const cx<R> w = casinh(cx<R>{-z.im, z.re});
+    return cx<R>{w.im, -w.re};
 }
-template <class R> JX_HD cx<R> catanh(cx<R> z) {
-    cx<R> one{R(1), R(0)};
-    return cscale(csub(clog(cadd(one, z)), clog(csub(one, z))), R(0.5));
-}
+// acos z = pi/2 - asin z for the special values (as glibc); from the common core otherwise.
 template <class R> JX_HD cx<R> cacos(cx<R> z) {
-    // acos(z) = -i log(z + i sqrt(1 - z^2))
-    cx<R> one{R(1), R(0)};
-    return ctimes_mi(clog(cadd(z, ctimes_i(csqrt(csub(one, cmul(z, z)))))));
+    const R x = z.re, y = z.im;
+    if (!m::isfinite(x) || !m::isfinite(y) || (x == R(0) && y == R(0))) {
+        const cx<R> w = casin(z);
+        const R re = c_pi_2<R>() - w.re;
+        return cx<R>{re == R(0) ? R(0) : re, -w.im};
+    }
+    const casin_parts<R> p = casin_core(m::fabs(x), m::fabs(y));
+    const R re = m::signbit(x) ? c_pi<R>() - p.acos_re : p.acos_re;
+    return cx<R>{re, m::signbit(y) ? p.im : -p.im};
+}
+// acosh z from acos z: the real part |Im acos z|, the imaginary part Re acos z with z's sign.
+template <class R> JX_HD cx<R> cacosh(cx<R> z) {
+    const cx<R> w = cacos(z);
+    return cx<R>{m::fabs(w.im), m::copysign(w.re, z.im)};
+}
+
+template <class R> JX_HD cx<R> catanh(cx<R> z) {
+    const R x = z.re, y = z.im, ax = m::fabs(x), ay = m::fabs(y);
+    if (!m::isfinite(x) || !m::isfinite(y)) {
+        if (m::isinf(y)) return cx<R>{m::copysign(R(0), x), m::copysign(c_pi_2<R>(), y)};
+        if (m::isinf(x)) return cx<R>{m::copysign(R(0), x), m::isnan(y) ? y : m::copysign(c_pi_2<R>(), y)};
+        if (m::isnan(x)) return cx<R>{x, qnan<R>()};
+        return cx<R>{x == R(0) ? x : qnan<R>(), qnan<R>()};  // finite x, NaN y
+    }
+    if (ay == R(0) && ax <= R(1)) {
+        // On the real axis: atanh(x) (+-inf at +-1), keeping the sign of the zero.
+        return cx<R>{ax == R(1) ? m::copysign(inf<R>(), x) : m::atanh(x), y};
+    }
+    if (ax > climits<R>::big() || ay > climits<R>::big()) {
+        // Re 1/z = x / |z|^2 to working precision (|z|^2 from the parts over the larger one),
+        // and the imaginary part +-pi/2.
+        const R big = ax > ay ? ax : ay, u = ax / big, v = ay / big;
+        return cx<R>{m::copysign((u / (u * u + v * v)) / big, x), m::copysign(c_pi_2<R>(), y)};
+    }
+    if (ax < climits<R>::small() && ay < climits<R>::small()) return z;
+    // re = log1p(4x / ((1 - x)^2 + y^2)) / 4, im = atan2(2y, (1 - x)(1 + x) - y^2) / 2; near
+    // z = 1, where (1 - x)^2 + y^2 underflows, the logarithm of the quotient from its parts.
+    const R omx = R(1) - ax;
+    const R d = m::hypot(omx, ay);
+    const R re = d < climits<R>::small() ? R(0.25) * (m::log(R(4) * ax) - R(2) * m::log(d))
+                                         : R(0.25) * m::log1p(R(4) * ax / (d * d));
+    const R im = R(0.5) * m::atan2(R(2) * ay, omx * (R(1) + ax) - ay * ay);
+    return cx<R>{m::copysign(re, x), m::copysign(im, y)};
 }
 
 // @section power
@@ -544,25 +867,29 @@ template <class T> JX_HD en<is_flt<T>::value, T> Mod(T a, T b) {
 template <class T> JX_HD en<is_int<T>::value, T> Pow(T a, T b) { return ipow(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Pow(T a, T b) { return m::pow(a, b); }
 template <class R> JX_HD cx<R> Pow(cx<R> a, cx<R> b) {
+    // NumPy's power for complex: 1 for a zero exponent, 0 or NaN for a zero base, small
+    // integer exponents by repeated products (then one division for a negative one), and
+    // otherwise cpow: exp(b log a) with C99 Annex G's product.
     if (b.re == R(0) && b.im == R(0)) return cx<R>{R(1), R(0)};
     if (a.re == R(0) && a.im == R(0)) {
-        if (b.re > R(0) && b.im == R(0)) return cx<R>{R(0), R(0)};
+        if (b.re > R(0)) return cx<R>{R(0), R(0)};
         return cx<R>{qnan<R>(), qnan<R>()};
     }
     if (b.im == R(0) && b.re == m::trunc(b.re) && m::fabs(b.re) < R(100)) {
-        // small integer exponent: repeated squaring (as NumPy does)
-        long long n = (long long)b.re;
-        bool neg = n < 0;
-        unsigned long long e = (unsigned long long)(neg ? -n : n);
-        cx<R> r{R(1), R(0)}, x = a;
-        while (e) {
-            if (e & 1u) r = cmul(r, x);
-            x = cmul(x, x);
-            e >>= 1;
+        const long long n = (long long)b.re;
+        if (n == 1) return a;
+        if (n == 2) return cmul_plain(a, a);
+        if (n == 3) return cmul_plain(a, cmul_plain(a, a));
+        unsigned long long e = (unsigned long long)(n < 0 ? -n : n);
+        cx<R> r{R(1), R(0)}, p = a;
+        for (unsigned long long mask = 1;; mask <<= 1) {
+            if (e & mask) r = cmul_plain(r, p);
+            if (e < (mask << 1)) break;
+            p = cmul_plain(p, p);
         }
-        return neg ? cdiv(cx<R>{R(1), R(0)}, r) : r;
+        return n < 0 ? cdiv(cx<R>{R(1), R(0)}, r) : r;
     }
-    return cexp(cmul(b, clog(a)));
+    return cexp(cmul_annex_g(b, clog(a)));
 }
 
 // @section operators
@@ -618,10 +945,10 @@ template <class T> JX_HD en<is_int<T>::value, T> Invert(T a) { return (T)~a; }
     template <class T> JX_HD en<is_flt<T>::value, T> Name(T x) { return m::fn(x); }      \
     template <class R> JX_HD cx<R> Name(cx<R> z) { return cexpr; }
 JX_FLOAT_UNARY(Sqrt, sqrt, csqrt(z))
-JX_FLOAT_UNARY(Sin, sin, ctimes_mi(csinh(ctimes_i(z))))    // sin z = -i sinh(i z)
+JX_FLOAT_UNARY(Sin, sin, csin(z))
 JX_FLOAT_UNARY(Cos, cos, ccosh(ctimes_i(z)))               // cos z = cosh(i z)
 JX_FLOAT_UNARY(Tan, tan, ctimes_mi(ctanh(ctimes_i(z))))    // tan z = -i tanh(i z)
-JX_FLOAT_UNARY(Arcsin, asin, ctimes_mi(casinh(ctimes_i(z))))  // asin z = -i asinh(i z)
+JX_FLOAT_UNARY(Arcsin, asin, casin(z))
 JX_FLOAT_UNARY(Arccos, acos, cacos(z))
 JX_FLOAT_UNARY(Arctan, atan, ctimes_mi(catanh(ctimes_i(z))))  // atan z = -i atanh(i z)
 JX_FLOAT_UNARY(Sinh, sinh, csinh(z))
@@ -631,7 +958,7 @@ JX_FLOAT_UNARY(Arcsinh, asinh, casinh(z))
 JX_FLOAT_UNARY(Arccosh, acosh, cacosh(z))
 JX_FLOAT_UNARY(Arctanh, atanh, catanh(z))
 JX_FLOAT_UNARY(Log, log, clog(z))
-JX_FLOAT_UNARY(Log1p, log1p, clog(cadd(z, cx<R>{R(1), R(0)})))
+JX_FLOAT_UNARY(Log1p, log1p, clog1p(z))
 JX_FLOAT_UNARY(Log10, log10, cscale(clog(z), R(0.43429448190325182765112891891660508)))
 JX_FLOAT_UNARY(Log2, log2, cscale(clog(z), R(1.44269504088896340735992468100189214)))
 JX_FLOAT_UNARY(Exp, exp, cexp(z))
@@ -674,17 +1001,19 @@ template <class T> JX_HD en<is_flt<T>::value, T> Sign(T a) {
     return a > T(0) ? T(1) : (a < T(0) ? T(-1) : (a == T(0) ? T(0) : a));
 }
 template <class R> JX_HD cx<R> Sign(cx<R> z) {
-    // An infinite component gives the direction of the infinite parts (as NumPy: even when the
-    // other part is NaN); two infinite parts, or a NaN with no infinity, give NaN.
-    const bool ire = m::isinf(z.re), iim = m::isinf(z.im);
-    if (ire || iim) {
-        if (ire && iim) return cx<R>{qnan<R>(), qnan<R>()};
-        return cx<R>{ire ? m::copysign(R(1), z.re) : R(0), iim ? m::copysign(R(1), z.im) : R(0)};
+    // NumPy 2's loop: z / |z|; when |z| is infinite, the direction of the infinite part (a
+    // finite part that made |z| overflow counts as the infinite one when the other is finite).
+    const R a = cabs(z);
+    if (m::isnan(a)) return cx<R>{qnan<R>(), qnan<R>()};
+    if (m::isinf(a)) {
+        if (m::isinf(z.re)) {
+            if (m::isinf(z.im)) return cx<R>{qnan<R>(), qnan<R>()};
+            return cx<R>{z.re > R(0) ? R(1) : R(-1), R(0)};
+        }
+        return cx<R>{R(0), z.im > R(0) ? R(1) : R(-1)};
     }
-    if (chasnan(z)) return cx<R>{qnan<R>(), qnan<R>()};
-    R r = cabs(z);
-    if (r == R(0)) return cx<R>{R(0), R(0)};
-    return cx<R>{z.re / r, z.im / r};
+    if (a == R(0)) return cx<R>{R(0), R(0)};
+    return cx<R>{z.re / a, z.im / a};
 }
 
 // ---- IntOkUnary
@@ -695,7 +1024,15 @@ template <class T> JX_HD en<is_int<T>::value, T> Reciprocal(T a) {
     return (T)(T(1) / a);
 }
 template <class T> JX_HD en<is_flt<T>::value, T> Reciprocal(T a) { return T(1) / a; }
-template <class R> JX_HD cx<R> Reciprocal(cx<R> a) { return cdiv(cx<R>{R(1), R(0)}, a); }
+template <class R> JX_HD cx<R> Reciprocal(cx<R> a) {
+    // NumPy's loop: scaled by the larger part (1/0 is NaN + iNaN).
+    if (m::fabs(a.im) <= m::fabs(a.re)) {
+        const R r = a.im / a.re, d = a.re + a.im * r;
+        return cx<R>{R(1) / d, -r / d};
+    }
+    const R r = a.re / a.im, d = a.re * r + a.im;
+    return cx<R>{r / d, R(-1) / d};
+}
 
 // ---- Identity / PartUnary
 template <class T> JX_HD en<is_real<T>::value, T> Conj(T a) { return a; }
@@ -758,7 +1095,16 @@ template <class R> JX_HD cx<R> Minimum(cx<R> a, cx<R> b) {
 
 // ---- Where, Clip
 template <class T> JX_HD en<is_any<T>::value, T> Where(bool c, T x, T y) { return c ? x : y; }
-template <class T> JX_HD en<is_any<T>::value, T> Clip(T x, T lo, T hi) { return Minimum(Maximum(x, lo), hi); }
+// NumPy's clip: max then min with strict comparisons (a tie takes the bound: clip(0.0, -0.0,
+// -0.0) is -0.0), a NaN x stays, a NaN bound is taken.
+template <class T> JX_HD en<is_intb<T>::value, T> Clip(T x, T lo, T hi) {
+    const T t = x > lo ? x : lo;
+    return t < hi ? t : hi;
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Clip(T x, T lo, T hi) {
+    const T t = (x != x || x > lo) ? x : lo;
+    return (t != t || t < hi) ? t : hi;
+}
 
 // @section base
 }  // namespace op

@@ -58,6 +58,7 @@ struct Expr {
     std::string text;                // Name/Call: identifier; Int/Float: literal as written
     SourceSpan name_span;            // Call: the function name
     std::uint64_t int_value = 0;
+    bool int_big = false;            // Int: past uint64 (int_value is 0; the value is in text)
     double float_value = 0.0;
     bool bool_value = false;
     std::vector<ExprPtr> operands;
@@ -81,6 +82,11 @@ struct Module {
 inline constexpr int kMaxNesting = 200;            // parentheses/calls/unary nesting depth
 inline constexpr std::size_t kMaxTextBytes = 1 << 20;
 inline constexpr std::size_t kMaxIdentifier = 256;
+inline constexpr std::size_t kMaxIntegerDigits = 2000;  // an integer literal's digits (decimal or hex)
+
+// A UTF-8 byte-order mark: parse() skips one at the start of the text.
+inline constexpr std::string_view kBom = "\xEF\xBB\xBF";
+inline bool has_bom(std::string_view text) { return text.substr(0, kBom.size()) == kBom; }
 
 // Parses a whole program. Throws jit::ParseError (with a caret) on any syntax error.
 Module parse(std::string_view text);

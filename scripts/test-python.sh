@@ -15,7 +15,7 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 # (eval/query through the drop-in), pyarrow, Polars and DuckDB (Arrow round trips), pytest.
 # dask and distributed for jitexpr.dask (tests/python/on_dask), pinned to the versions dask-cuda 26.10
 # needs on the GPU machine, so that CI tests what runs there.
-"${pip[@]}" install "numpy>=2" "numexpr>=2.14,<2.15" pandas pyarrow polars duckdb pytest \
+"${pip[@]}" install "numpy>=2" "numexpr>=2.14,<2.15" pandas pyarrow polars duckdb pytest ml_dtypes \
   dask==2026.7.1 distributed==2026.7.1
 # The package build reuses the Release build's objects through ccache (CMake picks ccache up
 # when it is installed: JITEXPR_CCACHE); `pip install .` builds the library and the extension only.

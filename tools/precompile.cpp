@@ -190,6 +190,7 @@ std::vector<PrecompileItem> parse_precompile_file(std::string_view text, const s
         };
         PrecompileItem item;
         item.line = line_no;
+        item.offset = static_cast<std::size_t>(line.data() - text.data());
         // The declarations follow the last ';' (statements may hold ';' themselves). A program
         // that reads nothing may leave them out.
         const auto semi = line.rfind(';');
@@ -242,6 +243,20 @@ int precompile_command(const PrecompileOptions& o) {
     po.cache_dir = o.cache_dir;
     Precompiler pc(po);
 
+    // Every line is checked before anything is compiled: a file with a program that does not
+    // check stores nothing. The error quotes the file's own line, with its number.
+    auto in_file = [&](const PrecompileItem& item, const SourceError& e) {
+        const auto at = [&](std::uint32_t p) { return static_cast<std::uint32_t>(item.offset + p); };
+        return ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(), e.message(),
+                                         render_caret(text, SourceSpan{at(e.span().begin), at(e.span().end)})));
+    };
+    for (const PrecompileItem& item : items) {
+        try {
+            pc.check(item.statements, item.bindings);
+        } catch (const SourceError& e) {
+            throw in_file(item, e);
+        }
+    }
     std::size_t compiled = 0, present = 0;
     double total_ms = 0;
     for (const PrecompileItem& item : items) {
@@ -255,7 +270,7 @@ int precompile_command(const PrecompileOptions& o) {
                                          k.already_cached ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
             }
         } catch (const SourceError& e) {
-            throw ArgumentError(fmt::format("{}:{}: {}", o.file, item.line, e.what()));
+            throw in_file(item, e);
         }
     }
     std::cout << fmt::format("{} programs: {} kernels compiled ({:.0f} ms), {} already cached, in {}\n", items.size(),

@@ -245,43 +245,10 @@ Number number_of_array(const Array& a, std::string_view what, std::string_view f
     return n;
 }
 
-Number fold_binary(const std::string& op, const Number& a, const Number& b, bool* ok) {
-    *ok = true;
-    const bool ints = a.is_integral() && b.is_integral();
-    if (a.kind == Number::Kind::Complex || b.kind == Number::Kind::Complex) {
-        *ok = false;
-        return {};
-    }
-    const std::int64_t ia = a.kind == Number::Kind::Bool ? a.b : a.i, ib = b.kind == Number::Kind::Bool ? b.b : b.i;
-    const double da = a.as_double(), db = b.as_double();
-    if (op == "+") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) + static_cast<std::uint64_t>(ib))) : Number::of_float(da + db);
-    if (op == "-") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) - static_cast<std::uint64_t>(ib))) : Number::of_float(da - db);
-    if (op == "*") return ints ? Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(ia) * static_cast<std::uint64_t>(ib))) : Number::of_float(da * db);
-    if (op == "/") return Number::of_float(da / db);
-    if (op == "**") {
-        if (ints && ib >= 0) {
-            std::int64_t r = 1;
-            for (std::int64_t k = 0; k < ib && k < 64; ++k) r = static_cast<std::int64_t>(static_cast<std::uint64_t>(r) * static_cast<std::uint64_t>(ia));
-            return Number::of_int(r);
-        }
-        return Number::of_float(std::pow(da, db));
-    }
-    if (op == "//" && ints && ib != 0 && !(ia == std::numeric_limits<std::int64_t>::min() && ib == -1)) {
-        std::int64_t q = ia / ib;
-        if ((ia % ib != 0) && ((ia < 0) != (ib < 0))) --q;
-        return Number::of_int(q);
-    }
-    if (op == "%" && ints && ib != 0 && !(ia == std::numeric_limits<std::int64_t>::min() && ib == -1)) {
-        std::int64_t r = ia % ib;
-        if (r != 0 && ((r < 0) != (ib < 0))) r += ib;
-        return Number::of_int(r);
-    }
-    *ok = false;  // anything else (float //, %, ...) is left to the runtime
-    return {};
-}
-
-// The number an argument expression stands for: literals and simple arithmetic are folded
-// here; anything else (variables, functions) is evaluated by the runtime and must give one value.
+// The number an argument expression stands for: literals and literal-only arithmetic are
+// folded here, exactly as the language folds them (dsl/literal.hpp: arange(2**8) is 256,
+// zeros(2**64) an error); anything else (variables, functions) is evaluated by the runtime
+// and must give one value.
 Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_view what) {
     using K = parsed::ExprKind;
     const SourceSpan full_span = shifted(e.span, cx.offset);
@@ -295,25 +262,24 @@ Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_vie
         case K::Bool:
             return Number::of_bool(e.bool_value);
         case K::Unary:
-            if (e.ops[0] == "-" || e.ops[0] == "+") {
-                Number n = eval_number(*e.operands[0], cx, what);
-                if (e.ops[0] == "+") return n;
-                if (n.is_integral()) return Number::of_int(static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(n.kind == Number::Kind::Bool ? n.b : n.i)));
-                return Number::of_float(-n.as_double());
-            }
-            break;
         case K::Chain: {
-            // Left-associative arithmetic only ("**" chains are right-associative: leave them).
-            bool arithmetic = std::all_of(e.ops.begin(), e.ops.end(), [](const std::string& op) {
-                return op == "+" || op == "-" || op == "*" || op == "/" || op == "//" || op == "%";
-            });
-            if (e.ops.size() == 1 && e.ops[0] == "**") arithmetic = true;
-            if (!arithmetic) break;
-            Number acc = eval_number(*e.operands[0], cx, what);
-            bool ok = true;
-            for (std::size_t i = 0; i < e.ops.size() && ok; ++i)
-                acc = fold_binary(e.ops[i], acc, eval_number(*e.operands[i + 1], cx, what), &ok);
-            if (ok) return acc;
+            // A name the session binds shadows the named constant, as in the runtime.
+            const std::string_view sub = cx.stmt.substr(e.span.begin, e.span.end - e.span.begin);
+            std::optional<LiteralNumber> f;
+            try {
+                f = fold_literal(sub, [&cx](std::string_view n) { return cx.env.find(n) != cx.env.end(); });
+            } catch (const SourceError& err) {
+                rethrow_in(err, cx.full, cx.offset + e.span.begin);
+            }
+            if (!f) break;
+            switch (f->kind) {
+                case LiteralNumber::Kind::Bool: return Number::of_bool(f->b);
+                case LiteralNumber::Kind::Float: return Number::of_float(f->f);
+                case LiteralNumber::Kind::Complex: return Number::of_complex({f->f, f->im});
+                case LiteralNumber::Kind::Int:
+                    if (!f->fits_int64) throw ValueError(fmt::format("{} is too large", what), cx.full, full_span);
+                    return Number::of_int(f->i);
+            }
             break;
         }
         case K::Name:

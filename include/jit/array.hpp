@@ -84,14 +84,34 @@ public:
 
     // Copies to host memory in C order (synchronises with the device if needed).
     void copy_to_host(void* dst) const;
-    // For bool arrays use to_vector<std::uint8_t>() (std::vector<bool> has no contiguous storage).
+    // The same, each element converted to `to` as NumPy's astype does (the backends' casts:
+    // float to integer truncates toward zero, NaN gives 0 and out-of-range values saturate;
+    // complex to real keeps the real part). `dst` holds size() elements of `to`.
+    void copy_to_host_as(void* dst, DType to) const;
+    // The elements in C order as T, converted from the array's dtype when it is another one
+    // (to_vector<double>() of a float32 array). Read bool arrays as std::uint8_t
+    // (std::vector<bool> has no contiguous storage).
     template <class T>
     std::vector<T> to_vector() const {
         static_assert(!std::is_same_v<T, bool>, "read bool arrays with to_vector<std::uint8_t>()");
         std::vector<T> out(static_cast<std::size_t>(size()));
-        check_host_type(dtype_of_v<T>);
-        copy_to_host(out.data());
+        copy_to_host_as(out.data(), dtype_of_v<T>);
         return out;
+    }
+    // The one element of an array of size 1 (a 0-d result: eval("sum(a)", ...).item<double>()),
+    // converted as to_vector does. ArgumentError for any other size or an undefined array.
+    template <class T>
+    T item() const {
+        check_item();
+        if constexpr (std::is_same_v<T, bool>) {
+            std::uint8_t b = 0;
+            copy_to_host_as(&b, DType::Bool);
+            return b != 0;
+        } else {
+            T v{};
+            copy_to_host_as(&v, dtype_of_v<T>);
+            return v;
+        }
     }
     // A C-contiguous copy on `backend` (a copy even when already there).
     Array to(Backend backend) const;
@@ -100,7 +120,7 @@ public:
     std::string describe() const;  // "float32 (3, 4) on cpu"
 
 private:
-    void check_host_type(DType t) const;
+    void check_item() const;
     // Shape and strides, shared by copies and never changed once made: copying an array (as
     // every eval does with its arguments) allocates nothing.
     struct Dims {

@@ -3,9 +3,11 @@
  * return value and jitexpr_last_error().
  *
  *   jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_AUTO);
- *   DLManagedTensor* args[2] = {a, b};               // the caller's tensors, borrowed
+ *   const char* names[2] = {"a", "b"};
+ *   jitexpr_arg args[2] = {{JITEXPR_ARG_TENSOR, {.tensor = a}},   // the caller's tensors, borrowed
+ *                          {JITEXPR_ARG_TENSOR, {.tensor = b}}};
  *   DLManagedTensor* c = NULL;
- *   if (jitexpr_eval_dlpack(rt, "a * 2 + b", 2, args, &c) != JITEXPR_OK)
+ *   if (jitexpr_eval_named(rt, "b * 2 + a", 2, names, args, &c) != JITEXPR_OK)
  *       fprintf(stderr, "%s\n", jitexpr_last_error());
  *   ...                                              // read c->dl_tensor
  *   c->deleter(c);
@@ -115,8 +117,17 @@ typedef struct {
 
 /* --- Evaluation ----------------------------------------------------------------------------- */
 
+/* Evaluates `text` (NUL-terminated) with the arguments bound by name: args[i] is the value of
+ * the variable names[i] (NUL-terminated). A name bound here shadows a named constant of the
+ * same name (pi, e, inf, nan). Each name may appear once and must be one the program reads or
+ * assigns (JITEXPR_ERROR_ARGUMENT otherwise). Tensors, results and failures as for
+ * jitexpr_eval. */
+int jitexpr_eval_named(jitexpr_runtime* rt, const char* text, size_t n_args, const char* const* names,
+                       const jitexpr_arg* args, DLManagedTensor** out);
+
 /* Evaluates `text` (NUL-terminated) with the arguments bound by position, in order of first
- * appearance of the names the program reads (as jit::eval). Tensors are borrowed: they are not
+ * appearance of the names the program reads (as jit::eval; the named constants pi, e, inf and
+ * nan are not parameters and stay constants). Tensors are borrowed: they are not
  * consumed, their deleters are not called, and they may be passed again. Their memory must be
  * on the runtime's backend (host memory for the CPU, device 0 for CUDA).
  * On success *out is a new DLPack tensor with the value of the last statement, ready to read
@@ -160,6 +171,9 @@ typedef struct {
 /* jitexpr_eval with options (`options` NULL: as without). */
 int jitexpr_eval_with(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args,
                       DLManagedTensor** out, const jitexpr_call_options* options);
+/* jitexpr_eval_named with options (`options` NULL: as without). */
+int jitexpr_eval_named_with(jitexpr_runtime* rt, const char* text, size_t n_args, const char* const* names,
+                            const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options);
 
 /* --- Kernels: parsed once, evaluated many times ----------------------------------------------- */
 
@@ -178,6 +192,11 @@ int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManaged
 /* jitexpr_kernel_call with options (`options` NULL: as without). */
 int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out,
                              const jitexpr_call_options* options);
+/* Calls the kernel with the arguments bound by name, as jitexpr_eval_named (and with options). */
+int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names,
+                              const jitexpr_arg* args, DLManagedTensor** out);
+int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const char* const* names,
+                                   const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options);
 
 /* --- Arrow columns, with nulls ---------------------------------------------------------------- */
 

@@ -2,10 +2,12 @@
 //
 //   jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3});
 //   jit::Array b = jit::Array::from(std::vector<float>{4, 5, 6});
-//   jit::Array c = jit::eval("c = a * 2 + b", a, b);   // positional, in order of first appearance
+//   jit::Array c = jit::eval("b * 2 + a", {{"a", a}, {"b", b}});   // bound by name
+//   jit::Array d = jit::eval("a * 2 + b", a, b);   // positional, in order of first appearance
 //
 //   jit::Kernel k = jit::compile("a * x + b");           // parse and check once
-//   jit::Array d = k(a, 2.5, b);                          // a scalar is a kernel parameter
+//   jit::Array e = k({{"a", a}, {"x", 2.5}, {"b", b}});  // a scalar is a kernel parameter
+//   double s = jit::eval("sum(a)", {{"a", a}}).item<double>();
 #pragma once
 
 #include <jit/array.hpp>
@@ -15,12 +17,21 @@
 
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace jit {
 
-// Evaluates `text` on the default runtime with the arguments bound positionally.
+// Evaluates `text` on the default runtime with the arguments bound by name. A bound name
+// shadows a named constant (pi, e, inf, nan); every name must be one the program uses.
+inline Array eval(std::string_view text, const Named& names) {
+    return Runtime::default_runtime().eval(text, names);
+}
+
+// Evaluates `text` on the default runtime with the arguments bound positionally, in order of
+// first appearance of the names it reads (named constants are not parameters).
 template <class... Args>
+    requires(std::is_constructible_v<Arg, Args &&> && ...)
 Array eval(std::string_view text, Args&&... args) {
     return Runtime::default_runtime().eval(text, std::vector<Arg>{Arg(std::forward<Args>(args))...});
 }
@@ -34,7 +45,14 @@ public:
     // Names bound positionally, in order.
     const std::vector<std::string>& parameters() const { return params_; }
 
+    // Bound by name: k({{"a", a}, {"b", b}}); a bound name shadows a named constant.
+    Array operator()(const Named& names) const { return runtime_->eval(text_, names); }
+    Array call(const Named& names, void* stream = nullptr) const { return runtime_->eval(text_, names, stream); }
+    Array call(const Named& names, const CallOptions& options) const { return runtime_->eval(text_, names, options); }
+
+    // Bound by position, in the order of parameters().
     template <class... Args>
+        requires(std::is_constructible_v<Arg, Args &&> && ...)
     Array operator()(Args&&... args) const {
         return runtime_->eval(text_, std::vector<Arg>{Arg(std::forward<Args>(args))...});
     }

@@ -5,6 +5,8 @@
 #include <jit/error.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -30,6 +32,28 @@ inline constexpr std::size_t kMaxIdentifierBytes = 256;
 // Whether a program can read and assign a variable of this name: an identifier of at most
 // kMaxIdentifierBytes that is not a keyword (and, or, not, True, False).
 bool is_variable_name(std::string_view name);
+
+// A literal-only expression as the language folds it: Python's exact arithmetic on literals and
+// the named constants before NumPy's rules see the number (2**8 is 256, 7 // -2 is -4, 2**-1 is
+// 0.5; docs/language.md, "Literals").
+struct LiteralNumber {
+    enum class Kind : std::uint8_t { Bool, Int, Float, Complex };
+    Kind kind = Kind::Int;
+    bool b = false;                 // Bool
+    bool fits_int64 = true;         // Int: the value is `i`; else it fits uint64 (`u`) or neither (`big`)
+    std::int64_t i = 0;
+    std::uint64_t u = 0;
+    bool big = false;               // Int past uint64: `digits` holds it
+    std::string digits;
+    double f = 0.0, im = 0.0;       // Float (f), Complex (f + im j)
+};
+// Folds `text`, one expression, when it is made only of literals, named constants and Python
+// operators; nullopt when it is anything else (a name, a function call). `shadowed(name)` says
+// whether a binding shadows a named constant (then the name is a variable and nothing folds).
+// Throws ParseError, and ValueError or TypeError (division by zero, an integer past the fold's
+// limit) with a caret into `text`.
+std::optional<LiteralNumber> fold_literal(std::string_view text,
+                                          const std::function<bool(std::string_view)>& shadowed = {});
 
 // The syntax tree of a text: plain data, with byte spans into the text. Operators are spelled
 // as written ("+", "//", "and").

@@ -71,6 +71,9 @@ public:
     // written, CompileError.
     std::vector<PrecompiledKernel> add(std::string_view statements,
                                        const std::map<std::string, Declaration, std::less<>>& variables);
+    // Checks `statements` with these variables as add() would, compiling and storing nothing:
+    // the same errors. For a caller that checks a whole file before compiling any of it.
+    void check(std::string_view statements, const std::map<std::string, Declaration, std::less<>>& variables);
 
 private:
     struct Impl;

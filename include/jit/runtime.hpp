@@ -6,12 +6,15 @@
 #include <jit/error.hpp>
 
 #include <complex>
+#include <concepts>
+#include <initializer_list>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -23,7 +26,10 @@ namespace jit {
 class Arg {
 public:
     Arg(Array a) : v_(std::move(a)) {}
-    Arg(bool v) : v_(v) {}
+    // Only a bool itself (not a pointer, which would convert to bool: Arg("a") is no value).
+    template <class B>
+        requires std::same_as<B, bool>
+    Arg(B v) : v_(v) {}
     Arg(int v) : v_(static_cast<std::int64_t>(v)) {}
     Arg(long v) : v_(static_cast<std::int64_t>(v)) {}
     Arg(long long v) : v_(static_cast<std::int64_t>(v)) {}
@@ -41,6 +47,18 @@ private:
 
 // Named variables: what the REPL and Runtime::run read and assign.
 using Environment = std::map<std::string, Arg, std::less<>>;
+
+// Arguments bound by name, for eval and Kernel: {{"a", a}, {"x", 2.5}}. (A type of its own, so
+// that a braced list of two arrays, {a, b}, still means two positional arguments.)
+class Named {
+public:
+    Named(std::initializer_list<std::pair<const std::string, Arg>> values) : values_(values) {}
+    Named(Environment values) : values_(std::move(values)) {}
+    const Environment& values() const { return values_; }
+
+private:
+    Environment values_;
+};
 
 struct CacheStats {
     std::uint64_t hits = 0;         // evals that found a prepared program (no parse/check/emit)
@@ -182,13 +200,22 @@ public:
     // Why CUDA is not in use, when backend() is Cpu under Auto ("no CUDA driver (libcuda.so.1 not found)").
     std::string fallback_reason() const;
 
+    // Evaluates a program with variables bound by name: eval("b*2 + a", {{"a", a}, {"b", b}}).
+    // A name bound here shadows a named constant of the same name (pi, e, inf, nan). Every
+    // name must be one the program reads or assigns (ArgumentError otherwise: a misspelt name
+    // is not silently unused). An assigned name bound to an array is written in place, as in
+    // run(); nothing is added to `names`. Returns the value of the last statement.
+    Array eval(std::string_view text, const Named& names, void* stream = nullptr);
+    Array eval(std::string_view text, const Named& names, const CallOptions& options);
     // Evaluates a program with variables bound by position, in order of first appearance of
-    // the names the program reads before assigning. Returns the value of the last statement.
+    // the names the program reads before assigning; the named constants are not parameters
+    // and stay constants (eval("2*pi*r", r)). Returns the value of the last statement.
     Array eval(std::string_view text, const std::vector<Arg>& args, void* stream = nullptr);
     Array eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options);
-    // Evaluates with named variables: reads them from `env`, writes every assigned name back
-    // (in place into an existing array of the same dtype and shape). Returns the value of the
-    // last statement (an undefined Array if the program is empty).
+    // Evaluates with named variables: reads them from `env` (a bound name shadows a named
+    // constant), writes every assigned name back (in place into an existing array of the same
+    // dtype and shape). Returns the value of the last statement (an undefined Array if the
+    // program is empty).
     Array run(std::string_view text, Environment& env, void* stream = nullptr, Timing* timing = nullptr);
     // On cancellation (jit::CancelledError) no name is bound or rebound in `env`; arrays that
     // were being written in place are named by the error.

@@ -147,8 +147,12 @@ std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
                 case 16: return jit::DType::Complex128;
             }
             break;
-        case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named bfloat16
-            if (size == 2 && d->typeobj && std::strcmp(d->typeobj->tp_name, "bfloat16") == 0) return jit::DType::BFloat16;
+        case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named (ml_dtypes.)bfloat16
+            if (size == 2 && d->typeobj) {
+                const std::string_view name = d->typeobj->tp_name;
+                const std::string_view base = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
+                if (base == "bfloat16") return jit::DType::BFloat16;
+            }
             break;
     }
     return std::nullopt;

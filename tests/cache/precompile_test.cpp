@@ -14,7 +14,9 @@
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <map>
 #include <set>
 #include <string>
@@ -215,6 +217,36 @@ TEST(Precompile, RejectsAMalformedDeclarationWithItsLine) {
     }
     EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + dir / "cache"), 1);
     EXPECT_EQ(run_tool("precompile"), 2);
+}
+
+// What `cd DIR && jitexpr ARGS` prints to stdout and stderr, and its exit status.
+std::pair<std::string, int> tool_output(const TempDir& dir, const std::string& args) {
+    const std::string cmd = "cd " + dir / "" + " && " + std::string(JITEXPR_TOOL) + " " + args + " 2>&1";
+    FILE* f = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[4096];
+    while (f && std::fgets(buf, sizeof buf, f)) out += buf;
+    const int status = f ? pclose(f) : -1;
+    return {out, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+TEST(Precompile, AProgramThatDoesNotCheckStoresNothingAndQuotesItsLineOfTheFile) {
+    // The documented behaviour (docs/cache.md): every line is checked before anything is
+    // compiled, so the good lines before the bad one are not stored either.
+    TempDir dir;
+    {
+        std::ofstream f(dir / "pre.txt");
+        f << "c = a*2 + b ; a: float32[N], b: float32[N]\n"
+             "# a comment\n"
+             "c = a + q ; a: float32[N]\n";
+    }
+    const auto [out, rc] = tool_output(dir, "precompile pre.txt --arch sm_90 --cache-dir cache");
+    EXPECT_EQ(rc, 1);
+    std::ifstream golden(std::string(JITEXPR_TEST_DATA) + "/golden/precompile_unknown_name.expect");
+    std::stringstream want;
+    want << golden.rdbuf();
+    EXPECT_EQ(out, want.str());
+    EXPECT_TRUE(open_disk(dir / "cache").entries().empty());
 }
 
 TEST(KernelKeys, RenamedVariablesGiveTheSameSourceAndKey) {

@@ -425,6 +425,146 @@ class LongWork(Base):
         self.assertEqual(r.returncode, 0)
         self.assertIn("CUDA driver: ", r.stdout)
         self.assertIn("CUDA toolkit (NVRTC): ", r.stdout)
+class SilentWrongAnswers(Base):
+    """Issue 16's wrong answers through the CLI, each against what NumPy 2 gives."""
+
+    def value_of(self, args, name="r"):
+        out = self.path("r.npy")
+        r = run(args + ["--save", "%s=%s" % (name, out)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return np.load(out)
+
+    def test_a_loaded_variable_named_like_a_constant_shadows_it(self):
+        x = np.arange(3.0)
+        np.save(self.path("x.npy"), x)
+        for name in ["pi", "e", "inf", "nan"]:
+            with self.subTest(name=name):
+                got = self.value_of(["--load", name + "=" + self.path("x.npy"), "-e", "r = %s * 2" % name])
+                self.assertSameArray(got, x * 2)
+
+    def test_an_assigned_variable_named_like_a_constant_shadows_it(self):
+        for name in ["pi", "e", "inf", "nan"]:
+            with self.subTest(name=name):
+                got = self.value_of(["-e", "%s = arange(3.0)" % name, "-e", "r = %s * 2" % name])
+                self.assertSameArray(got, np.arange(3.0) * 2)
+                r = run(["-e", "%s = arange(3)" % name, "-e", name])
+                self.assertEqual(r.stdout, "array([0, 1, 2], dtype=int64)  # shape (3,)\n")
+
+    def test_an_unbound_constant_is_the_constant(self):
+        r = run(["-e", "2*pi"])
+        self.assertEqual(r.stdout, "array(6.283185307179586, dtype=float64)  # shape ()\n")
+
+    def test_literal_arithmetic_is_exact(self):
+        self.assertSameArray(self.value_of(["-e", "r = 7 // -2"]), np.array(7 // -2))
+        self.assertSameArray(self.value_of(["-e", "r = 2**-1"]), np.array(2**-1))
+        self.assertSameArray(self.value_of(["-e", "r = 2**64 // 2**60"]), np.array(16))
+        self.assertSameArray(self.value_of(["-e", "r = arange(2**3)"]), np.arange(8))
+
+    def test_literal_past_every_integer_dtype_is_an_error(self):
+        r = run(["-e", "2**64"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "jitexpr: -e: value error: integer 18446744073709551616 fits no integer dtype "
+                                   "(uint64 holds up to 18446744073709551615)\nline 1: 2**64\n        ^^^^^\n")
+
+    def test_power_out_of_bounds_for_uint8_is_the_same_error_as_the_literal(self):
+        np.save(self.path("u.npy"), np.array([1, 2, 3], np.uint8))
+        for text, lit in [("u + 2**8", "2**8"), ("u + 256", "256")]:
+            with self.subTest(text=text):
+                r = run(["--load", "u=" + self.path("u.npy"), "-e", text])
+                self.assertEqual(r.returncode, 1)
+                self.assertEqual(r.stderr, "jitexpr: -e: value error: integer 256 is out of bounds for uint8\n"
+                                           "line 1: %s\n%s%s\n" % (text, " " * len("line 1: u + "), "^" * len(lit)))
+
+    def test_where_of_literals_is_typed_as_numpy(self):
+        u = np.array([1, 2, 3], np.uint64)
+        i = np.array([0, 1, 2], np.int8)
+        f32 = np.array([1, -1], np.float32)
+        np.save(self.path("u.npy"), u)
+        np.save(self.path("i.npy"), i)
+        np.save(self.path("f.npy"), f32)
+        self.assertSameArray(self.value_of(["--load", "u=" + self.path("u.npy"), "-e", "r = u * where(u > 1, 2, -1)"]),
+                             u * np.where(u > 1, 2, -1))
+        self.assertSameArray(self.value_of(["--load", "u=" + self.path("u.npy"), "-e", "r = u * (u > 1 ? 2 : -1)"]),
+                             u * np.where(u > 1, 2, -1))
+        self.assertSameArray(self.value_of(["--load", "i=" + self.path("i.npy"), "-e", "r = i + where(i > 0, 1000, 1)"]),
+                             i + np.where(i > 0, 1000, 1))
+        self.assertSameArray(self.value_of(["--load", "f=" + self.path("f.npy"), "-e", "r = f - where(f > 0, 0.0, 10)"]),
+                             f32 - np.where(f32 > 0, 0.0, 10))
+
+    def test_uint64_against_int64_compares_exactly(self):
+        a = np.array([2**63 + 8, 5, 2**64 - 1], np.uint64)
+        b = np.array([2**63 - 1, -5, -1], np.int64)
+        np.save(self.path("a.npy"), a)
+        np.save(self.path("b.npy"), b)
+        load = ["--load", "a=" + self.path("a.npy"), "--load", "b=" + self.path("b.npy")]
+        for op in ["==", "!=", "<", "<=", ">", ">="]:
+            with self.subTest(op=op):
+                self.assertSameArray(self.value_of(load + ["-e", "r = a %s b" % op]), eval("a %s b" % op))
+        self.assertSameArray(self.value_of(load + ["-e", "r = maximum(a, b)"]), np.maximum(a, b))
+
+    def test_a_script_starting_with_a_byte_order_mark_runs(self):
+        with open(self.path("bom.jx"), "wb") as f:
+            f.write(b"\xef\xbb\xbfr = arange(3) * 2\nr\n")
+        r = run([self.path("bom.jx")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array([0, 2, 4], dtype=int64)  # shape (3,)\n")
+
+    def test_errors_after_a_byte_order_mark_point_at_their_line_and_column(self):
+        with open(self.path("bom.jx"), "wb") as f:
+            f.write(b"\xef\xbb\xbfa = arange(3)\nb = a + sine(a)\n")
+        r = run([self.path("bom.jx")])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "jitexpr: %s: name error: unknown function 'sine' (did you mean 'sin'?)\n"
+                                   "line 2: b = a + sine(a)\n                ^^^^\n" % self.path("bom.jx"))
+        with open(self.path("bom1.jx"), "wb") as f:
+            f.write(b"\xef\xbb\xbfa = 1 +* 2\n")
+        r = run([self.path("bom1.jx")])
+        self.assertEqual(r.stderr, "jitexpr: %s: syntax error: expected an operand after '+'\n"
+                                   "line 1: a = 1 +* 2\n               ^\n" % self.path("bom1.jx"))
+
+    def test_a_byte_order_mark_on_stdin_and_in_e_is_skipped(self):
+        r = run(["-"], stdin="\ufeffarange(2)\n")
+        self.assertEqual(r.stdout, "array([0, 1], dtype=int64)  # shape (2,)\n", r.stderr)
+        r = run(["-e", "\ufeffq + 1"])
+        self.assertEqual(r.stderr, "jitexpr: -e: name error: unknown name 'q'\nline 1: q + 1\n        ^\n")
+
+
+class DocsTellTheTruth(Base):
+    """The command-line samples in README.md and docs/*.md print what the docs show."""
+
+    def samples(self):
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+        found = []
+        for doc in ["README.md"] + [os.path.join("docs", d) for d in sorted(os.listdir(os.path.join(root, "docs")))]:
+            if not doc.endswith(".md"):
+                continue
+            with open(os.path.join(root, doc)) as f:
+                lines = f.read().split("\n")
+            k = 0
+            while k < len(lines):
+                if lines[k].startswith("$ jitexpr "):
+                    cmd = lines[k][2:]
+                    k += 1
+                    while cmd.count("'") % 2:  # a quoted argument over several lines
+                        cmd += "\n" + lines[k]
+                        k += 1
+                    out = []
+                    while k < len(lines) and not lines[k].startswith("```"):
+                        out.append(lines[k])
+                        k += 1
+                    found.append((doc, cmd, "\n".join(out) + "\n"))
+                k += 1
+        return found
+
+    def test_every_sample_prints_what_the_docs_show(self):
+        import shlex
+        samples = self.samples()
+        self.assertGreaterEqual(len(samples), 2)
+        np.save(self.path("a.npy"), np.arange(3, dtype=np.float32))
+        for doc, cmd, want in samples:
+            with self.subTest(doc=doc, cmd=cmd):
+                r = run(shlex.split(cmd)[1:], cwd=self.dir)
+                self.assertEqual(r.stdout + r.stderr, want)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,38 @@ class Repl(ReplBase):
         self.line(c, "nope + 1", "name error")
         self.line(c, "2 * 3", "array(6, dtype=int64)")
 
+    def test_a_variable_named_like_a_constant_shadows_it(self):
+        c = self.spawn()
+        for name in ["pi", "e", "inf", "nan"]:
+            self.line(c, "%s = arange(3.0)" % name, "")
+            self.line(c, "%s * 2" % name, "array([0., 2., 4.], dtype=float64)")
+
+    def test_an_unbound_constant_and_literal_arithmetic(self):
+        c = self.spawn()
+        self.line(c, "2*pi", "array(6.283185307179586, dtype=float64)")
+        self.line(c, "7 // -2", "array(-4, dtype=int64)")
+        self.line(c, "2**-1", "array(0.5, dtype=float64)")
+        self.line(c, "2**64", "integer 18446744073709551616 fits no integer dtype")
+
+    def test_literal_out_of_bounds_and_typed_where(self):
+        c = self.spawn()
+        self.line(c, "u = uint8(arange(3))", "")
+        self.line(c, "u + 2**8", "integer 256 is out of bounds for uint8")
+        self.line(c, "i = int8(arange(3))", "")
+        self.line(c, "i + where(i > 0, 1000, 1)", "array([   1, 1001, 1002], dtype=int64)")
+
+    def test_uint64_against_int64_compares_exactly(self):
+        c = self.spawn()
+        self.line(c, "a = uint64(9223372036854775816)", "")
+        self.line(c, "b = int64(9223372036854775807)", "")
+        self.line(c, "a == b", "array(False, dtype=bool)")
+        self.line(c, "a > b", "array(True, dtype=bool)")
+
+    def test_a_byte_order_mark_on_the_first_line_is_skipped(self):
+        c = self.spawn()
+        self.line(c, "\ufeffq + 1", "line 1: q + 1\r\n        ^")
+        self.line(c, "\ufeff2 + 1", "array(3, dtype=int64)")
+
     def test_ctrl_d_exits_with_status_0(self):
         c = self.spawn()
         c.sendeof()

@@ -149,6 +149,30 @@ TEST(PtxTier, CoveredProgramsGetAPtxKernelThatAssembles) {
     }
 }
 
+// uint64 against signed integers compares exactly (issue 16): lowered to a sign test and a
+// uint64 comparison, which both tiers must compile: NVRTC always, the PTX tier where it covers
+// the program.
+TEST(MixedSignComparison, KernelsCompileWithNvrtcAndAssembleAsPtx) {
+    const std::map<std::string, DType> vars{{"a", DType::UInt64}, {"b", DType::Int64}, {"c", DType::Int32}};
+    for (const char* text : {"(a < b) | (a == b) | (b >= a)", "(a != c) & (c > a)", "where(a <= b, a, b)"}) {
+        SCOPED_TRACE(text);
+        const Lowered l = lower(text, vars, 1000);
+        ASSERT_FALSE(l.kernels.empty());
+        for (const auto& k : l.kernels) {
+            try {
+                const cuda::Image img = cuda::compile(k.source, k.name, sm90());
+                EXPECT_FALSE(img.data.empty());
+            } catch (const CompileError& e) {
+                ADD_FAILURE() << e.log() << "\n" << k.body;
+            }
+            if (auto p = cg::emit_ptx(l.program, k, 90)) expect_assembles(*p);
+        }
+        for (const ir::Node& n : l.program.nodes)  // no comparison rounds through float64
+            if (ir::info(n.op).rule == ir::Rule::Compare && n.kind == ir::NodeKind::Op)
+                EXPECT_NE(l.program.node(n.args[0]).dtype, DType::Float64) << ir::dump(l.program);
+    }
+}
+
 TEST(PtxTier, ABroadcastElementIsReadOnceBeforeTheLoop) {
     const Lowered l = lower("a + b", {{"a", array(F32, 1000)}, {"b", array(F32, 1)}});
     ASSERT_EQ(l.kernels.size(), 1u);

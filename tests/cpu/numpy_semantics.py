@@ -9,7 +9,9 @@ Cases where NumPy raises or is undefined (integer ** negative, float->int out of
 left out: jitexpr documents its own choice for those in dsl/semantics.h.
 """
 import itertools
+import math
 import sys
+from fractions import Fraction
 import warnings
 
 import numpy as np
@@ -80,6 +82,70 @@ UNARY = [
 ]
 
 
+COMPLEX = ["complex64", "complex128"]
+# Complex functions over the full grid of special values of both parts (C99 Annex G, as NumPy).
+COMPLEX_UNARY = [
+    ("Sqrt", np.sqrt), ("Sin", np.sin), ("Cos", np.cos), ("Tan", np.tan), ("Arcsin", np.arcsin),
+    ("Arccos", np.arccos), ("Arctan", np.arctan), ("Sinh", np.sinh), ("Cosh", np.cosh), ("Tanh", np.tanh),
+    ("Arcsinh", np.arcsinh), ("Arccosh", np.arccosh), ("Arctanh", np.arctanh), ("Log", np.log),
+    ("Log1p", lambda a: accurate_log1p(a)), ("Log10", np.log10), ("Log2", np.log2), ("Exp", np.exp), ("Expm1", np.expm1),
+    ("Square", np.square), ("Reciprocal", np.reciprocal), ("Sign", np.sign), ("Abs", np.absolute),
+    ("Neg", np.negative), ("Isnan", np.isnan), ("Isinf", np.isinf), ("Isfinite", np.isfinite),
+]
+COMPLEX_BINARY = [
+    ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.true_divide), ("Pow", np.power),
+    ("Eq", np.equal), ("Ne", np.not_equal), ("Maximum", np.maximum), ("Minimum", np.minimum),
+]
+# ULPs allowed per part. Arithmetic is exact (Mul and Square: NumPy's FMA loops, as jitexpr's);
+# Abs within 2 (NumPy's SIMD hypot against the C library's); the transcendental functions
+# within TRANS; Pow within 32 (exp(b log a) magnifies log's last-place error by |b log a|).
+COMPLEX_TOL = {"Square": EXACT, "Sign": EXACT, "Neg": EXACT, "Isnan": EXACT, "Isinf": EXACT, "Isfinite": EXACT,
+               "Add": EXACT, "Sub": EXACT, "Mul": EXACT, "Div": EXACT, "Eq": EXACT, "Ne": EXACT, "Maximum": EXACT,
+               "Minimum": EXACT, "Reciprocal": EXACT, "Abs": 2, "Pow": 32}
+
+
+def complex_parts(dt, full):
+    t = np.float32 if dt == "complex64" else np.float64
+    big = 3e38 if dt == "complex64" else 1e308
+    parts = [0.0, -0.0, 0.5, -0.5, 2.0, -2.0, np.inf, -np.inf, np.nan]
+    if full:
+        parts += [1.0, -1.0, big, -big, 1e-30 if dt == "complex64" else 1e-300, 30.0, -30.0]
+    return [t(p) for p in parts]
+
+
+def accurate_log1p(a):
+    """log1p of a finite complex value with the real part log|1 + z| computed exactly (jitexpr's
+    is accurate there; NumPy's log(hypot(1 + x, y)) rounds 1 + x first and loses the real part's
+    digits near z = 0 and where |1 + z| is near 1). The imaginary part is NumPy's."""
+    x, y = float(a.real), float(a.imag)
+    r = np.log1p(a)
+    if not (math.isfinite(x) and math.isfinite(y)) or (x == -1 and y == 0):
+        return r
+    fx, fy = Fraction(x), Fraction(y)
+    m = (1 + fx) ** 2 + fy * fy  # |1 + z|^2, exactly
+    if Fraction(1, 2) < m < 2:
+        re = 0.5 * math.log1p(float(m - 1))
+    else:  # m = mant * 2**k with mant in [1/2, 2): log m = log(mant) + k log 2
+        k = m.numerator.bit_length() - m.denominator.bit_length()
+        re = 0.5 * (math.log(float(m / Fraction(2) ** k)) + k * math.log(2))
+    out = np.zeros((), dtype=a.dtype)
+    out.real = re
+    out.imag = r.imag
+    return out
+
+
+def complex_values(dt, full=True):
+    parts = complex_parts(dt, full)
+    return [make_complex(a, b, dt) for a in parts for b in parts]
+
+
+def make_complex(re, im, dt):
+    z = np.zeros((), dtype=dt)
+    z.real = re
+    z.imag = im
+    return z
+
+
 def dtypes_for(kind):
     return {"all": ["bool"] + INTS + FLOATS, "num": INTS + FLOATS, "real": INTS + FLOATS, "float": FLOATS,
             "int": INTS, "intb": ["bool"] + INTS}[kind]
@@ -128,6 +194,28 @@ def main():
                 if np.asarray(r).dtype != a.dtype and np.asarray(r).dtype != np.bool_:
                     continue
                 emit(op, dt, tol, [a], r)
+    for dt in COMPLEX:
+        for op, fn in COMPLEX_UNARY:
+            for a in complex_values(dt):
+                if op == "Log1p" and max(abs(a.real), abs(a.imag)) > 1e30:
+                    continue  # NumPy's log1p overflows in hypot(1 + x, y); jitexpr gives the finite value
+                r = fn(a)
+                emit(op, dt, COMPLEX_TOL.get(op, TRANS), [a], r)
+        # Finite values of every scale (seeded): accuracy away from the special values.
+        rng = np.random.default_rng(7)
+        lim = 30 if dt == "complex64" else 250
+        mags = 10.0 ** rng.uniform(-lim / 3, lim / 3, size=(400, 2)) * rng.choice([-1, 1], size=(400, 2))
+        mags[:100] = rng.uniform(-3, 3, size=(100, 2))
+        randoms = [make_complex(re, im, dt) for re, im in mags]
+        for op, fn in COMPLEX_UNARY:
+            for a in randoms:
+                r = fn(a)
+                emit(op, dt, COMPLEX_TOL.get(op, TRANS), [a], r)
+        for op, fn in COMPLEX_BINARY:
+            vals = complex_values(dt, full=False)
+            for a, b in itertools.product(vals, repeat=2):
+                r = fn(a, b)
+                emit(op, dt, COMPLEX_TOL.get(op, TRANS), [a, b], r)
     # Casts within range (NumPy leaves out-of-range float -> int undefined).
     for src in ["bool"] + INTS + FLOATS:
         for dst in ["bool"] + INTS + FLOATS:

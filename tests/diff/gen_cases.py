@@ -126,6 +126,27 @@ for dt in ["int8", "uint8", "int32", "float16", "float32", "float64", "bool"]:
 case("a + 300", 0, {"a": values("int8")}, lambda a: a + 300)
 case("a < 300", 0, {"a": values("int8")}, lambda a: a < 300)
 
+# ---- issue 16: literal arithmetic is Python's, where/ternary of literals are typed, integer
+# comparisons are exact (uint64 against signed included)
+a8, u8, i64, u64 = values("int8"), values("uint8"), values("int64"), values("uint64")
+case("a + 2**7 // 3", 0, {"a": a8}, lambda a: a + 2**7 // 3)
+case("a + 2**8", 0, {"a": u8}, lambda a: a + 2**8)                       # ValueError, as u8 + 256
+case("a * (7 // -2) + 2**-1", 0, {"a": values("float32")}, lambda a: a * (7 // -2) + 2**-1)
+case("a * 2**64", 0, {"a": values("float32")}, lambda a: a * 2**64)
+case("a < 2**64", 0, {"a": i64}, lambda a: a < 2**64)
+case("a * where(a > 1, 2, -1)", 0, {"a": u64}, lambda a: a * np.where(a > 1, 2, -1))
+case("a + (a > 0 ? 1000 : 1)", 0, {"a": a8}, lambda a: a + np.where(a > 0, 1000, 1))
+case("a - where(a > 0, 0.0, 10)", 0, {"a": values("float32")}, lambda a: a - np.where(a > 0, 0.0, 10))
+case("a + maximum(2, 3)", 0, {"a": a8}, lambda a: a + np.maximum(2, 3))
+for dt in ["int8", "int32", "int64"]:
+    s_ = values(dt)
+    for op in ("<", "<=", "==", "!=", ">=", ">"):
+        case(f"a {op} b", 0, {"a": u64, "b": s_}, lambda a, b, op=op: eval(f"a {op} b"))
+        case(f"b {op} a", 0, {"a": u64, "b": s_}, lambda a, b, op=op: eval(f"b {op} a"))
+for op in ("==", "<", ">="):
+    case(f"a {op} -1", 0, {"a": u64}, lambda a, op=op: eval(f"a {op} -1"))
+    case(f"a {op} 1000", 0, {"a": a8}, lambda a, op=op: eval(f"a {op} 1000"))
+
 # ---- unary operators
 for dt in ALL:
     a = values(dt)
@@ -154,10 +175,16 @@ for name, f, ulps, dom in FUNCS:
         if kind == "c" and name in ("round", "rint", "exp2"):
             continue  # NumPy takes these on complex; jitexpr rejects them (documented)
         if kind == "c" and ulps > 0:
-            # Complex transcendental functions: finite inputs off the axes (branch cuts and
-            # C99 Annex G special values are not promised; docs/language.md says so).
-            a = values(dt, small=True)
-            a = a[np.isfinite(a) & (a.real != 0) & (a.imag != 0)]
+            # Complex transcendental functions: C99 Annex G's special values as NumPy gives them
+            # (the full grid of +-0, finite, +-inf and NaN parts) and finite values of all kinds.
+            t = np.float32 if dt == "complex64" else np.float64
+            parts = [t(p) for p in (0.0, -0.0, 0.5, -2.0, 1.0, np.inf, -np.inf, np.nan)]
+            grid = np.array([complex(0, 0)] * len(parts) ** 2, dtype=dt)
+            grid.real = np.repeat(parts, len(parts))
+            grid.imag = np.tile(parts, len(parts))
+            a = np.concatenate([values(dt, small=True), grid])
+            if name == "log1p":  # NumPy's formula loses the real part near 0; jitexpr's does not
+                a = a[~((np.abs(a.real) < 0.5) & (np.abs(a.imag) < 0.5) & (a != 0))]
             case(f"{name}(a)", 16, {"a": a}, lambda a, f=f: f(a))
             continue
         if dom == "unit" and kind == "f":

@@ -75,9 +75,19 @@ TEST(ParseLiteral, LargestUint64Fits) {
     EXPECT_EQ(only_expr(parse("0xFFFFFFFFFFFFFFFF")).int_value, std::numeric_limits<std::uint64_t>::max());
 }
 
-TEST(ParseLiteral, IntegerPastUint64IsAnError) {
-    EXPECT_EQ(error_of("18446744073709551616"), "integer literal too large (the largest is 18446744073709551615)");
-    EXPECT_EQ(error_of("0x10000000000000000"), "integer literal too large (the largest is 18446744073709551615)");
+TEST(ParseLiteral, IntegerPastUint64IsKeptAsTextForExactArithmetic) {
+    // Python integers have no bound: lowering folds 18446744073709551616 // 2 exactly and
+    // rejects a literal only where it must become an integer dtype.
+    const auto m = parse("18446744073709551616");
+    EXPECT_TRUE(only_expr(m).int_big);
+    EXPECT_EQ(only_expr(m).text, "18446744073709551616");
+    EXPECT_TRUE(only_expr(parse("0x10000000000000000")).int_big);
+    EXPECT_FALSE(only_expr(parse("18446744073709551615")).int_big);
+}
+
+TEST(ParseLiteral, IntegerOfMoreThan2000DigitsIsAnError) {
+    EXPECT_EQ(error_of(std::string(2001, '7')), "integer literal too long (more than 2000 digits)");
+    EXPECT_EQ(only_expr(parse(std::string(2000, '7'))).text.size(), 2000u);
 }
 
 TEST(ParseLiteral, FloatForms) {

@@ -408,6 +408,131 @@ TEST(CApi, CallOptionsWithoutSizeAreRejected) {
     EXPECT_EQ(jitexpr_eval_with(rt.get(), "1 + 1", 0, nullptr, &out, &o), JITEXPR_ERROR_ARGUMENT);
 }
 
+// ---- issue 16 through the C API: named binding, named constants, exact literals and comparisons
+
+namespace {
+
+jitexpr_arg tensor_arg(const DLManagedTensor* t) {
+    jitexpr_arg a{};
+    a.kind = JITEXPR_ARG_TENSOR;
+    a.value.tensor = t;
+    return a;
+}
+
+jitexpr_arg float_arg(double f) {
+    jitexpr_arg a{};
+    a.kind = JITEXPR_ARG_FLOAT;
+    a.value.f = f;
+    return a;
+}
+
+}  // namespace
+
+TEST(CApiNamed, BindsByNameNotByOrderOfAppearance) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a, b;
+    host_tensor(a, std::vector<float>{1, 2});
+    host_tensor(b, std::vector<float>{10, 20});
+    const char* names[] = {"a", "b"};
+    const jitexpr_arg args[] = {tensor_arg(&a.managed), tensor_arg(&b.managed)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval_named(rt.get(), "b*2 + a", 2, names, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(values<float>(out), (std::vector<float>{21, 42}));
+}
+
+TEST(CApiNamed, ANameBoundByNameShadowsTheConstant) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<double>{0, 1, 2});
+    for (const char* name : {"pi", "e", "inf", "nan"}) {
+        SCOPED_TRACE(name);
+        const std::string text = std::string(name) + " * 2";
+        const char* names[] = {name};
+        const jitexpr_arg args[] = {tensor_arg(&x.managed)};
+        DLManagedTensor* out = nullptr;
+        ASSERT_EQ(jitexpr_eval_named(rt.get(), text.c_str(), 1, names, args, &out), JITEXPR_OK) << jitexpr_last_error();
+        TensorPtr r(out);
+        EXPECT_EQ(values<double>(out), (std::vector<double>{0, 2, 4}));
+        jitexpr_kernel* k = jitexpr_compile(rt.get(), text.c_str());
+        ASSERT_NE(k, nullptr);
+        EXPECT_EQ(jitexpr_kernel_num_params(k), 0u);  // positionally it is the constant
+        DLManagedTensor* kout = nullptr;
+        ASSERT_EQ(jitexpr_kernel_call_named(k, 1, names, args, &kout), JITEXPR_OK) << jitexpr_last_error();
+        TensorPtr kr(kout);
+        EXPECT_EQ(values<double>(kout), (std::vector<double>{0, 2, 4}));
+        jitexpr_kernel_free(k);
+    }
+}
+
+TEST(CApiNamed, PositionalBindingKeepsTheConstant) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor r;
+    host_tensor(r, std::vector<double>{1});
+    const jitexpr_arg args[] = {tensor_arg(&r.managed)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "2*pi*r", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr t(out);
+    EXPECT_DOUBLE_EQ(values<double>(out)[0], 2 * 3.141592653589793);
+}
+
+TEST(CApiNamed, AnUnusedOrRepeatedNameIsAnArgumentError) {
+    RuntimePtr rt = cpu_runtime();
+    const char* names[] = {"a", "a"};
+    const jitexpr_arg args[] = {float_arg(1), float_arg(2)};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "a + 1", 2, names, args, &out), JITEXPR_ERROR_ARGUMENT);
+    const char* other[] = {"b"};
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "a + 1", 1, other, args, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "a + 1", 1, nullptr, args, &out), JITEXPR_ERROR_ARGUMENT);
+    const char* null_name[] = {nullptr};
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "a + 1", 1, null_name, args, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_EQ(out, nullptr);
+}
+
+TEST(CApiLanguage, LiteralOutOfBoundsAfterExactArithmeticIsAValueError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor u;
+    host_tensor(u, std::vector<std::uint8_t>{1, 2});
+    const jitexpr_arg args[] = {tensor_arg(&u.managed)};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval(rt.get(), "u + 2**8", 1, args, &out), JITEXPR_ERROR_VALUE);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("integer 256 is out of bounds for uint8\nline 1: u + 2**8\n"),
+              std::string::npos)
+        << jitexpr_last_error();
+    EXPECT_EQ(jitexpr_eval(rt.get(), "2**64", 0, nullptr, &out), JITEXPR_ERROR_VALUE);
+}
+
+TEST(CApiLanguage, WhereOfLiteralsIsTypedAndUint64ComparesExactly) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor i, a, b;
+    host_tensor(i, std::vector<std::int8_t>{0, 1, 2});
+    host_tensor(a, std::vector<std::uint64_t>{(1ull << 63) + 8});
+    host_tensor(b, std::vector<std::int64_t>{0x7fffffffffffffffll});
+    DLManagedTensor* out = nullptr;
+    const jitexpr_arg iarg[] = {tensor_arg(&i.managed)};
+    ASSERT_EQ(jitexpr_eval(rt.get(), "i + where(i > 0, 1000, 1)", 1, iarg, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr w(out);
+    EXPECT_EQ(out->dl_tensor.dtype.bits, 64);
+    EXPECT_EQ(values<std::int64_t>(out), (std::vector<std::int64_t>{1, 1001, 1002}));
+    const jitexpr_arg ab[] = {tensor_arg(&a.managed), tensor_arg(&b.managed)};
+    DLManagedTensor* eq = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a == b", 2, ab, &eq), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr e(eq);
+    EXPECT_EQ(values<std::uint8_t>(eq), (std::vector<std::uint8_t>{0}));
+}
+
+TEST(CApiLanguage, AByteOrderMarkIsSkippedAndErrorsPointAtTheirColumn) {
+    RuntimePtr rt = cpu_runtime();
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "\xEF\xBB\xBF" "2 + 1", 0, nullptr, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr t(out);
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "\xEF\xBB\xBF" "q + 1", 0, nullptr, nullptr, &out), JITEXPR_ERROR_NAME);
+    EXPECT_EQ(std::string(jitexpr_last_error()), "name error: unknown name 'q'\nline 1: q + 1\n        ^");
+    EXPECT_EQ(jitexpr_eval(rt.get(), "\xEF\xBB\xBF" "1 +* 2", 0, nullptr, &out), JITEXPR_ERROR_PARSE);
+    EXPECT_EQ(std::string(jitexpr_last_error()), "syntax error: expected an operand after '+'\nline 1: 1 +* 2\n           ^");
+}
+
 // Issue 17 item 4: destroying a runtime while other threads are inside jitexpr_eval waits for
 // them; none deadlocks, crashes or sees a destroyed thread pool, and each call either completes
 // with the right values or is refused cleanly. Many rounds, since the bug was a race.

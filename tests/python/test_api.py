@@ -45,9 +45,7 @@ def test_reserved_keyword_names_are_reachable_through_the_local_dict():
     np.testing.assert_array_equal(r, out_arr * 2 + 1)
 
 
-# jitexpr's lowering drops named constants from the bound names (issue 16 item 1, fixed on the
-# lang-fixes branch): strict, so that the marker must go once the fix is in.
-@pytest.mark.xfail(strict=True, reason="issue 16 item 1: a bound name does not yet shadow the constant")
+# Bound by name (a dict, keywords, the caller's frame), `pi`, `e`, `inf` and `nan` are variables.
 @pytest.mark.parametrize("name", ["pi", "e", "inf", "nan"])
 def test_a_variable_bound_by_name_shadows_the_constant(name):
     v = np.arange(3.0)

@@ -78,13 +78,9 @@ def outcome(fn):
         return "raises", e
 
 
-# Found by this test and not yet fixed in the language (reported to issue 16): NumPy picks the
-# float16 loop of a binary float function for uint8 and int8 operands (both cast safely to
-# float16), jitexpr promotes them to int16 first and so computes in float32.
-NUMPY_DIFFERENCES = {
-    ("arctan2(a, b) + hypot(a, b)", "uint8", "int8"): "binary float functions of uint8 and int8: float32, NumPy float16",
-    ("copysign(a, b - 2)", "uint8", "int8"): "binary float functions of uint8 and int8: float32, NumPy float16",
-}
+# Differences from NumPy this test knows of, each with its reason (none now: the binary float
+# functions of uint8 and int8, float16 as in NumPy, were fixed by issue 16's work).
+NUMPY_DIFFERENCES = {}
 
 
 def tolerance(ref_dtype, *inputs):

@@ -1,0 +1,1177 @@
+#!/usr/bin/env python3
+"""A differential fuzzer: random jitexpr programs over every dtype, shape and literal kind,
+evaluated by jitexpr and by NumPy 2, and the smallest program that tells them apart.
+
+    fuzz_numpy.py --library build/api/libjitexpr_c.so --seed 1 --cases 2000     # CI: seconds
+    fuzz_numpy.py --library ... --minutes 20                                    # by hand
+    fuzz_numpy.py --driver cli --binary build/tools/jitexpr --minutes 5
+    fuzz_numpy.py --library ... --seed 7 --case 1234 -v                         # one case again
+
+Each case is a random expression (operators, functions, where/?:, casts, reductions) over 1-3
+arrays of random dtypes (all 15: bool, the integers, float16, bfloat16, float32, float64,
+complex64, complex128) and shapes (0-d, empty, broadcasting, and for the Python driver strided
+and transposed views), host scalars (weakly typed Python bool/int/float/complex) and literals
+(weak ints, floats, big integers, the named constants). NumPy evaluates it as a NumPy user's
+Python code would (literals folded by Python itself), with jitexpr's documented choices where
+NumPy is undefined or differs on purpose (see docs/fuzzing.md, "What is compared"). The two must
+agree on the error kind or on dtype, shape and every element, within the tolerance of the
+functions involved. A disagreement is shrunk to a minimal expression and printed; the exit
+status is 1 when there was one.
+"""
+import argparse
+import math
+import os
+import random
+import sys
+import time
+import warnings
+import zlib
+from fractions import Fraction
+
+try:
+    import numpy as np
+except ImportError:  # pragma: no cover
+    print("fuzz_numpy.py: NumPy is not installed; skipping")
+    sys.exit(77)
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from drivers import BF16, CliDriver, DriverError, PythonDriver  # noqa: E402
+
+warnings.simplefilter("ignore")
+np.seterr(all="ignore")
+
+DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+          "bfloat16", "float32", "float64", "complex64", "complex128"]
+HALF = ("float16", "bfloat16")
+CONSTANTS = {"pi": math.pi, "e": math.e, "inf": math.inf, "nan": math.nan}
+
+# Functions: name -> (arity, family). "exact": NumPy and jitexpr round identically (compared bit
+# for bit); "trans": a correctly rounded result is not promised (within ulps of the exact value).
+FUNCS = {
+    "sqrt": (1, "exact"), "sin": (1, "trans"), "cos": (1, "trans"), "tan": (1, "trans"), "arcsin": (1, "trans"),
+    "arccos": (1, "trans"), "arctan": (1, "trans"), "sinh": (1, "trans"), "cosh": (1, "trans"),
+    "tanh": (1, "trans"), "arcsinh": (1, "trans"), "arccosh": (1, "trans"), "arctanh": (1, "trans"),
+    "log": (1, "trans"), "log1p": (1, "trans"), "log10": (1, "trans"), "log2": (1, "trans"), "exp": (1, "trans"),
+    "expm1": (1, "trans"), "exp2": (1, "trans"), "cbrt": (1, "trans"), "abs": (1, "exact"), "ceil": (1, "exact"),
+    "floor": (1, "exact"), "round": (1, "exact"), "rint": (1, "exact"), "trunc": (1, "exact"), "sign": (1, "exact"),
+    "square": (1, "exact"), "reciprocal": (1, "exact"), "conj": (1, "exact"), "real": (1, "exact"),
+    "imag": (1, "exact"), "copy": (1, "exact"), "isnan": (1, "exact"), "isinf": (1, "exact"),
+    "isfinite": (1, "exact"), "signbit": (1, "exact"),
+    "arctan2": (2, "trans"), "hypot": (2, "trans"), "copysign": (2, "exact"), "nextafter": (2, "exact"),
+    "fmod": (2, "exact"), "maximum": (2, "exact"), "minimum": (2, "exact"), "power": (2, "trans"),
+    "clip": (3, "exact"),
+}
+NP_NAME = {"abs": "absolute", "conj": "conjugate"}
+COMPLEX_INEXACT = ("sqrt", "abs", "sign")
+REDUCTIONS = ["sum", "prod", "mean", "min", "max", "any", "all"]
+TRANS_ULPS = 4  # what jitexpr promises for a function not correctly rounded (and a float power)
+BINOPS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=", ">=", ">",
+          "and", "or"]
+CASTS = DTYPES + ["float", "int", "complex"]
+CAST_ALIAS = {"float": "float64", "int": "int64", "complex": "complex128"}
+
+
+class RefError(Exception):
+    """NumPy (or jitexpr's documented rule) rejects the program: jitexpr must raise this kind."""
+
+    def __init__(self, kind, why=""):
+        super().__init__(kind)
+        self.kind, self.why = kind, why
+
+
+class RefSkip(Exception):
+    """The program's value is undefined (NumPy leaves it so): not judged."""
+
+
+# --- values -------------------------------------------------------------------------------------
+# Lit: a Python number from the program text (exact, as Python computes it).
+# Host: a weakly typed host scalar or an expression of such (computed in int64/float64/... by
+#       jitexpr, like a kernel parameter), held as a 0-d NumPy array of its default dtype.
+# Arr: a strong value: a carrier array and its logical dtype. 16-bit floats are carried as
+#      float32 (jitexpr computes them in float32, rounded when stored or explicitly cast); in
+#      the high-precision evaluation every float is carried wider.
+
+
+class Lit:
+    def __init__(self, v):
+        self.v = v
+
+
+class Host:
+    def __init__(self, a, direct=False):
+        self.a = a  # 0-d array: bool, int64, float64/longdouble, complex128/clongdouble
+        # A host scalar itself (not an expression of them): jitexpr checks its range when it
+        # meets a narrower integer dtype; an expression of host scalars is computed in int64.
+        self.direct = direct
+
+
+class Arr:
+    def __init__(self, a, dtype):
+        self.a, self.dtype = a, dtype
+
+
+def round_bf16(x):
+    """float64/float32 values rounded once to bfloat16 (returned as float32)."""
+    x = np.asarray(x)
+    if x.dtype != np.float32:
+        d = x.astype(np.float64)
+        f = d.astype(np.float32)
+        # round to odd into float32, so that rounding that to bfloat16 rounds d correctly
+        toward0 = np.where(np.abs(f.astype(np.float64)) > np.abs(d), np.nextafter(f, np.float32(0)), f).astype(np.float32)
+        inexact = (toward0.astype(np.float64) != d) & ~np.isnan(d)
+        bits = toward0.view(np.uint32) | np.where(inexact, np.uint32(1), np.uint32(0))
+        f = np.where(np.isnan(d), f, bits.view(np.float32))
+    else:
+        f = x
+    b = np.ascontiguousarray(f).view(np.uint32).astype(np.uint64)
+    nan = np.isnan(f)
+    r = ((b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+    r = np.where(nan, (b.astype(np.uint32) | np.uint32(0x00400000)) & np.uint32(0xFFFF0000), r)
+    return r.view(np.float32).reshape(np.shape(x))
+
+
+def bf16_bits(f32):
+    return (np.array(round_bf16(f32), order="C").view(np.uint32) >> 16).astype(np.uint16)
+
+
+def bf16_from_bits(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+class Evaluator:
+    """Evaluates an expression tree as NumPy would; hi=True carries every float wider (the
+    exact-ish value that judges rounding: float16/bfloat16/float32 as float64, float64 as
+    longdouble)."""
+
+    def __init__(self, inputs, hi=False, perturb=None):
+        self.inputs, self.hi = inputs, hi
+        # perturb(k) -> -1, 0 or 1: the k-th inexact result is moved by that many times its
+        # allowed error (the high-precision evaluations that bound how errors propagate)
+        self.perturb, self.count = perturb, 0
+
+    def inexact(self, r, allowed_ulps):
+        """r, the result of an operation not promised to be correctly rounded, moved by the
+        perturbation of this evaluation."""
+        if self.perturb is None or not isinstance(r, Arr) or np.dtype(self.carrier(r.dtype)).kind not in "fc":
+            return r
+        k, self.count = self.count, self.count + 1
+        sign = self.perturb(k)
+        if not sign:
+            return r
+        real = {"complex64": "float32", "complex128": "float64"}.get(r.dtype, r.dtype)
+        eps = 2.0**-8 if real == "bfloat16" else float(np.finfo(real).eps)
+        return Arr(r.a * (1 + sign * allowed_ulps * eps), r.dtype)
+
+    # ---- carriers
+    def carrier(self, dtype):
+        if dtype in HALF or dtype == "float32":
+            return np.float64 if self.hi else np.float32
+        if dtype == "float64":
+            return np.longdouble if self.hi else np.float64
+        if dtype == "complex64":
+            return np.complex128 if self.hi else np.complex64
+        if dtype == "complex128":
+            return np.clongdouble if self.hi else np.complex128
+        return np.dtype(dtype).type
+
+    def arr(self, a, dtype):
+        return Arr(np.asarray(a).astype(self.carrier(dtype)), dtype)
+
+    def round_to(self, a, dtype):
+        """Carrier values rounded to `dtype` (an explicit cast's rounding, or a store)."""
+        if dtype == "bfloat16":
+            r = round_bf16(np.asarray(a).real if np.iscomplexobj(a) else a)
+        elif dtype == "float16":
+            r = np.asarray(a).real.astype(np.float16) if np.iscomplexobj(a) else np.asarray(a).astype(np.float16)
+        else:
+            r = np.asarray(a).astype(dtype)
+        return np.asarray(r).astype(self.carrier(dtype))
+
+    def leaf(self, node):
+        kind = node[0]
+        if kind == "lit":
+            return Lit(node[1])
+        if kind == "const":
+            return Lit(CONSTANTS[node[1]])
+        v = self.inputs[node[1]]
+        if isinstance(v, BF16):
+            return self.arr(bf16_from_bits(np.array(v.bits, order="C")), "bfloat16")
+        if isinstance(v, np.ndarray):
+            return self.arr(np.array(v, order="C"), v.dtype.name)
+        return Host(self.host_array(v), direct=True)
+
+    def host_array(self, v):
+        if isinstance(v, bool):
+            return np.asarray(v)
+        if isinstance(v, int):
+            return np.asarray(v, dtype=np.int64)
+        if isinstance(v, float):
+            return np.asarray(v, dtype=np.longdouble if self.hi else np.float64)
+        return np.asarray(v, dtype=np.clongdouble if self.hi else np.complex128)
+
+    # ---- the logical dtype of an op's result, through NumPy on proxies (bfloat16 as float16)
+    def logical(self, fn, vals):
+        proxies = []
+        kinds = []
+        for v in vals:
+            if isinstance(v, Arr):
+                proxies.append(np.zeros((), dtype="float16" if v.dtype == "bfloat16" else v.dtype))
+                kinds.append(v.dtype)
+            elif isinstance(v, Host):
+                proxies.append(v.a.item() if v.a.dtype != np.longdouble else float(v.a))
+            else:
+                proxies.append(v.v)
+        r = np.asarray(fn(*proxies))
+        name = r.dtype.name
+        if name == "float16" and "bfloat16" in kinds:
+            name = "float32" if "float16" in kinds else "bfloat16"
+        if name == "complex64" and "bfloat16" in kinds and "float16" in kinds:
+            name = "complex64"
+        if name == "float32" and "bfloat16" in kinds and "float16" not in kinds:
+            # bfloat16 holds 8-bit integers like float16 (same as the proxy): float32 stays
+            pass
+        return name
+
+    def common(self, vals):
+        """The dtype NumPy promotes the values to (NEP 50), bfloat16 as jitexpr promotes it."""
+        proxies, kinds = [], []
+        for v in vals:
+            if isinstance(v, Arr):
+                proxies.append(np.zeros((), dtype="float16" if v.dtype == "bfloat16" else v.dtype))
+                kinds.append(v.dtype)
+            elif isinstance(v, Host):
+                proxies.append(v.a.item() if v.a.dtype not in (np.longdouble, np.clongdouble) else complex(v.a))
+            else:
+                proxies.append(v.v if not (isinstance(v.v, int) and not is_bool(v.v) and abs(v.v) >= 2**63) else 1.0)
+        try:
+            name = np.result_type(*proxies).name
+        except (TypeError, OverflowError, ValueError):
+            return None
+        if name == "float16" and "bfloat16" in kinds:
+            name = "float32" if "float16" in kinds else "bfloat16"
+        return name
+
+    def operand(self, v):
+        if isinstance(v, Arr):
+            return v.a
+        if isinstance(v, Host):
+            return v.a.item() if v.a.dtype not in (np.longdouble, np.clongdouble) else v.a[()]
+        return v.v
+
+    def apply(self, fn, vals, weak_result=False):
+        """fn over the values with NumPy's promotion (NEP 50 for Python scalars), the result
+        typed as NumPy types it, 16-bit floats kept in their carriers."""
+        if all(isinstance(v, (Lit, Host)) for v in vals) and any(isinstance(v, Host) for v in vals):
+            # host scalars among themselves: computed in their default dtypes (int64 wraps)
+            args = [v.a if isinstance(v, Host) else v.v for v in vals]
+            r = np.asarray(fn(*args))
+            if weak_result and r.dtype.kind != "b" or weak_result == "keep":
+                # a weak value has its kind's default dtype (True ** True is an int64 1)
+                default = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": r.dtype if self.hi else np.float64,
+                           "c": r.dtype if self.hi else np.complex128}[r.dtype.kind]
+                if r.dtype.kind == "f" and self.hi:
+                    default = np.longdouble
+                if r.dtype.kind == "c" and self.hi:
+                    default = np.clongdouble
+                return Host(r.astype(default))
+            return self.arr(r, self.dtype_name(r))
+        logical = self.logical(fn, vals)
+        halves = {v.dtype for v in vals if isinstance(v, Arr) and v.dtype in HALF}
+        others = [v for v in vals if isinstance(v, Arr) and v.dtype not in HALF]
+        ops = [self.operand(v) for v in vals]
+        # A 16-bit float converted to another dtype (by promotion) is rounded to its type first.
+        operand_dtype = self.common(vals)
+        # Where the operation computes in a 16-bit float type, jitexpr computes in float32 (its
+        # carrier) from the operands converted (exactly: bool and 8-bit integers), where NumPy's
+        # float16 loop would round the result.
+        if operand_dtype in HALF or logical in HALF:
+            for i, v in enumerate(vals):
+                if isinstance(v, Arr) and v.dtype not in HALF and np.dtype(v.dtype).kind in "biu" and v.a.dtype.itemsize == 1:
+                    ops[i] = np.asarray(v.a).astype(self.carrier("float16"))
+        # An expression of host scalars is an int64 at run time, converted as an array would be.
+        for i, v in enumerate(vals):
+            if isinstance(v, Host) and not v.direct and v.a.dtype == np.int64 and operand_dtype and \
+                    np.dtype(operand_dtype if operand_dtype not in HALF else "float16").kind in "iu":
+                ops[i] = int(v.a.astype(operand_dtype))
+        for i, v in enumerate(vals):
+            if isinstance(v, Arr) and v.dtype in HALF and operand_dtype != v.dtype:
+                ops[i] = self.round_to(v.a, v.dtype)
+        if len(halves) == 1 and not others:
+            # A Python int or float meeting a 16-bit float array becomes that type (NEP 50):
+            # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.)
+            h = halves.pop()
+            for i, v in enumerate(vals):
+                if isinstance(v, (Lit, Host)) and not isinstance(self.operand(v), (complex, np.complexfloating)):
+                    x = self.operand(v)
+                    if isinstance(x, int) and not is_bool(x) and abs(x) >= 2**128:
+                        continue
+                    ops[i] = self.round_to(np.asarray(float(x)), h)[()] if not is_bool(x) else x
+        r = np.asarray(fn(*ops))
+        return Arr(r.astype(self.carrier(logical)), logical)
+
+    def dtype_name(self, r):
+        n = r.dtype.name
+        if n == "longdouble" or n == "float128":
+            return "float64"
+        if n in ("clongdouble", "complex256"):
+            return "complex128"
+        return n
+
+
+# --- the reference -----------------------------------------------------------------------------
+
+
+def is_bool(v):
+    return isinstance(v, bool)
+
+
+def py_binary(op, a, b):
+    """Python's arithmetic on two literals, with jitexpr's documented rules for two bools."""
+    if op == "and":
+        return bool(a) and bool(b)
+    if op == "or":
+        return bool(a) or bool(b)
+    if is_bool(a) and is_bool(b):
+        if op in ("+", "|"):
+            return a or b
+        if op in ("*", "&"):
+            return a and b
+        if op == "^":
+            return a != b
+        if op == "-":
+            raise RefError("type")
+    try:
+        r = {"+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b, "/": lambda: a / b, "//": lambda: a // b,
+             "%": lambda: a % b, "**": lambda: pyow(a, b), "&": lambda: a & b, "|": lambda: a | b,
+             "^": lambda: a ^ b, "<<": lambda: a << b if b < 8200 else (_ for _ in ()).throw(RefSkip()),
+             ">>": lambda: a >> b, "<": lambda: a < b, "<=": lambda: a <= b, "==": lambda: a == b,
+             "!=": lambda: a != b, ">=": lambda: a >= b, ">": lambda: a > b}[op]()
+    except (ZeroDivisionError, OverflowError, ValueError):
+        raise RefError("value")
+    except TypeError:
+        raise RefError("type")
+    if isinstance(r, int) and not isinstance(r, bool) and r.bit_length() > 8192:
+        raise RefSkip()  # jitexpr's bound (an error there, an exact number in Python)
+    return r
+
+
+def pyow(a, b):
+    if isinstance(a, int) and isinstance(b, int) and b > 0 and abs(a) > 1 and (abs(a).bit_length() - 1) * b > 8192:
+        raise RefSkip()
+    return a ** b
+
+
+def py_unary(op, a):
+    if op == "not":
+        return not a
+    if is_bool(a):
+        if op == "~":
+            return not a
+        if op == "-":
+            raise RefError("type")
+        return a
+    try:
+        return {"-": lambda: -a, "+": lambda: +a, "~": lambda: ~a}[op]()
+    except TypeError:
+        raise RefError("type")
+
+
+NP_BIN = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.true_divide, "//": np.floor_divide,
+          "%": np.remainder, "**": np.power, "&": np.bitwise_and, "|": np.bitwise_or, "^": np.bitwise_xor,
+          "<<": np.left_shift, ">>": np.right_shift, "<": np.less, "<=": np.less_equal, "==": np.equal,
+          "!=": np.not_equal, ">=": np.greater_equal, ">": np.greater, "and": np.logical_and, "or": np.logical_or}
+
+
+def kind_of(ev, v):
+    if isinstance(v, Arr):
+        return v.dtype
+    if isinstance(v, Host):
+        return ev.dtype_name(v.a)
+    x = v.v
+    return "bool" if is_bool(x) else "int64" if isinstance(x, int) else "float64" if isinstance(x, float) else "complex128"
+
+
+def is_complex_kind(k):
+    return k.startswith("complex")
+
+
+def int_value(v):
+    if isinstance(v, Lit) and isinstance(v.v, int) and not is_bool(v.v):
+        return v.v
+    if isinstance(v, Host) and v.a.dtype == np.int64 and v.direct:
+        return int(v.a)
+    return None
+
+
+def check_literal_fits(ev, vals):
+    """A Python int (literal or host scalar) must fit the integer dtype the values promote to
+    (a strong integer array's; int64 for bools and ints alone): NumPy 2 for operators, jitexpr
+    also in where and clip, where NumPy wraps silently. No check when a float is among them."""
+    kinds = [np.dtype(v.dtype if v.dtype not in HALF else "float16").kind for v in vals if isinstance(v, Arr)]
+    weak_inexact = any(isinstance(v, (Lit, Host)) and int_value(v) is None and not
+                       (isinstance(v, Lit) and is_bool(v.v)) and not (isinstance(v, Host) and v.a.dtype == np.bool_)
+                       for v in vals)
+    if weak_inexact or any(k in "fc" for k in kinds):
+        return
+    strong = [v.dtype for v in vals if isinstance(v, Arr) and np.dtype(v.dtype).kind in "iu"]
+    target = np.result_type(*strong).name if strong else "int64"
+    if np.dtype(target).kind not in "iu":
+        return  # uint64 with a signed integer: float64
+    info = np.iinfo(target)
+    for v in vals:
+        x = int_value(v)
+        if x is not None and not info.min <= x <= info.max:
+            raise RefError("value")
+
+
+def evaluate(node, ev):
+    k = node[0]
+    if k in ("lit", "const", "var"):
+        return ev.leaf(node)
+    if k == "un":
+        return unary(node[1], evaluate(node[2], ev), ev)
+    if k == "bin":
+        return binary(node[1], evaluate(node[2], ev), evaluate(node[3], ev), ev)
+    if k == "call":
+        return call(node[1], [evaluate(a, ev) for a in node[2]], ev)
+    if k in ("where", "tern"):
+        c, x, y = (evaluate(a, ev) for a in node[1:])
+        return where(c, x, y, ev)
+    if k == "cast":
+        return cast(node[1], evaluate(node[2], ev), ev)
+    if k == "reduce":
+        return reduce_(node[1], evaluate(node[2], ev), node[3], ev)
+    raise AssertionError(node)
+
+
+def as_bool(v, ev):
+    if isinstance(v, Lit):
+        return Lit(bool(v.v))
+    if isinstance(v, Host):
+        return Host(np.asarray(v.a != 0))
+    a = ev.round_to(v.a, v.dtype) if v.dtype in HALF else v.a  # a 16-bit float leaving its type rounds
+    return Arr(np.asarray(a != 0), "bool")
+
+
+def unary(op, a, ev):
+    if isinstance(a, Lit):
+        return Lit(py_unary(op, a.v))
+    kind = kind_of(ev, a)
+    if op == "not":
+        return ev.apply(np.logical_not, [as_bool(a, ev)])
+    if op == "-":
+        if kind == "bool":
+            raise RefError("type")
+        return ev.apply(np.negative, [a], weak_result="keep")
+    if op == "+":
+        if kind == "bool":
+            raise RefError("type")  # NumPy 2 has no positive() loop for bool
+        return a
+    if op == "~":
+        if np.dtype(kind if kind not in HALF else "float16").kind in "fc":
+            raise RefError("type")
+        return ev.apply(np.invert, [a], weak_result="keep")
+    raise AssertionError(op)
+
+
+def binary(op, a, b, ev):
+    if isinstance(a, Lit) and isinstance(b, Lit):
+        return Lit(py_binary(op, a.v, b.v))
+    ka, kb = kind_of(ev, a), kind_of(ev, b)
+    if op in ("<", "<=", ">", ">=") and (is_complex_kind(ka) or is_complex_kind(kb)):
+        raise RefError("type")  # jitexpr does not order complex numbers (NumPy does)
+    if op == "**":
+        # integer ** negative integer: NumPy raises for a negative literal or scalar; an array
+        # exponent with a negative element is jitexpr's documented 0/1/-1 where NumPy raises.
+        ints = all(np.dtype(k if k not in HALF else "float16").kind in "biu" for k in (ka, kb))
+        if ints:
+            bv = ev.operand(b)
+            if np.any(np.asarray(bv) < 0):
+                # an array exponent, or an expression of host scalars (computed when the program
+                # runs): jitexpr's documented 0/1/-1 where NumPy raises; a literal or a host
+                # scalar: an error in both
+                if isinstance(b, Arr) or (isinstance(b, Host) and not b.direct):
+                    raise RefSkip()
+                raise RefError("value")
+    if op in ("//", "%") and (is_complex_kind(ka) or is_complex_kind(kb)):
+        raise RefError("type")
+    fn = NP_BIN[op]
+    if op in ("and", "or"):  # the language's logical operators: each operand as bool
+        return ev.apply(fn, [as_bool(a, ev), as_bool(b, ev)])
+    weak = op not in ("<", "<=", "==", "!=", ">=", ">")
+    try:
+        r = ev.apply(fn, [a, b], weak_result=weak)
+        return ev.inexact(r, TRANS_ULPS) if op == "**" else r
+    except OverflowError:
+        raise RefError("value")
+    except TypeError:
+        raise RefError("type")
+    except ValueError as e:
+        raise RefError("shape" if "broadcast" in str(e) else "value")
+
+
+def np_func(name):
+    if name == "power":
+        return np.power
+    return getattr(np, NP_NAME.get(name, name))
+
+
+def complex_log1p(z, hi):
+    """log1p of complex values with the real part from |1+z|^2 computed exactly (jitexpr's is
+    accurate there; NumPy's rounds 1 + z first)."""
+    z = np.asarray(z)
+    out = np.log1p(z)
+    flat_out = out.reshape(-1)
+    for i, w in enumerate(z.reshape(-1)):
+        x, y = float(w.real), float(w.imag)
+        if not (math.isfinite(x) and math.isfinite(y)) or (x == -1 and y == 0):
+            continue
+        m = (1 + Fraction(x)) ** 2 + Fraction(y) ** 2
+        if Fraction(1, 2) < m < 2:
+            re = 0.5 * math.log1p(float(m - 1))
+        else:
+            k2 = m.numerator.bit_length() - m.denominator.bit_length()
+            re = 0.5 * (math.log(float(m / Fraction(2) ** k2)) + k2 * math.log(2))
+        flat_out[i] = complex(re, float(flat_out[i].imag))
+    return out
+
+
+def call(name, args, ev):
+    arity, family = FUNCS[name]
+    kinds = [kind_of(ev, a) for a in args]
+    cplx = any(is_complex_kind(k) for k in kinds)
+    if cplx and name in COMPLEX_INEXACT:
+        family = "trans"  # csqrt and |z| (hypot) are not correctly rounded
+    boolish = all(k == "bool" for k in kinds)
+    # jitexpr's documented refusals where NumPy accepts
+    if cplx and name in ("round", "rint", "ceil", "floor", "trunc", "exp2", "cbrt", "signbit", "maximum", "minimum",
+                         "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod"):
+        raise RefError("type")
+    if name == "sign" and boolish:
+        raise RefError("type")
+    if name == "reciprocal":
+        v = ev.operand(args[0])
+        if np.dtype(kinds[0] if kinds[0] not in HALF else "float16").kind in "biu" and np.any(np.asarray(v) == 0):
+            raise RefSkip()  # integer 1/0: NumPy undefined, jitexpr 0
+    if name == "power":  # a ufunc: Python scalars alone are NumPy scalars (np.power(3, 1e10) is inf)
+        if not any(isinstance(a, Arr) for a in args):
+            if any((x := int_value(a)) is not None and not -2**63 <= x < 2**63 for a in args):
+                raise RefSkip()
+            args = [strongify(a, ev) for a in args]
+        return binary("**", args[0], args[1], ev)
+    if name == "clip":  # the ufunc (np.clip with a Python number first makes it an int64 array)
+        check_literal_fits(ev, args)
+        fn_clip = np._core.umath.clip if hasattr(np, "_core") else np.core.umath.clip
+    if name == "nextafter" and not all(isinstance(a, (Lit, Host)) for a in args) and \
+            ev.logical(np.nextafter, args) in HALF:
+        return nextafter_half(args, ev)  # steps in the 16-bit type (nextafter_f16 / _bf16)
+    if arity > 1 and not any(isinstance(a, Arr) for a in args) and any(
+            (x := int_value(a)) is not None and not -2**63 <= x < 2**63 for a in args):
+        raise RefSkip()  # NumPy makes object arrays or float64 of such ints, by function
+    fn = np_func(name) if name != "clip" else fn_clip
+    if name == "log1p" and cplx:
+        fn = lambda z, hi=ev.hi: complex_log1p(z, hi)  # noqa: E731
+    # a ufunc of Python scalars alone gives a NumPy scalar: typed (np.maximum(2, 3) is int64);
+    # with an array among the arguments the scalars stay weak
+    weak_only = all(not isinstance(a, Arr) for a in args)
+    vals = [strongify(a, ev) for a in args] if weak_only else args
+    try:
+        r = ev.apply(fn, vals)
+        return ev.inexact(r, TRANS_ULPS) if family == "trans" else r
+    except OverflowError:
+        raise RefError("value")
+    except TypeError:
+        raise RefError("type")
+    except ValueError as e:
+        raise RefError("shape" if "broadcast" in str(e) else "value")
+
+
+def nextafter_half(args, ev):
+    vals = args
+    logical = ev.logical(np.nextafter, vals)
+    if logical not in HALF:
+        return ev.apply(np.nextafter, vals)
+    x, y = (np.broadcast_arrays(*[np.asarray(ev.operand(v), dtype=np.float64) for v in vals]))
+    if logical == "float16":
+        r = np.nextafter(x.astype(np.float16), y.astype(np.float16)).astype(np.float32)
+    else:
+        bx = bf16_bits(x.astype(np.float32)).astype(np.int32)
+        mag = bx & 0x7FFF
+        up = (x < y) == (bx & 0x8000 == 0)
+        nb = np.where(mag == 0, np.where(y > 0, 1, 0x8001), np.where(up, bx + 1, bx - 1)).astype(np.uint16)
+        r = bf16_from_bits(nb)
+        r = np.where(np.isnan(x) | np.isnan(y), np.float32(np.nan), np.where(x == y, y.astype(np.float32), r))
+    return Arr(np.asarray(r).astype(ev.carrier(logical)), logical)
+
+
+def strongify(v, ev):
+    """A literal or host value made an array of its default dtype (an error if it fits none)."""
+    if isinstance(v, Arr):
+        return v
+    if isinstance(v, Host):
+        return ev.arr(v.a, ev.dtype_name(v.a))
+    x = v.v
+    if isinstance(x, int) and not is_bool(x) and not (-2**63 <= x < 2**64):
+        raise RefError("value")
+    a = np.asarray(x)
+    return ev.arr(a, a.dtype.name)
+
+
+def where(c, x, y, ev):
+    check_literal_fits(ev, [x, y])
+    cb = strongify(as_bool(c, ev), ev)  # the condition as bool (any literal has a truth value)
+    xs = x if isinstance(x, Arr) else x
+    try:
+        return ev.apply(lambda cc, a, b: np.where(cc, a, b), [cb, xs, y])
+    except ValueError as e:
+        raise RefError("shape" if "broadcast" in str(e) or "shape" in str(e) else "value")
+
+
+def cast(dtype, v, ev):
+    dtype = CAST_ALIAS.get(dtype, dtype)
+    if isinstance(v, Lit):
+        x = v.v
+        if isinstance(x, complex) and dtype not in ("complex64", "complex128", "bool"):
+            raise RefSkip()
+        if isinstance(x, int) and not is_bool(x) and np.dtype(dtype if dtype not in HALF else "float16").kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= x <= info.max:
+                raise RefError("value")
+        if isinstance(x, float) and np.dtype(dtype if dtype not in HALF else "float16").kind in "iu":
+            info = np.iinfo(dtype)
+            if not (math.isfinite(x) and info.min - 1 < x < info.max + 1):
+                raise RefSkip()
+        if isinstance(x, int) and not is_bool(x) and not (-2**63 <= x < 2**64) and dtype in ("bool",):
+            return ev.arr(np.asarray(True), "bool")
+        try:
+            src = np.asarray(float(x) if isinstance(x, int) and not is_bool(x) and abs(x) >= 2**63 else x)
+        except OverflowError:
+            raise RefError("value")
+        if src.dtype.kind == "i" and src.dtype != np.int64:
+            src = src.astype(np.int64)
+        return Arr(ev.round_to(src, dtype), dtype)
+    if isinstance(v, Host):
+        v = ev.arr(v.a, ev.dtype_name(v.a))
+    src = v.a
+    if v.dtype in HALF:  # an explicit cast leaving a 16-bit float rounds it first
+        src = ev.round_to(src, v.dtype)
+    kind = np.dtype(dtype if dtype not in HALF else "float16").kind
+    if kind in "iu" and np.asarray(src).dtype.kind in "fc":
+        s = np.asarray(src).real.astype(np.float64) if np.iscomplexobj(src) else np.asarray(src, dtype=np.float64)
+        info = np.iinfo(dtype)
+        if np.any(~np.isfinite(s) | (s <= info.min - 1) | (s >= info.max + 1)):
+            raise RefSkip()  # NumPy leaves NaN and out-of-range float -> int undefined
+    if np.iscomplexobj(src) and kind != "c":
+        src = np.asarray(src).real if kind != "b" else (np.asarray(src) != 0)
+    return Arr(ev.round_to(src, dtype), dtype)
+
+
+def reduce_(name, v, axis, ev):
+    v = strongify(v, ev)
+    kind = v.dtype
+    if name in ("min", "max") and is_complex_kind(kind):
+        raise RefError("type")
+    a = v.a
+    if axis is not None:
+        nd = a.ndim
+        if not -nd <= axis < nd:
+            raise RefError("shape")
+    fn = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "min": np.min, "max": np.max, "any": np.any,
+          "all": np.all}[name]
+    if name in ("min", "max") and (a.size == 0 if axis is None else a.shape[axis] == 0):
+        raise RefError("value")
+    logical = ev.logical(lambda p: fn(np.zeros((2,) * max(1, a.ndim), dtype=np.asarray(p).dtype),
+                                      axis=None if axis is None else axis % max(1, a.ndim)), [v])
+    if name == "mean" and a.size == 0 and axis is None:
+        raise RefSkip()  # mean of nothing: NaN with a warning in NumPy; 0/0 in jitexpr
+    if name in ("any", "all") and kind in HALF:
+        a = ev.round_to(a, kind)
+    r = np.asarray(fn(a, axis=axis))
+    if name in ("sum", "prod") and kind in HALF:
+        r = np.asarray(fn(a, axis=axis, dtype=a.dtype))
+    out = Arr(r.astype(ev.carrier(logical)), logical)
+    if name in ("sum", "prod", "mean"):
+        n = a.size if axis is None else a.shape[axis]
+        out = ev.inexact(out, 2 * max(1, n))
+    return out
+
+
+# --- the generator -------------------------------------------------------------------------------
+
+SHAPES = [(), (5,), (3, 4), (2, 3, 4), (0,), (1,), (4, 1), (0, 3), (2, 1, 3)]
+
+
+def sample_values(rng, dtype, shape):
+    n = int(np.prod(shape)) if shape else 1
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool).reshape(shape)
+    if dtype in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"):
+        info = np.iinfo(dtype)
+        v = rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+        small = rng.integers(max(info.min, -9), min(info.max, 9), n, dtype=dtype, endpoint=True)
+        pick = rng.random(n)
+        v = np.where(pick < 0.6, small, v)
+        specials = np.array([0, 1, info.max, info.min] + ([-1] if info.min < 0 else []), dtype=object)
+        for i in range(n):
+            if rng.random() < 0.15:
+                v[i] = specials[rng.integers(len(specials))]
+        return v.reshape(shape)
+    real = "float32" if dtype in HALF else dtype
+    if dtype.startswith("complex"):
+        real = "float32" if dtype == "complex64" else "float64"
+    def reals():
+        v = rng.standard_normal(n) * np.where(rng.random(n) < 0.2, 1e3, 2.0)
+        specials = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 0.5, 1e-30, 3e4]
+        for i in range(n):
+            if rng.random() < 0.2:
+                v[i] = specials[rng.integers(len(specials))]
+        return v
+    if dtype.startswith("complex"):
+        return (reals() + 1j * reals()).astype(dtype).reshape(shape)
+    v = reals()
+    if dtype == "float16":
+        return v.astype(np.float16).reshape(shape)
+    if dtype == "bfloat16":
+        return BF16(bf16_bits(v.astype(np.float32)).reshape(shape))
+    return v.astype(real).reshape(shape)
+
+
+def layout(rng, value, driver):
+    """The array as a strided or transposed view (when the driver passes views), same values."""
+    if not driver.strided or rng.random() < 0.6:
+        return value
+    bits = value.bits if isinstance(value, BF16) else value
+    if bits.ndim >= 2 and rng.random() < 0.5:
+        t = np.ascontiguousarray(bits.T).T  # same values, transposed strides
+    elif bits.ndim >= 1 and bits.shape[-1] > 0:
+        big = np.zeros(bits.shape[:-1] + (bits.shape[-1] * 2,), dtype=bits.dtype)
+        big[..., ::2] = bits
+        t = big[..., ::2]
+        if rng.random() < 0.3:
+            rev = np.ascontiguousarray(bits[..., ::-1])
+            t = rev[..., ::-1]
+    else:
+        t = bits
+    return BF16(t) if isinstance(value, BF16) else t
+
+
+class Generator:
+    def __init__(self, rng, driver):
+        self.rng, self.driver = rng, driver
+
+    def inputs(self):
+        rng = self.rng
+        base = SHAPES[rng.integers(len(SHAPES))]
+        names = {}
+        for i in range(int(rng.integers(1, 4))):
+            dt = DTYPES[rng.integers(len(DTYPES))]
+            shape = list(base)
+            if shape and rng.random() < 0.3:
+                shape = shape[int(rng.integers(0, len(shape))):]  # fewer leading axes
+            shape = [1 if (s > 1 and rng.random() < 0.2) else s for s in shape]
+            if rng.random() < 0.04 and shape:
+                shape[-1] += 1  # shapes that do not broadcast
+            names[f"a{i}"] = layout(rng, sample_values(rng, dt, tuple(shape)), self.driver)
+        if self.driver.host_scalars:
+            for i in range(int(rng.integers(0, 3))):
+                r = rng.random()
+                names[f"s{i}"] = (bool(rng.integers(2)) if r < 0.15 else int(rng.integers(-300, 300)) if r < 0.5
+                                  else float(rng.choice([2.5, -0.5, 1e10, 3.0, 0.1, -7.25])) if r < 0.9
+                                  else complex(float(rng.normal()), float(rng.normal())))
+        return names
+
+    def literal(self):
+        rng = self.rng
+        r = rng.random()
+        if r < 0.35:
+            return ("lit", int(rng.integers(-3, 10)))
+        if r < 0.5:
+            return ("lit", int(rng.choice([127, 128, 255, 256, 1000, 32768, 65536, 2**31, 2**32, 2**53 + 1, 2**63 - 1,
+                                           2**63, 2**64 - 1, 2**64, 10**20])))
+        if r < 0.85:
+            return ("lit", float(rng.choice([0.5, 2.5, 1.0, 0.1, 1e-3, 1e10, 3.0, 1e300, 65504.0, 1e-40])))
+        if r < 0.92:
+            return ("lit", bool(rng.integers(2)))
+        return ("const", str(rng.choice(list(CONSTANTS))))
+
+    def expr(self, names, depth):
+        rng = self.rng
+        if depth <= 0 or rng.random() < 0.25:
+            if names and rng.random() < 0.65:
+                return ("var", str(rng.choice(sorted(names))))
+            return self.literal()
+        r = rng.random()
+        sub = lambda: self.expr(names, depth - 1)  # noqa: E731
+        if r < 0.38:
+            return ("bin", str(rng.choice(BINOPS)), sub(), sub())
+        if r < 0.44:
+            return ("un", str(rng.choice(["-", "~", "not", "+"])), sub())
+        if r < 0.72:
+            name = str(rng.choice(sorted(FUNCS)))
+            return ("call", name, [sub() for _ in range(FUNCS[name][0])])
+        if r < 0.80:
+            return ("where" if rng.random() < 0.5 else "tern", sub(), sub(), sub())
+        if r < 0.90:
+            return ("cast", str(rng.choice(CASTS)), sub())
+        axis = None if rng.random() < 0.5 else int(rng.integers(-2, 3))
+        return ("reduce", str(rng.choice(REDUCTIONS)), sub(), axis)
+
+
+# --- text, families, comparison ----------------------------------------------------------------
+
+
+def lit_text(v):
+    if is_bool(v):
+        return "True" if v else "False"
+    if isinstance(v, int):
+        return str(v) if v >= 0 else f"({v})"
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "(-inf)"
+    s = repr(v)
+    return s if v >= 0 and not s.startswith("-") else f"({s})"
+
+
+def text(n):
+    k = n[0]
+    if k == "lit":
+        return lit_text(n[1])
+    if k in ("const", "var"):
+        return n[1]
+    if k == "un":
+        return f"({n[1]} {text(n[2])})" if n[1] == "not" else f"({n[1]}{text(n[2])})"
+    if k == "bin":
+        return f"({text(n[2])} {n[1]} {text(n[3])})"
+    if k == "call":
+        return f"{n[1]}({', '.join(text(a) for a in n[2])})"
+    if k == "where":
+        return f"where({text(n[1])}, {text(n[2])}, {text(n[3])})"
+    if k == "tern":
+        return f"({text(n[1])} ? {text(n[2])} : {text(n[3])})"
+    if k == "cast":
+        return f"{n[1]}({text(n[2])})"
+    if k == "reduce":
+        return f"{n[1]}({text(n[2])})" if n[3] is None else f"{n[1]}({text(n[2])}, axis={n[3]})"
+    raise AssertionError(n)
+
+
+def children(n):
+    k = n[0]
+    if k == "un":
+        return [n[2]]
+    if k == "bin":
+        return [n[2], n[3]]
+    if k == "call":
+        return list(n[2])
+    if k in ("where", "tern"):
+        return list(n[1:])
+    if k in ("cast", "reduce"):
+        return [n[2]]
+    return []
+
+
+def inexact_ops(n):
+    """How many operations whose results are not promised to round as NumPy's do."""
+    k = n[0]
+    own = 0
+    if k == "call" and (FUNCS[n[1]][1] == "trans" or n[1] in COMPLEX_INEXACT):
+        own = 1
+    if k == "bin" and n[1] == "**":
+        own = 1
+    if k == "reduce" and n[1] in ("sum", "prod", "mean"):
+        own = 4
+    return own + sum(inexact_ops(c) for c in children(n))
+
+
+def used_names(n, out=None):
+    out = set() if out is None else out
+    if n[0] == "var":
+        out.add(n[1])
+    for c in children(n):
+        used_names(c, out)
+    return out
+
+
+def final(v, ev):
+    """The program's value as jitexpr returns it: a dtype and an array (stored, so 16-bit floats
+    rounded); a weak value becomes its default dtype."""
+    v = strongify(v, ev)
+    if v.dtype in HALF:
+        return v.dtype, ev.round_to(v.a, v.dtype)
+    return v.dtype, v.a
+
+
+def ulp(x, dtype):
+    real = {"complex64": "float32", "complex128": "float64", "bfloat16": "float32"}.get(dtype, dtype)
+    x = np.abs(np.asarray(x, dtype=np.float64))
+    info = np.finfo(real if dtype != "bfloat16" else "float32")
+    eps = 2.0**-7 if dtype == "bfloat16" else float(info.eps)
+    tiny = float(info.tiny) if dtype != "bfloat16" else 2.0**-126
+    return np.maximum(x, tiny) * eps
+
+
+def as_float_view(dtype, data):
+    if dtype == "bfloat16":
+        return bf16_from_bits(data).astype(np.float64)
+    return data
+
+
+def zero_sign_free(n):
+    """Whether the expression holds a maximum or minimum, whose sign of an equal pair of zeros
+    NumPy leaves to its SIMD loops (-0.0 or 0.0 by array length): zeros then compare equal."""
+    if (n[0] == "call" and n[1] in ("maximum", "minimum", "clip")) or (n[0] == "reduce" and n[1] in ("min", "max")):
+        return True
+    return any(zero_sign_free(c) for c in children(n))
+
+
+def compare(got, lo, hi, n_inexact, signed_zeros=True):
+    """'' when jitexpr's result agrees, else what differs. `hi` is None (the expression is
+    rounded alike by NumPy and jitexpr: compared bit for bit) or the exact value followed by the
+    exact values with every inexact result moved by its allowed error."""
+    gdt, gdata = got
+    ldt, ldata = lo
+    if gdt != ldt:
+        return f"dtype {gdt}, NumPy gives {ldt}"
+    if tuple(gdata.shape) != tuple(np.shape(ldata)):
+        return f"shape {tuple(gdata.shape)}, NumPy gives {tuple(np.shape(ldata))}"
+    g = as_float_view(gdt, gdata)
+    want = np.asarray(ldata)
+    if gdt == "bfloat16":
+        want = np.asarray(want, dtype=np.float64)
+    exact_value = None if hi is None else np.asarray(hi[0][1])
+    moved = [] if hi is None else [np.asarray(h[1]) for h in hi[1:]]
+    kind = np.dtype(gdt if gdt != "bfloat16" else "float32").kind
+    if kind in "biu":
+        bad = g != want
+        for h in ([exact_value] if exact_value is not None else []) + moved:
+            if h.shape == want.shape:
+                bad &= h.astype(want.dtype) == want  # decided by rounding: not judged
+        idx = np.argwhere(bad)
+        if idx.size:
+            i = tuple(idx[0])
+            return f"element {i}: {g[i]!r}, NumPy gives {want[i]!r}"
+        return ""
+    split = [np.real] + ([np.imag] if kind == "c" else [])
+    for part in split:
+        pg, pw = np.asarray(part(g)), np.asarray(part(want))
+        same = ((pg == pw) & ((np.signbit(pg) == np.signbit(pw)) | (not signed_zeros))) | (np.isnan(pg) & np.isnan(pw))
+        if exact_value is None:
+            bad = ~same
+        else:
+            ex = np.asarray(part(exact_value), dtype=np.longdouble)
+            pwl, pgl = pw.astype(np.longdouble), pg.astype(np.longdouble)
+            spread = np.zeros(ex.shape, dtype=np.longdouble)
+            finite_moves = np.ones(ex.shape, dtype=bool)
+            for m in moved:
+                mp = np.asarray(part(m), dtype=np.longdouble)
+                finite_moves &= np.isfinite(mp)
+                spread = np.maximum(spread, np.where(np.isfinite(mp), np.abs(mp - ex), 0))
+            u = ulp(ex.astype(np.float64), gdt).astype(np.longdouble)
+            finite = np.isfinite(ex) & np.isfinite(pwl) & finite_moves
+            # jitexpr may be off by what NumPy is off (the operations both round alike), plus
+            # how far the allowed errors of the inexact ones carry through the rest, plus 2 ulps
+            allowed = np.abs(pwl - ex) + spread + 2 * u
+            close = np.isfinite(pgl) & (np.abs(pgl - ex) <= allowed)
+            special = (np.isnan(pw) & np.isnan(ex)) | (np.isinf(pwl) & (pwl == ex))
+            bad = ~same & ((finite & ~close) | special)
+        idx = np.argwhere(bad)
+        if idx.size:
+            i = tuple(idx[0])
+            return f"element {i}: {g[i]!r}, NumPy gives {want[i]!r}" + (
+                "" if exact_value is None else f" (exact {exact_value[i]!r})")
+    return ""
+
+
+# --- one case, the shrinker ---------------------------------------------------------------------
+
+
+def reference(tree, names):
+    """(kind, lo, hi): kind 'value' with NumPy's result and the high-precision one, an error
+    kind, or 'skip'."""
+    try:
+        ev = Evaluator(names)
+        lo = final(evaluate(tree, ev), ev)
+    except RefError as e:
+        return e.kind, None, None
+    except RefSkip:
+        return "skip", None, None
+    except (OverflowError, ZeroDivisionError):
+        return "value", None, None
+    except TypeError:
+        return "type", None, None
+    except ValueError as e:
+        return ("shape" if "broadcast" in str(e) or "shape" in str(e) else "value"), None, None
+    hi = None
+    if inexact_ops(tree):
+        try:
+            evh = Evaluator(names, hi=True)
+            hi = [final(evaluate(tree, evh), evh)]
+            for pattern in PATTERNS:
+                evp = Evaluator(names, hi=True, perturb=pattern)
+                hi.append(final(evaluate(tree, evp), evp))
+        except (RefError, RefSkip, OverflowError, ZeroDivisionError, TypeError, ValueError):
+            return "skip", None, None
+    return "ok", lo, hi
+
+
+ERROR_KINDS = {"parse", "name", "type", "shape", "value"}
+PATTERNS = [lambda k: 1, lambda k: -1, lambda k: 1 if k % 2 else -1, lambda k: -1 if k % 2 else 1]
+
+
+def judge(driver, tree, names):
+    """'' (agree), 'skip', or a description of the disagreement."""
+    used = used_names(tree)
+    bound = {k: v for k, v in names.items() if k in used}
+    kind, lo, hi = reference(tree, bound)
+    if kind == "skip":
+        return "skip"
+    src = text(tree)
+    try:
+        got = driver.run(src, bound)
+    except DriverError as e:
+        if kind == "ok":
+            return f"jitexpr raises {e.kind} error where NumPy gives {lo[0]}: {e.message.splitlines()[0]}"
+        # Both reject it. A value error depends on data, found by NumPy in evaluation order and by
+        # jitexpr after its static checks, so either may come first; other kinds must agree.
+        if e.kind != kind and "value" not in (e.kind, kind):
+            return f"jitexpr raises {e.kind} error, NumPy's rule is a {kind} error: {e.message.splitlines()[0]}"
+        return ""
+    if kind != "ok":
+        return f"jitexpr gives {got[0]} where NumPy raises a {kind} error"
+    return compare(got, lo, hi, inexact_ops(tree), signed_zeros=not zero_sign_free(tree))
+
+
+def shrink(driver, tree, names, why):
+    """The smallest subtree replacement that still disagrees in the same way."""
+    category = why.split(":")[0].split(" element")[0]
+
+    def still(t):
+        try:
+            r = judge(driver, t, names)
+        except Exception:  # the reference cannot evaluate it: not a smaller witness
+            return False
+        return r not in ("", "skip") and r.split(":")[0].split(" element")[0] == category
+
+    def replacements(t):
+        for c in children(t):
+            yield c
+        for leaf in (("lit", 1), ("lit", 2.5), ("lit", True)):
+            yield leaf
+        k = t[0]
+        if k == "un":
+            for c in replacements(t[2]):
+                yield ("un", t[1], c)
+        elif k == "bin":
+            for c in replacements(t[2]):
+                yield ("bin", t[1], c, t[3])
+            for c in replacements(t[3]):
+                yield ("bin", t[1], t[2], c)
+        elif k == "call":
+            for i, a in enumerate(t[2]):
+                for c in replacements(a):
+                    yield ("call", t[1], t[2][:i] + [c] + t[2][i + 1:])
+        elif k in ("where", "tern"):
+            for i in range(1, 4):
+                for c in replacements(t[i]):
+                    yield t[:i] + (c,) + t[i + 1:]
+        elif k in ("cast", "reduce"):
+            for c in replacements(t[2]):
+                yield t[:2] + (c,) + t[3:]
+
+    def size(t):
+        return 1 + sum(size(c) for c in children(t))
+
+    best = tree
+    changed = True
+    while changed:
+        changed = False
+        for cand in replacements(best):
+            if size(cand) < size(best) and still(cand):
+                best, changed = cand, True
+                break
+    return best
+
+
+def describe_inputs(tree, names):
+    out = []
+    for k in sorted(used_names(tree)):
+        v = names[k]
+        if isinstance(v, BF16):
+            out.append(f"{k}: bfloat16 {v.bits.shape} strides {v.bits.strides} = {bf16_from_bits(np.ascontiguousarray(v.bits)).tolist()!r}")
+        elif isinstance(v, np.ndarray):
+            out.append(f"{k}: {v.dtype} {v.shape} strides {v.strides} = {v.tolist()!r}")
+        else:
+            out.append(f"{k}: host {type(v).__name__} = {v!r}")
+    return out
+
+
+def case_rng(seed, i):
+    return np.random.default_rng([seed, i])
+
+
+def run_case(driver, seed, i):
+    rng = case_rng(seed, i)
+    g = Generator(rng, driver)
+    names = g.inputs()
+    tree = g.expr(names, int(rng.integers(1, 5)))
+    return tree, names, judge(driver, tree, names)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--driver", choices=["python", "cli"], default="python")
+    ap.add_argument("--binary", help="the jitexpr CLI (cli driver)")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--cases", type=int, default=0, help="stop after this many cases")
+    ap.add_argument("--minutes", type=float, default=0, help="stop after this much time")
+    ap.add_argument("--case", type=int, help="run only this case (with its seed)")
+    ap.add_argument("--max-findings", type=int, default=20)
+    ap.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args(argv)
+    driver = PythonDriver() if a.driver == "python" else CliDriver(a.binary)
+    start = time.time()
+    stats = {"agree": 0, "errors agreed": 0, "skip": 0}
+    findings = {}
+    i = a.case if a.case is not None else 0
+    try:
+        while True:
+            if a.case is None:
+                if a.cases and i >= a.cases:
+                    break
+                if a.minutes and time.time() - start > 60 * a.minutes:
+                    break
+                if not a.cases and not a.minutes:
+                    break
+            tree, names, why = run_case(driver, a.seed, i)
+            if a.verbose:
+                print(f"case {i}: {text(tree)} -> {why or 'agree'}")
+            if why == "skip":
+                stats["skip"] += 1
+            elif why:
+                small = shrink(driver, tree, names, why)
+                key = text(small)
+                if key not in findings:
+                    findings[key] = why
+                    print(f"FINDING (seed {a.seed}, case {i}): {key}\n  {judge(driver, small, names)}")
+                    for line in describe_inputs(small, names):
+                        print("    " + line)
+                    print(f"  original: {text(tree)}", flush=True)
+                if len(findings) >= a.max_findings:
+                    break
+            else:
+                stats["agree"] += 1
+            if a.case is not None:
+                break
+            i += 1
+    finally:
+        driver.close()
+    elapsed = time.time() - start
+    total = i - (a.case or 0) + (1 if a.case is not None else 0)
+    print(f"{total} cases in {elapsed:.1f} s (seed {a.seed}, {a.driver}): {stats['agree']} agree, "
+          f"{stats['skip']} not judged (undefined in NumPy), {len(findings)} findings")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,407 @@
+// Issue 16's silent wrong answers, at every C++ entry point: Runtime::run (named variables),
+// Runtime::eval and jit::eval (positional and by name), jit::compile / Kernel (positional and
+// by name). Each expected value is what NumPy 2 gives for the same Python code.
+#include <jit/jit.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+
+using namespace jit;
+
+namespace {
+
+Runtime& cpu() {
+    static Runtime rt([] {
+        RuntimeOptions o;
+        o.backend = Backend::Cpu;
+        o.disk_cache = false;
+        return o;
+    }());
+    return rt;
+}
+
+template <class T>
+Array host(std::vector<T> v) {
+    return Array::from(v, {}, Backend::Cpu);
+}
+
+const std::vector<double> kX{0, 1, 2};
+
+// `text` with every NAME replaced by `name`.
+std::string with(const std::string& name, std::string text) {
+    for (std::size_t p; (p = text.find("NAME")) != std::string::npos;) text.replace(p, 4, name);
+    return text;
+}
+
+double constant_value(const std::string& name) {
+    if (name == "pi") return std::numbers::pi;
+    if (name == "e") return std::numbers::e;
+    if (name == "inf") return std::numeric_limits<double>::infinity();
+    return std::numeric_limits<double>::quiet_NaN();
+}
+
+// Runs `text` with `env` on the CPU and returns the last statement's value.
+Array run(const std::string& text, Environment env = {}) { return cpu().run(text, env); }
+
+}  // namespace
+
+// ---- 1. a name bound by name shadows the named constant; positional binding keeps it
+
+class ConstantName : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ConstantName, BoundInAnEnvironmentShadowsTheConstant) {
+    const Array r = run(with(GetParam(), "r = NAME * 2"), {{GetParam(), Arg(host(kX))}});
+    EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{0, 2, 4}));
+    EXPECT_EQ(r.shape(), (Shape{3}));
+}
+
+TEST_P(ConstantName, AssignedByAnEarlierStatementShadowsTheConstant) {
+    Environment env{{"x", Arg(host(kX))}};
+    cpu().run(with(GetParam(), "NAME = x + 1"), env);
+    EXPECT_EQ(cpu().run(with(GetParam(), "NAME"), env).to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST_P(ConstantName, AssignedInTheSameProgramShadowsTheConstant) {
+    EXPECT_EQ(run(with(GetParam(), "NAME = x + 1; NAME * 2"), {{"x", Arg(host(kX))}}).to_vector<double>(),
+              (std::vector<double>{2, 4, 6}));
+}
+
+TEST_P(ConstantName, BoundByNameInEvalShadowsTheConstant) {
+    EXPECT_EQ(cpu().eval(with(GetParam(), "NAME * 2 + x"), {{GetParam(), host(kX)}, {"x", 1.0}}).to_vector<double>(),
+              (std::vector<double>{1, 3, 5}));
+    EXPECT_EQ(jit::eval(with(GetParam(), "NAME * 2"), {{GetParam(), host(kX)}}).to_vector<double>(),
+              (std::vector<double>{0, 2, 4}));
+}
+
+TEST_P(ConstantName, BoundByNameInAKernelShadowsTheConstant) {
+    const Kernel k = compile(with(GetParam(), "NAME * 2 + x"), cpu());
+    EXPECT_EQ(k({{GetParam(), host(kX)}, {"x", 1.0}}).to_vector<double>(), (std::vector<double>{1, 3, 5}));
+}
+
+TEST_P(ConstantName, PositionalBindingKeepsTheConstant) {
+    const std::string text = with(GetParam(), "NAME + x");
+    const Kernel k = compile(text, cpu());
+    ASSERT_EQ(k.parameters(), (std::vector<std::string>{"x"}));
+    const double c = constant_value(GetParam());
+    for (const Array& r : {k(host(kX)), cpu().eval(text, {host(kX)}), jit::eval(text, host(kX))}) {
+        const auto v = r.to_vector<double>();
+        ASSERT_EQ(v.size(), 3u);
+        if (std::isnan(c)) EXPECT_TRUE(std::isnan(v[1]));
+        else EXPECT_EQ(v[1], c + 1);
+    }
+}
+
+TEST_P(ConstantName, UnboundItIsTheConstant) {
+    const double got = run(with(GetParam(), "NAME * 1.0")).item<double>();
+    if (std::isnan(constant_value(GetParam()))) EXPECT_TRUE(std::isnan(got));
+    else EXPECT_EQ(got, constant_value(GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(PiEInfNan, ConstantName, ::testing::Values("pi", "e", "inf", "nan"));
+
+// ---- named binding
+
+TEST(NamedBinding, BindsByNameNotByOrderOfAppearance) {
+    const Array a = host<float>({1, 2}), b = host<float>({10, 20});
+    EXPECT_EQ(cpu().eval("b*2 + a", {{"a", a}, {"b", b}}).to_vector<float>(), (std::vector<float>{21, 42}));
+    EXPECT_EQ(cpu().eval("b*2 + a", {a, b}).to_vector<float>(), (std::vector<float>{12, 24}));  // positional: b := a
+}
+
+TEST(NamedBinding, AnEnvironmentConvertsToNamedArguments) {
+    const Environment env{{"a", Arg(host<float>({1, 2}))}};
+    EXPECT_EQ(cpu().eval("a + 1", env).to_vector<float>(), (std::vector<float>{2, 3}));
+    EXPECT_EQ(env.size(), 1u);
+}
+
+TEST(NamedBinding, AMisspeltNameIsAnArgumentError) {
+    EXPECT_THROW(cpu().eval("a + 1", {{"a", host<float>({1})}, {"A", host<float>({1})}}), ArgumentError);
+}
+
+TEST(NamedBinding, AMissingNameIsANameErrorWithASuggestion) {
+    try {
+        cpu().eval("a + b", {{"a", host<float>({1})}, {"bb", host<float>({1})}});
+        FAIL() << "no error";
+    } catch (const ArgumentError&) {  // bb is bound but unused: reported first
+    }
+    try {
+        cpu().eval("a + bb2", {{"a", host<float>({1})}});
+        FAIL() << "no error";
+    } catch (const NameError& e) {
+        EXPECT_NE(std::string(e.what()).find("unknown name 'bb2'"), std::string::npos) << e.what();
+    }
+}
+
+TEST(NamedBinding, AnAssignedBoundArrayIsWrittenInPlaceAndNothingIsAdded) {
+    const Array c = host<float>({0, 0});
+    const Environment env{{"a", Arg(host<float>({1, 2}))}, {"c", Arg(c)}};
+    const Named named(env);
+    cpu().eval("c = a * 3; d = c + 1", named);
+    EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{3, 6}));
+    EXPECT_EQ(named.values().size(), 2u);
+}
+
+TEST(NamedBinding, HostScalarsByName) {
+    EXPECT_EQ(cpu().eval("a * x", {{"a", host<float>({1, 2})}, {"x", 2.5}}).to_vector<float>(),
+              (std::vector<float>{2.5, 5}));
+}
+
+// ---- to_vector converts, item reads a 0-d result
+
+TEST(ArrayRead, ToVectorConvertsFromTheArraysDtype) {
+    EXPECT_EQ(host<float>({1.5f, -2.5f}).to_vector<double>(), (std::vector<double>{1.5, -2.5}));
+    EXPECT_EQ(host<double>({1.9, -2.9, 1e300}).to_vector<std::int32_t>(),
+              (std::vector<std::int32_t>{1, -2, std::numeric_limits<std::int32_t>::max()}));
+    EXPECT_EQ(host<std::int64_t>({-1, 300}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{255, 44}));
+    EXPECT_EQ(host<std::complex<double>>({{1.5, 2}}).to_vector<double>(), (std::vector<double>{1.5}));
+}
+
+TEST(ArrayRead, ItemReadsTheOneElementOfA0dResult) {
+    EXPECT_EQ(cpu().eval("sum(a)", {host<float>({1, 2, 3})}).item<double>(), 6.0);
+    EXPECT_EQ(cpu().eval("sum(a)", {host<float>({1, 2, 3})}).item<std::int64_t>(), 6);
+    EXPECT_TRUE(cpu().eval("any(a > 2)", {host<float>({1, 2, 3})}).item<bool>());
+    EXPECT_THROW(host<float>({1, 2}).item<float>(), ArgumentError);
+    EXPECT_THROW(Array().item<float>(), ArgumentError);
+}
+
+// ---- 2. literal-only subexpressions are Python's exact arithmetic
+
+TEST(LiteralArithmetic, PowerPastUint64IsAnErrorNotZero) { EXPECT_THROW(run("2**64"), ValueError); }
+
+TEST(LiteralArithmetic, PowerOutOfBoundsForTheArrayIsTheSameErrorAsTheLiteral) {
+    const Environment env{{"u", Arg(host<std::uint8_t>({1, 2, 3}))}};
+    EXPECT_THROW(run("u + 256", env), ValueError);
+    try {
+        run("u + 2**8", env);
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_EQ(e.message(), "integer 256 is out of bounds for uint8");
+        EXPECT_EQ(e.span().begin, 4u);
+        EXPECT_EQ(e.span().end, 8u);
+    }
+}
+
+TEST(LiteralArithmetic, Int64PlusTwoToThe63IsAnErrorNotAWrap) {
+    EXPECT_THROW(run("k + 2**63", {{"k", Arg(host<std::int64_t>({1}))}}), ValueError);
+}
+
+TEST(LiteralArithmetic, FloorDivisionAndNegativePowersAsPython) {
+    EXPECT_EQ(run("7 // -2").item<std::int64_t>(), -4);
+    EXPECT_EQ(run("7 % -2").item<std::int64_t>(), -1);
+    EXPECT_EQ(run("2**-1").item<double>(), 0.5);
+    EXPECT_EQ(run("2**64 // 2**60").item<std::int64_t>(), 16);
+    EXPECT_THROW(run("1 // 0"), ValueError);
+}
+
+TEST(LiteralArithmetic, ABigIntegerMeetingAFloatArrayIsAFloat) {
+    const Array r = run("x * 2**64", {{"x", Arg(host<float>({1, 2}))}});
+    EXPECT_EQ(r.dtype(), DType::Float32);
+    EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{18446744073709551616.0f, 36893488147419103232.0f}));
+}
+
+TEST(LiteralArithmetic, AnIntegerArrayComparedWithABigIntegerIsExact) {
+    const Environment env{{"k", Arg(host<std::int64_t>({-1, 5}))}};
+    EXPECT_EQ(run("k < 2**64", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1}));
+    EXPECT_EQ(run("k == -2**70", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 0}));
+    EXPECT_EQ(run("k > -2**70", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1}));
+}
+
+TEST(LiteralArithmetic, LiteralCastOutOfBoundsIsAnError) {
+    EXPECT_THROW(run("uint8(300)"), ValueError);
+    EXPECT_THROW(run("uint8(-1)"), ValueError);
+    EXPECT_EQ(run("uint8(x)", {{"x", Arg(host<std::int64_t>({300}))}}).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{44}));  // arrays cast with wrapping, as astype
+}
+
+TEST(LiteralArithmetic, PositionalAndKernelPathsFoldTheSame) {
+    const Array u = host<std::uint8_t>({1, 2});
+    EXPECT_THROW(cpu().eval("u + 2**8", {u}), ValueError);
+    EXPECT_THROW(compile("u + 2**8", cpu())(u), ValueError);
+    EXPECT_EQ(compile("u + 2**7", cpu())(u).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{129, 130}));
+}
+
+// ---- 3. where / ternary of literals are typed, as np.where
+
+TEST(WhereOfLiterals, Uint64TimesWhereOfIntLiteralsIsFloat64) {
+    const Environment env{{"u", Arg(host<std::uint64_t>({1, 2, 3}))}};
+    for (const char* t : {"u * where(u > 1, 2, -1)", "u * (u > 1 ? 2 : -1)"}) {
+        const Array r = run(t, env);
+        EXPECT_EQ(r.dtype(), DType::Float64) << t;
+        EXPECT_EQ(r.to_vector<double>(), (std::vector<double>{-1, 4, 6})) << t;
+    }
+}
+
+TEST(WhereOfLiterals, Int8PlusWhereOfLargeLiteralIsInt64) {
+    const Environment env{{"i", Arg(host<std::int8_t>({0, 1, 2}))}};
+    const Array r = run("i + where(i > 0, 1000, 1)", env);
+    EXPECT_EQ(r.dtype(), DType::Int64);
+    EXPECT_EQ(r.to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 1001, 1002}));
+}
+
+TEST(WhereOfLiterals, Float32MinusWhereOfFloatLiteralsIsFloat64) {
+    const Environment env{{"f32", Arg(host<float>({1, -1}))}};
+    EXPECT_EQ(run("f32 - where(f32 > 0, 0.0, 10)", env).dtype(), DType::Float64);
+}
+
+TEST(WhereOfLiterals, AnArrayBranchKeepsItsDtypeAgainstALiteral) {
+    const Environment env{{"u", Arg(host<std::uint8_t>({1, 2}))}};
+    EXPECT_EQ(run("where(u > 1, u, 7)", env).dtype(), DType::UInt8);  // np.where(c, u8, 7) is uint8
+}
+
+TEST(FunctionsOfLiterals, BinaryAndClipOfLiteralsAreTyped) {
+    const Environment env{{"i", Arg(host<std::int8_t>({1}))}};
+    EXPECT_EQ(run("i + maximum(2, 3)", env).dtype(), DType::Int64);
+    EXPECT_EQ(run("i + clip(1, 2, 3)", env).dtype(), DType::Int64);
+    EXPECT_EQ(run("i + (2 + 3)", env).dtype(), DType::Int8);  // operators: Python arithmetic, weak
+}
+
+TEST(FunctionsOfLiterals, AnAssignedNameIsAnArrayWithItsDtype) {
+    const Environment env{{"i", Arg(host<std::int8_t>({1}))}};
+    EXPECT_EQ(run("t = 2; i + t", env).dtype(), DType::Int64);
+}
+
+// ---- 4. uint64 against signed integers compares exactly
+
+TEST(MixedSignComparison, EveryOperatorIsExact) {
+    const Environment env{{"a", Arg(host<std::uint64_t>({(1ull << 63) + 8, 5, ~0ull}))},
+                          {"b", Arg(host<std::int64_t>({std::numeric_limits<std::int64_t>::max(), -5, -1}))}};
+    // NumPy 2: a == b [F F F], a != b [T T T], a < b [F F F], a <= b [F F F], a > b [T T T], a >= b [T T T]
+    const std::vector<std::pair<const char*, std::vector<std::uint8_t>>> cases{
+        {"a == b", {0, 0, 0}}, {"a != b", {1, 1, 1}}, {"a < b", {0, 0, 0}},  {"a <= b", {0, 0, 0}},
+        {"a > b", {1, 1, 1}},  {"a >= b", {1, 1, 1}}, {"b < a", {1, 1, 1}},  {"b == a", {0, 0, 0}},
+        {"b >= a", {0, 0, 0}}, {"a == -1", {0, 0, 0}}, {"a > -1", {1, 1, 1}}, {"int32(b) < a", {1, 1, 1}},
+    };
+    for (const auto& [text, want] : cases) EXPECT_EQ(run(text, env).to_vector<std::uint8_t>(), want) << text;
+}
+
+TEST(MixedSignComparison, TheIssuesPairIsNotEqual) {
+    const Environment env{{"a", Arg(host<std::uint64_t>({(1ull << 63) + 8}))},
+                          {"b", Arg(host<std::int64_t>({std::numeric_limits<std::int64_t>::max()}))}};
+    EXPECT_FALSE(run("a == b", env).item<bool>());
+    EXPECT_TRUE(run("a != b", env).item<bool>());
+    EXPECT_TRUE(run("a > b", env).item<bool>());
+}
+
+TEST(MixedSignComparison, HostIntegerScalarsCompareExactly) {
+    const Array u = host<std::uint64_t>({~0ull, 3});
+    EXPECT_EQ(cpu().eval("u == k", {u, Arg(-1)}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 0}));
+    EXPECT_EQ(cpu().eval("u > k", {u, Arg(-1)}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1}));
+    EXPECT_EQ(cpu().eval("i < k", {host<std::int8_t>({1}), Arg(1000)}).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{1}));
+}
+
+TEST(MixedSignComparison, MaximumMinimumAndWhereGiveFloat64) {
+    const Environment env{{"a", Arg(host<std::uint64_t>({1}))}, {"b", Arg(host<std::int64_t>({-1}))}};
+    EXPECT_EQ(run("maximum(a, b)", env).dtype(), DType::Float64);
+    EXPECT_EQ(run("minimum(a, b)", env).dtype(), DType::Float64);
+    EXPECT_EQ(run("where(a > 0, a, b)", env).dtype(), DType::Float64);
+}
+
+// ---- 5. a UTF-8 byte-order mark is skipped
+
+TEST(ByteOrderMark, IsSkippedAtTheStart) {
+    EXPECT_EQ(run("\xEF\xBB\xBFr = x + 1", {{"x", Arg(host<float>({1}))}}).to_vector<float>(), (std::vector<float>{2}));
+}
+
+TEST(ByteOrderMark, ErrorsPointAtTheirLineAndColumn) {
+    try {
+        run("\xEF\xBB\xBFr = 1\ns = r + sine(r)");
+        FAIL() << "no error";
+    } catch (const NameError& e) {
+        EXPECT_EQ(std::string(e.what()),
+                  "name error: unknown function 'sine' (did you mean 'sin'?)\n"
+                  "line 2: s = r + sine(r)\n"
+                  "                ^^^^");
+    }
+    try {
+        run("\xEF\xBB\xBFr = q + 1");
+        FAIL() << "no error";
+    } catch (const NameError& e) {
+        EXPECT_EQ(std::string(e.what()).substr(std::string(e.what()).find('\n') + 1),
+                  "line 1: r = q + 1\n"
+                  "            ^");
+    }
+}
+
+// ---- what the differential fuzzer (fuzz/differential/fuzz_numpy.py) found, each with NumPy's value
+
+TEST(FuzzFindings, AFloat16ValueLeavingItsTypeIsRoundedFirst) {
+    // np.float64(np.sinh(np.int8(-2))): the float16 result -3.627 widened, not sinh in float32
+    const Environment env{{"a", Arg(host<std::int8_t>({-2}))}};
+    EXPECT_EQ(run("float64(sinh(a))", env).item<double>(), -3.626953125);
+    EXPECT_EQ(run("where(a < 0, sinh(a), float64(a))", env).item<double>(), -3.626953125);  // by promotion too
+}
+
+TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
+    const Array u = host<std::uint64_t>({5});
+    EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);           // NumPy: OverflowError
+    EXPECT_THROW(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(300)}), ValueError);
+    EXPECT_EQ(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(200)}).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{201}));
+    EXPECT_THROW(cpu().eval("where(c, i, k)", {host<std::uint8_t>({1}), host<std::int8_t>({1}), Arg(190)}), ValueError);
+}
+
+TEST(FuzzFindings, PowerOperandsAreCheckedLeftToRight) {
+    // Python evaluates the base first: the axis error, not the complex % error.
+    EXPECT_THROW(run("min(1e300, axis=-2) ** (c % c)", {{"c", Arg(host<std::complex<float>>({{1, 1}}))}}), ShapeError);
+}
+
+TEST(FuzzFindings, ABoolArrayMeetsAPythonIntAsInt64) {
+    const Environment bools{{"b", Arg(run("x > 0", {{"x", Arg(host<float>({1, -1}))}}))}};
+    EXPECT_THROW(run("b >= 10**20", bools), ValueError);  // NumPy: OverflowError
+    EXPECT_THROW(run("b >= 2**63", bools), ValueError);
+    EXPECT_EQ(run("b == -1", bools).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 0}));
+    EXPECT_EQ(run("b < 300", bools).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1}));
+}
+
+TEST(FuzzFindings, AWeakResultHasItsKindsDefaultDtype) {
+    // Python: True % True is the int 0, so an int64, not the int8 bool arithmetic computes in.
+    EXPECT_EQ(cpu().eval("k % k", {Arg(true)}).dtype(), DType::Int64);
+    EXPECT_EQ(cpu().eval("k ** k", {Arg(true)}).dtype(), DType::Int64);
+    EXPECT_EQ(cpu().eval("sin(k % k)", {Arg(true)}).dtype(), DType::Float64);
+}
+
+TEST(FuzzFindings, ClipTiesTakeTheBoundAsNumPys) {
+    // np.clip(0.0, -0.0, -0.0) is -0.0; NaN stays, a NaN bound is taken.
+    const Environment env{{"z", Arg(host<float>({-0.0f}))}};
+    EXPECT_TRUE(std::signbit(run("clip(0.0, z, z)", env).item<float>()));
+    EXPECT_TRUE(std::isnan(run("clip(nan, z, z)", env).item<float>()));
+}
+
+TEST(FuzzFindings, AComplexMeanDividesAsAComplexQuotient) {
+    // np.mean([inf+1j, 1+1j]): (inf + 2j) / (2 + 0j) is inf + nan j, on the CPU as on CUDA.
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto m = run("mean(z)", {{"z", Arg(host<std::complex<double>>({{inf, 1}, {1, 1}}))}}).item<std::complex<double>>();
+    EXPECT_EQ(m.real(), inf);
+    EXPECT_TRUE(std::isnan(m.imag()));
+}
+
+TEST(FuzzFindings, ComplexLogNearTheUnitCircleKeepsItsDigits) {
+    // log2 of a complex64 with |z| close to 1: NumPy (glibc's clogf) gives 0.0061258813 for the
+    // real part; computing |z|^2 - 1 in float lost 15 ulps of it.
+    const std::complex<float> z(std::complex<double>(-0.06044656, -1.0017906));  // |z| = 1.00424...
+    const auto got = run("log(z)", {{"z", Arg(host<std::complex<float>>({z}))}}).item<std::complex<float>>();
+    const double want = 0.5 * std::log1p(static_cast<double>(z.real()) * z.real() +
+                                         static_cast<double>(z.imag()) * z.imag() - 1.0);
+    EXPECT_NEAR(got.real(), want, 2 * std::abs(want) * std::numeric_limits<float>::epsilon());
+}
+
+TEST(FuzzFindings, AFunctionOfPythonScalarsAloneMakesEachAnArrayFirst) {
+    // np.power(True, True) is int8 (bool ** bool), np.power(0.1, 0.5) a typed float64.
+    EXPECT_EQ(run("power(True, True)").dtype(), DType::Int8);
+    EXPECT_EQ(run("power(0.1, 0.5) ** cos(u)", {{"u", Arg(host<std::uint8_t>({1}))}}).dtype(), DType::Float64);
+    EXPECT_EQ(run("maximum(2, 3.5)").dtype(), DType::Float64);
+}
+
+TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
+    // NumPy: the first float loop both cast to safely (np.arctan2(int8, uint8) is float16).
+    const Environment env{{"i8", Arg(host<std::int8_t>({1}))}, {"u8", Arg(host<std::uint8_t>({1}))},
+                          {"i16", Arg(host<std::int16_t>({-1}))}, {"u16", Arg(host<std::uint16_t>({1}))}};
+    EXPECT_EQ(run("arctan2(i8, u8)", env).dtype(), DType::Float16);
+    EXPECT_EQ(run("hypot(i16, u16)", env).dtype(), DType::Float32);
+    EXPECT_EQ(run("copysign(i8, u16)", env).dtype(), DType::Float32);
+    EXPECT_EQ(run("arctan2(i8, 2)", env).dtype(), DType::Float16);
+}
