@@ -55,14 +55,16 @@ public:
     static Array from_host(const void* data, DType dtype, Shape shape, Backend backend = Backend::Auto,
                            int device = kDefaultDevice);
     template <class T>
-    static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto) {
+    static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto,
+                      int device = kDefaultDevice) {
         if (shape.empty() && values.size() != 1) shape = {static_cast<std::int64_t>(values.size())};
-        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
     template <class T>
-    static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto) {
+    static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto,
+                      int device = kDefaultDevice) {
         if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
 
     // A view over memory that jitexpr does not own (a cudaMalloc pointer, a host buffer).
