@@ -296,8 +296,9 @@ RuntimeOptions checked(RuntimeOptions options) {
     if (options.device < 0)
         throw ArgumentError(fmt::format("RuntimeOptions::device is {}: use a device ordinal from 0", options.device));
     if (options.backend == Backend::Cpu && options.device != 0)
-        throw ArgumentError(fmt::format("RuntimeOptions::device is {} but the backend is cpu, which has one device "
-                                        "(0); choose the cuda backend for a GPU",
+        throw ArgumentError(fmt::format("device {} was asked for (RuntimeOptions::device, JITEXPR_DEVICE or --device) "
+                                        "but the backend is cpu, which has one device (0); choose the cuda backend for "
+                                        "a GPU",
                                         options.device));
     return options;
 }
