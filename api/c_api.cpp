@@ -173,13 +173,13 @@ std::vector<jitexpr_arg> tensor_args(std::size_t n, DLManagedTensor* const* args
 // Exports the result. Arguments are borrowed views that own nothing: a result sharing memory
 // with one (the program returns an argument, or assigns into it) is copied, so that the
 // exported tensor never outlives memory it does not own.
-DLManagedTensor* export_result(const jit::Array& r, const std::vector<jit::Arg>& args, jit::Backend backend) {
+DLManagedTensor* export_result(const jit::Array& r, const std::vector<jit::Arg>& args, const jit::Runtime& rt) {
     if (!r.defined()) return nullptr;
-    if (backend == jit::Backend::Cuda) jit::cuda::synchronize();
+    rt.synchronize();  // on the runtime's device
     for (const jit::Arg& a : args)
         if (a.is_array() && a.array().storage() == r.storage()) {
-            jit::Array copy = r.to(r.backend());
-            if (backend == jit::Backend::Cuda) jit::cuda::synchronize();
+            jit::Array copy = r.to(r.backend(), r.device());
+            rt.synchronize();
             return jit::to_dlpack(copy);
         }
     return jit::to_dlpack(r);
@@ -232,10 +232,17 @@ const char* jitexpr_status_name(int status) {
 
 const char* jitexpr_version(void) { return JITEXPR_VERSION; }
 
-jitexpr_runtime* jitexpr_runtime_create(int backend) {
+jitexpr_runtime* jitexpr_runtime_create(int backend) { return jitexpr_runtime_create_on(backend, -1); }
+
+jitexpr_runtime* jitexpr_runtime_create_on(int backend, int device) {
     jitexpr_runtime* rt = nullptr;
     guarded([&] {
         jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
+        if (device < -1)
+            throw jit::ArgumentError(fmt::format("device {}: use a device ordinal from 0, or -1 for the environment's "
+                                                 "(JITEXPR_DEVICE, else 0)",
+                                                 device));
+        if (device >= 0) o.device = device;
         switch (backend) {
             case JITEXPR_BACKEND_AUTO: break;
             case JITEXPR_BACKEND_CPU: o.backend = jit::Backend::Cpu; break;
@@ -261,6 +268,11 @@ void jitexpr_runtime_destroy(jitexpr_runtime* rt) {
 int jitexpr_runtime_backend(const jitexpr_runtime* rt) {
     if (!rt) return -1;
     return rt->runtime.backend() == jit::Backend::Cuda ? JITEXPR_BACKEND_CUDA : JITEXPR_BACKEND_CPU;
+}
+
+int jitexpr_runtime_device(const jitexpr_runtime* rt) {
+    if (!rt) return -1;
+    return rt->runtime.device();
 }
 
 int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out) {
@@ -313,7 +325,7 @@ int jitexpr_eval_with(jitexpr_runtime* rt, const char* text, size_t n_args, cons
         InFlight busy(rt);
         const std::vector<jit::Arg> a = to_args(n_args, args);
         const jit::Array r = rt->runtime.eval(text, a, co);
-        *out = export_result(r, a, rt->runtime.backend());
+        *out = export_result(r, a, rt->runtime);
     });
 }
 
@@ -377,7 +389,7 @@ int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitex
         InFlight busy(k->rt);
         const std::vector<jit::Arg> a = to_args(n_args, args);
         const jit::Array r = k->kernel.call(a, co);
-        *out = export_result(r, a, k->rt->runtime.backend());
+        *out = export_result(r, a, k->rt->runtime);
     });
 }
 
@@ -430,7 +442,7 @@ int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns, 
             }
         }
         jit::ArrowColumn r = jit::eval_arrow(text, cols, rt->runtime);
-        if (rt->runtime.backend() == jit::Backend::Cuda) jit::cuda::synchronize();
+        rt->runtime.synchronize();
         // The columns are borrowed views owning nothing: a result sharing memory with one is
         // copied, so that the exported array never outlives memory it does not own.
         for (const jit::ArrowColumn& c : cols)

@@ -49,7 +49,7 @@ void describe_into(const Array& array, const std::shared_ptr<Storage>& storage, 
     t.data = storage->data();
     t.byte_offset = t.data ? static_cast<std::uint64_t>(array.offset()) * itemsize(array.dtype()) : 0;
     t.device.device_type = array.backend() == Backend::Cuda ? kDLCUDA : kDLCPU;
-    t.device.device_id = 0;
+    t.device.device_id = array.device();
     t.ndim = nd;
     t.dtype = to_dlpack_dtype(array.dtype());
     t.shape = shape;
@@ -68,9 +68,8 @@ Backend backend_of(const DLDevice& d) {
             return Backend::Cpu;
         case kDLCUDA:
         case kDLCUDAManaged:
-            if (d.device_id != 0)
-                throw ArgumentError(fmt::format("DLPack tensor on CUDA device {}: jitexpr uses device 0 only",
-                                                d.device_id));
+            if (d.device_id < 0)
+                throw ArgumentError(fmt::format("DLPack tensor on CUDA device {}: not a device ordinal", d.device_id));
             return Backend::Cuda;
         default:
             throw ArgumentError(fmt::format("DLPack tensor on device type {}: jitexpr takes host (kDLCPU, kDLCUDAHost) "
@@ -99,7 +98,10 @@ Array make_view(const DLTensor& t, std::shared_ptr<void> (*keep)(void*), void* o
         throw ArgumentError(fmt::format("DLPack byte_offset {} is not a multiple of the element size {}", t.byte_offset,
                                         itemsize(*dtype)));
     void* data = t.data ? static_cast<char*>(t.data) + t.byte_offset : nullptr;
-    return Array::view(data, *dtype, std::move(shape), std::move(strides), backend, keep ? keep(owner) : nullptr);
+    // The view is on the producer's device: a runtime of another device refuses it
+    // (DeviceMismatchError) rather than reading another GPU's memory.
+    const int device = backend == Backend::Cuda ? static_cast<int>(t.device.device_id) : 0;
+    return Array::view(data, *dtype, std::move(shape), std::move(strides), backend, device, keep ? keep(owner) : nullptr);
 }
 
 std::shared_ptr<void> own(void* p) {

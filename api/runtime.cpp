@@ -120,12 +120,25 @@ ir::Value scalar_value(const Arg& a) {
 
 }  // namespace
 
+// Makes the runtime's CUDA device current on this thread for one call (nothing on the CPU):
+// arrays it allocates, modules it loads and kernels it launches are on that device.
+class OnDevice {
+public:
+    OnDevice(Backend b, int device) {
+        if (b == Backend::Cuda) scope_.emplace(device);
+    }
+
+private:
+    std::optional<cuda::DeviceScope> scope_;
+};
+
 struct Runtime::Impl {
     explicit Impl(RuntimeOptions o)
         : options(std::move(o)), fronts(options.memory_cache_entries), entries(options.memory_cache_entries) {}
 
     RuntimeOptions options;
     Backend backend = Backend::Cpu;
+    int device = 0;  // CUDA device ordinal (0 on the CPU)
     std::string fallback;
     std::unique_ptr<detail::BackendImpl> impl;
     dsl::Limits limits;                          // impl's: what one stage may compute
@@ -269,6 +282,16 @@ struct Runtime::Impl {
     // `all_or_nothing`: in-place targets are written through temporaries (CallOptions).
     Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
               bool write_back, detail::CallControl* control, bool all_or_nothing = false);
+    // "'a' is on cuda:1 but this runtime evaluates on cuda:0; ..." for an array not on this runtime's device.
+    std::string mismatch_message(const std::string& name, const Array& a) const {
+        const std::string here = backend == Backend::Cuda ? fmt::format("cuda:{}", device) : std::string("cpu");
+        const std::string there = a.backend() == Backend::Cuda ? fmt::format("cuda:{}", a.device()) : std::string("cpu");
+        const std::string move = backend == Backend::Cuda ? fmt::format("Backend::Cuda, {}", device) : std::string("Backend::Cpu");
+        return fmt::format("'{}' is on {} but this runtime evaluates on {}; jitexpr does not copy between devices "
+                           "by itself: copy it with .to({}), or evaluate on a runtime of {}",
+                           name, there, here, move, there);
+    }
+
     Array run(std::string_view text, const Front& front, Environment& env, const CallOptions& o, bool write_back) {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
         return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
@@ -281,6 +304,13 @@ RuntimeOptions checked(RuntimeOptions options) {
         throw ArgumentError(fmt::format("RuntimeOptions::cpu_threads is {}: use 0 for every core, or a positive count",
                                         options.cpu_threads));
     options.cpu_threads = std::min(options.cpu_threads, settings::kMaxCpuThreads);  // documented clamp
+    if (options.device < 0)
+        throw ArgumentError(fmt::format("RuntimeOptions::device is {}: use a device ordinal from 0", options.device));
+    if (options.backend == Backend::Cpu && options.device != 0)
+        throw ArgumentError(fmt::format("device {} was asked for (RuntimeOptions::device, JITEXPR_DEVICE or --device) "
+                                        "but the backend is cpu, which has one device (0); choose the cuda backend for "
+                                        "a GPU",
+                                        options.device));
     return options;
 }
 }  // namespace
@@ -299,12 +329,22 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(
         case Backend::Auto:
             impl_->backend = cuda::available(&why) ? Backend::Cuda : Backend::Cpu;
             impl_->fallback = why;
+            // Device N was asked for: the CPU is not a silent stand-in for a GPU that is not there.
+            if (impl_->backend == Backend::Cpu && impl_->options.device != 0)
+                throw NoDeviceError(fmt::format("CUDA device {} was asked for but CUDA is not available: {}",
+                                                impl_->options.device, why));
             break;
     }
     if (impl_->backend == Backend::Cuda) {
+        const int n = cuda::device_count();
+        if (impl_->options.device >= n)
+            throw ArgumentError(fmt::format("no CUDA device {}: this machine has {} (ordinals 0 to {})",
+                                            impl_->options.device, n, n - 1));
+        impl_->device = impl_->options.device;
         // NVRTC is not started here: a process whose kernels all come from the disk cache never
         // loads it (the executor starts its warm-up at the first miss of a tiered compile).
         cuda::ExecutorOptions eo;
+        eo.device = impl_->device;
         eo.cache = std::make_shared<cuda::ModuleCache>(impl_->options.memory_cache_entries);
         if (impl_->options.disk_cache) {
             cache::DiskCacheOptions dco;
@@ -328,11 +368,13 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(
 Runtime::~Runtime() = default;
 
 Backend Runtime::backend() const { return impl_->backend; }
+int Runtime::device() const { return impl_->device; }
 
 void Runtime::wait_for_compiles() const {
     if (impl_->backend == Backend::Cuda) cuda::wait_for_upgrades();
 }
 void Runtime::synchronize(void* stream) const {
+    OnDevice on(impl_->backend, impl_->device);
     if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
 }
 std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
@@ -445,14 +487,15 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     if (f->module.statements.empty()) return Array();
     if (control) control->check();  // cancelled before it began
 
-    // Arrays must live on this runtime's backend: moving them is explicit (Array::to).
+    // Arrays must live on this runtime's backend and device: moving them is explicit (Array::to).
     for (const std::string& n : f->names) {
         auto it = env.find(n);
-        if (it != env.end() && it->second.is_array() && it->second.array().backend() != backend)
-            throw ArgumentError(fmt::format("'{}' is a {} array but this runtime evaluates on {}; move it with .to(Backend::{})",
-                                            n, backend_name(it->second.array().backend()), backend_name(backend),
-                                            backend == Backend::Cuda ? "Cuda" : "Cpu"));
+        if (it == env.end() || !it->second.is_array()) continue;
+        const Array& a = it->second.array();
+        if (a.backend() != backend || (backend == Backend::Cuda && a.device() != device))
+            throw DeviceMismatchError(mismatch_message(n, a));
     }
+    OnDevice on(backend, device);
     const Entry* e = &entry(text, *f, env, timing, control);
     const ir::Program& p = e->plan.program;
 
@@ -546,6 +589,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 
 std::string Runtime::source(std::string_view text, const Environment& env) {
     const Front& f = impl_->front(text, nullptr);
+    OnDevice on(impl_->backend, impl_->device);
     return impl_->entry(text, f, env, nullptr).prepared->source();
 }
 

@@ -83,6 +83,16 @@ std::vector<std::string> nvrtc_options(std::string_view text, std::string_view s
     return out;
 }
 
+int device(std::string_view text, std::string_view source) {
+    const std::string_view v = trimmed(text);
+    constexpr std::string_view allowed = "use a device ordinal: a whole number from 0 (the first GPU)";
+    if (v.empty() || v.front() == '+' || v.front() == '-') bad(source, text, allowed);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end != v.data() + v.size() || n < 0) bad(source, text, allowed);
+    return n;
+}
+
 std::string one_of(std::string_view text, std::string_view source, const std::vector<std::string_view>& allowed) {
     const std::string v = lower(trimmed(text));
     for (std::string_view a : allowed)
@@ -110,6 +120,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (const char* v = env("JITEXPR_BACKEND")) o.backend = settings::backend(v, "JITEXPR_BACKEND");
     if (const char* v = env("JITEXPR_CACHE_DIR")) o.cache_dir = v;
     if (const char* v = env("JITEXPR_DISK_CACHE")) o.disk_cache = settings::on_off(v, "JITEXPR_DISK_CACHE");
+    if (const char* v = env("JITEXPR_DEVICE")) o.device = settings::device(v, "JITEXPR_DEVICE");
     if (const char* v = env("JITEXPR_THREADS")) o.cpu_threads = settings::cpu_threads(v, "JITEXPR_THREADS");
     if (const char* v = env("JITEXPR_FAST_MATH")) o.fast_math = settings::on_off(v, "JITEXPR_FAST_MATH");
     if (const char* v = env("JITEXPR_TIERED")) o.tiered_compile = settings::on_off(v, "JITEXPR_TIERED");

@@ -17,16 +17,18 @@ namespace {
 // Memory someone else owns.
 class BorrowedStorage final : public Storage {
 public:
-    BorrowedStorage(void* p, std::size_t bytes, Backend b, std::shared_ptr<void> keep)
-        : ptr_(p), bytes_(bytes), backend_(b), keep_(std::move(keep)) {}
+    BorrowedStorage(void* p, std::size_t bytes, Backend b, int device, std::shared_ptr<void> keep)
+        : ptr_(p), bytes_(bytes), backend_(b), device_(device), keep_(std::move(keep)) {}
     void* data() const override { return ptr_; }
     std::size_t bytes() const override { return bytes_; }
     Backend backend() const override { return backend_; }
+    int device() const override { return device_; }
 
 private:
     void* ptr_;
     std::size_t bytes_;
     Backend backend_;
+    int device_;
     std::shared_ptr<void> keep_;
 };
 
@@ -67,11 +69,14 @@ Array contiguous_on(DType dtype, Shape shape, Backend backend, Allocate&& alloca
 }
 }  // namespace
 
-Array Array::empty(DType dtype, Shape shape, Backend backend) {
+Array Array::empty(DType dtype, Shape shape, Backend backend, int device) {
     check_shape(shape);
     backend = core::resolve(backend);
     const core::Device& dev = core::device(backend);
-    return contiguous_on(dtype, std::move(shape), backend, [&dev](std::size_t bytes) { return dev.allocate(bytes); });
+    device = core::resolve_ordinal(backend, device);
+    core::check_ordinal(backend, device);
+    return contiguous_on(dtype, std::move(shape), backend,
+                         [&dev, device](std::size_t bytes) { return dev.allocate(device, bytes); });
 }
 
 namespace core {
@@ -87,23 +92,32 @@ Array with_storage(const Array& proto, std::shared_ptr<Storage> storage) {
 }
 }  // namespace core
 
-Array Array::zeros(DType dtype, Shape shape, Backend backend) {
-    Array a = empty(dtype, std::move(shape), backend);
+Array Array::zeros(DType dtype, Shape shape, Backend backend, int device) {
+    Array a = empty(dtype, std::move(shape), backend, device);
     if (a.nbytes() == 0) return a;
-    core::device(a.backend()).zero(a.data(), a.nbytes());
+    core::device(a.backend()).zero(a.device(), a.data(), a.nbytes());
     return a;
 }
 
-Array Array::from_host(const void* data, DType dtype, Shape shape, Backend backend) {
-    Array a = empty(dtype, std::move(shape), backend);
+Array Array::from_host(const void* data, DType dtype, Shape shape, Backend backend, int device) {
+    Array a = empty(dtype, std::move(shape), backend, device);
     if (a.nbytes() == 0) return a;
-    core::device(a.backend()).from_host(a.data(), data, a.nbytes());
+    core::device(a.backend()).from_host(a.device(), a.data(), data, a.nbytes());
     return a;
 }
 
 Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, std::shared_ptr<void> keep_alive) {
+    return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));
+}
+
+Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
+                  std::shared_ptr<void> keep_alive) {
     check_shape(shape);
     backend = core::resolve(backend);
+    device = core::resolve_ordinal(backend, device);
+    if (device < 0) throw ArgumentError(fmt::format("view: device ordinal {} is negative", device));
+    if (backend == Backend::Cpu && device != 0)
+        throw ArgumentError(fmt::format("view: device {} of the CPU backend: the host is one device, ordinal 0", device));
     if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
@@ -112,7 +126,7 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     for (std::size_t k = 0; k < shape.size(); ++k)
         if (shape[k] > 0 && strides[k] > 0) hi += (shape[k] - 1) * strides[k];
     const std::size_t bytes = shape_size(shape) == 0 ? 0 : static_cast<std::size_t>(hi + 1) * itemsize(dtype);
-    auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, std::move(keep_alive));
+    auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, device, std::move(keep_alive));
     return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
 }
 
@@ -209,36 +223,43 @@ void Array::check_item() const {
 void Array::copy_to_host(void* dst) const {
     if (size() == 0) return;
     const Array c = contiguous();
-    core::device(c.backend()).to_host(dst, c.data(), c.nbytes());
+    core::device(c.backend()).to_host(c.device(), dst, c.data(), c.nbytes());
 }
 
 // A C-contiguous copy through the device's own copy: no program is compiled for it.
 Array Array::contiguous() const {
     if (is_contiguous()) return *this;
-    Array out = empty(dtype_, shape(), backend_);
+    Array out = empty(dtype_, shape(), backend_, device());
     core::copy(out, *this);
     return out;
 }
 
-Array Array::to(Backend backend) const {
+Array Array::to(Backend backend, int device) const {
     backend = core::resolve(backend);
     const Array c = contiguous();
-    Array out = empty(dtype_, shape(), backend);
+    Array out = empty(dtype_, shape(), backend, device);
     if (out.nbytes() == 0) return out;
     if (c.backend() == Backend::Cpu) {
-        core::device(backend).from_host(out.data(), c.data(), c.nbytes());
+        core::device(backend).from_host(out.device(), out.data(), c.data(), c.nbytes());
     } else if (backend == Backend::Cpu) {
-        core::device(c.backend()).to_host(out.data(), c.data(), c.nbytes());
-    } else if (backend == c.backend()) {
+        core::device(c.backend()).to_host(c.device(), out.data(), c.data(), c.nbytes());
+    } else if (backend == c.backend() && out.device() == c.device()) {
         core::copy(out, c);
+    } else if (backend == c.backend()) {
+        core::device(backend).peer(out.device(), out.data(), c.device(), c.data(), c.nbytes());
     } else {
         throw ArgumentError(fmt::format("cannot copy {} to {} directly", c.describe(), backend_name(backend)));
     }
     return out;
 }
 
+std::string Array::place() const {
+    if (backend_ == Backend::Cpu || device() == 0) return std::string(backend_name(backend_));
+    return fmt::format("{}:{}", backend_name(backend_), device());
+}
+
 std::string Array::describe() const {
-    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape()), backend_name(backend_));
+    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape()), place());
 }
 
 }  // namespace jit

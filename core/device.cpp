@@ -99,6 +99,7 @@ public:
     void* data() const override { return ptr_; }
     std::size_t bytes() const override { return bytes_; }
     Backend backend() const override { return Backend::Cpu; }
+    int device() const override { return 0; }
 
 private:
     void* ptr_ = nullptr;
@@ -111,7 +112,7 @@ void copy_run(char* dst, std::int64_t ds, const char* src, std::int64_t ss, std:
     for (std::int64_t i = 0; i < n; ++i) std::memcpy(dst + i * ds, src + i * ss, N);
 }
 
-void host_copy(void* dst, const void* src, const CopyLayout& l, void*) {
+void host_copy(int, void* dst, const void* src, const CopyLayout& l, void*) {
     const std::int64_t n = l.size();
     if (n == 0) return;
     if (l.dense()) {
@@ -152,15 +153,18 @@ void host_copy(void* dst, const void* src, const CopyLayout& l, void*) {
 }
 
 const Device kHost{
-    &host_storage,
-    [](void* dst, std::size_t bytes) { std::memset(dst, 0, bytes); },
-    [](void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); },
-    [](void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); },
+    [](int, std::size_t bytes) { return host_storage(bytes); },
+    [](int, void* dst, std::size_t bytes) { std::memset(dst, 0, bytes); },
+    [](int, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); },
+    [](int, void* dst, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); },
     &host_copy,
+    [](int, void* dst, int, const void* src, std::size_t bytes) { std::memcpy(dst, src, bytes); },
+    [] { return 1; },
 };
 
 // Constant-initialised: usable from any static initialiser.
 constinit std::atomic<const Device*> devices[3] = {nullptr, nullptr, nullptr};
+constinit std::atomic<int (*)()> current_devices[3] = {nullptr, nullptr, nullptr};
 constinit std::atomic<Backend (*)()> default_backend{nullptr};
 
 }  // namespace
@@ -215,6 +219,33 @@ const Device& device(Backend b) {
     return *d;
 }
 
+void set_current_device(Backend b, int (*current)()) {
+    if (b == Backend::Cpu || b == Backend::Auto) throw InternalError("set_current_device: only other backends have devices");
+    current_devices[static_cast<int>(b)].store(current, std::memory_order_release);
+}
+
+int resolve_ordinal(Backend b, int ordinal) {
+    if (ordinal != Array::kDefaultDevice) return ordinal;
+    b = resolve(b);
+    if (b == Backend::Cpu) return 0;
+    auto f = current_devices[static_cast<int>(b)].load(std::memory_order_acquire);
+    return f ? f() : 0;
+}
+
+void check_ordinal(Backend b, int ordinal) {
+    b = resolve(b);
+    if (b == Backend::Cpu) {
+        if (ordinal != 0)
+            throw ArgumentError(fmt::format("device {} of the CPU backend: the host is one device, ordinal 0", ordinal));
+        return;
+    }
+    const Device& d = device(b);
+    const int n = d.count ? d.count() : 1;
+    if (ordinal < 0 || ordinal >= n)
+        throw ArgumentError(fmt::format("no {} device {}: this machine has {} (ordinals 0 to {})", backend_name(b), ordinal,
+                                        n, n - 1));
+}
+
 void set_default_backend(Backend (*resolve)()) { default_backend.store(resolve, std::memory_order_release); }
 
 Backend resolve(Backend b) {
@@ -258,10 +289,11 @@ CopyLayout copy_layout(const Array& dst, const Array& src) {
 }
 
 void copy(const Array& dst, const Array& src, void* stream) {
-    if (dst.dtype() != src.dtype() || dst.shape() != src.shape() || dst.backend() != src.backend())
+    if (dst.dtype() != src.dtype() || dst.shape() != src.shape() || dst.backend() != src.backend() ||
+        dst.device() != src.device())
         throw ArgumentError(fmt::format("copy: {} into {}", src.describe(), dst.describe()));
     if (dst.size() == 0) return;
-    device(dst.backend()).copy(dst.data(), src.data(), copy_layout(dst, src), stream);
+    device(dst.backend()).copy(dst.device(), dst.data(), src.data(), copy_layout(dst, src), stream);
 }
 
 }  // namespace jit::core

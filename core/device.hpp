@@ -31,17 +31,27 @@ struct CopyLayout {
 // The layout of a copy from `src` into `dst` (same shape, same itemsize).
 CopyLayout copy_layout(const Array& dst, const Array& src);
 
+// The memory of one backend, over its devices (ordinals 0 to count()-1; the host has one). Every
+// function takes the ordinal of the device whose memory it touches; Storage::device() tells the
+// ordinal of an array's memory.
 struct Device {
-    // Fresh memory of `bytes` bytes.
-    std::shared_ptr<Storage> (*allocate)(std::size_t bytes) = nullptr;
-    // Sets `bytes` bytes at `dst` to zero (queued on the default stream).
-    void (*zero)(void* dst, std::size_t bytes) = nullptr;
+    // Fresh memory of `bytes` bytes on device `ordinal`.
+    std::shared_ptr<Storage> (*allocate)(int ordinal, std::size_t bytes) = nullptr;
+    // Sets `bytes` bytes at `dst` to zero (queued on the device's default stream).
+    void (*zero)(int ordinal, void* dst, std::size_t bytes) = nullptr;
     // Host to device and back; complete when they return.
-    void (*from_host)(void* dst, const void* src, std::size_t bytes) = nullptr;
-    void (*to_host)(void* dst, const void* src, std::size_t bytes) = nullptr;
-    // Element-wise copy within the device's memory, queued on `stream` (null: the default one).
-    void (*copy)(void* dst, const void* src, const CopyLayout& layout, void* stream) = nullptr;
+    void (*from_host)(int ordinal, void* dst, const void* src, std::size_t bytes) = nullptr;
+    void (*to_host)(int ordinal, void* dst, const void* src, std::size_t bytes) = nullptr;
+    // Element-wise copy within one device's memory, queued on `stream` (null: the default one).
+    void (*copy)(int ordinal, void* dst, const void* src, const CopyLayout& layout, void* stream) = nullptr;
+    // A dense copy between two devices of this backend; complete when it returns.
+    void (*peer)(int dst_ordinal, void* dst, int src_ordinal, const void* src, std::size_t bytes) = nullptr;
+    // How many devices there are (throws NoDeviceError when none is usable).
+    int (*count)() = nullptr;
 };
+
+// Throws ArgumentError unless `ordinal` names a device of backend `b` (the host has device 0 only).
+void check_ordinal(Backend b, int ordinal);
 
 // Registers the device of backend `b` (not Cpu, which is core's own host memory). The device
 // must live as long as the process. Thread-safe.
@@ -61,11 +71,17 @@ void set_default_backend(Backend (*resolve)());
 Backend resolve(Backend b);
 
 // Copies `src` into `dst` (same dtype and shape, either on any layout) on the device of their
-// backend, queued on `stream`. Throws ArgumentError for arrays that differ.
+// backend, queued on `stream`. Throws ArgumentError for arrays that differ (in dtype, shape,
+// backend or device ordinal).
 void copy(const Array& dst, const Array& src, void* stream = nullptr);
 
 // A C-contiguous array of that dtype and shape with no storage: a prototype for with_storage.
 Array prototype(DType dtype, const Shape& shape, Backend backend);
+// The device ordinal an array of `b` gets when none is named (Array::kDefaultDevice): the
+// backend's current device of the calling thread (CUDA: the device a DeviceScope chose, else 0).
+// Set by the backend that registers the device; 0 otherwise.
+void set_current_device(Backend b, int (*current)());
+int resolve_ordinal(Backend b, int ordinal);
 // `proto` (sharing its dimensions, so nothing is allocated for them) on `storage`.
 Array with_storage(const Array& proto, std::shared_ptr<Storage> storage);
 

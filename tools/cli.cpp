@@ -52,6 +52,14 @@ Backend parse_backend(const std::string& v) {
     }
 }
 
+int parse_device(const std::string& v) {
+    try {
+        return settings::device(v, "--device");  // the same parser as JITEXPR_DEVICE
+    } catch (const ArgumentError& e) {
+        throw UsageError(e.what());
+    }
+}
+
 // SIGINT, SIGTERM and SIGHUP end the process as their default action does, after removing the
 // temporary files of saves and cache stores in progress (async-signal-safe). SIGXFSZ is
 // ignored: a write past `ulimit -f` fails with EFBIG and is reported as an error.
@@ -264,6 +272,11 @@ const std::vector<Spec>& specs() {
          "cpu, cuda or auto (CUDA when a driver and a device are present, else the CPU). --backend cuda on a machine "
          "without CUDA is an error.",
          [](CliOptions& o, const std::string& v) { o.backend = parse_backend(v); }},
+        {{"--device"}, "N", "JITEXPR_DEVICE",
+         "The CUDA device to evaluate on, by ordinal (0: the first GPU, as nvidia-smi numbers them unless "
+         "CUDA_VISIBLE_DEVICES says otherwise). A device the machine lacks is an error; so is a device other than 0 "
+         "with --backend cpu, or when CUDA is not available.",
+         [](CliOptions& o, const std::string& v) { o.device = parse_device(v); }},
         {{"-t", "--threads"}, "N", "JITEXPR_THREADS",
          "CPU threads of the CPU backend, the calling one included (0: every core; more than 1024 counts as 1024).",
          [](CliOptions& o, const std::string& v) { o.threads = threads_value(v, "--threads"); }},
@@ -499,6 +512,7 @@ RuntimeOptions runtime_options(const CliOptions& o) {
     RuntimeOptions ro = RuntimeOptions::from_environment();
     if (o.backend) ro.backend = *o.backend;
     if (o.threads) ro.cpu_threads = *o.threads;
+    if (o.device) ro.device = *o.device;
     if (o.cache_dir) ro.cache_dir = *o.cache_dir;
     if (o.no_disk_cache) ro.disk_cache = false;
     if (o.fast_math) ro.fast_math = true;

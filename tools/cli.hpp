@@ -36,6 +36,7 @@ struct CliOptions {
     bool verbose = false;             // -v
     // Runtime options over the environment's (each also a JITEXPR_* variable).
     std::optional<int> threads;       // --threads N
+    std::optional<int> device;        // --device N
     std::optional<std::string> cache_dir;      // --cache-dir DIR
     bool no_disk_cache = false;                // --no-disk-cache
     bool fast_math = false;                    // --fast-math

@@ -6,9 +6,13 @@
 #include "backend/cuda/cuda.hpp"
 #include "core/device.hpp"
 
+#include <jit/error.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 namespace jit::cuda {
 
@@ -113,18 +117,26 @@ struct CopyKernels {
     void* fn[4] = {};  // by word size 1, 2, 4, 8
 };
 
+// Loaded once per device (a module belongs to one context).
 const CopyKernels& copy_kernels() {
-    static const CopyKernels* k = [] {
+    struct PerDevice {
+        std::once_flag once[kMaxDevices];
+        CopyKernels* kernels[kMaxDevices] = {};
+    };
+    static PerDevice* all = new PerDevice;  // never destroyed: arrays may be copied during exit
+    const int dev = current_device();
+    if (dev < 0 || dev >= kMaxDevices) throw ArgumentError(fmt::format("CUDA device {} is out of range", dev));
+    std::call_once(all->once[dev], [&] {
         Image img;
         img.data = copy_kernels_ptx();
         img.is_cubin = false;
         img.arch = "compute_70";
-        auto* c = new CopyKernels;  // never destroyed: arrays may be copied during exit
+        auto c = std::make_unique<CopyKernels>();
         c->module = Module::load(img);
         for (int i = 0; i < 4; ++i) c->fn[i] = c->module->function(fmt::format("jx_copy_u{}", 1 << i));
-        return c;
-    }();
-    return *k;
+        all->kernels[dev] = c.release();
+    });
+    return *all->kernels[dev];
 }
 
 void copy_strided(void* dst, const void* src, const core::CopyLayout& l, void* stream) {
@@ -156,17 +168,36 @@ void copy_strided(void* dst, const void* src, const core::CopyLayout& l, void* s
 }
 
 const core::Device kCuda{
-    &make_storage,
-    [](void* dst, std::size_t bytes) { memset(dst, 0, bytes); },
-    [](void* dst, const void* src, std::size_t bytes) {
+    [](int dev, std::size_t bytes) {
+        DeviceScope scope(dev);
+        return make_storage(bytes);
+    },
+    [](int dev, void* dst, std::size_t bytes) {
+        DeviceScope scope(dev);
+        memset(dst, 0, bytes);
+    },
+    [](int dev, void* dst, const void* src, std::size_t bytes) {
+        DeviceScope scope(dev);
         copy_to_device(dst, src, bytes);
         synchronize();
     },
-    [](void* dst, const void* src, std::size_t bytes) {
+    [](int dev, void* dst, const void* src, std::size_t bytes) {
+        DeviceScope scope(dev);
         copy_to_host(dst, src, bytes);
         synchronize();
     },
-    &copy_strided,
+    [](int dev, void* dst, const void* src, const core::CopyLayout& l, void* stream) {
+        DeviceScope scope(dev);
+        copy_strided(dst, src, l, stream);
+    },
+    [](int dst_dev, void* dst, int src_dev, const void* src, std::size_t bytes) {
+        copy_peer(dst, dst_dev, src, src_dev, bytes);
+    },
+    [] {
+        std::string why;
+        if (!available(&why)) throw NoDeviceError(why);
+        return device_count();
+    },
 };
 
 }  // namespace
@@ -191,6 +222,9 @@ CopyPlan plan_copy(const void* dst, const void* src, const core::CopyLayout& l, 
     return p;
 }
 
-void register_device() { core::register_device(Backend::Cuda, &kCuda); }
+void register_device() {
+    core::register_device(Backend::Cuda, &kCuda);
+    core::set_current_device(Backend::Cuda, [] { return current_device(); });
+}
 
 }  // namespace jit::cuda

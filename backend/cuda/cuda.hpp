@@ -32,13 +32,36 @@ struct DeviceInfo {
     std::size_t l2_bytes = 0;
     int driver_version = 0;           // e.g. 13000
 };
-// Throws NoDeviceError if !available().
-const DeviceInfo& device_info(int ordinal = 0);
+// The most devices jitexpr uses in one process.
+inline constexpr int kMaxDevices = 64;
+inline constexpr int kCurrentDevice = -1;
+// How many CUDA devices the driver shows (0 when !available()).
+int device_count();
+// Every entry point below works on the calling thread's current device: the ordinal of the
+// innermost DeviceScope alive on the thread, else 0. A runtime opens a scope for its device
+// around each call, and so do the threads it starts (compiles, tier upgrades); device state
+// (primary context, memory pool, kept blocks, staging buffers, loaded modules) is per device.
+int current_device() noexcept;
+// The innermost DeviceScope's ordinal, -1 when none is open on this thread.
+int scoped_device() noexcept;
+class DeviceScope {
+public:
+    explicit DeviceScope(int ordinal) noexcept;  // an ordinal the machine lacks fails at the first driver call
+    ~DeviceScope();
+    DeviceScope(const DeviceScope&) = delete;
+    DeviceScope& operator=(const DeviceScope&) = delete;
+
+private:
+    int previous_;
+};
+// Throws NoDeviceError if !available(), ArgumentError for an ordinal the machine does not have.
+// kCurrentDevice: current_device().
+const DeviceInfo& device_info(int ordinal = kCurrentDevice);
 // The CUDA version the driver supports (13000 for 13.0); 0 when no driver loaded. Tries to load
 // it (as available() does).
 int driver_version();
 
-// ---- memory (device 0's primary context)
+// ---- memory (of the current device's primary context)
 // Copies from or to host memory are complete when they return (the host buffer may be reused or
 // read at once); device-to-device copies and memset are only queued on the stream.
 void* alloc(std::size_t bytes);           // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
@@ -63,17 +86,23 @@ public:
 private:
     void* handle_ = nullptr;
 };
-// True if `ptr` is device memory (or managed) of the current context.
+// True if `ptr` is device memory (or managed) of the current device.
 bool is_device_pointer(const void* ptr);
+// The ordinal of the device whose memory `ptr` is; -1 for host memory (pageable, pinned or
+// registered) and for managed memory, which every device may touch.
+int pointer_device(const void* ptr);
+// Copies `bytes` from the memory of device `src_device` to that of `dst_device` (a peer copy,
+// or through the host when the driver has none); complete when it returns.
+void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes);
 
-// Device memory as Array storage (freed when the last array lets go).
+// Device memory of the current device as Array storage (freed when the last array lets go).
 std::shared_ptr<Storage> make_storage(std::size_t bytes);
 // The same for memory whose first user is the legacy default stream (an eval without a stream):
 // may reuse a block that an array freed, without a driver call. Freed blocks are kept on the
 // host up to a bound; the pool gets them back when an allocation fails or on request.
 std::shared_ptr<Storage> make_storage_for_default_stream(std::size_t bytes);
-std::size_t kept_device_bytes();    // bytes of freed blocks kept for reuse
-void release_kept_device_memory();  // gives them back to the pool
+std::size_t kept_device_bytes();    // bytes of freed blocks of the current device kept for reuse
+void release_kept_device_memory();  // gives them back to its pool
 
 // ---- compilation (NVRTC)
 struct CompileOptions {
@@ -125,7 +154,7 @@ class Module;
 using ModulePtr = std::shared_ptr<const Module>;
 class Module {
 public:
-    // Loads a CUBIN or PTX image into device 0's primary context.
+    // Loads a CUBIN or PTX image into the current device's primary context (unloaded there).
     static ModulePtr load(const Image& image);
     ~Module();
     Module(const Module&) = delete;  // owns the CUmodule: one unload
@@ -133,9 +162,12 @@ public:
     // Opaque CUfunction for `name`; throws CudaError if absent.
     void* function(const std::string& name) const;
 
+    int device() const { return device_; }
+
 private:
     Module() = default;
     void* handle_ = nullptr;
+    int device_ = 0;
 };
 
 struct LaunchConfig {

@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <mutex>
@@ -31,11 +32,14 @@ struct State {
     int driver_version = 0;
     std::vector<DeviceInfo> devices;
     CUdevice device0 = 0;
-    // Device 0's primary context. Retained once and deliberately never released: arrays and
-    // cached modules may outlive any point where we could release it (static destructors run in
-    // an unknown order, and the CUDA runtime shares the context), and releasing it first would
-    // turn their cuMemFree/cuModuleUnload into errors. The driver destroys it at process exit.
-    CUcontext context = nullptr;
+    // The primary context of each device, retained at the first use of the device and
+    // deliberately never released: arrays and cached modules may outlive any point where we
+    // could release it (static destructors run in an unknown order, and the CUDA runtime shares
+    // the context), and releasing it first would turn their cuMemFree/cuModuleUnload into
+    // errors. The driver destroys them at process exit. Device 0's is retained when the driver
+    // loads (available() promises a usable device); the others on demand, under `retain`.
+    std::atomic<CUcontext> contexts[kMaxDevices] = {};
+    std::mutex retain;
 };
 
 State& state() {
@@ -133,6 +137,7 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
     if (!staging) d.MemHostAlloc = nullptr;
     if (!(d.EventCreate && d.EventRecord && d.EventDestroy && resolve(lookup, d.EventQuery, "cuEventQuery", 2000, ignored)))
         d.EventQuery = nullptr;
+    if (!resolve(lookup, d.MemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, ignored)) d.MemcpyPeerAsync = nullptr;
     if (!(resolve(lookup, d.MemHostRegister, "cuMemHostRegister", 6050, ignored) &&
           resolve(lookup, d.MemHostUnregister, "cuMemHostUnregister", 4000, ignored)))
         d.MemHostRegister = nullptr;
@@ -223,11 +228,13 @@ void load(State& s) {
         s.why = fmt::format("CUDA device 0 could not be opened: cuDeviceGet returned {}", result_text(r));
         return;
     }
-    if (CUresult r = d.DevicePrimaryCtxRetain(&s.context, s.device0); r != CUDA_SUCCESS) {
+    CUcontext c0 = nullptr;
+    if (CUresult r = d.DevicePrimaryCtxRetain(&c0, s.device0); r != CUDA_SUCCESS) {
         s.why = fmt::format("CUDA device 0 ({}) has no usable context: cuDevicePrimaryCtxRetain returned {}",
                             s.devices[0].name, result_text(r));
         return;
     }
+    s.contexts[0].store(c0, std::memory_order_release);
     s.ok = true;
 }
 
@@ -237,8 +244,29 @@ State& loaded() {
     return s;
 }
 
-// Set once the primary context has been made current on this thread.
-thread_local bool t_context_current = false;
+// The device whose primary context was last made current on this thread by api() (-1: none
+// yet), and the device the calling code asks for (DeviceScope).
+thread_local int t_context_device = -1;
+thread_local int t_device = -1;  // -1: no DeviceScope is open (device 0)
+
+// The primary context of `ordinal`, retained at its first use. Throws ArgumentError for an
+// ordinal the machine does not have, CudaError when the driver refuses the context.
+CUcontext context_of(State& s, int ordinal) {
+    if (ordinal >= 0 && ordinal < kMaxDevices)
+        if (CUcontext c = s.contexts[ordinal].load(std::memory_order_acquire)) return c;
+    const int n = static_cast<int>(s.devices.size());
+    if (ordinal < 0 || ordinal >= n || ordinal >= kMaxDevices)
+        throw ArgumentError(fmt::format("no CUDA device {}: this machine has {} (ordinals 0 to {})", ordinal, n, n - 1));
+    std::lock_guard<std::mutex> lock(s.retain);
+    if (CUcontext c = s.contexts[ordinal].load(std::memory_order_acquire)) return c;
+    CUdevice dev = 0;
+    check(s.d.DeviceGet(&dev, ordinal), "cuDeviceGet");
+    CUcontext c = nullptr;
+    check(s.d.DevicePrimaryCtxRetain(&c, dev), "cuDevicePrimaryCtxRetain",
+          fmt::format("the primary context of CUDA device {} ({})", ordinal, s.devices[static_cast<std::size_t>(ordinal)].name));
+    s.contexts[ordinal].store(c, std::memory_order_release);
+    return c;
+}
 
 // The first sticky error any driver call returned, and that call (a string literal). From then on
 // the context is unusable: api() refuses all further work with this error instead of letting
@@ -335,9 +363,9 @@ const Driver& api() {
                                     "it; restart the process",
                                     first ? first : "CUDA call", error_string(lost)));
     }
-    if (!t_context_current) {
-        check(s.d.CtxSetCurrent(s.context), "cuCtxSetCurrent");
-        t_context_current = true;
+    if (const int dev = t_device < 0 ? 0 : t_device; t_context_device != dev) {
+        check(s.d.CtxSetCurrent(context_of(s, dev)), "cuCtxSetCurrent");
+        t_context_device = dev;
     }
     return s.d;
 }
@@ -350,18 +378,27 @@ const Driver* api_noexcept() noexcept {
         return nullptr;
     }
     if (!s->ok || lost_result() != CUDA_SUCCESS) return nullptr;
-    if (!t_context_current) {
-        CUresult r = s->d.CtxSetCurrent(s->context);
+    if (const int dev = t_device < 0 ? 0 : t_device; t_context_device != dev) {
+        CUcontext c = dev < kMaxDevices ? s->contexts[dev].load(std::memory_order_acquire) : nullptr;
+        if (!c) return nullptr;  // a device never used: nothing of it to free
+        CUresult r = s->d.CtxSetCurrent(c);
         if (r != CUDA_SUCCESS) {
             report(r, "cuCtxSetCurrent");
             return nullptr;
         }
-        t_context_current = true;
+        t_context_device = dev;
     }
     return &s->d;
 }
 
-CUcontext primary_context() { return state().context; }
+CUcontext primary_context() {
+    State& s = state();
+    const int dev = t_device < 0 ? 0 : t_device;
+    return dev < kMaxDevices ? s.contexts[dev].load(std::memory_order_acquire) : nullptr;
+}
+
+int thread_device() noexcept { return t_device; }
+void set_thread_device(int ordinal) noexcept { t_device = ordinal; }
 
 int driver_version() { return loaded().driver_version; }
 
@@ -375,8 +412,20 @@ bool available(std::string* why) {
     return s.ok;
 }
 
+int device_count() {
+    const auto& s = detail::loaded();
+    return s.ok ? static_cast<int>(s.devices.size()) : 0;
+}
+
+int current_device() noexcept { return std::max(0, detail::thread_device()); }
+int scoped_device() noexcept { return detail::thread_device(); }
+
+DeviceScope::DeviceScope(int ordinal) noexcept : previous_(detail::thread_device()) { detail::set_thread_device(ordinal); }
+DeviceScope::~DeviceScope() { detail::set_thread_device(previous_); }
+
 const DeviceInfo& device_info(int ordinal) {
-    detail::api();
+    if (ordinal == kCurrentDevice) ordinal = current_device();
+    if (const auto& st = detail::loaded(); !st.ok) throw NoDeviceError(st.why);
     const auto& devices = detail::loaded().devices;
     if (ordinal < 0 || static_cast<std::size_t>(ordinal) >= devices.size()) {
         throw ArgumentError(fmt::format("no CUDA device {}: this machine has {} (ordinals 0 to {})", ordinal,

@@ -59,10 +59,12 @@ struct Driver {
     // Page-locking the caller's memory for one copy (JITEXPR_STAGING=register); null: not offered.
     PFN_cuMemHostRegister_v6050 MemHostRegister = nullptr;
     PFN_cuMemHostUnregister_v4000 MemHostUnregister = nullptr;
+    // Copies between the memory of two devices (Array::to across devices); null: through the host.
+    PFN_cuMemcpyPeerAsync_v4000 MemcpyPeerAsync = nullptr;
 };
 
-// The driver, loaded and initialised once, with device 0's primary context current on the
-// calling thread. Throws NoDeviceError (with the reason) when CUDA is not available, CudaError
+// The driver, loaded and initialised once, with the primary context of the calling thread's
+// current device (cuda::current_device(): the innermost DeviceScope's, else 0) current on it. Throws NoDeviceError (with the reason) when CUDA is not available, CudaError
 // when the context cannot be made current.
 const Driver& api();
 
@@ -90,8 +92,11 @@ void check(CUresult result, const char* call, std::string hint = {});
 // only mean the process is exiting (CUDA_ERROR_DEINITIALIZED) are not printed.
 void report(CUresult result, const char* call) noexcept;
 
-// Device 0's primary context (valid once api() succeeded).
+// The primary context of the calling thread's current device (valid once api() succeeded).
 CUcontext primary_context();
+// The innermost DeviceScope's ordinal on this thread, -1 when none is open (then device 0).
+int thread_device() noexcept;
+void set_thread_device(int ordinal) noexcept;
 // cuDriverGetVersion (e.g. 13000), 0 when the driver did not load.
 int driver_version();
 

@@ -35,7 +35,7 @@ class CudaPrepared final : public detail::Prepared {
 public:
     CudaPrepared(const ir::Plan& plan, const detail::PrepareOptions& o, std::shared_ptr<ModuleCache> cache, int block)
         : plan_(plan), program_(plan_.program), schedule_(plan_.schedule), options_(o), cache_(std::move(cache)),
-          block_(block) {
+          block_(block), device_(current_device()) {
         options_.control = nullptr;  // valid during this constructor only
         detail::CallControl* const ctl = o.control;
         const DeviceInfo& dev = device_info();
@@ -124,10 +124,12 @@ public:
 
     ~CudaPrepared() override {
         if (upgrade_.joinable()) upgrade_.join();
+        DeviceScope scope(device_);
         for (auto& [stream, ws] : workspaces_) cuda::free(ws.base);
     }
 
     void run(const detail::RunArgs& args) override {
+        DeviceScope scope(device_);  // the device this program's modules are loaded on
         check_args(args);
         const Variant* v = live_.load(std::memory_order_acquire);
         if (needs_strided(args)) v = &strided_variant();
@@ -213,6 +215,7 @@ private:
         tiers().begin();
         try {
             upgrade_ = std::thread([this] {
+                DeviceScope scope(device_);
                 bool ok = false;
                 try {
                     load(*full_, nullptr);
@@ -248,6 +251,7 @@ private:
             ctl->begin(Progress::Phase::Compile, Progress::Unit::Kernels, misses);
         }
         parallel_for_watched(n, ctl, [&](std::size_t i) {
+            DeviceScope scope(device_);  // items may run on other threads
             const KernelSource& k = v.emitted.kernels[i];
             Loaded& l = v.kernels[i];
             l.kernel = &k;
@@ -305,8 +309,8 @@ private:
         for (std::size_t i = 0; i < args.inputs.size(); ++i) {
             const Array& a = args.inputs[i];
             const ir::InputDecl& d = program_.inputs[i];
-            if (a.backend() != Backend::Cuda)
-                throw ArgumentError(fmt::format("cuda backend: input {} is on {}, not cuda", i, backend_name(a.backend())));
+            if (a.backend() != Backend::Cuda || a.device() != device_)
+                throw DeviceMismatchError(fmt::format("cuda backend: input {} is on {}, not cuda device {}", i, a.place(), device_));
             Strides ds = d.strides.size() == d.shape.size() ? d.strides : contiguous_strides(d.shape);
             if (a.dtype() != d.dtype || a.shape() != d.shape || !same_layout(d.shape, a.strides(), ds))
                 throw ArgumentError(fmt::format("cuda backend: input {} is {}, the program was prepared for {} {}", i,
@@ -315,7 +319,9 @@ private:
         for (std::size_t o = 0; o < args.outputs.size(); ++o) {
             const Array& a = args.outputs[o];
             const ir::Node& n = program_.node(program_.outputs[o].node);
-            if (a.backend() != Backend::Cuda || a.dtype() != n.dtype || a.shape() != n.shape)
+            if (a.backend() != Backend::Cuda || a.device() != device_)
+                throw DeviceMismatchError(fmt::format("cuda backend: output {} is on {}, not cuda device {}", o, a.place(), device_));
+            if (a.dtype() != n.dtype || a.shape() != n.shape)
                 throw ArgumentError(fmt::format("cuda backend: output {} is {}, expected {} {} on cuda", o, a.describe(),
                                                 dtype_name(n.dtype), shape_to_string(n.shape)));
         }
@@ -381,6 +387,7 @@ private:
     detail::PrepareOptions options_;
     std::shared_ptr<ModuleCache> cache_;
     int block_;
+    int device_;  // the CUDA device ordinal: modules, workspaces and launches are on it
     Launcher launcher_{program_, schedule_};
     CompileOptions compile_;
     detail::PrepareInfo info_;
@@ -405,6 +412,7 @@ public:
     std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions& options) override {
         std::string why;
         if (!available(&why)) throw NoDeviceError("cuda backend: " + why);
+        DeviceScope scope(options_.device);
         return std::make_shared<CudaPrepared>(plan, options, options_.cache, options_.block);
     }
 

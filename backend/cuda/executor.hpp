@@ -21,6 +21,7 @@ namespace jit::cuda {
 struct ExecutorOptions {
     std::shared_ptr<ModuleCache> cache;  // null: default_module_cache()
     int block = 256;                     // threads per block of every kernel (multiple of 32)
+    int device = 0;                      // the CUDA device ordinal every program runs on
 };
 
 // Tiered compiles (PrepareOptions::tiered): how many programs started on their scalar-only

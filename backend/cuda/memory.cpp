@@ -1,4 +1,7 @@
-// jitexpr — device memory of device 0's primary context: allocation, copies, Array storage.
+// jitexpr — device memory of each device's primary context: allocation, copies, Array storage.
+// Everything here works on the calling thread's current device (cuda::current_device()); the
+// pool, the kept blocks and the staging buffers are per device, so two threads on two devices
+// share no lock.
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/driver.hpp"
 
@@ -44,21 +47,46 @@ std::string human_bytes(std::size_t bytes) {
 // for lack of memory the pool is trimmed and the allocation tried once more. Allocation and free
 // are ordered on the legacy default stream, which every blocking stream synchronises with.
 // Drivers without the allocator (older than 11.2) get plain cuMemAlloc/cuMemFree.
+// The index of the calling thread's current device into the per-device tables below.
+std::size_t slot() {
+    const int d = current_device();
+    if (d < 0 || d >= kMaxDevices)
+        throw ArgumentError(fmt::format("CUDA device {}: jitexpr uses device ordinals 0 to {}", d, kMaxDevices - 1));
+    return static_cast<std::size_t>(d);
+}
+
+struct Pools {
+    std::once_flag once[kMaxDevices];
+    CUmemoryPool pool[kMaxDevices] = {};
+};
+Pools& pools() {
+    static Pools* p = new Pools;  // never destroyed: blocks may be freed during exit
+    return *p;
+}
+
 CUmemoryPool array_pool() {
-    static CUmemoryPool pool = []() -> CUmemoryPool {
+    const std::size_t dev = slot();
+    Pools& ps = pools();
+    std::call_once(ps.once[dev], [&] {
         const auto& d = api();
-        if (!d.MemPoolCreate) return nullptr;
+        if (!d.MemPoolCreate) return;
         CUmemPoolProps props{};
         props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
         props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        props.location.id = 0;
+        props.location.id = static_cast<int>(dev);
         CUmemoryPool p = nullptr;
-        if (d.MemPoolCreate(&p, &props) != CUDA_SUCCESS) return nullptr;
+        if (d.MemPoolCreate(&p, &props) != CUDA_SUCCESS) return;
         cuuint64_t keep = ~cuuint64_t{0};
         d.MemPoolSetAttribute(p, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep);
-        return p;
-    }();
-    return pool;
+        ps.pool[dev] = p;
+    });
+    return ps.pool[dev];
+}
+
+// For noexcept paths (destructors): whether the current device's pool exists, never creating it.
+bool has_pool() noexcept {
+    const int d = current_device();
+    return d >= 0 && d < kMaxDevices && pools().pool[d] != nullptr;
 }
 
 void pool_free(void* ptr) noexcept;
@@ -80,8 +108,9 @@ struct BlockCache {
 };
 
 BlockCache& block_cache() {
-    static BlockCache* c = new BlockCache;  // never destroyed: blocks may be freed during exit
-    return *c;
+    static BlockCache* c = new BlockCache[kMaxDevices];  // never destroyed: blocks may be freed during exit
+    const int d = current_device();
+    return c[d >= 0 && d < kMaxDevices ? d : 0];
 }
 
 void* cache_take(std::size_t bytes) {
@@ -138,10 +167,10 @@ void* pool_alloc(std::size_t bytes) {
         r = d.MemAllocFromPoolAsync(&p, bytes, pool, nullptr);
     }
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        const DeviceInfo& info = device_info(0);
+        const DeviceInfo& info = device_info();
         check(r, "cuMemAllocFromPoolAsync",
-              fmt::format("cannot allocate {} on device 0 ({}, {} in all)", human_bytes(bytes), info.name,
-                          human_bytes(info.total_memory)));
+              fmt::format("cannot allocate {} on device {} ({}, {} in all)", human_bytes(bytes), current_device(),
+                          info.name, human_bytes(info.total_memory)));
     }
     check(r, "cuMemAllocFromPoolAsync");
     return reinterpret_cast<void*>(p);
@@ -151,7 +180,7 @@ void pool_free(void* ptr) noexcept {
     if (!ptr) return;
     const auto* d = detail::api_noexcept();
     if (!d) return;
-    if (!array_pool()) {
+    if (!has_pool()) {
         detail::report(d->MemFree(to_device_ptr(ptr)), "cuMemFree");
         return;
     }
@@ -163,10 +192,13 @@ void pool_free(void* ptr) noexcept {
 class DeviceStorage final : public Storage {
 public:
     // api() first: without a driver even a 0-byte array is a NoDeviceError.
-    explicit DeviceStorage(std::size_t bytes) : ptr_((api(), bytes ? pool_alloc(bytes) : nullptr)), bytes_(bytes) {}
-    DeviceStorage(void* kept, std::size_t bytes) : ptr_(kept), bytes_(bytes) {}
+    explicit DeviceStorage(std::size_t bytes)
+        : ptr_((api(), bytes ? pool_alloc(bytes) : nullptr)), bytes_(bytes), device_(current_device()) {}
+    DeviceStorage(void* kept, std::size_t bytes) : ptr_(kept), bytes_(bytes), device_(current_device()) {}
     ~DeviceStorage() override {
-        if (ptr_ && !(array_pool() && cache_keep(ptr_, bytes_))) pool_free(ptr_);
+        if (!ptr_) return;
+        DeviceScope scope(device_);  // freed into the pool of the device it came from
+        if (!(has_pool() && cache_keep(ptr_, bytes_))) pool_free(ptr_);
     }
     DeviceStorage(const DeviceStorage&) = delete;
     DeviceStorage& operator=(const DeviceStorage&) = delete;
@@ -174,10 +206,12 @@ public:
     void* data() const override { return ptr_; }
     std::size_t bytes() const override { return bytes_; }
     Backend backend() const override { return Backend::Cuda; }
+    int device() const override { return device_; }
 
 private:
     void* ptr_;
     std::size_t bytes_;
+    int device_;
 };
 
 }  // namespace
@@ -188,10 +222,10 @@ void* alloc(std::size_t bytes) {
     CUdeviceptr p = 0;
     CUresult r = d.MemAlloc(&p, bytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-        const DeviceInfo& info = device_info(0);
+        const DeviceInfo& info = device_info();
         check(r, "cuMemAlloc",
-              fmt::format("cannot allocate {} on device 0 ({}, {} in all)",
-                          human_bytes(bytes), info.name, human_bytes(info.total_memory)));
+              fmt::format("cannot allocate {} on device {} ({}, {} in all)", human_bytes(bytes), current_device(),
+                          info.name, human_bytes(info.total_memory)));
     }
     check(r, "cuMemAlloc");
     return reinterpret_cast<void*>(p);
@@ -323,9 +357,10 @@ struct Staging {
     std::unique_ptr<CopyPool> pool;
 };
 
+// One pair of buffers per device: their events belong to that device's context.
 Staging& staging() {
-    static Staging* s = new Staging;  // never destroyed: the driver may be gone at exit
-    return *s;
+    static Staging* s = new Staging[kMaxDevices];  // never destroyed: the driver may be gone at exit
+    return s[slot()];
 }
 
 // The buffers and threads, made on first use; false when unavailable (the copy goes direct).
@@ -482,7 +517,59 @@ bool is_device_pointer(const void* ptr) {
     int ordinal = -1;
     check(d.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
           "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)");
-    return ordinal == 0;
+    return ordinal == current_device();
+}
+
+int pointer_device(const void* ptr) {
+    const auto& d = api();
+    if (!ptr) return -1;
+    const CUdeviceptr p = to_device_ptr(ptr);
+    unsigned int memory_type = 0;
+    CUresult r = d.PointerGetAttribute(&memory_type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p);
+    if (r == CUDA_ERROR_INVALID_VALUE) return -1;
+    check(r, "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMORY_TYPE)");
+    unsigned int managed = 0;
+    check(d.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p),
+          "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_IS_MANAGED)");
+    if (managed || memory_type != CU_MEMORYTYPE_DEVICE) return -1;
+    int ordinal = -1;
+    check(d.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
+          "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)");
+    return ordinal;
+}
+
+void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_device == src_device) {
+        DeviceScope scope(dst_device);
+        copy_device(dst, src, bytes);
+        synchronize();
+        return;
+    }
+    CUcontext src_ctx = nullptr, dst_ctx = nullptr;
+    const detail::Driver* d = nullptr;
+    {
+        DeviceScope scope(src_device);
+        d = &api();
+        src_ctx = detail::primary_context();
+        synchronize();  // work queued on the source (its legacy stream) is done before the copy reads
+    }
+    DeviceScope scope(dst_device);
+    api();
+    dst_ctx = detail::primary_context();
+    if (d->MemcpyPeerAsync) {
+        check(d->MemcpyPeerAsync(to_device_ptr(dst), dst_ctx, to_device_ptr(src), src_ctx, bytes, nullptr),
+              "cuMemcpyPeerAsync", fmt::format("copying {} from CUDA device {} to device {}", human_bytes(bytes),
+                                               src_device, dst_device));
+        synchronize();
+        return;
+    }
+    std::vector<unsigned char> host(bytes);  // no peer copy in this driver: through the host
+    {
+        DeviceScope from(src_device);
+        copy_to_host(host.data(), src, bytes);
+    }
+    copy_to_device(dst, host.data(), bytes);
 }
 
 std::shared_ptr<Storage> make_storage(std::size_t bytes) { return std::make_shared<DeviceStorage>(bytes); }

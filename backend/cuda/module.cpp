@@ -42,9 +42,9 @@ ModulePtr Module::load(const Image& image) {
     CUmodule handle = nullptr;
     CUresult r = d.ModuleLoadDataEx(&handle, image.data.data(), 2, keys, values);
     if (r != CUDA_SUCCESS) {
-        const DeviceInfo& dev = device_info(0);
-        std::string hint = fmt::format("loading {} for {} on device 0 ({}, sm_{}{})", image.is_cubin ? "CUBIN" : "PTX",
-                                       image.arch, dev.name, dev.cc_major, dev.cc_minor);
+        const DeviceInfo& dev = device_info();
+        std::string hint = fmt::format("loading {} for {} on device {} ({}, sm_{}{})", image.is_cubin ? "CUBIN" : "PTX",
+                                       image.arch, current_device(), dev.name, dev.cc_major, dev.cc_minor);
         if (is_image_mismatch(r)) {
             hint += fmt::format("; the driver supports CUDA {} and the image comes from NVRTC {}: the driver may "
                                 "be too old for this toolkit, or the image may target another GPU",
@@ -54,12 +54,15 @@ ModulePtr Module::load(const Image& image) {
         check(r, "cuModuleLoadDataEx", std::move(hint));
     }
     module->handle_ = handle;
+    module->device_ = current_device();
     return module;
 }
 
 Module::~Module() {
     if (!handle_) return;
-    // May run on any thread, and during static destruction: report, never throw.
+    // May run on any thread, and during static destruction: report, never throw. Unloaded in the
+    // context it was loaded into.
+    DeviceScope scope(device_);
     if (const auto* d = detail::api_noexcept()) detail::report(d->ModuleUnload(as_module(handle_)), "cuModuleUnload");
 }
 

@@ -103,7 +103,7 @@ ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions&
     lk = {};
     const std::string key = disk_key(k, co);
     bool created = false;
-    ModulePtr m = modules_.get_or_create(key, [&] {
+    ModulePtr m = modules_.get_or_create(memory_key(key), [&] {
         created = true;
         return create(k, co, key, lk);
     });
@@ -116,13 +116,20 @@ ModulePtr ModuleCache::find(const codegen::KernelSource& k, const CompileOptions
     Lookup& lk = lookup ? *lookup : local;
     lk = {};
     const std::string key = disk_key(k, co);
-    if (auto m = modules_.get(key)) {
+    const std::string mkey = memory_key(key);
+    if (auto m = modules_.get(mkey)) {
         lk.hit = true;
         return *m;
     }
     ModulePtr m = from_store(image_store(), co, key, lk);
-    if (m) modules_.put(key, m);
+    if (m) modules_.put(mkey, m);
     return m;
+}
+
+std::string ModuleCache::memory_key(const std::string& disk_key) {
+    std::string key = disk_key;
+    key += fmt::format("\ndevice={}", current_device());
+    return key;
 }
 
 ImageStore ModuleCache::image_store() const {

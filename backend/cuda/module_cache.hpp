@@ -50,6 +50,7 @@ public:
     ModuleCache(const ModuleCache&) = delete;
     ModuleCache& operator=(const ModuleCache&) = delete;
 
+    // On the calling thread's current device (cuda::DeviceScope).
     // The loaded module for `kernel` compiled with `options`: from memory, else from the
     // ImageStore, else compiled (and given to the store). Threads asking for the same kernel at
     // once share one compile; different kernels compile in parallel. Throws CompileError /
@@ -77,6 +78,10 @@ public:
     // hashes and the length of the source, entry name, arch, options, NVRTC version). The
     // memory level is keyed by it, and the ImageStore is given it.
     static std::string disk_key(const codegen::KernelSource& kernel, const CompileOptions& options);
+    // The memory level's key: the disk key and the current device's ordinal (a module is loaded
+    // into one device's context). The disk key names the architecture only, so identical GPUs
+    // share the files on disk.
+    static std::string memory_key(const std::string& disk_key);
 
 private:
     ImageStore image_store() const;  // a copy, taken under the lock

@@ -31,34 +31,49 @@ public:
     virtual void* data() const = 0;
     virtual std::size_t bytes() const = 0;
     virtual Backend backend() const = 0;
+    // The ordinal of the device of backend() that holds the memory (0 for host memory).
+    virtual int device() const { return 0; }
 };
 
 // An N-dimensional array (0 to 8 dims). Cheap to copy: copies share storage.
-// On Backend::Cuda the data lives in device memory of the primary context of device 0.
+// On Backend::Cuda the data lives in device memory of the primary context of one device, its
+// ordinal device(); host arrays are on device 0 of Backend::Cpu. Every function that makes an
+// array takes a device ordinal; kDefaultDevice means the backend's current device on the calling
+// thread (CUDA: the device of the innermost cuda device scope, else 0).
 class Array {
 public:
+    static constexpr int kDefaultDevice = -1;
+
     Array() = default;
 
     // Uninitialised array, C-contiguous. Backend::Auto means the default runtime's backend.
-    static Array empty(DType dtype, Shape shape, Backend backend = Backend::Auto);
-    static Array zeros(DType dtype, Shape shape, Backend backend = Backend::Auto);
+    // A device ordinal that does not exist is an ArgumentError.
+    static Array empty(DType dtype, Shape shape, Backend backend = Backend::Auto, int device = kDefaultDevice);
+    static Array zeros(DType dtype, Shape shape, Backend backend = Backend::Auto, int device = kDefaultDevice);
 
     // Copies host data (C order) into a new array on `backend`.
-    static Array from_host(const void* data, DType dtype, Shape shape, Backend backend = Backend::Auto);
+    static Array from_host(const void* data, DType dtype, Shape shape, Backend backend = Backend::Auto,
+                           int device = kDefaultDevice);
     template <class T>
-    static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto) {
+    static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto,
+                      int device = kDefaultDevice) {
         if (shape.empty() && values.size() != 1) shape = {static_cast<std::int64_t>(values.size())};
-        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
     template <class T>
-    static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto) {
+    static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto,
+                      int device = kDefaultDevice) {
         if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
-        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend);
+        return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
 
     // A view over memory that jitexpr does not own (a cudaMalloc pointer, a host buffer).
     // `keep_alive` (may be null) is held as long as any array refers to the memory.
     static Array view(void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                      std::shared_ptr<void> keep_alive = nullptr);
+    // The same on device `device` of `backend` (memory of CUDA device 1, for example). The
+    // ordinal is not checked against the machine: a view costs no driver call.
+    static Array view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
                       std::shared_ptr<void> keep_alive = nullptr);
 
     DType dtype() const { return dtype_; }
@@ -68,6 +83,8 @@ public:
     std::int64_t size() const { return shape_size(shape()); }
     std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
     Backend backend() const { return backend_; }
+    // The ordinal of the device holding the data (0 on the CPU and for an undefined array).
+    int device() const { return storage_ ? storage_->device() : 0; }
     bool defined() const { return storage_ != nullptr; }
     bool is_contiguous() const;  // C order, no gaps
 
@@ -113,11 +130,14 @@ public:
             return v;
         }
     }
-    // A C-contiguous copy on `backend` (a copy even when already there).
-    Array to(Backend backend) const;
+    // A C-contiguous copy on `backend` (a copy even when already there), on device `device` of
+    // it: between two CUDA devices a peer copy. Copies happen only here, never behind an eval.
+    Array to(Backend backend, int device = kDefaultDevice) const;
     Array contiguous() const;  // this array if already contiguous, else a copy
 
-    std::string describe() const;  // "float32 (3, 4) on cpu"
+    std::string describe() const;  // "float32 (3, 4) on cpu", "... on cuda", "... on cuda:1"
+    // "cpu", "cuda" for CUDA device 0 and "cuda:N" for device N.
+    std::string place() const;
 
 private:
     void check_item() const;

@@ -74,12 +74,18 @@ typedef struct jitexpr_runtime jitexpr_runtime;
  * (JITEXPR_BACKEND_AUTO keeps the environment's choice). NULL on failure (e.g. CUDA asked for
  * without a device: JITEXPR_ERROR_NO_DEVICE). */
 jitexpr_runtime* jitexpr_runtime_create(int backend);
+/* The same on CUDA device `device` (its ordinal; -1 keeps the environment's, JITEXPR_DEVICE,
+ * else 0). A device the machine lacks, or a device other than 0 on the CPU, fails with
+ * JITEXPR_ERROR_ARGUMENT (JITEXPR_ERROR_NO_DEVICE when CUDA is not available at all). */
+jitexpr_runtime* jitexpr_runtime_create_on(int backend, int device);
 /* Waits for the calls in flight on `rt` (from other threads) to return, then frees it; a call
  * that starts while it waits fails with JITEXPR_ERROR_ARGUMENT. Calling anything with `rt`
  * after this returns is an error of the caller's. NULL is allowed. */
 void jitexpr_runtime_destroy(jitexpr_runtime* rt);
 /* JITEXPR_BACKEND_CPU or JITEXPR_BACKEND_CUDA; -1 for NULL. */
 int jitexpr_runtime_backend(const jitexpr_runtime* rt);
+/* The device ordinal the runtime evaluates on (0 on the CPU); -1 for NULL. */
+int jitexpr_runtime_device(const jitexpr_runtime* rt);
 
 typedef struct {
     uint64_t hits;      /* evaluations that found a prepared program */
@@ -129,7 +135,9 @@ int jitexpr_eval_named(jitexpr_runtime* rt, const char* text, size_t n_args, con
  * appearance of the names the program reads (as jit::eval; the named constants pi, e, inf and
  * nan are not parameters and stay constants). Tensors are borrowed: they are not
  * consumed, their deleters are not called, and they may be passed again. Their memory must be
- * on the runtime's backend (host memory for the CPU, device 0 for CUDA).
+ * on the runtime's backend and device (host memory for the CPU, the runtime's CUDA device:
+ * DLPack's device_id; a tensor of another device fails with JITEXPR_ERROR_ARGUMENT, nothing
+ * is copied between devices).
  * On success *out is a new DLPack tensor with the value of the last statement, ready to read
  * (on CUDA the work is complete when the call returns); the caller calls (*out)->deleter(*out).
  * A program whose last statement produces no value gives *out = NULL. On failure *out is NULL. */

@@ -69,6 +69,16 @@ public:
     using Error::Error;
 };
 
+// Arrays on different devices, or on the host and a device, given to one evaluation, or an
+// array on another device than the runtime's. jitexpr never copies between devices behind the
+// caller's back: the message says where each array is and how to ask for the copy
+// (Array::to(backend, device), Python's backend=/device=). An ArgumentError, so code that
+// catches those keeps working.
+class DeviceMismatchError : public ArgumentError {
+public:
+    using ArgumentError::ArgumentError;
+};
+
 // A file that cannot be read or written, or whose content is not what it claims (.npy).
 class IOError : public Error {
 public:

@@ -71,6 +71,13 @@ struct CacheStats {
 
 struct RuntimeOptions {
     Backend backend = Backend::Auto;  // Auto: CUDA when a driver and a device are present, else CPU
+    // The CUDA device ordinal this runtime evaluates on (0: the first GPU). Its arrays must live
+    // on that device: an array on another device, or on the host, is a DeviceMismatchError (move
+    // it with Array::to(Backend::Cuda, device)). A device the machine lacks is an ArgumentError
+    // when the runtime is made. The CPU backend has one device, 0; under Backend::Auto with no
+    // CUDA a nonzero device is an ArgumentError too, rather than a silent CPU run.
+    // JITEXPR_DEVICE sets it from the environment; the CLI's --device.
+    int device = 0;
     bool fast_math = false;           // opt-in: -use_fast_math on CUDA, relaxed math on CPU
     int cpu_threads = 0;              // 0: every core
     std::size_t memory_cache_entries = 4096;
@@ -89,7 +96,7 @@ struct RuntimeOptions {
     // Prints the CUDA source of every kernel the runtime generates on stderr
     // (JITEXPR_SHOW_KERNELS=1; the CLI's --show-kernels).
     bool show_kernels = false;
-    // Options from the environment: JITEXPR_BACKEND, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE,
+    // Options from the environment: JITEXPR_BACKEND, JITEXPR_DEVICE, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE,
     // JITEXPR_THREADS, JITEXPR_FAST_MATH, JITEXPR_NVRTC_OPTIONS (split at white space),
     // JITEXPR_TIERED, JITEXPR_SHOW_KERNELS. Every JITEXPR_* variable jitexpr reads is checked (also
     // JITEXPR_STAGING and JITEXPR_CPU_KERNELS, read where they are used): a value that is not one of its documented forms is
@@ -130,6 +137,9 @@ inline constexpr int kMaxCpuThreads = 1024;
 Backend backend(std::string_view text, std::string_view source);
 // A whole number: 0 (every core) up to kMaxCpuThreads; above that clamped to kMaxCpuThreads.
 int cpu_threads(std::string_view text, std::string_view source);
+// A device ordinal: a whole number from 0, written without a sign. Whether the machine has that
+// device is checked when a runtime is made.
+int device(std::string_view text, std::string_view source);
 // 1/true/on/yes or 0/false/off/no (any case).
 bool on_off(std::string_view text, std::string_view source);
 // White-space separated words, each starting with '-'.
@@ -194,6 +204,8 @@ public:
     // the process): from then on, every program prepared so far runs its final kernels.
     void wait_for_compiles() const;
 
+    // The device ordinal this runtime evaluates on (RuntimeOptions::device; 0 on the CPU).
+    int device() const;
     // The backend this runtime evaluates on (Auto resolved). Throws NoDeviceError for an
     // explicit Cuda request on a machine without a driver or device.
     Backend backend() const;

@@ -133,7 +133,8 @@ def _to_library(result):
 
 
 def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out: Any = None,
-             backend: Optional[str] = None, stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> Any:
+             backend: Optional[str] = None, stream: Optional[int] = None, device: Optional[int] = None,
+             _frame_depth: int = 1, **names: Any) -> Any:
     """Evaluates the expression (or program) ``ex`` and returns its value.
 
     Variables are bound by name: first from the keywords, then from ``local_dict`` (a mapping)
@@ -145,7 +146,7 @@ def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out:
 
     ``ex`` is one expression or several statements (``t = a*2; t + b``): the value of the last
     one is returned. A variable named ``pi``, ``e``, ``inf`` or ``nan`` shadows the constant.
-    The keyword names ``out``, ``backend`` and ``stream`` are this function's own: bind
+    The keyword names ``out``, ``backend``, ``stream`` and ``device`` are this function's own: bind
     variables of those names through ``local_dict``.
 
     Values: NumPy arrays (any strides, 0-d), NumPy scalars (strongly typed, as in NumPy 2),
@@ -157,7 +158,10 @@ def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out:
     Where it runs: on the CPU for host data, on CUDA for device data, on the producer's current
     stream (CuPy's, PyTorch's) unless ``stream=`` (a ``cudaStream_t`` as an int) is given. Host
     and device inputs together are an error unless ``backend='cuda'`` (or ``'cpu'``) asks for
-    the copies.
+    the copies. The CUDA device: ``device=N`` (an ordinal; it also asks for the copies of inputs
+    that are elsewhere), else the device of the device inputs, else the current device of CuPy
+    (or PyTorch), else ``JITEXPR_DEVICE`` or 0. Device inputs on two GPUs without ``device=`` are
+    a DeviceMismatchError (an ArgumentError), as host and device inputs are.
 
     Returns a NumPy array owning jitexpr's memory for host results (0-d for reductions), the
     input library's array for device results (CuPy in, CuPy out), a pyarrow.Array / polars.Series
@@ -168,11 +172,12 @@ def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out:
     ValueError, ArgumentError, with the line and a caret under the cause.
     """
     bound = _bind(ex, names, local_dict, _frame_depth + 1)
-    return _to_library(_core.evaluate(ex, bound, out, backend, stream, None))
+    return _to_library(_core.evaluate(ex, bound, out, backend, stream, None, False, device))
 
 
 def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
-        stream: Optional[int] = None, _frame_depth: int = 1, **names: Any) -> dict[str, Any]:
+        stream: Optional[int] = None, device: Optional[int] = None, _frame_depth: int = 1,
+        **names: Any) -> dict[str, Any]:
     """Runs a program of statements and returns ``{name: value}`` for every name it assigns.
 
     Names are bound as for :func:`evaluate`. An assignment to a variable bound to an existing
@@ -182,7 +187,7 @@ def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, back
         r = jitexpr.run("t = a * 2; c = t + b; s = sum(c)", a=a, b=b)   # {'t': ..., 'c': ..., 's': ...}
     """
     bound = _bind(program, names, local_dict, _frame_depth + 1)
-    result = _core.run(program, bound, backend, stream, None)
+    result = _core.run(program, bound, backend, stream, None, device)
     return {k: _to_library(v) for k, v in result.items()}
 
 

@@ -17,7 +17,7 @@ import builtins
 
 __all__ = [
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
-    "IOError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]
 
 
@@ -47,6 +47,11 @@ class ValueError(Error, builtins.ValueError):  # noqa: A001
 
 class ArgumentError(Error, builtins.ValueError):
     """Arguments that do not fit the program: host and device arrays mixed, a closed runtime, ..."""
+
+
+class DeviceMismatchError(ArgumentError):
+    """Arrays on two devices, or on the host and a device, without ``backend=``/``device=`` asking
+    for the copy: jitexpr never copies between devices behind the caller's back."""
 
 
 class IOError(Error, builtins.OSError):  # noqa: A001

@@ -50,6 +50,7 @@ struct ErrorTypes {
     PyObject* shape = nullptr;      // ShapeError(Error, ValueError)
     PyObject* value = nullptr;      // ValueError(Error, ValueError)
     PyObject* argument = nullptr;   // ArgumentError(Error, ValueError)
+    PyObject* device_mismatch = nullptr;  // DeviceMismatchError(ArgumentError)
     PyObject* io = nullptr;         // IOError(Error, OSError)
     PyObject* compile = nullptr;    // CompileError(Error, RuntimeError)
     PyObject* cuda = nullptr;       // CudaError(Error, RuntimeError)
@@ -94,6 +95,9 @@ void translate(const std::exception_ptr& p, void*) {
     } catch (const jit::CancelledError& e) {
         PyErr_SetString(g_errors.cancelled ? g_errors.cancelled : PyExc_RuntimeError, e.what());
 #endif
+    } catch (const jit::DeviceMismatchError& e) {
+        PyObject* t = g_errors.device_mismatch ? g_errors.device_mismatch : g_errors.argument;
+        PyErr_SetString(t ? t : PyExc_ValueError, e.what());
     } catch (const jit::ArgumentError& e) {
         PyErr_SetString(g_errors.argument ? g_errors.argument : PyExc_ValueError, e.what());
     } catch (const jit::IOError& e) {
@@ -240,7 +244,7 @@ struct Tensor {
 
 nb::tuple dlpack_device(const Tensor& t) {
     const bool cuda = t.array.backend() == jit::Backend::Cuda;
-    return nb::make_tuple(cuda ? 2 : 1, 0);  // (kDLCUDA | kDLCPU, device 0)
+    return nb::make_tuple(cuda ? 2 : 1, t.array.device());  // (kDLCUDA | kDLCPU, ordinal)
 }
 
 // ------------------------------------------------------------------------------- runtimes
@@ -278,24 +282,44 @@ struct PyRuntime {
     }
 };
 
-jit::RuntimeOptions options_for(jit::Backend backend, int threads) {
+jit::RuntimeOptions options_for(jit::Backend backend, int threads, int device = -1) {
     jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
     o.backend = backend;
     if (threads > 0) o.cpu_threads = threads;
+    if (device >= 0) o.device = device;
+    if (backend == jit::Backend::Cpu) o.device = 0;
     return o;
 }
 
-// The runtimes jitexpr.evaluate uses: one for host data, one (made on first use) for CUDA.
+// The runtimes jitexpr.evaluate uses: one for host data, one per CUDA device (made on first use).
 std::mutex g_defaults_mutex;
 std::shared_ptr<PyRuntime> g_cpu;
-std::shared_ptr<PyRuntime> g_cuda;
+std::map<int, std::shared_ptr<PyRuntime>> g_cuda;
 int g_cpu_threads = 0;
 
-std::shared_ptr<PyRuntime> default_runtime(jit::Backend b) {
+// `device` -1: the environment's (JITEXPR_DEVICE, else 0).
+std::shared_ptr<PyRuntime> default_runtime(jit::Backend b, int device = -1) {
     std::lock_guard lock(g_defaults_mutex);
-    std::shared_ptr<PyRuntime>& slot = b == jit::Backend::Cuda ? g_cuda : g_cpu;
-    if (!slot) slot = std::make_shared<PyRuntime>(options_for(b, b == jit::Backend::Cpu ? g_cpu_threads : 0));
+    if (b == jit::Backend::Cuda && device < 0) device = jit::RuntimeOptions::from_environment().device;
+    std::shared_ptr<PyRuntime>& slot = b == jit::Backend::Cuda ? g_cuda[device] : g_cpu;
+    if (!slot) slot = std::make_shared<PyRuntime>(options_for(b, b == jit::Backend::Cpu ? g_cpu_threads : 0, device));
     return slot;
+}
+
+// The current CUDA device of the libraries the caller uses (CuPy's, else PyTorch's, when
+// imported), else -1.
+int current_device_of_libraries() {
+    try {
+        nb::dict sys_modules = nb::borrow<nb::dict>(PyImport_GetModuleDict());
+        if (sys_modules.contains("cupy"))
+            return nb::cast<int>(sys_modules["cupy"].attr("cuda").attr("Device")().attr("id"));
+        if (sys_modules.contains("torch")) {
+            nb::object cuda = sys_modules["torch"].attr("cuda");
+            if (nb::cast<bool>(cuda.attr("is_initialized")())) return nb::cast<int>(cuda.attr("current_device")());
+        }
+    } catch (const nb::python_error&) {
+    }
+    return -1;
 }
 
 // ------------------------------------------------------------------------------- inputs
@@ -481,8 +505,19 @@ jit::Array import_cai(nb::handle obj, const std::string& name, Bound& b) {
         Py_DECREF(static_cast<PyObject*>(p));
         PyGILState_Release(g);
     });
+    // The interface has no device field: the producer's own (CuPy's .device.id, PyTorch's
+    // .device.index), else the pointer's device as the default runtime sees it.
+    int device = jit::Array::kDefaultDevice;
+    try {
+        nb::object d = obj.attr("device");
+        if (nb::hasattr(d, "id")) device = nb::cast<int>(d.attr("id"));
+        else if (nb::hasattr(d, "index") && !d.attr("index").is_none()) device = nb::cast<int>(d.attr("index"));
+    } catch (const nb::python_error&) {
+        PyErr_Clear();
+    } catch (const nb::cast_error&) {
+    }
     return jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides),
-                            jit::Backend::Cuda, std::move(keep));
+                            jit::Backend::Cuda, device, std::move(keep));
 }
 
 // --- Arrow PyCapsule interface in
@@ -785,7 +820,11 @@ struct Call {
 };
 
 // Binds every name, chooses where to evaluate, and moves arrays where the caller asked for it.
-void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_arg, nb::handle runtime_arg) {
+// "cuda:1" for an array on CUDA device 1.
+std::string device_text(const jit::Array& a) { return a.backend() == jit::Backend::Cuda ? "cuda:" + std::to_string(a.device()) : "cpu"; }
+
+void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_arg, nb::handle runtime_arg,
+             nb::handle device_arg = nb::none()) {
     const bool have_stream = !stream_arg.is_none();
     const std::uintptr_t stream = have_stream ? nb::cast<std::uintptr_t>(stream_arg) : 0;
     c.bound.reserve(names.size());
@@ -807,10 +846,31 @@ void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_
     }
     jit::Backend requested = jit::Backend::Auto;
     if (!backend_arg.is_none()) requested = parse_backend(nb::cast<std::string>(backend_arg));
+    // device=N: CUDA device N, and the request to copy what is elsewhere there.
+    int asked_device = -1;
+    if (!device_arg.is_none()) {
+        if (PyBool_Check(device_arg.ptr()) || !PyLong_Check(device_arg.ptr()))
+            throw jit::ArgumentError("device= takes a CUDA device ordinal (an int from 0) or None");
+        asked_device = nb::cast<int>(device_arg);
+        if (asked_device < 0) throw jit::ArgumentError("device=" + std::to_string(asked_device) + ": use an ordinal from 0");
+        if (requested == jit::Backend::Cpu) throw jit::ArgumentError("device= names a CUDA device, but backend='cpu'");
+        requested = jit::Backend::Cuda;
+    }
+    // Device inputs on two devices: one rule with host and device, never a silent copy.
+    const Bound* other = nullptr;
+    const std::string* other_name = nullptr;
+    for (const auto& [n, b] : c.bound)
+        if (b.place == Place::Device && device && b.arg.is_array() && device->arg.is_array() &&
+            b.arg.array().device() != device->arg.array().device() && !other)
+            other = &b, other_name = &n;
+    if (other && asked_device < 0)
+        throw jit::DeviceMismatchError("'" + *device_name + "' is on " + device_text(device->arg.array()) + " but '" +
+                                       *other_name + "' is on " + device_text(other->arg.array()) +
+                                       ": pass device=N to copy them to CUDA device N, or move them yourself");
     // Copies between host and device only when asked for by name: never silently.
     const bool move = requested != jit::Backend::Auto;
     if (!move && host && device)
-        throw jit::ArgumentError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
+        throw jit::DeviceMismatchError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
                                  place_text(*device) + ": pass backend='cuda' to copy the host arrays to the device "
                                  "(or backend='cpu' for the other way), or move them yourself");
     if (!runtime_arg.is_none()) {
@@ -819,20 +879,32 @@ void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_
         if (requested != jit::Backend::Auto && requested != c.backend)
             throw jit::ArgumentError("backend='" + std::string(jit::backend_name(requested)) + "' but the runtime evaluates on " +
                                      std::string(jit::backend_name(c.backend)));
+        if (asked_device >= 0 && asked_device != c.runtime->get()->device())
+            throw jit::ArgumentError("device=" + std::to_string(asked_device) + " but the runtime evaluates on cuda:" +
+                                     std::to_string(c.runtime->get()->device()));
     } else {
         c.backend = requested != jit::Backend::Auto ? requested : device ? jit::Backend::Cuda : jit::Backend::Cpu;
-        c.runtime = default_runtime(c.backend);
+        // The device: the one asked for, else the device inputs', else the libraries' current one.
+        int dev = asked_device;
+        if (dev < 0 && device && device->arg.is_array()) dev = device->arg.array().device();
+        if (dev < 0 && c.backend == jit::Backend::Cuda) dev = current_device_of_libraries();
+        c.runtime = default_runtime(c.backend, dev);
     }
+    const int run_device = c.backend == jit::Backend::Cuda ? c.runtime->get()->device() : 0;
     for (auto& [n, b] : c.bound) {
         if (b.place == Place::Scalar || !b.arg.is_array()) continue;
         const jit::Backend where = b.arg.array().backend();
-        if (where == c.backend) continue;
-        if (!move)
-            throw jit::ArgumentError("'" + n + "' is " + place_text(b) + " but the runtime evaluates on " +
-                                     std::string(jit::backend_name(c.backend)) + "; pass backend='" +
-                                     std::string(jit::backend_name(where)) + "' or move it");
-        b.arg = jit::Arg(b.arg.array().to(c.backend));
-        if (b.validity) b.validity = b.validity->to(c.backend);
+        const bool elsewhere = where == jit::Backend::Cuda && b.arg.array().device() != run_device;
+        if (where == c.backend && !elsewhere) continue;
+        if (!move || (elsewhere && where == c.backend && asked_device < 0))
+            throw jit::DeviceMismatchError("'" + n + "' is " + place_text(b) + " (" + device_text(b.arg.array()) +
+                                           ") but the runtime evaluates on " +
+                                           (c.backend == jit::Backend::Cuda ? "cuda:" + std::to_string(run_device)
+                                                                            : std::string("cpu")) +
+                                           "; pass backend='" + std::string(jit::backend_name(where)) +
+                                           "' (or device=N) or move it");
+        b.arg = jit::Arg(b.arg.array().to(c.backend, run_device));
+        if (b.validity) b.validity = b.validity->to(c.backend, run_device);
     }
     if (c.backend == jit::Backend::Cuda) {
         if (have_stream) c.stream = stream;
@@ -850,7 +922,7 @@ nb::object to_python(const jit::Array& r0, const Call& c) {
     // A result that is an input itself (the program `a`) views memory this call only borrows.
     for (const auto& [n, b] : c.bound)
         if (b.arg.is_array() && b.arg.array().storage() == r.storage()) {
-            r = r.to(r.backend());
+            r = r.to(r.backend(), r.device());
             break;
         }
     if (r.backend() == jit::Backend::Cpu && r.dtype() != jit::DType::BFloat16) return numpy_of(r);
@@ -863,9 +935,9 @@ nb::object to_python(const jit::Array& r0, const Call& c) {
 }
 
 nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
-                    nb::handle runtime, bool as_tensor) {
+                    nb::handle runtime, bool as_tensor, nb::handle device) {
     Call c;
-    prepare(c, names, backend, stream, runtime);
+    prepare(c, names, backend, stream, runtime, device);
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
     jit::Environment env;
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
@@ -948,7 +1020,7 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
         t.array = r;
         t.stream = c.stream;
         for (const auto& [n, b] : c.bound)
-            if (b.arg.is_array() && b.arg.array().storage() == r.storage()) t.array = r.to(r.backend());
+            if (b.arg.is_array() && b.arg.array().storage() == r.storage()) t.array = r.to(r.backend(), r.device());
         nb::object o = nb::cast(std::move(t));
         o.attr("library") = nb::str(c.library.c_str());
         return o;
@@ -957,9 +1029,10 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
 }
 
 // jx.run: every name the program assigns, by name.
-nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime) {
+nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime,
+                     nb::handle device) {
     Call c;
-    prepare(c, names, backend, stream, runtime);
+    prepare(c, names, backend, stream, runtime, device);
     if (c.any_validity) throw jit::ArgumentError("jitexpr.run takes no Arrow columns with nulls; use evaluate for each result");
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
     jit::Environment env;
@@ -996,7 +1069,7 @@ void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     PyErr_Clear();
 }
 
-std::shared_ptr<jit::Runtime> cuda_runtime() { return default_runtime(jit::Backend::Cuda)->get(); }
+std::shared_ptr<jit::Runtime> cuda_runtime(int device = -1) { return default_runtime(jit::Backend::Cuda, device)->get(); }
 
 // The DLPack protocol: stream (CUDA: the consumer's; our work is waited for unless it is the
 // stream it was queued on, or -1), max_version (a versioned capsule from 1.0 on), dl_device
@@ -1007,26 +1080,28 @@ nb::object tensor_dlpack(Tensor& t, nb::handle stream, nb::handle max_version, n
     const bool must_copy = !copy.is_none() && nb::cast<bool>(copy);
     const bool may_copy = copy.is_none() || nb::cast<bool>(copy);
     jit::Backend target = a.backend();
+    int target_device = -1;
     if (!dl_device.is_none()) {
         nb::tuple d = nb::cast<nb::tuple>(dl_device);
         const int type = nb::cast<int>(d[0]);
         const int id = nb::cast<int>(d[1]);
         if (type == 1) target = jit::Backend::Cpu;
-        else if ((type == 2 || type == 13) && id == 0) target = jit::Backend::Cuda;
+        else if ((type == 2 || type == 13) && id >= 0) target = jit::Backend::Cuda, target_device = id;
         else {
-            PyErr_SetString(PyExc_BufferError, "jitexpr exports to the host (kDLCPU) and CUDA device 0 only");
+            PyErr_SetString(PyExc_BufferError, "jitexpr exports to the host (kDLCPU) and CUDA devices (kDLCUDA) only");
             throw nb::python_error();
         }
     }
-    if (target != a.backend() || must_copy) {
+    if (target == jit::Backend::Cuda && target_device < 0) target_device = a.device();
+    if (target != a.backend() || (target == jit::Backend::Cuda && target_device != a.device()) || must_copy) {
         if (!may_copy) {
             PyErr_SetString(PyExc_BufferError, "the array is on another device and copy=False forbids a copy");
             throw nb::python_error();
         }
-        if (a.backend() == jit::Backend::Cuda) cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+        if (a.backend() == jit::Backend::Cuda) cuda_runtime(t.array.device())->synchronize(reinterpret_cast<void*>(t.stream));
         {
             nb::gil_scoped_release release;
-            a = a.to(target);
+            a = a.to(target, target == jit::Backend::Cuda ? target_device : 0);
         }
         copied = true;
     } else if (a.backend() == jit::Backend::Cuda && !stream.is_none()) {
@@ -1034,11 +1109,11 @@ nb::object tensor_dlpack(Tensor& t, nb::handle stream, nb::handle max_version, n
         const std::uintptr_t want = s == 1 ? 0 : static_cast<std::uintptr_t>(s);
         if (s != -1 && want != t.stream) {
             nb::gil_scoped_release release;
-            cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+            cuda_runtime(t.array.device())->synchronize(reinterpret_cast<void*>(t.stream));
         }
     } else if (a.backend() == jit::Backend::Cuda && stream.is_none() && t.stream != 0) {
         nb::gil_scoped_release release;
-        cuda_runtime()->synchronize(reinterpret_cast<void*>(t.stream));
+        cuda_runtime(t.array.device())->synchronize(reinterpret_cast<void*>(t.stream));
     }
     bool versioned = false;
     if (!max_version.is_none()) {
@@ -1438,9 +1513,9 @@ NB_MODULE(_jitexpr, m) {
         .def("__repr__", [](const Tensor& t) { return "jitexpr.Tensor(" + t.array.describe() + ")"; });
 
     m.def("evaluate", &evaluate, "text"_a, "names"_a, "out"_a = nb::none(), "backend"_a = nb::none(),
-          "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false);
+          "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false, "device"_a = nb::none());
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
-          "runtime"_a = nb::none());
+          "runtime"_a = nb::none(), "device"_a = nb::none());
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
     m.def("targets", [](const std::string& text) { return jit::targets(text); });
     m.def("check", &check_program, "text"_a, "specs"_a);
@@ -1478,6 +1553,7 @@ NB_MODULE(_jitexpr, m) {
         take("CompileError", g_errors.compile);
         take("CudaError", g_errors.cuda);
         take("NoDeviceError", g_errors.no_device);
+        take("DeviceMismatchError", g_errors.device_mismatch);
         take("InternalError", g_errors.internal);
         take("CancelledError", g_errors.cancelled);
     });

@@ -379,6 +379,12 @@ TEST(CliArgs, ThreadsAndTimeAndQuiet) {
     EXPECT_THROW(jit::cli::parse_args({"--tiered", "maybe"}), jit::cli::UsageError);
 }
 
+TEST(CliArgs, DeviceIsAnOrdinalThatReachesTheRuntimeOptions) {
+    EXPECT_EQ(jit::cli::runtime_options(jit::cli::parse_args({"--device", "1", "-e", "1"})).device, 1);
+    EXPECT_EQ(jit::cli::parse_args({"--device=0"}).device, 0);
+    for (const char* bad : {"-1", "one", "1.0", ""}) EXPECT_THROW(jit::cli::parse_args({"--device", bad}), jit::cli::UsageError) << bad;
+}
+
 TEST(CliArgs, OptionsReachTheRuntimeOptions) {
     const jit::cli::CliOptions o =
         jit::cli::parse_args({"--threads", "2", "--no-disk-cache", "--fast-math", "--tiered", "off", "--cache-dir", "/tmp/c",

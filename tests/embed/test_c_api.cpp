@@ -118,6 +118,29 @@ TEST(CApi, DeviceTensorOnTheCpuRuntimeIsAnArgumentError) {
     EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "a + 1", 1, args, &out), JITEXPR_ERROR_ARGUMENT);
 }
 
+TEST(CApi, ATensorOfCudaDeviceOneNamesItsDeviceInTheError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<float>{1});
+    a.managed.dl_tensor.device = {kDLCUDA, 1};  // never read: the runtime refuses it first
+    DLManagedTensor* args[] = {&a.managed};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_dlpack(rt.get(), "a + 1", 1, args, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("'a' is on cuda:1"), std::string::npos) << jitexpr_last_error();
+}
+
+TEST(CApi, RuntimeOnADeviceChecksTheOrdinal) {
+    RuntimePtr rt(jitexpr_runtime_create_on(JITEXPR_BACKEND_CPU, 0));
+    ASSERT_NE(rt, nullptr) << jitexpr_last_error();
+    EXPECT_EQ(jitexpr_runtime_device(rt.get()), 0);
+    EXPECT_EQ(jitexpr_runtime_device(nullptr), -1);
+    EXPECT_EQ(jitexpr_runtime_create_on(JITEXPR_BACKEND_CPU, 1), nullptr);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("one device"), std::string::npos) << jitexpr_last_error();
+    EXPECT_EQ(jitexpr_runtime_create_on(JITEXPR_BACKEND_CPU, -2), nullptr);
+    EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_ARGUMENT);
+}
+
 TEST(CApi, UnknownBackendIsRefused) {
     EXPECT_EQ(jitexpr_runtime_create(7), nullptr);
     EXPECT_EQ(jitexpr_last_error_code(), JITEXPR_ERROR_ARGUMENT);

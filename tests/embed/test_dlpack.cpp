@@ -118,9 +118,22 @@ TEST(DLPackImport, RejectsOtherDevicesWithoutConsumingTheTensor) {
     fill(h, dl(kDLFloat, 32), {4}, std::vector<std::byte>(16), {}, &deleted);
     h.managed.dl_tensor.device = {kDLOpenCL, 0};
     EXPECT_THROW(jit::from_dlpack(&h.managed), jit::ArgumentError);
-    h.managed.dl_tensor.device = {kDLCUDA, 1};
+    h.managed.dl_tensor.device = {kDLCUDA, -1};
     EXPECT_THROW(jit::from_dlpack(&h.managed), jit::ArgumentError);
     EXPECT_EQ(deleted, 0);
+}
+
+TEST(DLPackImport, ACudaTensorKeepsItsDeviceOrdinal) {
+    int deleted = 0;
+    HostTensor h;
+    fill(h, dl(kDLFloat, 32), {4}, std::vector<std::byte>(16), {}, &deleted);
+    h.managed.dl_tensor.device = {kDLCUDA, 1};  // a view only: the memory is never touched
+    {
+        jit::Array a = jit::from_dlpack(&h.managed);
+        EXPECT_EQ(a.backend(), jit::Backend::Cuda);
+        EXPECT_EQ(a.device(), 1);
+    }
+    EXPECT_EQ(deleted, 1);
 }
 
 TEST(DLPackImport, RejectsVectorLanes) {
