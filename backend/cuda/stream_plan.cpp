@@ -91,7 +91,10 @@ Shape ChunkPlan::chunk_shape(std::int64_t r) const {
 }
 
 Shape ChunkPlan::input_chunk_shape(std::size_t i, std::int64_t r) const {
-    return inputs[i].chunked ? chunk_shape(r) : inputs[i].device_shape;
+    if (!inputs[i].chunked) return inputs[i].device_shape;
+    Shape out{r};
+    out.insert(out.end(), inputs[i].row_shape.begin(), inputs[i].row_shape.end());
+    return out;
 }
 
 ChunkPlan plan_stream(const Request& r) {
@@ -172,7 +175,8 @@ ChunkPlan plan_stream(const Request& r) {
         InputPlan ip;
         ip.chunked = role_on(in.shape, p.shape, split) == 1;
         if (ip.chunked) {
-            ip.row_bytes = static_cast<std::size_t>(row_elems) * itemsize(in.dtype);
+            ip.row_shape.assign(in.shape.begin() + split, in.shape.end());
+            ip.row_bytes = static_cast<std::size_t>(shape_size(ip.row_shape)) * itemsize(in.dtype);
             row_bytes += ip.row_bytes;
         } else {
             ip.bytes = static_cast<std::size_t>(shape_size(in.shape)) * itemsize(in.dtype);
@@ -240,7 +244,9 @@ ChunkPlan plan_stream(const Request& r) {
             if (rows_per_chunk) break;
             continue;
         }
-        const std::size_t per_slot = std::min(target, (budget - fixed) / static_cast<std::size_t>(buffers));
+        // The target is a preference (rows longer than it still make one-row chunks); the budget is
+        // the bound.
+        const std::size_t per_slot = std::min(std::max(target, row_bytes), (budget - fixed) / static_cast<std::size_t>(buffers));
         rows_per_chunk = static_cast<std::int64_t>(per_slot / row_bytes);
         if (rows_per_chunk >= 1) break;
     }

@@ -56,6 +56,7 @@ struct Request {
 struct InputPlan {
     bool chunked = false;        // rows travel with the chunks; else resident on the device
     std::size_t row_bytes = 0;   // chunked: bytes per row
+    Shape row_shape;             // chunked: its axes after the split (a row's shape)
     std::size_t bytes = 0;       // resident: bytes of the whole input
     Shape device_shape;          // resident: the shape the chunk program reads (split axes collapsed to 1)
 };
@@ -90,7 +91,7 @@ struct ChunkPlan {
     // The shape the chunk program sees for a chunk of `rows` rows: {rows} followed by S's axes
     // after the split (rows alone when S has no more axes).
     Shape chunk_shape(std::int64_t rows) const;
-    // The same for input i (a chunked input: as chunk_shape; resident: device_shape).
+    // The same for input i (chunked: {rows} and its row_shape; resident: device_shape).
     Shape input_chunk_shape(std::size_t i, std::int64_t rows) const;
 };
 
