@@ -803,7 +803,8 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     std::vector<std::vector<unsigned char>> partials(p.outputs.size());
     cuda::StreamSpec spec;
     for (std::size_t i = 0; i < p.inputs.size(); ++i)
-        spec.inputs.push_back({inputs[i].data(), cp.inputs[i].chunked, cp.inputs[i].row_bytes, cp.inputs[i].bytes});
+        spec.inputs.push_back({inputs[i].data(), cp.inputs[i].chunked, cp.inputs[i].row_bytes, cp.inputs[i].bytes,
+                               cp.inputs[i].read});
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const cuda::stream::OutputPlan& op = cp.outputs[o];
         if (op.alias_input >= 0 && op.direct) {

@@ -267,7 +267,7 @@ StreamStats stream_run(const StreamSpec& spec) {
             resident += align256(in.bytes);
             continue;
         }
-        in_direct[i] = pinned(d, in.host, static_cast<std::size_t>(spec.rows) * in.row_bytes);
+        in_direct[i] = !in.copy || pinned(d, in.host, static_cast<std::size_t>(spec.rows) * in.row_bytes);
         if (!in_direct[i]) stats.pinned_inputs = false;
         in_dev_off[i] = dev_slot;
         dev_slot += align256(rpc * in.row_bytes);
@@ -307,7 +307,8 @@ StreamStats stream_run(const StreamSpec& spec) {
     auto dev_ptr = [&](int s, std::size_t off) { return static_cast<unsigned char*>(dev[s]->data()) + off; };
 
     std::uint64_t total_bytes = 0;
-    for (const auto& in : spec.inputs) total_bytes += in.chunked ? static_cast<std::uint64_t>(spec.rows) * in.row_bytes : in.bytes;
+    for (const auto& in : spec.inputs)
+        if (in.copy) total_bytes += in.chunked ? static_cast<std::uint64_t>(spec.rows) * in.row_bytes : in.bytes;
     for (const auto& out : spec.outputs)
         total_bytes += out.reduction ? spec.chunks * out.item : static_cast<std::uint64_t>(spec.rows) * out.row_bytes;
     if (ctl) ctl->begin(Progress::Phase::Run, Progress::Unit::Bytes, total_bytes);
@@ -336,7 +337,7 @@ StreamStats stream_run(const StreamSpec& spec) {
     auto chunk_bytes = [&](std::size_t c) {
         std::uint64_t b = 0;
         const auto rows = static_cast<std::uint64_t>(spec.chunk_rows(c));
-        for (const auto& in : spec.inputs) b += in.chunked ? rows * in.row_bytes : 0;
+        for (const auto& in : spec.inputs) b += in.chunked && in.copy ? rows * in.row_bytes : 0;
         for (const auto& out : spec.outputs) b += out.reduction ? out.item : rows * out.row_bytes;
         return b;
     };
@@ -344,7 +345,7 @@ StreamStats stream_run(const StreamSpec& spec) {
     try {
         // Resident inputs, once (complete when copy_to_device returns).
         for (std::size_t i = 0; i < nin; ++i)
-            if (!spec.inputs[i].chunked) {
+            if (!spec.inputs[i].chunked && spec.inputs[i].copy) {
                 copy_to_device(static_cast<unsigned char*>(res->data()) + in_dev_off[i], spec.inputs[i].host, spec.inputs[i].bytes);
                 stats.to_device_bytes += spec.inputs[i].bytes;
                 if (ctl) ctl->add_done(spec.inputs[i].bytes);
@@ -381,11 +382,12 @@ StreamStats stream_run(const StreamSpec& spec) {
                     in_ptr[i] = static_cast<unsigned char*>(res->data()) + in_dev_off[i];
                     continue;
                 }
+                in_ptr[i] = dev_ptr(s, in_dev_off[i]);
+                if (!in.copy) continue;
                 const std::size_t n = static_cast<std::size_t>(rows) * in.row_bytes;
                 const void* src = in_direct[i]
                                       ? static_cast<const unsigned char*>(in.host) + static_cast<std::size_t>(begin) * in.row_bytes
                                       : pin[s] + in_pin_off[i];
-                in_ptr[i] = dev_ptr(s, in_dev_off[i]);
                 check(d.MemcpyHtoDAsync(to_device_ptr(in_ptr[i]), src, n, p.copy_in), "cuMemcpyHtoDAsync");
                 stats.to_device_bytes += n;
             }

@@ -35,6 +35,7 @@ struct StreamSpec {
         bool chunked = true;         // rows travel with the chunks; else copied once (`bytes`)
         std::size_t row_bytes = 0;   // chunked
         std::size_t bytes = 0;       // resident
+        bool copy = true;            // false: the program never reads it (an in-place target): not copied in
     };
     struct Output {
         void* host = nullptr;        // element-wise: element 0 of the whole output; reduction:

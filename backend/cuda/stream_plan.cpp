@@ -167,12 +167,16 @@ ChunkPlan plan_stream(const Request& r) {
     for (int j = split; j < nd; ++j) row_elems *= p.shape[static_cast<std::size_t>(j)];
 
     // Inputs.
+    std::vector<bool> read(prog.inputs.size(), false);
+    for (const ir::Node& node : prog.nodes)
+        if (node.kind == ir::NodeKind::Input && node.slot >= 0) read[static_cast<std::size_t>(node.slot)] = true;
     std::size_t row_bytes = 0;
     for (std::size_t i = 0; i < prog.inputs.size(); ++i) {
         const ir::InputDecl& in = prog.inputs[i];
         if (i < r.input_contiguous.size() && !r.input_contiguous[i])
             return refuse(std::move(p), fmt::format("input '{}' is not C-contiguous", in.name));
         InputPlan ip;
+        ip.read = read[i];
         ip.chunked = role_on(in.shape, p.shape, split) == 1;
         if (ip.chunked) {
             ip.row_shape.assign(in.shape.begin() + split, in.shape.end());

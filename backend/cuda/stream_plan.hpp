@@ -55,6 +55,7 @@ struct Request {
 
 struct InputPlan {
     bool chunked = false;        // rows travel with the chunks; else resident on the device
+    bool read = true;            // some node reads it (false: only an in-place target; never copied in)
     std::size_t row_bytes = 0;   // chunked: bytes per row
     Shape row_shape;             // chunked: its axes after the split (a row's shape)
     std::size_t bytes = 0;       // resident: bytes of the whole input

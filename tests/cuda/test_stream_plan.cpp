@@ -329,3 +329,15 @@ TEST(CombinePartials, HalfAndComplexReductionsAreNotStreamed) {
 }
 
 }  // namespace
+
+namespace {
+TEST(StreamPlan, AnInPlaceTargetTheProgramDoesNotReadIsNeverCopiedIn) {
+    const ir::Plan p = plan_of("x = a*2", {{"a", {DType::Float32, {1 << 20}}}, {"x", {DType::Float32, {1 << 20}}}});
+    ASSERT_GE(p.program.outputs[0].alias_input, 0);
+    const ChunkPlan cp = plan_stream(request(p, 256 * MiB, MiB));
+    expect_covering(cp);
+    EXPECT_FALSE(cp.inputs[static_cast<std::size_t>(p.program.outputs[0].alias_input)].read);
+    EXPECT_TRUE(cp.inputs[input_index(p, "a")].read);
+    EXPECT_TRUE(cp.outputs[0].direct);
+}
+}  // namespace
