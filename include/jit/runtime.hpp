@@ -70,10 +70,14 @@ struct CacheStats {
 };
 
 struct RuntimeOptions {
-    Backend backend = Backend::Auto;  // Auto: CUDA when a driver and a device are present, else CPU
+    // Auto: CUDA when a driver and a device are present, else CPU; for calls over host arrays on
+    // such a machine, a per-call choice of the CPU or the GPU by a cost model (docs/api.md,
+    // "Host data on the GPU").
+    Backend backend = Backend::Auto;
     // The CUDA device ordinal this runtime evaluates on (0: the first GPU). Its arrays must live
-    // on that device: an array on another device, or on the host, is a DeviceMismatchError (move
-    // it with Array::to(Backend::Cuda, device)). A device the machine lacks is an ArgumentError
+    // on that device: an array on another device, or host arrays mixed with device arrays, is a
+    // DeviceMismatchError (move it with Array::to(Backend::Cuda, device)); host arrays alone
+    // stream through the GPU (docs/api.md, "Host data on the GPU"). A device the machine lacks is an ArgumentError
     // when the runtime is made. The CPU backend has one device, 0; under Backend::Auto with no
     // CUDA a nonzero device is an ArgumentError too, rather than a silent CPU run.
     // JITEXPR_DEVICE sets it from the environment; the CLI's --device.
