@@ -130,6 +130,11 @@ void bind_scalars(const ir::Program& p, const Environment& env, boost::container
             throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
                                          scalars[s].i),
                              p.text, d.span);
+        for (DType t : d.must_fit)
+            if (!int_fits(scalars[s].i, t))
+                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
+                                             dtype_name(t)),
+                                 p.text, d.span);
     }
 }
 
