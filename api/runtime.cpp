@@ -6,6 +6,8 @@
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
+#include "backend/cuda/stream.hpp"
+#include "backend/cuda/stream_plan.hpp"
 #include "core/device.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/plan.hpp"
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <limits>
 #include <mutex>
 #include <shared_mutex>
 #include <sstream>
@@ -115,6 +118,23 @@ ir::Value scalar_value(const Arg& a) {
         case 2: return ir::Value::of_int(std::get<std::int64_t>(v));
         case 3: return ir::Value::of_float(std::get<double>(v));
         default: return ir::Value::of_complex(std::get<std::complex<double>>(v));
+    }
+}
+
+// The program's scalars from `env`, checked (a negative integer exponent is a ValueError).
+void bind_scalars(const ir::Program& p, const Environment& env, boost::container::small_vector<ir::Value, 4>& scalars) {
+    for (std::size_t s = 0; s < p.scalars.size(); ++s) {
+        const ir::ScalarDecl& d = p.scalars[s];
+        scalars[s] = scalar_value(env.find(d.name)->second);
+        if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
+            throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
+                                         scalars[s].i),
+                             p.text, d.span);
+        for (DType t : d.must_fit)
+            if (!int_fits(scalars[s].i, t))
+                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
+                                             dtype_name(t)),
+                                 p.text, d.span);
     }
 }
 
@@ -213,9 +233,8 @@ struct Runtime::Impl {
         return e;
     }
 
-    std::shared_ptr<const Entry> prepare(std::string_view text, const Front& f, const Environment& env, Timing* timing,
-                                         detail::CallControl* control) {
-        auto t0 = Clock::now();
+    // The plan of `text` with the dtypes, shapes and layouts `env` binds to its names.
+    ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env) const {
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
         for (const std::string& n : f.names) {
@@ -246,8 +265,14 @@ struct Runtime::Impl {
             for (const auto& [n, v] : env) bound.push_back(n);
             return bound;
         };
+        return dsl::plan(f.module, text, db, limits);
+    }
+
+    std::shared_ptr<const Entry> prepare(std::string_view text, const Front& f, const Environment& env, Timing* timing,
+                                         detail::CallControl* control) {
+        auto t0 = Clock::now();
         auto e = std::make_shared<Entry>();
-        e->plan = dsl::plan(f.module, text, db, limits);
+        e->plan = plan_of(text, f, env);
         const ir::Program& program = e->plan.program;
         for (const ir::OutputDecl& od : program.outputs) {
             const ir::Node& n = program.node(od.node);
@@ -291,6 +316,34 @@ struct Runtime::Impl {
                            "by itself: copy it with .to({}), or evaluate on a runtime of {}",
                            name, there, here, move, there);
     }
+    // ---- host data on a CUDA runtime (arrays on the CPU given to a runtime that evaluates on
+    // CUDA): streamed through the GPU in chunks, copied whole when the program cannot be
+    // streamed, or (Backend::Auto) evaluated on the CPU when the cost model says the CPU is faster.
+    struct HostEntry {
+        ir::Plan plan;                     // for the host arrays' shapes
+        std::vector<Array> output_shapes;  // host prototypes
+    };
+    cache::MemoryCache<std::string, std::shared_ptr<const HostEntry>> host_entries{256};
+    std::mutex cpu_mutex;
+    std::unique_ptr<Runtime> cpu;  // Backend::Auto's CPU choice for host data (made when first chosen)
+    Runtime& cpu_runtime();
+    // Bytes per second of the link and of the CPU backend, measured once per machine (kept in
+    // the disk cache) and once per process.
+    struct HostModel {
+        double link_gbs = 0;     // min(pinned host -> device, staging of pageable memory)
+        double cpu_gbs = 0;      // the CPU backend on a memory-bound program, bytes read and written
+        std::string source;      // "measured", "the disk cache"
+    };
+    std::once_flag model_once;
+    HostModel model;
+    const HostModel& host_model();
+    std::size_t device_budget() const;
+    std::shared_ptr<const Entry> entry_shared(std::string_view text, const Front& f, const Environment& env,
+                                              detail::CallControl* control);
+    Array run_host(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+                   bool write_back, detail::CallControl* control, bool all_or_nothing);
+    Array run_copied(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+                     bool write_back, detail::CallControl* control, bool all_or_nothing);
 
     Array run(std::string_view text, const Front& front, Environment& env, const CallOptions& o, bool write_back) {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
@@ -487,6 +540,16 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     if (f->module.statements.empty()) return Array();
     if (control) control->check();  // cancelled before it began
 
+    // Host arrays on a CUDA runtime: streamed through the GPU (or, under Auto, maybe the CPU).
+    if (backend == Backend::Cuda) {
+        bool host = false, on_device = false;
+        for (const std::string& n : f->names) {
+            auto it = env.find(n);
+            if (it == env.end() || !it->second.is_array()) continue;
+            (it->second.array().backend() == Backend::Cpu ? host : on_device) = true;
+        }
+        if (host && !on_device) return run_host(text, front, env, stream, timing, write_back, control, all_or_nothing);
+    }
     // Arrays must live on this runtime's backend and device: moving them is explicit (Array::to).
     for (const std::string& n : f->names) {
         auto it = env.find(n);
@@ -504,19 +567,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     boost::container::small_vector<Array, 8> inputs(p.inputs.size());
     for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.find(p.inputs[i].name)->second.array();
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
-    for (std::size_t s = 0; s < p.scalars.size(); ++s) {
-        const ir::ScalarDecl& d = p.scalars[s];
-        scalars[s] = scalar_value(env.find(d.name)->second);
-        if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
-            throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
-                                         scalars[s].i),
-                             p.text, d.span);
-        for (DType t : d.must_fit)
-            if (!int_fits(scalars[s].i, t))
-                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
-                                             dtype_name(t)),
-                                 p.text, d.span);
-    }
+    bind_scalars(p, env, scalars);
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
@@ -564,6 +615,322 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
             if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
     return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
+}
+
+// ---- host data on a CUDA runtime
+
+namespace {
+
+// Host data below this many bytes (inputs and outputs) stays on the CPU under Backend::Auto:
+// the copies, a kernel compile and the pipeline's start cost more than the CPU's loop.
+constexpr std::uint64_t kAutoMinBytes = std::uint64_t{64} << 20;
+// Under Auto the GPU is chosen only when the cost model expects it this many times faster.
+constexpr double kAutoMargin = 1.5;
+
+std::string human(std::uint64_t bytes) {
+    if (bytes >= (std::uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
+    if (bytes >= (std::uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+    return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace
+
+Runtime& Runtime::Impl::cpu_runtime() {
+    std::lock_guard<std::mutex> lock(cpu_mutex);
+    if (!cpu) {
+        RuntimeOptions o = options;
+        o.backend = Backend::Cpu;
+        cpu = std::make_unique<Runtime>(o);
+    }
+    return *cpu;
+}
+
+std::size_t Runtime::Impl::device_budget() const {
+    std::size_t free = 0, total = 0;
+    cuda::device_memory(&free, &total);
+    const std::size_t usable = free - free / 10;
+    if (options.device_memory_limit) return std::min(options.device_memory_limit, usable);
+    return free / 10 * 8;
+}
+
+const Runtime::Impl::HostModel& Runtime::Impl::host_model() {
+    std::call_once(model_once, [&] {
+        const cuda::DeviceInfo& dev = cuda::device_info();
+        const std::string key = cache::digest(fmt::format("jitexpr host model v1|{}|{}|{}|{}|{}", dev.name,
+                                                          dev.total_memory, std::thread::hardware_concurrency(),
+                                                          options.cpu_threads, cuda::driver_version()));
+        if (disk) {
+            if (auto v = disk->get(key)) {
+                double link = 0, cpu_gbs = 0;
+                std::istringstream in(*v);
+                if (in >> link >> cpu_gbs && link > 0 && cpu_gbs > 0) {
+                    model = {link, cpu_gbs, "the disk cache"};
+                    return;
+                }
+            }
+        }
+        const cuda::LinkMeasure m = cuda::measure_link(std::size_t{64} << 20, 3);
+        // Pageable memory (NumPy's) is the common case: the link as the pipeline sees it.
+        model.link_gbs = std::min(m.pinned_to_device_gbs, m.staging_gbs);
+        // The CPU backend on c = a*2+b, float32, 2^23 elements (96 MiB read and written), best of 3.
+        Runtime& c = cpu_runtime();
+        const std::int64_t n = std::int64_t{1} << 23;
+        Array a = Array::zeros(DType::Float32, {n}, Backend::Cpu), b = Array::zeros(DType::Float32, {n}, Backend::Cpu);
+        c.eval("a*2+b", {a, b});
+        double best = 0;
+        for (int r = 0; r < 3; ++r) {
+            const auto t0 = Clock::now();
+            c.eval("a*2+b", {a, b});
+            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
+            if (sec > 0) best = std::max(best, 12.0 * static_cast<double>(n) / sec / 1e9);
+        }
+        model.cpu_gbs = best > 0 ? best : 1;
+        model.source = "measured";
+        if (disk) disk->put(key, fmt::format("{} {}\n", model.link_gbs, model.cpu_gbs));
+    });
+    return model;
+}
+
+std::shared_ptr<const Entry> Runtime::Impl::entry_shared(std::string_view text, const Front& f, const Environment& env,
+                                                         detail::CallControl* control) {
+    std::string key(text);
+    key += '\0';
+    for (const std::string& n : f.names) append_signature(key, n, env);
+    return entries.fetch(std::string_view(key), [&] { return prepare(text, f, env, nullptr, control); });
+}
+
+Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+                              bool write_back, detail::CallControl* control, bool all_or_nothing) {
+    const Front* f = &front;
+    OnDevice on(backend, device);  // the pipeline's streams, buffers and kernels are this device's
+    std::string key("\x02");
+    key.append(text);
+    key += '\0';
+    for (const std::string& n : f->names) append_signature(key, n, env);
+    const std::shared_ptr<const HostEntry> he = host_entries.fetch(std::string_view(key), [&] {
+        auto h = std::make_shared<HostEntry>();
+        h->plan = plan_of(text, *f, env);
+        for (const ir::OutputDecl& od : h->plan.program.outputs) {
+            const ir::Node& n = h->plan.program.node(od.node);
+            h->output_shapes.push_back(core::prototype(n.dtype, n.shape, Backend::Cpu));
+        }
+        return std::shared_ptr<const HostEntry>(std::move(h));
+    });
+    const ir::Program& p = he->plan.program;
+    std::vector<Array> inputs(p.inputs.size());
+    std::uint64_t in_bytes = 0, out_bytes = 0;
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+        inputs[i] = env.find(p.inputs[i].name)->second.array();
+        in_bytes += inputs[i].nbytes();
+    }
+    for (const Array& o : he->output_shapes) out_bytes += o.nbytes();
+
+    // Backend::Auto: the CPU unless the cost model expects the GPU clearly faster.
+    std::string placement;
+    auto on_cpu = [&](const std::string& why) {
+        Array r = cpu_runtime().impl_->run(text, front, env, nullptr, timing, write_back, control, all_or_nothing);
+        if (timing) timing->placement = "cpu: " + why;
+        return r;
+    };
+    if (options.backend == Backend::Auto) {
+        const std::uint64_t bytes = in_bytes + out_bytes;
+        if (bytes < kAutoMinBytes)
+            return on_cpu(fmt::format("host data of {} (below {}, the GPU is not worth its copies)", human(bytes),
+                                      human(kAutoMinBytes)));
+        const HostModel& m = host_model();
+        const double gpu_ms = static_cast<double>(in_bytes) / (m.link_gbs * 1e6);
+        const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);
+        const std::string model_text = fmt::format("cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
+                                                   "at {:.1f} GB/s ({})",
+                                                   gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
+        if (gpu_ms * kAutoMargin >= cpu_ms) return on_cpu(model_text);
+        placement = model_text + "; ";
+    }
+    cuda::stream::Request req;
+    req.program = &p;
+    for (const Array& a : inputs) {
+        const bool contiguous = a.is_contiguous();
+        req.input_contiguous.push_back(contiguous);
+        const auto b = reinterpret_cast<std::uintptr_t>(a.data());
+        req.input_memory.push_back(contiguous ? cuda::stream::Request::Range{b, b + a.nbytes()} : cuda::stream::Request::Range{});
+    }
+    const std::size_t budget = device_budget();
+    req.device_budget = budget;
+    req.outputs_through_temporaries = all_or_nothing;
+    const cuda::stream::ChunkPlan cp = cuda::stream::plan_stream(req);
+    auto copied = [&](const std::string& why) {
+        // Whole arrays to the device and back: only when they fit under the limit.
+        const std::uint64_t bytes = in_bytes + out_bytes;
+        if (bytes > budget) {
+            if (options.backend == Backend::Auto)
+                return on_cpu(fmt::format("the program cannot be streamed ({}) and needs {} of device memory, more than "
+                                          "the {} it may use",
+                                          why, human(bytes), human(budget)));
+            throw OutOfMemoryError(bytes, budget,
+                                   fmt::format("evaluating on CUDA a program over host arrays that cannot be streamed ({}); "
+                                               "raise the device memory limit (JITEXPR_DEVICE_MEMORY) or use the CPU backend",
+                                               why));
+        }
+        Array r = run_copied(text, front, env, stream, timing, write_back, control, all_or_nothing);
+        if (timing) timing->placement = placement + "cuda, copied whole: " + why;
+        return r;
+    };
+    if (!cuda::streaming_supported()) return copied("the CUDA driver lacks streams, events or pinned memory");
+    if (!cp.streamable) return copied(cp.why_not);
+
+    const auto t_run = Clock::now();
+    boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
+    bind_scalars(p, env, scalars);
+    // The chunk programs: the same text over chunk-shaped device arrays (at most two shapes).
+    Environment chunk_env;
+    for (const ir::ScalarDecl& d : p.scalars) chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
+    auto chunk_entry = [&](std::int64_t rows) -> std::shared_ptr<const Entry> {
+        for (std::size_t i = 0; i < p.inputs.size(); ++i)
+            chunk_env.insert_or_assign(p.inputs[i].name, Arg(core::prototype(p.inputs[i].dtype, cp.input_chunk_shape(i, rows),
+                                                                             Backend::Cuda)));
+        auto e = entry_shared(text, *f, chunk_env, control);
+        const ir::Program& q = e->plan.program;
+        bool same = q.inputs.size() == p.inputs.size() && q.outputs.size() == p.outputs.size() &&
+                    q.scalars.size() == p.scalars.size();
+        for (std::size_t i = 0; same && i < p.inputs.size(); ++i) same = q.inputs[i].name == p.inputs[i].name;
+        for (std::size_t o = 0; same && o < p.outputs.size(); ++o)
+            same = q.outputs[o].name == p.outputs[o].name && q.node(q.outputs[o].node).dtype == p.node(p.outputs[o].node).dtype;
+        return same ? e : nullptr;
+    };
+    const std::int64_t small_rows = cp.chunk_rows(cp.chunks - 1);
+    const std::shared_ptr<const Entry> e_full = chunk_entry(cp.rows_per_chunk);
+    const std::shared_ptr<const Entry> e_small = small_rows == cp.rows_per_chunk ? e_full : chunk_entry(small_rows);
+    if (!e_full || !e_small) return copied("its chunks make a different program");
+
+    // Outputs on the host: in place where the plan allows, else fresh (copied in at the end).
+    std::vector<Array> outputs(p.outputs.size());
+    std::vector<std::size_t> copy_back;
+    std::vector<std::vector<unsigned char>> partials(p.outputs.size());
+    cuda::StreamSpec spec;
+    for (std::size_t i = 0; i < p.inputs.size(); ++i)
+        spec.inputs.push_back({inputs[i].data(), cp.inputs[i].chunked, cp.inputs[i].row_bytes, cp.inputs[i].bytes,
+                               cp.inputs[i].read});
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const cuda::stream::OutputPlan& op = cp.outputs[o];
+        if (op.alias_input >= 0 && op.direct) {
+            outputs[o] = inputs[static_cast<std::size_t>(op.alias_input)];
+        } else {
+            outputs[o] = core::with_storage(he->output_shapes[o], core::host_storage(he->output_shapes[o].nbytes()));
+            if (op.alias_input >= 0) copy_back.push_back(o);
+        }
+        if (op.reduction) {
+            partials[o].resize(cp.chunks * itemsize(op.dtype));
+            spec.outputs.push_back({partials[o].data(), true, 0, itemsize(op.dtype)});
+        } else {
+            spec.outputs.push_back({outputs[o].data(), false, op.row_bytes, 0});
+        }
+    }
+    spec.rows = cp.rows;
+    spec.chunks = cp.chunks;
+    spec.rows_per_chunk = cp.rows_per_chunk;
+    spec.slots = cp.buffers;
+    spec.chunk_begin = [&cp](std::size_t c) { return cp.chunk_begin(c); };
+    spec.chunk_rows = [&cp](std::size_t c) { return cp.chunk_rows(c); };
+    spec.launch = [&](std::size_t, std::int64_t rows, const std::vector<void*>& in, const std::vector<void*>& out, void* st) {
+        const Entry& ce = rows == cp.rows_per_chunk ? *e_full : *e_small;
+        boost::container::small_vector<Array, 8> ins(p.inputs.size()), outs(p.outputs.size());
+        for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+            Shape sh = cp.input_chunk_shape(i, rows);
+            Strides str = contiguous_strides(sh);
+            ins[i] = Array::view(in[i], p.inputs[i].dtype, std::move(sh), std::move(str), Backend::Cuda);
+        }
+        for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+            Shape sh = cp.outputs[o].reduction ? Shape{} : cp.chunk_shape(rows);
+            Strides str = contiguous_strides(sh);
+            outs[o] = Array::view(out[o], cp.outputs[o].dtype, std::move(sh), std::move(str), Backend::Cuda);
+        }
+        detail::RunArgs ra;
+        ra.inputs = std::span<const Array>(ins.data(), ins.size());
+        ra.scalars = std::span<const ir::Value>(scalars.data(), scalars.size());
+        ra.outputs = std::span<Array>(outs.data(), outs.size());
+        ra.stream = st;
+        ce.prepared->run(ra);
+    };
+    spec.control = control;
+    std::unique_ptr<bool[]> started(new bool[p.outputs.size() + 1]());
+    spec.started_outputs = started.get();
+    try {
+        (void)cuda::stream_run(spec);
+    } catch (const CancelledError&) {
+        std::vector<std::string> partly;
+        for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+            const ir::OutputDecl& od = p.outputs[o];
+            if (od.alias_input >= 0 && cp.outputs[o].direct && started[o])
+                partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
+        }
+        throw CancelledError(std::move(partly));
+    }
+    // Reductions: the partials folded in chunk order.
+    const std::int64_t row_elems = shape_size(cp.shape) / cp.rows;
+    std::vector<std::int64_t> elems(cp.chunks);
+    for (std::size_t c = 0; c < cp.chunks; ++c) elems[c] = cp.chunk_rows(c) * row_elems;
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (cp.outputs[o].reduction)
+            cuda::stream::combine_partials(cp.outputs[o].combine, cp.outputs[o].dtype, partials[o].data(), cp.chunks,
+                                           elems.data(), outputs[o].data());
+    for (std::size_t o : copy_back) {
+        const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
+        core::copy(target, outputs[o]);
+        outputs[o] = target;
+    }
+    if (timing) {
+        timing->run_ms = ms_since(t_run);
+        timing->streamed = true;
+        timing->stream_chunks = cp.chunks;
+        timing->stream_device_bytes = cp.device_bytes;
+        timing->placement = placement + fmt::format("cuda, streamed: {} chunk{} of {} ({} in flight), {} of device memory "
+                                                    "(limit {})",
+                                                    cp.chunks, cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers,
+                                                    human(cp.device_bytes), human(budget));
+    }
+    if (write_back)
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+            if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
+    return he->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(he->plan.result_output)] : Array();
+}
+
+Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
+                                bool write_back, detail::CallControl* control, bool all_or_nothing) {
+    // The program's names on the device; the results back on the host.
+    Environment dev_env;
+    for (const std::string& n : front.names) {
+        auto it = env.find(n);
+        if (it == env.end()) continue;
+        if (it->second.is_array() && it->second.array().backend() == Backend::Cpu)
+            dev_env.insert_or_assign(n, Arg(it->second.array().to(Backend::Cuda, device)));
+        else
+            dev_env.insert_or_assign(n, it->second);
+    }
+    Array r;
+    try {
+        r = run(text, front, dev_env, stream, timing, /*write_back=*/true, control, all_or_nothing);
+    } catch (const CancelledError&) {
+        throw CancelledError();  // only device copies were written: the host arrays are untouched
+    }
+    Array result;
+    const Array* result_dev = r.defined() ? &r : nullptr;
+    for (const std::string& t : dsl::targets(front.module)) {
+        auto dv = dev_env.find(t);
+        if (dv == dev_env.end() || !dv->second.is_array()) continue;
+        const Array& d = dv->second.array();
+        Array h = d.to(Backend::Cpu);
+        auto hv = env.find(t);
+        if (hv != env.end() && hv->second.is_array() && hv->second.array().backend() == Backend::Cpu &&
+            hv->second.array().dtype() == h.dtype() && hv->second.array().shape() == h.shape()) {
+            core::copy(hv->second.array(), h);  // in place, as on the device
+            h = hv->second.array();
+        } else if (write_back) {
+            env.insert_or_assign(t, Arg(h));
+        }
+        if (result_dev && result_dev->storage() == d.storage() && result_dev->offset() == d.offset()) result = h;
+    }
+    if (!result.defined() && result_dev) result = result_dev->to(Backend::Cpu);
+    return result;
 }
 
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, void* stream) {

@@ -93,6 +93,25 @@ int device(std::string_view text, std::string_view source) {
     return n;
 }
 
+std::size_t bytes(std::string_view text, std::string_view source) {
+    const std::string_view v = trimmed(text);
+    constexpr std::string_view allowed = "use a size in bytes, e.g. 4GiB, 512M or 1048576 (0: no limit)";
+    if (v.empty() || v.front() == '+' || v.front() == '-') bad(source, text, allowed);
+    unsigned long long n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || end == v.data()) bad(source, text, allowed);
+    std::string unit = lower(trimmed(std::string_view(end, static_cast<std::size_t>(v.data() + v.size() - end))));
+    int shift = 0;
+    if (unit.empty() || unit == "b") shift = 0;
+    else if (unit == "k" || unit == "kb" || unit == "kib") shift = 10;
+    else if (unit == "m" || unit == "mb" || unit == "mib") shift = 20;
+    else if (unit == "g" || unit == "gb" || unit == "gib") shift = 30;
+    else if (unit == "t" || unit == "tb" || unit == "tib") shift = 40;
+    else bad(source, text, allowed);
+    if (shift && n > (~0ull >> shift)) bad(source, text, allowed);
+    return static_cast<std::size_t>(n << shift);
+}
+
 std::string one_of(std::string_view text, std::string_view source, const std::vector<std::string_view>& allowed) {
     const std::string v = lower(trimmed(text));
     for (std::string_view a : allowed)
@@ -126,6 +145,7 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (const char* v = env("JITEXPR_TIERED")) o.tiered_compile = settings::on_off(v, "JITEXPR_TIERED");
     if (const char* v = env("JITEXPR_NVRTC_OPTIONS")) o.nvrtc_options = settings::nvrtc_options(v, "JITEXPR_NVRTC_OPTIONS");
     if (const char* v = env("JITEXPR_SHOW_KERNELS")) o.show_kernels = settings::on_off(v, "JITEXPR_SHOW_KERNELS");
+    if (const char* v = env("JITEXPR_DEVICE_MEMORY")) o.device_memory_limit = settings::bytes(v, "JITEXPR_DEVICE_MEMORY");
     // Read where they are used; checked here so that a typo is an error at start-up, not a
     // silent default.
     if (const char* v = env("JITEXPR_STAGING"))

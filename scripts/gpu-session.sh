@@ -5,7 +5,7 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long]"
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 set -u
@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 peers=${1:-}
-steps=${STEPS:-build tests bench interleaved peers compile python dask cancel sanitize sanitize-faults}
+steps=${STEPS:-build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults}
 filter=${BENCH_FILTER:-(/268435456/|/16384/|Host|Block)}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 if has build; then
@@ -31,6 +31,11 @@ if has bench; then
   JITEXPR_STAGING=direct timeout 60 build-gpu/bench/bench_gpu --benchmark_filter='HostToDevice|DeviceToHost' \
     > "$out/bench_transfers_direct.txt" 2>&1
   grep -E "^BM" "$out/bench_gpu.txt" "$out/bench_transfers_direct.txt" | grep -v "/16384/manual_time.*G/s=[0-9.]*G" | cut -c1-150
+fi
+if has stream; then
+  # Host data through the GPU: the streaming benchmark (its tests ran with the gpu label above).
+  timeout 240 build-gpu/bench/bench_stream --gib 8 --reps 3 --json "$out/bench_stream.json" > "$out/bench_stream.txt" 2>&1
+  cat "$out/bench_stream.txt"
 fi
 if has interleaved; then
   # The transcendental benchmarks next to their reference, five repetitions each in random order:

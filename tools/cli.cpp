@@ -258,6 +258,14 @@ bool on_off(const std::string& v, const std::string& source) {
     throw UsageError(fmt::format("{} takes on or off, not '{}'", source, v));
 }
 
+std::size_t device_memory_value(const std::string& v) {
+    try {
+        return settings::bytes(v, "--device-memory");
+    } catch (const ArgumentError& e) {
+        throw UsageError(e.what());
+    }
+}
+
 struct Spec {
     std::vector<std::string> names;  // "-t", "--threads"
     std::string arg;                 // "N", or empty for a switch
@@ -325,6 +333,10 @@ const std::vector<Spec>& specs() {
          "How large copies of pageable host memory reach the device: staged (pinned buffers, the default), "
          "direct (the driver's path) or register (page-locking the caller's memory).",
          [](CliOptions& o, const std::string& v) { o.staging = one_of(v, "--staging", {"staged", "direct", "register"}); }},
+        {{"--device-memory"}, "SIZE", "JITEXPR_DEVICE_MEMORY",
+         "CUDA, host data: the most device memory one streamed evaluation may use (e.g. 4GiB; 0: 80% of what is "
+         "free). Larger inputs stream through it in chunks.",
+         [](CliOptions& o, const std::string& v) { o.device_memory = device_memory_value(v); }},
         {{"--cpu-kernels"}, "KIND", "JITEXPR_CPU_KERNELS",
          "The CPU backend's block kernels: auto (AVX2 where the processor has it) or base (portable).",
          [](CliOptions& o, const std::string& v) { o.cpu_kernels = one_of(v, "--cpu-kernels", {"auto", "base"}); }},
@@ -518,6 +530,7 @@ RuntimeOptions runtime_options(const CliOptions& o) {
     if (o.fast_math) ro.fast_math = true;
     if (o.tiered) ro.tiered_compile = *o.tiered;
     if (o.show_kernels) ro.show_kernels = true;
+    if (o.device_memory) ro.device_memory_limit = *o.device_memory;
     if (o.nvrtc_options) {
         ro.nvrtc_options.clear();
         std::istringstream words(*o.nvrtc_options);

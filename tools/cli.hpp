@@ -44,6 +44,7 @@ struct CliOptions {
     std::optional<std::string> nvrtc_options;  // --nvrtc-options OPTIONS
     bool show_kernels = false;                 // --show-kernels
     std::optional<std::string> staging;        // --staging MODE (sets JITEXPR_STAGING)
+    std::optional<std::size_t> device_memory;  // --device-memory SIZE
     std::optional<std::string> cpu_kernels;    // --cpu-kernels KIND (sets JITEXPR_CPU_KERNELS)
     // What the CLI shows.
     bool time = false;                // --time: where each statement's time went, on stderr

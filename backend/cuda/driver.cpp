@@ -141,6 +141,11 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
     if (!(resolve(lookup, d.MemHostRegister, "cuMemHostRegister", 6050, ignored) &&
           resolve(lookup, d.MemHostUnregister, "cuMemHostUnregister", 4000, ignored)))
         d.MemHostRegister = nullptr;
+    if (!(d.MemHostAlloc && d.EventQuery && resolve(lookup, d.StreamCreate, "cuStreamCreate", 2000, ignored) &&
+          resolve(lookup, d.StreamDestroy, "cuStreamDestroy", 4000, ignored) &&
+          resolve(lookup, d.StreamWaitEvent, "cuStreamWaitEvent", 3020, ignored) &&
+          resolve(lookup, d.MemGetInfo, "cuMemGetInfo", 3020, ignored)))
+        d.StreamCreate = nullptr;
     return true;
 }
 

@@ -61,6 +61,13 @@ struct Driver {
     PFN_cuMemHostUnregister_v4000 MemHostUnregister = nullptr;
     // Copies between the memory of two devices (Array::to across devices); null: through the host.
     PFN_cuMemcpyPeerAsync_v4000 MemcpyPeerAsync = nullptr;
+    // The streamed pipeline for host data (stream.cpp): streams of its own, ordered by events,
+    // and the free device memory it may plan with. Null when any is missing (then host data is
+    // not streamed: it is copied whole).
+    PFN_cuStreamCreate_v2000 StreamCreate = nullptr;
+    PFN_cuStreamDestroy_v4000 StreamDestroy = nullptr;
+    PFN_cuStreamWaitEvent_v3020 StreamWaitEvent = nullptr;
+    PFN_cuMemGetInfo_v3020 MemGetInfo = nullptr;
 };
 
 // The driver, loaded and initialised once, with the primary context of the calling thread's

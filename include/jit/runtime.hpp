@@ -70,10 +70,14 @@ struct CacheStats {
 };
 
 struct RuntimeOptions {
-    Backend backend = Backend::Auto;  // Auto: CUDA when a driver and a device are present, else CPU
+    // Auto: CUDA when a driver and a device are present, else CPU; for calls over host arrays on
+    // such a machine, a per-call choice of the CPU or the GPU by a cost model (docs/api.md,
+    // "Host data on the GPU").
+    Backend backend = Backend::Auto;
     // The CUDA device ordinal this runtime evaluates on (0: the first GPU). Its arrays must live
-    // on that device: an array on another device, or on the host, is a DeviceMismatchError (move
-    // it with Array::to(Backend::Cuda, device)). A device the machine lacks is an ArgumentError
+    // on that device: an array on another device, or host arrays mixed with device arrays, is a
+    // DeviceMismatchError (move it with Array::to(Backend::Cuda, device)); host arrays alone
+    // stream through the GPU (docs/api.md, "Host data on the GPU"). A device the machine lacks is an ArgumentError
     // when the runtime is made. The CPU backend has one device, 0; under Backend::Auto with no
     // CUDA a nonzero device is an ArgumentError too, rather than a silent CPU run.
     // JITEXPR_DEVICE sets it from the environment; the CLI's --device.
@@ -96,9 +100,15 @@ struct RuntimeOptions {
     // Prints the CUDA source of every kernel the runtime generates on stderr
     // (JITEXPR_SHOW_KERNELS=1; the CLI's --show-kernels).
     bool show_kernels = false;
+    // CUDA, host data (arrays on Backend::Cpu given to a runtime that evaluates on CUDA): the
+    // most device memory, in bytes, that one streamed evaluation may use for its chunk buffers
+    // and resident inputs (JITEXPR_DEVICE_MEMORY; the CLI's --device-memory). Inputs larger than
+    // this stream through it in chunks (out-of-core). 0: 80% of the device memory free when the
+    // evaluation starts. docs/api.md, "Host data on the GPU".
+    std::size_t device_memory_limit = 0;
     // Options from the environment: JITEXPR_BACKEND, JITEXPR_DEVICE, JITEXPR_CACHE_DIR, JITEXPR_DISK_CACHE,
     // JITEXPR_THREADS, JITEXPR_FAST_MATH, JITEXPR_NVRTC_OPTIONS (split at white space),
-    // JITEXPR_TIERED, JITEXPR_SHOW_KERNELS. Every JITEXPR_* variable jitexpr reads is checked (also
+    // JITEXPR_TIERED, JITEXPR_SHOW_KERNELS, JITEXPR_DEVICE_MEMORY. Every JITEXPR_* variable jitexpr reads is checked (also
     // JITEXPR_STAGING and JITEXPR_CPU_KERNELS, read where they are used): a value that is not one of its documented forms is
     // an ArgumentError naming the variable and the value (docs/api.md, "Settings").
     static RuntimeOptions from_environment();
@@ -144,6 +154,9 @@ int device(std::string_view text, std::string_view source);
 bool on_off(std::string_view text, std::string_view source);
 // White-space separated words, each starting with '-'.
 std::vector<std::string> nvrtc_options(std::string_view text, std::string_view source);
+// A size in bytes: a whole number with an optional unit, K/M/G/T (powers of 1024; also written
+// KiB, KB, k, ... in any case) or B; "0" means no limit. E.g. "4GiB", "512M", "1048576".
+std::size_t bytes(std::string_view text, std::string_view source);
 // One of `allowed` (for the backends' own switches: JITEXPR_STAGING, JITEXPR_CPU_KERNELS).
 std::string one_of(std::string_view text, std::string_view source, const std::vector<std::string_view>& allowed);
 }  // namespace settings
@@ -154,6 +167,12 @@ struct Timing {
     bool module_cache_hit = false; // CUDA module found in the module cache (memory or disk)
     double parse_ms = 0, check_ms = 0, emit_ms = 0, compile_ms = 0, load_ms = 0;
     double run_ms = 0;             // launch(es) and, for host data, transfers, until complete
+    // Host data on a CUDA runtime: where it ran and why ("cuda, streamed: 12 chunks, ...",
+    // "cpu: the cost model ...", "cuda, copied whole: ..."); empty for device data.
+    std::string placement;
+    bool streamed = false;             // went through the streamed pipeline
+    std::size_t stream_chunks = 0;     // its chunks
+    std::uint64_t stream_device_bytes = 0;  // device memory its plan used (within the limit)
 };
 
 // What one call of Runtime::run / eval may carry besides its program and variables.

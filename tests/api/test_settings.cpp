@@ -121,3 +121,21 @@ TEST(Settings, ControlCharactersInAValueAreNotEchoed) {
     const std::string m = environment_error("JITEXPR_THREADS", "\x1b[31m");
     EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
 }
+
+TEST(Settings, DeviceMemoryTakesSizesWithBinaryUnits) {
+    EXPECT_EQ(settings::bytes("4GiB", "x"), std::size_t{4} << 30);
+    EXPECT_EQ(settings::bytes("512M", "x"), std::size_t{512} << 20);
+    EXPECT_EQ(settings::bytes(" 64 kb ", "x"), std::size_t{64} << 10);
+    EXPECT_EQ(settings::bytes("1048576", "x"), std::size_t{1} << 20);
+    EXPECT_EQ(settings::bytes("0", "x"), 0u);
+    ScopedEnv e("JITEXPR_DEVICE_MEMORY", "2G");
+    EXPECT_EQ(RuntimeOptions::from_environment().device_memory_limit, std::size_t{2} << 30);
+}
+
+TEST(Settings, DeviceMemoryRefusesWhatIsNotASize) {
+    for (const char* bad : {"-1", "+4G", "4X", "G", "4.5G", "99999999999999999999", "20000000000T"}) {
+        const std::string m = environment_error("JITEXPR_DEVICE_MEMORY", bad);
+        EXPECT_NE(m.find("JITEXPR_DEVICE_MEMORY"), std::string::npos) << bad << ": " << m;
+        EXPECT_NE(m.find("4GiB"), std::string::npos) << bad << ": " << m;
+    }
+}
