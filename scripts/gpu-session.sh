@@ -61,15 +61,18 @@ if has python || has dask; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
       && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   fi
-  python3 -m venv --system-site-packages /tmp/jx-venv > /dev/null 2>&1
-  timeout 300 /tmp/jx-venv/bin/python -m pip install -q --no-index --no-build-isolation --no-deps . > "$out/pip.log" 2>&1 \
-    || echo "python: pip install . failed, see pip.log"
+  # Into a folder of its own on PYTHONPATH (the machine's Python is not a venv; its NumPy, CuPy,
+  # PyTorch, nanobind and scikit-build-core are used as they are).
+  rm -rf /tmp/jx-site
+  timeout 300 python3 -m pip install -q --no-index --no-build-isolation --no-deps --target /tmp/jx-site . > "$out/pip.log" 2>&1 \
+    || { echo "python: pip install . failed:"; tail -20 "$out/pip.log"; }
+  export PYTHONPATH=/tmp/jx-site${PYTHONPATH:+:$PYTHONPATH}
 fi
 if has python; then
-  (cd tests/python && JITEXPR_DISK_CACHE=0 timeout 240 /tmp/jx-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+  (cd tests/python && JITEXPR_DISK_CACHE=0 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
      test_gpu.py test_dlpack.py test_api.py test_no_cuda.py) > "$out/python-tests.log" 2>&1
   tail -15 "$out/python-tests.log"
-  timeout 120 /tmp/jx-venv/bin/python bench/python_gpu.py --bench-gpu build-gpu/bench/bench_gpu --json "$out/python-gpu.json" \
+  timeout 120 python3 bench/python_gpu.py --bench-gpu build-gpu/bench/bench_gpu --json "$out/python-gpu.json" \
     > "$out/python-gpu.txt" 2>&1
   cat "$out/python-gpu.txt"
   # A fresh process on a warm disk cache: the wall time of a tiny eval (issue 21's first row).
@@ -78,11 +81,11 @@ if has python; then
     -e 'c = arange(4.0) * 2' > /dev/null; done 2>&1 | tee "$out/fresh-wall.txt"
 fi
 if has dask; then
-  (cd tests/python && timeout 240 /tmp/jx-venv/bin/python -m pytest -q -rs -p no:cacheprovider \
+  (cd tests/python && timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
      on_dask/test_dask_gpu.py on_dask/test_dask_array.py) > "$out/dask-tests.log" 2>&1
   tail -8 "$out/dask-tests.log"
   for c in 30 27; do
-    timeout 150 /tmp/jx-venv/bin/python bench/dask_compare.py --gpu --log2n 30 --log2chunk $c --dtype float64 \
+    timeout 150 python3 bench/dask_compare.py --gpu --log2n 30 --log2chunk $c --dtype float64 \
       --out "$out/dask-gpu-chunk$c.txt" > /dev/null 2>&1; cat "$out/dask-gpu-chunk$c.txt"
   done
 fi
