@@ -158,6 +158,11 @@ TEST(CudaFault, IllegalAddressIsStickyAndLaterCallsFailFast) {
 }
 
 TEST(CudaFullDisk, EvalSucceedsAndStoresNothing) {
+    // The driver's own JIT cache (~/.nv/ComputeCache, written when the PTX tier loads PTX) is not
+    // jitexpr's and writes past the 256-byte limit with SIGXFSZ at its default: the child of this
+    // death test (a fresh process, threadsafe style) turns it off before the driver starts, so
+    // that only jitexpr's disk cache meets the full disk.
+    ::setenv("CUDA_CACHE_DISABLE", "1", 1);
     SKIP_WITHOUT_GPU();
     GTEST_FLAG_SET(death_test_style, "threadsafe");
     char tmpl[] = "/tmp/jitexpr-full-disk-XXXXXX";
