@@ -165,7 +165,9 @@ class Chunk:
                 # index block k: the global indices along the dimension it stands for, as a view
                 # that broadcasts along the others.
                 dim = self.index[1][k]
-                env[f"jx_i{k}_"] = b.reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
+                # Made by the graph on the host: moved to where the data is (CuPy chunks on a GPU
+                # worker), since jitexpr never copies between host and device behind a call.
+                env[f"jx_i{k}_"] = xp.asarray(b).reshape(tuple(-1 if d == dim else 1 for d in range(self.ndim)))
             v = _keep(_api.evaluate(reduce_text(fn, x, axes, self.ndim), env), shape, axes)
             env["jx_v_"] = v
             hit = f"where(isnan(jx_v_), isnan{x}, {x} == jx_v_)" if self.nan else f"{x} == jx_v_"
