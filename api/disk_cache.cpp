@@ -59,4 +59,11 @@ DiskCacheReport verify_disk_cache(const std::string& dir) {
     return r;
 }
 
+std::string disk_cache_checksum(int algorithm, std::string_view covered) {
+    if (algorithm < 1 || algorithm > 255) return {};
+    return cache::DiskCache::checksum(static_cast<std::uint8_t>(algorithm), covered);
+}
+
+int disk_cache_default_checksum() { return cache::DiskCache::default_checksum(); }
+
 }  // namespace jit

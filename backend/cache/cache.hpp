@@ -426,7 +426,7 @@ private:
 };
 
 // ---------------------------------------------------------------------------------------------
-// DiskCache: one file per key under <dir>/v2/<first 2 key chars>/<key>.bin (format version 2,
+// DiskCache: one file per key under <dir>/v3/<first 2 key chars>/<key>.bin (format version 3,
 // docs/cache.md). Never follows a symbolic link inside <dir>, opens only regular files, never
 // blocks on a file, and removes or replaces only files it can prove it wrote.
 
@@ -443,6 +443,10 @@ struct DiskCacheOptions {
     // When over max_bytes, evict least recently used files down to max_bytes * evict_to (0..1].
     double evict_to = 0.9;
     bool fsync = true;             // fsync file and directory on put (durable against power loss)
+    // The checksum algorithm of the entries this cache writes (docs/cache.md): 0 the build's
+    // default (2, XXH3-128, when built with xxhash.h; else 1, SHA-256), 1 or 2 to choose (tests
+    // and benchmarks). Entries of either algorithm this build computes are read.
+    std::uint8_t checksum = 0;
     // Receives each warning (at most one per kind per DiskCache). Unset: stderr, at most one per
     // kind per process.
     WarningHandler on_warning;
@@ -478,7 +482,7 @@ struct VerifyReport {
 struct ClearReport {
     std::uint64_t removed = 0;             // entries removed
     std::uint64_t temporaries = 0;         // stale temporary files removed
-    std::uint64_t old_format_removed = 0;  // files of the previous format (v1) removed
+    std::uint64_t old_format_removed = 0;  // files of the previous formats (v1, v2) removed
     std::vector<std::string> left;         // files that are not jitexpr's, left in place: path and why
 };
 
@@ -493,6 +497,12 @@ public:
     static std::string resolve_directory(const DiskCacheOptions& options);
     // A key the disk cache accepts: 8..128 characters of [0-9a-f] (what KeyBuilder and digest make).
     static bool valid_key(std::string_view key);
+    // The checksum algorithm new entries get by default: 2 (XXH3-128) or 1 (SHA-256).
+    static std::uint8_t default_checksum();
+    // The checksum of algorithm `algorithm` over `covered` (an entry's bytes 0..31, key and
+    // payload), its own length (32 or 16 bytes, not padded); empty for an algorithm this build
+    // does not compute.
+    static std::string checksum(std::uint8_t algorithm, std::string_view covered);
 
     bool enabled() const;
     // The root in use (<dir>), empty when disabled.
@@ -515,7 +525,7 @@ public:
 
     DiskStats stats() const;
     // Removes every entry of jitexpr's (and stale temporary files) of this format version, and
-    // the previous format's (v1) files that prove to be jitexpr's; leaves everything else.
+    // the previous formats' (v1, v2) files that prove to be jitexpr's; leaves everything else.
     ClearReport clear();
     // Checks every file fully; removes damaged entries of jitexpr's and stale temporary files,
     // and reports (without touching them) files that are not jitexpr's.

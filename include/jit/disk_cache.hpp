@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jit {
@@ -17,7 +18,7 @@ struct DiskCacheReport {
     std::uint64_t checked = 0, valid = 0;  // verify
     std::uint64_t removed = 0;             // clear: entries removed; verify: damaged entries and stale temporaries
     std::uint64_t temporaries = 0;         // clear: stale temporary files removed
-    std::uint64_t old_format_removed = 0;  // clear: files of the previous format (v1) removed
+    std::uint64_t old_format_removed = 0;  // clear: files of the previous formats (v1, v2) removed
     std::vector<std::string> problems;     // verify: each file removed, and why
     // Files found in the cache that are not jitexpr's (or not readable by this build): named,
     // with why, and left in place. Only files jitexpr wrote are ever removed.
@@ -31,5 +32,14 @@ DiskCacheReport disk_cache_stats(const std::string& dir = {});
 DiskCacheReport clear_disk_cache(const std::string& dir = {});
 // Checks every entry and removes those that are damaged.
 DiskCacheReport verify_disk_cache(const std::string& dir = {});
+
+// The checksum an entry file of format 3 holds (docs/cache.md) over `covered` (its bytes 0..31,
+// then its key, then its payload) for checksum algorithm `algorithm` (1: SHA-256, 32 bytes;
+// 2: XXH3-128, 16 bytes), computed as the cache computes it: for tools that read entries
+// without the cache (the Python package's precompiled bundles). Empty when this build does not
+// compute that algorithm.
+std::string disk_cache_checksum(int algorithm, std::string_view covered);
+// The algorithm new entries get here: 2 when built with xxhash.h, else 1.
+int disk_cache_default_checksum();
 
 }  // namespace jit

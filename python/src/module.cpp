@@ -16,6 +16,7 @@
 #include <numpy/arrayobject.h>
 
 #include <jit/check.hpp>
+#include <jit/disk_cache.hpp>
 #include <jit/error.hpp>
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
@@ -1517,6 +1518,12 @@ NB_MODULE(_jitexpr, m) {
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
           "runtime"_a = nb::none(), "device"_a = nb::none());
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
+    // The disk cache's own entry checksum, for jitexpr.dask.bundle (docs/cache.md).
+    m.def("_cache_checksum", [](int algorithm, nb::bytes covered) {
+        const std::string sum = jit::disk_cache_checksum(algorithm, std::string_view(covered.c_str(), covered.size()));
+        return nb::bytes(sum.data(), sum.size());
+    });
+    m.def("_cache_default_checksum", &jit::disk_cache_default_checksum);
     m.def("targets", [](const std::string& text) { return jit::targets(text); });
     m.def("check", &check_program, "text"_a, "specs"_a);
     m.def("outline", &outline_program, "text"_a);

@@ -1,11 +1,16 @@
 // The disk cache never touches what is not its own and never blocks (issue 17, items 2, 3, 6):
 // symbolic links to folders outside the cache, foreign files with key-shaped names, FIFOs and
-// folders in place of entries, the format v2 header, and what `clear` does to a v1 folder.
+// folders in place of entries, the format v3 header, and what `clear` does to v1 and v2 folders.
 #include "backend/cache/cache.hpp"
 #include "backend/cache/files.hpp"
 #include "test_dir.hpp"
 
 #include <gtest/gtest.h>
+
+#if JITEXPR_HAVE_XXHASH
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+#endif
 
 #include <chrono>
 #include <csignal>
@@ -101,7 +106,7 @@ TEST_F(CacheSafety, SymlinkedKeyFolderIsNeitherFollowedNorEmptied) {
     // Another key folder made a link to a folder outside the cache.
     const std::string other_shard = shard == "00" ? "01" : "00";
     const auto names = make_outside(other_shard);
-    fs::create_directory_symlink(tmp / "outside", tmp / ("cache/v2/" + other_shard));
+    fs::create_directory_symlink(tmp / "outside", tmp / ("cache/v3/" + other_shard));
 
     const auto report = cache.verify();
     EXPECT_EQ(report.valid, 1u);
@@ -113,14 +118,14 @@ TEST_F(CacheSafety, SymlinkedKeyFolderIsNeitherFollowedNorEmptied) {
     EXPECT_EQ(cache.stats().entries, 0u) << "nothing behind the link is counted as an entry";
     cache.evict();
     expect_outside_intact(names);
-    EXPECT_TRUE(fs::is_symlink(tmp / ("cache/v2/" + other_shard)));
+    EXPECT_TRUE(fs::is_symlink(tmp / ("cache/v3/" + other_shard)));
 }
 
 TEST_F(CacheSafety, KeyFolderThatIsALinkIsNotWrittenThrough) {
     DiskCache cache(options());
     const auto names = make_outside(key.substr(0, 2));
-    fs::create_directories(tmp / "cache/v2");
-    fs::create_directory_symlink(tmp / "outside", tmp / ("cache/v2/" + key.substr(0, 2)));
+    fs::create_directories(tmp / "cache/v3");
+    fs::create_directory_symlink(tmp / "outside", tmp / ("cache/v3/" + key.substr(0, 2)));
     std::string why;
     EXPECT_FALSE(cache.put(key, image, &why));
     EXPECT_NE(why.find("not a directory"), std::string::npos) << why;
@@ -136,7 +141,7 @@ TEST_F(CacheSafety, KeyFolderThatIsALinkIsNotWrittenThrough) {
 TEST_F(CacheSafety, VersionFolderThatIsALinkTurnsTheCacheOff) {
     fs::create_directories(tmp / "outside");
     fs::create_directories(tmp / "cache");
-    fs::create_directory_symlink(tmp / "outside", tmp / "cache/v2");
+    fs::create_directory_symlink(tmp / "outside", tmp / "cache/v3");
     DiskCache cache(options());
     EXPECT_FALSE(cache.enabled());
     EXPECT_NE(cache.disabled_reason().find("not a directory"), std::string::npos) << cache.disabled_reason();
@@ -193,11 +198,11 @@ TEST_F(CacheSafety, SymbolicLinkInPlaceOfAnEntryIsNeitherFollowedNorRemoved) {
 TEST_F(CacheSafety, ForeignFilesInTheVersionFolderAreReportedNotRemoved) {
     DiskCache cache(options());
     ASSERT_TRUE(cache.put(key, image));
-    write_file(tmp / "cache/v2/README", "mine");
+    write_file(tmp / "cache/v3/README", "mine");
     const auto report = cache.verify();
     ASSERT_EQ(report.left.size(), 1u);
     cache.clear();
-    EXPECT_EQ(read_file(tmp / "cache/v2/README"), "mine");
+    EXPECT_EQ(read_file(tmp / "cache/v3/README"), "mine");
 }
 
 // ---- item 3: a FIFO never blocks
@@ -210,7 +215,7 @@ TEST_F(CacheSafety, FifoInPlaceOfAnEntryNeverBlocks) {
     const std::string path = DiskCache(options()).path_for(key);
     fs::create_directories(fs::path(path).parent_path());
     ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
-    const std::string shard_fifo = tmp / "cache/v2/fifo-shard";  // and one beside the key folders
+    const std::string shard_fifo = tmp / "cache/v3/fifo-shard";  // and one beside the key folders
     ASSERT_EQ(::mkfifo(shard_fifo.c_str(), 0600), 0);
     EXPECT_TRUE(finishes_within(10, [&] {
         DiskCache cache(options());
@@ -229,9 +234,9 @@ TEST_F(CacheSafety, FifoInPlaceOfAnEntryNeverBlocks) {
 }
 
 TEST_F(CacheSafety, FifoAsTheEvictionLockNeverBlocks) {
-    fs::create_directories(tmp / "cache/v2");
-    fs::permissions(tmp / "cache/v2", fs::perms::owner_all, fs::perm_options::replace);
-    ASSERT_EQ(::mkfifo((tmp / "cache/v2/evict.lock").c_str(), 0600), 0);
+    fs::create_directories(tmp / "cache/v3");
+    fs::permissions(tmp / "cache/v3", fs::perms::owner_all, fs::perm_options::replace);
+    ASSERT_EQ(::mkfifo((tmp / "cache/v3/evict.lock").c_str(), 0600), 0);
     EXPECT_TRUE(finishes_within(10, [&] {
         DiskCache cache(options());
         return cache.put(key, image) && cache.get(key) == image;
@@ -273,24 +278,57 @@ TEST_F(CacheSafety, FolderWithFilesInPlaceOfAnEntryIsKeptAndNamed) {
 
 // ---- the format (docs/cache.md)
 
-TEST_F(CacheSafety, EntryFileHasTheDocumentedVersion2Header) {
-    DiskCache cache(options());
-    ASSERT_TRUE(cache.put(key, image));
-    EXPECT_EQ(cache.path_for(key), tmp / ("cache/v2/" + key.substr(0, 2) + "/" + key + ".bin"));
-    const std::string b = read_file(cache.path_for(key));
+// The header fields every version-3 entry has; the checksum is checked by the caller.
+void expect_version3_header(const std::string& b, const std::string& key, const std::string& image, unsigned algorithm,
+                            unsigned sum_len) {
     ASSERT_EQ(b.size(), 64 + key.size() + image.size());
     EXPECT_EQ(b.substr(0, 8), "JITXCACH");
-    EXPECT_EQ(u64_at(b, 8, 4), 2u) << "format version";
+    EXPECT_EQ(u64_at(b, 8, 4), 3u) << "format version";
     EXPECT_EQ(u64_at(b, 12, 2), 64u) << "header length";
-    EXPECT_EQ(u64_at(b, 14, 1), 1u) << "checksum algorithm: SHA-256";
-    EXPECT_EQ(u64_at(b, 15, 1), 32u) << "checksum length";
+    EXPECT_EQ(u64_at(b, 14, 1), algorithm) << "checksum algorithm";
+    EXPECT_EQ(u64_at(b, 15, 1), sum_len) << "checksum length";
     EXPECT_EQ(u64_at(b, 16, 4), key.size());
     EXPECT_EQ(u64_at(b, 20, 4), 0u) << "flags";
     EXPECT_EQ(u64_at(b, 24, 8), image.size());
-    const auto sum = jit::cache::Sha256().update(b.substr(0, 32)).update(key).update(image).finish();
-    EXPECT_EQ(b.substr(32, 32), std::string(reinterpret_cast<const char*>(sum.data()), 32));
+    EXPECT_EQ(b.substr(32 + sum_len, 32 - sum_len), std::string(32 - sum_len, '\0')) << "zero padding";
     EXPECT_EQ(b.substr(64, key.size()), key);
     EXPECT_EQ(b.substr(64 + key.size()), image);
+}
+
+#if JITEXPR_HAVE_XXHASH
+TEST_F(CacheSafety, EntryFileHasTheDocumentedVersion3HeaderWithXxh3) {
+    DiskCache cache(options());
+    ASSERT_EQ(DiskCache::default_checksum(), 2u);
+    ASSERT_TRUE(cache.put(key, image));
+    EXPECT_EQ(cache.path_for(key), tmp / ("cache/v3/" + key.substr(0, 2) + "/" + key + ".bin"));
+    const std::string b = read_file(cache.path_for(key));
+    expect_version3_header(b, key, image, 2, 16);
+    // XXH3-128 (seed 0) of bytes 0..31, the key and the payload, in xxhash's canonical
+    // (big-endian) byte order: computed here in one call over the concatenation.
+    const std::string covered = b.substr(0, 32) + key + image;
+    XXH128_canonical_t c;
+    XXH128_canonicalFromHash(&c, XXH3_128bits(covered.data(), covered.size()));
+    EXPECT_EQ(b.substr(32, 16), std::string(reinterpret_cast<const char*>(c.digest), 16));
+}
+#endif
+
+TEST_F(CacheSafety, Sha256EntriesAreWrittenOnRequestAndReadByEveryBuild) {
+    DiskCacheOptions o = options();
+    o.checksum = 1;
+    DiskCache sha(o);
+    ASSERT_TRUE(sha.put(key, image));
+    const std::string b = read_file(sha.path_for(key));
+    expect_version3_header(b, key, image, 1, 32);
+    const auto sum = jit::cache::Sha256().update(b.substr(0, 32)).update(key).update(image).finish();
+    EXPECT_EQ(b.substr(32, 32), std::string(reinterpret_cast<const char*>(sum.data()), 32));
+    DiskCache plain(options());
+    EXPECT_EQ(plain.get(key), image) << "a SHA-256 entry is a hit for the default cache too";
+}
+
+TEST_F(CacheSafety, ChecksumThisBuildDoesNotComputeIsAnArgumentError) {
+    DiskCacheOptions o = options();
+    o.checksum = 9;
+    EXPECT_THROW(DiskCache{o}, jit::ArgumentError);
 }
 
 TEST_F(CacheSafety, FlippedHeaderFieldIsDetectedByTheChecksum) {
@@ -343,6 +381,30 @@ TEST_F(CacheSafety, ClearRemovesOnlyJitexprFilesOfTheOldV1Format) {
     EXPECT_FALSE(fs::exists(tmp / "cache/v1")) << "an emptied v1 tree goes";
 }
 
+TEST_F(CacheSafety, ClearRemovesOnlyJitexprFilesOfTheOldV2Format) {
+    // A v2 tree as the previous jitexpr (SHA-256 entries) left it, and a stray file of the user's.
+    const std::string k = digest("old2");
+    const std::string shard = tmp / ("cache/v2/" + k.substr(0, 2));
+    fs::create_directories(shard);
+    std::string v2 = std::string("JITXCACH") + std::string("\x02\0\0\0", 4) + std::string(52, '\0') + k + "payload";
+    write_file(shard + "/" + k + ".bin", v2);
+    write_file(tmp / "cache/v2/evict.lock", "");
+    const std::string foreign = shard + "/" + digest("mine") + ".bin";
+    write_file(foreign, "not a cache file");
+
+    DiskCache cache(options());
+    EXPECT_FALSE(cache.get(k)) << "v2 files are not read";
+    EXPECT_TRUE(fs::exists(shard + "/" + k + ".bin")) << "a get leaves the old folder alone";
+    const auto report = cache.clear();
+    EXPECT_EQ(report.old_format_removed, 1u);
+    EXPECT_FALSE(fs::exists(shard + "/" + k + ".bin"));
+    EXPECT_EQ(read_file(foreign), "not a cache file");
+
+    fs::remove(foreign);
+    cache.clear();
+    EXPECT_FALSE(fs::exists(tmp / "cache/v2")) << "an emptied v2 tree goes";
+}
+
 // ---- item 6: temporary files of a writer that was killed
 
 TEST_F(CacheSafety, TemporaryFileOfAKilledWriterIsRemovedByALaterRun) {
@@ -381,7 +443,7 @@ TEST_F(CacheSafety, StaleTemporaryFileInTheVersionFolderIsRemoved) {
     const pid_t gone = ::fork();
     if (gone == 0) ::_exit(0);
     ::waitpid(gone, nullptr, 0);
-    const std::string stale = tmp / ("cache/v2/.jitexpr-" + std::to_string(gone) + "-00000000000000aa.tmp");
+    const std::string stale = tmp / ("cache/v3/.jitexpr-" + std::to_string(gone) + "-00000000000000aa.tmp");
     write_file(stale, "");
     DiskCache cache(options());
     const auto report = cache.verify();

@@ -103,7 +103,7 @@ TEST_F(DiskCacheTest, PutThenGetReturnsTheBytes) {
 TEST_F(DiskCacheTest, EntryLivesAtDocumentedPath) {
     DiskCache cache(options());
     ASSERT_TRUE(cache.put(key, image));
-    const std::string path = tmp / ("cache/v2/" + key.substr(0, 2) + "/" + key + ".bin");
+    const std::string path = tmp / ("cache/v3/" + key.substr(0, 2) + "/" + key + ".bin");
     EXPECT_EQ(cache.path_for(key), path);
     const std::string bytes = read_file(path);
     ASSERT_EQ(bytes.size(), kHeader + key.size() + image.size());
@@ -373,7 +373,7 @@ TEST_F(DiskCacheTest, EvictionToleratesVanishedFiles) {
     DiskCache cache(o);
     cache.put(digest("1"), payload);
     // Someone else removed everything, tree included.
-    fs::remove_all(tmp / "cache/v2");
+    fs::remove_all(tmp / "cache/v3");
     EXPECT_TRUE(cache.put(digest("2"), payload));
     cache.evict();
     EXPECT_EQ(cache.stats().entries, 0u);
@@ -408,8 +408,8 @@ TEST_F(DiskCacheTest, ReadOnlyDirectoryDegradesWithOneWarning) {
 
 TEST_F(DiskCacheTest, DirectoryWritableByOthersIsRefused) {
     const std::string dir = tmp / "shared";
-    fs::create_directories(dir + "/v2");
-    fs::permissions(dir + "/v2", fs::perms::all);
+    fs::create_directories(dir + "/v3");
+    fs::permissions(dir + "/v3", fs::perms::all);
     DiskCache cache(options(dir));
     EXPECT_FALSE(cache.enabled());
     EXPECT_NE(cache.disabled_reason().find("writable by other users"), std::string::npos) << cache.disabled_reason();
@@ -420,7 +420,7 @@ TEST_F(DiskCacheTest, CreatedDirectoriesArePrivate) {
     DiskCache cache(options());
     cache.put(key, image);
     auto mode = [](const std::string& p) { return fs::status(p).permissions() & fs::perms::all; };
-    EXPECT_EQ(mode(tmp / "cache/v2"), fs::perms::owner_all);
+    EXPECT_EQ(mode(tmp / "cache/v3"), fs::perms::owner_all);
     EXPECT_EQ(mode(fs::path(cache.path_for(key)).parent_path()), fs::perms::owner_all);
     EXPECT_EQ(mode(cache.path_for(key)) & (fs::perms::group_all | fs::perms::others_all), fs::perms::none);
 }
@@ -448,7 +448,7 @@ TEST_F(DiskCacheTest, FullDiskDropsTheEntryAndWarnsOnce) {
     EXPECT_TRUE(cache.enabled()) << "a full disk is not a reason to stop using the cache";
     EXPECT_EQ(cache.stats().entries, 0u);
     EXPECT_TRUE(cache.verify().ok()) << "no temporary file may be left behind";
-    for (const auto& e : fs::recursive_directory_iterator(tmp / "cache/v2"))
+    for (const auto& e : fs::recursive_directory_iterator(tmp / "cache/v3"))
         EXPECT_FALSE(jit::files::is_temporary_name(e.path().filename().string())) << e.path();
     EXPECT_NE(warnings[0].find("file size limit"), std::string::npos) << warnings[0];
     EXPECT_TRUE(cache.put(key, image));  // small entries still fit

@@ -322,7 +322,7 @@ class CacheCommands(Base):
                    env={"JITEXPR_DISK_CACHE": "1"}, timeout=timeout)
 
     def entries(self):
-        base = self.path("c", "v2")
+        base = self.path("c", "v3")
         return [os.path.join(base, s, n) for s in sorted(os.listdir(base)) if len(s) == 2
                 for n in os.listdir(os.path.join(base, s)) if n.endswith(".bin")]
 
@@ -337,8 +337,8 @@ class CacheCommands(Base):
     def test_symlinked_key_folder_is_never_followed(self):
         self.assertEqual(self.cache("stats").returncode, 0)
         names = self.make_outside()
-        os.makedirs(self.path("c", "v2"), exist_ok=True)
-        os.symlink(self.path("outside"), self.path("c", "v2", "aa"))
+        os.makedirs(self.path("c", "v3"), exist_ok=True)
+        os.symlink(self.path("outside"), self.path("c", "v3", "aa"))
         v = self.cache("verify")
         self.assertEqual(v.returncode, 0, v.stderr)
         self.assertIn("not followed", v.stdout)

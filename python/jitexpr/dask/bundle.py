@@ -24,9 +24,12 @@ Archive format (all integers little-endian)::
 
 Each record is a disk-cache entry file exactly as the cache writes it (docs/cache.md): it holds
 its own format version, lengths, key and checksum, so it is checked here by the cache's own
-rules, and installed under the name the cache looks for. Formats known: version 2 (magic, header
-with checksum algorithm and lengths, SHA-256 over the header's first 32 bytes, the key and the
-payload) and version 1 (magic, lengths, SHA-256 of the payload).
+rules, and installed under the name the cache looks for. Formats known: version 3 (the layout of
+version 2, with the checksum XXH3-128, algorithm 2, or SHA-256, algorithm 1, computed by the
+cache's own code in the extension), version 2 (magic, header with checksum algorithm and
+lengths, SHA-256 over the header's first 32 bytes, the key and the payload) and version 1 (magic,
+lengths, SHA-256 of the payload). A bundle keeps each entry's version; this jitexpr reads only
+version 3 from its cache, so entries of older versions install but are not used here.
 
 Installing (``install``) **validates every entry first** and installs nothing when one fails.
 It then writes each entry as the cache does: a temporary file of jitexpr's in the key's folder,
@@ -105,7 +108,7 @@ def record_length(buf, at=0):
     if len(buf) - at < 12 or bytes(buf[at:at + 8]) != ENTRY_MAGIC:
         raise JxIOError("not a jitexpr cache entry (it does not start with JITXCACH)")
     version = _u32(buf, at + 8)
-    if version == 2:
+    if version in (2, 3):
         if len(buf) - at < 64:
             raise JxIOError("truncated entry header")
         hl = _u16(buf, at + 12)
@@ -131,17 +134,17 @@ def parse_record(data, expect_key=None):
     if n != len(data):
         raise JxIOError(f"length mismatch: the header says {n} bytes, the entry has {len(data)}")
     version = _u32(data, 8)
-    if version == 2:
+    if version in (2, 3):
         klen, plen = _u32(data, 16), _u64(data, 24)
         algorithm, sum_len, flags = data[14], data[15], _u32(data, 20)
-        if algorithm != 1 or sum_len != 32:
+        want = _checksum(version, algorithm, data[:32] + data[64:])
+        if want is None or sum_len != len(want):
             raise JxIOError(f"checksum algorithm {algorithm} (length {sum_len}) is unknown to this jitexpr")
         if flags != 0:
             raise JxIOError(f"flags {flags:#x} this jitexpr does not know")
         key = data[64:64 + klen]
         payload = data[64 + klen:]
-        want = hashlib.sha256(data[:32] + key + payload).digest()
-        if want != data[32:64]:
+        if want + bytes(32 - len(want)) != data[32:64]:
             raise JxIOError("checksum mismatch")
     else:
         klen, plen = _u32(data, 12), _u64(data, 16)
@@ -162,12 +165,35 @@ def parse_record(data, expect_key=None):
     return Entry(version, k, data)
 
 
-def make_record(key, payload, version=2):
-    """An entry record as the disk cache writes it (tests and tools; ``version`` 2 or 1)."""
+def _checksum(version, algorithm, covered):
+    """The checksum of an entry of format ``version`` with ``algorithm`` over ``covered`` (bytes
+    0..31, key, payload), unpadded; None for an algorithm unknown to this jitexpr."""
+    if version == 2:
+        return hashlib.sha256(covered).digest() if algorithm == 1 else None
+    from .. import _jitexpr  # the cache's own code: XXH3-128 has no implementation in the stdlib
+
+    sum_ = _jitexpr._cache_checksum(algorithm, bytes(covered))
+    return sum_ or None
+
+
+def make_record(key, payload, version=3, algorithm=None):
+    """An entry record as the disk cache writes it (tests and tools; ``version`` 3, 2 or 1;
+    ``algorithm`` for version 3: 2 XXH3-128, 1 SHA-256, default what this build's cache writes)."""
     if not _KEY.match(key):
         raise ArgumentError("a key is 8 to 128 lowercase hex characters")
     k = key.encode("ascii")
     payload = bytes(payload)
+    if version == 3:
+        if algorithm is None:
+            from .. import _jitexpr
+
+            algorithm = _jitexpr._cache_default_checksum()
+        sum_len = {1: 32, 2: 16}.get(algorithm, 0)
+        head = ENTRY_MAGIC + struct.pack("<IHBBIIQ", 3, 64, algorithm, sum_len, len(k), 0, len(payload))
+        sum_ = _checksum(3, algorithm, head + k + payload) if sum_len else None
+        if sum_ is None:
+            raise ArgumentError(f"checksum algorithm {algorithm} is unknown to this jitexpr")
+        return head + sum_ + bytes(32 - len(sum_)) + k + payload
     if version == 2:
         head = ENTRY_MAGIC + struct.pack("<IHBBIIQ", 2, 64, 1, 32, len(k), 0, len(payload))
         return head + hashlib.sha256(head + k + payload).digest() + k + payload
@@ -215,7 +241,7 @@ def _read_directory(path):
     entries, problems = [], []
     root = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        for version in (1, 2):
+        for version in (1, 2, 3):
             try:
                 vfd = _open_dir(f"v{version}", root)
             except FileNotFoundError:

@@ -11,7 +11,7 @@ from jitexpr.dask import bundle
 KEYS = ["%064x" % (0xabc0 + k) for k in range(5)]
 
 
-def cache_with_entries(root, version=2):
+def cache_with_entries(root, version=3):
     root.mkdir(parents=True, exist_ok=True)
     for k, key in enumerate(KEYS):
         d = root / f"v{version}" / key[:2]
@@ -23,7 +23,7 @@ def cache_with_entries(root, version=2):
 
 def test_pack_then_read_gives_the_same_entries(tmp_path):
     src = cache_with_entries(tmp_path / "src")
-    (src / "v2" / KEYS[0][:2] / ".jitexpr-1-0123456789abcdef.tmp").write_bytes(b"half written")
+    (src / "v3" / KEYS[0][:2] / ".jitexpr-1-0123456789abcdef.tmp").write_bytes(b"half written")
     n = bundle.pack(src, tmp_path / "k.jxb", {"arch": "sm_90"})
     assert n == len(KEYS)
     entries = bundle.read(tmp_path / "k.jxb")
@@ -32,7 +32,7 @@ def test_pack_then_read_gives_the_same_entries(tmp_path):
     assert (tmp_path / "k.jxb").read_bytes() == bundle.to_bytes(bundle.read(src), {"arch": "sm_90"})
 
 
-@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("version", [1, 2, 3])
 def test_install_writes_entries_byte_for_byte(tmp_path, version):
     src = cache_with_entries(tmp_path / "src", version)
     r = bundle.install(src, tmp_path / "dst")
@@ -51,7 +51,7 @@ def test_install_writes_entries_byte_for_byte(tmp_path, version):
 @pytest.mark.parametrize("damage", ["flip", "truncate", "extend", "key"])
 def test_a_damaged_entry_installs_nothing(tmp_path, damage):
     src = cache_with_entries(tmp_path / "src")
-    f = src / "v2" / KEYS[3][:2] / f"{KEYS[3]}.bin"
+    f = src / "v3" / KEYS[3][:2] / f"{KEYS[3]}.bin"
     b = bytearray(f.read_bytes())
     if damage == "flip":
         b[-3] ^= 1
@@ -84,9 +84,9 @@ def test_a_damaged_archive_is_refused(tmp_path):
 def test_files_that_are_not_jitexprs_are_never_replaced_or_removed(tmp_path):
     src = cache_with_entries(tmp_path / "src")
     dst = tmp_path / "dst"
-    shard = dst / "v2" / KEYS[0][:2]
+    shard = dst / "v3" / KEYS[0][:2]
     shard.mkdir(parents=True, mode=0o700)
-    os.chmod(dst / "v2", 0o700)
+    os.chmod(dst / "v3", 0o700)
     foreign = shard / f"{KEYS[0]}.bin"
     foreign.write_bytes(b"my notes, not a kernel")
     other = shard / "README"
@@ -104,16 +104,16 @@ def test_links_below_the_cache_are_never_followed(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     dst = tmp_path / "dst"
-    (dst / "v2").mkdir(parents=True, mode=0o700)
-    os.chmod(dst / "v2", 0o700)
-    os.symlink(elsewhere, dst / "v2" / KEYS[0][:2])
+    (dst / "v3").mkdir(parents=True, mode=0o700)
+    os.chmod(dst / "v3", 0o700)
+    os.symlink(elsewhere, dst / "v3" / KEYS[0][:2])
     r = bundle.install(src, dst)
     assert not list(elsewhere.iterdir())
     assert all(KEYS[0][:2] in p for p, _ in r.left) and r.left
     # a version folder that is a link: nothing installed
     dst2 = tmp_path / "dst2"
     dst2.mkdir()
-    os.symlink(elsewhere, dst2 / "v2")
+    os.symlink(elsewhere, dst2 / "v3")
     with pytest.raises(JxIOError, match="symbolic link"):
         bundle.install(src, dst2)
     assert not list(elsewhere.iterdir())
@@ -122,8 +122,8 @@ def test_links_below_the_cache_are_never_followed(tmp_path):
 def test_a_version_folder_others_can_write_is_refused(tmp_path):
     src = cache_with_entries(tmp_path / "src")
     dst = tmp_path / "dst"
-    (dst / "v2").mkdir(parents=True)
-    os.chmod(dst / "v2", 0o777)
+    (dst / "v3").mkdir(parents=True)
+    os.chmod(dst / "v3", 0o777)
     with pytest.raises(JxIOError, match="writable by other users"):
         bundle.install(src, dst)
 
@@ -161,3 +161,17 @@ def test_real_precompiled_entries_round_trip(tmp_path):
     assert len(r.installed) == len(entries)
     for e in entries:
         assert (tmp_path / "dst" / e.relpath).read_bytes() == (tmp_path / "src" / e.relpath).read_bytes()
+
+
+@pytest.mark.parametrize("algorithm", [1, 2])
+def test_version3_records_check_with_the_caches_own_checksum(algorithm):
+    from jitexpr import _jitexpr
+    if algorithm == 2 and _jitexpr._cache_default_checksum() != 2:
+        pytest.skip("built without xxhash.h: XXH3-128 is not computed here")
+    rec = bundle.make_record(KEYS[0], b"cubin" * 100, 3, algorithm)
+    assert rec[14] == algorithm and rec[15] == (32 if algorithm == 1 else 16)
+    assert bundle.parse_record(rec, expect_key=KEYS[0]).version == 3
+    bad = bytearray(rec)
+    bad[-1] ^= 1
+    with pytest.raises(JxIOError, match="checksum mismatch"):
+        bundle.parse_record(bytes(bad))

@@ -40,8 +40,8 @@ def test_warm_cache_puts_the_bundle_in_each_workers_cache_directory(client, tmp_
         client.register_plugin(plugin)
         for w, d in dirs.items():
             for key in KEYS:
-                f = os.path.join(d, "v2", key[:2], f"{key}.bin")
-                assert open(f, "rb").read() == (src / "v2" / key[:2] / f"{key}.bin").read_bytes()
+                f = os.path.join(d, "v3", key[:2], f"{key}.bin")
+                assert open(f, "rb").read() == (src / "v3" / key[:2] / f"{key}.bin").read_bytes()
         reports = client.run(lambda: [len(r.installed) for r in __import__("jitexpr.dask._plugin").dask._plugin.installed()])
         assert all(r[-1] == len(KEYS) for r in reports.values())
     finally:
@@ -66,7 +66,7 @@ def test_workers_sharing_one_cache_directory_install_safely(client, tmp_path):
 
 def test_a_bad_bundle_is_refused_on_the_client(tmp_path):
     src = cache_with_entries(tmp_path / "src")
-    f = src / "v2" / KEYS[0][:2] / f"{KEYS[0]}.bin"
+    f = src / "v3" / KEYS[0][:2] / f"{KEYS[0]}.bin"
     f.write_bytes(f.read_bytes()[:-2])
     from jitexpr import IOError as JxIOError
     with pytest.raises(JxIOError):
