@@ -69,6 +69,23 @@ void BM_AxpyLike(benchmark::State& state, DType t) { run_text(state, "a*2 + b", 
 BENCHMARK_CAPTURE(BM_AxpyLike, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_AxpyLike, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The same into a new output each call, as `c = f(a, b)` in a loop of the caller's: the previous
+// result is dropped only after the next one exists (so the freed block of the call before is the
+// one reused). Compare with BM_AxpyLike (out=) in the same run: issue 21 wants <= 1.1x.
+void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) {
+    jit::Environment env{{"a", jit::Arg(filled(t, 0.5))}, {"b", jit::Arg(filled(t, 1.5))}};
+    const std::vector<jit::Arg> args{env.at("a"), env.at("b")};
+    jit::Kernel k = jit::compile("a*2 + b", runtime());
+    Array held = k.call(args);
+    for (auto _ : state) {
+        Array next = k.call(args);
+        held = std::move(next);  // the previous result goes now
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * kN * static_cast<std::int64_t>(jit::itemsize(t)));
+}
+BENCHMARK_CAPTURE(BM_AxpyLikeNewOutput, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // numexpr's own benchmark expression
 void BM_Polynomial(benchmark::State& state, DType t) {
     run_text(state, "((.25*a + .75)*a - 1.5)*a - 2", t, {{"a", 0.1}});

@@ -15,6 +15,7 @@
 #include <new>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -81,6 +82,24 @@ private:
     std::size_t bytes_ = 0;
 };
 
+// A new block of `rounded` bytes (a multiple of 64), 64-byte aligned. From kHugeFrom on it is
+// aligned to 2 MiB and offered to transparent huge pages (madvise, where the kernel has them in
+// "madvise" mode; "always" needs no advice, "never" ignores it): its first touch then faults
+// once per 2 MiB instead of once per 4 KiB. A block of megabytes is mmap'ed memory, so nothing
+// else shares those pages. free() releases it either way.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+constexpr std::size_t kHugeFrom = std::size_t{4} << 20;
+
+void* fresh_block(std::size_t rounded) {
+    if (rounded < kHugeFrom) return std::aligned_alloc(64, rounded);
+    void* p = nullptr;
+    if (::posix_memalign(&p, kHugePage, rounded) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+    (void)::madvise(p, rounded / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+    return p;
+}
+
 // Host memory, 64-byte aligned so that vector loads are aligned on every backend.
 class HostStorage final : public Storage {
 public:
@@ -89,7 +108,7 @@ public:
             rounded_ = (bytes_ + 63) / 64 * 64;
             if (bytes_ >= SIZE_MAX - 63) rounded_ = 0;  // no such block: out of memory below
             if (rounded_ >= KeptBlocks::kMinKept) ptr_ = KeptBlocks::instance().take(rounded_);
-            if (!ptr_ && rounded_) ptr_ = std::aligned_alloc(64, rounded_);
+            if (!ptr_ && rounded_) ptr_ = fresh_block(rounded_);
             if (!ptr_) throw OutOfMemoryError(bytes_, host_memory_available(), "an array in host memory");
         }
     }

@@ -284,7 +284,13 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
 }
 
 Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target) {
-    Strides r(target.size(), 0);
+    Strides r;
+    broadcast_strides(shape, strides, target, r);
+    return r;
+}
+
+void broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target, Strides& r) {
+    r.assign(target.size(), 0);
     if (shape.size() > target.size()) throw InternalError("broadcast_strides: source has more dimensions than target");
     const std::size_t off = target.size() - shape.size();
     for (std::size_t k = 0; k < shape.size(); ++k) {
@@ -296,7 +302,6 @@ Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shap
             throw InternalError(fmt::format("broadcast_strides: extent {} does not broadcast to {}", shape[k], target[k + off]));
         }
     }
-    return r;
 }
 
 }  // namespace jit::ir

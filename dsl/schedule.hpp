@@ -76,5 +76,7 @@ TempLayout layout_temps(const Program& program, const Schedule& s, std::size_t a
 // Strides (in elements) for reading an array of `shape`/`strides` broadcast to `target`
 // (NumPy rules: trailing axes aligned, extent-1 axes get stride 0). Size target.size().
 Strides broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target);
+// The same into `out` (its capacity reused: no allocation once it has grown).
+void broadcast_strides(const Shape& shape, const Strides& strides, const Shape& target, Strides& out);
 
 }  // namespace jit::ir

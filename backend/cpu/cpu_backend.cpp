@@ -14,6 +14,7 @@
 
 #include "backend/cpu/kernels.hpp"
 #include "backend/cpu/thread_pool.hpp"
+#include "core/device.hpp"
 #include "dsl/semantics.h"
 
 #include <fmt/format.h>
@@ -25,8 +26,11 @@
 #include <limits>
 #include <memory>
 #include <new>
+#include <span>
 #include <string>
 #include <vector>
+
+#include <boost/container/small_vector.hpp>
 
 #if defined(JX_CPU_HAVE_AVX2)
 #include <cpuid.h>
@@ -493,31 +497,30 @@ struct Space {
 };
 
 // Drops extent-1 axes and merges axes that every operand walks contiguously. With
-// keep_last, the last axis (a reduction axis) stays apart.
-void collapse(Shape& shape, std::vector<Strides*> strides, bool keep_last) {
+// keep_last, the last axis (a reduction axis) stays apart. In place (axis k moves to w <= k),
+// so binding a stage allocates nothing once the vectors have grown.
+void collapse(Shape& shape, std::span<Strides* const> strides, bool keep_last) {
     const std::size_t nd = shape.size();
-    std::vector<std::size_t> keep;
-    for (std::size_t k = 0; k < nd; ++k)
-        if (shape[k] != 1 || (keep_last && k + 1 == nd)) keep.push_back(k);
-    Shape s2;
-    std::vector<Strides> st2(strides.size());
-    for (std::size_t k : keep) {
+    std::size_t w = 0;
+    for (std::size_t k = 0; k < nd; ++k) {
         const bool last_axis = keep_last && k + 1 == nd;
-        bool merge = !s2.empty() && !last_axis;
+        if (shape[k] == 1 && !last_axis) continue;
+        bool merge = w > 0 && !last_axis;
         if (merge) {
-            for (std::size_t o = 0; o < strides.size(); ++o)
-                if (st2[o].back() != (*strides[o])[k] * shape[k]) merge = false;
+            for (Strides* st : strides)
+                if ((*st)[w - 1] != (*st)[k] * shape[k]) merge = false;
         }
         if (merge) {
-            s2.back() *= shape[k];
-            for (std::size_t o = 0; o < strides.size(); ++o) st2[o].back() = (*strides[o])[k];
+            shape[w - 1] *= shape[k];
+            for (Strides* st : strides) (*st)[w - 1] = (*st)[k];
         } else {
-            s2.push_back(shape[k]);
-            for (std::size_t o = 0; o < strides.size(); ++o) st2[o].push_back((*strides[o])[k]);
+            shape[w] = shape[k];
+            for (Strides* st : strides) (*st)[w] = (*st)[k];
+            ++w;
         }
     }
-    shape = std::move(s2);
-    for (std::size_t o = 0; o < strides.size(); ++o) *strides[o] = std::move(st2[o]);
+    shape.resize(w);
+    for (Strides* st : strides) st->resize(w);
 }
 
 // Copies `len` elements starting at flat index `start` (C order over `shape`) through `fn`
@@ -602,6 +605,12 @@ public:
         for (const auto& st : s.stages) plans_.push_back(plan_stage(program_, schedule_, st, kt_));
         for (const auto& o : p.outputs)
             if (o.alias_input >= 0) aliased_inputs_.push_back(o.alias_input);
+        for (std::size_t i = 0; i < plans_.size();) {
+            std::size_t j = i + 1;
+            while (j < plans_.size() && joins_group(i, j)) ++j;
+            for (std::size_t k = i; k < j; ++k) groups_.push_back(k == i ? j : k + 1);
+            i = j;
+        }
     }
 
     void run(const detail::RunArgs& args) override;
@@ -609,7 +618,7 @@ public:
 private:
     struct Ctx {
         const detail::RunArgs* args;
-        std::vector<std::vector<std::byte>>* temps;
+        std::vector<std::shared_ptr<Storage>>* temps;
     };
     struct Bound {  // a stage bound to this run's memory
         const detail::RunArgs* args = nullptr;
@@ -622,11 +631,19 @@ private:
         Shape out_shape;
         Strides out_strides;
         i64 out_item = 0;
+        Strides temp_strides;  // a temporary's (contiguous) strides, while binding
     };
 
-    Bound bind(const StagePlan& sp, const Ctx& ctx) const;
+    void bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const;
     void run_elementwise(const StagePlan& sp, const Bound& b) const;
     void run_reduce(const StagePlan& sp, const Bound& b) const;
+    // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
+    void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
+    // Stores what eval_block computed for the block at `start` to the stage's outputs that the
+    // kernels did not write in place.
+    void store_block(const StagePlan& sp, const Bound& b, const void* const* ptr, i64 start, i64 len) const;
+    // Whether stage `j` can join the group of stages [first, j): see groups_.
+    bool joins_group(std::size_t first, std::size_t j) const;
     // Evaluates one block; returns per-slot pointers in `ptr`.
     void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start, i64 len) const;
     void fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const;
@@ -641,6 +658,14 @@ private:
     ThreadPool* pool_;
     std::vector<StagePlan> plans_;
     std::vector<int> aliased_inputs_;
+    // Per stage: the end of the group it starts (its own index + 1 when alone). A group is a run
+    // of consecutive stages over one iteration space, each element-wise or a reduction of every
+    // axis, none reading what another of the group stores or an input that an output overwrites
+    // in place: they are evaluated block by block in one pass, so each block of the inputs they
+    // share is read from memory once (a statement's columns and the sums over them, as in
+    // examples/analytics.cpp, instead of one pass per reduction). The blocks, their order and
+    // each reduction's combining order are those of the stages run one by one: same results.
+    std::vector<std::size_t> groups_;
 };
 
 // Units are handed out in small runs from a shared counter, in increasing order: a thread that
@@ -700,44 +725,45 @@ void CpuPrepared::parallel(i64 units, i64 elements, detail::CallControl* ctl, Bo
     if (cut.load(std::memory_order_relaxed)) detail::CallControl::throw_cancelled();
 }
 
-CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const {
+// Fills `b` for this run. Everything goes into b's own vectors, which keep their capacity from
+// run to run (CpuPrepared::run keeps one Bound per thread): a repeated run allocates nothing here.
+void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     const auto& args = *ctx.args;
-    Bound b;
     b.args = ctx.args;
-    Shape shape = sp.shape;
-    std::vector<Strides> load_strides(sp.loads.size());
-    b.loads.resize(sp.loads.size());
+    Shape& shape = b.space.shape;
+    shape.assign(sp.shape.begin(), sp.shape.end());
+    if (b.loads.size() < sp.loads.size()) b.loads.resize(sp.loads.size());
+    if (b.stores.size() < sp.stores.size()) b.stores.resize(sp.stores.size());
     for (std::size_t i = 0; i < sp.loads.size(); ++i) {
         const LoadPlan& lp = sp.loads[i];
         Operand& op = b.loads[i];
         op.item = static_cast<i64>(itemsize(lp.dtype));
-        Shape src_shape;
-        Strides src_strides;
+        const Shape* src_shape = nullptr;
+        const Strides* src_strides = nullptr;
         if (lp.is_input) {
             const Array& a = args.inputs[static_cast<std::size_t>(lp.index)];
             if (a.dtype() != lp.dtype)
                 throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.index, dtype_name(a.dtype()),
                                                 dtype_name(lp.dtype)));
             op.base = static_cast<const char*>(a.data());
-            src_shape = a.shape();
-            src_strides = a.strides();
+            src_shape = &a.shape();
+            src_strides = &a.strides();
         } else {
             const int out = schedule_.output_of[static_cast<std::size_t>(lp.index)];
-            src_shape = program_.node(lp.index).shape;
+            src_shape = &program_.node(lp.index).shape;
             if (out >= 0) {
                 const Array& a = args.outputs[static_cast<std::size_t>(out)];
                 op.base = static_cast<const char*>(a.data());
-                src_strides = a.strides();
+                src_strides = &a.strides();
             } else {
                 auto it = std::find(schedule_.temps.begin(), schedule_.temps.end(), lp.index);
-                op.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())].data());
-                src_strides = contiguous_strides(src_shape);
+                op.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())]->data());
+                b.temp_strides = contiguous_strides(*src_shape);
+                src_strides = &b.temp_strides;
             }
         }
-        load_strides[i] = ir::broadcast_strides(src_shape, src_strides, shape);
+        ir::broadcast_strides(*src_shape, *src_strides, shape, op.strides);
     }
-    std::vector<Strides> store_strides(sp.stores.size());
-    b.stores.resize(sp.stores.size());
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
         const StorePlan& st = sp.stores[i];
         const Array& a = args.outputs[static_cast<std::size_t>(st.output)];
@@ -749,10 +775,14 @@ CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const 
                                             shape_to_string(a.shape()), shape_to_string(shape)));
         b.stores[i].base = static_cast<const char*>(a.data());
         b.stores[i].item = static_cast<i64>(itemsize(st.dtype));
-        store_strides[i] = a.strides();
+        b.stores[i].strides.assign(a.strides().begin(), a.strides().end());
     }
 
     bool keep_last = false;
+    b.rows = 1;
+    b.row_len = 0;
+    b.out_base = nullptr;
+    b.out_item = 0;
     if (sp.kind == ir::Stage::Kind::Reduce) {
         const i64 n = shape_size(shape);
         if (sp.axis >= 0) {
@@ -766,14 +796,14 @@ CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const 
                 v.push_back(x);
             };
             move_last(shape);
-            for (auto& s : load_strides) move_last(s);
+            for (std::size_t i = 0; i < sp.loads.size(); ++i) move_last(b.loads[i].strides);
             keep_last = true;
         } else {
             b.row_len = n;
             b.rows = 1;
         }
         const ir::Node& r = program_.node(sp.reduce_node);
-        b.out_shape = r.shape;
+        b.out_shape.assign(r.shape.begin(), r.shape.end());
         b.out_item = static_cast<i64>(itemsize(r.dtype));
         if (sp.output >= 0) {
             const Array& a = args.outputs[static_cast<std::size_t>(sp.output)];
@@ -782,35 +812,31 @@ CpuPrepared::Bound CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx) const 
                                                 dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
                                                 shape_to_string(r.shape)));
             b.out_base = static_cast<char*>(a.data());
-            b.out_shape = a.shape();
-            b.out_strides = a.strides();
+            b.out_shape.assign(a.shape().begin(), a.shape().end());
+            b.out_strides.assign(a.strides().begin(), a.strides().end());
         } else {
-            b.out_base = reinterpret_cast<char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)].data());
+            b.out_base = reinterpret_cast<char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)]->data());
             b.out_strides = contiguous_strides(r.shape);
         }
     }
 
-    std::vector<Strides*> all;
-    for (auto& s : load_strides) all.push_back(&s);
-    for (auto& s : store_strides) all.push_back(&s);
-    collapse(shape, all, keep_last);
-    b.space.shape = shape;
+    boost::container::small_vector<Strides*, 16> all;
+    for (std::size_t i = 0; i < sp.loads.size(); ++i) all.push_back(&b.loads[i].strides);
+    for (std::size_t i = 0; i < sp.stores.size(); ++i) all.push_back(&b.stores[i].strides);
+    collapse(shape, std::span<Strides* const>(all.data(), all.size()), keep_last);
     b.space.size = shape_size(shape);
     const bool flat = shape.size() <= 1;
     for (std::size_t i = 0; i < sp.loads.size(); ++i) {
         Operand& op = b.loads[i];
-        op.strides = std::move(load_strides[i]);
         const LoadPlan& lp = sp.loads[i];
         const bool aliased = lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.index) != aliased_inputs_.end();
         op.direct = !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
     }
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
         Operand& op = b.stores[i];
-        op.strides = std::move(store_strides[i]);
         // A contiguous output is written by the kernel computing it, no block copy.
         op.direct = flat && !is_half(sp.stores[i].dtype) && !shape.empty() && op.strides[0] == 1;
     }
-    return b;
 }
 
 void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const {
@@ -866,26 +892,110 @@ void CpuPrepared::run_elementwise(const StagePlan& sp, const Bound& b) const {
     Ctx ctx{b.args, nullptr};
     parallel(blocks, n, b.args->control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
-        std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
         for (i64 b0 = 0, b1 = 0; next(b0, b1);)
         for (i64 blk = b0; blk < b1; ++blk) {
             const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
             eval_block(sp, b, scratch, ptr.data(), start, len);
-            for (std::size_t i = 0; i < sp.stores.size(); ++i) {
-                const StorePlan& st = sp.stores[i];
-                const Operand& o = b.stores[i];
-                if (o.direct && static_cast<const char*>(ptr[st.slot]) == o.base + start * o.item) continue;  // written in place
-                const StoreFn store = kt_.store[static_cast<int>(st.dtype)];
-                const i64 rs = reg_size(st.dtype);
-                const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
-                char* base = const_cast<char*>(o.base);
-                walk(b.space.shape, o.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
-                    store(src + done * rs, base + off * o.item, stride, run);
-                });
-            }
+            store_block(sp, b, ptr.data(), start, len);
         }
     });
+}
+
+void CpuPrepared::store_block(const StagePlan& sp, const Bound& b, const void* const* ptr, i64 start, i64 len) const {
+    for (std::size_t i = 0; i < sp.stores.size(); ++i) {
+        const StorePlan& st = sp.stores[i];
+        const Operand& o = b.stores[i];
+        if (o.direct && static_cast<const char*>(ptr[st.slot]) == o.base + start * o.item) continue;  // written in place
+        const StoreFn store = kt_.store[static_cast<int>(st.dtype)];
+        const i64 rs = reg_size(st.dtype);
+        const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
+        char* base = const_cast<char*>(o.base);
+        walk(b.space.shape, o.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+            store(src + done * rs, base + off * o.item, stride, run);
+        });
+    }
+}
+
+bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
+    const StagePlan& sp = plans_[j];
+    if (sp.shape != plans_[first].shape) return false;
+    for (std::size_t k = first; k <= j; ++k)
+        if (plans_[k].kind == ir::Stage::Kind::Reduce && plans_[k].axis >= 0) return false;
+    // An input that an output overwrites in place is read by stage by stage only (the group's
+    // stages would read and write it in one pass); any other load of the group is safe.
+    for (std::size_t k = first; k <= j; ++k)
+        for (const LoadPlan& lp : plans_[k].loads)
+            if (lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.index) != aliased_inputs_.end())
+                return false;
+    for (const LoadPlan& lp : sp.loads) {
+        if (lp.is_input) continue;
+        const std::int32_t by = schedule_.stored_by[static_cast<std::size_t>(lp.index)];
+        if (by >= static_cast<std::int32_t>(first) && by < static_cast<std::int32_t>(j)) return false;
+    }
+    return true;
+}
+
+void CpuPrepared::run_group(std::size_t first, std::size_t last, const Ctx& ctx) const {
+    // Binding each stage: the per-thread Bound of run() serves the first; the others get their own.
+    boost::container::small_vector<Bound, 4> bounds(last - first);
+    for (std::size_t k = first; k < last; ++k) bind(plans_[k], ctx, bounds[k - first]);
+    const i64 n = bounds[0].space.size;
+    const i64 blocks = (n + kBlock - 1) / kBlock;
+    const detail::RunArgs& args = *ctx.args;
+    // Per reduction: one partial per block, combined in block order afterwards (as run_reduce's
+    // long rows: every partial is written before it is read, so no zero-fill).
+    boost::container::small_vector<std::unique_ptr<std::byte[]>, 4> partials(last - first);
+    std::size_t scratch_bytes = 0;
+    boost::container::small_vector<std::size_t, 4> scratch_at(last - first), ptr_at(last - first);
+    std::size_t nptr = 0;
+    for (std::size_t k = first; k < last; ++k) {
+        const StagePlan& sp = plans_[k];
+        if (sp.kind == ir::Stage::Kind::Reduce)
+            partials[k - first].reset(new std::byte[static_cast<std::size_t>(blocks * reg_size(sp.dtype))]);
+        scratch_at[k - first] = scratch_bytes;
+        scratch_bytes += static_cast<std::size_t>(sp.nslots * sp.slot_bytes);
+        ptr_at[k - first] = nptr;
+        nptr += static_cast<std::size_t>(sp.nslots);
+    }
+    parallel(blocks, n * static_cast<i64>(last - first), args.control, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(scratch_bytes);
+        boost::container::small_vector<const void*, 128> ptr(nptr, nullptr);
+        for (std::size_t k = first; k < last; ++k)
+            fill(plans_[k], ctx, scratch + scratch_at[k - first], ptr.data() + ptr_at[k - first]);
+        for (i64 b0 = 0, b1 = 0; next(b0, b1);)
+            for (i64 blk = b0; blk < b1; ++blk) {
+                const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
+                for (std::size_t k = first; k < last; ++k) {
+                    const StagePlan& sp = plans_[k];
+                    const Bound& b = bounds[k - first];
+                    const void** p = ptr.data() + ptr_at[k - first];
+                    eval_block(sp, b, scratch + scratch_at[k - first], p, start, len);
+                    if (sp.kind == ir::Stage::Kind::Reduce) {
+                        const int r = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
+                        std::byte* acc = partials[k - first].get() + blk * reg_size(sp.dtype);
+                        kt_.identity[r][d](acc);
+                        kt_.reduce[r][d](p[sp.value_slot], len, acc);
+                    } else {
+                        store_block(sp, b, p, start, len);
+                    }
+                }
+            }
+    });
+    for (std::size_t k = first; k < last; ++k) {
+        const StagePlan& sp = plans_[k];
+        if (sp.kind != ir::Stage::Kind::Reduce) continue;
+        const Bound& b = bounds[k - first];
+        const int r = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
+        const DType rd = program_.node(sp.reduce_node).dtype;
+        if (args.started_outputs && sp.output >= 0) args.started_outputs[sp.output] = true;
+        alignas(16) std::byte acc[16];
+        kt_.identity[r][d](acc);
+        kt_.reduce[r][d](partials[k - first].get(), blocks, acc);
+        if (sp.mean) kt_.divide[static_cast<int>(rd)](acc, n);
+        kt_.store[static_cast<int>(rd)](acc, b.out_base, 1, 1);
+    }
 }
 
 void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
@@ -930,7 +1040,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         std::byte* const partials_data = partials_buf.get();
         parallel(units, b.space.size, b.args->control, [&](auto&& next) {
             std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
-            std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+            boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
             fill(sp, ctx, scratch, ptr.data());
             for (i64 u0 = 0, u1 = 0; next(u0, u1);)
             for (i64 u = u0; u < u1; ++u) {
@@ -958,7 +1068,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     writing();
     parallel(units, b.space.size, b.args->control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
-        std::vector<const void*> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
         for (i64 u0 = 0, u1 = 0; next(u0, u1);)
         for (i64 u = u0; u < u1; ++u) {
@@ -987,10 +1097,13 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     for (const Array& a : args.outputs)
         if (a.backend() != Backend::Cpu) throw ArgumentError("the CPU backend needs outputs in host memory: " + a.describe());
 
-    std::vector<std::vector<std::byte>> temps;
+    // Host storage like an array's: not zero-filled (every element is written before it is
+    // read), and a large one reuses a block freed by an earlier run instead of faulting in
+    // fresh pages on every run.
+    std::vector<std::shared_ptr<Storage>> temps;
     for (int n : schedule_.temps) {
         const ir::Node& nd = program_.node(n);
-        temps.emplace_back(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
+        temps.push_back(core::host_storage(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype)));
     }
     Ctx ctx{&args, &temps};
     detail::CallControl* ctl = args.control;
@@ -999,11 +1112,38 @@ void CpuPrepared::run(const detail::RunArgs& args) {
         for (const auto& st : schedule_.stages) total += static_cast<std::uint64_t>(shape_size(st.shape));
         ctl->begin(Progress::Phase::Run, Progress::Unit::Elements, total);
     }
-    for (const StagePlan& sp : plans_) {
+    // One Bound per thread, reused by every run (its vectors keep their capacity); a run that
+    // starts while this thread's is in use (a nested call) gets its own.
+    thread_local Bound kept;
+    thread_local bool kept_busy = false;
+    Bound nested;
+    const bool owner = !kept_busy;
+    Bound& b = owner ? kept : nested;
+    struct Release {
+        bool owner;
+        ~Release() {
+            if (owner) kept_busy = false;
+        }
+    } release{owner};
+    kept_busy = true;
+    for (std::size_t si = 0; si < plans_.size(); ++si) {
+        const StagePlan& sp = plans_[si];
         if (ctl) ctl->check();  // between stages
+        if (groups_[si] > si + 1) {
+            // Small iteration spaces run stage by stage: the long-row reduction path (partials
+            // per block) is the one a group shares, and it is for more than one block.
+            if (shape_size(sp.shape) > kBlock) {
+                for (std::size_t k = si; k < groups_[si]; ++k)
+                    if (args.started_outputs)
+                        for (const StorePlan& st : plans_[k].stores) args.started_outputs[st.output] = true;
+                run_group(si, groups_[si], ctx);
+                si = groups_[si] - 1;
+                continue;
+            }
+        }
         if (args.started_outputs)  // a reduction marks its output where it starts writing it (run_reduce)
             for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
-        const Bound b = bind(sp, ctx);
+        bind(sp, ctx, b);
         if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else run_elementwise(sp, b);
     }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <random>
 #include <thread>
 
 using namespace jit;
@@ -278,4 +279,40 @@ TEST(Targets, NamesTheAssignedNamesInOrder) {
 TEST(Synchronize, IsANoOpOnTheCpu) {
     cpu().synchronize();
     SUCCEED();
+}
+
+// The CPU backend runs a statement's column and the sums over the same rows in one pass
+// (CpuPrepared's stage groups): each value must be the one its stage computes alone, bit for
+// bit (same blocks, same combining order), at a size that is not a multiple of the block, and
+// again when the column is overwritten in place on the second run.
+TEST(CpuStageGroups, ColumnsAndSumsOfOneIterationSpaceMatchEachStageAlone) {
+    const std::int64_t n = 512 * 97 + 13;  // past the one-thread threshold too
+    std::vector<double> dist(n), dur(n);
+    std::vector<std::int32_t> pax(n);
+    std::mt19937_64 rng(7);
+    std::uniform_real_distribution<double> u(0.1, 12.0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        dist[i] = u(rng);
+        dur[i] = 60 + 100 * u(rng);
+        pax[i] = static_cast<std::int32_t>(rng() % 5);
+    }
+    const char* program = "speed = distance / (duration / 3600)\n"
+                          "s1 = sum(where(distance > 5, speed, 0))\n"
+                          "s2 = sum(distance > 5)\n"
+                          "m = mean(where(passengers >= 3, speed, 1))\n";
+    Environment env{{"distance", Array::from(dist)}, {"duration", Array::from(dur)}, {"passengers", Array::from(pax)}};
+    const Array s1 = cpu().eval("sum(where(distance > 5, distance / (duration / 3600), 0))",
+                                {env.at("distance"), env.at("duration")});
+    const Array s2 = cpu().eval("sum(distance > 5)", {env.at("distance")});
+    const Array m = cpu().eval("mean(where(passengers >= 3, distance / (duration / 3600), 1))",
+                               {env.at("passengers"), env.at("distance"), env.at("duration")});
+    const Array speed = cpu().eval("distance / (duration / 3600)", {env.at("distance"), env.at("duration")});
+    for (int pass = 0; pass < 2; ++pass) {  // the second: speed is bound, so written in place
+        SCOPED_TRACE(pass);
+        cpu().run(program, env);
+        EXPECT_EQ(env.at("speed").array().to_vector<double>(), speed.to_vector<double>());
+        EXPECT_EQ(env.at("s1").array().to_vector<double>(), s1.to_vector<double>());
+        EXPECT_EQ(env.at("s2").array().to_vector<std::int64_t>(), s2.to_vector<std::int64_t>());
+        EXPECT_EQ(env.at("m").array().to_vector<double>(), m.to_vector<double>());
+    }
 }
