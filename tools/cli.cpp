@@ -135,7 +135,7 @@ int cache_command(const std::string& command) {
         // Only files jitexpr wrote go; anything else found in the cache is named and kept.
         for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
         std::cout << fmt::format("removed {} entries from {}", r.removed, printable(r.directory));
-        if (r.old_format_removed) std::cout << fmt::format(", and {} files of the previous format (v1)", r.old_format_removed);
+        if (r.old_format_removed) std::cout << fmt::format(", and {} files of earlier formats (v1, v2)", r.old_format_removed);
         if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
         std::cout << '\n';
         return kExitOk;
