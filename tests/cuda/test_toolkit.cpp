@@ -157,7 +157,7 @@ TEST(ToolkitLoad, ACpuEvaluationMapsNeitherCompiler) {
                   jit::RuntimeOptions o;
                   o.backend = jit::Backend::Cpu;
                   jit::Runtime rt(o);
-                  jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3});
+                  jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3}, {}, jit::Backend::Cpu);  // host data: Auto would be CUDA here
                   jit::Environment env{{"a", a}};
                   jit::Array r = rt.run("sin(a) * 2 + a", env);
                   if (r.to_vector<float>().size() != 3) return 2;
