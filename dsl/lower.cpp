@@ -469,6 +469,7 @@ private:
         switch (e.kind) {
             case ExprKind::Int:
             case ExprKind::Float:
+            case ExprKind::Imag:
             case ExprKind::Bool: break;  // literals are folded above
             case ExprKind::Name: return name(e);
             case ExprKind::Unary: {
