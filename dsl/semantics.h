@@ -975,9 +975,13 @@ template <class T> JX_HD en<is_flt<T>::value, T> Erf(T x) { return m::erf(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Erfc(T x) { return m::erfc(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Tgamma(T x) { return m::tgamma(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Lgamma(T x) { return m::lgamma(x); }
-// NumPy's: one multiplication by the constant rounded to T.
-template <class T> JX_HD en<is_flt<T>::value, T> Deg2rad(T x) { return x * T(0.017453292519943295769236907684886127); }
-template <class T> JX_HD en<is_flt<T>::value, T> Rad2deg(T x) { return x * T(57.295779513082320876798154814105170); }
+// NumPy's: one multiplication by pi / 180 (or 180 / pi) computed in T from pi rounded to T.
+template <class T> JX_HD en<is_flt<T>::value, T> Deg2rad(T x) {
+    return x * (T(3.141592653589793238462643383279502884) / T(180));
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Rad2deg(T x) {
+    return x * (T(180) / T(3.141592653589793238462643383279502884));
+}
 
 // @section unary
 // @needs arith
