@@ -273,6 +273,7 @@ std::string_view rule_text(Rule r) {
         case Rule::SumProd: return "bool and signed give int64, unsigned give uint64";
         case Rule::MinMaxReduce: return "same dtype; not complex; empty is an error";
         case Rule::MeanReduce: return "bool and integers give float64";
+        case Rule::MakeComplex: return "the complex of the promoted real dtype (float16, float32 give complex64, others complex128); not complex";
         case Rule::AnyAll: return "gives bool";
     }
     return "";

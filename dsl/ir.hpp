@@ -36,7 +36,7 @@ enum class Rule : std::uint8_t {
     Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
     Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
     PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll
+    MeanReduce, AnyAll, MakeComplex
 };
 
 enum class Op : std::uint16_t {

@@ -111,6 +111,7 @@ public:
                 if (!e.int_big) return of_int(Big(e.int_value));
                 return of_int(parse_big(e));
             case ExprKind::Float: return of_float(e.float_value);
+            case ExprKind::Imag: return of_complex({0.0, e.float_value});
             case ExprKind::Bool: return of_bool(e.bool_value);
             case ExprKind::Name: {
                 auto v = constant_ ? constant_(e.text) : std::nullopt;
@@ -508,6 +509,7 @@ bool LiteralFolder::is_literal(const Expr& e) const {
     switch (e.kind) {
         case ExprKind::Int:
         case ExprKind::Float:
+        case ExprKind::Imag:
         case ExprKind::Bool: return true;
         case ExprKind::Name: return constant_ && constant_(e.text).has_value();
         case ExprKind::Unary:

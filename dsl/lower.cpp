@@ -469,6 +469,7 @@ private:
         switch (e.kind) {
             case ExprKind::Int:
             case ExprKind::Float:
+            case ExprKind::Imag:
             case ExprKind::Bool: break;  // literals are folded above
             case ExprKind::Name: return name(e);
             case ExprKind::Unary: {
@@ -610,8 +611,10 @@ private:
     Val call(const Expr& e) {
         const std::string& fname = e.text;
         const std::size_t nargs = e.operands.size();
-        // dtype casts: float32(x), int64(x), bool(x), ...
-        if (auto t = dtype_from_name(fname)) {
+        // dtype casts: float32(x), int64(x), bool(x), ...; complex(re, im) with two arguments
+        // is the function of the op table (numexpr's constructor), complex(x) the cast.
+        const bool complex_function = fname == "complex" && nargs == 2 && e.keywords.empty();
+        if (auto t = complex_function ? std::nullopt : dtype_from_name(fname)) {
             if (nargs != 1 || !e.keywords.empty())
                 throw NameError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
             if (locals_.count(fname) == 0 && !(lookup_ && lookup_(fname))) {

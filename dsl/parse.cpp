@@ -483,7 +483,8 @@ private:
         if (has_target) fail(st, at, at + 1, "only one '=' is allowed in a statement");
         const iterator_type b = st.text_begin + value.span.begin;
         const iterator_type e = st.text_begin + value.span.end;
-        if (value.kind == ExprKind::Int || value.kind == ExprKind::Float || value.kind == ExprKind::Bool) {
+        if (value.kind == ExprKind::Int || value.kind == ExprKind::Float || value.kind == ExprKind::Imag ||
+            value.kind == ExprKind::Bool) {
             fail(st, b, e, "cannot assign to a literal");
         }
         fail(st, b, e, "cannot assign to an expression (the left side of '=' must be a name)");

@@ -222,6 +222,26 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
         }
         while (q != last && is_digit(*q)) ++q;
     }
+    if (q != last && (*q == 'j' || *q == 'J')) {
+        // An imaginary literal, as in Python: decimal digits (leading zeros allowed), a fraction
+        // or an exponent, then j or J; its value is a complex with a zero real part.
+        double imag = 0.0;
+        auto [ptr, ec] = std::from_chars(p, q, imag, std::chars_format::general);
+        if (ec == std::errc::result_out_of_range) {
+            std::string copy(p, q);
+            imag = std::strtod(copy.c_str(), nullptr);
+            if (imag == std::numeric_limits<double>::infinity()) {
+                fail(st, p, q + 1, fmt::format("imaginary literal '{}j' is too large for a double", copy));
+            }
+        } else if (ec != std::errc() || ptr != q) {
+            fail(st, p, q + 1, "malformed imaginary literal");
+        }
+        ++q;
+        reject_suffix();
+        lit.kind = ExprKind::Imag;
+        lit.float_value = imag;
+        return q;
+    }
     reject_suffix();
     if (!is_float) {
         std::uint64_t v = 0;

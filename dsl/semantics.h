@@ -940,6 +940,7 @@ template <class T> JX_HD en<is_int<T>::value, T> Invert(T a) { return (T)~a; }
 // @section transcendental
 // @ops Sqrt Sin Cos Tan Arcsin Arccos Arctan Sinh Cosh Tanh Arcsinh Arccosh Arctanh Log Log1p Log10 Log2
 // @ops Exp Expm1 Exp2 Cbrt Erf Erfc Tgamma Lgamma Arctan2 Hypot Copysign Nextafter
+// @ops Deg2rad Rad2deg Logaddexp Logaddexp2 Heaviside
 // ---- FloatUnary (float, double, complex)
 #define JX_FLOAT_UNARY(Name, fn, cexpr)                                                  \
     template <class T> JX_HD en<is_flt<T>::value, T> Name(T x) { return m::fn(x); }      \
@@ -974,10 +975,17 @@ template <class T> JX_HD en<is_flt<T>::value, T> Erf(T x) { return m::erf(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Erfc(T x) { return m::erfc(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Tgamma(T x) { return m::tgamma(x); }
 template <class T> JX_HD en<is_flt<T>::value, T> Lgamma(T x) { return m::lgamma(x); }
+// NumPy's: one multiplication by pi / 180 (or 180 / pi) computed in T from pi rounded to T.
+template <class T> JX_HD en<is_flt<T>::value, T> Deg2rad(T x) {
+    return x * (T(3.141592653589793238462643383279502884) / T(180));
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Rad2deg(T x) {
+    return x * (T(180) / T(3.141592653589793238462643383279502884));
+}
 
 // @section unary
 // @needs arith
-// @ops Abs Ceil Floor Round Trunc Rint Sign Square Reciprocal Conj Real Imag Copy OnesLike
+// @ops Abs Ceil Floor Round Trunc Rint Sign Square Reciprocal Conj Real Imag Copy OnesLike MakeComplex
 // @ops Isnan Isinf Isfinite Signbit
 // ---- AbsUnary (complex gives its real type; integer abs(MIN) wraps to MIN)
 JX_HD bool Abs(bool a) { return a; }
@@ -1041,6 +1049,8 @@ template <class T> JX_HD en<is_real<T>::value, T> Real(T a) { return a; }
 template <class R> JX_HD R Real(cx<R> a) { return a.re; }
 template <class T> JX_HD en<is_real<T>::value, T> Imag(T) { return T(0); }
 template <class R> JX_HD R Imag(cx<R> a) { return a.im; }
+// complex(re, im): both operands arrive cast to the result's complex dtype (imaginary part 0).
+template <class R> JX_HD cx<R> MakeComplex(cx<R> re, cx<R> im) { return cx<R>{re.re, im.re}; }
 template <class T> JX_HD en<is_any<T>::value, T> Copy(T a) { return a; }
 template <class T> JX_HD en<is_real<T>::value, T> OnesLike(T) { return T(1); }
 template <class R> JX_HD cx<R> OnesLike(cx<R>) { return cx<R>{R(1), R(0)}; }
@@ -1065,6 +1075,29 @@ template <class T> JX_HD en<is_flt<T>::value, T> Arctan2(T a, T b) { return m::a
 template <class T> JX_HD en<is_flt<T>::value, T> Hypot(T a, T b) { return m::hypot(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Copysign(T a, T b) { return m::copysign(a, b); }
 template <class T> JX_HD en<is_flt<T>::value, T> Nextafter(T a, T b) { return m::nextafter(a, b); }
+// NumPy's algorithm: equal operands (infinities too) give x + log(2); otherwise the larger plus
+// log1p(exp(-|x1 - x2|)); a NaN difference is returned as it is.
+template <class T> JX_HD en<is_flt<T>::value, T> Logaddexp(T a, T b) {
+    if (a == b) return a + T(0.693147180559945309417232121458176568);
+    const T d = a - b;
+    if (d > T(0)) return a + m::log1p(m::exp(-d));
+    if (d <= T(0)) return b + m::log1p(m::exp(d));
+    return d;
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Logaddexp2(T a, T b) {
+    constexpr T kLog2e = T(1.442695040888963407359924681001892137);
+    if (a == b) return a + T(1);
+    const T d = a - b;
+    if (d > T(0)) return a + kLog2e * m::log1p(m::exp2(-d));
+    if (d <= T(0)) return b + kLog2e * m::log1p(m::exp2(d));
+    return d;
+}
+template <class T> JX_HD en<is_flt<T>::value, T> Heaviside(T x, T h0) {
+    if (x < T(0)) return T(0);
+    if (x > T(0)) return T(1);
+    if (x == T(0)) return h0;
+    return x;  // NaN
+}
 
 // @section intdiv
 // ---- Fmod: C fmod; integers: the sign of the dividend, x fmod 0 gives 0

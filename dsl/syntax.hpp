@@ -41,6 +41,7 @@ enum class ExprKind : std::uint8_t {
     Unary,    // ops[0] operands[0]; ops[0] is "-", "+", "~" or "not"
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments in keywords
+    Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
 };
 
 struct Expr;

@@ -206,6 +206,13 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
             return Typed{p, p};
         case Rule::AnyAll:
             return Typed{DType::Bool, DType::Bool};
+        case Rule::MakeComplex: {
+            // The dtype of re + im*1j in NumPy 2 for two operands of one real dtype: float16 and
+            // float32 give complex64; bool, integers and float64 give complex128.
+            if (is_complex(p)) return reject(what);
+            const DType c = is_float(p) && itemsize(p) <= 4 ? DType::Complex64 : DType::Complex128;
+            return Typed{c, c};
+        }
     }
     return Typed{p, p};
 }

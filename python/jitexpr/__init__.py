@@ -29,9 +29,17 @@ from ._check import ProgramInfo, ValueInfo, check  # noqa: E402,F401
 
 __version__ = _jitexpr.__version__
 
+
+def functions():
+    """The language's operators, functions and reductions, in the op table's order: a list of
+    (kind, names, arity, doc), kind "operator", "function" or "reduction"; names is what a
+    program calls it by (empty for operators)."""
+    return [(k, list(n), a, d) for k, n, a, d in _jitexpr.functions()]
+
+
 __all__ = [
     "evaluate", "run", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
-    "set_num_threads", "get_num_threads", "parameters", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
+    "set_num_threads", "get_num_threads", "parameters", "functions", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]

@@ -20,6 +20,7 @@
 #include <jit/error.hpp>
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
+#include <jit/language.hpp>
 #include <jit/runtime.hpp>
 #if JITEXPR_PY_HAVE_CANCEL
 #include <jit/cancel.hpp>
@@ -1525,6 +1526,19 @@ NB_MODULE(_jitexpr, m) {
     });
     m.def("_cache_default_checksum", &jit::disk_cache_default_checksum);
     m.def("targets", [](const std::string& text) { return jit::targets(text); });
+    // The language's functions, from the op table: (kind, names, arity, doc) per entry.
+    m.def("functions", [] {
+        nb::list out;
+        for (const jit::FunctionInfo& f : jit::functions()) {
+            const char* kind = f.kind == jit::FunctionInfo::Kind::Operator   ? "operator"
+                               : f.kind == jit::FunctionInfo::Kind::Function ? "function"
+                                                                             : "reduction";
+            nb::list names;
+            for (const auto& n : f.names) names.append(nb::str(n.c_str()));
+            out.append(nb::make_tuple(nb::str(kind), names, f.arity, nb::str(f.doc.c_str())));
+        }
+        return out;
+    });
     m.def("check", &check_program, "text"_a, "specs"_a);
     m.def("outline", &outline_program, "text"_a);
     m.def("cuda_info", &cuda_info, "load_compilers"_a = false);

@@ -460,6 +460,22 @@ class SilentWrongAnswers(Base):
         self.assertSameArray(self.value_of(["-e", "r = 2**64 // 2**60"]), np.array(16))
         self.assertSameArray(self.value_of(["-e", "r = arange(2**3)"]), np.arange(8))
 
+    def test_imaginary_literals_fold_as_python_complex(self):
+        self.assertSameArray(self.value_of(["-e", "r = 1j * 1j"]), np.array(1j * 1j))
+        self.assertSameArray(self.value_of(["-e", "r = (1 + 2.5e-3j) * 3J"]), np.array((1 + 2.5e-3j) * 3j))
+        self.assertSameArray(self.value_of(["-e", "r = float32(arange(3)) + 1j"]),
+                             np.arange(3, dtype=np.float32) + 1j)
+
+    def test_complex_builds_from_real_and_imaginary_parts(self):
+        want = np.array([0 + 2j, 1 + 1j, 2 + 0j], np.complex64)
+        self.assertSameArray(self.value_of(["-e", "a = float32(arange(3))\nr = complex(a, 2 - a)"]), want)
+
+    def test_malformed_imaginary_literal_points_at_it(self):
+        r = run(["-e", "a = 2jx"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "jitexpr: -e: syntax error: invalid number literal '2jx'\nline 1: a = 2jx\n"
+                                   "            ^^^\n")
+
     def test_literal_past_every_integer_dtype_is_an_error(self):
         r = run(["-e", "2**64"])
         self.assertEqual(r.returncode, 1)

@@ -63,7 +63,8 @@ BINARY = [
     ("Maximum", np.maximum, "all", EXACT), ("Minimum", np.minimum, "all", EXACT),
     ("Fmod", np.fmod, "real", EXACT), ("Copysign", np.copysign, "float", EXACT),
     ("Nextafter", np.nextafter, "float", EXACT), ("Hypot", np.hypot, "float", 1),
-    ("Arctan2", np.arctan2, "float", TRANS),
+    ("Arctan2", np.arctan2, "float", TRANS), ("Logaddexp", np.logaddexp, "float", TRANS),
+    ("Logaddexp2", np.logaddexp2, "float", TRANS), ("Heaviside", np.heaviside, "float", EXACT),
 ]
 UNARY = [
     ("Neg", np.negative, "num", EXACT), ("Invert", np.invert, "intb", EXACT), ("Abs", np.absolute, "all", EXACT),
@@ -79,6 +80,7 @@ UNARY = [
     ("Arctanh", np.arctanh, "float", TRANS), ("Log", np.log, "float", TRANS), ("Log1p", np.log1p, "float", TRANS),
     ("Log10", np.log10, "float", TRANS), ("Log2", np.log2, "float", TRANS), ("Exp", np.exp, "float", TRANS),
     ("Expm1", np.expm1, "float", TRANS), ("Exp2", np.exp2, "float", TRANS), ("Cbrt", np.cbrt, "float", TRANS),
+    ("Deg2rad", np.deg2rad, "float", EXACT), ("Rad2deg", np.rad2deg, "float", EXACT),
 ]
 
 
@@ -95,13 +97,15 @@ COMPLEX_UNARY = [
 COMPLEX_BINARY = [
     ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.true_divide), ("Pow", np.power),
     ("Eq", np.equal), ("Ne", np.not_equal), ("Maximum", np.maximum), ("Minimum", np.minimum),
+    # complex(re, im): its operands arrive as complex; the parts are re's and im's real parts.
+    ("MakeComplex", lambda a, b: make_complex(a.real, b.real, a.dtype)),
 ]
 # ULPs allowed per part. Arithmetic is exact (Mul and Square: NumPy's FMA loops, as jitexpr's);
 # Abs within 2 (NumPy's SIMD hypot against the C library's); the transcendental functions
 # within TRANS; Pow within 32 (exp(b log a) magnifies log's last-place error by |b log a|).
 COMPLEX_TOL = {"Square": EXACT, "Sign": EXACT, "Neg": EXACT, "Isnan": EXACT, "Isinf": EXACT, "Isfinite": EXACT,
                "Add": EXACT, "Sub": EXACT, "Mul": EXACT, "Div": EXACT, "Eq": EXACT, "Ne": EXACT, "Maximum": EXACT,
-               "Minimum": EXACT, "Reciprocal": EXACT, "Abs": 2, "Pow": 32}
+               "Minimum": EXACT, "MakeComplex": EXACT, "Reciprocal": EXACT, "Abs": 2, "Pow": 32}
 
 
 def complex_parts(dt, full):

@@ -138,6 +138,37 @@ case("a * where(a > 1, 2, -1)", 0, {"a": u64}, lambda a: a * np.where(a > 1, 2, 
 case("a + (a > 0 ? 1000 : 1)", 0, {"a": a8}, lambda a: a + np.where(a > 0, 1000, 1))
 case("a - where(a > 0, 0.0, 10)", 0, {"a": values("float32")}, lambda a: a - np.where(a > 0, 0.0, 10))
 case("a + maximum(2, 3)", 0, {"a": a8}, lambda a: a + np.maximum(2, 3))
+
+# ---- imaginary literals (weak Python complex) and complex(re, im), numexpr's constructor
+for dt in ["bool", "int8", "int32", "uint64", "float16", "float32", "float64", "complex64"]:
+    case("a + 1j", 0, {"a": values(dt)}, lambda a: a + 1j)
+    case("a * 2.5e-3j - 3J", 0, {"a": values(dt)}, lambda a: a * 2.5e-3j - 3j)
+case("a + 1j * 1j", 0, {"a": values("int16")}, lambda a: a + 1j * 1j)
+case("a * (1 + 2j) ** 2", 0, {"a": values("float32")}, lambda a: a * (1 + 2j) ** 2)
+case("a // 1j", 0, {"a": values("float32")}, lambda a: a // 1j)  # TypeError, as NumPy's
+
+
+def np_complex(a, b):
+    """complex(re, im): the dtype re + im*1j has when re and im share a dtype (float16 and
+    float32 give complex64, others complex128); the parts exactly re and im (no inf * 0 NaN)."""
+    re, im = np.asarray(a), np.asarray(b)
+    if re.dtype.kind == "c" or im.dtype.kind == "c":
+        raise TypeError("complex() takes real operands")
+    p = np.result_type(re, im)
+    out = np.empty(np.broadcast_shapes(re.shape, im.shape),
+                   np.complex64 if p.kind == "f" and p.itemsize <= 4 else np.complex128)
+    out.real = re
+    out.imag = im
+    return out
+
+
+for x, y in [("float32", "float32"), ("float64", "float64"), ("float16", "float16"), ("int32", "int32"),
+             ("bool", "bool"), ("uint8", "float32"), ("int64", "float32"), ("float64", "complex128")]:
+    case("complex(a, b)", 0, {"a": values(x), "b": values(y)}, np_complex)
+case("complex(a, 2.5)", 0, {"a": values("float32")}, lambda a: np_complex(a, np.float32(2.5)))
+case("complex(a, 1)", 0, {"a": values("int8")}, lambda a: np_complex(a, np.int8(1)))
+case("complex(a, b) * 1j", 0, {"a": values("float64"), "b": values("float64")}, lambda a, b: np_complex(a, b) * 1j)
+case("complex(a, b)", 0, {"a": values("float32", 3).reshape(3, 1), "b": values("float32", 4)}, np_complex)
 for dt in ["int8", "int32", "int64"]:
     s_ = values(dt)
     for op in ("<", "<=", "==", "!=", ">=", ">"):
@@ -168,6 +199,8 @@ FUNCS = [
     ("isfinite", np.isfinite, 0, "any"), ("signbit", np.signbit, 0, "any"),
     ("conj", np.conjugate, 0, "any"), ("real", np.real, 0, "any"), ("imag", np.imag, 0, "any"),
     ("copy", np.copy, 0, "any"), ("ones_like", np.ones_like, 0, "any"),
+    ("deg2rad", np.deg2rad, 0, "any"), ("rad2deg", np.rad2deg, 0, "any"), ("radians", np.radians, 0, "any"),
+    ("degrees", np.degrees, 0, "any"),
 ]
 for name, f, ulps, dom in FUNCS:
     for dt in ALL:
@@ -204,7 +237,8 @@ for dt in ALL:
     case("reciprocal(a)", 0 if np.dtype(dt).kind != "c" else 4, {"a": a}, lambda a: np.reciprocal(a))
 
 BIN_FUNCS = [("arctan2", np.arctan2, 4), ("hypot", np.hypot, 2), ("copysign", np.copysign, 0),
-             ("nextafter", np.nextafter, 0), ("fmod", np.fmod, 0)]
+             ("nextafter", np.nextafter, 0), ("fmod", np.fmod, 0), ("logaddexp", np.logaddexp, 4),
+             ("logaddexp2", np.logaddexp2, 4), ("heaviside", np.heaviside, 0)]
 for name, f, ulps in BIN_FUNCS:
     for dt in ALL:
         case(f"{name}(a, b)", ulps, {"a": values(dt), "b": values(dt)}, lambda a, b, f=f: f(a, b))

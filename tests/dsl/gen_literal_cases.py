@@ -40,6 +40,16 @@ HAND = [
 ]
 
 
+# Imaginary literals (1j, 3J, 2.5e-3j): Python complex arithmetic. Written after the seeded
+# cases so that adding them left the earlier lines of the file as they were.
+COMPLEX = [
+    "1j * 1j", "1j ** 2", "3J", "2.5e-3j", "1 + 2j", "(1 + 2j) * (3 - 4j)", "1 / 1j", "1j / 0", "0j ** 0",
+    "0j ** -1", "1j ** 0.5", "-1j", "+1j", "True + 1j", "2 ** 64 * 1j", "1j == 1j", "1j != 1", "1j < 2j",
+    "1j // 2", "1j % 2", "1j & 1", "~1j", "not 0j", "1j and 0", "0j or 2", ".5j - 0.5", "007j", "1e-320j / 10",
+    "(1 + 1j) ** 3", "(2 + 3j) / (4 - 5j)", "inf * 1j", "nan + 0j",
+]
+
+
 def expr(rng, depth, ints=False):
     if depth == 0 or rng.random() < 0.3:
         k = rng.random() * (0.55 if ints else 1.0)
@@ -166,6 +176,7 @@ def main():
             continue
         seen.add(t)
         cases.append(t)
+    cases += COMPLEX
     out = sys.stdout
     for t in cases:
         r = evaluate(t)

@@ -13,6 +13,7 @@ inline std::string dump(const Expr& e) {
     switch (e.kind) {
         case ExprKind::Int:
         case ExprKind::Float:
+        case ExprKind::Imag:
         case ExprKind::Name:
             return e.text;
         case ExprKind::Bool:

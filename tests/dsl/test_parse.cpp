@@ -116,6 +116,33 @@ TEST(ParseLiteral, FloatUnderflowRoundsToZeroAndOverflowIsAnError) {
     EXPECT_EQ(error_of("1e400"), "float literal '1e400' is too large for a double");
 }
 
+TEST(ParseLiteral, ImaginaryLiteralsAsPythonWritesThem) {
+    struct Case {
+        const char* text;
+        double imag;
+    } cases[] = {{"1j", 1.0}, {"3J", 3.0}, {"2.5e-3j", 2.5e-3}, {"0j", 0.0}, {".5j", 0.5}, {"1.j", 1.0},
+                 {"007j", 7.0}, {"1E2J", 100.0}, {"123456789012345678901234567890j", 1.2345678901234568e29}};
+    for (const Case& c : cases) {
+        Module m = parse(c.text);
+        const Expr& e = only_expr(m);
+        EXPECT_EQ(e.kind, ExprKind::Imag) << c.text;
+        EXPECT_EQ(e.float_value, c.imag) << c.text;
+        EXPECT_EQ(e.text, c.text);
+    }
+}
+
+TEST(ParseLiteral, ImaginaryLiteralInAnExpression) {
+    EXPECT_EQ(dump(only_expr(parse("a + 2j*b"))), "(a + (2j * b))");
+    EXPECT_EQ(dump(only_expr(parse("-1j"))), "(- 1j)");
+}
+
+TEST(ParseLiteral, MalformedImaginaryLiteralsAreErrors) {
+    EXPECT_EQ(error_of("0x1j"), "invalid number literal '0x1j'");
+    EXPECT_EQ(error_of("1jj"), "invalid number literal '1jj'");
+    EXPECT_EQ(error_of("2jx"), "invalid number literal '2jx'");
+    EXPECT_EQ(error_of("1e400j"), "imaginary literal '1e400j' is too large for a double");
+}
+
 TEST(ParseLiteral, TrueAndFalseAreBools) {
     Module mt = parse("True");
     const Expr& t = only_expr(mt);
