@@ -215,9 +215,9 @@ void flip_last_byte(const std::string& path) {
     b.back() ^= 0x01;
     write_file(path, b);
 }
-void set_version_3(const std::string& path) {
+void set_other_version(const std::string& path) {  // a version this build does not write
     std::string b = read_file(path);
-    b[8] = 3;
+    b[8] = static_cast<char>(b[8] + 1);
     write_file(path, b);
 }
 void append_garbage(const std::string& path) { write_file(path, read_file(path) + "extra"); }
@@ -229,8 +229,8 @@ TEST_F(BadFileTest, ZeroLengthFileIsRemoved) { expect_removed(truncate_to_zero);
 TEST_F(BadFileTest, ZeroLengthFileIsRecompiled) { expect_recovery(truncate_to_zero); }
 TEST_F(BadFileTest, FlippedPayloadByteIsRemoved) { expect_removed(flip_last_byte); }
 TEST_F(BadFileTest, FlippedPayloadByteIsRecompiled) { expect_recovery(flip_last_byte); }
-TEST_F(BadFileTest, WrongVersionIsRemoved) { expect_removed(set_version_3); }
-TEST_F(BadFileTest, WrongVersionIsRecompiled) { expect_recovery(set_version_3); }
+TEST_F(BadFileTest, WrongVersionIsRemoved) { expect_removed(set_other_version); }
+TEST_F(BadFileTest, WrongVersionIsRecompiled) { expect_recovery(set_other_version); }
 TEST_F(BadFileTest, TrailingBytesAreRemoved) { expect_removed(append_garbage); }
 
 TEST_F(BadFileTest, WrongKeyIsRemoved) {
