@@ -341,7 +341,7 @@ int jitexpr_eval_named_with(jitexpr_runtime* rt, const char* text, size_t n_args
         const jit::CallOptions co = call_options(options);
         const jit::Environment env = to_named(n_args, names, args);
         const jit::Array r = rt->runtime.eval(text, jit::Named(env), co);
-        *out = export_result(r, values_of(env), rt->runtime.backend());
+        *out = export_result(r, values_of(env), rt->runtime);
     });
 }
 
@@ -405,7 +405,7 @@ int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const
         const jit::CallOptions co = call_options(options);
         const jit::Environment env = to_named(n_args, names, args);
         const jit::Array r = k->kernel.call(jit::Named(env), co);
-        *out = export_result(r, values_of(env), k->rt->runtime.backend());
+        *out = export_result(r, values_of(env), k->rt->runtime);
     });
 }
 
