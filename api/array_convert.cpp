@@ -14,7 +14,7 @@ namespace jit {
 
 namespace {
 
-// Host element conversions with the backends' semantics (backend/semantics.h): float to
+// Host element conversions with the backends' semantics (dsl/semantics.h): float to
 // integer truncates, NaN gives 0, out of range saturates; complex to real keeps the real part.
 // 16-bit floats are read as float and written from double with one rounding.
 template <class F>
@@ -43,7 +43,7 @@ R load_element(const unsigned char* p, DType t) {
     if (t == DType::Float16 || t == DType::BFloat16) {
         std::uint16_t h;
         std::memcpy(&h, p, 2);
-        return static_cast<R>(t == DType::Float16 ? jx::half_to_float(h) : jx::bf16_to_float(h));
+        return jx::cast<R>(t == DType::Float16 ? jx::half_to_float(h) : jx::bf16_to_float(h));
     }
     R v{};
     std::memcpy(&v, p, sizeof v);

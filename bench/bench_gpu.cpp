@@ -1,6 +1,6 @@
 // GPU benchmarks: jitexpr's generated kernels next to a hand-written reference kernel and a
 // device copy, in one process. Effective bandwidth = bytes the work must move / time.
-// Run on the H200 (see ../shared/GPU.md); without a device it says why and exits with 1.
+// Needs a CUDA device (CONTRIBUTING.md, "GPU runs"); without one it says why and exits with 1.
 #include <jit/jit.hpp>
 
 #include "backend/backend.hpp"

@@ -7,6 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <string>
 #include <vector>
 
 namespace {
@@ -39,7 +40,11 @@ BENCHMARK(BM_EvalHit)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 // run("c = a*2 + b", env) into an existing c, with `extra` other variables in the environment.
 void BM_RunHit(benchmark::State& state) {
     jit::Environment env{{"a", small(1.5f)}, {"b", small(2.5f)}, {"c", small(0.f)}};
-    for (std::int64_t i = 0; i < state.range(0); ++i) env.emplace("v" + std::to_string(i), jit::Arg(1.0));
+    for (std::int64_t i = 0; i < state.range(0); ++i) {
+        std::string name = "v";
+        name += std::to_string(i);
+        env.emplace(std::move(name), jit::Arg(1.0));
+    }
     runtime().run("c = a*2 + b", env);
     for (auto _ : state) benchmark::DoNotOptimize(runtime().run("c = a*2 + b", env));
     state.SetItemsProcessed(state.iterations());

@@ -29,19 +29,6 @@ std::string ElementwiseEmitter::kernel(KernelSource& k) {
     }
 }
 
-    // One entry point with a run-time choice of the vector path, so NVRTC compiles the body
-    // once for the vectors and once for the scalars. The launch gives every vector (and every
-    // element of the scalar tail) a thread of its own. Where the launch's indices all fit in
-    // 32 bits (2^30 elements and more are rare), the kernel is written with 32-bit indices
-    // and no loop: measured on the H200 with clocks locked (Nsight Compute), the 64-bit
-    // grid-stride form of where(a > .5, sin(a)*b + exp(-b), a*a - b) took 4.8% longer.
-    // The choice depends on the element count only through that bound, so kernels are still
-    // shared between shapes.
-        // 32-bit: the threads past the vectors take the tail's elements, one each.
-            // Not unrolled: the launch gives every element (vector) a thread of its own, so the
-            // loop runs once per thread (it covers grids past the 2^31 - 1 block limit), and NVVM
-            // unrolling it doubled NVRTC's time for small expressions (a*2+b: 60 -> 33 ms of
-            // CPU on the development machine).
 std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
     const Shape& T = st_.shape;
     std::size_t widest = 1;
@@ -58,8 +45,8 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
     // once for the vectors and once for the scalars. The launch gives every vector (and every
     // element of the scalar tail) a thread of its own. Where the launch's indices all fit in
     // 32 bits (2^30 elements and more are rare), the kernel is written with 32-bit indices
-    // and no loop: measured on the H200 with clocks locked (Nsight Compute), the 64-bit
-    // grid-stride form of where(a > .5, sin(a)*b + exp(-b), a*a - b) took 4.8% longer.
+    // and no loop: the 64-bit grid-stride form spends more instructions on every element's
+    // index, which shows in a kernel whose body is heavy.
     // The choice depends on the element count only through that bound, so kernels are still
     // shared between shapes.
     const std::int64_t count = shape_size(T);
@@ -108,8 +95,7 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
         } else {
             // Not unrolled: the launch gives every element (vector) a thread of its own, so the
             // loop runs once per thread (it covers grids past the 2^31 - 1 block limit), and NVVM
-            // unrolling it doubled NVRTC's time for small expressions (a*2+b: 60 -> 33 ms of
-            // CPU on the development machine).
+            // unrolling it would add much to NVRTC's time for a small expression and gain nothing.
             s += "#pragma unroll 1\n";
             s += fmt::format("    for (I i = tail + first; i < count; i += step) jx_compute({});\n", call_args(rd, wr));
         }

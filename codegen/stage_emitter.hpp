@@ -123,19 +123,7 @@ public:
 private:
     void choose_kind() override;
     std::string kernel(KernelSource& k) override;
-        // One entry point with a run-time choice of the vector path, so NVRTC compiles the body
-        // once for the vectors and once for the scalars. The launch gives every vector (and every
-        // element of the scalar tail) a thread of its own. Where the launch's indices all fit in
-        // 32 bits (2^30 elements and more are rare), the kernel is written with 32-bit indices
-        // and no loop: measured on the H200 with clocks locked (Nsight Compute), the 64-bit
-        // grid-stride form of where(a > .5, sin(a)*b + exp(-b), a*a - b) took 4.8% longer.
-        // The choice depends on the element count only through that bound, so kernels are still
-        // shared between shapes.
-            // 32-bit: the threads past the vectors take the tail's elements, one each.
-                // Not unrolled: the launch gives every element (vector) a thread of its own, so the
-                // loop runs once per thread (it covers grids past the 2^31 - 1 block limit), and NVVM
-                // unrolling it doubled NVRTC's time for small expressions (a*2+b: 60 -> 33 ms of
-                // CPU on the development machine).
+    // Contiguous arrays over one index, vectorised where the pointers allow (emit_elementwise.cpp).
     std::string flat_kernel(KernelSource& k);
     // Whether the stage computes so much per element that memory is not what limits it: then
     // vector loads gain nothing, and unrolling the body once per vector lane would multiply

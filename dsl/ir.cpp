@@ -186,8 +186,12 @@ bool Program::has_reductions() const {
 namespace {
 std::string shape_key(const Shape& s) {
     std::string r = "(";
-    for (std::size_t i = 0; i < s.size(); ++i) r += (i ? "," : "") + std::to_string(s[i]);
-    return r + ")";
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        if (i) r += ',';
+        r += std::to_string(s[i]);
+    }
+    r += ')';
+    return r;
 }
 
 std::string node_text(const Program& p, const Node& n, bool with_names) {

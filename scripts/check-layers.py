@@ -8,10 +8,12 @@ Layers, lowest first:
 core's public headers are include/jit/{array,dtype,error,cancel}.hpp (value types every layer
 may hold: arrays, element types, errors, stop requests and progress); the other public headers
 (include/jit/*) belong to api. A file may include headers of its own layer and of layers below.
-tools/ is a client of the public API: it includes only include/jit/ and its own files.
+tools/ and python/ (the extension's C++) are clients of the public API: they include only
+include/jit/ and their own files.
 
     scripts/check-layers.py [--libraries-only] [ROOT]
-        exit status 0: no upward include; 1: the offending lines. --libraries-only leaves tools/ out.
+        exit status 0: no upward include; 1: the offending lines. --libraries-only leaves tools/
+        and python/ out.
 """
 import os
 import re
@@ -19,8 +21,9 @@ import sys
 
 LAYERS = ["core", "dsl", "codegen", "backend", "api", "tools"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
+CLIENTS = {"tools", "python"}  # the public API's clients: include/jit/ and their own files only
 CORE_PUBLIC = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp", "jit/cancel.hpp"}
-SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "api", "tools", "include/jit"]
+SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "api", "tools", "python/src", "include/jit"]
 EXTENSIONS = (".cpp", ".hpp", ".h", ".inc", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
@@ -54,7 +57,7 @@ def main():
     problems = []
     checked = 0
     for top in SOURCE_DIRS:
-        if libraries_only and top == "tools":
+        if libraries_only and top.split("/")[0] in CLIENTS:
             continue
         for dirpath, _, files in os.walk(os.path.join(root, top)):
             for name in sorted(files):
@@ -73,8 +76,8 @@ def main():
                         target = layer_of_include(path, quoted, os.path.dirname(rel))
                         if target is None:
                             continue
-                        if own == "tools":
-                            ok = target == "tools" or (not quoted and path.startswith("jit/"))
+                        if own in CLIENTS:
+                            ok = target == own or (not quoted and path.startswith("jit/"))
                         else:
                             ok = RANK[target] <= RANK[own]
                         if not ok:

@@ -19,8 +19,12 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
   dask==2026.7.1 distributed==2026.7.1
 # The package build reuses the Release build's objects through ccache (CMake picks ccache up
 # when it is installed: JITEXPR_CCACHE); `pip install .` builds the library and the extension only.
+# Warnings are errors here as in scripts/test.sh (WERROR, default 1), which also keeps the compile
+# flags, and so ccache's keys, the same as the Release build's; a user's `pip install .` keeps
+# JITEXPR_WERROR off.
+werror=$( [ "${WERROR:-1}" = 1 ] && echo ON || echo OFF )
 start=$(date +%s)
-"${pip[@]}" install . 
+"${pip[@]}" install . --config-settings=cmake.define.JITEXPR_WERROR="$werror"
 echo "test-python: pip install . took $(( $(date +%s) - start )) s"
 # From another folder, so that the installed package is imported, not the source tree.
 cd tests/python

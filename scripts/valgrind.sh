@@ -18,9 +18,10 @@
 #   embed_package  is left out: it configures and builds a consumer project (no jitexpr code
 #                  runs that the other tests do not run).
 # --soname-synonyms=somalloc=nouserintercepts: valgrind leaves allocation functions that a test
-# executable defines itself to that executable (tests/cache/memory_cache_test.cpp replaces
-# operator new/delete to count allocations). Without it valgrind swaps in its own operator new
-# but cannot swap the operator delete the compiler inlined, and reports every pair as mismatched.
+# executable defines itself to that executable (tests/support/allocation_counter.cpp, linked into
+# test_cache and test_array_copies, replaces operator new/delete to count allocations). Without
+# it valgrind swaps in its own operator new but not necessarily every operator delete, and
+# reports the pairs as mismatched.
 # Heavy tests read smaller parameters from the environment here: JITEXPR_LOAD_ROUNDS=1.
 # Suppressions (scripts/valgrind.supp) cover only code that is not jitexpr's; each says why.
 set -euo pipefail

@@ -131,7 +131,7 @@ private:
         auto dot = s.find('.');
         p.integer = s.substr(0, dot);
         if (dot != std::string::npos) p.fraction = s.substr(dot + 1);
-        if (force_sign_ && p.integer[0] != '-') p.integer.insert(0, "+");
+        if (force_sign_ && p.integer[0] != '-') p.integer.insert(p.integer.begin(), '+');
         return p;
     }
 
@@ -257,14 +257,18 @@ private:
             }
             s += line;
         } else {
-            const std::string sep = "," + std::string(shape_.size() - axis - 1, '\n');
+            std::string sep(shape_.size() - axis, '\n');  // ",\n", ",\n\n", ...
+            sep.front() = ',';
             for (std::size_t k = 0; k < idx.size(); ++k) {
                 std::string nested = idx[k] < 0 ? "..." : layout(axis + 1, offset + idx[k] * strides_[axis], next_indent, next_width);
                 s += indent + nested;
                 if (k + 1 != idx.size()) s += sep;
             }
         }
-        return "[" + s.substr(indent.size()) + "]";
+        std::string r = "[";
+        r.append(s, indent.size());
+        r += ']';
+        return r;
     }
 
     const unsigned char* data_;
@@ -297,7 +301,10 @@ std::string format_array(const Array& a, const PrintOptions& options) {
     const std::string prefix = "array(";
     const bool summarise = static_cast<std::size_t>(a.size()) > options.threshold;
     Printer p(host.get(), a.dtype(), a.shape(), options, summarise);
-    return prefix + p.body(prefix.size() + 1) + suffix;  // rows align under the first '['
+    std::string out = prefix;
+    out += p.body(prefix.size() + 1);  // rows align under the first '['
+    out += suffix;
+    return out;
 }
 
 std::string format_scalar_bytes(const void* element, DType t) {

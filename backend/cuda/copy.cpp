@@ -204,7 +204,10 @@ const core::Device kCuda{
 
 std::string copy_kernels_ptx() {
     std::string s = ".version 7.0\n.target sm_70\n.address_size 64\n";
-    for (int w : {1, 2, 4, 8}) s += "\n" + copy_entry(w);
+    for (int w : {1, 2, 4, 8}) {
+        s += '\n';
+        s += copy_entry(w);
+    }
     return s;
 }
 

@@ -134,7 +134,8 @@ void warm_up_ptx_assembler() noexcept;  // loads nvJitLink's assembler (warm_up_
 int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10); read from the file names
                                       // when they tell, so it does not load NVRTC; 0 without NVRTC
 std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
-void warm_up_nvrtc();                 // starts NVRTC and nvJitLink in a background thread (first call ~270 ms)
+void warm_up_nvrtc();                 // starts NVRTC and nvJitLink in a background thread (their first
+                                      // call in a process is slow: the libraries start)
 
 // Where NVRTC or nvJitLink was found (toolkit.cpp opens them at run time, at the first compile).
 struct LibraryStatus {

@@ -64,7 +64,7 @@ public:
         }
         if (tier) {
             // A compile is coming: the full kernels, with NVRTC, in the background. Its library
-            // start (~270 ms the first time in a process) overlaps the first tier from here on.
+            // start (long, and paid once per process) overlaps the first tier from here on.
             warm_up_nvrtc();
             // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
             // nvJitLink (exact numerics only: fast math and extra NVRTC options keep NVRTC).

@@ -93,7 +93,8 @@ void pool_free(void* ptr) noexcept;
 
 // Freed blocks kept on the host for the next allocation of the same size whose first user is
 // the legacy default stream (an eval without a stream): taking one costs a lock and a vector
-// pop instead of two driver calls (about 1.7 us for cuMemAllocFromPoolAsync and cuMemFreeAsync).
+// pop instead of two driver calls (cuMemAllocFromPoolAsync and cuMemFreeAsync), which cost far
+// more than that on every small evaluation.
 // Safe for that user only: work on the legacy stream waits for all earlier work of blocking
 // streams, as the pool's stream-ordered free would; a user on another stream might run beside
 // a kernel still reading the block, so other allocations go to the pool. Bounded (kCacheBytes
@@ -251,8 +252,8 @@ namespace {
 //    busy copies directly;
 //  - "register": the caller's pages are page-locked for the copy (cuMemHostRegister) and
 //    released after it, so the device reads them in place.
-// On the H200 host (256 MiB, one call): direct 8.3 / 15.8 GB/s to / from the device, staged
-// 31.5 / 39.2, register 13.0 / 12.8 (pinning costs more than a single copy saves).
+// Staged is the default because it is the fastest of the three for one large copy; registering
+// costs more than a single copy saves (docs/embedding.md, "Host memory", has the figures).
 constexpr std::size_t kStageChunk = std::size_t{16} << 20;    // bytes per staging buffer
 constexpr std::size_t kStageThreshold = std::size_t{4} << 20;  // smaller copies go direct
 constexpr std::size_t kCopyPart = std::size_t{1} << 20;        // least bytes per copying thread

@@ -26,8 +26,8 @@ bool ptx_assembler_available() {
 
 void warm_up_ptx_assembler() noexcept {
     if (!ptx_assembler_available()) return;
-    // The first nvJitLink call of a process loads its assembler (about 20 ms); a kernel that
-    // does nothing pays for it.
+    // The first nvJitLink call of a process loads its assembler, which takes long next to an
+    // assembly; a kernel that does nothing pays for it.
     static const char* const ptx =
         ".version 7.8\n.target sm_80\n.address_size 64\n.visible .entry jitexpr_warm_up()\n{\n    ret;\n}\n";
     try {

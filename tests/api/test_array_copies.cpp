@@ -1,52 +1,27 @@
 // Copying an array allocates nothing: an eval copies its arguments several times on its way to
 // the launch (into the bindings, into the backend's argument block), so each copy that went to
 // the heap for its shape and strides cost host time on every call. Global operator new is
-// replaced in this executable to count.
+// replaced in this executable to count (tests/support/allocation_counter.cpp).
 #include <jit/jit.hpp>
+
+#include "tests/support/allocation_counter.hpp"
 
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <vector>
-
-namespace {
-std::atomic<bool> counting{false};
-std::atomic<long> allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-    if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace {
 
 using namespace jit;
 
-struct Count {
-    Count() {
-        allocations = 0;
-        counting = true;
-    }
-    long stop() {
-        counting = false;
-        return allocations.load();
-    }
-};
-
 TEST(ArrayCopies, CopyingAndAssigningAnArrayAllocatesNothing) {
     const Array a = Array::from(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}, Backend::Cpu);
     Array c;
-    Count count;
+    jit::test::start_counting_allocations();
     Array b = a;
     c = b;
     Array d = std::move(b);
-    EXPECT_EQ(count.stop(), 0);
+    EXPECT_EQ(jit::test::stop_counting_allocations(), 0u);
     EXPECT_EQ(c.shape(), (Shape{2, 3}));
     EXPECT_EQ(d.strides(), (Strides{3, 1}));
 }

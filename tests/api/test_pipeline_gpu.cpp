@@ -265,7 +265,8 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
                 const Array& a = arg.array();
                 const std::vector<std::uint8_t> ba = bytes_of(a);
                 const std::size_t aw = itemsize(a.dtype());
-                in += " " + hex(&ba[e * aw], aw);
+                in += ' ';
+                in += hex(&ba[e * aw], aw);
             }
             ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * w], w)
                           << " (first tier) and 0x" << hex(&by[e * w], w) << " (NVRTC); inputs" << in;

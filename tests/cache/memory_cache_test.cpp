@@ -1,35 +1,22 @@
 // MemoryCache: LRU by entry count, single-flight creation, allocation-free hits.
 #include "backend/cache/cache.hpp"
+#include "tests/support/allocation_counter.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
-// Counts allocations made by the current thread while `g_counting` is set (for the hit test).
-namespace {
-thread_local bool g_counting = false;
-thread_local std::size_t g_allocations = 0;
-}  // namespace
-
-void* operator new(std::size_t size) {
-    if (g_counting) ++g_allocations;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-
 using jit::cache::MemoryCache;
+using jit::test::start_counting_allocations;
+using jit::test::stop_counting_allocations;
 using namespace std::chrono_literals;
 
 namespace {
@@ -110,6 +97,24 @@ TEST(MemoryCache, ClearDropsEntriesKeepsCounters) {
     EXPECT_EQ(cache.stats().misses, 2u);
 }
 
+// The counter behind the allocation-free tests counts: a test that expects 0 would pass without it.
+TEST(AllocationCounter, CountsTheCallingThreadsAllocations) {
+    static void* volatile kept = nullptr;
+    std::atomic<int> step{0};
+    std::thread other([&] {  // allocates while this thread counts: not counted
+        while (step.load() != 1) std::this_thread::yield();
+        ::operator delete(::operator new(64));
+        step.store(2);
+    });
+    start_counting_allocations();
+    kept = ::operator new(64);
+    ::operator delete(kept);
+    step.store(1);
+    while (step.load() != 2) std::this_thread::yield();
+    EXPECT_EQ(stop_counting_allocations(), 1u);
+    other.join();
+}
+
 TEST(MemoryCache, HitDoesNotAllocate) {
     MemoryCache<std::string, Value> cache(8);
     const std::string long_key(200, 'k');  // longer than any small-string buffer
@@ -117,14 +122,12 @@ TEST(MemoryCache, HitDoesNotAllocate) {
     const std::string_view view = long_key;
     const char* cstr = long_key.c_str();
 
-    g_allocations = 0;
-    g_counting = true;
+    start_counting_allocations();
     Value a = cache.get_or_create(view, [] { return make("never"); });
     std::optional<Value> b = cache.get(cstr);
     Value c = cache.get_or_create(long_key, [] { return make("never"); });
-    g_counting = false;
+    EXPECT_EQ(stop_counting_allocations(), 0u);
 
-    EXPECT_EQ(g_allocations, 0u);
     ASSERT_TRUE(a && b && c);
     EXPECT_EQ(*a, "image");
     EXPECT_EQ(cache.stats().hits, 3u);
@@ -227,11 +230,9 @@ TEST(MemoryCacheFetch, CreatesOnceThenHitsWithoutAllocating) {
     const Value& a = cache.fetch(std::string_view("k"), [&] { ++runs; return make("v"); }, &created);
     EXPECT_TRUE(created);
     EXPECT_EQ(*a, "v");
-    g_allocations = 0;
-    g_counting = true;
+    start_counting_allocations();
     const Value& b = cache.fetch(std::string_view("k"), [&] { ++runs; return make("other"); }, &created);
-    g_counting = false;
-    EXPECT_EQ(g_allocations, 0u);
+    EXPECT_EQ(stop_counting_allocations(), 0u);
     EXPECT_FALSE(created);
     EXPECT_EQ(*b, "v");
     EXPECT_EQ(runs, 1);

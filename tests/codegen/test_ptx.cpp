@@ -167,9 +167,11 @@ TEST(MixedSignComparison, KernelsCompileWithNvrtcAndAssembleAsPtx) {
             }
             if (auto p = cg::emit_ptx(l.program, k, 90)) expect_assembles(*p);
         }
-        for (const ir::Node& n : l.program.nodes)  // no comparison rounds through float64
-            if (ir::info(n.op).rule == ir::Rule::Compare && n.kind == ir::NodeKind::Op)
+        for (const ir::Node& n : l.program.nodes) {  // no comparison rounds through float64
+            if (ir::info(n.op).rule == ir::Rule::Compare && n.kind == ir::NodeKind::Op) {
                 EXPECT_NE(l.program.node(n.args[0]).dtype, DType::Float64) << ir::dump(l.program);
+            }
+        }
     }
 }
 

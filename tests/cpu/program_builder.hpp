@@ -54,7 +54,11 @@ struct Builder {
         return add(n);
     }
     int scalar(DType t) {
-        p.scalars.push_back({"s" + std::to_string(p.scalars.size()), t});
+        ir::ScalarDecl d;
+        d.name = 's';
+        d.name += std::to_string(p.scalars.size());
+        d.dtype = t;
+        p.scalars.push_back(std::move(d));
         ir::Node n;
         n.kind = ir::NodeKind::Scalar;
         n.dtype = t;
