@@ -1,6 +1,6 @@
 """Every numeric NumPy ufunc is a function of the language (issue 16).
 
-The list comes from the installed NumPy: the ufuncs in `dir(numpy)` with `signature is None`
+The list comes from the installed NumPy: the ufuncs in `numpy.__all__` with `signature is None`
 (gufuncs such as matmul aside) that have a loop on numbers only. A ufunc the language lacks
 fails the test unless it is named below with the reason; a name listed below that the language
 has gained fails it too, so the lists only shrink."""
@@ -42,8 +42,10 @@ NOT_YET = {
 
 def numeric_ufuncs():
     names = []
-    for name in dir(numpy):
-        f = getattr(numpy, name)
+    # NumPy's public names only: numexpr, once imported, adds a ufunc of its own (expm1x) to the
+    # numpy module, which is not NumPy's.
+    for name in numpy.__all__:
+        f = getattr(numpy, name, None)
         if not isinstance(f, numpy.ufunc) or f.signature is not None:
             continue
         if any(set(t.replace("->", "")) <= NUMERIC_CODES for t in f.types):
