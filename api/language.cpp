@@ -96,7 +96,8 @@ ExprPtr copy(const syntax::Expr& e) {
     out->bool_value = e.bool_value;
     out->operands.reserve(e.operands.size());
     for (const auto& o : e.operands) out->operands.push_back(copy(*o));
-    out->ops = e.ops;
+    out->ops.reserve(e.ops.size());
+    for (const ir::Op op : e.ops) out->ops.emplace_back(ir::spelling(op));  // the public tree spells them
     out->op_spans = e.op_spans;
     for (const auto& k : e.keywords) out->keywords.push_back(Keyword{k.name, k.name_span, copy(*k.value)});
     return out;

@@ -25,7 +25,7 @@ namespace jit::codegen {
 namespace {
 
 constexpr std::string_view kOpIds[] = {
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) #Id,
+#define JIT_OP(Id, ...) #Id,
 #include "dsl/ops.def"
 #undef JIT_OP
 };
@@ -166,20 +166,11 @@ std::string store_conv(DType t, const std::string& v) {
     return v;
 }
 
-// Reduction functor of jx::red for a Reduce op.
+// Reduction functor of jx::red for a Reduce op: its accumulator's (dsl/ops.def).
 std::string red_type(ir::Op op, DType t) {
-    std::string r;
-    switch (op) {
-        case ir::Op::Sum: r = "Sum"; break;
-        case ir::Op::Mean: r = "Sum"; break;
-        case ir::Op::Prod: r = "Prod"; break;
-        case ir::Op::ReduceMin: r = "ReduceMin"; break;
-        case ir::Op::ReduceMax: r = "ReduceMax"; break;
-        case ir::Op::Any: r = "Any"; break;
-        case ir::Op::All: r = "All"; break;
-        default: internal(fmt::format("{} is not a reduction", op_id(op)));
-    }
-    return "jx::red::" + r + "<" + reg_type(t) + ">";
+    const ir::OpInfo& i = ir::info(op);
+    if (i.kind != ir::OpKind::Reduction) internal(fmt::format("{} is not a reduction", op_id(op)));
+    return fmt::format("jx::red::{}<{}>", ir::info(i.accumulate).id, reg_type(t));
 }
 
 bool same_flat(const Shape& shape, const Strides& strides, const Shape& target) {

@@ -30,14 +30,14 @@ std::string ReduceEmitter::finalize(const std::string& acc, const std::string& c
     const ir::Node& r = p_.node(st_.reduce);
     const std::string t = reg_type(r.dtype);
     std::string v = acc;
-    if (r.op == ir::Op::Mean) v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
+    if (ir::info(r.op).finish == ir::Finish::DivideByCount) v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
     return store_conv(r.dtype, v);
 }
 
 void ReduceEmitter::check_reduce_types() {
     const ir::Node& r = p_.node(st_.reduce);
     const DType od = p_.node(r.args[0]).dtype;
-    if (r.op == ir::Op::Any || r.op == ir::Op::All) {
+    if (ir::info(r.op).rule == ir::Rule::AnyAll) {
         if (od != DType::Bool || r.dtype != DType::Bool) internal("any/all need bool operand and result");
     } else if (od != r.dtype) {
         internal("reduction operand dtype differs from its result");

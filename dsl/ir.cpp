@@ -9,22 +9,6 @@
 
 namespace jit::ir {
 
-const std::vector<OpInfo>& op_table() {
-    static const std::vector<OpInfo> table = {
-#define JIT_OP(Id, Kind, Arity, RuleId, Token, Names, Doc) \
-    OpInfo{Op::Id, #Id, OpKind::Kind, Arity, Rule::RuleId, Token, Names, Doc},
-#include "dsl/ops.def"
-#undef JIT_OP
-    };
-    return table;
-}
-
-std::string_view spelling(Op op) {
-    const OpInfo& i = info(op);
-    if (!i.token.empty()) return i.token;
-    return i.names.substr(0, i.names.find('|'));
-}
-
 Value Value::of_bool(bool v) {
     Value r;
     r.dtype = DType::Bool;

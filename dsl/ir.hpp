@@ -18,6 +18,8 @@
 // to by index; the names are kept only for diagnostics and binding.
 #pragma once
 
+#include "dsl/ops.hpp"
+
 #include <jit/array.hpp>
 #include <jit/dtype.hpp>
 #include <jit/error.hpp>
@@ -29,38 +31,6 @@
 #include <vector>
 
 namespace jit::ir {
-
-enum class OpKind : std::uint8_t { Operator, Function, Reduction };
-
-enum class Rule : std::uint8_t {
-    Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
-    Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
-    PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll, MakeComplex
-};
-
-enum class Op : std::uint16_t {
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) Id,
-#include "dsl/ops.def"
-#undef JIT_OP
-};
-
-struct OpInfo {
-    Op op;
-    std::string_view id;     // "Add"
-    OpKind kind;
-    int arity;
-    Rule rule;
-    std::string_view token;  // "+" or ""
-    std::string_view names;  // "arcsin|asin" or ""
-    std::string_view doc;
-};
-
-// The table, indexed by static_cast<size_t>(Op).
-const std::vector<OpInfo>& op_table();
-inline const OpInfo& info(Op op) { return op_table()[static_cast<std::size_t>(op)]; }
-// The first name of a function, or the token of an operator ("arcsin", "+").
-std::string_view spelling(Op op);
 
 // A constant's value. Integers are kept exactly; floats as double; complex as two doubles.
 struct Value {

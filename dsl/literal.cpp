@@ -12,6 +12,7 @@
 
 #include <boost/multiprecision/cpp_int.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -22,6 +23,7 @@ namespace jit::dsl {
 namespace {
 
 using Big = boost::multiprecision::cpp_int;
+using ir::Op;
 using syntax::Expr;
 using syntax::ExprKind;
 using Kind = Folded::Kind;
@@ -127,11 +129,11 @@ public:
 
     Num chain(const Expr& e, std::size_t first, std::size_t last) {
         if (first == last) return eval(*e.operands.at(first));
-        const std::string& op0 = e.ops.at(first);
+        const Op op0 = e.ops.at(first);
         auto span_of = [&](std::size_t a, std::size_t b) {
             return SourceSpan{e.operands[a]->span.begin, e.operands[b]->span.end};
         };
-        if (is_comparison(op0)) {
+        if (ir::is_comparison(op0)) {
             // a < b < c: every adjacent pair, each operand evaluated once.
             Num left = eval(*e.operands[first]);
             bool all = true;
@@ -142,19 +144,15 @@ public:
             }
             return of_bool(all);
         }
-        if (op0 == "**") {  // right-assoc
+        if (ir::is_right_assoc(op0)) {
             Num acc = eval(*e.operands[last]);
-            for (std::size_t k = last; k-- > first;) acc = binary("**", eval(*e.operands[k]), acc, span_of(k, last));
+            for (std::size_t k = last; k-- > first;) acc = binary(e.ops[k], eval(*e.operands[k]), acc, span_of(k, last));
             return acc;
         }
         Num acc = eval(*e.operands[first]);
         for (std::size_t k = first; k < last; ++k)
             acc = binary(e.ops[k], acc, eval(*e.operands[k + 1]), span_of(first, k + 1));
         return acc;
-    }
-
-    static bool is_comparison(std::string_view t) {
-        return t == "<" || t == "<=" || t == "==" || t == "!=" || t == ">=" || t == ">";
     }
 
 private:
@@ -205,26 +203,26 @@ private:
         return false;
     }
 
-    Num unary(const std::string& op, const Num& a, SourceSpan span) const {
-        if (op == "not") return of_bool(!truth(a));
+    Num unary(Op op, const Num& a, SourceSpan span) const {
+        if (op == Op::Not) return of_bool(!truth(a));
         if (a.kind == Kind::Bool) {  // NumPy's bool rules, as for bool arrays
-            if (op == "+") return a;
-            if (op == "~") return of_bool(!a.b);
+            if (op == Op::Pos) return a;
+            if (op == Op::Invert) return of_bool(!a.b);
             type_error("unary '-' is not supported for bool (use 'not' or '~')", span);
         }
-        if (op == "+") return a;
-        if (op == "-") {
+        if (op == Op::Pos) return a;
+        if (op == Op::Neg) {
             switch (a.kind) {
                 case Kind::Int: return of_int(-a.i);
                 case Kind::Float: return of_float(-a.f);
                 default: return of_complex(-a.c);
             }
         }
-        if (op == "~") {
+        if (op == Op::Invert) {
             if (a.kind != Kind::Int) type_error(fmt::format("bad operand type for unary ~: '{}'", type_name(a.kind)), span);
             return of_int(-a.i - 1);
         }
-        throw InternalError("literal fold: unknown unary operator " + op);
+        throw InternalError(fmt::format("literal fold: unknown unary operator {}", ir::info(op).id));
     }
 
     // -1, 0, 1 for a < b, a == b, a > b; 2 when unordered (a NaN).
@@ -256,66 +254,69 @@ private:
         return flip ? -r : r;
     }
 
-    bool compare(const std::string& op, const Num& a, const Num& b, SourceSpan span) const {
+    bool compare(Op op, const Num& a, const Num& b, SourceSpan span) const {
         if (a.kind == Kind::Complex || b.kind == Kind::Complex) {
-            if (op != "==" && op != "!=")
-                type_error(fmt::format("'{}' is not supported for complex numbers", op), span);
+            if (op != Op::Eq && op != Op::Ne)
+                type_error(fmt::format("'{}' is not supported for complex numbers", ir::spelling(op)), span);
             const bool eq = as_complex(a, span) == as_complex(b, span);
-            return op == "==" ? eq : !eq;
+            return op == Op::Eq ? eq : !eq;
         }
         const int o = order(a, b, span);
-        if (o == 2) return op == "!=";
-        if (op == "<") return o < 0;
-        if (op == "<=") return o <= 0;
-        if (op == "==") return o == 0;
-        if (op == "!=") return o != 0;
-        if (op == ">=") return o >= 0;
-        return o > 0;
+        if (o == 2) return op == Op::Ne;
+        switch (op) {
+            case Op::Lt: return o < 0;
+            case Op::Le: return o <= 0;
+            case Op::Eq: return o == 0;
+            case Op::Ne: return o != 0;
+            case Op::Ge: return o >= 0;
+            case Op::Gt: return o > 0;
+            default: throw InternalError(fmt::format("literal fold: {} is not a comparison", ir::info(op).id));
+        }
     }
 
-    Num binary(const std::string& op, const Num& a, const Num& b, SourceSpan span) const {
-        if (op == "and") return of_bool(truth(a) && truth(b));
-        if (op == "or") return of_bool(truth(a) || truth(b));
-        if (is_comparison(op)) return of_bool(compare(op, a, b, span));
+    Num binary(Op op, const Num& a, const Num& b, SourceSpan span) const {
+        if (op == Op::And) return of_bool(truth(a) && truth(b));
+        if (op == Op::Or) return of_bool(truth(a) || truth(b));
+        if (ir::is_comparison(op)) return of_bool(compare(op, a, b, span));
         if (a.kind == Kind::Bool && b.kind == Kind::Bool) {
             // Two bools follow NumPy's bool rules where they have one; otherwise they count as
             // the integers 0 and 1, as in Python.
-            if (op == "+" || op == "|") return of_bool(a.b || b.b);
-            if (op == "*" || op == "&") return of_bool(a.b && b.b);
-            if (op == "^") return of_bool(a.b != b.b);
-            if (op == "-") type_error("operator '-' is not supported for bool (use '^' or 'not')", span);
+            if (op == Op::Add || op == Op::BitOr) return of_bool(a.b || b.b);
+            if (op == Op::Mul || op == Op::BitAnd) return of_bool(a.b && b.b);
+            if (op == Op::BitXor) return of_bool(a.b != b.b);
+            if (op == Op::Sub) type_error("operator '-' is not supported for bool (use '^' or 'not')", span);
         }
         if (a.kind == Kind::Complex || b.kind == Kind::Complex) return complex_binary(op, as_complex(a, span), as_complex(b, span), span);
         if (a.kind == Kind::Float || b.kind == Kind::Float) return float_binary(op, as_float(a, span), as_float(b, span), span);
         return int_binary(op, as_int(a), as_int(b), span);
     }
 
-    Num int_binary(const std::string& op, const Big& a, const Big& b, SourceSpan span) const {
+    Num int_binary(Op op, const Big& a, const Big& b, SourceSpan span) const {
         Big r;
-        if (op == "+") r = a + b;
-        else if (op == "-") r = a - b;
-        else if (op == "*") {
+        if (op == Op::Add) r = a + b;
+        else if (op == Op::Sub) r = a - b;
+        else if (op == Op::Mul) {
             if (bit_length(a) + bit_length(b) > static_cast<std::size_t>(kMaxLiteralBits) + 1) too_large(span);
             r = a * b;
-        } else if (op == "/") {
+        } else if (op == Op::Div) {
             if (b == 0) value_error("division by zero", span);
             return of_float(true_divide(a, b, span));
-        } else if (op == "//" || op == "%") {
+        } else if (op == Op::FloorDiv || op == Op::Mod) {
             if (b == 0) value_error("integer division or modulo by zero", span);
             Big q = a / b, m = a % b;  // truncating
             if (m != 0 && ((m < 0) != (b < 0))) {
                 q -= 1;
                 m += b;
             }
-            r = op == "//" ? q : m;
-        } else if (op == "**") {
+            r = op == Op::FloorDiv ? q : m;
+        } else if (op == Op::Pow) {
             return int_power(a, b, span);
-        } else if (op == "&") r = a & b;
-        else if (op == "|") r = a | b;
-        else if (op == "^") r = a ^ b;
-        else if (op == "<<" || op == ">>") {
+        } else if (op == Op::BitAnd) r = a & b;
+        else if (op == Op::BitOr) r = a | b;
+        else if (op == Op::BitXor) r = a ^ b;
+        else if (op == Op::Shl || op == Op::Shr) {
             if (b < 0) value_error("negative shift count", span);
-            if (op == ">>") {
+            if (op == Op::Shr) {
                 if (b >= Big(bit_length(a))) r = a < 0 ? Big(-1) : Big(0);
                 else r = a >> b.convert_to<unsigned>();  // floors, as Python's
             } else if (a == 0) {
@@ -325,7 +326,7 @@ private:
                 r = a << b.convert_to<unsigned>();
             }
         } else {
-            throw InternalError("literal fold: unknown operator " + op);
+            throw InternalError(fmt::format("literal fold: unknown operator {}", ir::info(op).id));
         }
         check_bits(r, span);
         return of_int(std::move(r));
@@ -334,7 +335,7 @@ private:
     Num int_power(const Big& a, const Big& b, SourceSpan span) const {
         if (b < 0) {  // Python: a float power
             if (a == 0) value_error("0.0 cannot be raised to a negative power", span);
-            return float_binary("**", int_to_float(a, span), int_to_float(b, span), span);
+            return float_binary(Op::Pow, int_to_float(a, span), int_to_float(b, span), span);
         }
         if (a == 0) return of_int(b == 0 ? 1 : 0);
         if (a == 1) return of_int(1);
@@ -377,16 +378,16 @@ private:
         return neg ? -q : q;
     }
 
-    Num float_binary(const std::string& op, double a, double b, SourceSpan span) const {
-        if (op == "+") return of_float(a + b);
-        if (op == "-") return of_float(a - b);
-        if (op == "*") return of_float(a * b);
-        if (op == "/") {
+    Num float_binary(Op op, double a, double b, SourceSpan span) const {
+        if (op == Op::Add) return of_float(a + b);
+        if (op == Op::Sub) return of_float(a - b);
+        if (op == Op::Mul) return of_float(a * b);
+        if (op == Op::Div) {
             if (b == 0.0) value_error("float division by zero", span);
             return of_float(a / b);
         }
-        if (op == "//" || op == "%") {
-            if (b == 0.0) value_error(op == "//" ? "float floor division by zero" : "float modulo by zero", span);
+        if (op == Op::FloorDiv || op == Op::Mod) {
+            if (b == 0.0) value_error(op == Op::FloorDiv ? "float floor division by zero" : "float modulo by zero", span);
             // Python's float divmod: the remainder takes the divisor's sign.
             double mod = std::fmod(a, b);
             double div = (a - mod) / b;
@@ -405,32 +406,32 @@ private:
             } else {
                 floordiv = std::copysign(0.0, a / b);
             }
-            return of_float(op == "//" ? floordiv : mod);
+            return of_float(op == Op::FloorDiv ? floordiv : mod);
         }
-        if (op == "**") return float_power(a, b, span);
-        type_error(fmt::format("operator '{}' is not supported for float", op), span);
+        if (op == Op::Pow) return float_power(a, b, span);
+        type_error(fmt::format("operator '{}' is not supported for float", ir::spelling(op)), span);
     }
 
     Num float_power(double a, double b, SourceSpan span) const {
         if (b == 0.0) return of_float(1.0);
         if (a == 0.0 && b < 0.0) value_error("0.0 cannot be raised to a negative power", span);
         if (std::isfinite(a) && std::isfinite(b) && a < 0.0 && b != std::floor(b))
-            return complex_binary("**", {a, 0.0}, {b, 0.0}, span);  // Python gives a complex
+            return complex_binary(Op::Pow, {a, 0.0}, {b, 0.0}, span);  // Python gives a complex
         const double r = std::pow(a, b);
         if (std::isinf(r) && std::isfinite(a) && std::isfinite(b)) value_error("float power result too large", span);
         return of_float(r);
     }
 
-    Num complex_binary(const std::string& op, std::complex<double> a, std::complex<double> b, SourceSpan span) const {
+    Num complex_binary(Op op, std::complex<double> a, std::complex<double> b, SourceSpan span) const {
         const double ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
-        if (op == "+") return of_complex({ar + br, ai + bi});
-        if (op == "-") return of_complex({ar - br, ai - bi});
-        if (op == "*") return of_complex({ar * br - ai * bi, ar * bi + ai * br});
-        if (op == "/") {
+        if (op == Op::Add) return of_complex({ar + br, ai + bi});
+        if (op == Op::Sub) return of_complex({ar - br, ai - bi});
+        if (op == Op::Mul) return of_complex({ar * br - ai * bi, ar * bi + ai * br});
+        if (op == Op::Div) {
             if (br == 0.0 && bi == 0.0) value_error("complex division by zero", span);
             return of_complex(divide(a, b));
         }
-        if (op == "**") {
+        if (op == Op::Pow) {
             if (br == 0.0 && bi == 0.0) return of_complex({1.0, 0.0});
             if (ar == 0.0 && ai == 0.0) {
                 if (bi != 0.0 || br < 0.0) value_error("0.0 cannot be raised to a negative or complex power", span);
@@ -461,7 +462,7 @@ private:
                 value_error("complex power result too large", span);
             return of_complex(r);
         }
-        type_error(fmt::format("operator '{}' is not supported for complex", op), span);
+        type_error(fmt::format("operator '{}' is not supported for complex", ir::spelling(op)), span);
     }
 
     static std::complex<double> divide(std::complex<double> a, std::complex<double> b) {
@@ -505,6 +506,20 @@ Folded to_folded(const Num& n) {
 
 }  // namespace
 
+namespace {
+// The operators the Evaluator computes as Python does: an operator of the op table it does not
+// know leaves its literal operands to lowering (NumPy's rules on weak scalars).
+bool python_folds(Op op) {
+    switch (op) {
+        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::FloorDiv: case Op::Mod: case Op::Pow:
+        case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Shl: case Op::Shr:
+        case Op::Lt: case Op::Le: case Op::Eq: case Op::Ne: case Op::Ge: case Op::Gt:
+        case Op::And: case Op::Or: case Op::Neg: case Op::Pos: case Op::Invert: case Op::Not: return true;
+        default: return false;
+    }
+}
+}  // namespace
+
 bool LiteralFolder::is_literal(const Expr& e) const {
     switch (e.kind) {
         case ExprKind::Int:
@@ -516,7 +531,7 @@ bool LiteralFolder::is_literal(const Expr& e) const {
         case ExprKind::Chain: {
             // Remembered: lowering asks at every level of a nested expression.
             if (auto it = memo_.find(&e); it != memo_.end()) return it->second;
-            bool all = true;
+            bool all = std::all_of(e.ops.begin(), e.ops.end(), python_folds);
             for (const auto& o : e.operands) all = all && is_literal(*o);
             memo_.emplace(&e, all);
             return all;

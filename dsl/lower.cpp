@@ -36,40 +36,22 @@ const std::map<std::string_view, double, std::less<>>& named_constants() {
     return c;
 }
 
-// Operator token -> op, for binary and unary forms.
-std::optional<Op> binary_op(std::string_view tok) {
-    for (const ir::OpInfo& i : ir::op_table())
-        if (i.kind == OpKind::Operator && i.arity == 2 && i.token == tok) return i.op;
-    return std::nullopt;
-}
-std::optional<Op> unary_op(std::string_view tok) {
-    for (const ir::OpInfo& i : ir::op_table())
-        if (i.kind == OpKind::Operator && i.arity == 1 && i.token == tok) return i.op;
-    return std::nullopt;
-}
-
-bool name_in(std::string_view names, std::string_view name) {
-    std::size_t pos = 0;
-    while (pos <= names.size()) {
-        std::size_t bar = names.find('|', pos);
-        if (bar == std::string_view::npos) bar = names.size();
-        if (names.substr(pos, bar - pos) == name) return true;
-        pos = bar + 1;
-    }
-    return false;
-}
-
-// Functions (and reductions) called `name`, any arity.
-std::vector<const ir::OpInfo*> functions_named(std::string_view name) {
-    std::vector<const ir::OpInfo*> r;
-    if (name.empty()) return r;
-    for (const ir::OpInfo& i : ir::op_table())
-        if (!i.names.empty() && name_in(i.names, name)) r.push_back(&i);
-    return r;
-}
-
-bool is_comparison(std::string_view tok) {
-    return tok == "<" || tok == "<=" || tok == "==" || tok == "!=" || tok == ">=" || tok == ">";
+// Functions (and reductions) called `name`, any arity, in table order.
+const std::vector<const ir::OpInfo*>& functions_named(std::string_view name) {
+    static const auto by_name = [] {
+        std::map<std::string_view, std::vector<const ir::OpInfo*>, std::less<>> m;
+        for (const ir::OpInfo& i : ir::op_table())
+            for (std::string_view names = i.names; !names.empty();) {
+                const std::size_t bar = names.find('|');
+                m[names.substr(0, bar)].push_back(&i);
+                if (bar == std::string_view::npos) break;
+                names.remove_prefix(bar + 1);
+            }
+        return m;
+    }();
+    static const std::vector<const ir::OpInfo*> none;
+    const auto it = by_name.find(name);
+    return it == by_name.end() ? none : it->second;
 }
 
 std::size_t edit_distance(std::string_view a, std::string_view b) {
@@ -474,10 +456,7 @@ private:
             case ExprKind::Name: return name(e);
             case ExprKind::Unary: {
                 const Val a = expr(*e.operands.at(0));
-                const std::string& tok = e.ops.at(0);
-                auto op = unary_op(tok);
-                if (!op) throw InternalError("unknown unary operator");
-                return unary(*op, a, e.span);
+                return unary(e.ops.at(0), a, e.span);
             }
             case ExprKind::Chain: return chain(e);
             case ExprKind::Ternary: {
@@ -548,7 +527,7 @@ private:
         // Literal runs are computed exactly first, as Python evaluates them: the leading
         // operands of a left-assoc chain (2**8 * 3 + x), the trailing ones of x ** 2 ** 3, and
         // each comparison between two literals.
-        if (is_comparison(ops[0])) {
+        if (ir::is_comparison(ops[0])) {
             // a < b < c  ==  (a < b) and (b < c), each operand evaluated once.
             Val left = expr(*e.operands[0]);
             std::optional<Val> acc;
@@ -556,13 +535,13 @@ private:
                 const Val right = expr(*e.operands[k + 1]);
                 const SourceSpan span = join(e.operands[k]->span, e.operands[k + 1]->span);
                 Val c = lit(k) && lit(k + 1) ? literal(folder_.fold_chain(e, k, k + 1), span)
-                                             : binary(*binary_op(ops[k]), left, right, span);
+                                             : binary(ops[k], left, right, span);
                 acc = acc ? binary(Op::And, *acc, c, join(e.operands[0]->span, e.operands[k + 1]->span)) : c;
                 left = right;
             }
             return *acc;
         }
-        if (ops[0] == "**") {  // right-assoc: operands checked left to right (as Python), folded from the right
+        if (ir::is_right_assoc(ops[0])) {  // operands checked left to right (as Python), folded from the right
             std::size_t first = ops.size();
             while (first > 0 && lit(first - 1) && lit(ops.size())) --first;
             std::vector<Val> base;
@@ -571,7 +550,7 @@ private:
                           ? literal(folder_.fold_chain(e, first, ops.size()), join(e.operands[first]->span, e.operands.back()->span))
                           : expr(*e.operands.back());
             for (std::size_t k = first; k-- > 0;)
-                acc = binary(Op::Pow, base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
+                acc = binary(ops[k], base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
             return acc;
         }
         std::size_t run = 0;
@@ -581,18 +560,14 @@ private:
             Val acc = literal(folder_.fold_chain(e, 0, last), join(e.operands[0]->span, e.operands[last]->span));
             for (std::size_t k = last; k < ops.size(); ++k) {
                 const Val right = expr(*e.operands[k + 1]);
-                auto op = binary_op(ops[k]);
-                if (!op) throw InternalError(fmt::format("unknown binary operator '{}'", ops[k]));
-                acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
+                acc = binary(ops[k], acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
             }
             return acc;
         }
         Val acc = expr(*e.operands[0]);
         for (std::size_t k = 0; k < ops.size(); ++k) {
             const Val right = expr(*e.operands[k + 1]);
-            auto op = binary_op(ops[k]);
-            if (!op) throw InternalError(fmt::format("unknown binary operator '{}'", ops[k]));
-            acc = binary(*op, acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
+            acc = binary(ops[k], acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
         }
         return acc;
     }
@@ -625,7 +600,7 @@ private:
                 return Val{cast(Val{a.node, literal_int ? Weak::Int : Weak::None}, *t, e.span), Weak::None};
             }
         }
-        auto candidates = functions_named(fname);
+        const auto& candidates = functions_named(fname);
         if (candidates.empty()) {
             if (locals_.count(fname) || (lookup_ && lookup_(fname)) || named_constants().count(fname))
                 throw NameError(fmt::format("'{}' is not a function", fname), text_, e.name_span);
@@ -683,7 +658,7 @@ private:
     std::int64_t constant_int(const Expr& e) const {
         if (e.kind == ExprKind::Int && !e.int_big && e.int_value <= static_cast<std::uint64_t>(kMaxDims))
             return static_cast<std::int64_t>(e.int_value);
-        if (e.kind == ExprKind::Unary && e.ops.at(0) == "-" && e.operands.at(0)->kind == ExprKind::Int &&
+        if (e.kind == ExprKind::Unary && e.ops.at(0) == Op::Neg && e.operands.at(0)->kind == ExprKind::Int &&
             !e.operands[0]->int_big && e.operands[0]->int_value <= static_cast<std::uint64_t>(kMaxDims))
             return -static_cast<std::int64_t>(e.operands[0]->int_value);
         throw ValueError("axis must be a small integer literal", text_, e.span);
@@ -708,7 +683,7 @@ private:
                 if (d != k) out.push_back(in[static_cast<std::size_t>(d)]);
         }
         const bool empty = axis ? in[static_cast<std::size_t>(ax)] == 0 : shape_size(in) == 0;
-        if (empty && (op == Op::ReduceMin || op == Op::ReduceMax))
+        if (empty && ir::info(op).rule == ir::Rule::MinMaxReduce)
             throw ValueError(fmt::format("{}() of an empty array has no value", ir::spelling(op)), text_, span);
         Node n;
         n.kind = NodeKind::Reduce;

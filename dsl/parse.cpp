@@ -24,51 +24,44 @@ std::string nesting_message() {
     return fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting);
 }
 
+// The tokens of x3ast::kTokens (the op table's operators, "(" and "?"): a word token only as a
+// whole word, a symbol token by maximal munch.
 std::size_t lex_token(iterator_type p, iterator_type last, Tok& out) {
     if (p == last) return 0;
-    const char c = *p;
-    const char n = (p + 1 != last) ? p[1] : '\0';
-    if (is_ident_start(c)) {
-        iterator_type end = scan_word(p, last);
-        std::string_view word(p, static_cast<std::size_t>(end - p));
-        if (word == "and") out = Tok::And;
-        else if (word == "or") out = Tok::Or;
-        else if (word == "not") out = Tok::Not;
-        else return 0;
-        return word.size();
+    if (is_ident_start(*p)) {
+        const std::string_view word(p, static_cast<std::size_t>(scan_word(p, last) - p));
+        for (std::size_t t = 0; t < x3ast::kNumTokens; ++t) {
+            if (x3ast::kTokens[t] == word) {
+                out = static_cast<Tok>(t);
+                return word.size();
+            }
+        }
+        return 0;
     }
-    auto one = [&](Tok t) { out = t; return std::size_t{1}; };
-    auto two = [&](Tok t) { out = t; return std::size_t{2}; };
-    switch (c) {
-        case '*': return n == '*' ? two(Tok::Pow) : one(Tok::Star);
-        case '/': return n == '/' ? two(Tok::FloorDiv) : one(Tok::Slash);
-        case '<': return n == '<' ? two(Tok::Shl) : n == '=' ? two(Tok::Le) : one(Tok::Lt);
-        case '>': return n == '>' ? two(Tok::Shr) : n == '=' ? two(Tok::Ge) : one(Tok::Gt);
-        case '=': return n == '=' ? two(Tok::Eq) : 0;
-        case '!': return n == '=' ? two(Tok::Ne) : 0;
-        case '|': return one(Tok::BitOr);
-        case '^': return one(Tok::Xor);
-        case '&': return one(Tok::BitAnd);
-        case '+': return one(Tok::Plus);
-        case '-': return one(Tok::Minus);
-        case '%': return one(Tok::Percent);
-        case '~': return one(Tok::Tilde);
-        case '(': return one(Tok::LParen);
-        case '?': return one(Tok::Question);
-        default: return 0;
+    const std::string_view rest(p, static_cast<std::size_t>(last - p));
+    std::size_t best = 0;
+    for (std::size_t t = 0; t < x3ast::kNumTokens; ++t) {
+        const std::string_view s = x3ast::kTokens[t];
+        if (s.size() > best && !is_ident_start(s[0]) && rest.substr(0, s.size()) == s) {
+            best = s.size();
+            out = static_cast<Tok>(t);
+        }
     }
+    return best;
 }
 
 bool starts_expression(iterator_type p, iterator_type last) {
     if (p == last) return false;
     const char c = *p;
-    if (is_digit(c) || c == '(' || c == '-' || c == '+' || c == '~') return true;
+    if (is_digit(c)) return true;
     if (c == '.') return p + 1 != last && is_digit(p[1]);
-    if (is_ident_start(c)) {
-        std::string_view word(p, static_cast<std::size_t>(scan_word(p, last) - p));
-        return word != "and" && word != "or";
-    }
-    return false;
+    // An operator token begins an expression when it is a prefix operator (a word that is a
+    // binary operator, `and`, does not); any other word is a name.
+    Tok t;
+    if (lex_token(p, last, t) != 0)
+        return t == x3ast::kLParen || x3ast::has_role(t, x3ast::Role::Prefix) ||
+               x3ast::has_role(t, x3ast::Role::LowPrefix);
+    return is_ident_start(c);
 }
 
 BOOST_SPIRIT_INSTANTIATE(expression_type, iterator_type, context_type)
@@ -178,23 +171,8 @@ void check_bytes(const ParseState& st, std::size_t skip) {
 
 // ---- X3 tree -> syntax tree ----------------------------------------------------------------
 
-// Binding strength of the binary operators (dsl/syntax.hpp), and of the prefix `not`.
-constexpr int kNotPrecedence = 3;
-int precedence(x3ast::Tok t) {
-    using x3ast::Tok;
-    switch (t) {
-        case Tok::Or: return 1;
-        case Tok::And: return 2;
-        case Tok::Lt: case Tok::Le: case Tok::Eq: case Tok::Ne: case Tok::Ge: case Tok::Gt: return 4;
-        case Tok::BitOr: return 5;
-        case Tok::Xor: return 6;
-        case Tok::BitAnd: return 7;
-        case Tok::Shl: case Tok::Shr: return 8;
-        case Tok::Plus: case Tok::Minus: return 9;
-        case Tok::Star: case Tok::Slash: case Tok::FloorDiv: case Tok::Percent: return 10;
-        default: throw InternalError("parser: not a binary operator: " + std::string(x3ast::spelling(t)));
-    }
-}
+// Binding strength of an operator token where it stands (dsl/ops.def, Prec).
+int precedence(const x3ast::OpToken& t) { return ir::info(t.op).prec; }
 
 class Converter {
 public:
@@ -232,8 +210,8 @@ public:
     }
 
     // The flat list of binary operators, grouped by precedence with an operator stack (no
-    // recursion): operators of one level in a row extend one Chain; `not` is a prefix operator
-    // binding below the comparisons and above `and`.
+    // recursion): operators of one level in a row extend one Chain; a low prefix (`not`) binds
+    // the levels above its own (below the comparisons and above `and`).
     ExprPtr convert(const x3ast::Binary& b, int depth) {
         if (b.rest.empty() && b.first.nots.empty()) return convert(b.first.unary, depth);
         struct Value {
@@ -243,7 +221,7 @@ public:
         };
         struct Pending {
             int prec;
-            const x3ast::OpToken* op;  // a binary operator, or a `not`
+            const x3ast::OpToken* op;  // a binary operator, or a low prefix
         };
         std::vector<Value> values;
         std::vector<Pending> ops;
@@ -257,7 +235,7 @@ public:
         auto reduce = [&] {
             const Pending top = ops.back();
             ops.pop_back();
-            if (top.op->tok == x3ast::Tok::Not) {
+            if (ir::info(top.op->op).arity == 1) {
                 Value v = pop_value();
                 --open_nots;
                 const SourceSpan op = span(*top.op);
@@ -281,16 +259,17 @@ public:
             values.push_back(std::move(lhs));
         };
         auto push_operand = [&](const x3ast::Operand& o, const x3ast::OpToken* before) {
-            if (!o.nots.empty() && before != nullptr && before->tok != x3ast::Tok::And &&
-                before->tok != x3ast::Tok::Or) {
+            // `a < not b` would group as `(a < not) b`: a low prefix after an operator that binds
+            // tighter than it needs parentheses.
+            if (!o.nots.empty() && before != nullptr && precedence(*before) > precedence(o.nots.front())) {
                 const SourceSpan s = span(o.nots.front());
                 fail(st_, pointer(s.begin), pointer(s.end),
-                     fmt::format("expected an operand after '{}' (put 'not ...' in parentheses)",
-                                 x3ast::spelling(before->tok)));
+                     fmt::format("expected an operand after '{}' (put '{} ...' in parentheses)",
+                                 x3ast::spelling(before->tok), x3ast::spelling(o.nots.front().tok)));
             }
             for (const x3ast::OpToken& n : o.nots) {
                 if (depth + open_nots + 1 > kMaxNesting) too_deep(span(n));
-                ops.push_back({kNotPrecedence, &n});
+                ops.push_back({precedence(n), &n});
                 ++open_nots;
             }
             const SourceSpan extent = span(o.unary);
@@ -299,7 +278,7 @@ public:
 
         push_operand(b.first, nullptr);
         for (const auto& link : b.rest) {
-            const int prec = precedence(link.op.tok);
+            const int prec = precedence(link.op);
             while (!ops.empty() && ops.back().prec >= prec) reduce();
             ops.push_back({prec, &link.op});
             push_operand(link.operand, &link.op);
@@ -442,7 +421,7 @@ private:
         for (std::size_t j = prefix.size(); j-- > 0;) {
             const SourceSpan op = span(prefix[j]);
             ExprPtr node = make(ExprKind::Unary, {op.begin, end});
-            node->ops.emplace_back(x3ast::spelling(prefix[j].tok));
+            node->ops.push_back(prefix[j].op);
             node->op_spans.push_back(op);
             node->operands.push_back(std::move(operand));
             operand = std::move(node);
@@ -451,7 +430,7 @@ private:
     }
 
     void push_op(Expr& node, const x3ast::OpToken& op) {
-        node.ops.emplace_back(x3ast::spelling(op.tok));
+        node.ops.push_back(op.op);
         node.op_spans.push_back(span(op));
     }
 

@@ -4,12 +4,15 @@
 // into it.
 #pragma once
 
+#include "dsl/ops.hpp"
 #include "dsl/syntax.hpp"
 
 #include <boost/fusion/include/adapt_struct.hpp>
 #include <boost/spirit/home/x3/support/ast/position_tagged.hpp>
 #include <boost/spirit/home/x3/support/ast/variant.hpp>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <iterator>
 #include <optional>
@@ -20,31 +23,84 @@ namespace jit::syntax::x3ast {
 
 namespace x3 = boost::spirit::x3;
 
-// Operator and punctuation tokens the grammar records with a position.
-enum class Tok : std::uint8_t {
-    Or, And, Not,
-    Lt, Le, Eq, Ne, Ge, Gt,
-    BitOr, Xor, BitAnd, Shl, Shr,
-    Plus, Minus, Star, Slash, FloorDiv, Percent,
-    Tilde, Pow,
-    LParen, Question,
+// Operator and punctuation tokens the grammar records with a position: every operator token of
+// the op table (dsl/ops.def), in table order and each once, then "(" and "?". A Tok indexes
+// kTokens.
+using Tok = std::uint8_t;
+
+namespace detail {
+constexpr bool first_of_its_token(std::size_t k) {
+    if (ir::kOpTable[k].token.empty()) return false;
+    for (std::size_t j = 0; j < k; ++j)
+        if (ir::kOpTable[j].token == ir::kOpTable[k].token) return false;
+    return true;
+}
+constexpr std::size_t count_operator_tokens() {
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < ir::kNumOps; ++k) n += first_of_its_token(k) ? 1 : 0;
+    return n;
+}
+}  // namespace detail
+
+inline constexpr std::size_t kNumOperatorTokens = detail::count_operator_tokens();
+inline constexpr Tok kLParen = static_cast<Tok>(kNumOperatorTokens);
+inline constexpr Tok kQuestion = static_cast<Tok>(kNumOperatorTokens + 1);
+inline constexpr std::size_t kNumTokens = kNumOperatorTokens + 2;
+static_assert(kNumTokens <= 255);
+
+inline constexpr std::array<std::string_view, kNumTokens> kTokens = [] {
+    std::array<std::string_view, kNumTokens> t{};
+    std::size_t n = 0;
+    for (std::size_t k = 0; k < ir::kNumOps; ++k)
+        if (detail::first_of_its_token(k)) t[n++] = ir::kOpTable[k].token;
+    t[kLParen] = "(";
+    t[kQuestion] = "?";
+    return t;
+}();
+
+constexpr std::string_view spelling(Tok t) { return kTokens[t]; }
+constexpr bool is_operator_token(Tok t) { return t < kNumOperatorTokens; }
+
+// Where in the grammar an operator token stands, and so which operator it is there ("-" is Sub
+// between operands, Neg before one).
+enum class Role : std::uint8_t {
+    Binary,     // the flat list of binary operators below **
+    Power,      // **
+    Prefix,     // unary - + ~ (kPrefixPrec), also on the operand of a power
+    LowPrefix,  // a prefix that binds a lower level (not)
     Count
 };
 
-inline constexpr std::string_view kTokSpelling[] = {
-    "or", "and", "not",
-    "<", "<=", "==", "!=", ">=", ">",
-    "|", "^", "&", "<<", ">>",
-    "+", "-", "*", "/", "//", "%",
-    "~", "**",
-    "(", "?",
-};
-static_assert(std::size(kTokSpelling) == static_cast<std::size_t>(Tok::Count));
+constexpr bool in_role(const ir::OpInfo& i, Role r) {
+    switch (r) {
+        case Role::Binary: return ir::is_binary_operator(i) && i.prec < ir::kPowerPrec;
+        case Role::Power: return ir::is_binary_operator(i) && i.prec == ir::kPowerPrec;
+        case Role::Prefix: return ir::is_prefix_operator(i) && i.prec == ir::kPrefixPrec;
+        case Role::LowPrefix: return ir::is_prefix_operator(i) && i.prec < ir::kPrefixPrec;
+        case Role::Count: break;
+    }
+    return false;
+}
 
-inline constexpr std::string_view spelling(Tok t) { return kTokSpelling[static_cast<std::size_t>(t)]; }
+// kRoleOp[role][tok]: the op the token is in that role, or -1.
+inline constexpr auto kRoleOp = [] {
+    std::array<std::array<int, kNumTokens>, static_cast<std::size_t>(Role::Count)> m{};
+    for (auto& row : m)
+        for (int& v : row) v = -1;
+    for (std::size_t r = 0; r < m.size(); ++r)
+        for (std::size_t t = 0; t < kNumOperatorTokens; ++t)
+            for (const ir::OpInfo& i : ir::kOpTable)
+                if (i.token == kTokens[t] && in_role(i, static_cast<Role>(r))) m[r][t] = static_cast<int>(i.op);
+    return m;
+}();
+
+// Whether the token is an operator in that role.
+constexpr bool has_role(Tok t, Role r) { return kRoleOp[static_cast<std::size_t>(r)][t] >= 0; }
+constexpr ir::Op op_in_role(Tok t, Role r) { return static_cast<ir::Op>(kRoleOp[static_cast<std::size_t>(r)][t]); }
 
 struct OpToken : x3::position_tagged {
-    Tok tok = Tok::Plus;
+    Tok tok = kLParen;
+    ir::Op op = ir::Op::Add;  // the operator it is where it stands (operator tokens only)
 };
 
 // A number or True/False. `text` points into the parsed text.
@@ -104,9 +160,9 @@ struct Unary : x3::position_tagged {
     Power operand;
 };
 
-// An operand of the binary operators: optional `not`s, then a unary expression.
+// An operand of the binary operators: optional low prefixes (`not`), then a unary expression.
 struct Operand : x3::position_tagged {
-    std::vector<OpToken> nots;  // outermost first
+    std::vector<OpToken> nots;  // Role::LowPrefix operators, outermost first
     Unary unary;
 };
 

@@ -31,7 +31,7 @@ struct ParseState {
     position_cache positions;
     int depth = 0;                    // open groups, call argument lists and ternary branches
     int brackets = 0;                 // open groups and call argument lists: newlines are blanks
-    Tok last_op = Tok::Plus;          // the last operator token matched, for "after '+'" messages
+    Tok last_op = x3ast::kLParen;     // the last operator token matched, for "after '+'" messages
     iterator_type last_op_end = nullptr;
 
     std::string_view text() const { return {text_begin, static_cast<std::size_t>(text_end - text_begin)}; }
@@ -57,8 +57,12 @@ inline iterator_type scan_word(iterator_type p, iterator_type last) {
     return p;
 }
 
+// True, False and the operators spelt as words (and, or, not: dsl/ops.def).
 inline bool is_keyword(std::string_view w) {
-    return w == "and" || w == "or" || w == "not" || w == "True" || w == "False";
+    if (w == "True" || w == "False") return true;
+    for (std::size_t t = 0; t < x3ast::kNumOperatorTokens; ++t)
+        if (x3ast::kTokens[t] == w) return true;
+    return false;
 }
 
 // Skips spaces, tabs, carriage returns and comments; newlines too when `newlines`.

@@ -41,7 +41,7 @@ inline iterator_type token_end(iterator_type p, iterator_type last) {
     return p + (n ? n : 1);
 }
 
-inline bool is_operator_token(Tok t) { return t != Tok::LParen && t != Tok::Question; }
+using x3ast::is_operator_token;
 
 [[noreturn]] inline void report_expectation(const ParseState& st, iterator_type where, const std::string& which) {
     // The caret goes under the next token; inside ( ... ) that may be on a later line, unless
@@ -69,9 +69,9 @@ inline bool is_operator_token(Tok t) { return t != Tok::LParen && t != Tok::Ques
         if (c == '!' && next != '=') {
             message += " ('!' is not an operator here: write 'not' for logical negation)";
             end = at + 1;
-        } else if (after_op && st.last_op == Tok::BitAnd && c == '&') {
+        } else if (after_op && x3ast::spelling(st.last_op) == "&" && c == '&') {
             message += " (write 'and' for logical and)";
-        } else if (after_op && st.last_op == Tok::BitOr && c == '|') {
+        } else if (after_op && x3ast::spelling(st.last_op) == "|" && c == '|') {
             message += " (write 'or' for logical or)";
         } else if (after_op && c == '=' && next != '=') {
             message += " ('=' assigns; compare with '==')";
@@ -96,24 +96,33 @@ struct annotate_position {
 
 // ---- tokens --------------------------------------------------------------------------------
 
-inline constexpr std::uint32_t bit(Tok t) { return 1u << static_cast<unsigned>(t); }
+using x3ast::Role;
 
-// One operator token out of `mask`, by maximal munch (so `*` never matches the start of `**`).
+// The token at the position by maximal munch (so `*` never matches the start of `**`): an
+// operator of the op table in one role (dsl/parse_ast.hpp), or one punctuation token.
 struct op_parser : x3::parser<op_parser> {
     using attribute_type = x3ast::OpToken;
     static bool const has_attribute = true;
-    std::uint32_t mask;
-    constexpr explicit op_parser(std::uint32_t m) : mask(m) {}
+    Role role;
+    Tok punctuation;
+    constexpr explicit op_parser(Role r) : role(r), punctuation(x3ast::kNumTokens) {}
+    constexpr explicit op_parser(Tok t) : role(Role::Count), punctuation(t) {}
 
     template <typename Iterator, typename Context, typename RContext, typename Attribute>
     bool parse(Iterator& first, Iterator const& last, Context const& context, RContext&, Attribute& attr) const {
         x3::skip_over(first, last, context);
         Tok t;
         std::size_t n = lex_token(first, last, t);
-        if (n == 0 || !(mask & bit(t))) return false;
-        ParseState& st = state_of(context);
+        if (n == 0) return false;
         x3ast::OpToken tok;
         tok.tok = t;
+        if (role == Role::Count) {
+            if (t != punctuation) return false;
+        } else {
+            if (!x3ast::has_role(t, role)) return false;
+            tok.op = x3ast::op_in_role(t, role);
+        }
+        ParseState& st = state_of(context);
         st.positions.annotate(tok, first, first + n);
         first += n;
         st.last_op = t;
@@ -123,16 +132,12 @@ struct op_parser : x3::parser<op_parser> {
     }
 };
 
-inline constexpr op_parser op_not{bit(Tok::Not)};
-// Every binary operator below `**`: or, and, comparisons, | ^ &, shifts, + -, * / // %.
-inline constexpr op_parser op_binary{
-    bit(Tok::Or) | bit(Tok::And) | bit(Tok::Lt) | bit(Tok::Le) | bit(Tok::Eq) | bit(Tok::Ne) | bit(Tok::Ge) |
-    bit(Tok::Gt) | bit(Tok::BitOr) | bit(Tok::Xor) | bit(Tok::BitAnd) | bit(Tok::Shl) | bit(Tok::Shr) |
-    bit(Tok::Plus) | bit(Tok::Minus) | bit(Tok::Star) | bit(Tok::Slash) | bit(Tok::FloorDiv) | bit(Tok::Percent)};
-inline constexpr op_parser op_unary{bit(Tok::Minus) | bit(Tok::Plus) | bit(Tok::Tilde)};
-inline constexpr op_parser op_pow{bit(Tok::Pow)};
-inline constexpr op_parser op_lparen{bit(Tok::LParen)};
-inline constexpr op_parser op_question{bit(Tok::Question)};
+inline constexpr op_parser op_low_prefix{Role::LowPrefix};  // not
+inline constexpr op_parser op_binary{Role::Binary};           // or, and, comparisons, | ^ &, shifts, + -, * / // %
+inline constexpr op_parser op_prefix{Role::Prefix};           // - + ~
+inline constexpr op_parser op_pow{Role::Power};               // **
+inline constexpr op_parser op_lparen{x3ast::kLParen};
+inline constexpr op_parser op_question{x3ast::kQuestion};
 
 // An identifier that is not a keyword, at most kMaxIdentifier bytes.
 struct identifier_parser : x3::parser<identifier_parser> {
@@ -422,10 +427,10 @@ x3::rule<colon_class> const colon = "':' to complete 'condition ? x : y'";
 auto const ternary_def = binary >> *(op_question > ternary_then > colon > binary);
 auto const ternary_then_def = nest[ternary];
 auto const binary_def = operand >> *(op_binary > operand);
-auto const operand_def = *op_not > unary_expr;
-auto const unary_expr_def = *op_unary > power;
+auto const operand_def = *op_low_prefix > unary_expr;
+auto const unary_expr_def = *op_prefix > power;
 auto const power_def = primary >> *(op_pow > power_operand);
-auto const power_operand_def = *op_unary > primary;
+auto const power_operand_def = *op_prefix > primary;
 auto const primary_def = literal | name_or_call | group;
 auto const name_or_call_def = identifier >> -(lit('(') > brackets[call_body]);
 auto const group_def = op_lparen > brackets[group_body];

@@ -1,7 +1,7 @@
 // jitexpr — the syntax tree the parser produces and lowering consumes. Plain C++: no Boost types
 // leave dsl/parse*.cpp. Every node carries the byte span of its text.
 //
-// Precedence, lowest first (Python's, plus a C-style ternary):
+// Precedence, lowest first (Python's, plus a C-style ternary; the Prec column of dsl/ops.def):
 //   cond ? x : y      (right-assoc)
 //   or
 //   and
@@ -20,6 +20,8 @@
 // Statements: [name =] expr, separated by ';' or newlines; '#' starts a comment to end of line.
 #pragma once
 
+#include "dsl/ops.hpp"
+
 #include <jit/error.hpp>
 
 #include <cstdint>
@@ -35,10 +37,9 @@ enum class ExprKind : std::uint8_t {
     Float,    // float literal: float_value
     Bool,     // True / False: bool_value
     Name,     // identifier: text
-    Chain,    // operands[0] ops[0] operands[1] ops[1] ... operands[n]; left-assoc except "**"
-              // (right-assoc) and comparisons (chained); ops are the tokens: "+", "//", "<=",
-              // "and", "or", "**", ...
-    Unary,    // ops[0] operands[0]; ops[0] is "-", "+", "~" or "not"
+    Chain,    // operands[0] ops[0] operands[1] ops[1] ... operands[n], binary operators of one
+              // level: left-assoc except Pow (right-assoc) and comparisons (chained)
+    Unary,    // ops[0] operands[0]; ops[0] is a prefix operator (Neg, Pos, Invert, Not)
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments in keywords
     Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
@@ -63,7 +64,7 @@ struct Expr {
     double float_value = 0.0;
     bool bool_value = false;
     std::vector<ExprPtr> operands;
-    std::vector<std::string> ops;    // Chain/Unary: operator tokens
+    std::vector<ir::Op> ops;         // Chain/Unary: the operators (ir::spelling gives the token)
     std::vector<SourceSpan> op_spans;  // span of each token in ops
     std::vector<Keyword> keywords;   // Call only
 };

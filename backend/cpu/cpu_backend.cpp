@@ -119,21 +119,6 @@ struct StagePlan {
     int temp = -1;                 // index into Schedule::temps
 };
 
-Red red_of(ir::Op op, bool* mean) {
-    *mean = false;
-    switch (op) {
-        case ir::Op::Sum: return Red::Sum;
-        case ir::Op::Prod: return Red::Prod;
-        case ir::Op::ReduceMin: return Red::Min;
-        case ir::Op::ReduceMax: return Red::Max;
-        case ir::Op::Mean: *mean = true; return Red::Sum;
-        case ir::Op::Any: return Red::Any;
-        case ir::Op::All: return Red::All;
-        default: break;
-    }
-    throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(op).id));
-}
-
 bool is_fill(const ir::Node& n) { return n.kind == ir::NodeKind::Const || n.kind == ir::NodeKind::Scalar; }
 
 // The dtype an op's kernel is chosen by (its operands' common dtype).
@@ -205,7 +190,9 @@ void StagePlanner::find_roots() {
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
             throw InternalError("cpu backend: reduce stage without a Reduce node");
         sp.reduce_node = stage.reduce;
-        sp.red = red_of(r.op, &sp.mean);
+        sp.red = red_slot(r.op);
+        if (sp.red == Red::Count) throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
+        sp.mean = ir::info(r.op).finish == ir::Finish::DivideByCount;
         sp.dtype = p.node(r.args[0]).dtype;
         sp.axis = r.axis;
         sp.shape = p.node(r.args[0]).shape;
@@ -215,7 +202,7 @@ void StagePlanner::find_roots() {
         if (!kt.reduce[static_cast<int>(sp.red)][d] || (sp.mean && !kt.divide[static_cast<int>(r.dtype)]))
             throw InternalError(fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id,
                                             dtype_name(sp.dtype)));
-        if (sp.dtype != r.dtype && sp.red != Red::Any && sp.red != Red::All)
+        if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll)
             throw InternalError("cpu backend: reduction operand dtype differs from the result's");
         const int out = s.output_of[static_cast<std::size_t>(stage.reduce)];
         sp.output = out;

@@ -20,11 +20,7 @@ inline constexpr std::int64_t kBlock = 512;
 // Bytes of the widest register type (complex128).
 inline constexpr std::int64_t kMaxRegBytes = 16;
 
-inline constexpr int kNumOps = 0
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) +1
-#include "dsl/ops.def"
-#undef JIT_OP
-    ;
+inline constexpr int kNumOps = static_cast<int>(ir::kNumOps);
 
 // Register bytes of an IR value of dtype `t`.
 constexpr std::int64_t reg_size(DType t) {
@@ -67,8 +63,36 @@ constexpr int fuse_index(ir::Op op) {
 inline constexpr int kFuseScalarLeft = 1;  // op1(s, x) rather than op1(x, s)
 inline constexpr int kFuseTempRight = 2;   // op2(y, t) rather than op2(t, y)
 
-enum class Red : std::uint8_t { Sum, Prod, Min, Max, Any, All, Count };
+// One slot of reduction kernels per reduction of the op table; a reduction that accumulates
+// with another's functor (Mean with Sum's) runs that one's kernels (red_slot).
+enum class Red : std::uint8_t {
+#define JX_RED_Operator(Id)
+#define JX_RED_Function(Id)
+#define JX_RED_Reduction(Id) Id,
+#define JIT_OP(Id, Kind, ...) JX_RED_##Kind(Id)
+#include "dsl/ops.def"
+#undef JIT_OP
+    Count
+};
 inline constexpr int kNumRed = static_cast<int>(Red::Count);
+
+// The slot of a reduction op, Red::Count for any other op.
+constexpr Red red_of_op(ir::Op op) {
+    switch (op) {
+#undef JX_RED_Reduction
+#define JX_RED_Reduction(Id) \
+    case ir::Op::Id: return Red::Id;
+#define JIT_OP(Id, Kind, ...) JX_RED_##Kind(Id)
+#include "dsl/ops.def"
+#undef JIT_OP
+        default: return Red::Count;
+    }
+}
+#undef JX_RED_Operator
+#undef JX_RED_Function
+#undef JX_RED_Reduction
+// The kernels a reduction runs: its accumulator's (dsl/ops.def, Accumulate).
+constexpr Red red_slot(ir::Op op) { return red_of_op(ir::info(op).accumulate); }
 
 struct KernelTable {
     const char* name = "";

@@ -143,7 +143,7 @@ void add_call(Groups& groups, const SemanticsNeeds& needs, const std::string& ex
 #define JX_PROBE_Operator(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Reduction(Id, Arity)
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_PROBE_##Kind(Id, Arity)
+#define JIT_OP(Id, Kind, Arity, ...) JX_PROBE_##Kind(Id, Arity)
 #include "dsl/ops.def"
 #undef JIT_OP
 
@@ -192,7 +192,7 @@ Groups every_call() {
 #define JX_CALLS_Operator(Id) op_calls_all<Probe_##Id>(groups, AllTypes{});
 #define JX_CALLS_Function(Id) op_calls_all<Probe_##Id>(groups, AllTypes{});
 #define JX_CALLS_Reduction(Id)
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_CALLS_##Kind(Id)
+#define JIT_OP(Id, Kind, ...) JX_CALLS_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
     reduction_calls_all(groups, AllTypes{});

@@ -190,7 +190,7 @@ void check_all_ops(const jit::cpu::KernelTable& kt, DType dt) {
         check_kernel<T>(                   \
             kt, ir::Op::Id, dt, 3, [](T x, T y, T z, bool) { return jx::op::Id(x, y, z); });                  \
     }
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_CHECK_##Kind(Id, Arity)
+#define JIT_OP(Id, Kind, Arity, ...) JX_CHECK_##Kind(Id, Arity)
 #include "dsl/ops.def"
 #undef JIT_OP
 #undef JX_CHECK

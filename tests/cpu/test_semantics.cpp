@@ -166,7 +166,7 @@ bool eval(const Case& c, std::string* got) {
         }                                                                                      \
         return false;                                                                          \
     }
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_EVAL_##Kind(Id, Arity)
+#define JIT_OP(Id, Kind, Arity, ...) JX_EVAL_##Kind(Id, Arity)
 #include "dsl/ops.def"
 #undef JIT_OP
 #undef JX_EVAL

@@ -57,7 +57,7 @@ using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::
         template <class T> static constexpr bool cond_first =                                 \
             Arity == 3 && requires(T x, bool c) { jx::op::Id(c, x, x); };                     \
     };
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_PROBE_##Kind(Id, Arity)
+#define JIT_OP(Id, Kind, Arity, ...) JX_PROBE_##Kind(Id, Arity)
 #include "dsl/ops.def"
 #undef JIT_OP
 
@@ -123,7 +123,7 @@ std::string kernel_source(int* calls) {
 #define JX_EMIT_Operator(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
 #define JX_EMIT_Function(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
 #define JX_EMIT_Reduction(Id)
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_EMIT_##Kind(Id)
+#define JIT_OP(Id, Kind, ...) JX_EMIT_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
     emit_casts(os, count, AllTypes{});
@@ -156,7 +156,7 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
         ADD_FAILURE() << "no jx::op::" #Id " overload for any type";                \
         ++missing;                                                                  \
     }
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) JX_CHECK_##Kind(Id)
+#define JIT_OP(Id, Kind, ...) JX_CHECK_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
     ASSERT_EQ(missing, 0);

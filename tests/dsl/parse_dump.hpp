@@ -6,8 +6,16 @@
 #include "dsl/syntax.hpp"
 
 #include <string>
+#include <vector>
 
 namespace jit::syntax::testing {
+
+// The tokens of a Chain's or a Unary's operators ("-", "**", "not").
+inline std::vector<std::string> spellings(const Expr& e) {
+    std::vector<std::string> r;
+    for (const ir::Op op : e.ops) r.emplace_back(ir::spelling(op));
+    return r;
+}
 
 inline std::string dump(const Expr& e) {
     switch (e.kind) {
@@ -20,11 +28,12 @@ inline std::string dump(const Expr& e) {
             return e.bool_value ? "True" : "False";
         case ExprKind::Chain: {
             std::string s = "(" + dump(*e.operands[0]);
-            for (std::size_t i = 0; i < e.ops.size(); ++i) s += " " + e.ops[i] + " " + dump(*e.operands[i + 1]);
+            for (std::size_t i = 0; i < e.ops.size(); ++i)
+                s += " " + std::string(ir::spelling(e.ops[i])) + " " + dump(*e.operands[i + 1]);
             return s + ")";
         }
         case ExprKind::Unary:
-            return "(" + e.ops[0] + " " + dump(*e.operands[0]) + ")";
+            return "(" + std::string(ir::spelling(e.ops[0])) + " " + dump(*e.operands[0]) + ")";
         case ExprKind::Ternary:
             return "(" + dump(*e.operands[0]) + " ? " + dump(*e.operands[1]) + " : " + dump(*e.operands[2]) + ")";
         case ExprKind::Call: {

@@ -19,6 +19,7 @@ using jit::syntax::ExprKind;
 using jit::syntax::Module;
 using jit::syntax::parse;
 using jit::syntax::testing::dump;
+using jit::syntax::testing::spellings;
 
 // The single statement's expression, rendered.
 std::string tree(const std::string& text) {
@@ -219,7 +220,7 @@ TEST(ParseAssociativity, SubtractionIsOneFlatChain) {
     const Expr& e = only_expr(m);
     ASSERT_EQ(e.kind, ExprKind::Chain);
     EXPECT_EQ(e.operands.size(), 3u);
-    EXPECT_EQ(e.ops, (std::vector<std::string>{"-", "-"}));
+    EXPECT_EQ(spellings(e), (std::vector<std::string>{"-", "-"}));
 }
 
 TEST(ParseAssociativity, PowerIsOneFlatChain) {
@@ -227,7 +228,7 @@ TEST(ParseAssociativity, PowerIsOneFlatChain) {
     const Expr& e = only_expr(m);
     ASSERT_EQ(e.kind, ExprKind::Chain);
     EXPECT_EQ(e.operands.size(), 3u);
-    EXPECT_EQ(e.ops, (std::vector<std::string>{"**", "**"}));
+    EXPECT_EQ(spellings(e), (std::vector<std::string>{"**", "**"}));
 }
 
 TEST(ParseAssociativity, TernaryNestsToTheRight) { EXPECT_EQ(tree("a ? b : c ? d : e"), "(a ? b : (c ? d : e))"); }
@@ -264,7 +265,7 @@ TEST(ParseComparison, AllSixFormOneChain) {
     const Expr& e = only_expr(m);
     ASSERT_EQ(e.kind, ExprKind::Chain);
     EXPECT_EQ(e.operands.size(), 7u);
-    EXPECT_EQ(e.ops, (std::vector<std::string>{"<", "<=", "==", "!=", ">=", ">"}));
+    EXPECT_EQ(spellings(e), (std::vector<std::string>{"<", "<=", "==", "!=", ">=", ">"}));
 }
 
 TEST(ParseComparison, LogicalOperatorsFormTheirOwnChains) {
@@ -482,7 +483,7 @@ TEST(ParseOpTable, EveryOperatorTokenParses) {
         int arity;
     };
     const Op ops[] = {
-#define JIT_OP(Id, Kind, Arity, Rule, Token, Names, Doc) {Token, Arity},
+#define JIT_OP(Id, Kind, Arity, Rule, Token, ...) {Token, Arity},
 #include "dsl/ops.def"
 #undef JIT_OP
     };
@@ -496,6 +497,32 @@ TEST(ParseOpTable, EveryOperatorTokenParses) {
         ++checked;
     }
     EXPECT_GT(checked, 20);
+}
+
+// The parser reads its operators from the table: each token, in each place, is that row's op.
+TEST(ParseOpTable, EachOperatorTokenGivesItsRowsOp) {
+    for (const jit::ir::OpInfo& i : jit::ir::op_table()) {
+        if (i.kind != jit::ir::OpKind::Operator) continue;
+        const std::string token(i.token);
+        const std::string text = i.arity == 1 ? token + " a" : "a " + token + " b";
+        Module m = parse(text);
+        const Expr& e = only_expr(m);
+        ASSERT_EQ(e.ops.size(), 1u) << text;
+        EXPECT_EQ(e.ops[0], i.op) << text << " gives " << jit::ir::info(e.ops[0]).id;
+        EXPECT_EQ(e.kind, i.arity == 1 ? ExprKind::Unary : ExprKind::Chain) << text;
+    }
+}
+
+// Binding strengths come from the table: of two binary operators the one of higher Prec
+// groups first, whichever comes first in the text.
+TEST(ParseOpTable, PrecedenceFollowsTheTable) {
+    for (const jit::ir::OpInfo& x : jit::ir::op_table())
+        for (const jit::ir::OpInfo& y : jit::ir::op_table()) {
+            if (!jit::ir::is_binary_operator(x) || !jit::ir::is_binary_operator(y) || x.prec >= y.prec) continue;
+            const std::string lo(x.token), hi(y.token);
+            EXPECT_EQ(tree("a " + lo + " b " + hi + " c"), "(a " + lo + " (b " + hi + " c))") << lo << " " << hi;
+            EXPECT_EQ(tree("a " + hi + " b " + lo + " c"), "((a " + hi + " b) " + lo + " c)") << hi << " " << lo;
+        }
 }
 
 }  // namespace
