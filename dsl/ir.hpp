@@ -2,7 +2,7 @@
 //
 // A Program is a vector of nodes in topological order (children have smaller indices), built
 // only by dsl::lower after checking. Invariants every backend may rely on:
-//   * every node has its final dtype and broadcast shape;
+//   * every node has its final dtype and broadcast shape (a Cast may broadcast its operand);
 //   * operands of an Op node already have the op's operand dtype (lowering inserted the casts):
 //       - most ops: every operand has the node's dtype;
 //       - Compare ops, Predicate ops: operands share one dtype, the node is Bool;

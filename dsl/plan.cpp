@@ -1,5 +1,7 @@
 #include "dsl/plan.hpp"
 
+#include "dsl/verify.hpp"
+
 #include <algorithm>
 
 namespace jit::dsl {
@@ -78,6 +80,9 @@ ir::Plan plan(ir::Program program, const Limits& limits) {
     r.schedule = limits.max_stage_nodes > 0 ? ir::split_large_stages(p, s, limits.max_stage_nodes) : std::move(s);
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
         if (p.outputs[o].node == p.result) r.result_output = static_cast<std::int32_t>(o);
+#ifndef NDEBUG
+    ir::verify(r);  // debug builds check every plan a backend is given
+#endif
     return r;
 }
 

@@ -1,11 +1,13 @@
 // The front half of jitexpr as one call, for the hardening tests and the fuzz targets: text ->
 // dsl::plan (against a fixed set of bound names, within the CUDA backend's stage limits) ->
-// cuda::build_kernels (Flat and forced-Strided layouts). No runtime, no device, no compiler.
+// ir::verify (in every build, not only debug ones) -> cuda::build_kernels (Flat and
+// forced-Strided layouts). No runtime, no device, no compiler.
 #pragma once
 
 #include "backend/cuda/executor.hpp"
 #include "codegen/codegen.hpp"
 #include "dsl/plan.hpp"
+#include "dsl/verify.hpp"
 
 #include <jit/array.hpp>
 
@@ -68,6 +70,7 @@ inline FrontResult run_front(std::string_view text,
                              const jit::dsl::Limits& limits = jit::cuda::limits()) {
     FrontResult r;
     static_cast<jit::ir::Plan&>(r) = jit::dsl::plan(text, jit::dsl::bindings_of(bindings), limits);
+    jit::ir::verify(r);
     for (auto tier : {jit::cuda::Tier::Full, jit::cuda::Tier::Strided})
         r.emitted.push_back(jit::cuda::build_kernels(r, {}, tier));
     return r;

@@ -1,0 +1,290 @@
+#include "dsl/verify.hpp"
+
+#include "dsl/types.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace jit::ir {
+
+namespace {
+
+[[noreturn]] void broken(const std::string& what) { throw InternalError("ir::verify: " + what); }
+
+std::string describe(const Program& p, std::int32_t n) {
+    const Node& nd = p.node(n);
+    switch (nd.kind) {
+        case NodeKind::Input: return fmt::format("node {} (input {})", n, nd.slot);
+        case NodeKind::Scalar: return fmt::format("node {} (scalar {})", n, nd.slot);
+        case NodeKind::Const: return fmt::format("node {} (constant)", n);
+        case NodeKind::Op:
+        case NodeKind::Reduce: return fmt::format("node {} ({})", n, info(nd.op).id);
+        case NodeKind::Cast: return fmt::format("node {} (cast to {})", n, dtype_name(nd.dtype));
+    }
+    return fmt::format("node {}", n);
+}
+
+// NumPy's broadcast of two shapes, or nullopt when they do not broadcast.
+std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
+    Shape r(std::max(a.size(), b.size()), 1);
+    for (std::size_t k = 0; k < r.size(); ++k) {
+        const std::int64_t x = k < a.size() ? a[a.size() - 1 - k] : 1;
+        const std::int64_t y = k < b.size() ? b[b.size() - 1 - k] : 1;
+        if (x != y && x != 1 && y != 1) return std::nullopt;
+        r[r.size() - 1 - k] = x == 1 ? y : x;
+    }
+    return r;
+}
+
+// The dtypes an op node's operands must have, given its own dtype (dsl/ir.hpp's list).
+void check_operand_dtypes(const Program& p, std::int32_t n) {
+    const Node& nd = p.node(n);
+    const OpInfo& i = info(nd.op);
+    auto dt = [&](int k) { return p.node(nd.args[k]).dtype; };
+    auto need = [&](bool ok, const char* what) {
+        if (!ok)
+            broken(fmt::format("{}: {} (its dtype {}, operands {})", describe(p, n), what, dtype_name(nd.dtype),
+                               [&] {
+                                   std::string s;
+                                   for (int k = 0; k < nd.nargs; ++k) s += (k ? ", " : "") + std::string(dtype_name(dt(k)));
+                                   return s;
+                               }()));
+    };
+    auto all_operands = [&](DType t) {
+        for (int k = 0; k < nd.nargs; ++k)
+            if (dt(k) != t) return false;
+        return true;
+    };
+    switch (i.rule) {
+        case Rule::Compare:
+        case Rule::Predicate:
+            need(nd.dtype == DType::Bool && all_operands(dt(0)), "operands of one dtype and a bool result");
+            return;
+        case Rule::Logical: need(nd.dtype == DType::Bool && all_operands(DType::Bool), "bool operands and result"); return;
+        case Rule::Where:
+            need(dt(0) == DType::Bool && dt(1) == nd.dtype && dt(2) == nd.dtype,
+                 "a bool condition and two operands of its dtype");
+            return;
+        case Rule::AbsUnary:
+        case Rule::PartUnary:
+            need(is_complex(dt(0)) ? nd.dtype == dsl::real_of(dt(0)) : dt(0) == nd.dtype,
+                 "an operand of its dtype, or a complex one of its real dtype");
+            return;
+        default: need(all_operands(nd.dtype), "operands of its dtype"); return;
+    }
+}
+
+void check_node(const Program& p, std::int32_t n) {
+    const Node& nd = p.node(n);
+    if (nd.nargs > 3) broken(fmt::format("{}: {} operands", describe(p, n), nd.nargs));
+    for (int k = 0; k < nd.nargs; ++k)
+        if (nd.args[k] < 0 || nd.args[k] >= n)
+            broken(fmt::format("{}: operand {} is node {}, not an earlier node", describe(p, n), k, nd.args[k]));
+    auto shape_is = [&](const Shape& want, const char* what) {
+        if (nd.shape != want)
+            broken(fmt::format("{}: shape {}, {} is {}", describe(p, n), shape_to_string(nd.shape), what,
+                               shape_to_string(want)));
+    };
+    auto arity_is = [&](int k) {
+        if (nd.nargs != k) broken(fmt::format("{}: {} operands, not {}", describe(p, n), nd.nargs, k));
+    };
+    switch (nd.kind) {
+        case NodeKind::Input: {
+            arity_is(0);
+            if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.inputs.size())
+                broken(fmt::format("node {}: input slot {} of {}", n, nd.slot, p.inputs.size()));
+            const InputDecl& d = p.inputs[static_cast<std::size_t>(nd.slot)];
+            if (nd.dtype != d.dtype) broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype), dtype_name(d.dtype)));
+            shape_is(d.shape, "its declaration's");
+            if (!d.strides.empty() && d.strides.size() != d.shape.size())
+                broken(fmt::format("{}: {} strides for {} dimensions", describe(p, n), d.strides.size(), d.shape.size()));
+            return;
+        }
+        case NodeKind::Scalar: {
+            arity_is(0);
+            if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.scalars.size())
+                broken(fmt::format("node {}: scalar slot {} of {}", n, nd.slot, p.scalars.size()));
+            const ScalarDecl& d = p.scalars[static_cast<std::size_t>(nd.slot)];
+            if (nd.dtype != d.dtype) broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype), dtype_name(d.dtype)));
+            shape_is({}, "a scalar's");
+            return;
+        }
+        case NodeKind::Const:
+            arity_is(0);
+            shape_is({}, "a constant's");
+            if (nd.value.dtype != nd.dtype)
+                broken(fmt::format("{}: dtype {}, value of {}", describe(p, n), dtype_name(nd.dtype), dtype_name(nd.value.dtype)));
+            return;
+        case NodeKind::Cast: {
+            // A cast may broadcast too: an assignment into a bound array converts the value to
+            // the array's dtype and shape in one node.
+            arity_is(1);
+            const auto b = broadcast(p.node(nd.args[0]).shape, nd.shape);
+            if (!b || *b != nd.shape)
+                broken(fmt::format("{}: shape {}, which its operand's {} does not broadcast to", describe(p, n),
+                                   shape_to_string(nd.shape), shape_to_string(p.node(nd.args[0]).shape)));
+            return;
+        }
+        case NodeKind::Op: {
+            const OpInfo& i = info(nd.op);
+            if (i.kind == OpKind::Reduction) broken(fmt::format("{}: a reduction in an Op node", describe(p, n)));
+            arity_is(i.arity);
+            Shape s;
+            for (int k = 0; k < nd.nargs; ++k) {
+                auto b = broadcast(s, p.node(nd.args[k]).shape);
+                if (!b) broken(fmt::format("{}: operand shapes do not broadcast", describe(p, n)));
+                s = std::move(*b);
+            }
+            shape_is(s, "the broadcast of its operands'");
+            check_operand_dtypes(p, n);
+            return;
+        }
+        case NodeKind::Reduce: {
+            const OpInfo& i = info(nd.op);
+            if (i.kind != OpKind::Reduction) broken(fmt::format("{}: not a reduction in a Reduce node", describe(p, n)));
+            arity_is(1);
+            const Node& x = p.node(nd.args[0]);
+            const auto nd_in = static_cast<std::int32_t>(x.shape.size());
+            if (nd.axis < -1 || nd.axis >= nd_in)
+                broken(fmt::format("{}: axis {} of an operand of {} dimensions", describe(p, n), nd.axis, nd_in));
+            Shape want;
+            if (nd.axis >= 0)
+                for (std::int32_t d = 0; d < nd_in; ++d)
+                    if (d != nd.axis) want.push_back(x.shape[static_cast<std::size_t>(d)]);
+            shape_is(want, "its operand's without the reduced axes");
+            const bool ok = i.rule == Rule::AnyAll ? x.dtype == DType::Bool && nd.dtype == DType::Bool : x.dtype == nd.dtype;
+            if (!ok)
+                broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype), dtype_name(x.dtype)));
+            return;
+        }
+    }
+    broken(fmt::format("node {}: unknown kind", n));
+}
+
+}  // namespace
+
+void verify(const Program& p) {
+    if (p.nodes.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) broken("too many nodes");
+    for (std::size_t k = 0; k < p.nodes.size(); ++k) check_node(p, static_cast<std::int32_t>(k));
+    const auto valid = [&](std::int32_t n) { return n >= 0 && static_cast<std::size_t>(n) < p.nodes.size(); };
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const OutputDecl& od = p.outputs[o];
+        if (!valid(od.node)) broken(fmt::format("output {} is node {}", o, od.node));
+        if (od.alias_input < -1 || (od.alias_input >= 0 && static_cast<std::size_t>(od.alias_input) >= p.inputs.size()))
+            broken(fmt::format("output {} aliases input {} of {}", o, od.alias_input, p.inputs.size()));
+    }
+    if (p.result != -1 && !valid(p.result)) broken(fmt::format("the result is node {}", p.result));
+}
+
+void verify(const Program& p, const Schedule& s) {
+    verify(p);
+    const std::size_t nn = p.nodes.size();
+    if (s.stored_by.size() != nn || s.output_of.size() != nn)
+        broken(fmt::format("schedule of {} nodes for a program of {}", s.stored_by.size(), nn));
+    if (!s.spilled.empty() && s.spilled.size() != nn) broken("spilled flags for another program");
+    const auto nstages = static_cast<std::int32_t>(s.stages.size());
+    // Every stored node is stored by the stage stored_by names, and only there.
+    std::vector<int> stores(nn, 0);
+    for (std::int32_t k = 0; k < nstages; ++k) {
+        const Stage& st = s.stages[static_cast<std::size_t>(k)];
+        auto stored_here = [&](std::int32_t n) {
+            if (n < 0 || static_cast<std::size_t>(n) >= nn) broken(fmt::format("stage {} stores node {}", k, n));
+            if (s.stored_by[static_cast<std::size_t>(n)] != k)
+                broken(fmt::format("stage {} stores {}, which stored_by gives to stage {}", k, describe(p, n),
+                                   s.stored_by[static_cast<std::size_t>(n)]));
+            ++stores[static_cast<std::size_t>(n)];
+        };
+        if (st.kind == Stage::Kind::Reduce) {
+            if (st.reduce < 0 || static_cast<std::size_t>(st.reduce) >= nn || p.node(st.reduce).kind != NodeKind::Reduce)
+                broken(fmt::format("reduce stage {} without a Reduce node", k));
+            if (!st.stores.empty()) broken(fmt::format("reduce stage {} stores element-wise values too", k));
+            stored_here(st.reduce);
+            if (st.shape != p.node(p.node(st.reduce).args[0]).shape)
+                broken(fmt::format("reduce stage {} iterates {}, its operand has {}", k, shape_to_string(st.shape),
+                                   shape_to_string(p.node(p.node(st.reduce).args[0]).shape)));
+        } else {
+            if (st.stores.empty()) broken(fmt::format("element-wise stage {} stores nothing", k));
+            for (std::int32_t n : st.stores) {
+                stored_here(n);
+                if (p.node(n).shape != st.shape)
+                    broken(fmt::format("stage {} over {} stores {} of shape {}", k, shape_to_string(st.shape),
+                                       describe(p, n), shape_to_string(p.node(n).shape)));
+            }
+        }
+    }
+    for (std::size_t n = 0; n < nn; ++n) {
+        const std::int32_t by = s.stored_by[n];
+        if (by < -1 || by >= nstages) broken(fmt::format("{} is stored by stage {} of {}", describe(p, static_cast<std::int32_t>(n)), by, nstages));
+        if ((by >= 0) != (stores[n] == 1))
+            broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, static_cast<std::int32_t>(n)), by, stores[n]));
+        if (p.nodes[n].kind == NodeKind::Reduce && by < 0) broken(fmt::format("{} is stored by no stage", describe(p, static_cast<std::int32_t>(n))));
+    }
+    // Outputs: output_of names each output's node, every output is stored.
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const std::int32_t n = p.outputs[o].node;
+        const std::int32_t first = s.output_of[static_cast<std::size_t>(n)];
+        if (first < 0 || static_cast<std::size_t>(first) > o || p.outputs[static_cast<std::size_t>(first)].node != n)
+            broken(fmt::format("output {} ({}) has output_of {}", o, describe(p, n), first));
+        if (s.stored_by[static_cast<std::size_t>(n)] < 0) broken(fmt::format("output {} ({}) is stored by no stage", o, describe(p, n)));
+    }
+    for (std::size_t n = 0; n < nn; ++n) {
+        const std::int32_t o = s.output_of[n];
+        if (o >= 0 && (static_cast<std::size_t>(o) >= p.outputs.size() || p.outputs[static_cast<std::size_t>(o)].node != static_cast<std::int32_t>(n)))
+            broken(fmt::format("{} has output_of {}", describe(p, static_cast<std::int32_t>(n)), o));
+    }
+    // Temporaries: exactly the stored nodes that are no output, each once.
+    std::vector<int> temp(nn, 0);
+    for (std::int32_t n : s.temps) {
+        if (n < 0 || static_cast<std::size_t>(n) >= nn) broken(fmt::format("temporary of node {}", n));
+        ++temp[static_cast<std::size_t>(n)];
+    }
+    for (std::size_t n = 0; n < nn; ++n) {
+        const bool needs = s.stored_by[n] >= 0 && s.output_of[n] < 0;
+        if (temp[n] != (needs ? 1 : 0))
+            broken(fmt::format("{}: {} temporaries", describe(p, static_cast<std::int32_t>(n)), temp[n]));
+    }
+    // Each stage reads from memory (Reduce results, spilled nodes stored elsewhere) only what an
+    // earlier stage stored.
+    std::vector<char> seen(nn);
+    std::vector<std::int32_t> stack;
+    for (std::int32_t k = 0; k < nstages; ++k) {
+        const Stage& st = s.stages[static_cast<std::size_t>(k)];
+        std::fill(seen.begin(), seen.end(), 0);
+        stack.clear();
+        if (st.kind == Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        for (std::int32_t n : st.stores) stack.push_back(n);
+        while (!stack.empty()) {
+            const std::int32_t n = stack.back();
+            stack.pop_back();
+            if (seen[static_cast<std::size_t>(n)]) continue;
+            seen[static_cast<std::size_t>(n)] = 1;
+            const Node& nd = p.node(n);
+            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
+            if ((nd.kind == NodeKind::Reduce || s.is_spilled(n)) && by != k) {
+                if (by > k) broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
+                continue;
+            }
+            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
+        }
+    }
+}
+
+void verify(const Plan& plan) {
+    verify(plan.program, plan.schedule);
+    if (plan.direct_alias.size() != plan.program.outputs.size())
+        broken(fmt::format("{} in-place decisions for {} outputs", plan.direct_alias.size(), plan.program.outputs.size()));
+    for (std::size_t o = 0; o < plan.direct_alias.size(); ++o)
+        if (plan.direct_alias[o] && plan.program.outputs[o].alias_input < 0)
+            broken(fmt::format("output {} is written in place into no input", o));
+    const auto r = plan.result_output;
+    if (r < -1 || (r >= 0 && (static_cast<std::size_t>(r) >= plan.program.outputs.size() ||
+                              plan.program.outputs[static_cast<std::size_t>(r)].node != plan.program.result)))
+        broken(fmt::format("result output {}", r));
+}
+
+}  // namespace jit::ir

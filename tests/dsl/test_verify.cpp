@@ -1,0 +1,149 @@
+// ir::verify: every plan dsl::plan makes passes it, and each kind of broken program or schedule
+// is caught, with the node or stage named.
+#include "dsl/plan.hpp"
+#include "dsl/verify.hpp"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+using namespace jit;
+
+namespace {
+
+dsl::Binding array(DType t, Shape shape) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.strides = contiguous_strides(shape);
+    b.shape = std::move(shape);
+    return b;
+}
+
+dsl::Binding scalar(DType t) {
+    dsl::Binding b;
+    b.kind = dsl::Binding::Kind::Scalar;
+    b.dtype = t;
+    return b;
+}
+
+const std::map<std::string, dsl::Binding> kEnv = {
+    {"a", array(DType::Float32, {4})},     {"b", array(DType::Float64, {3, 4})}, {"i", array(DType::Int32, {4})},
+    {"u", array(DType::UInt8, {3, 1})},    {"h", array(DType::Float16, {4})},    {"z", array(DType::Complex64, {4})},
+    {"m", array(DType::Bool, {3, 4})},     {"e", array(DType::Float64, {0, 4})}, {"x", scalar(DType::Float64)},
+    {"n", scalar(DType::Int64)},           {"q", scalar(DType::Bool)},
+};
+
+ir::Plan plan(const std::string& text, std::size_t max_stage_nodes = 0) {
+    dsl::Limits limits;
+    limits.max_stage_nodes = max_stage_nodes;
+    return dsl::plan(text, dsl::bindings_of(kEnv), limits);
+}
+
+// The message of verify's InternalError ("" when the plan passes).
+std::string failure(const ir::Plan& p) {
+    try {
+        ir::verify(p);
+    } catch (const InternalError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Verify, AcceptsThePlansOfEveryKindOfProgram) {
+    const char* texts[] = {
+        "a * 2 + b",
+        "c = a * x + n; d = c - 1",
+        "sum(b, axis=0) + mean(b)",
+        "b - sum(b, axis=0)",
+        "where(m, b, -b)",
+        "abs(z) + real(z) * imag(z)",
+        "a < b < 3",
+        "not (m and q) or isnan(b)",
+        "h * 2 + sqrt(h)",
+        "i // 3 + i % 3 + i ** 2",
+        "u + 200 + i",
+        "any(m) and all(b > 0, axis=0)",
+        "min(a) + max(b, axis=1)",
+        "clip(b, 0, 1) + maximum(a, 0.5)",
+        "sum(e, axis=1)",
+        "a = a * 2",
+        "b = b - mean(b)",
+        "y = sin(a); z2 = y * y; w = sum(z2)",
+        "float32(i) + a",
+    };
+    for (const char* text : texts) {
+        for (std::size_t limit : {std::size_t{0}, std::size_t{8}}) {
+            ir::Plan p;
+            ASSERT_NO_THROW(p = plan(text, limit)) << text;
+            EXPECT_EQ(failure(p), "") << text << " (stage limit " << limit << ")";
+        }
+    }
+}
+
+TEST(Verify, AcceptsASplitSchedule) {
+    std::string text = "y = a";
+    for (int k = 0; k < 300; ++k) text += " + sin(a) * " + std::to_string(k);
+    const ir::Plan p = plan(text, 64);
+    ASSERT_GT(p.schedule.stages.size(), 2u);
+    EXPECT_EQ(failure(p), "");
+}
+
+TEST(Verify, RejectsAnOperandThatIsNotAnEarlierNode) {
+    ir::Plan p = plan("a * 2 + 1");
+    ir::Node& last = p.program.nodes.back();
+    last.args[0] = static_cast<std::int32_t>(p.program.nodes.size() - 1);
+    EXPECT_NE(failure(p).find("not an earlier node"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAnOperandOfAnotherDtype) {
+    ir::Plan p = plan("a + a");
+    for (ir::Node& n : p.program.nodes)
+        if (n.kind == ir::NodeKind::Op) n.dtype = DType::Float64;  // the operands stay float32
+    EXPECT_NE(failure(p).find("operands of its dtype"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAShapeThatIsNotTheBroadcast) {
+    ir::Plan p = plan("a + b");
+    for (ir::Node& n : p.program.nodes)
+        if (n.kind == ir::NodeKind::Op) n.shape = {4};
+    EXPECT_NE(failure(p).find("broadcast of its operands"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAComparisonThatIsNotBool) {
+    ir::Plan p = plan("a < 1");
+    for (ir::Node& n : p.program.nodes)
+        if (n.kind == ir::NodeKind::Op) n.dtype = DType::Float32;
+    EXPECT_NE(failure(p).find("bool result"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAStageThatReadsWhatALaterStageStores) {
+    ir::Plan p = plan("b - mean(b)");
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    std::swap(p.schedule.stages[0], p.schedule.stages[1]);
+    for (std::int32_t& by : p.schedule.stored_by)
+        if (by >= 0) by = 1 - by;
+    EXPECT_NE(failure(p).find("later stage"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAStoredNodeWithoutItsTemporary) {
+    ir::Plan p = plan("b - mean(b)");
+    ASSERT_FALSE(p.schedule.temps.empty());
+    p.schedule.temps.clear();
+    EXPECT_NE(failure(p).find("temporaries"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAnOutputOfNoNode) {
+    ir::Plan p = plan("c = a * 2");
+    p.program.outputs.at(0).node = static_cast<std::int32_t>(p.program.nodes.size());
+    EXPECT_NE(failure(p).find("output 0 is node"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAnInputNodeThatDisagreesWithItsDeclaration) {
+    ir::Plan p = plan("a * 2");
+    p.program.inputs.at(0).dtype = DType::Int8;
+    EXPECT_NE(failure(p).find("declared int8"), std::string::npos) << failure(p);
+}
+
+}  // namespace
