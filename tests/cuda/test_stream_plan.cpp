@@ -79,7 +79,9 @@ void expect_covering(const ChunkPlan& cp) {
     }
     EXPECT_EQ(next, cp.rows);
     EXPECT_LE(sizes.size(), 2u);
-    if (sizes.size() == 2) EXPECT_EQ(*sizes.rbegin() - *sizes.begin(), 1);
+    if (sizes.size() == 2) {
+        EXPECT_EQ(*sizes.rbegin() - *sizes.begin(), 1);
+    }
     EXPECT_EQ(*sizes.rbegin(), cp.rows_per_chunk);
 }
 
