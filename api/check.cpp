@@ -82,7 +82,7 @@ CheckedProgram check(std::string_view text, const Specs& names) {
         if (it == out.assigned.end()) out.assigned.push_back(CheckedValue{od.name, n.dtype, n.shape});
         else *it = CheckedValue{od.name, n.dtype, n.shape};
     }
-    if (p.result >= 0) {
+    if (p.result.valid()) {
         const ir::Node& n = p.node(p.result);
         std::string name;
         const syntax::Statement& last = module.statements.back();

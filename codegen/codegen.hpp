@@ -41,6 +41,8 @@ struct ArrayRef {
     enum class Kind : std::uint8_t { Input, Node };
     Kind kind = Kind::Input;
     std::int32_t index = -1;  // input slot or node index
+    ir::NodeId node() const { return ir::NodeId(index); }                 // Kind::Node
+    std::size_t input() const { return static_cast<std::size_t>(index); }  // Kind::Input
     bool operator==(const ArrayRef&) const = default;
 };
 

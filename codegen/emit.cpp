@@ -212,11 +212,11 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
         needs.complex = needs.complex || is_complex(t);
         needs.half = needs.half || t == DType::Float16 || t == DType::BFloat16;
     };
-    for (std::size_t i = 0; i < needed_.size(); ++i) {
+    for (const ir::NodeId i : p_.ids()) {
         if (!needed_[i]) continue;
-        const ir::Node& node = p_.nodes[i];
+        const ir::Node& node = p_.node(i);
         touch(node.dtype);
-        if (node.kind == ir::NodeKind::Op && !is_buffer(static_cast<std::int32_t>(i))) needs.ops.push_back(node.op);
+        if (node.kind == ir::NodeKind::Op && !is_buffer(i)) needs.ops.push_back(node.op);
         if (node.kind == ir::NodeKind::Input) touch(p_.inputs.at(static_cast<std::size_t>(node.slot)).dtype);
         if (node.kind == ir::NodeKind::Scalar) touch(p_.scalars.at(static_cast<std::size_t>(node.slot)).dtype);
     }
@@ -231,21 +231,21 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
 }
 
 // A node read from an earlier stage's buffer rather than recomputed.
-bool StageEmitter::is_buffer(std::int32_t n) const {
-    if (s_.is_spilled(n)) return s_.stored_by[static_cast<std::size_t>(n)] != stage_index_;
+bool StageEmitter::is_buffer(ir::NodeId n) const {
+    if (s_.is_spilled(n)) return s_.stored_by[n] != stage_index_;
     return p_.node(n).kind == ir::NodeKind::Reduce && n != st_.reduce;
 }
 
 // Marks `root` and every node it reads in this stage. An explicit stack, not recursion: a
 // program may be a 100,000-deep chain (a + a + ... + a), too deep for the thread's stack.
-void StageEmitter::visit(std::int32_t root) {
-    std::vector<std::int32_t> stack{root};
+void StageEmitter::visit(ir::NodeId root) {
+    std::vector<ir::NodeId> stack{root};
     while (!stack.empty()) {
-        const std::int32_t n = stack.back();
+        const ir::NodeId n = stack.back();
         stack.pop_back();
-        if (n < 0 || n >= static_cast<std::int32_t>(p_.nodes.size())) internal("node index out of range");
-        if (needed_[static_cast<std::size_t>(n)]) continue;
-        needed_[static_cast<std::size_t>(n)] = true;
+        if (!n.valid() || n.index() >= p_.nodes.size()) internal("node index out of range");
+        if (needed_[n]) continue;
+        needed_[n] = 1;
         const ir::Node& node = p_.node(n);
         if (is_buffer(n)) continue;
         if (node.kind == ir::NodeKind::Reduce) internal("nested reduction in a stage");
@@ -256,10 +256,8 @@ void StageEmitter::visit(std::int32_t root) {
     }
 }
 
-    // Arrays read: inputs by slot, then buffers by node.
-    // Arrays written.
 void StageEmitter::collect() {
-    needed_.assign(p_.nodes.size(), false);
+    needed_.assign(p_.nodes.size(), 0);
     if (is_reduce_stage()) {
         const ir::Node& r = p_.node(st_.reduce);
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1) internal("reduce stage without a Reduce node");
@@ -269,11 +267,11 @@ void StageEmitter::collect() {
         for (auto n : st_.stores) visit(n);
     }
     // Arrays read: inputs by slot, then buffers by node.
-    std::set<std::int32_t> slots, bufs, scalars;
-    for (std::size_t i = 0; i < needed_.size(); ++i) {
-        if (!needed_[i]) continue;
-        const ir::Node& node = p_.nodes[i];
-        auto n = static_cast<std::int32_t>(i);
+    std::set<std::int32_t> slots, scalars;
+    std::set<ir::NodeId> bufs;
+    for (const ir::NodeId n : p_.ids()) {
+        if (!needed_[n]) continue;
+        const ir::Node& node = p_.node(n);
         if (is_buffer(n)) bufs.insert(n);
         else if (node.kind == ir::NodeKind::Input) slots.insert(node.slot);
         else if (node.kind == ir::NodeKind::Scalar) scalars.insert(node.slot);
@@ -289,7 +287,7 @@ void StageEmitter::collect() {
     }
     for (auto n : bufs) {
         const ir::Node& node = p_.node(n);
-        ReadArray r{{ArrayRef::Kind::Node, n}, node.dtype, node.shape, contiguous_strides(node.shape),
+        ReadArray r{{ArrayRef::Kind::Node, n.value()}, node.dtype, node.shape, contiguous_strides(node.shape),
                     fmt::format("buf{}", reads_.size())};
         buffer_read_[n] = static_cast<int>(reads_.size());
         reads_.push_back(std::move(r));
@@ -299,13 +297,13 @@ void StageEmitter::collect() {
         scalars_.push_back(s);
     }
     // Arrays written.
-    auto output_alias = [&](std::int32_t n) -> std::int32_t {
-        if (static_cast<std::size_t>(n) >= s_.output_of.size()) return -1;
-        std::int32_t o = s_.output_of[static_cast<std::size_t>(n)];
+    auto output_alias = [&](ir::NodeId n) -> std::int32_t {
+        if (n.index() >= s_.output_of.size()) return -1;
+        const std::int32_t o = s_.output_of[n];
         if (o < 0) return -1;
         return p_.outputs.at(static_cast<std::size_t>(o)).alias_input;
     };
-    std::vector<std::int32_t> stores = is_reduce_stage() ? std::vector<std::int32_t>{st_.reduce} : st_.stores;
+    const std::vector<ir::NodeId> stores = is_reduce_stage() ? std::vector<ir::NodeId>{st_.reduce} : st_.stores;
     for (auto n : stores) {
         const ir::Node& node = p_.node(n);
         WriteArray w{n, node.dtype, fmt::format("out{}", writes_.size()), contiguous_strides(node.shape)};
@@ -336,10 +334,8 @@ std::string StageEmitter::compute_function() {
         for (auto& w : writes_) { sep(); params += fmt::format("{}& r_{}", store_type(w.dtype), w.name); }
     }
     std::string out = fmt::format("__device__ __forceinline__ {} jx_compute({}) {{\n", ret, params);
-    for (std::size_t i = 0; i < needed_.size(); ++i) {
-        if (!needed_[i]) continue;
-        out += "    " + node_line(static_cast<std::int32_t>(i)) + "\n";
-    }
+    for (const ir::NodeId n : p_.ids())
+        if (needed_[n]) out += "    " + node_line(n) + "\n";
     if (is_reduce_stage()) {
         out += fmt::format("    return v{};\n", p_.node(st_.reduce).args[0]);
     } else {
@@ -349,9 +345,7 @@ std::string StageEmitter::compute_function() {
     return out;
 }
 
-                // nextafter steps in the 16-bit format, not in the float that carries it.
-                // Entering or leaving a 16-bit float type rounds once, from the source value.
-std::string StageEmitter::node_line(std::int32_t n) {
+std::string StageEmitter::node_line(ir::NodeId n) {
     const ir::Node& node = p_.node(n);
     const std::string t = reg_type(node.dtype);
     auto arg = [&](int k) {
@@ -451,7 +445,7 @@ void StageEmitter::add_array_params(KernelSource& k, bool with_rows) {
     for (auto& w : writes_) {
         Param p;
         p.kind = Param::Kind::Array;
-        p.array = {ArrayRef::Kind::Node, w.node};
+        p.array = {ArrayRef::Kind::Node, w.node.value()};
         p.dtype = w.dtype;
         p.written = true;
         p.vectorized = k.launch.vec > 1 &&

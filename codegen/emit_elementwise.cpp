@@ -110,8 +110,8 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
 // NVRTC's time (superlinearly: one basic block of lanes x operations).
 bool ElementwiseEmitter::compute_bound() const {
     std::size_t ops = 0;
-    for (std::size_t i = 0; i < needed_.size(); ++i)
-        if (needed_[i] && (p_.nodes[i].kind == ir::NodeKind::Op || p_.nodes[i].kind == ir::NodeKind::Cast)) ++ops;
+    for (const ir::NodeId n : p_.ids())
+        if (needed_[n] && (p_.node(n).kind == ir::NodeKind::Op || p_.node(n).kind == ir::NodeKind::Cast)) ++ops;
     return ops > kVectorOpLimit;
 }
 

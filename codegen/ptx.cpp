@@ -391,7 +391,7 @@ private:
         }
     }
 
-    V value(std::int32_t id, std::string& out) {
+    V value(ir::NodeId id, std::string& out) {
         if (auto it = memo_.find(id); it != memo_.end()) return it->second;
         const ir::Node& n = p_.node(id);
         V v;
@@ -430,7 +430,7 @@ private:
         if (k_.launch.kind != KernelKind::Flat || k_.launch.vec != 1) no();
         if (sm < 70 || sm > 90) no();
         std::string params, setup;
-        std::vector<std::pair<std::int32_t, std::string>> writes;  // node, pointer register
+        std::vector<std::pair<ir::NodeId, std::string>> writes;  // node, pointer register
         std::string count;
         for (std::size_t i = 0; i < k_.params.size(); ++i) {
             const Param& p = k_.params[i];
@@ -441,8 +441,9 @@ private:
                     params += fmt::format("{}    .param .u64 {}", params.empty() ? "" : ",\n", name);
                     const std::string r = u64();
                     setup += fmt::format("    ld.param.u64 {}, [{}];\n    cvta.to.global.u64 {}, {};\n", r, name, r, r);
-                    if (p.written) writes.emplace_back(p.array.index, r);
-                    else (p.array.kind == ArrayRef::Kind::Input ? input_reads_ : node_reads_)[p.array.index] = {r, p.broadcast, {}};
+                    if (p.written) writes.emplace_back(ir::NodeId(p.array.index), r);
+                    else if (p.array.kind == ArrayRef::Kind::Input) input_reads_[p.array.index] = {r, p.broadcast, {}};
+                    else node_reads_[ir::NodeId(p.array.index)] = {r, p.broadcast, {}};
                     break;
                 }
                 case Param::Kind::Scalar: {
@@ -500,9 +501,9 @@ private:
     const ir::Program& p_;
     const KernelSource& k_;
     int nf_ = 0, nd_ = 0, nr_ = 0, nrd_ = 0, np_ = 0;
-    std::map<std::int32_t, V> memo_;
+    std::map<ir::NodeId, V> memo_;
     std::map<std::int32_t, Read> input_reads_;  // by input slot
-    std::map<std::int32_t, Read> node_reads_;   // by node stored by an earlier stage
+    std::map<ir::NodeId, Read> node_reads_;     // by node stored by an earlier stage
     std::map<std::int32_t, V> scalar_regs_;
     std::string prologue_;  // before the loop: broadcast reads, scalars, constants
     std::map<std::string, KernelSource> links_;  // device functions called, by symbol

@@ -55,7 +55,7 @@ struct ReadArray {
 };
 
 struct WriteArray {
-    std::int32_t node;
+    ir::NodeId node;
     DType dtype;
     std::string name;
     Strides strides;  // layout assumed at emit time (alias: the input's; else C order)
@@ -82,17 +82,17 @@ protected:
     // The ops this stage computes and the kinds of value it touches (after collect()).
     SemanticsNeeds semantics_needs() const;
     // A node read from an earlier stage's buffer rather than recomputed.
-    bool is_buffer(std::int32_t n) const;
+    bool is_buffer(ir::NodeId n) const;
     // Marks `root` and every node it reads in this stage. An explicit stack, not recursion: a
     // program may be a 100,000-deep chain (a + a + ... + a), too deep for the thread's stack.
-    void visit(std::int32_t root);
+    void visit(ir::NodeId root);
         // Arrays read: inputs by slot, then buffers by node.
         // Arrays written.
     void collect();
     std::string compute_function();
                     // nextafter steps in the 16-bit format, not in the float that carries it.
                     // Entering or leaving a 16-bit float type rounds once, from the source value.
-    std::string node_line(std::int32_t n);
+    std::string node_line(ir::NodeId n);
     std::string array_params(bool flat);
     std::string call_args(const std::vector<std::string>& read_exprs, const std::vector<std::string>& write_exprs);
     void add_array_params(KernelSource& k, bool with_rows);
@@ -107,11 +107,12 @@ protected:
     int stage_index_;
     const ir::Stage& st_;
     EmitOptions opt_;
-    std::vector<bool> needed_;
+    ir::NodeMap<std::uint8_t> needed_;
     std::vector<ReadArray> reads_;
     std::vector<WriteArray> writes_;
     std::vector<std::int32_t> scalars_;
-    std::map<std::int32_t, int> input_read_, buffer_read_;
+    std::map<std::int32_t, int> input_read_;  // input slot -> index into reads_
+    std::map<ir::NodeId, int> buffer_read_;   // node -> index into reads_
     KernelKind kind_ = KernelKind::Flat;
 };
 

@@ -24,10 +24,15 @@
 #include <jit/dtype.hpp>
 #include <jit/error.hpp>
 
+#include <fmt/format.h>
+
 #include <complex>
+#include <cstddef>
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace jit::ir {
@@ -52,6 +57,70 @@ struct Value {
     std::string to_string() const;  // exact, round-trips ("0.1" -> "0.10000000000000001")
 };
 
+// A node's index in Program::nodes: a type of its own, so that a node cannot be taken for one
+// of the IR's other indices (input, scalar and output slots, stages) and indexes per-node tables
+// (NodeMap) without casts. NodeId() is no node.
+class NodeId {
+public:
+    constexpr NodeId() = default;
+    constexpr explicit NodeId(std::int32_t v) : v_(v) {}
+    constexpr explicit NodeId(std::size_t i) : v_(static_cast<std::int32_t>(i)) {}
+    constexpr std::int32_t value() const { return v_; }
+    constexpr std::size_t index() const { return static_cast<std::size_t>(v_); }
+    constexpr bool valid() const { return v_ >= 0; }
+    friend constexpr auto operator<=>(NodeId, NodeId) = default;
+    friend std::ostream& operator<<(std::ostream& os, NodeId n) { return os << n.v_; }
+
+private:
+    std::int32_t v_ = -1;
+};
+
+// One value per node of a program, indexed by NodeId.
+template <class T>
+class NodeMap {
+public:
+    NodeMap() = default;
+    explicit NodeMap(std::size_t nodes, const T& value = T{}) : v_(nodes, value) {}
+    void assign(std::size_t nodes, const T& value) { v_.assign(nodes, value); }
+    T& operator[](NodeId n) { return v_[n.index()]; }
+    const T& operator[](NodeId n) const { return v_[n.index()]; }
+    std::size_t size() const { return v_.size(); }
+    bool empty() const { return v_.empty(); }
+    auto begin() { return v_.begin(); }
+    auto end() { return v_.end(); }
+    auto begin() const { return v_.begin(); }
+    auto end() const { return v_.end(); }
+    bool operator==(const NodeMap&) const = default;
+
+private:
+    static_assert(!std::is_same_v<T, bool>, "NodeMap<bool> would be a std::vector<bool>: use std::uint8_t");
+    std::vector<T> v_;
+};
+
+// The ids of a program's nodes, in order: for (NodeId n : program.ids()).
+class NodeIds {
+public:
+    class iterator {
+    public:
+        constexpr explicit iterator(std::int32_t v) : v_(v) {}
+        constexpr NodeId operator*() const { return NodeId(v_); }
+        constexpr iterator& operator++() {
+            ++v_;
+            return *this;
+        }
+        constexpr bool operator==(const iterator&) const = default;
+
+    private:
+        std::int32_t v_;
+    };
+    constexpr explicit NodeIds(std::size_t n) : n_(static_cast<std::int32_t>(n)) {}
+    constexpr iterator begin() const { return iterator(0); }
+    constexpr iterator end() const { return iterator(n_); }
+
+private:
+    std::int32_t n_;
+};
+
 enum class NodeKind : std::uint8_t {
     Input,   // slot: index into Program::inputs (an array read with broadcasting)
     Scalar,  // slot: index into Program::scalars (a host value passed as a kernel parameter)
@@ -66,7 +135,7 @@ struct Node {
     Op op = Op::Add;
     DType dtype = DType::Float64;
     Shape shape;
-    std::int32_t args[3] = {-1, -1, -1};
+    NodeId args[3];
     std::uint8_t nargs = 0;
     std::int32_t slot = -1;
     std::int32_t axis = -1;
@@ -95,7 +164,7 @@ struct ScalarDecl {
 
 struct OutputDecl {
     std::string name;           // the variable assigned
-    std::int32_t node = -1;     // the value
+    NodeId node;                // the value
     std::int32_t alias_input = -1;  // >= 0: writes in place into that input's memory
 };
 
@@ -104,10 +173,12 @@ struct Program {
     std::vector<InputDecl> inputs;
     std::vector<ScalarDecl> scalars;
     std::vector<OutputDecl> outputs;
-    std::int32_t result = -1;  // node of the last statement (what eval returns)
+    NodeId result;             // node of the last statement (what eval returns), or none
     std::string text;          // the user's text, for messages
 
-    const Node& node(std::int32_t i) const { return nodes[static_cast<std::size_t>(i)]; }
+    const Node& node(NodeId n) const { return nodes[n.index()]; }
+    Node& node(NodeId n) { return nodes[n.index()]; }
+    NodeIds ids() const { return NodeIds(nodes.size()); }
     bool has_reductions() const;
     // Stable text of the program without names: equal for programs that compute the same thing
     // with the same dtypes and shapes. Used in cache keys and golden tests.
@@ -118,6 +189,12 @@ struct Program {
 std::string dump(const Program& p);
 
 }  // namespace jit::ir
+
+// Node ids print as their index ("v{}" in generated code, "%{}" in dumps).
+template <>
+struct fmt::formatter<jit::ir::NodeId> : fmt::formatter<std::int32_t> {
+    auto format(jit::ir::NodeId n, fmt::format_context& ctx) const { return fmt::formatter<std::int32_t>::format(n.value(), ctx); }
+};
 
 namespace jit::ir {
 // The op table as Markdown tables (operators, functions, reductions) for docs/language.md.

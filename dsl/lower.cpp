@@ -96,7 +96,7 @@ bool fits(const ir::Value& v, DType t) {
 }
 
 struct Val {
-    std::int32_t node = -1;
+    ir::NodeId node;
     Weak weak = Weak::None;
 };
 
@@ -122,18 +122,18 @@ public:
 
 private:
     // ---- node construction
-    const Node& node(std::int32_t i) const { return p_.nodes[static_cast<std::size_t>(i)]; }
+    const Node& node(ir::NodeId n) const { return p_.node(n); }
     DType dt(const Val& v) const { return node(v.node).dtype; }
     const Shape& shape(const Val& v) const { return node(v.node).shape; }
 
-    std::int32_t add(Node n) {
+    ir::NodeId add(Node n) {
         if (p_.nodes.size() >= kMaxNodes)
             throw ValueError(fmt::format("program too large (more than {} operations)", kMaxNodes), text_, n.span);
         p_.nodes.push_back(std::move(n));
-        return static_cast<std::int32_t>(p_.nodes.size() - 1);
+        return ir::NodeId(p_.nodes.size() - 1);
     }
 
-    std::int32_t constant(const ir::Value& v, SourceSpan span) {
+    ir::NodeId constant(const ir::Value& v, SourceSpan span) {
         Node n;
         n.kind = NodeKind::Const;
         n.dtype = v.dtype;
@@ -160,7 +160,7 @@ private:
     }
 
     // Converts v to dtype t (folding constants; a weak integer must fit).
-    std::int32_t cast(const Val& v, DType t, SourceSpan span) {
+    ir::NodeId cast(const Val& v, DType t, SourceSpan span) {
         const Node& n = node(v.node);
         if (auto big = big_.find(v.node); big != big_.end()) {
             if (is_integer(t))
@@ -195,7 +195,7 @@ private:
     }
 
     // An identity cast that gives an output a node of its own, with the output's shape.
-    std::int32_t fresh(std::int32_t v, const Shape& s, SourceSpan span) {
+    ir::NodeId fresh(ir::NodeId v, const Shape& s, SourceSpan span) {
         Node c;
         c.kind = NodeKind::Cast;
         c.dtype = node(v).dtype;
@@ -206,13 +206,13 @@ private:
         return add(std::move(c));
     }
 
-    std::int32_t op_node(Op op, DType result, Shape s, std::initializer_list<std::int32_t> args, SourceSpan span) {
+    ir::NodeId op_node(Op op, DType result, Shape s, std::initializer_list<ir::NodeId> args, SourceSpan span) {
         Node n;
         n.kind = NodeKind::Op;
         n.op = op;
         n.dtype = result;
         n.shape = std::move(s);
-        for (std::int32_t a : args) n.args[n.nargs++] = a;
+        for (ir::NodeId a : args) n.args[n.nargs++] = a;
         n.span = span;
         return add(std::move(n));
     }
@@ -267,9 +267,9 @@ private:
                 throw ValueError("integers to negative integer powers are not allowed", text_, e.span);
             mark_nonnegative_scalar(b.node);
         }
-        const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
+        const ir::NodeId x = cast(a, t.operand, span), y = cast(b, t.operand, span);
         Shape s = broadcast(node(x).shape, node(y).shape, span);
-        const std::int32_t r = op_node(op, t.result, std::move(s), {x, y}, span);
+        const ir::NodeId r = op_node(op, t.result, std::move(s), {x, y}, span);
         // A value made only of weak values stays weak through an operator (k * 2.5 adapts like
         // a literal). Functions are NumPy ufuncs, whose results are typed: maximum(2, 3) is
         // int64 as np.maximum(2, 3) is, so i8 + maximum(2, 3) is int64.
@@ -295,7 +295,7 @@ private:
 
     // True everywhere (or false everywhere) in the shape of integer value x: x == x (x != x)
     // holds for every integer, so the result keeps x's shape without a constant of its own.
-    Val all_bool(std::int32_t x, bool v, SourceSpan span) {
+    Val all_bool(ir::NodeId x, bool v, SourceSpan span) {
         return Val{op_node(v ? Op::Eq : Op::Ne, DType::Bool, node(x).shape, {x, x}, span), Weak::None};
     }
 
@@ -343,17 +343,17 @@ private:
         if (!mixed) {
             const DType p = promote(ta, tb);
             const Typed t = rule(op, p, span);
-            const std::int32_t x = cast(a, t.operand, span), y = cast(b, t.operand, span);
+            const ir::NodeId x = cast(a, t.operand, span), y = cast(b, t.operand, span);
             Shape s = broadcast(node(x).shape, node(y).shape, span);
             return Val{op_node(op, DType::Bool, std::move(s), {x, y}, span), Weak::None};
         }
         // uint64 u against signed s, as u o s.
         const bool u_left = ta == DType::UInt64;
-        const std::int32_t u = cast(u_left ? a : b, DType::UInt64, span);
-        const std::int32_t sg = cast(u_left ? b : a, DType::Int64, span);
+        const ir::NodeId u = cast(u_left ? a : b, DType::UInt64, span);
+        const ir::NodeId sg = cast(u_left ? b : a, DType::Int64, span);
         const Op o = u_left ? op : mirrored(op);
         const bool true_if_negative = o == Op::Ne || o == Op::Gt || o == Op::Ge;  // u o s for s < 0
-        auto cmp = [&](Op c, std::int32_t x, std::int32_t y) {
+        auto cmp = [&](Op c, ir::NodeId x, ir::NodeId y) {
             return op_node(c, DType::Bool, broadcast(node(x).shape, node(y).shape, span), {x, y}, span);
         };
         if (node(sg).kind == NodeKind::Const) {
@@ -368,15 +368,15 @@ private:
             return Val{cmp(o, constant(ir::Value::of_int(static_cast<std::int64_t>(v)), node(u).span), sg), Weak::None};
         }
         // Where s >= 0 both fit uint64 exactly; where s < 0 the sign decides.
-        const std::int32_t zero = constant(ir::Value::of_int(0), span);
-        const std::int32_t as_u = cast(Val{sg, Weak::None}, DType::UInt64, span);
-        const std::int32_t c = cmp(o, u, as_u);
-        const std::int32_t sign = cmp(true_if_negative ? Op::Lt : Op::Ge, sg, zero);
+        const ir::NodeId zero = constant(ir::Value::of_int(0), span);
+        const ir::NodeId as_u = cast(Val{sg, Weak::None}, DType::UInt64, span);
+        const ir::NodeId c = cmp(o, u, as_u);
+        const ir::NodeId sign = cmp(true_if_negative ? Op::Lt : Op::Ge, sg, zero);
         return Val{cmp(true_if_negative ? Op::Or : Op::And, sign, c), Weak::None};
     }
 
     // Marks the host scalar behind `n` (possibly through casts) as an exponent that must not be negative.
-    void mark_nonnegative_scalar(std::int32_t n) {
+    void mark_nonnegative_scalar(ir::NodeId n) {
         while (node(n).kind == NodeKind::Cast) n = node(n).args[0];
         const Node& s = node(n);
         if (s.kind == NodeKind::Scalar) {
@@ -400,7 +400,7 @@ private:
                 v.f = -v.f;
                 v.im = -v.im;
             }
-            const std::int32_t c = constant(v, span);
+            const ir::NodeId c = constant(v, span);
             return Val{c, a.weak};
         }
         if (op == Op::Pos) {
@@ -409,8 +409,8 @@ private:
             return a;
         }
         const Typed t = rule(op, dt(a), span);
-        const std::int32_t x = cast(a, t.operand, span);
-        const std::int32_t r = op_node(op, t.result, node(x).shape, {x}, span);
+        const ir::NodeId x = cast(a, t.operand, span);
+        const ir::NodeId r = op_node(op, t.result, node(x).shape, {x}, span);
         const bool keeps_weak = a.weak != Weak::None && (op == Op::Neg || op == Op::Invert);
         return Val{r, keeps_weak ? a.weak : Weak::None};
     }
@@ -418,7 +418,7 @@ private:
     // ---- expressions
     // A literal-only expression, folded exactly (dsl/literal.hpp), as one weak constant.
     Val literal(const Folded& f, SourceSpan span) {
-        const std::int32_t n = constant(f.value, span);
+        const ir::NodeId n = constant(f.value, span);
         if (f.big) big_.emplace(n, BigLiteral{f.shown, f.as_float});
         switch (f.kind) {
             case Folded::Kind::Bool: return Val{n, Weak::Bool};
@@ -573,10 +573,10 @@ private:
     }
 
     Val where(const Val& c, const Val& x, const Val& y, SourceSpan span) {
-        const std::int32_t cb = cast(c, DType::Bool, span);
+        const ir::NodeId cb = cast(c, DType::Bool, span);
         Weak weak = Weak::None;
         const DType p = promote_all({&x, &y}, &weak);
-        const std::int32_t xs = cast(x, p, span), ys = cast(y, p, span);
+        const ir::NodeId xs = cast(x, p, span), ys = cast(y, p, span);
         Shape s = broadcast(broadcast(node(cb).shape, node(xs).shape, span), node(ys).shape, span);
         // Typed even when both branches are literals, as np.where's result: where(c, 2, -1) is
         // int64, so u8 * where(c, 2, -1) is int64 (not a weak value that u8 would absorb).
@@ -649,7 +649,7 @@ private:
         Weak weak = Weak::None;
         const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);
         const Typed t = rule(fn->op, p, e.span);
-        const std::int32_t x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
+        const ir::NodeId x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
                            hi = cast(args[2], t.operand, e.span);
         Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
         return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None};  // a ufunc: typed
@@ -666,7 +666,7 @@ private:
 
     Val reduce(Op op, const Val& a, std::optional<std::int64_t> axis, SourceSpan axis_span, SourceSpan span) {
         const Typed t = rule(op, dt(a), span);
-        const std::int32_t x = cast(Val{a.node, Weak::None}, t.operand, span);
+        const ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
         const Shape& in = node(x).shape;
         const auto nd = static_cast<std::int64_t>(in.size());
         std::int32_t ax = -1;
@@ -703,7 +703,7 @@ private:
         if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
         if (st.target.empty()) {
             if (last) {
-                std::int32_t n = v.node;
+                ir::NodeId n = v.node;
                 const NodeKind k = node(n).kind;
                 if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n)) n = fresh(n, node(n).shape, st.span);
                 p_.outputs.push_back(ir::OutputDecl{"", n, -1});
@@ -717,7 +717,7 @@ private:
             // calling it later would be ambiguous. Keep it simple: forbid.
             throw NameError(fmt::format("cannot assign to '{}': it is a function name", st.target), text_, st.target_span);
         }
-        std::int32_t n = v.node;
+        ir::NodeId n = v.node;
         std::int32_t alias = -1;
         const Binding* bound = (lookup_ && !locals_.count(st.target)) ? lookup_(st.target) : nullptr;
         if (!bound && locals_.count(st.target) && alias_of_.count(st.target)) bound = alias_binding_.at(st.target);
@@ -781,11 +781,12 @@ private:
     const BoundNames& bound_;
     ir::Program p_;
     std::map<std::string, Val, std::less<>> locals_;
-    std::map<std::string, std::int32_t, std::less<>> input_slot_, scalar_slot_, input_node_, scalar_node_;
+    std::map<std::string, std::int32_t, std::less<>> input_slot_, scalar_slot_;
+    std::map<std::string, ir::NodeId, std::less<>> input_node_, scalar_node_;
     std::map<std::string, std::int32_t, std::less<>> alias_of_;
     std::map<std::string, const Binding*, std::less<>> alias_binding_;
-    std::set<std::int32_t> output_nodes_;
-    std::map<std::int32_t, BigLiteral> big_;  // Const nodes of integers past every dtype
+    std::set<ir::NodeId> output_nodes_;
+    std::map<ir::NodeId, BigLiteral> big_;  // Const nodes of integers past every dtype
     LiteralFolder folder_;
 };
 

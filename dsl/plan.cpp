@@ -14,21 +14,21 @@ namespace {
 // is computed again where it is used, and so reads the inputs it is computed from.
 std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
     std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
-    std::vector<std::int32_t> stack;
-    std::vector<char> seen(p.nodes.size());
+    std::vector<ir::NodeId> stack;
+    ir::NodeMap<char> seen(p.nodes.size());
     for (std::size_t k = 0; k < s.stages.size(); ++k) {
-        std::fill(seen.begin(), seen.end(), 0);
+        seen.assign(p.nodes.size(), 0);
         const ir::Stage& st = s.stages[k];
         stack.clear();
         if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
         for (auto n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
-            const std::int32_t n = stack.back();
+            const ir::NodeId n = stack.back();
             stack.pop_back();
-            if (seen[static_cast<std::size_t>(n)]) continue;
-            seen[static_cast<std::size_t>(n)] = 1;
+            if (seen[n]) continue;
+            seen[n] = 1;
             const ir::Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
+            const std::int32_t by = s.stored_by[n];
             const bool from_memory = nd.kind == ir::NodeKind::Reduce || s.is_spilled(n);
             if (from_memory && by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
             if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
@@ -46,7 +46,7 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
         if (od.alias_input < 0) continue;
-        const std::int32_t stage = s.stored_by[static_cast<std::size_t>(od.node)];
+        const std::int32_t stage = s.stored_by[od.node];
         const ir::Stage& st = s.stages[static_cast<std::size_t>(stage)];
         const std::size_t alias = static_cast<std::size_t>(od.alias_input);
         // A reduction writes its result after reading all of its operand, so it may write

@@ -12,27 +12,26 @@ Schedule schedule(const Program& p) {
     s.stored_by.assign(n, -1);
     s.output_of.assign(n, -1);
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
-        const auto node = static_cast<std::size_t>(p.outputs[o].node);
+        const NodeId node = p.outputs[o].node;
         if (s.output_of[node] < 0) s.output_of[node] = static_cast<std::int32_t>(o);
     }
     // Reductions first, in node order: each reads only inputs and earlier reductions.
-    for (std::size_t i = 0; i < n; ++i) {
-        const Node& nd = p.nodes[i];
+    for (const NodeId i : p.ids()) {
+        const Node& nd = p.node(i);
         if (nd.kind != NodeKind::Reduce) continue;
         Stage st;
         st.kind = Stage::Kind::Reduce;
-        st.shape = p.nodes[static_cast<std::size_t>(nd.args[0])].shape;
-        st.reduce = static_cast<std::int32_t>(i);
+        st.shape = p.node(nd.args[0]).shape;
+        st.reduce = i;
         s.stored_by[i] = static_cast<std::int32_t>(s.stages.size());
         s.stages.push_back(std::move(st));
-        if (s.output_of[i] < 0) s.temps.push_back(static_cast<std::int32_t>(i));
+        if (s.output_of[i] < 0) s.temps.push_back(i);
     }
     // Then the other outputs, one stage per distinct shape, in output order.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
-        const std::int32_t node = p.outputs[o].node;
-        const auto ni = static_cast<std::size_t>(node);
-        if (s.stored_by[ni] >= 0) continue;  // a reduction, or stored already
-        const Shape& shape = p.nodes[ni].shape;
+        const NodeId node = p.outputs[o].node;
+        if (s.stored_by[node] >= 0) continue;  // a reduction, or stored already
+        const Shape& shape = p.node(node).shape;
         std::int32_t stage = -1;
         for (std::size_t k = 0; k < s.stages.size(); ++k)
             if (s.stages[k].kind == Stage::Kind::Elementwise && s.stages[k].shape == shape) stage = static_cast<std::int32_t>(k);
@@ -44,7 +43,7 @@ Schedule schedule(const Program& p) {
             s.stages.push_back(std::move(st));
         }
         s.stages[static_cast<std::size_t>(stage)].stores.push_back(node);
-        s.stored_by[ni] = stage;
+        s.stored_by[node] = stage;
     }
     return s;
 }
@@ -55,24 +54,24 @@ namespace {
 // values read from memory (Reduce results, spilled nodes; each counts one: the load).
 class Closure {
 public:
-    Closure(const Program& p, const std::vector<std::uint8_t>& spilled)
+    Closure(const Program& p, const NodeMap<std::uint8_t>& spilled)
         : p_(p), spilled_(spilled), mark_(p.nodes.size(), 0) {}
 
     // The nodes, in no particular order; stops early once more than `limit` were found.
-    const std::vector<std::int32_t>& of(std::int32_t root, std::size_t limit) {
+    const std::vector<NodeId>& of(NodeId root, std::size_t limit) {
         ++stamp_;
         found_.clear();
         stack_.assign(1, root);
         while (!stack_.empty() && found_.size() <= limit) {
-            const std::int32_t x = stack_.back();
+            const NodeId x = stack_.back();
             stack_.pop_back();
-            auto& m = mark_[static_cast<std::size_t>(x)];
+            auto& m = mark_[x];
             if (m == stamp_) continue;
             m = stamp_;
             found_.push_back(x);
             const Node& nd = p_.node(x);
             // Read from memory; a Reduce root too (its operand belongs to its own stage).
-            if (nd.kind == NodeKind::Reduce || (x != root && spilled_[static_cast<std::size_t>(x)])) continue;
+            if (nd.kind == NodeKind::Reduce || (x != root && spilled_[x])) continue;
             for (int a = 0; a < nd.nargs; ++a) stack_.push_back(nd.args[a]);
         }
         return found_;
@@ -80,10 +79,10 @@ public:
 
 private:
     const Program& p_;
-    const std::vector<std::uint8_t>& spilled_;
-    std::vector<std::uint32_t> mark_;
+    const NodeMap<std::uint8_t>& spilled_;
+    NodeMap<std::uint32_t> mark_;
     std::uint32_t stamp_ = 0;
-    std::vector<std::int32_t> found_, stack_;
+    std::vector<NodeId> found_, stack_;
 };
 
 bool computed(const Node& n) { return n.kind == NodeKind::Op || n.kind == NodeKind::Cast; }
@@ -98,20 +97,20 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         throw InternalError("split_large_stages: the schedule is not the program's");
 
     // Nodes some stage computes: from every output and every reduction's operand.
-    std::vector<std::uint8_t> live(n, 0);
+    NodeMap<std::uint8_t> live(n, 0);
     {
-        std::vector<std::int32_t> stack;
+        std::vector<NodeId> stack;
         for (const auto& o : p.outputs) stack.push_back(o.node);
-        for (std::size_t i = 0; i < n; ++i)
-            if (p.nodes[i].kind == NodeKind::Reduce) stack.push_back(static_cast<std::int32_t>(i));
+        for (const NodeId i : p.ids())
+            if (p.node(i).kind == NodeKind::Reduce) stack.push_back(i);
         while (!stack.empty()) {
-            const std::int32_t x = stack.back();
+            const NodeId x = stack.back();
             stack.pop_back();
-            if (live[static_cast<std::size_t>(x)]) continue;
-            live[static_cast<std::size_t>(x)] = 1;
+            if (live[x]) continue;
+            live[x] = 1;
             const Node& nd = p.node(x);
             for (int a = 0; a < nd.nargs; ++a) {
-                if (nd.args[a] < 0 || nd.args[a] >= x) throw InternalError("split_large_stages: nodes out of order");
+                if (!nd.args[a].valid() || nd.args[a] >= x) throw InternalError("split_large_stages: nodes out of order");
                 stack.push_back(nd.args[a]);
             }
         }
@@ -121,13 +120,10 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     // bounds added: exact for trees, more where operands share nodes; then the exact count is
     // taken). Where a value would exceed the limit, its largest operands are spilled (stored by
     // a stage of their own) until it fits: each spilled operand then costs one load.
-    std::vector<std::uint8_t> spilled(n, 0);
-    std::vector<std::size_t> cost(n, 1);
+    NodeMap<std::uint8_t> spilled(n, 0);
+    NodeMap<std::size_t> cost(n, 1);
     Closure closure(p, spilled);
-    auto read_cost = [&](std::int32_t a) {
-        const auto ai = static_cast<std::size_t>(a);
-        return p.nodes[ai].kind == NodeKind::Reduce || spilled[ai] ? std::size_t{1} : cost[ai];
-    };
+    auto read_cost = [&](NodeId a) { return p.node(a).kind == NodeKind::Reduce || spilled[a] ? std::size_t{1} : cost[a]; };
     auto bound = [&](const Node& nd) {
         std::size_t c = 1;
         for (int a = 0; a < nd.nargs; ++a) {
@@ -137,23 +133,23 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         }
         return std::min(c, max_nodes + 1);
     };
-    for (std::size_t i = 0; i < n; ++i) {
-        const Node& nd = p.nodes[i];
+    for (const NodeId i : p.ids()) {
+        const Node& nd = p.node(i);
         if (!live[i] || !computed(nd)) continue;
         std::size_t c = bound(nd);
         if (c > max_nodes) {
-            const std::size_t exact = closure.of(static_cast<std::int32_t>(i), max_nodes).size();
+            const std::size_t exact = closure.of(i, max_nodes).size();
             if (exact <= max_nodes) c = exact;
         }
         while (c > max_nodes) {
-            std::int32_t heaviest = -1;
+            NodeId heaviest;
             for (int a = 0; a < nd.nargs; ++a) {
-                const std::int32_t x = nd.args[a];
-                if (!computed(p.node(x)) || spilled[static_cast<std::size_t>(x)]) continue;
-                if (heaviest < 0 || cost[static_cast<std::size_t>(x)] > cost[static_cast<std::size_t>(heaviest)]) heaviest = x;
+                const NodeId x = nd.args[a];
+                if (!computed(p.node(x)) || spilled[x]) continue;
+                if (!heaviest.valid() || cost[x] > cost[heaviest]) heaviest = x;
             }
-            if (heaviest < 0) throw InternalError("split_large_stages: no operand left to spill");
-            spilled[static_cast<std::size_t>(heaviest)] = 1;
+            if (!heaviest.valid()) throw InternalError("split_large_stages: no operand left to spill");
+            spilled[heaviest] = 1;
             c = bound(nd);
         }
         cost[i] = c;
@@ -163,28 +159,27 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     r.stored_by.assign(n, -1);
     r.output_of = s.output_of;
     // Reductions and spilled nodes in node order: each reads only what lower nodes hold.
-    for (std::size_t i = 0; i < n; ++i) {
-        const Node& nd = p.nodes[i];
-        const auto node = static_cast<std::int32_t>(i);
+    for (const NodeId node : p.ids()) {
+        const Node& nd = p.node(node);
         Stage st;
         if (nd.kind == NodeKind::Reduce) {
             st.kind = Stage::Kind::Reduce;
             st.shape = p.node(nd.args[0]).shape;
             st.reduce = node;
-        } else if (spilled[i]) {
+        } else if (spilled[node]) {
             st.kind = Stage::Kind::Elementwise;
             st.shape = nd.shape;
             st.stores.push_back(node);
         } else {
             continue;
         }
-        r.stored_by[i] = static_cast<std::int32_t>(r.stages.size());
+        r.stored_by[node] = static_cast<std::int32_t>(r.stages.size());
         r.stages.push_back(std::move(st));
-        if (r.output_of[i] < 0) r.temps.push_back(node);
+        if (r.output_of[node] < 0) r.temps.push_back(node);
     }
     // Then the outputs of each former element-wise stage, divided where together they would
     // compute more than the limit (each alone fits: the spilling above saw to it).
-    std::vector<std::uint32_t> in_group(n, 0);
+    NodeMap<std::uint32_t> in_group(n, 0);
     std::uint32_t group_id = 1;
     for (const Stage& old : s.stages) {
         if (old.kind != Stage::Kind::Elementwise) continue;
@@ -194,22 +189,22 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         std::size_t used = 0;
         auto flush = [&] {
             if (st.stores.empty()) return;
-            for (auto x : st.stores) r.stored_by[static_cast<std::size_t>(x)] = static_cast<std::int32_t>(r.stages.size());
+            for (const NodeId x : st.stores) r.stored_by[x] = static_cast<std::int32_t>(r.stages.size());
             r.stages.push_back(st);
             st.stores.clear();
             used = 0;
             ++group_id;
         };
-        for (std::int32_t x : old.stores) {
-            if (r.stored_by[static_cast<std::size_t>(x)] >= 0) continue;  // spilled: stored already
+        for (const NodeId x : old.stores) {
+            if (r.stored_by[x] >= 0) continue;  // spilled: stored already
             const auto& nodes = closure.of(x, max_nodes);
             std::size_t added = 0;
-            for (auto y : nodes) added += in_group[static_cast<std::size_t>(y)] != group_id;
+            for (const NodeId y : nodes) added += in_group[y] != group_id;
             if (used + added > max_nodes) {
                 flush();
                 added = nodes.size();
             }
-            for (auto y : nodes) in_group[static_cast<std::size_t>(y)] = group_id;
+            for (const NodeId y : nodes) in_group[y] = group_id;
             st.stores.push_back(x);
             used += added;
         }
@@ -224,9 +219,9 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
     const std::size_t n = p.nodes.size();
     // The last stage reading each node from memory: Reduce results of other stages, and values
     // spilled by other stages (what codegen reads as buffers).
-    std::vector<std::int32_t> last_read(n, -1);
-    std::vector<std::uint32_t> mark(n, 0);
-    std::vector<std::int32_t> stack;
+    NodeMap<std::int32_t> last_read(n, -1);
+    NodeMap<std::uint32_t> mark(n, 0);
+    std::vector<NodeId> stack;
     for (std::size_t k = 0; k < s.stages.size(); ++k) {
         const Stage& st = s.stages[k];
         const auto stage = static_cast<std::int32_t>(k);
@@ -234,15 +229,15 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
         if (st.kind == Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
         for (auto x : st.stores) stack.push_back(x);
         while (!stack.empty()) {
-            const std::int32_t x = stack.back();
+            const NodeId x = stack.back();
             stack.pop_back();
-            auto& m = mark[static_cast<std::size_t>(x)];
+            auto& m = mark[x];
             if (m == k + 1) continue;
             m = static_cast<std::uint32_t>(k + 1);
             const Node& nd = p.node(x);
-            const std::int32_t by = s.stored_by[static_cast<std::size_t>(x)];
+            const std::int32_t by = s.stored_by[x];
             if ((nd.kind == NodeKind::Reduce || s.is_spilled(x)) && by != stage) {
-                last_read[static_cast<std::size_t>(x)] = std::max(last_read[static_cast<std::size_t>(x)], stage);
+                last_read[x] = std::max(last_read[x], stage);
                 continue;
             }
             if (nd.kind == NodeKind::Reduce) continue;
@@ -259,7 +254,7 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
     std::vector<Block> blocks;
     std::vector<std::size_t> order(s.temps.size());
     for (std::size_t t = 0; t < order.size(); ++t) order[t] = t;
-    auto start = [&](std::size_t t) { return s.stored_by[static_cast<std::size_t>(s.temps[t])]; };
+    auto start = [&](std::size_t t) { return s.stored_by[s.temps[t]]; };
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return start(a) < start(b); });
     TempLayout out;
     out.offset.assign(s.temps.size(), 0);
@@ -268,7 +263,7 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
         std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
         bytes = (bytes + align - 1) / align * align;
         const std::int32_t from = start(t);
-        const std::int32_t until = std::max(from, last_read[static_cast<std::size_t>(s.temps[t])]);
+        const std::int32_t until = std::max(from, last_read[s.temps[t]]);
         Block* fit = nullptr;
         for (auto& b : blocks)
             if (b.free_after < from && b.bytes >= bytes && (!fit || b.bytes < fit->bytes)) fit = &b;

@@ -24,29 +24,27 @@ struct Stage {
     enum class Kind : std::uint8_t { Elementwise, Reduce };
     Kind kind = Kind::Elementwise;
     Shape shape;                       // iteration space (Reduce: the shape of the operand)
-    std::vector<std::int32_t> stores;  // Elementwise: nodes written to memory, in output order
-    std::int32_t reduce = -1;          // Reduce: the Reduce node
+    std::vector<NodeId> stores;        // Elementwise: nodes written to memory, in output order
+    NodeId reduce;                     // Reduce: the Reduce node
 };
 
 struct Schedule {
     std::vector<Stage> stages;
     // Per node: index of the stage that stores it, or -1 if it is computed inline where used.
-    std::vector<std::int32_t> stored_by;
+    NodeMap<std::int32_t> stored_by;
     // Per node: index into Program::outputs if the node is an output, else -1. A node may be
     // several outputs (c = a + b; d = c): the first one is recorded here and the others are
     // copies the API layer makes.
-    std::vector<std::int32_t> output_of;
+    NodeMap<std::int32_t> output_of;
     // Stored nodes that are not outputs (Reduce results read by later stages, and nodes
     // split_large_stages stores): each needs a temporary buffer of the node's dtype and shape,
     // C-contiguous.
-    std::vector<std::int32_t> temps;
+    std::vector<NodeId> temps;
     // Per node, or empty: 1 for a node that split_large_stages stores in a stage of its own so
     // that later stages read it from memory (its output, or a temporary) instead of recomputing
     // it. schedule() never sets it.
-    std::vector<std::uint8_t> spilled;
-    bool is_spilled(std::int32_t node) const {
-        return !spilled.empty() && spilled[static_cast<std::size_t>(node)] != 0;
-    }
+    NodeMap<std::uint8_t> spilled;
+    bool is_spilled(NodeId node) const { return !spilled.empty() && spilled[node] != 0; }
 };
 
 Schedule schedule(const Program& program);

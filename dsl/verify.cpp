@@ -16,7 +16,7 @@ namespace {
 
 [[noreturn]] void broken(const std::string& what) { throw InternalError("ir::verify: " + what); }
 
-std::string describe(const Program& p, std::int32_t n) {
+std::string describe(const Program& p, NodeId n) {
     const Node& nd = p.node(n);
     switch (nd.kind) {
         case NodeKind::Input: return fmt::format("node {} (input {})", n, nd.slot);
@@ -42,7 +42,7 @@ std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
 }
 
 // The dtypes an op node's operands must have, given its own dtype (dsl/ir.hpp's list).
-void check_operand_dtypes(const Program& p, std::int32_t n) {
+void check_operand_dtypes(const Program& p, NodeId n) {
     const Node& nd = p.node(n);
     const OpInfo& i = info(nd.op);
     auto dt = [&](int k) { return p.node(nd.args[k]).dtype; };
@@ -79,11 +79,11 @@ void check_operand_dtypes(const Program& p, std::int32_t n) {
     }
 }
 
-void check_node(const Program& p, std::int32_t n) {
+void check_node(const Program& p, NodeId n) {
     const Node& nd = p.node(n);
     if (nd.nargs > 3) broken(fmt::format("{}: {} operands", describe(p, n), nd.nargs));
     for (int k = 0; k < nd.nargs; ++k)
-        if (nd.args[k] < 0 || nd.args[k] >= n)
+        if (!nd.args[k].valid() || nd.args[k] >= n)
             broken(fmt::format("{}: operand {} is node {}, not an earlier node", describe(p, n), k, nd.args[k]));
     auto shape_is = [&](const Shape& want, const char* what) {
         if (nd.shape != want)
@@ -170,15 +170,15 @@ void check_node(const Program& p, std::int32_t n) {
 
 void verify(const Program& p) {
     if (p.nodes.size() > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) broken("too many nodes");
-    for (std::size_t k = 0; k < p.nodes.size(); ++k) check_node(p, static_cast<std::int32_t>(k));
-    const auto valid = [&](std::int32_t n) { return n >= 0 && static_cast<std::size_t>(n) < p.nodes.size(); };
+    for (const NodeId n : p.ids()) check_node(p, n);
+    const auto valid = [&](NodeId n) { return n.valid() && n.index() < p.nodes.size(); };
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const OutputDecl& od = p.outputs[o];
         if (!valid(od.node)) broken(fmt::format("output {} is node {}", o, od.node));
         if (od.alias_input < -1 || (od.alias_input >= 0 && static_cast<std::size_t>(od.alias_input) >= p.inputs.size()))
             broken(fmt::format("output {} aliases input {} of {}", o, od.alias_input, p.inputs.size()));
     }
-    if (p.result != -1 && !valid(p.result)) broken(fmt::format("the result is node {}", p.result));
+    if (p.result != NodeId() && !valid(p.result)) broken(fmt::format("the result is node {}", p.result));
 }
 
 void verify(const Program& p, const Schedule& s) {
@@ -189,18 +189,17 @@ void verify(const Program& p, const Schedule& s) {
     if (!s.spilled.empty() && s.spilled.size() != nn) broken("spilled flags for another program");
     const auto nstages = static_cast<std::int32_t>(s.stages.size());
     // Every stored node is stored by the stage stored_by names, and only there.
-    std::vector<int> stores(nn, 0);
+    NodeMap<int> stores(nn, 0);
     for (std::int32_t k = 0; k < nstages; ++k) {
         const Stage& st = s.stages[static_cast<std::size_t>(k)];
-        auto stored_here = [&](std::int32_t n) {
-            if (n < 0 || static_cast<std::size_t>(n) >= nn) broken(fmt::format("stage {} stores node {}", k, n));
-            if (s.stored_by[static_cast<std::size_t>(n)] != k)
-                broken(fmt::format("stage {} stores {}, which stored_by gives to stage {}", k, describe(p, n),
-                                   s.stored_by[static_cast<std::size_t>(n)]));
-            ++stores[static_cast<std::size_t>(n)];
+        auto stored_here = [&](NodeId n) {
+            if (!n.valid() || n.index() >= nn) broken(fmt::format("stage {} stores node {}", k, n));
+            if (s.stored_by[n] != k)
+                broken(fmt::format("stage {} stores {}, which stored_by gives to stage {}", k, describe(p, n), s.stored_by[n]));
+            ++stores[n];
         };
         if (st.kind == Stage::Kind::Reduce) {
-            if (st.reduce < 0 || static_cast<std::size_t>(st.reduce) >= nn || p.node(st.reduce).kind != NodeKind::Reduce)
+            if (!st.reduce.valid() || st.reduce.index() >= nn || p.node(st.reduce).kind != NodeKind::Reduce)
                 broken(fmt::format("reduce stage {} without a Reduce node", k));
             if (!st.stores.empty()) broken(fmt::format("reduce stage {} stores element-wise values too", k));
             stored_here(st.reduce);
@@ -209,7 +208,7 @@ void verify(const Program& p, const Schedule& s) {
                                    shape_to_string(p.node(p.node(st.reduce).args[0]).shape)));
         } else {
             if (st.stores.empty()) broken(fmt::format("element-wise stage {} stores nothing", k));
-            for (std::int32_t n : st.stores) {
+            for (const NodeId n : st.stores) {
                 stored_here(n);
                 if (p.node(n).shape != st.shape)
                     broken(fmt::format("stage {} over {} stores {} of shape {}", k, shape_to_string(st.shape),
@@ -217,54 +216,53 @@ void verify(const Program& p, const Schedule& s) {
             }
         }
     }
-    for (std::size_t n = 0; n < nn; ++n) {
+    for (const NodeId n : p.ids()) {
         const std::int32_t by = s.stored_by[n];
-        if (by < -1 || by >= nstages) broken(fmt::format("{} is stored by stage {} of {}", describe(p, static_cast<std::int32_t>(n)), by, nstages));
+        if (by < -1 || by >= nstages) broken(fmt::format("{} is stored by stage {} of {}", describe(p, n), by, nstages));
         if ((by >= 0) != (stores[n] == 1))
-            broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, static_cast<std::int32_t>(n)), by, stores[n]));
-        if (p.nodes[n].kind == NodeKind::Reduce && by < 0) broken(fmt::format("{} is stored by no stage", describe(p, static_cast<std::int32_t>(n))));
+            broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, n), by, stores[n]));
+        if (p.node(n).kind == NodeKind::Reduce && by < 0) broken(fmt::format("{} is stored by no stage", describe(p, n)));
     }
     // Outputs: output_of names each output's node, every output is stored.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
-        const std::int32_t n = p.outputs[o].node;
-        const std::int32_t first = s.output_of[static_cast<std::size_t>(n)];
+        const NodeId n = p.outputs[o].node;
+        const std::int32_t first = s.output_of[n];
         if (first < 0 || static_cast<std::size_t>(first) > o || p.outputs[static_cast<std::size_t>(first)].node != n)
             broken(fmt::format("output {} ({}) has output_of {}", o, describe(p, n), first));
-        if (s.stored_by[static_cast<std::size_t>(n)] < 0) broken(fmt::format("output {} ({}) is stored by no stage", o, describe(p, n)));
+        if (s.stored_by[n] < 0) broken(fmt::format("output {} ({}) is stored by no stage", o, describe(p, n)));
     }
-    for (std::size_t n = 0; n < nn; ++n) {
+    for (const NodeId n : p.ids()) {
         const std::int32_t o = s.output_of[n];
-        if (o >= 0 && (static_cast<std::size_t>(o) >= p.outputs.size() || p.outputs[static_cast<std::size_t>(o)].node != static_cast<std::int32_t>(n)))
-            broken(fmt::format("{} has output_of {}", describe(p, static_cast<std::int32_t>(n)), o));
+        if (o >= 0 && (static_cast<std::size_t>(o) >= p.outputs.size() || p.outputs[static_cast<std::size_t>(o)].node != n))
+            broken(fmt::format("{} has output_of {}", describe(p, n), o));
     }
     // Temporaries: exactly the stored nodes that are no output, each once.
-    std::vector<int> temp(nn, 0);
-    for (std::int32_t n : s.temps) {
-        if (n < 0 || static_cast<std::size_t>(n) >= nn) broken(fmt::format("temporary of node {}", n));
-        ++temp[static_cast<std::size_t>(n)];
+    NodeMap<int> temp(nn, 0);
+    for (const NodeId n : s.temps) {
+        if (!n.valid() || n.index() >= nn) broken(fmt::format("temporary of node {}", n));
+        ++temp[n];
     }
-    for (std::size_t n = 0; n < nn; ++n) {
+    for (const NodeId n : p.ids()) {
         const bool needs = s.stored_by[n] >= 0 && s.output_of[n] < 0;
-        if (temp[n] != (needs ? 1 : 0))
-            broken(fmt::format("{}: {} temporaries", describe(p, static_cast<std::int32_t>(n)), temp[n]));
+        if (temp[n] != (needs ? 1 : 0)) broken(fmt::format("{}: {} temporaries", describe(p, n), temp[n]));
     }
     // Each stage reads from memory (Reduce results, spilled nodes stored elsewhere) only what an
     // earlier stage stored.
-    std::vector<char> seen(nn);
-    std::vector<std::int32_t> stack;
+    NodeMap<char> seen;
+    std::vector<NodeId> stack;
     for (std::int32_t k = 0; k < nstages; ++k) {
         const Stage& st = s.stages[static_cast<std::size_t>(k)];
-        std::fill(seen.begin(), seen.end(), 0);
+        seen.assign(nn, 0);
         stack.clear();
         if (st.kind == Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
-        for (std::int32_t n : st.stores) stack.push_back(n);
+        for (const NodeId n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
-            const std::int32_t n = stack.back();
+            const NodeId n = stack.back();
             stack.pop_back();
-            if (seen[static_cast<std::size_t>(n)]) continue;
-            seen[static_cast<std::size_t>(n)] = 1;
+            if (seen[n]) continue;
+            seen[n] = 1;
             const Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[static_cast<std::size_t>(n)];
+            const std::int32_t by = s.stored_by[n];
             if ((nd.kind == NodeKind::Reduce || s.is_spilled(n)) && by != k) {
                 if (by > k) broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
                 continue;

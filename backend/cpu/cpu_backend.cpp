@@ -77,7 +77,7 @@ struct Instr {
     int out = -1;       // slot written
     int in[3] = {-1, -1, -1};
     int nin = 0;
-    int node = -1;      // Load/Fill: the node loaded or filled
+    ir::NodeId node;    // the node loaded, filled or computed
     int load = -1;      // Load: index into StagePlan::loads
     int store = -1;     // Compute: index into StagePlan::stores of the output it may write in place
     bool full = true;   // Fill: some reader needs the whole block (else only element 0 is written)
@@ -86,12 +86,13 @@ struct Instr {
 
 struct LoadPlan {
     bool is_input = true;  // else an earlier stage's buffer (a Reduce node)
-    int index = -1;        // input index, or the Reduce node
+    int input = -1;        // is_input: the input's index
+    ir::NodeId node;       // else: the Reduce node
     DType dtype = DType::Float32;
 };
 
 struct StorePlan {
-    int node = -1;
+    ir::NodeId node;
     int slot = -1;
     DType dtype = DType::Float32;
     int output = -1;  // index into args.outputs
@@ -109,7 +110,7 @@ struct StagePlan {
     // one cache line so that slots do not all start at the same L1 set.
     i64 slot_bytes = 0;
     // Reduce stages
-    int reduce_node = -1;
+    ir::NodeId reduce_node;
     int axis = -1;
     Red red = Red::Sum;
     bool mean = false;
@@ -153,7 +154,7 @@ public:
 private:
     struct Fuse {
         OpFn fn = nullptr;
-        int reads[3] = {-1, -1, -1};  // x, s, y
+        ir::NodeId reads[3];  // x, s, y
     };
     static constexpr int kForever = std::numeric_limits<int>::max();
 
@@ -166,21 +167,21 @@ private:
     void size_slots();
     void mark_full_fills();
     void plan_stores();
-    int reads(int n, int* r) const;
+    int reads(ir::NodeId n, ir::NodeId* r) const;
 
     const ir::Program& p;
     const ir::Schedule& s;
     const ir::Stage& stage;
     const KernelTable& kt;
     StagePlan sp;
-    std::vector<int> roots;        // what the stage stores, or its reduction's operand
-    std::vector<char> need;        // per node: the roots need it
-    std::vector<int> rep;          // per node: the node whose value it is (casts to the same dtype)
-    std::vector<int> order;        // the representatives needed, in node order
-    std::vector<Fuse> fuse;        // per node: the fused kernel computing it with its operand
-    std::vector<char> fused_away;  // per node: computed inside its reader's fused instruction
-    std::vector<int> last;         // per value: position in `order` of its last reader
-    std::vector<int> slot;         // per node: the slot holding its value
+    std::vector<ir::NodeId> roots;     // what the stage stores, or its reduction's operand
+    ir::NodeMap<char> need;            // the roots need it
+    ir::NodeMap<ir::NodeId> rep;       // the node whose value it is (casts to the same dtype)
+    std::vector<ir::NodeId> order;     // the representatives needed, in node order
+    ir::NodeMap<Fuse> fuse;            // the fused kernel computing it with its operand
+    ir::NodeMap<char> fused_away;      // computed inside its reader's fused instruction
+    ir::NodeMap<int> last;             // per value: position in `order` of its last reader
+    ir::NodeMap<int> slot;             // the slot holding its value
 };
 
 // The roots of the stage; for a Reduce stage, its reduction and where the result goes.
@@ -204,7 +205,7 @@ void StagePlanner::find_roots() {
                                             dtype_name(sp.dtype)));
         if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll)
             throw InternalError("cpu backend: reduction operand dtype differs from the result's");
-        const int out = s.output_of[static_cast<std::size_t>(stage.reduce)];
+        const int out = s.output_of[stage.reduce];
         sp.output = out;
         if (out < 0) {
             auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
@@ -213,8 +214,8 @@ void StagePlanner::find_roots() {
         }
         roots.push_back(r.args[0]);
     } else {
-        for (int n : stage.stores) {
-            const int out = s.output_of[static_cast<std::size_t>(n)];
+        for (const ir::NodeId n : stage.stores) {
+            const int out = s.output_of[n];
             if (out < 0) throw InternalError("cpu backend: element-wise stage stores a node that is no output");
             roots.push_back(n);
         }
@@ -225,12 +226,12 @@ void StagePlanner::find_roots() {
 // read from their buffers and not descended into.
 void StagePlanner::mark_needed() {
     need.assign(p.nodes.size(), 0);
-    std::vector<int> stack(roots.begin(), roots.end());
+    std::vector<ir::NodeId> stack(roots.begin(), roots.end());
     while (!stack.empty()) {
-        int n = stack.back();
+        const ir::NodeId n = stack.back();
         stack.pop_back();
-        if (need[static_cast<std::size_t>(n)]) continue;
-        need[static_cast<std::size_t>(n)] = 1;
+        if (need[n]) continue;
+        need[n] = 1;
         const ir::Node& nd = p.node(n);
         if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
             for (int k = 0; k < nd.nargs; ++k) stack.push_back(nd.args[k]);
@@ -239,15 +240,15 @@ void StagePlanner::mark_needed() {
 
 // Representative of each node's value: a cast to the same dtype is its operand.
 void StagePlanner::pick_representatives() {
-    rep.assign(p.nodes.size(), -1);
-    for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n) {
-        if (!need[static_cast<std::size_t>(n)]) continue;
+    rep.assign(p.nodes.size(), ir::NodeId());
+    for (const ir::NodeId n : p.ids()) {
+        if (!need[n]) continue;
         const ir::Node& nd = p.node(n);
         if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype) {
-            rep[static_cast<std::size_t>(n)] = rep[static_cast<std::size_t>(nd.args[0])];
+            rep[n] = rep[nd.args[0]];
             continue;
         }
-        rep[static_cast<std::size_t>(n)] = n;
+        rep[n] = n;
         order.push_back(n);
     }
 }
@@ -256,55 +257,54 @@ void StagePlanner::pick_representatives() {
 // one block operand x, whose value is read only by one arithmetic op m of the same dtype whose
 // other operand y is a block. t gets no instruction; m's reads x, s and y (in that order).
 void StagePlanner::fuse_pairs() {
-    std::vector<char> is_root(p.nodes.size(), 0);
-    for (int r : roots) is_root[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = 1;
-    std::vector<int> uses(p.nodes.size(), 0);
-    for (int n : order) {
+    ir::NodeMap<char> is_root(p.nodes.size(), 0);
+    for (const ir::NodeId r : roots) is_root[rep[r]] = 1;
+    ir::NodeMap<int> uses(p.nodes.size(), 0);
+    for (const ir::NodeId n : order) {
         const ir::Node& nd = p.node(n);
         if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast)
-            for (int k = 0; k < nd.nargs; ++k) ++uses[static_cast<std::size_t>(rep[static_cast<std::size_t>(nd.args[k])])];
+            for (int k = 0; k < nd.nargs; ++k) ++uses[rep[nd.args[k]]];
     }
     fuse.assign(p.nodes.size(), Fuse{});
     fused_away.assign(p.nodes.size(), 0);
-    for (int m : order) {
+    for (const ir::NodeId m : order) {
         const ir::Node& mn = p.node(m);
         if (mn.kind != ir::NodeKind::Op || mn.nargs != 2 || fuse_index(mn.op) < 0) continue;
         const DType od = operand_dtype(p, mn);
         for (int k = 0; k < 2; ++k) {
-            const int t = rep[static_cast<std::size_t>(mn.args[k])];
-            const int y = rep[static_cast<std::size_t>(mn.args[1 - k])];
+            const ir::NodeId t = rep[mn.args[k]];
+            const ir::NodeId y = rep[mn.args[1 - k]];
             const ir::Node& tn = p.node(t);
             if (t == y || is_fill(p.node(y)) || tn.kind != ir::NodeKind::Op || tn.nargs != 2 || fuse_index(tn.op) < 0 ||
-                tn.dtype != od || operand_dtype(p, tn) != od || uses[static_cast<std::size_t>(t)] != 1 ||
-                is_root[static_cast<std::size_t>(t)] || fuse[static_cast<std::size_t>(t)].fn)
+                tn.dtype != od || operand_dtype(p, tn) != od || uses[t] != 1 || is_root[t] || fuse[t].fn)
                 continue;
-            const int a0 = rep[static_cast<std::size_t>(tn.args[0])], a1 = rep[static_cast<std::size_t>(tn.args[1])];
+            const ir::NodeId a0 = rep[tn.args[0]], a1 = rep[tn.args[1]];
             const bool s0 = is_fill(p.node(a0)), s1 = is_fill(p.node(a1));
             if (s0 == s1) continue;
             const int variant = (s0 ? kFuseScalarLeft : 0) | (k == 1 ? kFuseTempRight : 0);
             const OpFn fn = kt.fused[fuse_index(tn.op)][fuse_index(mn.op)][variant][static_cast<int>(od)];
             if (!fn) continue;
-            Fuse& f = fuse[static_cast<std::size_t>(m)];
+            Fuse& f = fuse[m];
             f.fn = fn;
             f.reads[0] = s0 ? a1 : a0;
             f.reads[1] = s0 ? a0 : a1;
             f.reads[2] = y;
-            fused_away[static_cast<std::size_t>(t)] = 1;
+            fused_away[t] = 1;
             break;
         }
     }
 }
 
 // The values an instruction for node n reads (representatives), in operand order.
-int StagePlanner::reads(int n, int* r) const {
-    const Fuse& f = fuse[static_cast<std::size_t>(n)];
+int StagePlanner::reads(ir::NodeId n, ir::NodeId* r) const {
+    const Fuse& f = fuse[n];
     if (f.fn) {
         std::copy(f.reads, f.reads + 3, r);
         return 3;
     }
     const ir::Node& nd = p.node(n);
     if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) return 0;
-    for (int k = 0; k < nd.nargs; ++k) r[k] = rep[static_cast<std::size_t>(nd.args[k])];
+    for (int k = 0; k < nd.nargs; ++k) r[k] = rep[nd.args[k]];
     return static_cast<int>(nd.nargs);
 }
 
@@ -312,13 +312,13 @@ int StagePlanner::reads(int n, int* r) const {
 void StagePlanner::find_last_uses() {
     last.assign(p.nodes.size(), -1);
     for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-        const int n = order[static_cast<std::size_t>(pos)];
-        if (fused_away[static_cast<std::size_t>(n)]) continue;
-        int r[3];
+        const ir::NodeId n = order[static_cast<std::size_t>(pos)];
+        if (fused_away[n]) continue;
+        ir::NodeId r[3];
         const int nr = reads(n, r);
-        for (int k = 0; k < nr; ++k) last[static_cast<std::size_t>(r[k])] = pos;
+        for (int k = 0; k < nr; ++k) last[r[k]] = pos;
     }
-    for (int r : roots) last[static_cast<std::size_t>(rep[static_cast<std::size_t>(r)])] = kForever;
+    for (const ir::NodeId r : roots) last[rep[r]] = kForever;
 }
 
 // One instruction per value in `order`: loads, fills (constants and scalars) and kernels, each
@@ -335,9 +335,9 @@ void StagePlanner::select_instructions() {
         return sp.nslots++;
     };
     for (int pos = 0; pos < static_cast<int>(order.size()); ++pos) {
-        const int n = order[static_cast<std::size_t>(pos)];
+        const ir::NodeId n = order[static_cast<std::size_t>(pos)];
         const ir::Node& nd = p.node(n);
-        if (fused_away[static_cast<std::size_t>(n)]) continue;  // computed inside its reader's instruction
+        if (fused_away[n]) continue;  // computed inside its reader's instruction
         Instr ins;
         ins.node = n;
         switch (nd.kind) {
@@ -345,14 +345,15 @@ void StagePlanner::select_instructions() {
             case ir::NodeKind::Scalar:
                 ins.kind = Instr::Kind::Fill;
                 ins.out = sp.nslots++;  // never reused: filled once per run
-                slot[static_cast<std::size_t>(n)] = ins.out;
+                slot[n] = ins.out;
                 sp.fills.push_back(ins);
                 continue;
             case ir::NodeKind::Input:
             case ir::NodeKind::Reduce: {
                 LoadPlan lp;
                 lp.is_input = nd.kind == ir::NodeKind::Input;
-                lp.index = lp.is_input ? nd.slot : n;
+                if (lp.is_input) lp.input = nd.slot;
+                else lp.node = n;
                 lp.dtype = lp.is_input ? p.inputs[static_cast<std::size_t>(nd.slot)].dtype : nd.dtype;
                 if (lp.dtype != nd.dtype) throw InternalError("cpu backend: input node dtype differs from its declaration");
                 ins.kind = Instr::Kind::Load;
@@ -361,8 +362,8 @@ void StagePlanner::select_instructions() {
                 break;
             }
             case ir::NodeKind::Op: {
-                if (fuse[static_cast<std::size_t>(n)].fn) {
-                    ins.fn = fuse[static_cast<std::size_t>(n)].fn;
+                if (fuse[n].fn) {
+                    ins.fn = fuse[n].fn;
                     ins.nin = 3;
                     ins.scalar_in = 2;
                     break;
@@ -374,8 +375,8 @@ void StagePlanner::select_instructions() {
                 ins.nin = nd.nargs;
                 // A binary op with exactly one constant/scalar operand reads it as one value.
                 if (nd.nargs == 2) {
-                    const bool s0 = is_fill(p.node(rep[static_cast<std::size_t>(nd.args[0])]));
-                    const bool s1 = is_fill(p.node(rep[static_cast<std::size_t>(nd.args[1])]));
+                    const bool s0 = is_fill(p.node(rep[nd.args[0]]));
+                    const bool s1 = is_fill(p.node(rep[nd.args[1]]));
                     const OpFn vs = kt.op_vs[static_cast<int>(nd.op)][static_cast<int>(od)];
                     const OpFn sv = kt.op_sv[static_cast<int>(nd.op)][static_cast<int>(od)];
                     if (s1 && !s0 && vs) {
@@ -395,31 +396,29 @@ void StagePlanner::select_instructions() {
                 break;
             }
         }
-        int rd[3];
+        ir::NodeId rd[3];
         const int nr = reads(n, rd);
-        for (int k = 0; k < ins.nin; ++k) ins.in[k] = slot[static_cast<std::size_t>(rd[k])];
+        for (int k = 0; k < ins.nin; ++k) ins.in[k] = slot[rd[k]];
         ins.out = take();
-        slot[static_cast<std::size_t>(n)] = ins.out;
+        slot[n] = ins.out;
         sp.code.push_back(ins);
         // Free the slots whose last reader this was (after taking `out`: kernels' pointers are restrict).
         for (int k = 0; k < nr; ++k) {
-            const int a = rd[k];
-            if (last[static_cast<std::size_t>(a)] == pos && p.node(a).kind != ir::NodeKind::Const &&
-                p.node(a).kind != ir::NodeKind::Scalar) {
-                const int sl = slot[static_cast<std::size_t>(a)];
+            const ir::NodeId a = rd[k];
+            if (last[a] == pos && p.node(a).kind != ir::NodeKind::Const && p.node(a).kind != ir::NodeKind::Scalar) {
+                const int sl = slot[a];
                 if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
             }
         }
     }
-    for (int n = 0; n < static_cast<int>(p.nodes.size()); ++n)
-        if (need[static_cast<std::size_t>(n)] && slot[static_cast<std::size_t>(n)] < 0)
-            slot[static_cast<std::size_t>(n)] = slot[static_cast<std::size_t>(rep[static_cast<std::size_t>(n)])];
+    for (const ir::NodeId n : p.ids())
+        if (need[n] && slot[n] < 0) slot[n] = slot[rep[n]];
 }
 
 // Slot size from the widest register value the stage computes or loads.
 void StagePlanner::size_slots() {
     i64 widest = 1;
-    for (int n : order) widest = std::max(widest, reg_size(p.node(n).dtype));
+    for (const ir::NodeId n : order) widest = std::max(widest, reg_size(p.node(n).dtype));
     sp.slot_bytes = (kBlock * widest + 63) / 64 * 64 + 64;
 }
 
@@ -429,21 +428,21 @@ void StagePlanner::mark_full_fills() {
     for (const Instr& ins : sp.code)
         for (int k = 0; k < ins.nin; ++k)
             if (!(ins.scalar_in & (1u << k))) block_read[static_cast<std::size_t>(ins.in[k])] = 1;
-    for (int r : roots) block_read[static_cast<std::size_t>(slot[static_cast<std::size_t>(r)])] = 1;
+    for (const ir::NodeId r : roots) block_read[static_cast<std::size_t>(slot[r])] = 1;
     for (Instr& f : sp.fills) f.full = block_read[static_cast<std::size_t>(f.out)] != 0;
 }
 
 // Where the stored values (or the reduction's operand) are found once the code has run.
 void StagePlanner::plan_stores() {
     if (stage.kind == ir::Stage::Kind::Reduce) {
-        sp.value_slot = slot[static_cast<std::size_t>(roots[0])];
+        sp.value_slot = slot[roots[0]];
     } else {
-        for (int n : stage.stores) {
+        for (const ir::NodeId n : stage.stores) {
             StorePlan st;
             st.node = n;
-            st.slot = slot[static_cast<std::size_t>(n)];
+            st.slot = slot[n];
             st.dtype = p.node(n).dtype;
-            st.output = s.output_of[static_cast<std::size_t>(n)];
+            st.output = s.output_of[n];
             for (Instr& ins : sp.code)
                 if (ins.kind == Instr::Kind::Compute && ins.node == n) ins.store = static_cast<int>(sp.stores.size());
             sp.stores.push_back(st);
@@ -728,22 +727,22 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
         const Shape* src_shape = nullptr;
         const Strides* src_strides = nullptr;
         if (lp.is_input) {
-            const Array& a = args.inputs[static_cast<std::size_t>(lp.index)];
+            const Array& a = args.inputs[static_cast<std::size_t>(lp.input)];
             if (a.dtype() != lp.dtype)
-                throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.index, dtype_name(a.dtype()),
+                throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.input, dtype_name(a.dtype()),
                                                 dtype_name(lp.dtype)));
             op.base = static_cast<const char*>(a.data());
             src_shape = &a.shape();
             src_strides = &a.strides();
         } else {
-            const int out = schedule_.output_of[static_cast<std::size_t>(lp.index)];
-            src_shape = &program_.node(lp.index).shape;
+            const int out = schedule_.output_of[lp.node];
+            src_shape = &program_.node(lp.node).shape;
             if (out >= 0) {
                 const Array& a = args.outputs[static_cast<std::size_t>(out)];
                 op.base = static_cast<const char*>(a.data());
                 src_strides = &a.strides();
             } else {
-                auto it = std::find(schedule_.temps.begin(), schedule_.temps.end(), lp.index);
+                auto it = std::find(schedule_.temps.begin(), schedule_.temps.end(), lp.node);
                 op.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())]->data());
                 b.temp_strides = contiguous_strides(*src_shape);
                 src_strides = &b.temp_strides;
@@ -816,7 +815,7 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     for (std::size_t i = 0; i < sp.loads.size(); ++i) {
         Operand& op = b.loads[i];
         const LoadPlan& lp = sp.loads[i];
-        const bool aliased = lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.index) != aliased_inputs_.end();
+        const bool aliased = lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end();
         op.direct = !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
     }
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
@@ -914,11 +913,11 @@ bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
     // stages would read and write it in one pass); any other load of the group is safe.
     for (std::size_t k = first; k <= j; ++k)
         for (const LoadPlan& lp : plans_[k].loads)
-            if (lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.index) != aliased_inputs_.end())
+            if (lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end())
                 return false;
     for (const LoadPlan& lp : sp.loads) {
         if (lp.is_input) continue;
-        const std::int32_t by = schedule_.stored_by[static_cast<std::size_t>(lp.index)];
+        const std::int32_t by = schedule_.stored_by[lp.node];
         if (by >= static_cast<std::int32_t>(first) && by < static_cast<std::int32_t>(j)) return false;
     }
     return true;
@@ -1088,7 +1087,7 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     // read), and a large one reuses a block freed by an earlier run instead of faulting in
     // fresh pages on every run.
     std::vector<std::shared_ptr<Storage>> temps;
-    for (int n : schedule_.temps) {
+    for (const ir::NodeId n : schedule_.temps) {
         const ir::Node& nd = program_.node(n);
         temps.push_back(core::host_storage(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype)));
     }

@@ -286,11 +286,11 @@ private:
             Shape shape;
             Strides strides;
             if (p.array.kind == codegen::ArrayRef::Kind::Input) {
-                const ir::InputDecl& in = program_.inputs[static_cast<std::size_t>(p.array.index)];
+                const ir::InputDecl& in = program_.inputs[p.array.input()];
                 shape = in.shape;
                 strides = in.strides.size() == in.shape.size() ? in.strides : contiguous_strides(in.shape);
             } else {
-                shape = program_.node(p.array.index).shape;
+                shape = program_.node(p.array.node()).shape;
                 strides = contiguous_strides(shape);
             }
             Strides b = ir::broadcast_strides(shape, strides, st.shape);
@@ -338,7 +338,7 @@ private:
             for (const Param& p : k.params) {
                 if (p.kind != Param::Kind::Array || !p.written) continue;
                 if (!flat && !p.unit_inner) continue;
-                std::int32_t o = schedule_.output_of[static_cast<std::size_t>(p.array.index)];
+                std::int32_t o = schedule_.output_of[p.array.node()];
                 if (o < 0) continue;
                 const Array& a = args.outputs[static_cast<std::size_t>(o)];
                 if (flat) {

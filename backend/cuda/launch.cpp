@@ -101,10 +101,10 @@ struct ArgScratch {
 }  // namespace
 
 void* Launcher::array_pointer(const Param& p, const detail::RunArgs& args, const Workspace& ws) const {
-    if (p.array.kind == codegen::ArrayRef::Kind::Input) return args.inputs[static_cast<std::size_t>(p.array.index)].data();
-    std::int32_t o = schedule.output_of[static_cast<std::size_t>(p.array.index)];
+    if (p.array.kind == codegen::ArrayRef::Kind::Input) return args.inputs[p.array.input()].data();
+    std::int32_t o = schedule.output_of[p.array.node()];
     if (o >= 0) return args.outputs[static_cast<std::size_t>(o)].data();
-    auto t = temp_offset.find(p.array.index);
+    auto t = temp_offset.find(p.array.node());
     if (t == temp_offset.end())
         throw InternalError(fmt::format("cuda backend: node {} is stored but is neither an output nor a temporary",
                                         p.array.index));
@@ -113,8 +113,8 @@ void* Launcher::array_pointer(const Param& p, const detail::RunArgs& args, const
 
 void Launcher::write_row(const KernelSource& k, const Param& p, const detail::RunArgs& args, std::int64_t* row) const {
     const int D = k.launch.ndim;
-    std::int32_t o = schedule.output_of[static_cast<std::size_t>(p.array.index)];
-    const ir::Node& n = program.node(p.array.index);
+    std::int32_t o = schedule.output_of[p.array.node()];
+    const ir::Node& n = program.node(p.array.node());
     Strides st = o >= 0 ? args.outputs[static_cast<std::size_t>(o)].strides() : contiguous_strides(n.shape);
     if (st.size() != n.shape.size()) st = contiguous_strides(n.shape);
     if (k.launch.kind == KernelKind::ReduceAxis) {
@@ -152,7 +152,7 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
                 if (p.written && p.layout_row >= 0)
                     write_row(k, p, args, scratch.layout.data() + k.launch.ndim * (1 + p.layout_row));
                 if (p.written && args.started_outputs && p.array.kind == codegen::ArrayRef::Kind::Node) {
-                    const std::int32_t o = schedule.output_of[static_cast<std::size_t>(p.array.index)];
+                    const std::int32_t o = schedule.output_of[p.array.node()];
                     if (o >= 0) args.started_outputs[o] = true;
                 }
                 std::memcpy(slot, &ptr, sizeof ptr);

@@ -50,7 +50,7 @@ public:
     const ir::Program& program;
     const ir::Schedule& schedule;
     int sm_count = 1;
-    std::map<std::int32_t, std::size_t> temp_offset;  // node -> bytes into the workspace
+    std::map<ir::NodeId, std::size_t> temp_offset;  // node -> bytes into the workspace
 
 private:
     void* array_pointer(const codegen::Param& p, const detail::RunArgs& args, const Workspace& ws) const;

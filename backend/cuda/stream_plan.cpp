@@ -113,10 +113,10 @@ ChunkPlan plan_stream(const Request& r) {
         return p.shape == s;
     };
     // Nodes that are reductions, and whether any node reads one.
-    std::vector<bool> is_output_root(prog.nodes.size(), false);
-    for (const auto& od : prog.outputs) is_output_root[static_cast<std::size_t>(od.node)] = true;
-    for (std::size_t n = 0; n < prog.nodes.size(); ++n) {
-        const ir::Node& node = prog.nodes[n];
+    ir::NodeMap<std::uint8_t> is_output_root(prog.nodes.size(), 0);
+    for (const auto& od : prog.outputs) is_output_root[od.node] = 1;
+    for (ir::NodeId n : prog.ids()) {
+        const ir::Node& node = prog.node(n);
         for (int a = 0; a < node.nargs; ++a) {
             const ir::Node& arg = prog.node(node.args[a]);
             if (arg.kind == ir::NodeKind::Reduce)

@@ -35,13 +35,13 @@ inline Strides c_strides(const Shape& s) {
 struct Builder {
     ir::Program p;
 
-    std::int32_t add(ir::Node n) {
+    ir::NodeId add(ir::Node n) {
         p.nodes.push_back(n);
-        return static_cast<std::int32_t>(p.nodes.size() - 1);
+        return ir::NodeId(p.nodes.size() - 1);
     }
-    const ir::Node& at(std::int32_t i) const { return p.nodes[static_cast<std::size_t>(i)]; }
+    const ir::Node& at(ir::NodeId i) const { return p.node(i); }
 
-    std::int32_t input(DType t, Shape s, Strides st = {}, std::string name = "") {
+    ir::NodeId input(DType t, Shape s, Strides st = {}, std::string name = "") {
         if (st.empty()) st = c_strides(s);
         if (name.empty()) name = "user_array_" + std::to_string(p.inputs.size());
         ir::InputDecl d;
@@ -57,7 +57,7 @@ struct Builder {
         n.slot = static_cast<std::int32_t>(p.inputs.size() - 1);
         return add(n);
     }
-    std::int32_t scalar(DType t, std::string name = "") {
+    ir::NodeId scalar(DType t, std::string name = "") {
         if (name.empty()) name = "user_scalar_" + std::to_string(p.scalars.size());
         ir::ScalarDecl d;
         d.name = name;
@@ -69,27 +69,27 @@ struct Builder {
         n.slot = static_cast<std::int32_t>(p.scalars.size() - 1);
         return add(n);
     }
-    std::int32_t constant(ir::Value v) {
+    ir::NodeId constant(ir::Value v) {
         ir::Node n;
         n.kind = ir::NodeKind::Const;
         n.dtype = v.dtype;
         n.value = v;
         return add(n);
     }
-    std::int32_t fconst(double v, DType t) {
+    ir::NodeId fconst(double v, DType t) {
         ir::Value x;
         x.dtype = t;
         x.f = v;
         return constant(x);
     }
-    std::int32_t iconst(std::int64_t v, DType t) {
+    ir::NodeId iconst(std::int64_t v, DType t) {
         ir::Value x;
         x.dtype = t;
         x.i = v;
         x.u = static_cast<std::uint64_t>(v);
         return constant(x);
     }
-    std::int32_t op(ir::Op o, DType t, std::initializer_list<std::int32_t> args) {
+    ir::NodeId op(ir::Op o, DType t, std::initializer_list<ir::NodeId> args) {
         ir::Node n;
         n.kind = ir::NodeKind::Op;
         n.op = o;
@@ -104,7 +104,7 @@ struct Builder {
         n.shape = s;
         return add(n);
     }
-    std::int32_t cast(std::int32_t a, DType t) {
+    ir::NodeId cast(ir::NodeId a, DType t) {
         ir::Node n;
         n.kind = ir::NodeKind::Cast;
         n.dtype = t;
@@ -113,7 +113,7 @@ struct Builder {
         n.nargs = 1;
         return add(n);
     }
-    std::int32_t reduce(ir::Op o, std::int32_t a, DType t, int axis = -1) {
+    ir::NodeId reduce(ir::Op o, ir::NodeId a, DType t, int axis = -1) {
         ir::Node n;
         n.kind = ir::NodeKind::Reduce;
         n.op = o;
@@ -127,7 +127,7 @@ struct Builder {
         }
         return add(n);
     }
-    void output(std::int32_t node, std::string name = "", std::int32_t alias = -1) {
+    void output(ir::NodeId node, std::string name = "", std::int32_t alias = -1) {
         if (name.empty()) name = "user_out_" + std::to_string(p.outputs.size());
         ir::OutputDecl d;
         d.name = name;

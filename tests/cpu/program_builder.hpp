@@ -33,13 +33,13 @@ inline Shape broadcast(const Shape& a, const Shape& b) {
 struct Builder {
     ir::Program p;
 
-    int add(ir::Node n) {
+    ir::NodeId add(ir::Node n) {
         p.nodes.push_back(std::move(n));
-        return static_cast<int>(p.nodes.size()) - 1;
+        return ir::NodeId(p.nodes.size() - 1);
     }
-    const ir::Node& node(int i) const { return p.nodes[static_cast<std::size_t>(i)]; }
+    const ir::Node& node(ir::NodeId i) const { return p.node(i); }
 
-    int input(DType t, Shape shape) {
+    ir::NodeId input(DType t, Shape shape) {
         ir::InputDecl d;
         d.name = "in" + std::to_string(p.inputs.size());
         d.dtype = t;
@@ -53,7 +53,7 @@ struct Builder {
         n.slot = static_cast<int>(p.inputs.size()) - 1;
         return add(n);
     }
-    int scalar(DType t) {
+    ir::NodeId scalar(DType t) {
         ir::ScalarDecl d;
         d.name = 's';
         d.name += std::to_string(p.scalars.size());
@@ -65,22 +65,22 @@ struct Builder {
         n.slot = static_cast<int>(p.scalars.size()) - 1;
         return add(n);
     }
-    int constant(ir::Value v) {
+    ir::NodeId constant(ir::Value v) {
         ir::Node n;
         n.kind = ir::NodeKind::Const;
         n.dtype = v.dtype;
         n.value = v;
         return add(n);
     }
-    int fconst(double v, DType t) { return constant(ir::Value::of_float(v, t)); }
+    ir::NodeId fconst(double v, DType t) { return constant(ir::Value::of_float(v, t)); }
     // An op whose node dtype is `t` (operands must already have the operand dtype).
-    int op(ir::Op o, DType t, std::initializer_list<int> args) {
+    ir::NodeId op(ir::Op o, DType t, std::initializer_list<ir::NodeId> args) {
         ir::Node n;
         n.kind = ir::NodeKind::Op;
         n.op = o;
         n.dtype = t;
         int k = 0;
-        for (int a : args) {
+        for (ir::NodeId a : args) {
             n.args[k++] = a;
             n.shape = broadcast(n.shape, node(a).shape);
         }
@@ -88,8 +88,8 @@ struct Builder {
         return add(n);
     }
     // The op with the dtype of its (last) operand: arithmetic, unary math.
-    int same(ir::Op o, std::initializer_list<int> args) { return op(o, node(*(args.end() - 1)).dtype, args); }
-    int cast(int a, DType t) {
+    ir::NodeId same(ir::Op o, std::initializer_list<ir::NodeId> args) { return op(o, node(*(args.end() - 1)).dtype, args); }
+    ir::NodeId cast(ir::NodeId a, DType t) {
         ir::Node n;
         n.kind = ir::NodeKind::Cast;
         n.dtype = t;
@@ -98,7 +98,7 @@ struct Builder {
         n.nargs = 1;
         return add(n);
     }
-    int reduce(ir::Op o, int a, int axis, DType t) {
+    ir::NodeId reduce(ir::Op o, ir::NodeId a, int axis, DType t) {
         ir::Node n;
         n.kind = ir::NodeKind::Reduce;
         n.op = o;
@@ -112,7 +112,7 @@ struct Builder {
         }
         return add(n);
     }
-    void output(int node_index, int alias_input = -1) {
+    void output(ir::NodeId node_index, int alias_input = -1) {
         ir::OutputDecl o;
         o.name = "out" + std::to_string(p.outputs.size());
         o.node = node_index;

@@ -55,7 +55,7 @@ class BlockSizes : public ::testing::TestWithParam<std::int64_t> {};
 TEST_P(BlockSizes, AddTimesTwoMatchesScalarSemanticsBitwise) {
     const std::int64_t n = GetParam();
     Builder b;
-    int a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
+    ir::NodeId a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
     b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, b.fconst(2.0, DType::Float32)}), c}));
     auto av = iota_f(n), cv = iota_f(n, 0.5f, 1.f);
     std::vector<Array> out{b.make_output(0)};
@@ -344,7 +344,7 @@ TEST(CpuKernels, EveryElementwiseOpHasAKernelForSomeDtype) {
 
 TEST(CpuBackend, IntegerFloorDivAndModFollowNumpyWithZeroDivisors) {
     Builder b;
-    int a = b.input(DType::Int32, {6}), d = b.input(DType::Int32, {6});
+    ir::NodeId a = b.input(DType::Int32, {6}), d = b.input(DType::Int32, {6});
     b.output(b.same(ir::Op::FloorDiv, {a, d}));
     b.output(b.same(ir::Op::Mod, {a, d}));
     std::vector<std::int32_t> av{7, -7, 7, -7, 5, INT32_MIN}, dv{2, 2, -2, 0, 0, -1};
@@ -356,7 +356,7 @@ TEST(CpuBackend, IntegerFloorDivAndModFollowNumpyWithZeroDivisors) {
 
 TEST(CpuBackend, BroadcastsColumnAgainstRowAndZeroDimInput) {
     Builder b;
-    int col = b.input(DType::Float64, {3, 1}), row = b.input(DType::Float64, {4}), s = b.input(DType::Float64, {});
+    ir::NodeId col = b.input(DType::Float64, {3, 1}), row = b.input(DType::Float64, {4}), s = b.input(DType::Float64, {});
     b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {col, row}), s}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p,
@@ -379,7 +379,7 @@ TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
     Array whole = host(w, {2 * C * R});
     Array stepped = Array::view(whole.data(), DType::Float32, {C, R}, {2 * R, 2}, Backend::Cpu, whole.storage());
     Builder b;
-    int x = b.input(DType::Float32, {C, R}), y = b.input(DType::Float32, {C, R});
+    ir::NodeId x = b.input(DType::Float32, {C, R}), y = b.input(DType::Float32, {C, R});
     b.p.inputs[0].strides = t.strides();
     b.p.inputs[1].strides = stepped.strides();
     b.output(b.same(ir::Op::Sub, {x, y}));
@@ -396,7 +396,7 @@ TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
 TEST(CpuBackend, WritesIntoASteppedOutputViewOnly) {
     const std::int64_t n = 5000;
     Builder b;
-    int a = b.input(DType::Int64, {n});
+    ir::NodeId a = b.input(DType::Int64, {n});
     b.output(b.same(ir::Op::Neg, {a}));
     std::vector<std::int64_t> av(static_cast<std::size_t>(n));
     std::iota(av.begin(), av.end(), 1);
@@ -414,8 +414,8 @@ TEST(CpuBackend, WritesIntoASteppedOutputViewOnly) {
 TEST(CpuBackend, TwoOutputsOfOneStageShareTheirOperands) {
     const std::int64_t n = 3 * kBlock + 5;
     Builder b;
-    int a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
-    int sum = b.same(ir::Op::Add, {a, c});
+    ir::NodeId a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
+    ir::NodeId sum = b.same(ir::Op::Add, {a, c});
     b.output(b.same(ir::Op::Mul, {sum, sum}));
     b.output(b.op(ir::Op::Gt, DType::Bool, {a, c}));
     std::vector<double> av(static_cast<std::size_t>(n)), cv(static_cast<std::size_t>(n));
@@ -432,7 +432,7 @@ TEST(CpuBackend, TwoOutputsOfOneStageShareTheirOperands) {
 
 TEST(CpuBackend, ScalarParameterIsBroadcast) {
     Builder b;
-    int a = b.input(DType::Int16, {4}), s = b.scalar(DType::Int16);
+    ir::NodeId a = b.input(DType::Int16, {4}), s = b.scalar(DType::Int16);
     b.output(b.same(ir::Op::Mul, {a, s}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p, {host(std::vector<std::int16_t>{1, -2, 300, 20000}, {4})}, out,
@@ -444,8 +444,8 @@ TEST(CpuBackend, ScalarParameterIsBroadcast) {
 TEST(CpuBackend, WhereSelectsPerElement) {
     const std::int64_t n = kBlock + 9;
     Builder b;
-    int a = b.input(DType::Float32, {n});
-    int cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.5, DType::Float32)});
+    ir::NodeId a = b.input(DType::Float32, {n});
+    ir::NodeId cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.5, DType::Float32)});
     b.output(b.same(ir::Op::Where, {cond, b.same(ir::Op::Sin, {a}), b.same(ir::Op::Mul, {a, a})}));
     auto av = iota_f(n, 0.03f, -1.f);
     std::vector<Array> out{b.make_output(0)};
@@ -460,7 +460,7 @@ TEST(CpuBackend, WhereSelectsPerElement) {
 TEST(CpuBackend, ConstantOnTheLeftOfANonCommutativeOpKeepsItsSide) {
     const std::int64_t n = 2 * kBlock + 5;
     Builder b;
-    int a = b.input(DType::Float64, {n});
+    ir::NodeId a = b.input(DType::Float64, {n});
     b.output(b.same(ir::Op::Sub, {b.fconst(2.0, DType::Float64), a}));
     b.output(b.same(ir::Op::Div, {a, b.fconst(3.0, DType::Float64)}));
     std::vector<double> av(static_cast<std::size_t>(n));
@@ -478,7 +478,7 @@ TEST(CpuBackend, ConstantOnTheLeftOfANonCommutativeOpKeepsItsSide) {
 TEST(CpuBackend, TimesConstantPlusBlockRunsFusedAndMatchesTwoRoundings) {
     const std::int64_t n = 3 * kBlock + 11;
     Builder b;
-    int a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
+    ir::NodeId a = b.input(DType::Float64, {n}), c = b.input(DType::Float64, {n});
     b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, b.fconst(0.1, DType::Float64)}), c}));
     EXPECT_EQ(jit::cpu::count_fused_instructions(b.p, ir::schedule(b.p), jit::cpu::kernels()), 1);
     std::vector<double> av(static_cast<std::size_t>(n)), cv(av.size());
@@ -499,8 +499,8 @@ TEST(CpuBackend, TimesConstantPlusBlockRunsFusedAndMatchesTwoRoundings) {
 TEST(CpuBackend, ScalarOpResultReadTwiceIsNotFused) {
     const std::int64_t n = kBlock + 3;
     Builder b;
-    int a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
-    int t = b.same(ir::Op::Sub, {b.fconst(1.0, DType::Float32), a});
+    ir::NodeId a = b.input(DType::Float32, {n}), c = b.input(DType::Float32, {n});
+    ir::NodeId t = b.same(ir::Op::Sub, {b.fconst(1.0, DType::Float32), a});
     b.output(b.same(ir::Op::Add, {t, b.same(ir::Op::Mul, {c, t})}));
     EXPECT_EQ(jit::cpu::count_fused_instructions(b.p, ir::schedule(b.p), jit::cpu::kernels()), 0);
     auto av = iota_f(n), cv = iota_f(n, 0.5f, 1.f);
@@ -514,9 +514,9 @@ TEST(CpuBackend, ScalarOpResultReadTwiceIsNotFused) {
 TEST(CpuBackend, ConstantReadAsScalarAndAsBlockFillsTheBlock) {
     const std::int64_t n = 3 * kBlock + 7;
     Builder b;
-    int a = b.input(DType::Float32, {n});
-    int k = b.fconst(2.0, DType::Float32);
-    int cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.0, DType::Float32)});
+    ir::NodeId a = b.input(DType::Float32, {n});
+    ir::NodeId k = b.fconst(2.0, DType::Float32);
+    ir::NodeId cond = b.op(ir::Op::Gt, DType::Bool, {a, b.fconst(0.0, DType::Float32)});
     b.output(b.same(ir::Op::Where, {cond, b.same(ir::Op::Mul, {a, k}), k}));
     auto av = iota_f(n, 0.5f, -20.f);
     std::vector<Array> out{b.make_output(0)};
@@ -533,7 +533,7 @@ TEST(CpuBackend, Float16IsComputedInFloatAndRoundedOnStore) {
         bh[static_cast<std::size_t>(i)] = jx::float_to_half(float(i) * 37.0f);
     }
     Builder b;
-    int a = b.input(DType::Float16, {n}), c = b.input(DType::Float16, {n});
+    ir::NodeId a = b.input(DType::Float16, {n}), c = b.input(DType::Float16, {n});
     b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {a, c}), a}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p,
@@ -550,7 +550,7 @@ TEST(CpuBackend, Float16IsComputedInFloatAndRoundedOnStore) {
 
 TEST(CpuBackend, CastToInt8SaturatesAndNanGivesZero) {
     Builder b;
-    int a = b.input(DType::Float64, {6});
+    ir::NodeId a = b.input(DType::Float64, {6});
     b.output(b.cast(a, DType::Int8));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p, {host(std::vector<double>{1.9, -1.9, 300, -300, NAN, -128.5}, {6})}, out);
@@ -559,7 +559,7 @@ TEST(CpuBackend, CastToInt8SaturatesAndNanGivesZero) {
 
 TEST(CpuBackend, CastToBFloat16RoundsToNearestEven) {
     Builder b;
-    int a = b.input(DType::Float32, {3});
+    ir::NodeId a = b.input(DType::Float32, {3});
     b.output(b.cast(a, DType::BFloat16));
     std::vector<Array> out{b.make_output(0)};
     // 1 + 2^-8 is halfway between bf16 1 and 1 + 2^-7: ties to even (1); 1 + 3*2^-8 rounds up.
@@ -573,7 +573,7 @@ TEST(CpuBackend, CastToBFloat16RoundsToNearestEven) {
 
 TEST(CpuBackend, ComplexMultiplyAndAbs) {
     Builder b;
-    int a = b.input(DType::Complex128, {2});
+    ir::NodeId a = b.input(DType::Complex128, {2});
     b.output(b.op(ir::Op::Abs, DType::Float64, {b.same(ir::Op::Mul, {a, a})}));
     std::vector<std::complex<double>> av{{3, 4}, {0, 1}};
     std::vector<Array> out{b.make_output(0)};
@@ -588,7 +588,7 @@ TEST(CpuBackend, FullSumOfInt64IsExact) {
     std::vector<std::int64_t> v(static_cast<std::size_t>(n));
     std::iota(v.begin(), v.end(), -1000);
     Builder b;
-    int a = b.input(DType::Int64, {n});
+    ir::NodeId a = b.input(DType::Int64, {n});
     b.output(b.reduce(ir::Op::Sum, a, -1, DType::Int64));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
@@ -599,7 +599,7 @@ TEST(CpuBackend, FullSumOfFloat32IsPairwiseAccurate) {
     const std::int64_t n = 1 << 22;
     std::vector<float> v(static_cast<std::size_t>(n), 0.1f);
     Builder b;
-    int a = b.input(DType::Float32, {n});
+    ir::NodeId a = b.input(DType::Float32, {n});
     b.output(b.reduce(ir::Op::Sum, a, -1, DType::Float32));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
@@ -613,7 +613,7 @@ TEST(CpuBackend, AxisReductionsOverShortAndLongRows) {
         for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(i % 13) - 6;
         for (int axis : {0, 1}) {
             Builder b;
-            int a = b.input(DType::Float64, {R, C});
+            ir::NodeId a = b.input(DType::Float64, {R, C});
             b.output(b.reduce(ir::Op::Sum, a, axis, DType::Float64));
             b.output(b.reduce(ir::Op::ReduceMax, a, axis, DType::Float64));
             b.output(b.reduce(ir::Op::Mean, a, axis, DType::Float64));
@@ -641,7 +641,7 @@ TEST(CpuBackend, MinAndMaxPropagateNan) {
     std::vector<float> v(10000, 1.0f);
     v[7777] = NAN;
     Builder b;
-    int a = b.input(DType::Float32, {10000});
+    ir::NodeId a = b.input(DType::Float32, {10000});
     b.output(b.reduce(ir::Op::ReduceMin, a, -1, DType::Float32));
     b.output(b.reduce(ir::Op::ReduceMax, a, -1, DType::Float32));
     std::vector<Array> out{b.make_output(0), b.make_output(1)};
@@ -655,8 +655,8 @@ TEST(CpuBackend, AnyAndAllOverAComparison) {
     std::vector<std::int32_t> v(static_cast<std::size_t>(n), 1);
     v[49999] = -5;
     Builder b;
-    int a = b.input(DType::Int32, {n});
-    int neg = b.op(ir::Op::Lt, DType::Bool, {a, b.constant(ir::Value::of_int(0, DType::Int32))});
+    ir::NodeId a = b.input(DType::Int32, {n});
+    ir::NodeId neg = b.op(ir::Op::Lt, DType::Bool, {a, b.constant(ir::Value::of_int(0, DType::Int32))});
     b.output(b.reduce(ir::Op::Any, neg, -1, DType::Bool));
     b.output(b.reduce(ir::Op::All, neg, -1, DType::Bool));
     std::vector<Array> out{b.make_output(0), b.make_output(1)};
@@ -670,8 +670,8 @@ TEST(CpuBackend, ReductionResultFeedsALaterStageThroughATemporary) {
     std::vector<double> v(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(i % 10);
     Builder b;
-    int a = b.input(DType::Float64, {n});
-    int mean = b.reduce(ir::Op::Mean, a, -1, DType::Float64);
+    ir::NodeId a = b.input(DType::Float64, {n});
+    ir::NodeId mean = b.reduce(ir::Op::Mean, a, -1, DType::Float64);
     b.output(b.same(ir::Op::Sub, {a, mean}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
@@ -682,7 +682,7 @@ TEST(CpuBackend, ReductionResultFeedsALaterStageThroughATemporary) {
 
 TEST(CpuBackend, EmptyAxisSumGivesZeros) {
     Builder b;
-    int a = b.input(DType::Float32, {0, 3});
+    ir::NodeId a = b.input(DType::Float32, {0, 3});
     b.output(b.reduce(ir::Op::Sum, a, 0, DType::Float32));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p, {Array::zeros(DType::Float32, {0, 3}, Backend::Cpu)}, out);
@@ -697,8 +697,8 @@ TEST(CpuBackend, FourThreadsEqualOneThreadBitwise) {
     std::mt19937 rng(5);
     for (auto& x : v) x = float(rng() % 100000) * 1e-3f;
     Builder b;
-    int a = b.input(DType::Float32, {n});
-    int e = b.same(ir::Op::Add, {b.same(ir::Op::Sin, {a}), b.same(ir::Op::Exp, {b.same(ir::Op::Neg, {a})})});
+    ir::NodeId a = b.input(DType::Float32, {n});
+    ir::NodeId e = b.same(ir::Op::Add, {b.same(ir::Op::Sin, {a}), b.same(ir::Op::Exp, {b.same(ir::Op::Neg, {a})})});
     b.output(e);
     b.output(b.reduce(ir::Op::Sum, e, -1, DType::Float32));
     std::vector<Array> o1{b.make_output(0), b.make_output(1)}, o4{b.make_output(0), b.make_output(1)};
@@ -710,7 +710,7 @@ TEST(CpuBackend, FourThreadsEqualOneThreadBitwise) {
 
 TEST(CpuBackend, WrongInputCountIsAnArgumentError) {
     Builder b;
-    int a = b.input(DType::Float32, {3});
+    ir::NodeId a = b.input(DType::Float32, {3});
     b.output(b.same(ir::Op::Neg, {a}));
     std::vector<Array> out{b.make_output(0)};
     EXPECT_THROW(jxtest::run(*backend1(), b.p, {}, out), jit::ArgumentError);

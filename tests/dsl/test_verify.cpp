@@ -93,7 +93,7 @@ TEST(Verify, AcceptsASplitSchedule) {
 TEST(Verify, RejectsAnOperandThatIsNotAnEarlierNode) {
     ir::Plan p = plan("a * 2 + 1");
     ir::Node& last = p.program.nodes.back();
-    last.args[0] = static_cast<std::int32_t>(p.program.nodes.size() - 1);
+    last.args[0] = ir::NodeId(p.program.nodes.size() - 1);
     EXPECT_NE(failure(p).find("not an earlier node"), std::string::npos) << failure(p);
 }
 
@@ -136,7 +136,7 @@ TEST(Verify, RejectsAStoredNodeWithoutItsTemporary) {
 
 TEST(Verify, RejectsAnOutputOfNoNode) {
     ir::Plan p = plan("c = a * 2");
-    p.program.outputs.at(0).node = static_cast<std::int32_t>(p.program.nodes.size());
+    p.program.outputs.at(0).node = ir::NodeId(p.program.nodes.size());
     EXPECT_NE(failure(p).find("output 0 is node"), std::string::npos) << failure(p);
 }
 

@@ -39,7 +39,7 @@ public:
 
     // The value of node `n` from the values of its operands (`get`).
     template <class Get>
-    Values eval(std::int32_t n, Get&& get) const {
+    Values eval(ir::NodeId n, Get&& get) const {
         const ir::Node& nd = p_.node(n);
         const std::size_t size = static_cast<std::size_t>(shape_size(nd.shape));
         Values out(size);
@@ -73,10 +73,9 @@ public:
     }
 
     // Every node's value, the whole program at once.
-    std::vector<Values> whole() const {
-        std::vector<Values> v(p_.nodes.size());
-        for (std::size_t n = 0; n < p_.nodes.size(); ++n)
-            v[n] = eval(static_cast<std::int32_t>(n), [&](std::int32_t a) -> const Values& { return v[static_cast<std::size_t>(a)]; });
+    ir::NodeMap<Values> whole() const {
+        ir::NodeMap<Values> v(p_.nodes.size());
+        for (ir::NodeId n : p_.ids()) v[n] = eval(n, [&](ir::NodeId a) -> const Values& { return v[a]; });
         return v;
     }
 
@@ -104,47 +103,43 @@ private:
 // spilled nodes of other stages from memory (failing if no earlier stage stored them) and stores
 // its results. Checks that no stage computes more than `limit` nodes and returns the stored
 // values by node; `last_read`, when given, gets the last stage reading each node from memory.
-std::map<std::int32_t, Values> run_staged(const ir::Program& p, const ir::Schedule& s, const Interpreter& in,
-                                          std::size_t limit, std::map<std::int32_t, std::size_t>* last_read = nullptr) {
-    std::map<std::int32_t, Values> memory;
+std::map<ir::NodeId, Values> run_staged(const ir::Program& p, const ir::Schedule& s, const Interpreter& in,
+                                        std::size_t limit, std::map<ir::NodeId, std::size_t>* last_read = nullptr) {
+    std::map<ir::NodeId, Values> memory;
     for (std::size_t k = 0; k < s.stages.size(); ++k) {
         const ir::Stage& st = s.stages[k];
-        std::vector<std::int32_t> roots = st.stores;
+        std::vector<ir::NodeId> roots = st.stores;
         if (st.kind == ir::Stage::Kind::Reduce) roots = {p.node(st.reduce).args[0]};
         // The nodes this stage computes (from memory: Reduce nodes and spilled nodes of others).
-        auto from_memory = [&](std::int32_t n) {
-            return (p.node(n).kind == ir::NodeKind::Reduce || s.is_spilled(n)) &&
-                   s.stored_by[static_cast<std::size_t>(n)] != static_cast<std::int32_t>(k);
+        auto from_memory = [&](ir::NodeId n) {
+            return (p.node(n).kind == ir::NodeKind::Reduce || s.is_spilled(n)) && s.stored_by[n] != static_cast<std::int32_t>(k);
         };
-        std::vector<char> inline_(p.nodes.size(), 0);
-        std::vector<std::int32_t> stack = roots;
+        ir::NodeMap<char> inline_(p.nodes.size(), 0);
+        std::vector<ir::NodeId> stack = roots;
         std::size_t count = 0;
         while (!stack.empty()) {
-            const std::int32_t n = stack.back();
+            const ir::NodeId n = stack.back();
             stack.pop_back();
-            if (inline_[static_cast<std::size_t>(n)]) continue;
-            inline_[static_cast<std::size_t>(n)] = 1;
+            if (inline_[n]) continue;
+            inline_[n] = 1;
             ++count;
             if (from_memory(n)) {
                 if (last_read) (*last_read)[n] = k;
-                if (s.stored_by[static_cast<std::size_t>(n)] > static_cast<std::int32_t>(k))
-                    ADD_FAILURE() << "stage " << k << " reads node " << n << " before stage "
-                                  << s.stored_by[static_cast<std::size_t>(n)] << " stores it";
+                if (s.stored_by[n] > static_cast<std::int32_t>(k))
+                    ADD_FAILURE() << "stage " << k << " reads node " << n << " before stage " << s.stored_by[n] << " stores it";
                 continue;
             }
             const ir::Node& nd = p.node(n);
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
         }
         EXPECT_LE(count, limit) << "stage " << k << " computes " << count << " nodes";
-        std::map<std::int32_t, Values> local;
-        auto get = [&](std::int32_t a) -> const Values& {
+        std::map<ir::NodeId, Values> local;
+        auto get = [&](ir::NodeId a) -> const Values& {
             if (from_memory(a)) return memory.at(a);
             return local.at(a);
         };
-        for (std::size_t n = 0; n < p.nodes.size(); ++n) {
-            const auto node = static_cast<std::int32_t>(n);
-            if (inline_[n] && !from_memory(node)) local[node] = in.eval(node, get);
-        }
+        for (ir::NodeId n : p.ids())
+            if (inline_[n] && !from_memory(n)) local[n] = in.eval(n, get);
         if (st.kind == ir::Stage::Kind::Reduce) memory[st.reduce] = in.eval(st.reduce, get);
         for (auto n : st.stores) memory[n] = local.at(n);
     }
@@ -177,7 +172,7 @@ ir::Schedule expect_staged_equals_whole(const ir::Program& p, std::size_t limit)
             ADD_FAILURE() << "output '" << o.name << "' is never stored";
             continue;
         }
-        EXPECT_EQ(it->second, whole[static_cast<std::size_t>(o.node)]) << "output '" << o.name << "'";
+        EXPECT_EQ(it->second, whole[o.node]) << "output '" << o.name << "'";
     }
     return split;
 }
@@ -253,7 +248,7 @@ TEST(SplitStages, SpilledOutputIsStoredOnceInItsOwnMemory) {
     const std::string text = "d = a" + repeat(" + a", 24) + "\nf = d + (a" + repeat(" - a", 15) + ")";
     const ir::Program p = lower(text);
     const ir::Schedule split = ir::split_large_stages(p, ir::schedule(p), 32);
-    const std::int32_t d = p.outputs[0].node;
+    const ir::NodeId d = p.outputs[0].node;
     EXPECT_TRUE(split.is_spilled(d));
     EXPECT_EQ(std::count(split.temps.begin(), split.temps.end(), d), 0);
     int storing = 0;
@@ -280,11 +275,11 @@ TEST(SplitStages, SplitKernelsReadSpilledValuesAndCompileWithNvrtc) {
             if (prm.kind != codegen::Param::Kind::Array) continue;
             if (prm.written) {
                 ++writes;
-                EXPECT_EQ(prm.array.index, split.stages[k].stores.at(0));
+                EXPECT_EQ(prm.array.node(), split.stages[k].stores.at(0));
             } else if (prm.array.kind == codegen::ArrayRef::Kind::Node) {
                 ++spilled_reads;
-                EXPECT_TRUE(split.is_spilled(prm.array.index));
-                EXPECT_LT(split.stored_by[static_cast<std::size_t>(prm.array.index)], static_cast<std::int32_t>(k));
+                EXPECT_TRUE(split.is_spilled(prm.array.node()));
+                EXPECT_LT(split.stored_by[prm.array.node()], static_cast<std::int32_t>(k));
             }
         }
         EXPECT_EQ(writes, 1) << "stage " << k;
@@ -339,7 +334,7 @@ TEST(TempLayout, TemporariesSharingMemoryNeverLiveAtTheSameStage) {
     const ir::Schedule split = ir::split_large_stages(p, ir::schedule(p), 16);
     ASSERT_GE(split.temps.size(), 4u);
     Interpreter in(p, inputs_for(p));
-    std::map<std::int32_t, std::size_t> last_read;
+    std::map<ir::NodeId, std::size_t> last_read;
     run_staged(p, split, in, 16, &last_read);
     const ir::TempLayout layout = ir::layout_temps(p, split, 64);
     std::size_t separate = 0;
@@ -350,8 +345,8 @@ TEST(TempLayout, TemporariesSharingMemoryNeverLiveAtTheSameStage) {
     }
     EXPECT_LT(layout.bytes, separate) << "nothing was shared";
     auto lifetime = [&](std::size_t t) {
-        const std::int32_t node = split.temps[t];
-        const auto from = static_cast<std::size_t>(split.stored_by[static_cast<std::size_t>(node)]);
+        const ir::NodeId node = split.temps[t];
+        const auto from = static_cast<std::size_t>(split.stored_by[node]);
         auto it = last_read.find(node);
         return std::pair{from, it == last_read.end() ? from : std::max(from, it->second)};
     };
