@@ -1015,21 +1015,9 @@ std::string Runtime::source(std::string_view text, const Environment& env) {
 SystemInfo system_info() {
     SystemInfo si;
     si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
-    si.nvrtc_version = cuda::nvrtc_version();
-    // Found, not loaded: a REPL banner or --version must not map nvJitLink (or NVRTC, whose
-    // version comes from its file names) in a process that may never compile.
-    si.nvjitlink = cuda::nvjitlink_status(/*load=*/false).found;
-    si.driver_version = cuda::driver_version();
-    si.cuda = cuda::available(&si.cuda_reason);
-    if (si.cuda) {
-        si.cuda_reason.clear();
-        const cuda::DeviceInfo& d = cuda::device_info();
-        si.device_name = d.name;
-        si.cc_major = d.cc_major;
-        si.cc_minor = d.cc_minor;
-        si.sm_count = d.sm_count;
-        si.device_memory = d.total_memory;
-    }
+    // Compilers found, not loaded: a REPL banner or --version must not map NVRTC or nvJitLink in
+    // a process that may never compile (NVRTC's version comes from its file names).
+    si.cuda = cuda_info(/*load_compilers=*/false);
     return si;
 }
 
