@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fmt/format.h>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -115,9 +116,8 @@ TEST(CancelGpu, ProgramOfManyKernelsStopsAtAKernelBoundaryAndTheRuntimeStaysUsab
             EXPECT_TRUE(e.partly_written().empty()) << e.what();
         }
         returned = Clock::now();
-        cancelled_at = canceller.cancelled_at();  // joined below, after the call returned
+        cancelled_at = canceller.cancelled_at();  // set before cancel(), so seen once the call stopped
     }
-    if (!stopped) cancelled_at = Clock::time_point{};
     ASSERT_TRUE(stopped) << "the program ran to its end (" << ms(returned - started) << " ms, whole program "
                          << whole_ms << " ms)";
     const double latency_ms = ms(returned - cancelled_at);
@@ -165,10 +165,12 @@ TEST(CancelGpu, ProgramWritingInPlaceStopsAndNamesTheTargetsItStarted) {
         }
     }
     ASSERT_TRUE(stopped) << "the program ran to its end (whole program " << whole_ms << " ms)";
-    // Some were started, not all: the names are the first statements' targets, in order.
+    // Some were started, not all; each name is one of the targets, once.
     EXPECT_FALSE(partly.empty());
     EXPECT_LT(partly.size(), static_cast<std::size_t>(kStatements));
-    for (std::size_t k = 0; k < partly.size(); ++k) EXPECT_EQ(partly[k], fmt::format("s{}", k));
+    std::set<std::string> names(partly.begin(), partly.end());
+    EXPECT_EQ(names.size(), partly.size());
+    for (const std::string& n : partly) EXPECT_TRUE(env.count(n) && n[0] == 's') << n;
     // In place: still the caller's arrays, none replaced.
     for (int k = 0; k < kStatements; ++k) EXPECT_EQ(env.at(fmt::format("s{}", k)).array().data(), targets[static_cast<std::size_t>(k)]);
 }
