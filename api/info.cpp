@@ -21,16 +21,27 @@ CudaLibraryInfo library_info(const cuda::LibraryStatus& s) {
 }
 }  // namespace
 
+std::string CudaDeviceInfo::describe() const {
+    return fmt::format("{} (sm_{}{}, {:.0f} GB)", name, cc_major, cc_minor, static_cast<double>(memory) / 1e9);
+}
+
 CudaInfo cuda_info(bool load_compilers) {
     CudaInfo info;
     info.available = cuda::available(&info.reason);
+    if (info.available) info.reason.clear();
+    else info.driver_version = cuda::driver_version();  // a driver without a usable device still has a version
     if (info.available) {
         for (int d = 0;; ++d) {
             try {
                 const cuda::DeviceInfo& dev = cuda::device_info(d);
                 info.driver_version = dev.driver_version;
-                info.devices.push_back(fmt::format("{} (sm_{}{}, {:.0f} GB)", dev.name, dev.cc_major, dev.cc_minor,
-                                                   static_cast<double>(dev.total_memory) / 1e9));
+                CudaDeviceInfo di;
+                di.name = dev.name;
+                di.cc_major = dev.cc_major;
+                di.cc_minor = dev.cc_minor;
+                di.sm_count = dev.sm_count;
+                di.memory = dev.total_memory;
+                info.devices.push_back(std::move(di));
             } catch (const ArgumentError&) {
                 break;
             }

@@ -894,15 +894,50 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     return he->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(he->plan.result_output)] : Array();
 }
 
+namespace {
+
+// A host array's C-contiguous copy on CUDA device `device`; with a control, copied in pieces that
+// a stop request ends between (the copy is then dropped: no one has seen it).
+Array copy_to_cuda(const Array& host, int device, detail::CallControl* control) {
+    if (!control) return host.to(Backend::Cuda, device);
+    const Array h = host.contiguous();
+    Array d = Array::empty(h.dtype(), h.shape(), Backend::Cuda, device);
+    cuda::copy_to_device(d.data(), h.data(), h.nbytes(), nullptr, control);
+    return d;
+}
+
+// The same from CUDA to a new host array.
+Array copy_to_cpu(const Array& dev, detail::CallControl* control) {
+    if (!control) return dev.to(Backend::Cpu);
+    const Array d = dev.contiguous();
+    Array h = Array::empty(d.dtype(), d.shape(), Backend::Cpu);
+    cuda::DeviceScope scope(d.device());
+    cuda::copy_to_host(h.data(), d.data(), d.nbytes(), nullptr, control);
+    return h;
+}
+
+}  // namespace
+
 Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
                                 bool write_back, detail::CallControl* control, bool all_or_nothing) {
-    // The program's names on the device; the results back on the host.
+    // The program's names on the device; the results back on the host. A stop request is
+    // honoured between the pieces of the copies both ways and between kernels; whenever it
+    // comes, the caller's host arrays are untouched and nothing is bound: the results come back
+    // into new host arrays, and only once all of them are back are in-place targets written
+    // (host copies, not stopped) and new names bound.
+    std::uint64_t in_bytes = 0;
+    for (const std::string& n : front.names) {
+        auto it = env.find(n);
+        if (it != env.end() && it->second.is_array() && it->second.array().backend() == Backend::Cpu)
+            in_bytes += it->second.array().nbytes();
+    }
+    if (control) control->begin(Progress::Phase::Run, Progress::Unit::Bytes, in_bytes);
     Environment dev_env;
     for (const std::string& n : front.names) {
         auto it = env.find(n);
         if (it == env.end()) continue;
         if (it->second.is_array() && it->second.array().backend() == Backend::Cpu)
-            dev_env.insert_or_assign(n, Arg(it->second.array().to(Backend::Cuda, device)));
+            dev_env.insert_or_assign(n, Arg(copy_to_cuda(it->second.array(), device, control)));
         else
             dev_env.insert_or_assign(n, it->second);
     }
@@ -912,24 +947,41 @@ Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Envir
     } catch (const CancelledError&) {
         throw CancelledError();  // only device copies were written: the host arrays are untouched
     }
-    Array result;
-    const Array* result_dev = r.defined() ? &r : nullptr;
+    // Every assigned array back to the host first (stoppable: nothing of the caller's is written yet).
+    struct Back {
+        std::string name;
+        Array device, host;
+    };
+    std::vector<Back> back;
+    std::uint64_t out_bytes = 0;
     for (const std::string& t : dsl::targets(front.module)) {
         auto dv = dev_env.find(t);
         if (dv == dev_env.end() || !dv->second.is_array()) continue;
-        const Array& d = dv->second.array();
-        Array h = d.to(Backend::Cpu);
-        auto hv = env.find(t);
+        back.push_back({t, dv->second.array(), Array()});
+        out_bytes += dv->second.array().nbytes();
+    }
+    const bool result_is_target = r.defined() && std::any_of(back.begin(), back.end(), [&](const Back& b) {
+        return r.storage() == b.device.storage() && r.offset() == b.device.offset();
+    });
+    if (r.defined() && !result_is_target) out_bytes += r.nbytes();
+    if (stream) cuda::synchronize(stream);  // the program ran on the caller's stream; the copies use the default one
+    if (control) control->begin(Progress::Phase::Run, Progress::Unit::Bytes, out_bytes);
+    for (Back& b : back) b.host = copy_to_cpu(b.device, control);
+    Array result;
+    if (r.defined() && !result_is_target) result = copy_to_cpu(r, control);
+    // Complete: now into the caller's arrays and names.
+    for (Back& b : back) {
+        Array h = b.host;
+        auto hv = env.find(b.name);
         if (hv != env.end() && hv->second.is_array() && hv->second.array().backend() == Backend::Cpu &&
             hv->second.array().dtype() == h.dtype() && hv->second.array().shape() == h.shape()) {
             core::copy(hv->second.array(), h);  // in place, as on the device
             h = hv->second.array();
         } else if (write_back) {
-            env.insert_or_assign(t, Arg(h));
+            env.insert_or_assign(b.name, Arg(h));
         }
-        if (result_dev && result_dev->storage() == d.storage() && result_dev->offset() == d.offset()) result = h;
+        if (r.defined() && r.storage() == b.device.storage() && r.offset() == b.device.offset()) result = h;
     }
-    if (!result.defined() && result_dev) result = result_dev->to(Backend::Cpu);
     return result;
 }
 
@@ -963,21 +1015,9 @@ std::string Runtime::source(std::string_view text, const Environment& env) {
 SystemInfo system_info() {
     SystemInfo si;
     si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
-    si.nvrtc_version = cuda::nvrtc_version();
-    // Found, not loaded: a REPL banner or --version must not map nvJitLink (or NVRTC, whose
-    // version comes from its file names) in a process that may never compile.
-    si.nvjitlink = cuda::nvjitlink_status(/*load=*/false).found;
-    si.driver_version = cuda::driver_version();
-    si.cuda = cuda::available(&si.cuda_reason);
-    if (si.cuda) {
-        si.cuda_reason.clear();
-        const cuda::DeviceInfo& d = cuda::device_info();
-        si.device_name = d.name;
-        si.cc_major = d.cc_major;
-        si.cc_minor = d.cc_minor;
-        si.sm_count = d.sm_count;
-        si.device_memory = d.total_memory;
-    }
+    // Compilers found, not loaded: a REPL banner or --version must not map NVRTC or nvJitLink in
+    // a process that may never compile (NVRTC's version comes from its file names).
+    si.cuda = cuda_info(/*load_compilers=*/false);
     return si;
 }
 

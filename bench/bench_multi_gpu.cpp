@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     const Case cases[] = {{"a*2 + b", el * 12}, {"sum(a*b)", el * 8}};
     std::string out = "{\n  \"elements\": " + std::to_string(rows * cols) + ",\n  \"devices\": [";
     for (std::size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + std::to_string(devices[i]);
-    out += "],\n  \"gpu\": \"" + (info.devices.empty() ? std::string() : info.devices[0]) + "\",\n  \"cases\": [\n";
+    out += "],\n  \"gpu\": \"" + (info.devices.empty() ? std::string() : info.devices[0].describe()) + "\",\n  \"cases\": [\n";
     bool first = true;
     for (const Case& c : cases) {
         const double t1 = time_ms(reps, [&] {

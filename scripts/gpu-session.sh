@@ -6,6 +6,7 @@
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
 #   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long]"
+#   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 set -u
@@ -70,7 +71,7 @@ if has python || has dask; then
 fi
 if has python; then
   (cd tests/python && JITEXPR_DISK_CACHE=0 timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
-     test_gpu.py test_dlpack.py test_api.py test_no_cuda.py) > "$out/python-tests.log" 2>&1
+     test_gpu.py test_dlpack.py test_api.py test_no_cuda.py test_imports.py) > "$out/python-tests.log" 2>&1
   tail -15 "$out/python-tests.log"
   timeout 120 python3 bench/python_gpu.py --bench-gpu build-gpu/bench/bench_gpu --json "$out/python-gpu.json" \
     > "$out/python-gpu.txt" 2>&1
@@ -103,6 +104,14 @@ fi
 if has sanitize-faults; then
   RUN_LIMIT=150 timeout 280 scripts/gpu-sanitize.sh build-gpu faults diff python > "$out/sanitize-faults.log" 2>&1
   grep -E "^==|^   |^!!|ERROR SUMMARY|no errors" "$out/sanitize-faults.log"
+fi
+# Everything under compute-sanitizer in one step of about 8 minutes (memcheck over every GPU
+# test, one process per test, 6 at once; racecheck and synccheck; the faults, a differential
+# sample and the Python tests), whatever fits the budget, summarised in $out/sanitize-summary.txt.
+if has sanitize-all; then
+  OUT=$out JOBS=6 RUN_LIMIT=240 BUDGET=450 timeout 560 scripts/gpu-sanitize.sh build-gpu all > "$out/sanitize-all.log" 2>&1
+  echo "sanitize-all: rc $? (0 clean, 1 errors, 3 device not supported, 4 budget short)"
+  grep -E "^# |ERRORS|TIMED|NOT BUILT|not run" "$out/sanitize-summary.txt" | head -40
 fi
 if has sanitize-long; then
   RUN_LIMIT=280 timeout 580 scripts/gpu-sanitize.sh build-gpu long > "$out/sanitize-long.log" 2>&1

@@ -628,16 +628,17 @@ std::string time_text(const StatementTime& t, Backend backend) {
 }
 
 std::string version_text() {
-    const SystemInfo si = system_info();
+    const CudaInfo c = system_info().cuda;
     std::string s = fmt::format("jitexpr {}\n", JITEXPR_VERSION);
-    s += "CUDA driver: " + (si.driver_version ? cuda_version(si.driver_version) : std::string("none")) + "\n";
-    s += "CUDA toolkit (NVRTC): " + (si.nvrtc_version ? cuda_version(si.nvrtc_version) : std::string("none")) +
-         (si.nvjitlink ? ", nvJitLink" : "") + "\n";
-    if (si.cuda)
-        s += fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", si.device_name, si.cc_major, si.cc_minor,
-                         si.sm_count, static_cast<double>(si.device_memory) / (1024.0 * 1024 * 1024));
+    s += "CUDA driver: " + (c.driver_version ? cuda_version(c.driver_version) : std::string("none")) + "\n";
+    s += "CUDA toolkit (NVRTC): " + (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none")) +
+         (c.nvjitlink.found ? ", nvJitLink" : "") + "\n";
+    if (c.available && !c.devices.empty())
+        s += fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", c.devices[0].name, c.devices[0].cc_major,
+                         c.devices[0].cc_minor, c.devices[0].sm_count,
+                         static_cast<double>(c.devices[0].memory) / (1024.0 * 1024 * 1024));
     else
-        s += "CUDA not usable: " + si.cuda_reason + "\n";
+        s += "CUDA not usable: " + c.reason + "\n";
     s += fmt::format("line editing: {}\n", repl_has_readline() ? "readline" : "basic");
     return s;
 }

@@ -319,17 +319,19 @@ int cpu_threads(const Session& s) {
 }
 
 void show_info(Session& s) {
-    const SystemInfo si = system_info();
+    const CudaInfo c = system_info().cuda;
     std::cout << fmt::format("jitexpr {}\nbackend: {}\nCPU threads: {}\n", JITEXPR_VERSION, backend_name(s.backend()),
                              cpu_threads(s));
-    std::cout << "CUDA driver: " << (si.driver_version ? cuda_version(si.driver_version) : std::string("none")) << '\n';
-    std::cout << "CUDA toolkit (NVRTC): " << (si.nvrtc_version ? cuda_version(si.nvrtc_version) : std::string("none"))
-              << (si.nvjitlink ? ", nvJitLink" : "") << '\n';
-    if (si.cuda)
-        std::cout << fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", si.device_name, si.cc_major, si.cc_minor,
-                                 si.sm_count, static_cast<double>(si.device_memory) / (1024.0 * 1024 * 1024));
+    std::cout << "CUDA driver: " << (c.driver_version ? cuda_version(c.driver_version) : std::string("none")) << '\n';
+    std::cout << "CUDA toolkit (NVRTC): "
+              << (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none"))
+              << (c.nvjitlink.found ? ", nvJitLink" : "") << '\n';
+    if (c.available && !c.devices.empty())
+        std::cout << fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", c.devices[0].name, c.devices[0].cc_major,
+                                 c.devices[0].cc_minor, c.devices[0].sm_count,
+                                 static_cast<double>(c.devices[0].memory) / (1024.0 * 1024 * 1024));
     else
-        std::cout << "CUDA not usable: " << si.cuda_reason << '\n';
+        std::cout << "CUDA not usable: " << c.reason << '\n';
     const RuntimeOptions& o = s.runtime_options();
     std::cout << fmt::format("fast math: {}; tiered compile: {}; disk cache: {}\n", o.fast_math ? "on" : "off",
                              o.tiered_compile ? "on" : "off", o.disk_cache ? (o.cache_dir.empty() ? "default directory" : o.cache_dir) : "off");

@@ -14,6 +14,10 @@
 #include <string>
 #include <vector>
 
+namespace jit::detail {
+class CallControl;  // backend/call_control.hpp
+}
+
 namespace jit::cuda {
 
 // ---- driver and device
@@ -66,8 +70,14 @@ int driver_version();
 // read at once); device-to-device copies and memset are only queued on the stream.
 void* alloc(std::size_t bytes);           // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
 void free(void* ptr) noexcept;            // reports but never throws
-void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
-void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
+// With a `control` (a call that can be stopped or watched), a large copy goes in pieces (the
+// staging chunks, else 64 MiB) with the control ticked and its progress counted in bytes between
+// them; on a stop request it waits for the piece in flight and throws CancelledError, `dst` then
+// holding only a prefix: callers give it memory that no one else sees yet.
+void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr,
+                    jit::detail::CallControl* control = nullptr);
+void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream = nullptr,
+                  jit::detail::CallControl* control = nullptr);
 void copy_device(void* dst, const void* src, std::size_t bytes, void* stream = nullptr);
 void memset(void* dst, int value, std::size_t bytes, void* stream = nullptr);
 void synchronize(void* stream = nullptr);  // the stream, or the whole context when null

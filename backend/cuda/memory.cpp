@@ -4,6 +4,7 @@
 // share no lock.
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/driver.hpp"
+#include "backend/call_control.hpp"
 
 #include <jit/error.hpp>
 
@@ -406,78 +407,118 @@ struct Registration {
 
 }  // namespace
 
-void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream) {
+namespace {
+
+// Bytes per piece of a watched copy that does not go through the staging buffers (direct or
+// registered): about 2-10 ms on a PCIe 5 link, so a stop is honoured within that.
+constexpr std::size_t kWatchedPiece = std::size_t{64} << 20;
+
+// Between two pieces of a watched copy: counts the piece done and, on a stop request, waits for
+// what was queued on the stream (the staging buffers are reused by the next copy) and throws.
+void between_pieces(const detail::Driver& d, CUstream stream, jit::detail::CallControl* ctl, std::size_t done_bytes) {
+    if (!ctl) return;
+    ctl->add_done(done_bytes);
+    if (ctl->tick()) {
+        (void)d.StreamSynchronize(stream);  // a failure of the copy itself repeats at the next call
+        jit::detail::CallControl::throw_cancelled();
+    }
+}
+
+// A direct (or registered) copy, in pieces when watched, complete when it returns.
+template <class Issue>
+void copy_in_pieces(const detail::Driver& d, CUstream stream, std::size_t bytes, jit::detail::CallControl* ctl, Issue&& issue) {
+    const std::size_t piece = ctl ? kWatchedPiece : bytes;
+    for (std::size_t off = 0; off < bytes; off += piece) {
+        const std::size_t n = std::min(piece, bytes - off);
+        issue(off, n);
+        // Complete before returning: the host buffer may be pinned (then the copy reads it
+        // later) and callers free or reuse it at once.
+        check(d.StreamSynchronize(stream), "cuStreamSynchronize");
+        if (off + n < bytes) between_pieces(d, stream, ctl, n);
+        else if (ctl) ctl->add_done(n);
+    }
+}
+
+}  // namespace
+
+void copy_to_device(void* dst, const void* src, std::size_t bytes, void* stream, jit::detail::CallControl* ctl) {
     const auto& d = api();
     if (bytes == 0) return;
+    if (ctl && ctl->tick()) jit::detail::CallControl::throw_cancelled();
     const HostPath path = bytes >= kStageThreshold ? host_path() : HostPath::Direct;
+    const CUstream st = as_stream(stream);
+    auto* to = static_cast<unsigned char*>(dst);
+    const auto* from = static_cast<const unsigned char*>(src);
+    auto direct = [&](std::size_t off, std::size_t n) {
+        check(d.MemcpyHtoDAsync(to_device_ptr(to + off), from + off, n, st), "cuMemcpyHtoDAsync");
+    };
     if (path == HostPath::Register && pageable(d, src)) {
         Registration reg(d, src, bytes);
-        check(d.MemcpyHtoDAsync(to_device_ptr(dst), src, bytes, as_stream(stream)), "cuMemcpyHtoDAsync");
-        check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+        copy_in_pieces(d, st, bytes, ctl, direct);
         return;
     }
     Staging& s = staging();
     std::unique_lock<std::mutex> lock(s.mutex, std::defer_lock);
     if (path == HostPath::Staged && pageable(d, src) && lock.try_lock() && staging_ready(s, d)) {
-        const auto* from = static_cast<const unsigned char*>(src);
         for (std::size_t off = 0, i = 0; off < bytes; off += kStageChunk, ++i) {
             const std::size_t n = std::min(kStageChunk, bytes - off);
             const int b = static_cast<int>(i % 2);
+            if (i > 0) between_pieces(d, st, ctl, kStageChunk);
             // The copy that last read this buffer (two chunks ago) must be done before refilling it.
             if (i >= 2) check(d.EventSynchronize(s.done[b]), "cuEventSynchronize");
             s.pool->copy(s.buffer[b], from + off, n);
-            check(d.MemcpyHtoDAsync(to_device_ptr(static_cast<unsigned char*>(dst) + off), s.buffer[b], n,
-                                    as_stream(stream)),
-                  "cuMemcpyHtoDAsync");
-            check(d.EventRecord(s.done[b], as_stream(stream)), "cuEventRecord");
+            check(d.MemcpyHtoDAsync(to_device_ptr(to + off), s.buffer[b], n, st), "cuMemcpyHtoDAsync");
+            check(d.EventRecord(s.done[b], st), "cuEventRecord");
         }
-        check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+        check(d.StreamSynchronize(st), "cuStreamSynchronize");
+        if (ctl) ctl->add_done((bytes - 1) % kStageChunk + 1);
         return;
     }
-    check(d.MemcpyHtoDAsync(to_device_ptr(dst), src, bytes, as_stream(stream)), "cuMemcpyHtoDAsync");
-    // Complete before returning: the host buffer may be pinned (then the copy reads it later) and
-    // callers free or reuse it at once.
-    check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+    copy_in_pieces(d, st, bytes, ctl, direct);
 }
 
-void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream) {
+void copy_to_host(void* dst, const void* src, std::size_t bytes, void* stream, jit::detail::CallControl* ctl) {
     const auto& d = api();
     if (bytes == 0) return;
+    if (ctl && ctl->tick()) jit::detail::CallControl::throw_cancelled();
     const HostPath path = bytes >= kStageThreshold ? host_path() : HostPath::Direct;
+    const CUstream st = as_stream(stream);
+    auto* to = static_cast<unsigned char*>(dst);
+    const auto* from = static_cast<const unsigned char*>(src);
+    auto direct = [&](std::size_t off, std::size_t n) {
+        check(d.MemcpyDtoHAsync(to + off, to_device_ptr(from + off), n, st), "cuMemcpyDtoHAsync");
+    };
     if (path == HostPath::Register && pageable(d, dst)) {
         Registration reg(d, dst, bytes);
-        check(d.MemcpyDtoHAsync(dst, to_device_ptr(src), bytes, as_stream(stream)), "cuMemcpyDtoHAsync");
-        check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+        copy_in_pieces(d, st, bytes, ctl, direct);
         return;
     }
     Staging& s = staging();
     std::unique_lock<std::mutex> lock(s.mutex, std::defer_lock);
     if (path == HostPath::Staged && pageable(d, dst) && lock.try_lock() && staging_ready(s, d)) {
-        auto* to = static_cast<unsigned char*>(dst);
         const std::size_t chunks = (bytes + kStageChunk - 1) / kStageChunk;
         auto issue = [&](std::size_t i) {
             const std::size_t off = i * kStageChunk, n = std::min(kStageChunk, bytes - off);
             const int b = static_cast<int>(i % 2);
-            check(d.MemcpyDtoHAsync(s.buffer[b], to_device_ptr(static_cast<const unsigned char*>(src) + off), n,
-                                    as_stream(stream)),
-                  "cuMemcpyDtoHAsync");
-            check(d.EventRecord(s.done[b], as_stream(stream)), "cuEventRecord");
+            check(d.MemcpyDtoHAsync(s.buffer[b], to_device_ptr(from + off), n, st), "cuMemcpyDtoHAsync");
+            check(d.EventRecord(s.done[b], st), "cuEventRecord");
         };
         // Chunk i+1 lands in the other buffer while the host drains chunk i; a buffer is refilled
         // only after the host has drained it (the loop drains chunk i before issuing chunk i+2).
         issue(0);
         for (std::size_t i = 0; i < chunks; ++i) {
+            if (i > 0) between_pieces(d, st, ctl, kStageChunk);  // waits for chunk i, issued, on a stop
             if (i + 1 < chunks) issue(i + 1);
             const int b = static_cast<int>(i % 2);
             check(d.EventSynchronize(s.done[b]), "cuEventSynchronize");
             const std::size_t off = i * kStageChunk;
             s.pool->copy(to + off, s.buffer[b], std::min(kStageChunk, bytes - off));
         }
+        if (ctl) ctl->add_done((bytes - 1) % kStageChunk + 1);
         return;
     }
-    check(d.MemcpyDtoHAsync(dst, to_device_ptr(src), bytes, as_stream(stream)), "cuMemcpyDtoHAsync");
     // The caller reads `dst` as soon as this returns.
-    check(d.StreamSynchronize(as_stream(stream)), "cuStreamSynchronize");
+    copy_in_pieces(d, st, bytes, ctl, direct);
 }
 
 void copy_device(void* dst, const void* src, std::size_t bytes, void* stream) {

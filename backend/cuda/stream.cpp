@@ -343,12 +343,13 @@ StreamStats stream_run(const StreamSpec& spec) {
     };
 
     try {
-        // Resident inputs, once (complete when copy_to_device returns).
+        // Resident inputs, once (complete when copy_to_device returns; a stop is honoured
+        // between its pieces, before any chunk ran: nothing of the caller's is written yet).
         for (std::size_t i = 0; i < nin; ++i)
             if (!spec.inputs[i].chunked && spec.inputs[i].copy) {
-                copy_to_device(static_cast<unsigned char*>(res->data()) + in_dev_off[i], spec.inputs[i].host, spec.inputs[i].bytes);
+                copy_to_device(static_cast<unsigned char*>(res->data()) + in_dev_off[i], spec.inputs[i].host,
+                               spec.inputs[i].bytes, nullptr, ctl);
                 stats.to_device_bytes += spec.inputs[i].bytes;
-                if (ctl) ctl->add_done(spec.inputs[i].bytes);
             }
         std::vector<void*> in_ptr(nin), out_ptr(nout);
         for (std::size_t c = 0; c < spec.chunks; ++c) {

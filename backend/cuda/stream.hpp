@@ -14,9 +14,10 @@
 //                   the reductions' partials, then an event.
 // Up to `slots` chunks are in flight, so the copies both ways and the kernels overlap. Resident
 // (broadcast) inputs are copied once before the first chunk. A stop request is honoured between
-// chunks: nothing more is queued, the chunks in flight finish (a kernel is never cut short),
-// and CancelledError is thrown. Any error waits for what was queued before it propagates; the
-// pipeline's buffers and streams stay usable for the next run.
+// the pieces of that copy and between chunks: nothing more is queued, the chunks in flight
+// finish (a kernel is never cut short), and CancelledError is thrown. Any error waits for what
+// was queued before it propagates; the pipeline's buffers and streams stay usable for the next
+// run.
 #pragma once
 
 #include "backend/call_control.hpp"

@@ -114,21 +114,6 @@ struct RuntimeOptions {
     static RuntimeOptions from_environment();
 };
 
-// What this machine offers jitexpr (for `jitexpr --version` and the REPL's :info). Loads the
-// CUDA driver if it can (as a runtime would), and never fails.
-struct SystemInfo {
-    bool cuda = false;               // a driver and a device are usable
-    std::string cuda_reason;         // why not, when !cuda
-    int driver_version = 0;          // the CUDA version the driver supports (13000: 13.0); 0: no driver
-    int nvrtc_version = 0;           // the CUDA toolkit's NVRTC that jitexpr uses (13000: 13.0)
-    bool nvjitlink = false;          // nvJitLink present (first-tier PTX kernels)
-    std::string device_name;         // device 0, when cuda
-    int cc_major = 0, cc_minor = 0;  // its compute capability
-    int sm_count = 0;
-    std::size_t device_memory = 0;   // bytes
-    unsigned hardware_threads = 0;   // what cpu_threads = 0 means
-};
-SystemInfo system_info();
 
 // Removes the temporary files of the saves (.npy) and disk-cache stores in progress in this
 // process. Async-signal-safe: for a signal handler that is about to end the process without
@@ -200,17 +185,33 @@ struct CudaLibraryInfo {
     int version = 0;      // major*1000 + minor*10 (13000), 0 when unknown
     std::string error;    // why it was not found or does not load, naming what was searched
 };
+struct CudaDeviceInfo {
+    std::string name;                // "NVIDIA H200"
+    int cc_major = 0, cc_minor = 0;  // compute capability
+    int sm_count = 0;
+    std::size_t memory = 0;          // bytes
+    std::string describe() const;    // "NVIDIA H200 (sm_90, 140 GB)"
+};
 struct CudaInfo {
-    bool available = false;            // a driver and a device: Backend::Auto evaluates on CUDA
-    std::string reason;                // why not, when !available
-    int driver_version = 0;            // e.g. 13000
-    std::vector<std::string> devices;  // "NVIDIA H200 (sm_90, 140 GB)"
+    bool available = false;               // a driver and a device: Backend::Auto evaluates on CUDA
+    std::string reason;                   // why not, when !available
+    int driver_version = 0;               // the CUDA version the driver supports (13000: 13.0); 0: no driver
+    std::vector<CudaDeviceInfo> devices;  // by ordinal; empty when !available
     CudaLibraryInfo nvrtc, nvjitlink;
 };
 // Looks without side effects unless `load_compilers`: then NVRTC and nvJitLink are loaded now
 // (otherwise a process loads them only when it compiles a kernel) so that `loaded` and `error`
-// say whether they work.
+// say whether they work. Loads the CUDA driver if it can (as a runtime would). Never fails.
 CudaInfo cuda_info(bool load_compilers = false);
+
+// What this machine offers jitexpr, for `jitexpr --version` and the REPL's :info: the CPU's
+// threads and, as one member, everything of CUDA (cuda_info(), compilers not loaded). The one
+// place for CUDA facts is CudaInfo; this does not repeat them.
+struct SystemInfo {
+    unsigned hardware_threads = 0;  // what cpu_threads = 0 means
+    CudaInfo cuda;
+};
+SystemInfo system_info();
 
 class Runtime {
 public:

@@ -1352,7 +1352,7 @@ nb::dict cuda_info(bool load) {
                                                       std::to_string(i.driver_version % 1000 / 10)).c_str())
                                            : nb::str("");
     nb::list devs;
-    for (const auto& s : i.devices) devs.append(s);
+    for (const auto& dev : i.devices) devs.append(dev.describe());
     d["devices"] = devs;
     d["nvrtc"] = library_dict(i.nvrtc);
     d["nvjitlink"] = library_dict(i.nvjitlink);

@@ -353,4 +353,57 @@ TEST(StreamGpu, SixteenGiBOfInputsThroughAFourGiBDeviceLimit) {
     EXPECT_EQ(pc[n - 1], static_cast<float>((n - 1) % 4099) * 2.5f);
 }
 
+// A program that cannot stream is copied whole to the device and back; a stop is honoured between
+// the pieces of those copies too (issue 23: between chunks, never mid-write). The target is
+// written in place, so whenever the stop comes the caller's array keeps its old values.
+TEST(StreamGpu, AStopDuringTheWholeCopyLeavesTheHostArrayUntouched) {
+    SKIP_WITHOUT_GPU();
+    const std::int64_t n = std::int64_t{1} << 30;  // 4 GiB of float32: the copy in takes over 100 ms
+    if (available_host_memory() < (std::uint64_t{8} << 30))
+        GTEST_SKIP() << "needs 8 GiB of available host memory, " << (available_host_memory() >> 30) << " GiB here";
+    Runtime rt = gpu(std::size_t{16} << 30);
+    {
+        // Compiled first (and checked to be copied whole), so that the stop below falls in a copy.
+        Timing t;
+        CallOptions o;
+        o.timing = &t;
+        Environment small{{"a", Arg(host_array<float>(4096, 20))}};
+        rt.run("a = a - mean(a)", small, o);
+        ASSERT_NE(t.placement.find("copied whole"), std::string::npos) << t.placement;
+    }
+    Array a = Array::empty(DType::Float32, {n}, Backend::Cpu);
+    parallel_fill(static_cast<float*>(a.data()), n, 1.0f);
+    // The poll runs at the first tick (the copy's first piece) and then about every 20 ms: the
+    // second poll asks for the stop, 20 ms into a copy of over 100 ms.
+    std::atomic<int> polls{0};
+    Clock::time_point asked{};
+    CallOptions o;
+    o.cancel.emplace([&] {
+        if (++polls < 2) return false;
+        if (asked == Clock::time_point{}) asked = Clock::now();
+        return true;
+    });
+    Environment env{{"a", Arg(a)}};
+    bool cancelled = false;
+    try {
+        rt.run("a = a - mean(a)", env, o);
+    } catch (const CancelledError& e) {
+        cancelled = true;
+        EXPECT_LT(std::chrono::duration<double>(Clock::now() - asked).count(), 1.0);
+        EXPECT_TRUE(e.partly_written().empty()) << e.what();
+    }
+    ASSERT_TRUE(cancelled);
+    EXPECT_EQ(env.at("a").array().data(), a.data());
+    const float* pa = static_cast<const float*>(a.data());
+    for (std::int64_t i = 0; i < n; i += 4093) ASSERT_EQ(pa[i], static_cast<float>(i % 4099)) << "element " << i;
+    EXPECT_EQ(pa[n - 1], static_cast<float>((n - 1) % 4099));
+    // Usable, and right: the same call without a stop.
+    o.cancel.reset();
+    rt.run("a = a - mean(a)", env, o);
+    double mean = 0;
+    for (std::int64_t k = 0; k < 4099; ++k) mean += static_cast<double>(k);
+    mean /= 4099;  // n is not a multiple of 4099: the mean is close to, not exactly, this
+    EXPECT_NEAR(pa[0], -mean, 1.0);
+}
+
 }  // namespace
