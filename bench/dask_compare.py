@@ -28,8 +28,9 @@ scheduler's to a worker every 5 ms), so a compute sent right after the release o
 one would wait out that interval, which no compute in isolation does. The median of ``--reps``.
 
 Each compute is also split into where its time went, from the scheduler's and the worker's own
-logs (same host, same clock): submit (client -> the scheduler has the graph), sched (-> it sends
-the first task to a worker), dispatch (-> the
+logs (same host, same clock): pack (the client's persist call: packing the graph), submit
+(client -> the scheduler receives the graph), sched (-> it sends the first task to a worker:
+deserialising, materialising and ordering the graph, transitions), dispatch (-> the
 worker has handled the first task's message), queue (-> the first task is handed to a thread),
 run (-> the worker has handled the last task's end; funcs: the task functions' own time, summed),
 report (-> the scheduler has the result), notify (-> ``wait`` returns), GPU tail (the worker
@@ -208,31 +209,41 @@ def _worker_log(keys, t0, gpu, dask_worker=None):
     if gpu and ran:
         # The GPU-done time of every task this worker ran in this compute (each noted after t0).
         plugin = dask_worker.plugins.get(GPU_DONE)
-        deadline = time.time() + 30
+        deadline = time.time() + 5
         while plugin is not None and time.time() < deadline:
-            done = [plugin.done.get(k, 0.0) for k in ran]
-            if min(done) >= t0:
-                out["gpu_done"] = max(done)
+            noted = [plugin.done.get(k, 0.0) for k in ran]
+            if min(noted) >= t0:
+                out["gpu_done"] = max(noted)
                 break
             time.sleep(0.001)
     return out
 
 
 def _scheduler_log(keys, results, t0, dask_scheduler=None):
-    first = dispatch = memory = None
+    """From the scheduler's transition log since ``t0``: when it received the graph (its
+    update-graph stimulus is named for that time), its first transition of the graph's tasks,
+    the first task sent to a worker, the last result in memory."""
+    received = first = dispatch = memory = None
     want, res = set(keys), set(results)
-    for key, start, finish, _recs, _stim, ts in dask_scheduler.story(*want):
+    for key, start, finish, _recs, stim, ts in dask_scheduler.story(*want):
         if ts < t0:
             continue
+        if isinstance(stim, str) and stim.startswith("update-graph-"):
+            try:
+                t = float(stim[len("update-graph-"):])
+                received = t if received is None else min(received, t)
+            except ValueError:
+                pass
         first = ts if first is None else min(first, ts)
         if finish == "processing":
             dispatch = ts if dispatch is None else min(dispatch, ts)
         if finish == "memory" and key in res:
             memory = ts if memory is None else max(memory, ts)
-    return {"first": first, "dispatch": dispatch, "memory": memory}
+    return {"received": received if received is not None else first, "first": first, "dispatch": dispatch,
+            "memory": memory}
 
 
-PHASES = ("submit", "schedule", "dispatch", "queue", "run", "functions", "report", "notify", "gpu_tail")
+PHASES = ("pack", "submit", "schedule", "dispatch", "queue", "run", "functions", "report", "notify", "gpu_tail")
 
 
 def prepare(x, inputs):
@@ -250,6 +261,7 @@ def once(client, prepared, settle, gpu):
     time.sleep(settle)
     t0 = time.time()
     f = client.persist(x, optimize_graph=False)
+    t_persist = time.time()
     wait(f)
     t_wait = time.time()
     results = list(_flat(f.__dask_keys__()))
@@ -258,7 +270,7 @@ def once(client, prepared, settle, gpu):
     release = [str(k) for k in results]
     del f
     _forgotten(client, release)
-    return _phases(t0, t_wait, s, w)
+    return _phases(t0, t_persist, t_wait, s, w)
 
 
 def summary(records):
@@ -279,7 +291,7 @@ def _flat(keys):
             yield k
 
 
-def _phases(t0, t_wait, s, ws):
+def _phases(t0, t_persist, t_wait, s, ws):
     """Seconds per phase of one compute from the client's, the scheduler's and the workers' times."""
     def pick(fn, field):
         v = [w[field] for w in ws if w[field] is not None]
@@ -292,15 +304,16 @@ def _phases(t0, t_wait, s, ws):
         return None if a is None or b is None else b - a
     return {
         "total": end - t0, "wait": t_wait - t0,
-        "submit": span(t0, s["first"]), "schedule": span(s["first"], s["dispatch"]), "dispatch": span(s["dispatch"], recv), "queue": span(recv, start),
+        "pack": t_persist - t0, "submit": span(t0, s["received"]), "schedule": span(s["received"], s["dispatch"]),
+        "dispatch": span(s["dispatch"], recv), "queue": span(recv, start),
         "run": span(start, stop), "functions": sum(w["functions"] for w in ws), "report": span(stop, s["memory"]),
         "notify": span(s["memory"], t_wait), "gpu_tail": span(stop, gpu_done),
-        "tasks": sum(w["tasks"] for w in ws),
+        "tasks": sum(w["tasks"] for w in ws), "gpu_done": gpu_done,
     }
 
 
 def phase_header():
-    return (f"{'':12s} {'ms:':>4s} {'total':>7s} {'wait':>7s} {'submit':>7s} {'sched':>7s} {'dispatch':>8s} {'queue':>7s} "
+    return (f"{'':12s} {'ms:':>4s} {'total':>7s} {'wait':>7s} {'pack':>6s} {'submit':>7s} {'sched':>7s} {'dispatch':>8s} {'queue':>7s} "
             f"{'run':>7s} {'funcs':>7s} {'report':>7s} {'notify':>7s} {'gpu tail':>8s} tasks")
 
 
@@ -308,7 +321,7 @@ def phase_line(label, m):
     def f(k, w=7):
         v = m.get(k)
         return f"{v * 1e3:{w}.2f}" if v is not None and v == v else f"{'-':>{w}s}"
-    return (f"{label:17s} {f('total')} {f('wait')} {f('submit')} {f('schedule')} {f('dispatch', 8)} {f('queue')} "
+    return (f"{label:17s} {f('total')} {f('wait')} {f('pack', 6)} {f('submit')} {f('schedule')} {f('dispatch', 8)} {f('queue')} "
             f"{f('run')} {f('functions')} {f('report')} {f('notify')} {f('gpu_tail', 8)} {m.get('tasks', 0):5d}")
 
 
@@ -429,7 +442,10 @@ def cluster_rows(client, a, b, single, gpu, args, out):
     n = 1 << args.log2n
     item = np.dtype(args.dtype).itemsize
     empty = prepare(empty_graph(a, b), (a, b))
-    once(client, empty, args.settle, gpu)
+    probe = once(client, empty, args.settle, gpu)
+    if gpu and probe["gpu_done"] is None:
+        out("# the GPU-done plugin gave no time: totals below are until wait() returned only")
+        gpu = False
     out(f"{'expression':12s} {'jx 1-proc':>10s} {'jx.dask':>10s} {'dask':>10s}   GB/s   jx.dask / jx 1-proc"
         f"   ceiling (1-proc + empty compute's latency)")
     rows, phase_rows, records = [], [], {}
@@ -481,18 +497,21 @@ def run_gpu(args, out):
     single = single_process(args, cupy, True)
     cupy.get_default_memory_pool().free_all_blocks()
 
-    cluster = LocalCUDACluster(n_workers=1, host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR,
-                               protocol="tcp")
+    cluster = LocalCUDACluster(n_workers=1, threads_per_worker=args.threads, host="127.0.0.1", dashboard_address=None,
+                               silence_logs=logging.ERROR, protocol="tcp")
     client = Client(cluster)
     try:
-        client.register_plugin(_gpu_done_plugin())
+        try:
+            client.register_plugin(_gpu_done_plugin())
+        except Exception as e:  # noqa: BLE001 - the benchmark still runs, timing wait() only
+            out(f"# the GPU-done plugin did not start ({type(e).__name__}: {e})")
         rng = da.random.default_rng(cupy.random.default_rng(20))
         a = rng.random(n, chunks=chunk, dtype=np.float64).astype(args.dtype).persist()
         b = rng.random(n, chunks=chunk, dtype=np.float64).astype(args.dtype).persist()
         wait([a, b])
         out(f"# dask_compare (GPU) {datetime.date.today()} on {platform.node()}; dask {dask.__version__}, "
             f"CuPy {cupy.__version__}, {cupy.cuda.runtime.getDeviceProperties(0)['name'].decode()}")
-        out(f"# LocalCUDACluster, 1 worker; n = 2^{args.log2n} {args.dtype} in 2^{args.log2chunk}-element CuPy chunks; "
+        out(f"# LocalCUDACluster, 1 worker x {args.threads} thread(s); n = 2^{args.log2n} {args.dtype} in 2^{args.log2chunk}-element CuPy chunks; "
             f"median of {args.reps}; inputs persisted; results persisted (persist + wait, until the GPU is done); "
             f"graph building excluded; {args.settle * 1e3:.0f} ms idle before each compute")
         records = cluster_rows(client, a, b, single, True, args, out)
@@ -547,6 +566,7 @@ def main():
     p.add_argument("--dtype", default="float64")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--reps", type=int, default=5)
+    p.add_argument("--threads", type=int, default=1, help="GPU: threads of the worker (dask-cuda's default: 1)")
     p.add_argument("--settle", type=float, default=0.05,
                    help="seconds the cluster is left idle before each timed compute (GPU and --overhead)")
     p.add_argument("--out", help="also write the table to this file")
