@@ -82,13 +82,23 @@ if has python; then
     -e 'c = arange(4.0) * 2' > /dev/null; done 2>&1 | tee "$out/fresh-wall.txt"
 fi
 if has dask; then
-  (cd tests/python && timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
-     on_dask/test_dask_gpu.py on_dask/test_dask_array.py) > "$out/dask-tests.log" 2>&1
+  # jitexpr.dask on dask-cuda (issue 20): the GPU tests (a new worker with the bundle compiles
+  # nothing; CuPy results from CuPy's allocator), then the benchmark at 2^30 float64 in one chunk
+  # and in 8, each compute split into phases next to an empty compute of the same shape.
+  (cd tests/python && timeout 300 python3 -m pytest -q -rs -p no:cacheprovider \
+     on_dask/test_dask_gpu.py on_dask/test_dask_tasks.py on_dask/test_dask_array.py) > "$out/dask-tests.log" 2>&1
   tail -8 "$out/dask-tests.log"
   for c in 30 27; do
-    timeout 150 python3 bench/dask_compare.py --gpu --log2n 30 --log2chunk $c --dtype float64 \
-      --out "$out/dask-gpu-chunk$c.txt" > /dev/null 2>&1; cat "$out/dask-gpu-chunk$c.txt"
+    timeout 200 python3 bench/dask_compare.py --gpu --log2n 30 --log2chunk $c --dtype float64 \
+      --out "$out/dask-gpu-chunk$c.txt" --json "$out/dask-gpu-chunk$c.json" > "$out/dask-gpu-chunk$c.log" 2>&1 \
+      || { echo "dask_compare chunk 2^$c failed:"; tail -20 "$out/dask-gpu-chunk$c.log"; }
+    cat "$out/dask-gpu-chunk$c.txt" 2>/dev/null
   done
+  # 8 chunks with 4 worker threads: how much of the per-task cost overlaps
+  timeout 120 python3 bench/dask_compare.py --gpu --log2n 30 --log2chunk 27 --threads 4 --dtype float64 \
+    --out "$out/dask-gpu-chunk27-threads4.txt" > "$out/dask-gpu-chunk27-threads4.log" 2>&1 \
+    || { echo "dask_compare --threads 4 failed:"; tail -20 "$out/dask-gpu-chunk27-threads4.log"; }
+  cat "$out/dask-gpu-chunk27-threads4.txt" 2>/dev/null
 fi
 if has cancel; then
   timeout 120 build-gpu/tests/api/test_cancel_gpu > "$out/cancel-gpu.log" 2>&1; grep -E "after cancel|PASSED|FAILED|SKIPPED" "$out/cancel-gpu.log"

@@ -63,7 +63,7 @@ private:
 struct CacheStats {
     std::uint64_t hits = 0;         // evals that found a prepared program (no parse/check/emit)
     std::uint64_t misses = 0;       // evals that parsed, checked and prepared
-    std::uint64_t compiles = 0;     // NVRTC compiles (CUDA)
+    std::uint64_t compiles = 0;     // kernel images built (CUDA: NVRTC or nvJitLink, device functions too)
     double compile_ms = 0;          // total NVRTC time
     std::uint64_t disk_hits = 0;    // modules loaded from the disk cache
     std::uint64_t entries = 0;      // prepared programs held in memory

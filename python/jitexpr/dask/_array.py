@@ -160,7 +160,9 @@ def elementwise(text, values, *, outputs=None):
             return da.from_delayed(_delayed(_tasks.Program(text, names, sig), vals), shape=res.shape,
                                    dtype=res.dtype, meta=np.empty((0,) * out_ndim, dtype=res.dtype))
         args, names, sig = _block_args(params, values, out_ndim)
-        out = da.blockwise(_tasks.Program(text, names, sig), tuple(range(out_ndim)), *args, token="jitexpr",
+        dt = res.dtype.name if isinstance(res.dtype, np.dtype) else str(res.dtype)
+        task = _tasks.Program(text, names, sig, result=(dt, out_ndim))
+        out = da.blockwise(task, tuple(range(out_ndim)), *args, token="jitexpr",
                            dtype=res.dtype, meta=_meta_of([values[n] for n in params], out_ndim, res.dtype))
         _agree(out, res, text)
         return out

@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import _api
+from .. import _jitexpr as _core
 from .._errors import TypeError as JxTypeError
 
 # The largest int64: the "no index" of arg reductions (every real index is smaller).
@@ -29,42 +30,106 @@ def _xp(block):
     return np
 
 
-def _check_signature(names, signature, blocks):
+def _is_cupy(block):
+    return type(block).__module__.startswith("cupy")
+
+
+# dtype name -> the NumPy dtype (or the name, where NumPy does not know it): task objects are
+# unpickled for every task, so this is looked up rather than made again each time.
+_DTYPES: dict = {}
+
+
+def _dtype_of_name(name):
+    d = _DTYPES.get(name)
+    if d is None:
+        try:
+            d = np.dtype(name)
+        except TypeError:
+            d = name
+        _DTYPES[name] = d
+    return d
+
+
+def _wanted_dtypes(names, signature):
+    """The dtype each positional block must have (a NumPy dtype, or its name where NumPy does not
+    know it), None where nothing is checked."""
+    return tuple(None if signature.get(n) is None else _dtype_of_name(signature[n]) for n in names)
+
+
+def _check_dtypes(names, wanted, blocks):
     """The dtypes the graph was checked with must be the blocks' (a Dask meta that lied, or a
-    chunk function elsewhere that changed a dtype, would otherwise give silently other types)."""
-    for n, b in zip(names, blocks):
-        want = signature.get(n)
-        got = getattr(b, "dtype", None)
-        if want is None or got is None:
+    chunk function elsewhere that changed a dtype, would otherwise give silently other types).
+    Python scalars have no dtype and are not checked (their spec is their Python type)."""
+    for n, want, b in zip(names, wanted, blocks):
+        if want is None:
             continue
-        if np.dtype(got).name != want:
-            raise JxTypeError(f"a block of '{n}' has dtype {np.dtype(got).name}, but the graph was built for {want}")
+        got = getattr(b, "dtype", None)
+        if got is None or got == want:
+            continue
+        got_name = np.dtype(got).name
+        want_name = want.name if isinstance(want, np.dtype) else want
+        if got_name != want_name:
+            raise JxTypeError(f"a block of '{n}' has dtype {got_name}, but the graph was built for {want_name}")
+
+
+def _block_shape(blocks, ndim):
+    """The shape of the output block of ``blocks`` (Dask's blockwise: their broadcast, aligned by
+    trailing dimensions, padded to ``ndim``)."""
+    shapes = [b.shape for b in blocks if getattr(b, "ndim", 0)]
+    if not shapes:
+        return (1,) * ndim if ndim else ()
+    first = shapes[0]
+    if all(sh == first for sh in shapes):
+        full = tuple(first)
+    else:
+        full = tuple(np.broadcast_shapes(*shapes))
+    return (1,) * (ndim - len(full)) + full
 
 
 class Program:
     """``block -> jitexpr.evaluate(text)`` (``outputs`` None) or a tuple of the named outputs of
     ``jitexpr.run(text)``. ``names``: the parameter bound to each positional block; ``signature``:
-    {name: dtype name} the graph was checked with."""
+    {name: dtype name} the graph was checked with; ``result``: (dtype name, ndim) of the value,
+    from the checker, when the graph knows it.
 
-    __slots__ = ("text", "names", "signature", "outputs")
+    With CuPy blocks and a known ``result``, the value is written into an array from CuPy's
+    allocator (``cupy.empty``: CuPy's memory pool, or RMM where dask-cuda set it up), on CuPy's
+    current stream, so that a worker's results all come from the one pool the worker manages
+    (and reuse its freed blocks) rather than from a second pool of jitexpr's. Nothing here waits
+    for the device: the kernels are queued on that stream and later work on it is ordered after
+    them."""
 
-    def __init__(self, text, names, signature, outputs=None):
+    __slots__ = ("text", "names", "signature", "outputs", "result", "_wanted")
+
+    def __init__(self, text, names, signature, outputs=None, result=None):
         self.text = text
         self.names = tuple(names)
         self.signature = dict(signature)
         self.outputs = None if outputs is None else tuple(outputs)
+        self.result = None if result is None else (str(result[0]), int(result[1]))
+        self._wanted = _wanted_dtypes(self.names, self.signature)
 
     def __reduce__(self):
-        return (Program, (self.text, self.names, self.signature, self.outputs))
+        return (Program, (self.text, self.names, self.signature, self.outputs, self.result))
 
     def __repr__(self):
         return f"jitexpr.dask.Program({self.text!r})"
 
     def __call__(self, *blocks):
-        _check_signature(self.names, self.signature, blocks)
+        _check_dtypes(self.names, self._wanted, blocks)
+        # The names are exactly the program's parameters (and the constants it shadows), so the
+        # blocks are its environment as they are: no lookup in any frame.
         env = dict(zip(self.names, blocks))
         if self.outputs is None:
-            return _api.evaluate(self.text, env)
+            if self.result is not None and self.result[0] != "bfloat16":  # a dtype CuPy has
+                for b in blocks:
+                    if _is_cupy(b):
+                        import cupy
+                        dtype, ndim = self.result
+                        out = cupy.empty(_block_shape(blocks, ndim), dtype=dtype)
+                        _core.evaluate(self.text, env, out, None, None, None, False, None)
+                        return out
+            return _api._to_library(_core.evaluate(self.text, env, None, None, None, None, False, None))
         r = _api.run(self.text, env)
         return tuple(r[o] for o in self.outputs)
 
@@ -101,10 +166,6 @@ def _count(shape, axes):
     return math.prod(shape[a] for a in axes)
 
 
-def _full_shape(blocks):
-    return np.broadcast_shapes(*[getattr(b, "shape", ()) for b in blocks])
-
-
 def _real_dtype(d):
     return np.empty(0, dtype=d).real.dtype
 
@@ -119,11 +180,12 @@ class Chunk:
     ``argmin``/``argmax`` ({"v", "i"}: the extreme and the smallest global index holding it;
     ``index`` is how the global index is spelled over the extra index blocks)."""
 
-    __slots__ = ("kind", "text", "names", "signature", "axes", "ndim", "acc", "index", "nan")
+    __slots__ = ("kind", "text", "names", "signature", "axes", "ndim", "acc", "index", "nan", "_wanted")
 
     def __init__(self, kind, text, names, signature, axes, ndim, acc=None, index=None, nan=False):
         self.kind, self.text, self.names, self.signature = kind, text, tuple(names), dict(signature)
         self.axes, self.ndim, self.acc, self.index, self.nan = tuple(axes), ndim, acc, index, nan
+        self._wanted = _wanted_dtypes(self.names, self.signature)
 
     def __reduce__(self):
         return (Chunk, (self.kind, self.text, self.names, self.signature, self.axes, self.ndim, self.acc,
@@ -135,17 +197,16 @@ class Chunk:
     def __call__(self, *blocks):
         nblocks = len(self.names)
         values, extra = blocks[:nblocks], blocks[nblocks:]
-        _check_signature(self.names, self.signature, values)
+        _check_dtypes(self.names, self._wanted, values)
         env = dict(zip(self.names, values))
-        shape = _full_shape(values) if values else ()
         # Every input may lack trailing-aligned leading dimensions: the block's shape is the
         # broadcast of the inputs', padded to the operand's dimensions.
-        shape = (1,) * (self.ndim - len(shape)) + tuple(shape)
+        shape = _block_shape(values, self.ndim)
         axes, kind, x = self.axes, self.kind, f"({self.text})"
         if kind in ("sum", "prod", "min", "max", "any", "all"):
             v = _api.evaluate(reduce_text(kind, x, axes, self.ndim), env)
             return {"v": _keep(v, shape, axes)}
-        xp = _xp(values[0]) if values else np
+        xp = next((_xp(b) for b in values if _is_cupy(b)), np)
         ones = (1,) * self.ndim
         if kind == "mean":
             src = x if self.acc is None else f"{self.acc}{x}"

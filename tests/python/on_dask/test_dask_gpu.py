@@ -16,7 +16,7 @@ da = pytest.importorskip("dask.array")
 import jitexpr.dask as jxd  # noqa: E402
 from jitexpr.dask import bundle  # noqa: E402
 
-PROGRAMS = ["a * 2 + b", "where(a > 0.5, sin(a) * b + exp(-b), a * a - b)"]
+PROGRAMS = ["a * 2 + b", "((.25*a + .75)*a - 1.5)*a - 2", "where(a > 0.5, sin(a) * b + exp(-b), a * a - b)"]
 
 
 def cuda_cluster(**kw):
@@ -58,31 +58,88 @@ def test_cupy_chunks_run_on_the_gpu_and_come_back_as_cupy():
         cluster.close()
 
 
+def _workload(a, b):
+    """What the bundle is made for: the benchmark's programs and a few reductions."""
+    return ([jxd.evaluate(p, a=a, b=b).sum() for p in PROGRAMS] +
+            [jxd.sum("a * b", a=a, b=b), jxd.mean("a - b", a=a, b=b), jxd.std("a - b", a=a, b=b),
+             jxd.argmax("a", a=a)])
+
+
+def _compiler_state():
+    """In a worker: the CUDA runtime's statistics after every background compile has ended, and
+    whether jitexpr has loaded NVRTC or nvJitLink in this process (it loads them only to
+    compile)."""
+    rt = jx._jitexpr.default_runtime("cuda")
+    rt.wait_for_compiles()
+    c = jx.info()["cuda"]
+    return {**jx.stats("cuda"), "nvrtc_loaded": c["nvrtc"]["loaded"], "nvjitlink_loaded": c["nvjitlink"]["loaded"]}
+
+
 def test_a_new_worker_with_the_bundle_compiles_nothing(tmp_path, disk_cache_on):
     first = str(tmp_path / "first")
     cluster, client = cuda_cluster()
     try:
         client.register_plugin(jxd.WarmCache(cache_dir=first))
         a, b = inputs()
-        client.compute([jxd.evaluate(p, a=a, b=b).sum() for p in PROGRAMS] + [jxd.sum("a * b", a=a, b=b)], sync=True)
+        client.compute(_workload(a, b), sync=True)
         # the full kernels of a tiered compile reach the disk before the worker goes
-        client.run(lambda: __import__("jitexpr")._jitexpr.default_runtime("cuda").wait_for_compiles())
-        compiled = client.run(lambda: jx.stats("cuda")["compiles"])
-        assert all(v > 0 for v in compiled.values())
+        made = client.run(_compiler_state)
+        assert all(v["compiles"] > 0 and v["nvrtc_loaded"] for v in made.values()), made
     finally:
         client.close()
         cluster.close()
-    bundle.pack(first, tmp_path / "kernels.jxb")
+    n = bundle.pack(first, tmp_path / "kernels.jxb")
+    assert n > 0
     cluster, client = cuda_cluster()
     try:
-        client.register_plugin(jxd.WarmCache(tmp_path / "kernels.jxb", cache_dir=str(tmp_path / "second")))
+        second = tmp_path / "second"
+        client.register_plugin(jxd.WarmCache(tmp_path / "kernels.jxb", cache_dir=str(second)))
+        reports = client.run(jxd._plugin.installed)
+        assert all(len(r[-1].installed) == n for r in reports.values()), reports
         a, b = inputs()
-        client.compute([jxd.evaluate(p, a=a, b=b).sum() for p in PROGRAMS] + [jxd.sum("a * b", a=a, b=b)], sync=True)
-        stats = client.run(lambda: jx.stats("cuda"))
-        for s in stats.values():
+        got = client.compute(_workload(a, b), sync=True)
+        state = client.run(_compiler_state)
+        for s in state.values():
+            # every kernel came from the bundle on disk: no image was built (NVRTC or nvJitLink,
+            # first tier or full), and neither compiler was ever loaded in the worker
             assert s["compiles"] == 0, s
             assert s["disk_hits"] > 0, s
-        assert any((tmp_path / "second").rglob("*.bin"))
+            assert not s["nvrtc_loaded"] and not s["nvjitlink_loaded"], s
+        # and it wrote no entry of its own next to the bundle's
+        assert {p.name for p in second.rglob("*.bin")} <= {p.name for p in (tmp_path / "first").rglob("*.bin")}
+        av, bv = client.compute([a, b], sync=True)
+        cupy.testing.assert_allclose(got[0], float(cupy.sum(av * 2 + bv)), rtol=1e-12)
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_cupy_block_result_comes_from_cupys_allocator_on_its_stream():
+    from jitexpr.dask import _tasks
+    p = _tasks.Program("a * 2 + b", ("a", "b"), {"a": "float64", "b": "float64"}, result=("float64", 2))
+    a = cupy.random.default_rng(1).random((256, 1))
+    b = cupy.random.default_rng(2).random(64)
+    pool = cupy.get_default_memory_pool()
+    cupy.cuda.Device().synchronize()  # the inputs are ready before another stream reads them
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        before = pool.used_bytes()
+        r = p(a, b)
+        assert isinstance(r, cupy.ndarray) and r.shape == (256, 64) and r.dtype == np.float64
+        assert isinstance(r.data.mem, cupy.cuda.memory.PooledMemory)  # CuPy's pool, not jitexpr's
+        assert pool.used_bytes() - before >= r.nbytes
+        want = a * 2 + b  # on the same stream: ordered after the task's kernel, no wait needed
+        cupy.testing.assert_array_equal(r, want)
+    stream.synchronize()
+
+
+def test_cupy_chunks_broadcast_and_integer_programs_give_cupys_results():
+    a = cupy.arange(48, dtype=cupy.int32).reshape(48, 1)
+    b = cupy.arange(20, dtype=cupy.int32)
+    da_a = da.from_array(a, chunks=(16, 1), asarray=False)
+    da_b = da.from_array(b, chunks=(8,), asarray=False)
+    x = jxd.evaluate("t = a * 3; t - b", a=da_a, b=da_b)
+    assert x.dtype == np.int32 and type(x._meta).__module__.startswith("cupy")
+    r = x.compute(scheduler="sync")
+    assert isinstance(r, cupy.ndarray)
+    cupy.testing.assert_array_equal(r, a * 3 - b)
