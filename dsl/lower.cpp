@@ -1,4 +1,5 @@
 #include "dsl/lower.hpp"
+#include "core/stack.hpp"
 
 #include "dsl/literal.hpp"
 #include "dsl/types.hpp"
@@ -817,8 +818,11 @@ std::vector<std::string> read_names(const syntax::Module& module, bool constants
 
 ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,
                   const BoundNames& bound_names) {
-    Lowerer l(text, lookup, bound_names);
-    return l.run(module);
+    // The lowering recurses once per nesting level: on a stack of known size (core/stack.hpp).
+    return core::with_stack(core::kFrontStackBytes, [&] {
+        Lowerer l(text, lookup, bound_names);
+        return l.run(module);
+    });
 }
 
 ir::Program lower(const syntax::Module& module, std::string_view text, const Lookup& lookup,

@@ -1,5 +1,6 @@
 // jitexpr — parse(): checks the bytes, splits statements, runs the X3 expression grammar
 // (instantiated here) and converts its tree into the plain jit::syntax tree with byte spans.
+#include "core/stack.hpp"
 #include "dsl/parse_grammar_def.hpp"
 #include "dsl/syntax.hpp"
 
@@ -482,7 +483,17 @@ bool is_variable_name(std::string_view name) {
     return !grammar::is_keyword(name);
 }
 
+namespace {
+Module parse_here(std::string_view text);
+}  // namespace
+
+// The grammar recurses once per nesting level: on a stack of known size, whatever the caller's.
 Module parse(std::string_view text) {
+    return core::with_stack(core::kFrontStackBytes, [&] { return parse_here(text); });
+}
+
+namespace {
+Module parse_here(std::string_view text) {
     if (text.size() > kMaxTextBytes) {
         throw ParseError(fmt::format("program too large ({} bytes; at most {} are allowed)", text.size(), kMaxTextBytes),
                          std::string_view{}, SourceSpan{});
@@ -553,5 +564,6 @@ Module parse(std::string_view text) {
     }
     return module;
 }
+}  // namespace
 
 }  // namespace jit::syntax
