@@ -497,6 +497,30 @@ class Messages(Base):
         self.assertIn("type error: unary '+' is not supported for bool", r.stderr)
 
 
+
+# ---- item 13: a CPU run under an address-space limit
+
+def sanitized_binary():
+    """AddressSanitizer reserves terabytes of shadow memory, so no address-space limit applies."""
+    with open(JITEXPR, "rb") as f:
+        return b"__asan_init" in f.read()
+
+
+class AddressSpace(Base):
+    def test_cpu_run_starts_under_a_64_mib_address_space_limit(self):
+        # NVRTC and nvJitLink (hundreds of MiB of mappings) are opened only when CUDA compiles.
+        if sanitized_binary():
+            self.skipTest("an AddressSanitizer build cannot run under an address-space limit")
+        import resource
+
+        def limit():
+            resource.setrlimit(resource.RLIMIT_AS, (64 << 20, 64 << 20))
+
+        r = run(["--backend", "cpu", "-e", "x = arange(1000)", "-e", "sum(x * 2)"], preexec_fn=limit)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("999000", r.stdout)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         print(__doc__)
