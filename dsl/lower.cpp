@@ -726,7 +726,7 @@ private:
             xv = Val{cast(xv, promote_weak(dt(nv), xv.weak), e.operands.at(0)->span), Weak::None};
         }
         const Typed t = rule(Op::Ldexp, dt(xv), e.span);
-        const std::int32_t a = cast(xv, t.operand, e.span), b = cast(nv, t.operand, e.span);
+        const ir::NodeId a = cast(xv, t.operand, e.span), b = cast(nv, t.operand, e.span);
         Shape s = broadcast(node(a).shape, node(b).shape, e.span);
         return Val{op_node(Op::Ldexp, t.result, std::move(s), {a, b}, e.span), Weak::None};
     }
