@@ -86,7 +86,7 @@ CheckedProgram check(std::string_view text, const Specs& names) {
         const ir::Node& n = p.node(p.result);
         std::string name;
         const syntax::Statement& last = module.statements.back();
-        if (!last.target.empty()) name = last.target;
+        if (!last.target.empty()) name = last.more_targets.empty() ? last.target : last.more_targets.back().name;
         out.result = CheckedValue{name, n.dtype, n.shape};
     }
     return out;
@@ -102,6 +102,7 @@ Outline outline(std::string_view text) {
         o.span = st.span;
         o.target_span = st.target_span;
         o.value_span = st.value ? st.value->span : st.span;
+        for (const syntax::Target& t : st.more_targets) o.more_targets.push_back(t.name);
         out.statements.push_back(std::move(o));
         if (st.value) collect(*st.value, static_cast<int>(s), out.reductions);
     }

@@ -16,6 +16,7 @@ const std::vector<FunctionInfo>& functions() {
             FunctionInfo f;
             f.kind = i.kind == ir::OpKind::Operator   ? FunctionInfo::Kind::Operator
                      : i.kind == ir::OpKind::Function ? FunctionInfo::Kind::Function
+                     : i.kind == ir::OpKind::Result   ? FunctionInfo::Kind::Result
                                                       : FunctionInfo::Kind::Reduction;
             f.id = std::string(i.id);
             for (std::string_view names = i.names; !names.empty();) {
@@ -115,6 +116,7 @@ Module parse(std::string_view text) {
         Statement st;
         st.target = s.target;
         st.target_span = s.target_span;
+        for (const auto& t : s.more_targets) st.more_targets.push_back(Target{t.name, t.span});
         st.value = s.value ? copy(*s.value) : nullptr;
         st.span = s.span;
         out.statements.push_back(std::move(st));

@@ -319,6 +319,10 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
     for (std::size_t j = 0; j < outline.statements.size(); ++j) {
         const OutlineStatement& st = outline.statements[j];
         const std::string stmt(text.substr(st.span.begin, st.span.end - st.span.begin));
+        need(st.more_targets.empty(),
+             fmt::format("'{}' assigns several names; sharded evaluation takes one name a statement (assign the "
+                         "results of the function in statements of their own)",
+                         stmt));
         StatementPlan plan;
         plan.name = st.target;
         if (plan.name.empty() && j + 1 != outline.statements.size()) continue;  // a bare value that is dropped

@@ -376,6 +376,10 @@ std::string StageEmitter::node_line(ir::NodeId n) {
                     e = "jx::nextafter_f16(";
                 else if (node.op == ir::Op::Nextafter && node.dtype == DType::BFloat16)
                     e = "jx::nextafter_bf16(";
+                else if (node.op == ir::Op::Spacing && node.dtype == DType::Float16)
+                    e = "jx::spacing_f16(";
+                else if (node.op == ir::Op::Spacing && node.dtype == DType::BFloat16)
+                    e = "jx::spacing_bf16(";
                 else
                     e = fmt::format("jx::op::{}(", op_id(node.op));
                 for (int k = 0; k < node.nargs; ++k) e += (k ? ", " : "") + arg(k);

@@ -97,7 +97,8 @@ std::string render_caret(std::string_view text, SourceSpan span) {
     std::size_t begin = std::min<std::size_t>(span.begin, n);
     std::size_t end = std::max<std::size_t>(std::min<std::size_t>(span.end, n), begin);
     // The line holding `begin`.
-    std::size_t line_start = text.rfind('\n', begin == 0 ? std::string_view::npos : begin - 1);
+    // (At offset 0 it is the first line: rfind from npos would find the text's last newline.)
+    std::size_t line_start = begin == 0 ? std::string_view::npos : text.rfind('\n', begin - 1);
     line_start = (line_start == std::string_view::npos) ? 0 : line_start + 1;
     if (begin > 0 && begin == n && n > 0 && text[n - 1] == '\n') {  // caret after a final newline
         line_start = n;

@@ -263,6 +263,11 @@ std::string_view rule_text(Rule r) {
         case Rule::MeanReduce: return "bool and integers give float64";
         case Rule::MakeComplex: return "the complex of the promoted real dtype (float16, float32 give complex64, others complex128); not complex";
         case Rule::AnyAll: return "gives bool";
+        case Rule::FloatPower: return "promoted, then float64 (complex128 for complex)";
+        case Rule::IntegerBinary: return "promoted; integers only";
+        case Rule::Ldexp: return "x1 as float functions; x2 bool or an integer int64 holds (a literal: int32)";
+        case Rule::BitCount: return "integers and bool; gives uint8";
+        case Rule::FrexpExponent: return "as float functions; gives int32";
     }
     return "";
 }
@@ -291,6 +296,21 @@ std::string op_reference_markdown() {
     for (const OpInfo& i : op_table())
         if (i.kind == OpKind::Function || (i.kind == OpKind::Operator && !i.names.empty()))
             r += fmt::format("| {} | {} | {} | {} |\n", names_text(i.names), i.arity, i.doc, rule_text(i.rule));
+    r += "\n### Functions of two results\n\nAssigned to as many names as they have results, in one statement: "
+         "`m, e = frexp(x)`, `q, r = divmod(a, b)`. Every result is computed in the same kernel; such a "
+         "function cannot stand where one value is expected.\n\n"
+         "| name | arguments | results, in order | dtypes |\n|---|---|---|---|\n";
+    for (std::size_t k = 0; k < op_table().size(); ++k) {
+        const OpInfo& i = op_table()[k];
+        if (i.kind != OpKind::Result || results_of(i.op).first != k) continue;
+        const Results res = results_of(i.op);
+        std::string docs, rules;
+        for (std::size_t j = res.first; j < res.first + res.count; ++j) {
+            docs += fmt::format("{}{}. {}", j == res.first ? "" : "; ", j - res.first + 1, op_table()[j].doc);
+            rules += fmt::format("{}{}. {}", j == res.first ? "" : "; ", j - res.first + 1, rule_text(op_table()[j].rule));
+        }
+        r += fmt::format("| {} | {} | {} | {} |\n", names_text(i.names), i.arity, docs, rules);
+    }
     r += "\n### Reductions\n\n`f(x)` reduces every element to a 0-d result; `f(x, axis=k)` reduces axis `k` "
          "(negative counts from the end).\n\n| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())

@@ -585,6 +585,13 @@ private:
     }
 
     Val call(const Expr& e) {
+        std::vector<Val> one = call(e, nullptr);
+        return one.front();
+    }
+
+    // A call. With `several` null the call must give one value (a function of several results
+    // is a TypeError); otherwise it must be a function of several, whose results are returned.
+    std::vector<Val> call(const Expr& e, const syntax::Statement* several) {
         const std::string& fname = e.text;
         const std::size_t nargs = e.operands.size();
         // dtype casts: float32(x), int64(x), bool(x), ...; complex(re, im) with two arguments
@@ -596,9 +603,10 @@ private:
             if (locals_.count(fname) == 0 && !(lookup_ && lookup_(fname))) {
                 // A literal must fit an integer dtype it is cast to (np.uint8(300) is an error);
                 // arrays and host scalars convert with NumPy's casting.
+                if (several) not_several(*several);
                 const Val a = expr(*e.operands[0]);
                 const bool literal_int = a.weak == Weak::Int && node(a.node).kind == NodeKind::Const;
-                return Val{cast(Val{a.node, literal_int ? Weak::Int : Weak::None}, *t, e.span), Weak::None};
+                return {Val{cast(Val{a.node, literal_int ? Weak::Int : Weak::None}, *t, e.span), Weak::None}};
             }
         }
         const auto& candidates = functions_named(fname);
@@ -620,6 +628,19 @@ private:
                                         arities == "1" ? "" : "s", nargs),
                             text_, e.span);
         }
+        if (fn->kind == OpKind::Result && !several) {
+            const ir::Results res = ir::results_of(fn->op);
+            type_error(fmt::format("{}() gives {} values; assign them to {} names, as in '{}'", fname, res.count,
+                                   res.count, several_example(e, res.count)),
+                       e.span);
+        }
+        if (several) {
+            if (fn->kind != OpKind::Result) not_several(*several);
+            const std::size_t want = ir::results_of(fn->op).count, have = several->more_targets.size() + 1;
+            if (want != have)
+                type_error(fmt::format("{}() gives {} values, but {} names are assigned", fname, want, have),
+                           SourceSpan{several->target_span.begin, several->more_targets.back().span.end});
+        }
         // Keywords: only axis=, only on reductions.
         std::optional<std::int64_t> axis;
         SourceSpan axis_span{};
@@ -635,17 +656,29 @@ private:
         args.reserve(nargs);
         for (const auto& a : e.operands) args.push_back(expr(*a));
 
-        if (fn->kind == OpKind::Reduction) return reduce(fn->op, strong(args[0]), axis, axis_span, e.span);
+        if (fn->kind == OpKind::Reduction) return {reduce(fn->op, strong(args[0]), axis, axis_span, e.span)};
         // A ufunc of Python scalars alone makes each an array of its default dtype first
         // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
         if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) && fn->op != Op::Where)
             for (Val& a : args) a = strong(a);
+        if (fn->kind == OpKind::Result) {
+            // Each result is an op of its own over the same operand nodes: one kernel computes them all.
+            const ir::Results res = ir::results_of(fn->op);
+            std::vector<Val> out;
+            for (std::size_t k = res.first; k < res.first + res.count; ++k) {
+                const Op op = ir::op_table()[k].op;
+                out.push_back(fn->arity == 1 ? unary(op, strong(args[0]), e.span)
+                                             : Val{binary(op, args[0], args[1], e.span).node, Weak::None});
+            }
+            return out;
+        }
+        if (ir::info(fn->op).rule == ir::Rule::Ldexp) return {ldexp(args[0], args[1], e)};
         switch (fn->arity) {
-            case 1: return unary(fn->op, strong(args[0]), e.span);
-            case 2: return Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None};  // power(): typed
+            case 1: return {unary(fn->op, strong(args[0]), e.span)};
+            case 2: return {Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None}};  // power(): typed
             default: break;
         }
-        if (fn->op == Op::Where) return where(args[0], args[1], args[2], e.span);
+        if (fn->op == Op::Where) return {where(args[0], args[1], args[2], e.span)};
         // clip(x, lo, hi)
         Weak weak = Weak::None;
         const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);
@@ -653,7 +686,50 @@ private:
         const ir::NodeId x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
                            hi = cast(args[2], t.operand, e.span);
         Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
-        return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None};  // a ufunc: typed
+        return {Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None}};  // a ufunc: typed
+    }
+
+    // `a, b = f(<the call's own arguments>)`, for a message.
+    std::string several_example(const Expr& call, std::size_t results) const {
+        static constexpr std::string_view kNames[] = {"a", "b", "c", "d"};
+        std::string names;
+        for (std::size_t k = 0; k < results; ++k)
+            names += fmt::format("{}{}", k ? ", " : "", k < 4 ? std::string(kNames[k]) : fmt::format("r{}", k));
+        const std::string_view args = text_.substr(call.name_span.end, call.span.end - call.name_span.end);
+        return fmt::format("{} = {}{}", names, call.text, args);
+    }
+
+    [[noreturn]] void not_several(const syntax::Statement& st) const {
+        type_error(fmt::format("{} names are assigned one value; only a function of several results (divmod, frexp, "
+                               "modf) can be assigned to several names",
+                               st.more_targets.size() + 1),
+                   st.value->span);
+    }
+
+    // ldexp(x1, x2): NumPy's loops take a float x1 and an int32 or int64 x2, so x2 is not
+    // promoted with x1: it must be bool or an integer int64 holds (a Python integer one int32
+    // holds), and a Python number x1 takes x2's dtype first (ldexp(3, i8) is float16).
+    Val ldexp(const Val& x, const Val& n, const Expr& e) {
+        const SourceSpan n_span = e.operands.at(1)->span;
+        Val xv = x, nv = n;
+        if (nv.weak != Weak::None) {
+            if (nv.weak != Weak::Int && nv.weak != Weak::Bool)
+                type_error(fmt::format("ldexp() takes an integer exponent, not a Python {}",
+                                       nv.weak == Weak::Float ? "float" : "complex"),
+                           n_span);
+            if (nv.weak == Weak::Int) nv = Val{cast(nv, DType::Int32, n_span), Weak::None};
+            else nv = Val{cast(nv, DType::Bool, n_span), Weak::None};
+        } else if (!(is_integer(dt(nv)) || is_bool(dt(nv))) || dt(nv) == DType::UInt64) {
+            type_error(fmt::format("ldexp() takes an integer exponent that int64 holds, not {}", dtype_name(dt(nv))), n_span);
+        }
+        if (xv.weak != Weak::None) {
+            if (xv.weak == Weak::Complex) type_error("ldexp() is not supported for complex", e.operands.at(0)->span);
+            xv = Val{cast(xv, promote_weak(dt(nv), xv.weak), e.operands.at(0)->span), Weak::None};
+        }
+        const Typed t = rule(Op::Ldexp, dt(xv), e.span);
+        const ir::NodeId a = cast(xv, t.operand, e.span), b = cast(nv, t.operand, e.span);
+        Shape s = broadcast(node(a).shape, node(b).shape, e.span);
+        return Val{op_node(Op::Ldexp, t.result, std::move(s), {a, b}, e.span), Weak::None};
     }
 
     std::int64_t constant_int(const Expr& e) const {
@@ -700,6 +776,16 @@ private:
 
     // ---- statements
     void statement(const syntax::Statement& st, bool last) {
+        if (!st.more_targets.empty()) {
+            // `m, e = frexp(x)`: the results of one call, to the names in order.
+            if (st.value->kind != ExprKind::Call || folder_.is_literal(*st.value)) not_several(st);
+            const std::vector<Val> vals = call(*st.value, &st);
+            assign(st.target, st.target_span, vals.at(0), st, false);
+            for (std::size_t k = 0; k < st.more_targets.size(); ++k)
+                assign(st.more_targets[k].name, st.more_targets[k].span, vals.at(k + 1), st,
+                       last && k + 1 == st.more_targets.size());
+            return;
+        }
         const Val v = expr(*st.value);
         if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
         if (st.target.empty()) {
@@ -713,32 +799,37 @@ private:
             }
             return;
         }
-        if (dtype_from_name(st.target) || !functions_named(st.target).empty()) {
+        assign(st.target, st.target_span, v, st, last);
+    }
+
+    // Assigns v to `target` (one of the statement's targets).
+    void assign(const std::string& target, SourceSpan target_span, const Val& v, const syntax::Statement& st, bool last) {
+        if (dtype_from_name(target) || !functions_named(target).empty()) {
             // Allowed (a variable may shadow a function name only as a variable), but warn by error:
             // calling it later would be ambiguous. Keep it simple: forbid.
-            throw NameError(fmt::format("cannot assign to '{}': it is a function name", st.target), text_, st.target_span);
+            throw NameError(fmt::format("cannot assign to '{}': it is a function name", target), text_, target_span);
         }
         ir::NodeId n = v.node;
         std::int32_t alias = -1;
-        const Binding* bound = (lookup_ && !locals_.count(st.target)) ? lookup_(st.target) : nullptr;
-        if (!bound && locals_.count(st.target) && alias_of_.count(st.target)) bound = alias_binding_.at(st.target);
+        const Binding* bound = (lookup_ && !locals_.count(target)) ? lookup_(target) : nullptr;
+        if (!bound && locals_.count(target) && alias_of_.count(target)) bound = alias_binding_.at(target);
         if (bound && bound->kind == Binding::Kind::Array) {
             // Written in place: the value must fit the array's dtype (same kind) and shape.
             if (!can_cast_same_kind(dt(v), bound->dtype))
                 throw TypeError(fmt::format("cannot store a {} value in '{}' ({} {}) in place; cast it with {}(...)",
-                                            dtype_name(dt(v)), st.target, dtype_name(bound->dtype),
+                                            dtype_name(dt(v)), target, dtype_name(bound->dtype),
                                             shape_to_string(bound->shape), dtype_name(bound->dtype)),
                                 text_, st.value->span);
             const Shape bs = broadcast(shape(v), bound->shape, st.value->span);
             if (bs != bound->shape)
                 throw ShapeError(fmt::format("cannot store a value of shape {} in '{}' of shape {}",
-                                             shape_to_string(shape(v)), st.target, shape_to_string(bound->shape)),
+                                             shape_to_string(shape(v)), target, shape_to_string(bound->shape)),
                                  text_, st.value->span);
             n = cast(Val{n, v.weak}, bound->dtype, st.value->span);
             // The input slot of the array (created if the program never reads it).
-            alias = input_slot_for(st.target, *bound);
-            alias_of_[st.target] = alias;
-            alias_binding_[st.target] = bound;
+            alias = input_slot_for(target, *bound);
+            alias_of_[target] = alias;
+            alias_binding_[target] = bound;
             if (node(n).shape != bound->shape || node(n).kind == NodeKind::Input || node(n).kind == NodeKind::Scalar ||
                 output_nodes_.count(n))
                 n = fresh(n, bound->shape, st.span);
@@ -748,15 +839,15 @@ private:
         }
         // A name assigned twice keeps only its last value as the output.
         std::erase_if(p_.outputs, [&](const ir::OutputDecl& o) {
-            if (o.name != st.target) return false;
+            if (o.name != target) return false;
             output_nodes_.erase(o.node);
             return true;
         });
-        p_.outputs.push_back(ir::OutputDecl{st.target, n, alias});
+        p_.outputs.push_back(ir::OutputDecl{target, n, alias});
         output_nodes_.insert(n);
         // An assigned name is an array, typed like a NumPy 0-d array even when its value was a
         // literal: `t = 2; i8 + t` is int64 in one program as in two statements of the REPL.
-        locals_[st.target] = Val{n, Weak::None};
+        locals_[target] = Val{n, Weak::None};
         if (last) p_.result = n;
     }
 
@@ -810,6 +901,7 @@ std::vector<std::string> read_names(const syntax::Module& module, bool constants
     for (const syntax::Statement& st : module.statements) {
         collect_parameters(*st.value, assigned, constants, out, seen);
         if (!st.target.empty()) assigned.insert(st.target);
+        for (const syntax::Target& t : st.more_targets) assigned.insert(t.name);
     }
     return out;
 }
@@ -844,8 +936,13 @@ std::optional<double> named_constant(std::string_view name) {
 
 std::vector<std::string> targets(const syntax::Module& module) {
     std::vector<std::string> out;
-    for (const syntax::Statement& st : module.statements)
-        if (!st.target.empty() && std::find(out.begin(), out.end(), st.target) == out.end()) out.push_back(st.target);
+    auto add = [&out](const std::string& t) {
+        if (!t.empty() && std::find(out.begin(), out.end(), t) == out.end()) out.push_back(t);
+    };
+    for (const syntax::Statement& st : module.statements) {
+        add(st.target);
+        for (const syntax::Target& t : st.more_targets) add(t.name);
+    }
     return out;
 }
 

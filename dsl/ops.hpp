@@ -10,13 +10,14 @@
 
 namespace jit::ir {
 
-enum class OpKind : std::uint8_t { Operator, Function, Reduction };
+// Result: one result of a function of several (`m, e = frexp(x)`; dsl/ops.def).
+enum class OpKind : std::uint8_t { Operator, Function, Reduction, Result };
 
 enum class Rule : std::uint8_t {
     Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
     Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
     PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll, MakeComplex
+    MeanReduce, AnyAll, MakeComplex, FloatPower, IntegerBinary, Ldexp, BitCount, FrexpExponent
 };
 
 // What a reduction does with its accumulated value.
@@ -67,6 +68,19 @@ constexpr std::string_view spelling(Op op) {
 inline constexpr int kPrefixPrec = 11;  // unary - + ~: on the operand of a power, below it
 inline constexpr int kPowerPrec = 12;   // **: right-assoc, its own list in the grammar
 
+// A function of several results (its OpKind::Result rows), by any of its rows.
+struct Results {
+    std::size_t first = 0, count = 0;  // rows first .. first + count - 1 of the table
+};
+constexpr Results results_of(Op op) {
+    std::size_t k = static_cast<std::size_t>(op);
+    if (kOpTable[k].kind != OpKind::Result) return {k, 1};
+    while (k > 0 && kOpTable[k - 1].kind == OpKind::Result && kOpTable[k - 1].names == kOpTable[k].names) --k;
+    std::size_t n = 1;
+    while (k + n < kNumOps && kOpTable[k + n].kind == OpKind::Result && kOpTable[k + n].names == kOpTable[k].names) ++n;
+    return {k, n};
+}
+
 // Operators as the grammar sees them.
 constexpr bool is_binary_operator(const OpInfo& i) { return i.kind == OpKind::Operator && i.arity == 2; }
 constexpr bool is_prefix_operator(const OpInfo& i) { return i.kind == OpKind::Operator && i.arity == 1; }
@@ -92,6 +106,16 @@ constexpr bool table_is_consistent() {
                     return false;
         } else if (!i.token.empty() || i.prec != 0 || i.names.empty()) {
             return false;
+        }
+        if (i.kind == OpKind::Result) {
+            // Adjacent to the other results of its function, which share its names and arity;
+            // no other op carries those names.
+            const bool first = k == 0 || kOpTable[k - 1].kind != OpKind::Result || kOpTable[k - 1].names != i.names;
+            const bool last = k + 1 == kNumOps || kOpTable[k + 1].kind != OpKind::Result || kOpTable[k + 1].names != i.names;
+            if (first && last) return false;  // a function of one result is a Function
+            if (!first && kOpTable[k - 1].arity != i.arity) return false;
+            for (std::size_t j = 0; j < kNumOps; ++j)
+                if (kOpTable[j].kind != OpKind::Result && kOpTable[j].names == i.names) return false;
         }
         if (i.kind == OpKind::Reduction) {
             const OpInfo& a = kOpTable[static_cast<std::size_t>(i.accumulate)];

@@ -528,22 +528,48 @@ Module parse_here(std::string_view text) {
 
         Statement stmt;
         const iterator_type begin = p;
-        // `name =` (but not `name ==`) makes an assignment.
+        // `name =` (but not `name ==`) makes an assignment; `name, name, ... =` one of several
+        // targets (a comma after a leading name can start nothing else).
         const iterator_type word_end = grammar::scan_word(p, last);
         if (word_end != p) {
             const iterator_type eq = grammar::skip_blanks(word_end, last, false);
-            if (eq != last && *eq == '=' && (eq + 1 == last || eq[1] != '=')) {
-                std::string_view word(p, static_cast<std::size_t>(word_end - p));
-                if (word == "True" || word == "False") fail(st, p, word_end, "cannot assign to a literal");
-                if (grammar::is_keyword(word)) fail(st, p, word_end, fmt::format("cannot assign to keyword '{}'", word));
-                if (word.size() > kMaxIdentifier) {
-                    fail(st, p, word_end,
-                         fmt::format("identifier too long ({} characters; at most {} are allowed)", word.size(),
-                                     kMaxIdentifier));
+            const bool several = eq != last && *eq == ',';
+            if (several || (eq != last && *eq == '=' && (eq + 1 == last || eq[1] != '='))) {
+                auto check_target = [&](iterator_type b, iterator_type e) {
+                    std::string_view word(b, static_cast<std::size_t>(e - b));
+                    if (word == "True" || word == "False") fail(st, b, e, "cannot assign to a literal");
+                    if (grammar::is_keyword(word)) fail(st, b, e, fmt::format("cannot assign to keyword '{}'", word));
+                    if (word.size() > kMaxIdentifier) {
+                        fail(st, b, e,
+                             fmt::format("identifier too long ({} characters; at most {} are allowed)", word.size(),
+                                         kMaxIdentifier));
+                    }
+                    return Target{std::string(word), {static_cast<std::uint32_t>(b - first), static_cast<std::uint32_t>(e - first)}};
+                };
+                Target t0 = check_target(p, word_end);
+                stmt.target = std::move(t0.name);
+                stmt.target_span = t0.span;
+                iterator_type q = eq;
+                while (q != last && *q == ',') {
+                    const iterator_type nb = grammar::skip_blanks(q + 1, last, false);
+                    const iterator_type ne = grammar::scan_word(nb, last);
+                    if (ne == nb) {
+                        if (nb == last || *nb == '\n' || *nb == ';' || *nb == '=')
+                            fail(st, q, q + 1, "a name must follow ',' in the targets of an assignment");
+                        fail(st, nb, nb + 1, "the targets of an assignment must be names");
+                    }
+                    if (stmt.more_targets.size() + 2 > kMaxTargets)
+                        fail(st, nb, ne, fmt::format("too many targets (at most {} are allowed)", kMaxTargets));
+                    stmt.more_targets.push_back(check_target(nb, ne));
+                    q = grammar::skip_blanks(ne, last, false);
                 }
-                stmt.target.assign(word);
-                stmt.target_span = {static_cast<std::uint32_t>(p - first), static_cast<std::uint32_t>(word_end - first)};
-                p = eq + 1;
+                if (q == last || *q != '=' || (q + 1 != last && q[1] == '=')) {
+                    const iterator_type tb = first + stmt.target_span.begin;
+                    fail(st, tb, first + stmt.more_targets.back().span.end,
+                         "several names must be assigned the results of a function, as in 'm, e = frexp(x)' "
+                         "(an expression cannot list values)");
+                }
+                p = q + 1;
             }
         }
 

@@ -167,6 +167,10 @@ JX_M1(erf, erf) JX_M1(erfc, erfc) JX_M1(tgamma, tgamma)
 JX_M1(fabs, fabs) JX_M1(ceil, ceil) JX_M1(floor, floor) JX_M1(rint, rint) JX_M1(trunc, trunc)
 JX_M2(atan2, atan2) JX_M2(hypot, hypot) JX_M2(copysign, copysign) JX_M2(nextafter, nextafter)
 JX_M2(fmod, fmod) JX_M2(pow, pow)
+JX_HD float ldexp(float x, int e) { return ::ldexpf(x, e); }
+JX_HD double ldexp(double x, int e) { return ::ldexp(x, e); }
+JX_HD float frexp(float x, int* e) { return ::frexpf(x, e); }
+JX_HD double frexp(double x, int* e) { return ::frexp(x, e); }
 JX_HD float fma(float x, float y, float z) { return ::fmaf(x, y, z); }
 JX_HD double fma(double x, double y, double z) { return ::fma(x, y, z); }
 #undef JX_M1
@@ -300,6 +304,18 @@ JX_HD float nextafter_bf16(float a, float b) {
     if ((h & 0x7fffu) == 0) return bf16_to_float((u16)(b > 0 ? 0x0001u : 0x8001u));
     bool up = (a < b) == ((h & 0x8000u) == 0);
     return bf16_to_float((u16)(up ? h + 1u : h - 1u));
+}
+// NumPy's spacing of a float16 steps towards +inf from every value (so spacing(-1) is +2**-11,
+// unlike float32/float64's -eps); inf and NaN give NaN, the largest finite value gives inf.
+JX_HD float spacing_f16(float x) {
+    if (m::isnan(x) || m::isinf(x)) return qnan<float>();
+    return nextafter_f16(x, inf<float>()) - x;
+}
+// bfloat16 (not NumPy's) steps away from zero as float32 does; +-0 gives the smallest subnormal.
+JX_HD float spacing_bf16(float x) {
+    if (m::isnan(x) || m::isinf(x)) return qnan<float>();
+    if (x == 0.0f) return bf16_to_float((u16)0x0001u);
+    return nextafter_bf16(x, x > 0.0f ? inf<float>() : -inf<float>()) - x;
 }
 
 // @section base
@@ -1137,6 +1153,96 @@ template <class T> JX_HD en<is_intb<T>::value, T> Clip(T x, T lo, T hi) {
 template <class T> JX_HD en<is_flt<T>::value, T> Clip(T x, T lo, T hi) {
     const T t = (x != x || x > lo) ? x : lo;
     return (t != t || t < hi) ? t : hi;
+}
+
+// ---- the rest of NumPy's numeric ufuncs (issue 16)
+// @section operators
+// @ops LogicalXor
+JX_HD bool LogicalXor(bool a, bool b) { return a != b; }
+
+// @section select
+// @ops Fmax Fmin
+// ---- fmax/fmin: a NaN operand gives way to the other; ties (+0, -0) give the first operand
+template <class T> JX_HD en<is_intb<T>::value, T> Fmax(T a, T b) { return a >= b ? a : b; }
+template <class T> JX_HD en<is_intb<T>::value, T> Fmin(T a, T b) { return a <= b ? a : b; }
+template <class T> JX_HD en<is_flt<T>::value, T> Fmax(T a, T b) { return (a >= b || b != b) ? a : b; }
+template <class T> JX_HD en<is_flt<T>::value, T> Fmin(T a, T b) { return (a <= b || b != b) ? a : b; }
+
+// @section power
+// @ops FloatPower
+// ---- float_power: operands arrive as float64 or complex128; power's own loops
+template <class T> JX_HD en<is_flt<T>::value, T> FloatPower(T a, T b) { return Pow(a, b); }
+template <class R> JX_HD cx<R> FloatPower(cx<R> a, cx<R> b) { return Pow(a, b); }
+
+// @section intdiv
+// @ops DivmodQuotient DivmodRemainder
+// ---- divmod: the two results of NumPy's divmod are its floor_divide and remainder
+template <class T> JX_HD en<is_intf<T>::value, T> DivmodQuotient(T a, T b) { return FloorDiv(a, b); }
+template <class T> JX_HD en<is_intf<T>::value, T> DivmodRemainder(T a, T b) { return Mod(a, b); }
+
+// @section intbits
+// @ops Gcd Lcm BitwiseCount
+// ---- gcd, lcm, bitwise_count: on the magnitude |x| as an unsigned integer of the same width
+// (so |INT_MIN| is 2**(bits-1)); a result of 2**(bits-1) wraps back to INT_MIN, as NumPy's.
+template <class T> JX_HD u64 magnitude(T a) {
+    const u64 v = int_traits<T>::is_signed ? (u64)(i64)a : (u64)a;
+    return (int_traits<T>::is_signed && a < T(0)) ? (u64)0 - v : v;
+}
+JX_HD u64 ugcd(u64 x, u64 y) {
+    while (x != 0) {
+        const u64 r = y % x;
+        y = x;
+        x = r;
+    }
+    return y;
+}
+template <class T> JX_HD en<is_int<T>::value, T> Gcd(T a, T b) { return (T)ugcd(magnitude(a), magnitude(b)); }
+template <class T> JX_HD en<is_int<T>::value, T> Lcm(T a, T b) {
+    const u64 g = ugcd(magnitude(a), magnitude(b));
+    if (g == 0) return T(0);
+    return (T)((magnitude(a) / g) * magnitude(b));  // wraps, modulo 2**bits, as NumPy's
+}
+JX_HD u8 popcount64(u64 v) {
+    v = v - ((v >> 1) & 0x5555555555555555ull);
+    v = (v & 0x3333333333333333ull) + ((v >> 2) & 0x3333333333333333ull);
+    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (u8)((v * 0x0101010101010101ull) >> 56);
+}
+template <class T> JX_HD en<is_int<T>::value, u8> BitwiseCount(T a) { return popcount64((u64)magnitude(a)); }
+
+// @section floatbits
+// @ops Fabs Spacing Ldexp FrexpMantissa FrexpExponent ModfFraction ModfIntegral
+// ---- real functions on a float's representation (float16/bfloat16 arrive as float; their
+// spacing steps in their own format: spacing_f16, spacing_bf16)
+template <class T> JX_HD en<is_flt<T>::value, T> Fabs(T a) { return m::fabs(a); }
+// NumPy's float32/float64 spacing: to the next float away from zero (+-0 give the smallest
+// subnormal, positive), inf and NaN give NaN, the largest finite value gives inf.
+template <class T> JX_HD en<is_flt<T>::value, T> Spacing(T x) {
+    if (m::isnan(x) || m::isinf(x)) return qnan<T>();
+    if (x == T(0)) return m::nextafter(T(0), T(1));
+    return m::nextafter(x, x > T(0) ? inf<T>() : -inf<T>()) - x;
+}
+// ldexp: the exponent arrives converted to T (exact for every exponent that does not already
+// overflow or underflow every value of T, and of the same sign beyond).
+template <class T> JX_HD en<is_flt<T>::value, T> Ldexp(T x, T n) {
+    const int e = n >= T(4096) ? 4096 : (n <= T(-4096) ? -4096 : (int)n);
+    return m::ldexp(x, e);
+}
+template <class T> JX_HD en<is_flt<T>::value, T> FrexpMantissa(T x) {
+    if (!m::isfinite(x) || x == T(0)) return x;
+    int e = 0;
+    return m::frexp(x, &e);
+}
+template <class T> JX_HD en<is_flt<T>::value, i32> FrexpExponent(T x) {
+    if (!m::isfinite(x) || x == T(0)) return 0;
+    int e = 0;
+    m::frexp(x, &e);
+    return (i32)e;
+}
+template <class T> JX_HD en<is_flt<T>::value, T> ModfIntegral(T x) { return m::trunc(x); }
+template <class T> JX_HD en<is_flt<T>::value, T> ModfFraction(T x) {
+    if (m::isinf(x)) return m::copysign(T(0), x);
+    return m::copysign(x - m::trunc(x), x);
 }
 
 // @section base

@@ -17,7 +17,8 @@
 //   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
 //                      and its right operand may carry a unary: a**-b)
 //   primary: number, name, True/False, call f(args, axis=k), ( expr )
-// Statements: [name =] expr, separated by ';' or newlines; '#' starts a comment to end of line.
+// Statements: [name [, name]* =] expr, separated by ';' or newlines; '#' starts a comment to end
+// of line. Several names take the results of a function of several (`m, e = frexp(x)`).
 #pragma once
 
 #include "dsl/ops.hpp"
@@ -69,9 +70,15 @@ struct Expr {
     std::vector<Keyword> keywords;   // Call only
 };
 
+struct Target {
+    std::string name;
+    SourceSpan span;
+};
+
 struct Statement {
-    std::string target;          // empty: a bare expression
+    std::string target;          // empty: a bare expression; else the first (or only) target
     SourceSpan target_span;
+    std::vector<Target> more_targets;  // `m, e = frexp(x)`: the targets after the first, in order
     ExprPtr value;
     SourceSpan span;             // the whole statement
 };
@@ -84,7 +91,8 @@ struct Module {
 inline constexpr int kMaxNesting = 200;            // parentheses/calls/unary nesting depth
 inline constexpr std::size_t kMaxTextBytes = 1 << 20;
 inline constexpr std::size_t kMaxIdentifier = 256;
-inline constexpr std::size_t kMaxIntegerDigits = 2000;  // an integer literal's digits (decimal or hex)
+inline constexpr std::size_t kMaxIntegerDigits = 2000;
+inline constexpr std::size_t kMaxTargets = 16;           // names in one assignment: a, b = f(x)  // an integer literal's digits (decimal or hex)
 
 // A UTF-8 byte-order mark: parse() skips one at the start of the text.
 inline constexpr std::string_view kBom = "\xEF\xBB\xBF";

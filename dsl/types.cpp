@@ -213,6 +213,22 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
             const DType c = is_float(p) && itemsize(p) <= 4 ? DType::Complex64 : DType::Complex128;
             return Typed{c, c};
         }
+        case Rule::FloatPower:
+            if (is_complex(p)) return Typed{DType::Complex128, DType::Complex128};
+            return Typed{DType::Float64, DType::Float64};
+        case Rule::IntegerBinary:
+            if (!is_integer(p)) return reject(what);
+            return Typed{p, p};
+        case Rule::Ldexp:
+            // The mantissa's dtype; lowering checks the exponent and casts it to this dtype.
+            if (is_complex(p)) return reject(what);
+            return Typed{float_for(p), float_for(p)};
+        case Rule::BitCount:
+            if (is_inexact(p)) return reject(what);
+            return Typed{is_bool(p) ? DType::Int8 : p, DType::UInt8};
+        case Rule::FrexpExponent:
+            if (is_complex(p)) return reject(what);
+            return Typed{float_for(p), DType::Int32};
     }
     return Typed{p, p};
 }

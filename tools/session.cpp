@@ -729,6 +729,11 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
         is_constructor(m.statements[0].value->text)) {
         const parsed::Statement& s = m.statements[0];
+        if (!s.more_targets.empty())
+            throw TypeError(fmt::format("{} names are assigned one value; only a function of several results (divmod, "
+                                        "frexp, modf) can be assigned to several names",
+                                        s.more_targets.size() + 1),
+                            full, span_of(off + s.value->span.begin, off + s.value->span.end));
         Array a = run_constructor(*s.value, cx);
         *bare = s.target.empty();
         if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));

@@ -68,6 +68,7 @@ inline constexpr int kFuseTempRight = 2;   // op2(y, t) rather than op2(t, y)
 enum class Red : std::uint8_t {
 #define JX_RED_Operator(Id)
 #define JX_RED_Function(Id)
+#define JX_RED_Result(Id) JX_RED_Function(Id)
 #define JX_RED_Reduction(Id) Id,
 #define JIT_OP(Id, Kind, ...) JX_RED_##Kind(Id)
 #include "dsl/ops.def"
@@ -90,6 +91,7 @@ constexpr Red red_of_op(ir::Op op) {
 }
 #undef JX_RED_Operator
 #undef JX_RED_Function
+#undef JX_RED_Result
 #undef JX_RED_Reduction
 // The kernels a reduction runs: its accumulator's (dsl/ops.def, Accumulate).
 constexpr Red red_slot(ir::Op op) { return red_of_op(ir::info(op).accumulate); }

@@ -60,6 +60,13 @@ FUNCS = {
     "arctan2": (2, "trans"), "hypot": (2, "trans"), "copysign": (2, "exact"), "nextafter": (2, "exact"),
     "fmod": (2, "exact"), "maximum": (2, "exact"), "minimum": (2, "exact"), "power": (2, "trans"),
     "clip": (3, "exact"),
+    # issue 16: the operators by their ufunc names and the rest of NumPy's numeric ufuncs
+    "add": (2, "exact"), "subtract": (2, "exact"), "multiply": (2, "exact"), "negative": (1, "exact"),
+    "less_equal": (2, "exact"), "not_equal": (2, "exact"), "bitwise_and": (2, "exact"),
+    "logical_and": (2, "exact"), "logical_xor": (2, "exact"), "logical_not": (1, "exact"),
+    "fmax": (2, "exact"), "fmin": (2, "exact"), "float_power": (2, "trans"), "gcd": (2, "exact"),
+    "lcm": (2, "exact"), "spacing": (1, "exact"), "bitwise_count": (1, "exact"), "fabs": (1, "exact"),
+    "ldexp": (2, "exact"),
 }
 NP_NAME = {"abs": "absolute", "conj": "conjugate"}
 COMPLEX_INEXACT = ("sqrt", "abs", "sign")
@@ -545,8 +552,13 @@ def call(name, args, ev):
     boolish = all(k == "bool" for k in kinds)
     # jitexpr's documented refusals where NumPy accepts
     if cplx and name in ("round", "rint", "ceil", "floor", "trunc", "exp2", "cbrt", "signbit", "maximum", "minimum",
-                         "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod"):
+                         "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod", "fmax", "fmin"):
         raise RefError("type")
+    if name in ("spacing", "ldexp", "gcd", "lcm", "bitwise_count", "fabs", "float_power") and \
+            any(k == "bfloat16" for k in kinds):
+        raise RefSkip()  # not NumPy's dtype: ml_dtypes' loops for these are its own
+    if name in ("ldexp", "spacing") and any(k == "float16" for k in kinds):
+        raise RefSkip()  # the reference's float16 carrier (float32) steps and rounds as float32
     if name == "sign" and boolish:
         raise RefError("type")
     if name == "reciprocal":
@@ -920,7 +932,7 @@ def as_float_view(dtype, data):
 def zero_sign_free(n):
     """Whether the expression holds a maximum or minimum, whose sign of an equal pair of zeros
     NumPy leaves to its SIMD loops (-0.0 or 0.0 by array length): zeros then compare equal."""
-    if (n[0] == "call" and n[1] in ("maximum", "minimum", "clip")) or (n[0] == "reduce" and n[1] in ("min", "max")):
+    if (n[0] == "call" and n[1] in ("maximum", "minimum", "clip", "fmax", "fmin")) or (n[0] == "reduce" and n[1] in ("min", "max")):
         return True
     return any(zero_sign_free(c) for c in children(n))
 

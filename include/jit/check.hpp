@@ -59,10 +59,11 @@ CheckedProgram check(std::string_view text, const Specs& names);
 
 // Where things are in the text (byte offsets), from the syntax alone.
 struct OutlineStatement {
-    std::string target;       // empty: a bare expression
+    std::string target;       // empty: a bare expression; else the first (or only) target
     SourceSpan span;          // the whole statement
     SourceSpan target_span;   // the target name
     SourceSpan value_span;    // the expression
+    std::vector<std::string> more_targets;  // `m, e = frexp(x)`: the targets after the first
 };
 struct OutlineReduction {
     std::string function;      // the first spelling in the op table: "sum", "prod", "min", "max", "mean", "any", "all"

@@ -15,10 +15,12 @@
 namespace jit {
 
 struct FunctionInfo {
-    enum class Kind : std::uint8_t { Operator, Function, Reduction };
+    // Result: one result of a function of several (`m, e = frexp(x)`); the function's entries
+    // are adjacent, one per result in the order of the targets, and share its names.
+    enum class Kind : std::uint8_t { Operator, Function, Reduction, Result };
     Kind kind = Kind::Function;
     std::string id;                  // "Arcsin"
-    std::vector<std::string> names;  // functions and reductions: "arcsin", "asin"; operators: empty
+    std::vector<std::string> names;  // "arcsin", "asin"; operators: their ufunc names ("add"), if any
     std::string token;               // operators: "+"; otherwise empty
     int arity = 0;
     std::string doc;
@@ -93,9 +95,15 @@ struct Expr {
     std::vector<Keyword> keywords;     // Call only
 };
 
+struct Target {
+    std::string name;
+    SourceSpan span;
+};
+
 struct Statement {
-    std::string target;  // empty: a bare expression
+    std::string target;  // empty: a bare expression; else the first (or only) target
     SourceSpan target_span;
+    std::vector<Target> more_targets;  // `m, e = frexp(x)`: the targets after the first
     ExprPtr value;
     SourceSpan span;     // the whole statement
 };

@@ -1532,6 +1532,7 @@ NB_MODULE(_jitexpr, m) {
         for (const jit::FunctionInfo& f : jit::functions()) {
             const char* kind = f.kind == jit::FunctionInfo::Kind::Operator   ? "operator"
                                : f.kind == jit::FunctionInfo::Kind::Function ? "function"
+                               : f.kind == jit::FunctionInfo::Kind::Result   ? "result"
                                                                              : "reduction";
             nb::list names;
             for (const auto& n : f.names) names.append(nb::str(n.c_str()));

@@ -65,6 +65,12 @@ BINARY = [
     ("Nextafter", np.nextafter, "float", EXACT), ("Hypot", np.hypot, "float", 1),
     ("Arctan2", np.arctan2, "float", TRANS), ("Logaddexp", np.logaddexp, "float", TRANS),
     ("Logaddexp2", np.logaddexp2, "float", TRANS), ("Heaviside", np.heaviside, "float", EXACT),
+    # issue 16: the rest of NumPy's numeric ufuncs (ties of fmax/fmin give the first operand, as
+    # NumPy's loops do for these scalars)
+    ("Fmax", np.fmax, "all", EXACT), ("Fmin", np.fmin, "all", EXACT), ("Gcd", np.gcd, "int", EXACT),
+    ("Lcm", np.lcm, "int", EXACT), ("FloatPower", np.float_power, "float64", TRANS),
+    ("DivmodQuotient", lambda a, b: np.divmod(a, b)[0], "real", EXACT),
+    ("DivmodRemainder", lambda a, b: np.divmod(a, b)[1], "real", EXACT),
 ]
 UNARY = [
     ("Neg", np.negative, "num", EXACT), ("Invert", np.invert, "intb", EXACT), ("Abs", np.absolute, "all", EXACT),
@@ -81,6 +87,14 @@ UNARY = [
     ("Log10", np.log10, "float", TRANS), ("Log2", np.log2, "float", TRANS), ("Exp", np.exp, "float", TRANS),
     ("Expm1", np.expm1, "float", TRANS), ("Exp2", np.exp2, "float", TRANS), ("Cbrt", np.cbrt, "float", TRANS),
     ("Deg2rad", np.deg2rad, "float", EXACT), ("Rad2deg", np.rad2deg, "float", EXACT),
+    ("Fabs", np.fabs, "float", EXACT), ("Spacing", np.spacing, "float", EXACT),
+    ("FrexpMantissa", lambda a: np.frexp(a)[0], "float", EXACT),
+    ("ModfFraction", lambda a: np.modf(a)[0], "float", EXACT), ("ModfIntegral", lambda a: np.modf(a)[1], "float", EXACT),
+]
+# Ops whose result dtype is not their operand's (emitted whatever the result dtype).
+OTHER_RESULT = [
+    ("FrexpExponent", lambda a: np.frexp(a)[1], "float", EXACT),
+    ("BitwiseCount", np.bitwise_count, "int", EXACT),
 ]
 
 
@@ -151,7 +165,7 @@ def make_complex(re, im, dt):
 
 
 def dtypes_for(kind):
-    return {"all": ["bool"] + INTS + FLOATS, "num": INTS + FLOATS, "real": INTS + FLOATS, "float": FLOATS,
+    return {"all": ["bool"] + INTS + FLOATS, "num": INTS + FLOATS, "float64": ["float64"], "real": INTS + FLOATS, "float": FLOATS,
             "int": INTS, "intb": ["bool"] + INTS}[kind]
 
 
@@ -198,6 +212,10 @@ def main():
                 if np.asarray(r).dtype != a.dtype and np.asarray(r).dtype != np.bool_:
                     continue
                 emit(op, dt, tol, [a], r)
+    for op, fn, kind, tol in OTHER_RESULT:
+        for dt in dtypes_for(kind):
+            for a in values(dt):
+                emit(op, dt, tol, [a], fn(a))
     for dt in COMPLEX:
         for op, fn in COMPLEX_UNARY:
             for a in complex_values(dt):

@@ -156,6 +156,7 @@ bool eval(const Case& c, std::string* got) {
     }
 #define JX_EVAL_Operator(Id, Arity) JX_EVAL(Id, Arity)
 #define JX_EVAL_Function(Id, Arity) JX_EVAL(Id, Arity)
+#define JX_EVAL_Result(Id, Arity) JX_EVAL_Function(Id, Arity)
 #define JX_EVAL_Reduction(Id, Arity)
 #define JX_EVAL(Id, Arity)                                                                     \
     if (c.op == #Id) {                                                                         \
@@ -204,6 +205,10 @@ bool evaluate(const Case& c, std::string* got) {
         // 16-bit operands carried as float step in their own format (see semantics.h).
         *got = bits_of(jx::nextafter_f16(reg_from_bits<float>(c.args[0], c.dtype), reg_from_bits<float>(c.args[1], c.dtype)),
                        c.rdtype);
+        return true;
+    }
+    if (c.op == "Spacing" && c.dtype == "float16" && c.args.size() == 1) {
+        *got = bits_of(jx::spacing_f16(reg_from_bits<float>(c.args[0], c.dtype)), c.rdtype);
         return true;
     }
     if (c.op == "Cast") {

@@ -45,6 +45,7 @@ using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::
 // One probe per element-wise op of ops.def: which argument lists jx::op::<Id> accepts.
 #define JX_PROBE_Operator(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
+#define JX_PROBE_Result(Id, Arity) JX_PROBE_Function(Id, Arity)
 #define JX_PROBE_Reduction(Id, Arity)
 #define JX_PROBE(Id, Arity)                                                                   \
     struct Probe_##Id {                                                                       \
@@ -122,6 +123,7 @@ std::string kernel_source(int* calls) {
     int count = 0;
 #define JX_EMIT_Operator(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
 #define JX_EMIT_Function(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
+#define JX_EMIT_Result(Id) JX_EMIT_Function(Id)
 #define JX_EMIT_Reduction(Id)
 #define JIT_OP(Id, Kind, ...) JX_EMIT_##Kind(Id)
 #include "dsl/ops.def"
@@ -150,6 +152,7 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
     int missing = 0;
 #define JX_CHECK_Operator(Id) JX_CHECK(Id)
 #define JX_CHECK_Function(Id) JX_CHECK(Id)
+#define JX_CHECK_Result(Id) JX_CHECK_Function(Id)
 #define JX_CHECK_Reduction(Id)
 #define JX_CHECK(Id)                                                                \
     if (src.find("jx::op::" #Id "(") == std::string::npos) {                        \

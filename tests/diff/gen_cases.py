@@ -316,6 +316,66 @@ p, q = np.nan_to_num(p, posinf=1, neginf=-1), np.nan_to_num(q, posinf=1, neginf=
 case("sum(p * q)", 64, {"p": p, "q": q}, lambda p, q: np.sum(p * q, dtype=np.float32))
 case("p - mean(p)", 64, {"p": p}, lambda p: p - np.mean(p))
 
+# ---- issue 16: the rest of NumPy's numeric ufuncs. The operators by their ufunc names; fmax/fmin,
+# float_power, gcd, lcm, ldexp, spacing, bitwise_count, fabs; divmod, frexp and modf (two results,
+# `q, r = divmod(a, b)`: each result is checked as the program's last value). Every dtype, with
+# NumPy's TypeError where it has no loop. (The comparison here takes -0.0 == 0.0, which is what
+# fmax/fmin's ties need: NumPy resolves them differently in different loops.)
+ALIAS_BIN = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "true_divide": np.true_divide,
+             "floor_divide": np.floor_divide, "remainder": np.remainder, "bitwise_and": np.bitwise_and,
+             "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor, "equal": np.equal, "not_equal": np.not_equal,
+             "less": np.less, "greater_equal": np.greater_equal, "logical_and": np.logical_and,
+             "logical_or": np.logical_or, "logical_xor": np.logical_xor}
+ALIAS_UN = {"negative": np.negative, "positive": np.positive, "invert": np.invert, "logical_not": np.logical_not}
+NEW_BIN = {"fmax": (np.fmax, 0), "fmin": (np.fmin, 0), "float_power": (np.float_power, 2), "gcd": (np.gcd, 0),
+           "lcm": (np.lcm, 0)}
+NEW_UN = {"spacing": np.spacing, "bitwise_count": np.bitwise_count, "fabs": np.fabs}
+ORDERED = {"less", "greater_equal", "fmax", "fmin"}  # jitexpr does not order complex numbers
+for dt in ALL:
+    cplx = np.dtype(dt).kind == "c"
+    for name, f in ALIAS_BIN.items():
+        if cplx and name in ORDERED:
+            continue
+        u = 4 if cplx and name in ("multiply", "true_divide") else 0
+        case(f"{name}(a, b)", u, {"a": values(dt), "b": values(dt)}, lambda a, b, f=f: f(a, b))
+    for name, f in ALIAS_UN.items():
+        case(f"{name}(a)", 0, {"a": values(dt)}, lambda a, f=f: f(a))
+    for name, (f, u) in NEW_BIN.items():
+        if cplx and name in ORDERED:
+            continue
+        case(f"{name}(a, b)", u, {"a": values(dt), "b": values(dt)}, lambda a, b, f=f: f(a, b))
+    for name, f in NEW_UN.items():
+        case(f"{name}(a)", 0, {"a": values(dt)}, lambda a, f=f: f(a))
+    a, b = values(dt), values(dt)
+    for k in (0, 1):
+        case(f"m, e = frexp(a); {'me'[k]}", 0, {"a": a}, lambda a, k=k: np.frexp(a)[k])
+        case(f"f, i = modf(a); {'fi'[k]}", 0, {"a": a}, lambda a, k=k: np.modf(a)[k])
+        case(f"q, r = divmod(a, b); {'qr'[k]}", 0, {"a": a, "b": b}, lambda a, b, k=k: np.divmod(a, b)[k])
+for x, y in [("int8", "uint8"), ("int16", "uint32"), ("uint64", "int64"), ("bool", "int8"), ("float16", "int8"),
+             ("float32", "int64"), ("float32", "float64")]:
+    for name, (f, u) in NEW_BIN.items():
+        case(f"{name}(a, b)", u, {"a": values(x), "b": values(y)}, lambda a, b, f=f: f(a, b))
+for dt in ["int8", "int64", "float16", "float32", "float64"]:
+    case("gcd(a, 6)", 0, {"a": values(dt)}, lambda a: np.gcd(a, 6))
+    case("fmax(a, nan)", 0, {"a": values(dt)}, lambda a: np.fmax(a, np.nan))
+    case("float_power(a, 2)", 2, {"a": values(dt)}, lambda a: np.float_power(a, 2))
+# ldexp: each mantissa dtype against each exponent dtype (NumPy's loops take int32/int64 exponents
+# only: uint64 and floats are a TypeError), exponents past the range saturate, a literal exponent
+# must fit int32
+for dx in ALL:
+    for de in ["bool"] + INTS + ["float32"]:
+        n = values(de)
+        if np.dtype(de).kind in "iu":
+            n = np.clip(n.astype(np.int64) % 400 - 200, -200, 200).astype(de) if de != "uint64" else n
+        case("ldexp(x, n)", 0, {"x": values(dx), "n": n}, lambda x, n: np.ldexp(x, n))
+for dt in FLOATS:
+    case("ldexp(x, n)", 0, {"x": values(dt), "n": np.array([-(2**40), -1100, -150, 150, 1100, 2**40] * 11)[:N]},
+         lambda x, n: np.ldexp(x, n))
+    case("ldexp(x, 3)", 0, {"x": values(dt)}, lambda x: np.ldexp(x, 3))
+case("ldexp(2.5, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(2.5, n))
+case("ldexp(3, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(3, n))
+case("ldexp(x, 2**40)", 0, {"x": values("float64")}, lambda x: np.ldexp(x, 2**40))  # ValueError (NumPy's OverflowError)
+
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"{len(lines)} cases in {OUT}")
