@@ -58,6 +58,22 @@ public:
     virtual PrepareInfo info() const { return {}; }
 };
 
+// What `explain` shows of one kernel a backend runs for a stage of a plan (Runtime::explain).
+// Every field is a short phrase for people; nothing here is compiled or loaded to find it.
+struct KernelReport {
+    int stage = 0;            // index into Schedule::stages
+    std::string name;         // CUDA: the generated kernel name; CPU: empty
+    std::string kind;         // "flat", "strided", "tiled", "reduce-all", "reduce-axis"; CPU: "blocks", "reduce blocks"
+    std::string index;        // index width: "32-bit", "64-bit", "32-bit when offsets fit, else 64-bit"
+    std::string vector;       // vector width: "4 x float32 (128-bit) when aligned", "none"
+    std::string tier;         // CUDA: "full", or what a tiered first run starts on; CPU: "-"
+    std::string cache;        // "memory", "disk", "not compiled"; CPU: "no compile (...)"
+    std::string detail;       // more, backend-specific (launch shape, instructions)
+    // CPU: the first stage of the group of stages run in one pass over memory with this one
+    // (each input is read from memory once per pass), or -1.
+    int pass = -1;
+};
+
 class BackendImpl {
 public:
     virtual ~BackendImpl() = default;
@@ -66,6 +82,9 @@ public:
     virtual dsl::Limits limits() const = 0;
     // `plan` was made by dsl::plan within limits(); the backend runs its schedule as it is.
     virtual std::shared_ptr<Prepared> prepare(const ir::Plan& plan, const PrepareOptions& options) = 0;
+    // The kernels prepare(plan, options) would make, one per stage, and whether each is compiled
+    // already (memory, disk) -- without compiling, loading or launching anything.
+    virtual std::vector<KernelReport> explain(const ir::Plan& plan, const PrepareOptions& options) const = 0;
 };
 
 }  // namespace jit::detail

@@ -76,6 +76,8 @@ struct LaunchPolicy {
     KernelKind kind = KernelKind::Flat;
     int block = 256;           // threads per block
     int vec = 1;               // Flat/Strided: elements per vector (1: no vector entries)
+    int index_bits = 64;       // Flat: the width of its indices (32 where every index fits); Strided and
+                               // Tiled have both entries (IndexEntry), reductions 64
     int ndim = 0;              // Layout: dims of the iteration space
     int layout_rows = 0;       // Layout: stride rows (one per array with layout_row >= 0)
     int tile = 0;              // Tiled: edge of the square tile of the last two axes

@@ -51,6 +51,7 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
     // shared between shapes.
     const std::int64_t count = shape_size(T);
     const bool index32 = 2 * (count + opt_.block) <= std::numeric_limits<std::int32_t>::max();
+    k.launch.index_bits = index32 ? 32 : 64;
     std::string params = array_params(true) + "const long long n" + (vec > 1 ? ", const int vectors" : "");
     std::string s = "// flat: contiguous or single-element arrays over one index\n";
     s += fmt::format("extern \"C\" __global__ void {} jx_flat({}) {{\n", launch_bounds(), params);

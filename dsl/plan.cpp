@@ -38,8 +38,11 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
     return r;
 }
 
-// In-place outputs: direct only when the stage writing it stores nothing else and no other
-// elementwise stage reads the array (reduction stages run before and are safe).
+// In-place outputs: direct only when no other elementwise stage reads the array (reduction
+// stages run before and are safe), and the stage writing it either stores nothing else or does
+// not read the array itself: a stage of several outputs may then write each into its array
+// (the analytics example's `speed = ...; tip_pct = ...` over existing columns: no fresh
+// arrays to fault in, no copy back).
 std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedule& s) {
     const auto reads = inputs_read_by_stage(p, s);
     std::vector<std::uint8_t> direct(p.outputs.size(), 0);
@@ -55,7 +58,8 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
         const bool reduce = st.kind == ir::Stage::Kind::Reduce;
         bool ok = p.inputs[alias].shape == p.node(od.node).shape &&
                   (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
-                          : st.stores.size() == 1 && p.inputs[alias].shape == st.shape);
+                          : (st.stores.size() == 1 || !reads[static_cast<std::size_t>(stage)][alias]) &&
+                                p.inputs[alias].shape == st.shape);
         for (std::size_t k = 0; k < s.stages.size() && ok; ++k)
             if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
                 (reduce || s.stages[k].kind == ir::Stage::Kind::Elementwise))

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <functional>
@@ -171,7 +172,7 @@ int run_mode(const CliOptions& o) {
     }
     for (const NameFile& l : o.loads) {
         ProgressStep step(progress);
-        session.env().insert_or_assign(l.name, Arg(load_npy(l.file, session.backend(), call)));
+        session.env().insert_or_assign(l.name, Arg(load_npy(l.file, Backend::Cpu, call)));
     }
 
     const bool interactive = o.exprs.empty() && !o.script && ::isatty(STDIN_FILENO);
@@ -206,6 +207,31 @@ int run_mode(const CliOptions& o) {
         ProgressStep step(progress);
         save_npy(o.saves[i].file, values[i], call);
     }
+    return kExitOk;
+}
+
+// `jitexpr explain`: the session's --loads and -e statements run, then the program is explained.
+int explain_mode(const CliOptions& o) {
+    const RuntimeOptions ro = runtime_options(o);
+    InterruptScope interrupt;
+    clear_interrupt();
+    Session session(ro);
+    CallOptions call;
+    call.cancel = interrupt_token();
+    session.set_call_options(call);
+    for (const NameFile& l : o.loads) session.env().insert_or_assign(l.name, Arg(load_npy(l.file, Backend::Cpu, call)));
+    for (const std::string& e : o.exprs) run_text(session, e, "-e");
+    ExplainOptions xo;
+    if (o.bandwidth) xo.bandwidth_gbs = *o.bandwidth;
+    std::string text;
+    try {
+        text = session.explain(*o.script, xo);
+    } catch (const InternalError&) {
+        throw;
+    } catch (const Error& e) {
+        throw OriginError(fmt::format("explain: {}", e.what()));
+    }
+    std::cout << text << std::flush;
     return kExitOk;
 }
 
@@ -264,6 +290,19 @@ std::size_t device_memory_value(const std::string& v) {
     } catch (const ArgumentError& e) {
         throw UsageError(e.what());
     }
+}
+
+double bandwidth_value(const std::string& v) {
+    std::size_t used = 0;
+    double g = 0;
+    try {
+        g = std::stod(v, &used);
+    } catch (const std::exception&) {
+        used = 0;
+    }
+    if (v.empty() || used != v.size() || !(g > 0) || !std::isfinite(g))
+        throw UsageError(fmt::format("--bandwidth takes a positive number of GB/s, such as 20 or 3350, not '{}'", v));
+    return g;
 }
 
 struct Spec {
@@ -337,6 +376,10 @@ const std::vector<Spec>& specs() {
          "CUDA, host data: the most device memory one streamed evaluation may use (e.g. 4GiB; 0: 80% of what is "
          "free). Larger inputs stream through it in chunks.",
          [](CliOptions& o, const std::string& v) { o.device_memory = device_memory_value(v); }},
+        {{"--bandwidth"}, "GBS", "",
+         "explain and :explain: time each stage's bytes at GBS GB/s instead of the backend's own figure (CUDA: a "
+         "device-to-device copy measured when asked; the CPU: its own throughput, measured once per machine).",
+         [](CliOptions& o, const std::string& v) { o.bandwidth = bandwidth_value(v); }},
         {{"--cpu-kernels"}, "KIND", "JITEXPR_CPU_KERNELS",
          "The CPU backend's block kernels: auto (AVX2 where the processor has it) or base (portable).",
          [](CliOptions& o, const std::string& v) { o.cpu_kernels = one_of(v, "--cpu-kernels", {"auto", "base"}); }},
@@ -381,6 +424,7 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent,
 
 const char* const kSynopsis[] = {
     "jitexpr [OPTION]... [-e STATEMENTS]... [SCRIPT | -]",
+    "jitexpr explain [OPTION]... [-e STATEMENTS]... PROGRAM",
     "jitexpr cache stats|clear|verify",
     "jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]",
     "jitexpr --help | --version",
@@ -390,7 +434,9 @@ const char* const kDescription =
     "Evaluates array statements such as \"c = a * 2 + b\" on the GPU (CUDA) or the CPU. With no -e and no SCRIPT, "
     "reads statements interactively when standard input is a terminal, else from standard input. --loads happen "
     "first, then every -e in order, then the script, then every --save. Options override the JITEXPR_* variables "
-    "named with them.";
+    "named with them. \"jitexpr explain PROGRAM\" runs the --loads and every -e, then prints what PROGRAM becomes "
+    "over those variables without running it: its names, dtypes and shapes, its stages and kernels, the bytes each "
+    "moves and the time that takes, the cache state of each kernel, and where host data would run.";
 
 const char* const kInterrupt =
     "Ctrl-C stops a running statement at its next safe point (between blocks on the CPU, between kernels on CUDA, "
@@ -437,9 +483,11 @@ const std::vector<CommandDoc>& repl_command_docs() {
         {":help", "The statements, constructors and commands."},
         {":vars", "Every variable: name, dtype, shape, backend, bytes."},
         {":source STMT", "The CUDA source generated for STMT with the current variables (none on the CPU backend)."},
+        {":explain STMT", "What STMT becomes with the current variables, without running it: names, dtypes and shapes, "
+                          "stages and kernels, bytes and time, cache states (as jitexpr explain)."},
         {":time STMT", "Runs STMT and prints the time of each stage and whether the caches hit."},
         {":cache", "The runtime's cache statistics."},
-        {":backend [B]", "The backend in use; with cpu or cuda, switches and moves every variable there."},
+        {":backend [B]", "The backend in use; with cpu or cuda, switches (variables stay in host memory: cuda streams them through the GPU)."},
         {":threads [N]", "The CPU backend's thread count; with N, a new runtime with N threads (0: every core)."},
         {":info", "Version, backend, threads, the CUDA driver, toolkit and device, or the full reason CUDA is not used."},
         {":quit", "Leaves (also :q, :exit, and Ctrl-D on an empty line)."},
@@ -478,7 +526,12 @@ CliOptions parse_args(const std::vector<std::string>& args) {
         return o;
     }
     bool options_done = false;
-    for (std::size_t i = 0; i < args.size(); ++i) {
+    std::size_t first = 0;
+    if (!args.empty() && args[0] == "explain") {
+        o.mode = CliOptions::Mode::Explain;
+        first = 1;
+    }
+    for (std::size_t i = first; i < args.size(); ++i) {
         const std::string& a = args[i];
         if (options_done || a == "-" || a.empty() || a[0] != '-') {
             if (o.script) throw UsageError(fmt::format("more than one script given ('{}' and '{}')", *o.script, a));
@@ -513,6 +566,10 @@ CliOptions parse_args(const std::vector<std::string>& args) {
             value = args[++i];
         }
         found->apply(o, value);
+    }
+    if (o.mode == CliOptions::Mode::Explain) {
+        if (!o.script) throw UsageError("use: jitexpr explain [OPTION]... [-e STATEMENTS]... PROGRAM (the program in quotes)");
+        if (!o.saves.empty()) throw UsageError("explain runs nothing it explains, so it saves nothing: --save is not for explain");
     }
     return o;
 }
@@ -624,6 +681,8 @@ std::string time_text(const StatementTime& t, Backend backend) {
                                 t.total_ms, x.cache_hit ? "hit" : "miss");
     // The CPU backend has no modules: only CUDA's module cache is worth a word.
     if (backend == Backend::Cuda && !x.cache_hit) s += fmt::format(", module cache {}", x.module_cache_hit ? "hit" : "miss");
+    // Host data on a CUDA runtime: where it ran and why (the cost model, the streamed chunks).
+    if (!x.placement.empty()) s += "; " + x.placement;
     return s;
 }
 
@@ -677,6 +736,8 @@ int main(int argc, char** argv) {
             }
             case CliOptions::Mode::Run:
                 return run_mode(o);
+            case CliOptions::Mode::Explain:
+                return explain_mode(o);
         }
     } catch (const CancelledError& e) {
         std::cerr << "jitexpr: " << interrupted_text(e) << (o.saves.empty() ? "" : "; nothing saved") << '\n';

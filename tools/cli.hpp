@@ -31,7 +31,7 @@ struct NameFile {
 inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C (SIGINT): 128 + 2, as shells report it
 
 struct CliOptions {
-    enum class Mode { Run, Help, Version, Cache, Precompile } mode = Mode::Run;
+    enum class Mode { Run, Help, Version, Cache, Precompile, Explain } mode = Mode::Run;
     std::optional<Backend> backend;   // --backend (else RuntimeOptions::from_environment())
     bool verbose = false;             // -v
     // Runtime options over the environment's (each also a JITEXPR_* variable).
@@ -46,6 +46,7 @@ struct CliOptions {
     std::optional<std::string> staging;        // --staging MODE (sets JITEXPR_STAGING)
     std::optional<std::size_t> device_memory;  // --device-memory SIZE
     std::optional<std::string> cpu_kernels;    // --cpu-kernels KIND (sets JITEXPR_CPU_KERNELS)
+    std::optional<double> bandwidth;           // --bandwidth GBS (explain, :explain)
     // What the CLI shows.
     bool time = false;                // --time: where each statement's time went, on stderr
     bool quiet = false;               // -q, --quiet: no progress line, no banner
@@ -53,7 +54,7 @@ struct CliOptions {
     std::vector<NameFile> loads;      // --load NAME=FILE, in order
     std::vector<NameFile> saves;      // --save NAME=FILE, in order
     std::vector<std::string> exprs;   // -e STATEMENTS, in order
-    std::optional<std::string> script;  // SCRIPT, or "-" for standard input
+    std::optional<std::string> script;  // SCRIPT, or "-" for standard input; explain: the program
     std::string cache_command;        // stats | clear | verify
     // precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math] (see precompile.hpp)
     std::string precompile_file;

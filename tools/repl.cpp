@@ -52,7 +52,7 @@ struct ReadResult {
 };
 
 const std::vector<std::string>& command_names() {
-    static const std::vector<std::string> c{":help", ":vars", ":source", ":time", ":cache", ":backend", ":threads", ":info", ":quit"};
+    static const std::vector<std::string> c{":help", ":vars", ":source", ":explain", ":time", ":cache", ":backend", ":threads", ":info", ":quit"};
     return c;
 }
 
@@ -249,9 +249,11 @@ Commands:
   :help             this text
   :vars             variables: name, dtype, shape, backend, bytes
   :source STMT      the generated CUDA source for STMT
+  :explain STMT     what STMT becomes: its names, stages, kernels, bytes, caches
   :time STMT        run STMT and show where the time went
   :cache            cache statistics of the runtime
-  :backend [B]      show the backend, or switch to cpu or cuda (variables move)
+  :backend [B]      show the backend, or switch to cpu or cuda (variables stay
+                    in host memory; cuda streams them through the GPU)
   :threads [N]      show the CPU threads, or use N (0: every core)
   :info             version, backend, threads, CUDA driver/toolkit/device or why not
   :quit             leave (so does Ctrl-D on an empty line)
@@ -371,7 +373,7 @@ std::string banner_lines(const Session& s) {
 void banner(const Session& s) { std::cout << banner_lines(s); }
 
 // Runs a command line (":..."); returns false for :quit.
-bool run_command(Session& s, const std::string& line) {
+bool run_command(Session& s, const std::string& line, const ExplainOptions& explain_options) {
     const auto sp = line.find_first_of(" \t");
     const std::string cmd = line.substr(0, sp);
     const std::string arg = sp == std::string::npos ? std::string() : trim(line.substr(sp));
@@ -385,6 +387,9 @@ bool run_command(Session& s, const std::string& line) {
         const std::string src = s.runtime().source(arg, s.env());
         if (src.empty()) std::cout << "(no generated source: the " << backend_name(s.backend()) << " backend evaluates the program directly)\n";
         else std::cout << src << '\n';
+    } else if (cmd == ":explain") {
+        if (arg.empty()) throw ArgumentError(":explain needs a statement, e.g. :explain c = a * 2 + b");
+        std::cout << s.explain(arg, explain_options);
     } else if (cmd == ":time") {
         if (arg.empty()) throw ArgumentError(":time needs a statement, e.g. :time c = a * 2 + b");
         Timing t;
@@ -464,6 +469,8 @@ std::vector<std::string> completions(const Session& session, const std::string& 
 }
 
 int run_repl(Session& session, const CliOptions& options, ProgressLine& progress) {
+    ExplainOptions explain_options;
+    if (options.bandwidth) explain_options.bandwidth_gbs = *options.bandwidth;
     LineReader reader(session);
     if (!options.quiet) banner(session);
     std::string pending;
@@ -497,7 +504,7 @@ int run_repl(Session& session, const CliOptions& options, ProgressLine& progress
             RunningStatement running;
             ProgressStep step(progress);
             if (command) {
-                if (!run_command(session, trim(line))) break;
+                if (!run_command(session, trim(line), explain_options)) break;
             } else {
                 session.run(text, print_value);
             }

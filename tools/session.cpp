@@ -156,7 +156,7 @@ std::optional<Array> Session::variable(std::string_view name) const {
                 return v;
             } else {
                 // Python-like scalars: bool, int64, float64, complex128.
-                return Array::from_host(&v, dtype_of_v<T>, {}, backend_);
+                return Array::from_host(&v, dtype_of_v<T>, {}, Backend::Cpu);
             }
         },
         a.value());
@@ -167,14 +167,16 @@ void Session::set_backend(Backend backend) {
     o.backend = backend;
     auto fresh = std::make_unique<Runtime>(o);
     const Backend actual = fresh->backend();  // throws NoDeviceError for cuda without a device
-    Environment moved;
-    for (const auto& [name, value] : env_) {
-        if (value.is_array()) moved.insert_or_assign(name, Arg(value.array().to(actual)));
-        else moved.insert_or_assign(name, value);
-    }
-    env_ = std::move(moved);
+    // Variables live in host memory whatever evaluates them: nothing moves.
     runtime_ = std::move(fresh);
     backend_ = actual;
+}
+
+void Session::keep_on_host() {
+    // A program over no arrays (scalars alone) ran on the device: its results come to the host,
+    // where the session keeps every variable. (Host inputs give host results already.)
+    for (auto& [name, value] : env_)
+        if (value.is_array() && value.array().backend() != Backend::Cpu) value = Arg(value.array().to(Backend::Cpu));
 }
 
 void Session::run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing) {
@@ -188,6 +190,10 @@ void Session::run(std::string_view text, const std::function<void(const Array&)>
         if (t) *t = Timing{};
         const auto t0 = Clock::now();
         std::optional<Array> value = run_statement(c, text, t, &bare);
+        if (backend_ != Backend::Cpu) {
+            keep_on_host();
+            if (value && value->defined() && value->backend() != Backend::Cpu) value = value->to(Backend::Cpu);
+        }
         const auto t1 = Clock::now();
         if (bare && value && value->defined() && print) print(*value);
         if (report_) {
@@ -671,7 +677,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
             if (!c.at_end()) throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
             Array a;
             try {
-                a = load_npy(strings[0].value, backend_, call_);
+                a = load_npy(strings[0].value, Backend::Cpu, call_);
             } catch (const IOError& e) {
                 throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
             }
@@ -703,7 +709,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
             value = *variable(expr);
         } else {
             // Any expression, constructors included: save(arange(3), "f.npy").
-            value = evaluate_expression(*runtime_, env_, backend_, full, off + expr_off, expr, call_, timing);
+            value = evaluate_expression(*runtime_, env_, Backend::Cpu, full, off + expr_off, expr, call_, timing);
         }
         if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
         try {
@@ -725,7 +731,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     } catch (const SourceError& e) {
         rethrow_in(e, full, off);
     }
-    CtorContext cx{*runtime_, env_, backend_, full, off, text, &tuples, call_};
+    CtorContext cx{*runtime_, env_, Backend::Cpu, full, off, text, &tuples, call_};
     if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
         is_constructor(m.statements[0].value->text)) {
         const parsed::Statement& s = m.statements[0];
@@ -747,6 +753,28 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         if (stmt.value) roots.push_back(stmt.value.get());
     kind_ = StatementTime::Kind::Runtime;
     return run_with_constructors(cx, 0, text.size(), roots, timing);
+}
+
+std::string Session::explain(std::string_view text, const ExplainOptions& options) {
+    if (auto strings = find_strings(text); !strings.empty())
+        throw ArgumentError("explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "
+                            "first as statements of their own\n" +
+                            render_caret(text, span_of(strings[0].begin, strings[0].end)));
+    parsed::Module m = parsed::parse(text);
+    std::function<void(const parsed::Expr&)> visit = [&](const parsed::Expr& e) {
+        if (e.kind == parsed::ExprKind::Call && is_constructor(e.text))
+            throw ArgumentError(fmt::format("explain shows programs the runtime compiles; {}(...) is made by the command "
+                                            "line, not compiled: bind it first (-e 'x = {}(...)', or a statement of its "
+                                            "own) and explain what uses it\n{}",
+                                            e.text, e.text, render_caret(text, e.name_span)));
+        for (const auto& o : e.operands)
+            if (o) visit(*o);
+        for (const auto& k : e.keywords)
+            if (k.value) visit(*k.value);
+    };
+    for (const auto& st : m.statements)
+        if (st.value) visit(*st.value);
+    return runtime_->explain(text, env_, options);
 }
 
 }  // namespace jit::cli

@@ -1,4 +1,8 @@
 // A session: one Runtime and one Environment, and statements run in order against them.
+// Variables live in host memory (they come from files and constructors and go to files and the
+// screen): a CUDA runtime streams them through the GPU, and under backend=auto its cost model
+// chooses the CPU or the GPU for each statement (docs/api.md, "Host data on the GPU"), with
+// --device-memory bounding what a statement may use on the device.
 // Statements whose right-hand side is an array constructor (arange, linspace, zeros, ones,
 // full, rand, randn, load, save) are run here; every other statement goes to Runtime::run.
 #pragma once
@@ -46,7 +50,12 @@ public:
     // `timing`, when given, receives the Timing of the last statement run by Runtime::run.
     void run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing = nullptr);
 
-    // Replaces the runtime by one on `backend`, moving every array variable there. On failure
+    // Runtime::explain of `text` over the session's variables. `text` is what Runtime::run
+    // compiles: a constructor (arange, load, ...) in it is an ArgumentError with a caret (run it
+    // first as a statement of its own and explain what uses it).
+    std::string explain(std::string_view text, const ExplainOptions& options = {});
+
+    // Replaces the runtime by one on `backend` (the variables stay in host memory). On failure
     // (no device, ...) nothing changes and the error is thrown.
     void set_backend(Backend backend);
 
@@ -63,6 +72,7 @@ public:
     void set_threads(int threads);
 
 private:
+    void keep_on_host();
     std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
 
     std::unique_ptr<Runtime> runtime_;

@@ -195,6 +195,13 @@ public:
         return l.last->value;
     }
 
+    // Whether a ready entry is held, without counting a hit or a miss or touching its age (explain).
+    template <class Q>
+    bool contains(const Q& key) const {
+        std::lock_guard lock(mutex_);
+        return index_.find(key) != index_.end();
+    }
+
     // Inserts or replaces.
     void put(const K& key, V value) {
         std::lock_guard lock(mutex_);

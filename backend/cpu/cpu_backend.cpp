@@ -58,6 +58,8 @@ const KernelTable& kernels() {
     return *chosen;
 }
 
+const char* kernels_name() { return kernels().name; }
+
 #if !defined(JX_CPU_HAVE_AVX2)
 const KernelTable* kernels_avx2() { return nullptr; }
 #endif
@@ -600,6 +602,50 @@ public:
     }
 
     void run(const detail::RunArgs& args) override;
+
+    // What explain shows of each stage: the plan as run() will run it.
+    std::vector<detail::KernelReport> reports() const {
+        std::vector<detail::KernelReport> out;
+        const bool avx2 = std::string_view(kt_.name) == "avx2";
+        for (std::size_t k = 0; k < plans_.size(); ++k) {
+            const StagePlan& sp = plans_[k];
+            detail::KernelReport r;
+            r.stage = static_cast<int>(k);
+            r.kind = sp.kind == ir::Stage::Kind::Reduce ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks") : "blocks";
+            r.index = "64-bit";
+            // The widest value the stage holds in registers decides the lanes of its loops.
+            std::size_t widest = 1;
+            for (const StorePlan& st : sp.stores) widest = std::max(widest, itemsize(st.dtype));
+            for (const LoadPlan& lp : sp.loads) widest = std::max(widest, itemsize(lp.dtype));
+            if (sp.kind == ir::Stage::Kind::Reduce) widest = std::max(widest, itemsize(sp.dtype));
+            r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)", 32 / std::min<std::size_t>(widest, 32), widest)
+                            : std::string("portable loops (as the compiler vectorises them)");
+            r.tier = "-";
+            r.cache = "nothing to compile (block kernels built in)";
+            int fused = 0;
+            for (const Instr& ins : sp.code)
+                for (const auto& row : kt_.fused)
+                    for (const auto& col : row)
+                        for (const auto& var : col)
+                            if (ins.fn && std::find(std::begin(var), std::end(var), ins.fn) != std::end(var)) ++fused;
+            std::size_t first = 0, end = 1;  // the group [first, end) this stage belongs to
+            for (std::size_t g = 0; g < plans_.size(); g = groups_[g])
+                if (k < groups_[g]) {
+                    first = g;
+                    end = groups_[g];
+                    break;
+                }
+            const std::size_t last = end - 1;
+            r.detail = fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}", sp.code.size(),
+                                   sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s", kt_.name);
+            if (last > first && shape_size(plans_[first].shape) > kBlock) {
+                r.detail += fmt::format("; stages {}-{} run in one pass", first, last);
+                r.pass = static_cast<int>(first);
+            }
+            out.push_back(std::move(r));
+        }
+        return out;
+    }
 
 private:
     struct Ctx {
@@ -1144,6 +1190,10 @@ public:
     dsl::Limits limits() const override { return {}; }
     std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions&) override {
         return std::make_shared<CpuPrepared>(plan.program, plan.schedule, &pool_);
+    }
+    std::vector<detail::KernelReport> explain(const ir::Plan& plan, const detail::PrepareOptions&) const override {
+        // The same planning as prepare(), which builds nothing that needs compiling.
+        return CpuPrepared(plan.program, plan.schedule, const_cast<ThreadPool*>(&pool_)).reports();
     }
 
 private:

@@ -22,6 +22,8 @@ namespace jit::cpu {
 // Arrays with fewer elements than this run on the calling thread only.
 inline constexpr long long kParallelThreshold = 32768;
 struct KernelTable;
+// The block kernels in use: "avx2" or "base" (JITEXPR_CPU_KERNELS, the processor).
+const char* kernels_name();
 // Test aid: how many instructions of the plan of `program` with table `kt` are fused pairs
 // (KernelTable::fused, docs/cpu-performance.md).
 int count_fused_instructions(const ir::Program& program, const ir::Schedule& schedule, const KernelTable& kt);

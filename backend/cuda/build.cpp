@@ -3,6 +3,9 @@
 
 #include "backend/cuda/parallel.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <mutex>
 
 namespace jit::cuda {
@@ -25,6 +28,43 @@ codegen::Emitted build_kernels(const ir::Plan& plan, const KernelOptions& option
         for (auto& k : emitted.kernels)
             if (auto pk = codegen::emit_ptx(plan.program, k, options.ptx_sm)) k = std::move(*pk);
     return emitted;
+}
+
+std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const codegen::Emitted& emitted) {
+    using codegen::KernelKind;
+    std::vector<detail::KernelReport> out;
+    for (const codegen::KernelSource& k : emitted.kernels) {
+        detail::KernelReport r;
+        r.stage = k.stage;
+        r.name = k.name;
+        const codegen::LaunchPolicy& l = k.launch;
+        switch (l.kind) {
+            case KernelKind::Flat: r.kind = "flat"; break;
+            case KernelKind::Strided: r.kind = "strided"; break;
+            case KernelKind::Tiled: r.kind = fmt::format("tiled ({0}x{0} tiles through shared memory)", l.tile); break;
+            case KernelKind::ReduceAll: r.kind = "reduce-all"; break;
+            case KernelKind::ReduceAxis:
+                r.kind = fmt::format("reduce-axis (axis {}, a {} per output)", l.axis, l.warp_per_output ? "warp" : "thread");
+                break;
+        }
+        if (l.kind == KernelKind::Flat) r.index = l.index_bits == 32 ? "32-bit" : "64-bit";
+        else if (k.entries.size() == 2) r.index = "32-bit when every offset fits, else 64-bit";
+        else r.index = "64-bit";
+        // The widest element the kernel stores or loads with vectors decides the width.
+        std::size_t widest = 0;
+        for (const codegen::Param& p : k.params)
+            if (p.kind == codegen::Param::Kind::Array && p.vectorized) widest = std::max(widest, itemsize(p.dtype));
+        if (l.vec > 1 && widest > 0)
+            r.vector = fmt::format("{} elements ({}-bit loads and stores when aligned)", l.vec, l.vec * widest * 8);
+        else
+            r.vector = "none (one element per thread and step)";
+        r.detail = fmt::format("{} threads per block", l.block);
+        if (k.ptx) r.detail += ", PTX assembled by nvJitLink";
+        if (l.kind == KernelKind::ReduceAll) r.detail += fmt::format(", at most {} blocks, combined in a fixed order", l.max_blocks);
+        (void)plan;
+        out.push_back(std::move(r));
+    }
+    return out;
 }
 
 std::vector<PrecompiledKernel> precompile(const ir::Plan& plan, const CompileOptions& options, const ImageStore& store,

@@ -1,6 +1,7 @@
 // jitexpr — the kernels of a plan for the CUDA backend, and precompiling them.
 #pragma once
 
+#include "backend/backend.hpp"
 #include "backend/cuda/module_cache.hpp"
 #include "codegen/codegen.hpp"
 #include "dsl/plan.hpp"
@@ -36,6 +37,10 @@ struct KernelOptions {
     int ptx_sm = 0;
 };
 codegen::Emitted build_kernels(const ir::Plan& plan, const KernelOptions& options, Tier tier);
+
+// What explain shows of each kernel of `emitted` (build_kernels' output for `plan`): kind, index
+// and vector width, name and launch. Pure: the cache and tier fields are left to the caller.
+std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const codegen::Emitted& emitted);
 
 // Ahead-of-time compilation (`jitexpr precompile`): one entry per kernel of the program, in
 // stage order, for the kernels prepare() loads first (the variant for C-contiguous outputs).

@@ -416,6 +416,48 @@ public:
         return std::make_shared<CudaPrepared>(plan, options, options_.cache, options_.block);
     }
 
+    std::vector<detail::KernelReport> explain(const ir::Plan& plan, const detail::PrepareOptions& o) const override {
+        // CudaPrepared's decisions, made the same way, without compiling or loading.
+        DeviceScope scope(options_.device);
+        const DeviceInfo& dev = device_info();
+        CompileOptions co;
+        co.cc_major = dev.cc_major;
+        co.cc_minor = dev.cc_minor;
+        co.fast_math = o.fast_math;
+        co.extra = o.nvrtc_options;
+        KernelOptions ko;
+        ko.block = options_.block;
+        const codegen::Emitted full = build_kernels(plan, ko, Tier::Full);
+        std::vector<detail::KernelReport> out = describe_kernels(plan, full);
+        bool tier = false;
+        for (std::size_t i = 0; i < full.kernels.size(); ++i) {
+            const ModuleCache::Presence at = options_.cache->presence(full.kernels[i], co);
+            out[i].cache = at == ModuleCache::Presence::Memory ? "memory (loaded)"
+                           : at == ModuleCache::Presence::Disk ? "disk (loaded at the first run, no compile)"
+                                                               : "not compiled";
+            if (o.tiered && full.kernels[i].launch.vec > 1 && at == ModuleCache::Presence::None) tier = true;
+        }
+        codegen::Emitted first;
+        if (tier) {
+            KernelOptions fo = ko;
+            if (ptx_assembler_available() && !co.fast_math && co.extra.empty() && o.ptx_first_tier)
+                fo.ptx_sm = co.cc_major * 10 + co.cc_minor;
+            first = build_kernels(plan, fo, Tier::ScalarOnly);
+        }
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            if (!tier) {
+                out[i].tier = "full";
+                continue;
+            }
+            const codegen::KernelSource& f = first.kernels[i];
+            const bool same = f.key == full.kernels[i].key;
+            out[i].tier = same ? "full (no vector paths to defer)"
+                               : fmt::format("first run on a scalar-only {} kernel while this one compiles in the background",
+                                             f.ptx ? "PTX (nvJitLink)" : "NVRTC");
+        }
+        return out;
+    }
+
 private:
     ExecutorOptions options_;
 };

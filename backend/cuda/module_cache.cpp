@@ -126,6 +126,12 @@ ModulePtr ModuleCache::find(const codegen::KernelSource& k, const CompileOptions
     return m;
 }
 
+ModuleCache::Presence ModuleCache::presence(const codegen::KernelSource& k, const CompileOptions& co) const {
+    const std::string key = disk_key(k, co);
+    if (modules_.contains(memory_key(key))) return Presence::Memory;
+    return stored_image(image_store(), co, key) ? Presence::Disk : Presence::None;
+}
+
 std::string ModuleCache::memory_key(const std::string& disk_key) {
     std::string key = disk_key;
     key += fmt::format("\ndevice={}", current_device());

@@ -60,6 +60,11 @@ public:
     // null when neither has it.
     ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
 
+    // Where `kernel` compiled with `options` is now, without loading, compiling or counting
+    // anything (explain): loaded in memory on the current device, stored on disk, or neither.
+    enum class Presence : std::uint8_t { Memory, Disk, None };
+    Presence presence(const codegen::KernelSource& kernel, const CompileOptions& options) const;
+
     // The image of `kernel` without loading it: NVRTC for C++ kernels (relocatable code for
     // device functions); nvJitLink for PTX kernels, linked with the device functions they call,
     // each compiled once and kept (memory, then the ImageStore) for every later kernel. Needs

@@ -174,6 +174,16 @@ struct CallOptions {
     bool in_place_all_or_nothing = false;
 };
 
+// How Runtime::explain times the bytes a program moves.
+struct ExplainOptions {
+    // The bandwidth in GB/s (10^9 bytes a second) every stage's bytes are timed at; 0: the
+    // backend's own figure, said where it comes from: CUDA, a device-to-device copy measured once
+    // per process (64 MiB, best of 3); the CPU, the CPU backend's own throughput on a*2+b over
+    // 2^23 float32 values (bytes read and written, best of 3), measured once per machine and
+    // kept in the disk cache (once per process without it).
+    double bandwidth_gbs = 0;
+};
+
 // What jitexpr finds of CUDA on this machine (jit::cuda_info): the driver and its devices, and
 // the two compilers, which are opened at run time (NVRTC for CUDA C++, nvJitLink for the PTX
 // first tier) from $JITEXPR_NVRTC / $JITEXPR_NVJITLINK, the system toolkit, or NVIDIA's wheels.
@@ -270,6 +280,18 @@ public:
 
     // The generated CUDA source for a program with the given variables (for :source).
     std::string source(std::string_view text, const Environment& env);
+
+    // What the program `text` over the variables of `env` becomes, as text for people
+    // (`jitexpr explain`, the REPL's :explain; docs/api.md, "Explaining a program"): the checked
+    // program (every name with its dtype and shape), the backend and why, the stages of its
+    // plan and the kernel each becomes (kind, fusion, index and vector width, tier), the bytes
+    // each moves and the time that takes at `options.bandwidth_gbs`, the cache state of each
+    // kernel, and, for host arrays on a CUDA machine, where Backend::Auto runs them and why
+    // (the cost model, the streamed pipeline and its chunks under device_memory_limit).
+    // Goes through the same planning and kernel building as run() but compiles, loads and runs
+    // nothing, and leaves the caches and their statistics as they were. Throws what run() would
+    // for a program it cannot check (ParseError, NameError, TypeError, ...).
+    std::string explain(std::string_view text, const Environment& env = {}, const ExplainOptions& options = {});
 
     // Waits for the work queued on `stream` (CUDA; null: the whole context) to complete;
     // nothing to wait for on the CPU. For handing results to another library on another stream.

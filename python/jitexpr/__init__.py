@@ -23,8 +23,8 @@ from . import _errors as _errors_module
 
 _jitexpr.set_error_types({name: getattr(_errors_module, name) for name in _errors_module.__all__})
 
-from ._api import (Kernel, Runtime, Tensor, compile, cuda_available, evaluate, get_num_threads, info,  # noqa: E402,F401
-                   parameters, precompile, run, set_num_threads, stats)
+from ._api import (Kernel, Runtime, Tensor, compile, cuda_available, evaluate, explain, get_num_threads,  # noqa: E402,F401
+                   info, parameters, precompile, run, set_num_threads, stats)
 from ._check import ProgramInfo, ValueInfo, check  # noqa: E402,F401
 
 __version__ = _jitexpr.__version__
@@ -39,7 +39,7 @@ def functions():
 
 
 __all__ = [
-    "evaluate", "run", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
+    "evaluate", "run", "explain", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
     "set_num_threads", "get_num_threads", "parameters", "functions", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",

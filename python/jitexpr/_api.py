@@ -191,6 +191,20 @@ def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, back
     return {k: _to_library(v) for k, v in result.items()}
 
 
+def explain(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
+            device: Optional[int] = None, bandwidth: float = 0.0, _frame_depth: int = 1, **names: Any) -> str:
+    """What a program becomes over the given arrays, without running it, as text: every name with
+    its dtype and shape, the backend and why, the stages and kernels of its plan (kind, fusion,
+    index and vector width, tier), the bytes each moves and the time that takes, each kernel's
+    cache state, and where host data would run. Names are bound as for :func:`evaluate`;
+    ``bandwidth`` (GB/s) replaces the backend's own figure::
+
+        print(jitexpr.explain("c = a * 2 + b", a=a, b=b))
+    """
+    bound = _bind(program, names, local_dict, _frame_depth + 1)
+    return _core.explain(program, bound, backend, device, float(bandwidth))
+
+
 def _dtype_name(d):
     if isinstance(d, str) and d in ("float", "int", "bool", "complex"):
         return d

@@ -1058,6 +1058,19 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
     return result;
 }
 
+// What `text` becomes over `names` (Runtime::explain), without running it.
+std::string explain_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle device,
+                            double bandwidth) {
+    Call c;
+    prepare(c, names, backend, nb::none(), nb::none(), device);
+    std::shared_ptr<jit::Runtime> rt = c.runtime->get();
+    jit::Environment env;
+    for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
+    jit::ExplainOptions o;
+    o.bandwidth_gbs = bandwidth;
+    return rt->explain(text, env, o);
+}
+
 // ------------------------------------------------------------------------------- Tensor export
 
 void dlpack_capsule_destructor(PyObject* capsule) noexcept {
@@ -1518,6 +1531,8 @@ NB_MODULE(_jitexpr, m) {
           "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false, "device"_a = nb::none());
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
           "runtime"_a = nb::none(), "device"_a = nb::none());
+    m.def("explain", &explain_program, "text"_a, "names"_a, "backend"_a = nb::none(), "device"_a = nb::none(),
+          "bandwidth"_a = 0.0);
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
     // The disk cache's own entry checksum, for jitexpr.dask.bundle (docs/cache.md).
     m.def("_cache_checksum", [](int algorithm, nb::bytes covered) {

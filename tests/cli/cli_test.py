@@ -545,6 +545,55 @@ class SilentWrongAnswers(Base):
         self.assertEqual(r.stderr, "jitexpr: -e: name error: unknown name 'q'\nline 1: q + 1\n        ^\n")
 
 
+class Explain(Base):
+    """jitexpr explain: the program, its stages and kernels, without running it."""
+
+    def test_explain_binds_the_loads_and_statements_then_shows_the_program(self):
+        np.save(self.path("a.npy"), np.zeros((20, 30), dtype=np.float32))
+        r = run(["explain", "--backend", "cpu", "--bandwidth", "10", "--load", "a=" + self.path("a.npy"), "-e", "k = 3",
+                 "b = a * k; sum(b, axis=0)"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("  input  a            float32    (20, 30)         host\n", r.stdout)
+        self.assertIn("  input  k            int64      ()               host\n", r.stdout)  # the CLI's 0-d array
+        self.assertIn("-> b float64 (20, 30), a new array", r.stdout)
+        self.assertIn("reduction sum over (20, 30) along axis 0", r.stdout)
+        self.assertIn("at 10.0 GB/s (given)", r.stdout)
+
+    def test_explain_runs_nothing_it_explains(self):
+        np.save(self.path("a.npy"), np.arange(3.0))
+        r = run(["explain", "--backend", "cpu", "--bandwidth", "10", "--load", "a=" + self.path("a.npy"), "a = a * 2"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("in place into the existing array", r.stdout)
+        self.assertEqual(np.load(self.path("a.npy")).tolist(), [0.0, 1.0, 2.0])
+
+    def test_a_constructor_in_the_program_is_an_error_with_a_caret(self):
+        r = run(["explain", "--backend", "cpu", "a = arange(3) * 2"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("arange(...) is made by the command line, not compiled", r.stderr)
+        self.assertIn("a = arange(3) * 2\n", r.stderr)
+        self.assertIn("    ^^^^^^", r.stderr)
+
+    def test_an_unbound_name_is_the_checkers_name_error(self):
+        r = run(["explain", "--backend", "cpu", "c = a * 2"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("explain: ", r.stderr)
+        self.assertIn("'a'", r.stderr)
+
+    def test_explain_needs_a_program_and_takes_no_save(self):
+        self.assertEqual(run(["explain", "--backend", "cpu"]).returncode, 2)
+        r = run(["explain", "--backend", "cpu", "--save", "c=" + self.path("c.npy"), "-e", "a = arange(3.0)", "c = a"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--save is not for explain", r.stderr)
+        self.assertFalse(os.path.exists(self.path("c.npy")))
+
+    def test_a_bandwidth_that_is_not_a_positive_number_is_usage(self):
+        for v in ["0", "-3", "fast", "inf"]:
+            with self.subTest(v=v):
+                r = run(["explain", "--bandwidth", v, "1 + 2"])
+                self.assertEqual(r.returncode, 2)
+                self.assertIn("--bandwidth takes a positive number of GB/s", r.stderr)
+
+
 class DocsTellTheTruth(Base):
     """The command-line samples in README.md and docs/*.md print what the docs show."""
 

@@ -143,6 +143,12 @@ class Repl(ReplBase):
         self.line(c, "v = zeros(2, 3, dtype=float32)", "")
         self.line(c, ":vars", "v     float32  (2, 3)  cpu")
 
+    def test_explain_shows_a_statement_over_the_session_variables_without_running_it(self):
+        c = self.spawn()
+        self.line(c, "v = zeros(2, 3, dtype=float32)", "")
+        self.line(c, ":explain w = v * 2", "-> w float32 (2, 3), a new array")
+        self.line(c, "w", "name error")
+
     def test_unknown_command_is_reported(self):
         c = self.spawn()
         self.line(c, ":frobnicate", "unknown command")

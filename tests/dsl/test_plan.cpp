@@ -69,6 +69,15 @@ TEST(Plan, AStageStoringTwoOutputsDoesNotWriteInPlace) {
     EXPECT_FALSE(direct(plan("b = a + 0; a = a * 10", kVectors), "a"));
 }
 
+TEST(Plan, AStageStoringTwoOutputsWritesInPlaceIntoArraysItDoesNotRead) {
+    // Derived columns over existing arrays (the analytics example): nothing reads them.
+    const ir::Plan p = plan("a = x * 2; s2 = x + 1; x2 = a - 1", {{"a", array(DType::Float64, {4})},
+                                                                 {"x", array(DType::Float64, {4})},
+                                                                 {"x2", array(DType::Float64, {4})}});
+    EXPECT_TRUE(direct(p, "a"));
+    EXPECT_TRUE(direct(p, "x2"));
+}
+
 TEST(Plan, AnOutputThatALaterStageRecomputesFromTheInputIsNotWrittenInPlace) {
     // z's stage (shape (3, 4)) computes x + 1 again from the input x: writing x in place first
     // would make it read the new values.
