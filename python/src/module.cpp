@@ -1461,6 +1461,12 @@ NB_MODULE(_jitexpr, m) {
     m.attr("__version__") = JITEXPR_VERSION;
     // Whether Ctrl-C stops a call in flight (built with jitexpr's cancel token).
     m.attr("HAVE_CANCEL") = JITEXPR_PY_HAVE_CANCEL != 0;
+    // Whether the compiler that built this module had a shared libstdc++ to link (a toolchain
+    // with only the static one leaves a private, hidden copy in the module).
+#ifndef JITEXPR_PY_SHARED_LIBSTDCXX
+#define JITEXPR_PY_SHARED_LIBSTDCXX 1
+#endif
+    m.attr("_BUILT_WITH_SHARED_LIBSTDCXX") = JITEXPR_PY_SHARED_LIBSTDCXX != 0;
 
     nb::class_<PyRuntime>(m, "Runtime")
         .def(
