@@ -327,6 +327,14 @@ def reduce(kind, text, values, axis=None, keepdims=False, ddof=0, split_every=No
     meta = _meta_of(dask_inputs, out_ndim, dtype)
     combine = _tasks.Combine(kind, axes, ndim, False, np.dtype(dtype).name, ddof)
     aggregate = _tasks.Combine(kind, axes, ndim, True, np.dtype(dtype).name, ddof)
+    if dask_inputs and axes and all(partials.numblocks[a] == 1 for a in axes):
+        # One block along every reduced axis: each output block comes from one block of each
+        # input, so the chunk step and the final step run in one task of one blockwise layer
+        # (no aggregate task after a round trip through the scheduler, no alias key).
+        out_index = tuple(d for d in range(ndim) if keepdims or d not in axes)
+        return da.blockwise(_tasks.Whole(chunk, aggregate, keepdims), out_index, *args, *extra,
+                            token=f"jitexpr-{kind}", dtype=dtype, meta=meta, concatenate=False,
+                            adjust_chunks={a: 1 for a in axes} if keepdims else None)
     return da.reduction(partials, _tasks.Keep(), aggregate, axis=axes, keepdims=keepdims, dtype=dtype,
                         split_every=split_every, combine=combine, concatenate=False, meta=meta,
                         name=f"jitexpr-{kind}")

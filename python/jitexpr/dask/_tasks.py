@@ -320,6 +320,34 @@ class Combine:
         return r.reshape(tuple(e for i, e in enumerate(shape) if i not in self.axes))
 
 
+class Whole:
+    """A whole reduction in one task, for an output block made from one block of each input
+    (every reduced axis has one block): the :class:`Chunk` step, then the final :class:`Combine`
+    of its one partial. Dask hands an input that spans a dropped (reduced, not kept) dimension
+    as a list of its blocks along it: here always one."""
+
+    __slots__ = ("chunk", "combine", "keepdims")
+
+    def __init__(self, chunk, combine, keepdims):
+        self.chunk, self.combine, self.keepdims = chunk, combine, bool(keepdims)
+
+    def __reduce__(self):
+        return (Whole, (self.chunk, self.combine, self.keepdims))
+
+    def __repr__(self):
+        return f"jitexpr.dask.Whole({self.chunk!r})"
+
+    def __call__(self, *blocks):
+        one = []
+        for b in blocks:
+            while isinstance(b, list):
+                if len(b) != 1:
+                    raise ValueError(f"a whole reduction got {len(b)} blocks along a reduced axis, not 1")
+                b = b[0]
+            one.append(b)
+        return self.combine(self.chunk(*one), keepdims=self.keepdims)
+
+
 class Keep:
     """The chunk step handed to ``dask.array.reduction``: the partials are already made by the
     fused jitexpr chunk layer before it, so this passes them on (and Dask fuses the two)."""

@@ -114,3 +114,33 @@ def test_axis_out_of_bounds_is_a_shape_error():
         jxd.sum("x", x=x, axis=3)
     with pytest.raises(jx.ShapeError, match=r"axis 5 is out of bounds[^\n]*\nline 1: sum\(x, axis=5\)"):
         jxd.evaluate("sum(x, axis=5)", x=x)
+
+
+# Chunked (24, 18, 10) as (12, 18, 10): axes 1 and 2 have one block each, axis 0 two.
+ONE_BLOCK_CASES = [(1, False), (2, True), ((1, 2), False), ((1, 2), True)]
+
+
+@pytest.mark.parametrize("kind", ["sum", "mean", "std", "min", "argmax"])
+def test_a_reduction_over_axes_of_one_block_is_one_task_per_output_block(kind, compute):
+    x = da.from_array(XN, chunks=(12, 18, 10))
+    y = da.from_array(YN, chunks=(18, 1))
+    cases = [(1, False), (2, False)] if kind == "argmax" else ONE_BLOCK_CASES
+    results, refs = [], []
+    for axis, keepdims in cases:
+        kw = {} if kind == "argmax" else {"keepdims": keepdims}
+        r = getattr(jxd, kind)("x * y + 0.5", x=x, y=y, axis=axis, **kw)
+        # one blockwise layer over the inputs (no partials, no aggregate layer, no alias key;
+        # argmax also reads the global indices along the axis, a da.arange block)
+        (opt,) = __import__("dask").optimize(r)
+        tasks = [k for k in dict(opt.__dask_graph__()) if k[0] not in x.dask.layers and k[0] not in y.dask.layers
+                 and not k[0].startswith("arange-")]
+        assert len(tasks) == r.npartitions == 2 and {k[0] for k in tasks} == {r.name}, (axis, keepdims, tasks)
+        results.append(r)
+        refs.append(getattr(np, kind)(XN * YN + 0.5, axis=axis, **kw))
+    got = compute(*results)
+    for r, g, ref in zip(results, got, refs):
+        assert r.shape == ref.shape == g.shape
+        if kind == "argmax":
+            np.testing.assert_array_equal(g, ref)
+        else:
+            np.testing.assert_allclose(g, ref, rtol=RTOL)
