@@ -51,6 +51,11 @@ def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return params, consts
 
 
+# evaluate and Kernel calls bind names in the extension (_core.evaluate_named, the same rules as
+# _bind below, without building a dict per call); it asks _names_of about each new text.
+_core.set_names_of(_names_of)
+
+
 def parameters(text: str) -> list[str]:
     """The names ``text`` reads before assigning them, in order of first appearance."""
     return list(_names_of(text)[0])
@@ -171,8 +176,8 @@ def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out:
     Raises jitexpr.ParseError (a SyntaxError), NameError, TypeError, ShapeError (a ValueError),
     ValueError, ArgumentError, with the line and a caret under the cause.
     """
-    bound = _bind(ex, names, local_dict, _frame_depth + 1)
-    return _to_library(_core.evaluate(ex, bound, out, backend, stream, None, False, device))
+    r = _core.evaluate_named(ex, local_dict, out, backend, stream, device, _frame_depth, names)
+    return r if type(r) is not Tensor else _to_library(r)
 
 
 def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
@@ -255,16 +260,10 @@ class Kernel:
 
     def __call__(self, local_dict: Optional[Mapping[str, Any]] = None, /, *, out: Any = None,
                  backend: Optional[str] = None, stream: Optional[int] = None, **names: Any) -> Any:
-        bound = _bind(self._text, names, local_dict, 2)
-        if self._signature is not None:
-            for n, v in bound.items():
-                want = self._signature.get(n)
-                if want is None or want in ("float", "int", "bool", "complex"):
-                    continue
-                got = getattr(v, "dtype", None)
-                if got is not None and str(got) != want and str(got).replace("torch.", "") != want:
-                    raise JxTypeError(f"'{n}' has dtype {got} but the kernel's signature says {want}")
-        return _to_library(_core.evaluate(self._text, bound, out, backend, stream, None))
+        # Names bound as evaluate binds them; with a signature, a value of another dtype is a
+        # jitexpr.TypeError ("'a' has dtype float64 but the kernel's signature says float32").
+        r = _core.evaluate_named(self._text, local_dict, out, backend, stream, None, 1, names, self._signature)
+        return r if type(r) is not Tensor else _to_library(r)
 
     def __reduce__(self):
         return (Kernel, (self._text, self._signature))

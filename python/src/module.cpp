@@ -338,8 +338,80 @@ struct Bound {
     bool read_only = false;
 };
 
+// Interned attribute and key names, made once (a lookup with a C string makes a str each time).
+PyObject* interned(const char* s) {
+    PyObject* o = PyUnicode_InternFromString(s);
+    if (!o) throw nb::python_error();
+    return o;  // kept for the life of the process
+}
+struct Names {
+    PyObject* arrow_array = interned("__arrow_c_array__");
+    PyObject* arrow_stream = interned("__arrow_c_stream__");
+    PyObject* cai = interned("__cuda_array_interface__");
+    PyObject* dlpack = interned("__dlpack__");
+    PyObject* dlpack_device = interned("__dlpack_device__");
+    PyObject* typestr = interned("typestr");
+    PyObject* shape = interned("shape");
+    PyObject* strides = interned("strides");
+    PyObject* data = interned("data");
+    PyObject* mask = interned("mask");
+    PyObject* stream = interned("stream");
+    PyObject* device = interned("device");
+    PyObject* id = interned("id");
+    PyObject* index = interned("index");
+    PyObject* module = interned("__module__");
+    PyObject* f_locals = interned("f_locals");
+    PyObject* f_globals = interned("f_globals");
+};
+Names& names() {
+    static Names* n = new Names;  // never destroyed: used until the interpreter ends
+    return *n;
+}
+
+// True when `obj` plainly has no attribute `name`, found without raising and clearing an
+// AttributeError: its type has the generic attribute lookup (no __getattr__/__getattribute__ of
+// its own), no class of its MRO defines the name, and the instance's __dict__ (if any) does not
+// hold it. False means "ask Python" (a property may still raise).
+bool surely_absent(PyObject* obj, PyObject* name) {
+    PyTypeObject* t = Py_TYPE(obj);
+    if (t->tp_getattro != PyObject_GenericGetAttr || _PyType_Lookup(t, name)) return false;
+    bool has_dict = t->tp_dictoffset != 0;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+    has_dict = has_dict || (t->tp_flags & Py_TPFLAGS_MANAGED_DICT) != 0;
+#endif
+    if (!has_dict) return true;
+    PyObject* d = PyObject_GenericGetDict(obj, nullptr);
+    if (!d) {
+        PyErr_Clear();
+        return false;
+    }
+    const int r = PyDict_Check(d) ? PyDict_Contains(d, name) : -1;
+    Py_DECREF(d);
+    if (r < 0) PyErr_Clear();
+    return r == 0;
+}
+
+// hasattr(obj, name).
+bool has_attr(PyObject* obj, PyObject* name) {
+    if (surely_absent(obj, name)) return false;
+    const int r = PyObject_HasAttr(obj, name);  // clears what getattr raised, as hasattr does
+    return r == 1;
+}
+
+// getattr(obj, name), or a null object where has_attr would say no (any error getattr raised
+// is cleared, as PyObject_HasAttr clears it: a property that raises means "no such attribute").
+nb::object get_attr_or_null(PyObject* obj, PyObject* name) {
+    if (surely_absent(obj, name)) return {};
+    PyObject* r = PyObject_GetAttr(obj, name);
+    if (!r) {
+        PyErr_Clear();
+        return {};
+    }
+    return nb::steal(r);
+}
+
 std::string module_of(nb::handle obj) {
-    PyObject* m = PyObject_GetAttrString(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())), "__module__");
+    PyObject* m = PyObject_GetAttr(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())), names().module);
     if (!m) {
         PyErr_Clear();
         return {};
@@ -355,6 +427,7 @@ std::string module_of(nb::handle obj) {
 }
 
 std::string fmt_name(const std::string& name) { return name.empty() ? std::string("the value") : "'" + name + "'"; }
+
 
 std::string descr_name(PyArray_Descr* d) {
     PyObject* r = PyObject_Str(reinterpret_cast<PyObject*>(d));
@@ -399,16 +472,27 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
 
 // The stream a CUDA input of `library` is being produced on: the library's current stream
 // (CuPy, PyTorch); 0 (the legacy default stream) when the library has no such notion.
+// sys.modules[name] (borrowed), or null when it is not imported.
+PyObject* imported_module(const char* name) {
+    PyObject* m = PyDict_GetItemString(PyImport_GetModuleDict(), name);  // borrowed, no error set
+    return m;
+}
+
 std::uintptr_t current_stream_of(const std::string& library) {
     try {
-        nb::object sys_modules = nb::module_::import_("sys").attr("modules");
-        if (library == "cupy" && sys_modules.attr("__contains__")("cupy")) {
-            nb::object cupy = sys_modules["cupy"];
-            return nb::cast<std::uintptr_t>(cupy.attr("cuda").attr("get_current_stream")().attr("ptr"));
-        }
-        if (library == "torch" && sys_modules.attr("__contains__")("torch")) {
-            nb::object torch = sys_modules["torch"];
-            return nb::cast<std::uintptr_t>(torch.attr("cuda").attr("current_stream")().attr("cuda_stream"));
+        if (library == "cupy") {
+            if (PyObject* cupy = imported_module("cupy"))
+                return nb::cast<std::uintptr_t>(nb::handle(cupy).attr("cuda").attr("get_current_stream")().attr("ptr"));
+        } else if (library == "torch") {
+            if (PyObject* torch = imported_module("torch")) {
+                // torch.cuda.current_stream().cuda_stream without building a Stream object: the
+                // raw stream of the current device (what torch's own kernels use, Inductor's call).
+                nb::handle t(torch);
+                nb::object c = t.attr("_C");
+                if (nb::hasattr(c, "_cuda_getCurrentRawStream") && nb::hasattr(c, "_cuda_getDevice"))
+                    return nb::cast<std::uintptr_t>(c.attr("_cuda_getCurrentRawStream")(c.attr("_cuda_getDevice")()));
+                return nb::cast<std::uintptr_t>(t.attr("cuda").attr("current_stream")().attr("cuda_stream"));
+            }
         }
     } catch (const nb::python_error&) {
     }
@@ -475,16 +559,32 @@ jit::DType dtype_of_typestr(const std::string& ts, const std::string& name) {
     type_error(fmt_name(name) + ": __cuda_array_interface__ typestr '" + ts + "' has no jitexpr dtype");
 }
 
-jit::Array import_cai(nb::handle obj, const std::string& name, Bound& b) {
-    nb::dict cai = nb::cast<nb::dict>(obj.attr("__cuda_array_interface__"));
-    const jit::DType dt = dtype_of_typestr(nb::cast<std::string>(cai["typestr"]), name);
-    nb::tuple shape_t = nb::cast<nb::tuple>(cai["shape"]);
+// cai[key] of the interface's dict (KeyError as dict[key] raises it), or null for get().
+nb::handle cai_item(nb::dict cai, PyObject* key, bool required) {
+    PyObject* v = PyDict_GetItemWithError(cai.ptr(), key);  // borrowed
+    if (!v) {
+        if (PyErr_Occurred()) throw nb::python_error();
+        if (required) {
+            PyErr_SetObject(PyExc_KeyError, key);
+            throw nb::python_error();
+        }
+    }
+    return v;
+}
+
+// `interface`: obj.__cuda_array_interface__, already fetched.
+jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& name, Bound& b) {
+    const Names& k = names();
+    nb::dict cai = nb::cast<nb::dict>(interface);
+    const jit::DType dt = dtype_of_typestr(nb::cast<std::string>(cai_item(cai, k.typestr, true)), name);
+    nb::tuple shape_t = nb::cast<nb::tuple>(cai_item(cai, k.shape, true));
     jit::Shape shape;
+    shape.reserve(shape_t.size());
     for (auto e : shape_t) shape.push_back(nb::cast<std::int64_t>(e));
     jit::Strides strides;
-    if (cai.contains("strides") && !cai["strides"].is_none()) {
+    if (nb::handle st_t = cai_item(cai, k.strides, false); st_t.is_valid() && !st_t.is_none()) {
         const auto item = static_cast<std::int64_t>(jit::itemsize(dt));
-        for (auto e : nb::cast<nb::tuple>(cai["strides"])) {
+        for (auto e : nb::cast<nb::tuple>(st_t)) {
             const auto st = nb::cast<std::int64_t>(e);
             if (st % item != 0) type_error(fmt_name(name) + " has a stride that is not a whole number of elements");
             strides.push_back(st / item);
@@ -492,12 +592,12 @@ jit::Array import_cai(nb::handle obj, const std::string& name, Bound& b) {
     } else {
         strides = jit::contiguous_strides(shape);
     }
-    nb::tuple data = nb::cast<nb::tuple>(cai["data"]);
+    nb::tuple data = nb::cast<nb::tuple>(cai_item(cai, k.data, true));
     const auto ptr = nb::cast<std::uintptr_t>(data[0]);
     b.read_only = nb::cast<bool>(data[1]);
-    if (cai.contains("mask") && !cai["mask"].is_none())
+    if (nb::handle m = cai_item(cai, k.mask, false); m.is_valid() && !m.is_none())
         type_error(fmt_name(name) + " has a __cuda_array_interface__ mask; jitexpr takes unmasked arrays");
-    if (cai.contains("stream") && !cai["stream"].is_none()) b.stream = nb::cast<std::uintptr_t>(cai["stream"]);
+    if (nb::handle st = cai_item(cai, k.stream, false); st.is_valid() && !st.is_none()) b.stream = nb::cast<std::uintptr_t>(st);
     // The object keeps the memory: it is held (with the GIL taken to let go of it) as long as
     // any array refers to it.
     PyObject* owner = obj.ptr();
@@ -511,9 +611,9 @@ jit::Array import_cai(nb::handle obj, const std::string& name, Bound& b) {
     // .device.index), else the pointer's device as the default runtime sees it.
     int device = jit::Array::kDefaultDevice;
     try {
-        nb::object d = obj.attr("device");
-        if (nb::hasattr(d, "id")) device = nb::cast<int>(d.attr("id"));
-        else if (nb::hasattr(d, "index") && !d.attr("index").is_none()) device = nb::cast<int>(d.attr("index"));
+        nb::object d = obj.attr(k.device);
+        if (has_attr(d.ptr(), k.id)) device = nb::cast<int>(d.attr(k.id));
+        else if (has_attr(d.ptr(), k.index) && !d.attr(k.index).is_none()) device = nb::cast<int>(d.attr(k.index));
     } catch (const nb::python_error&) {
         PyErr_Clear();
     } catch (const nb::cast_error&) {
@@ -658,7 +758,8 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         return;
     }
     const std::string lib = module_of(obj);
-    const bool arrow = lib != "pandas" && (nb::hasattr(obj, "__arrow_c_array__") || nb::hasattr(obj, "__arrow_c_stream__"));
+    const Names& k = names();
+    const bool arrow = lib != "pandas" && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
     if (arrow) {
         jit::ArrowColumn c = import_arrow(obj, name);
         b.arg = jit::Arg(c.values);
@@ -669,13 +770,14 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         b.library = lib;
         return;
     }
-    if (nb::hasattr(obj, "__cuda_array_interface__")) {
+    // Fetched once: producers make the dict on each access (CuPy, PyTorch).
+    if (nb::object cai = get_attr_or_null(o, k.cai); cai.is_valid()) {
         b.library = lib;
-        b.arg = jit::Arg(import_cai(obj, name, b));
+        b.arg = jit::Arg(import_cai(obj, cai, name, b));
         b.place = Place::Device;
         return;
     }
-    if (nb::hasattr(obj, "__dlpack__") && nb::hasattr(obj, "__dlpack_device__")) {
+    if (has_attr(o, k.dlpack) && has_attr(o, k.dlpack_device)) {
         b.library = lib;
         jit::Array a = import_dlpack(obj, name, b, stream, have_stream);
         b.place = a.backend() == jit::Backend::Cuda ? Place::Device : Place::Host;
@@ -825,7 +927,17 @@ struct Call {
 // "cuda:1" for an array on CUDA device 1.
 std::string device_text(const jit::Array& a) { return a.backend() == jit::Backend::Cuda ? "cuda:" + std::to_string(a.device()) : "cpu"; }
 
-void prepare(Call& c, nb::dict names, nb::handle backend_arg, nb::handle stream_arg, nb::handle runtime_arg,
+// (name, value) pairs, borrowed from the caller's dict or from what evaluate_named bound.
+using Items = std::vector<std::pair<nb::handle, nb::handle>>;
+
+Items items_of(nb::dict names) {
+    Items items;
+    items.reserve(names.size());
+    for (auto [k, v] : names) items.emplace_back(k, v);
+    return items;
+}
+
+void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle stream_arg, nb::handle runtime_arg,
              nb::handle device_arg = nb::none()) {
     const bool have_stream = !stream_arg.is_none();
     const std::uintptr_t stream = have_stream ? nb::cast<std::uintptr_t>(stream_arg) : 0;
@@ -936,8 +1048,8 @@ nb::object to_python(const jit::Array& r0, const Call& c) {
     return o;
 }
 
-nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
-                    nb::handle runtime, bool as_tensor, nb::handle device) {
+nb::object evaluate_items(const std::string& text, const Items& names, nb::handle out, nb::handle backend,
+                          nb::handle stream, nb::handle runtime, bool as_tensor, nb::handle device) {
     Call c;
     prepare(c, names, backend, stream, runtime, device);
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
@@ -1030,11 +1142,210 @@ nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb:
     return to_python(r, c);
 }
 
+nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
+                    nb::handle runtime, bool as_tensor, nb::handle device) {
+    return evaluate_items(text, items_of(names), out, backend, stream, runtime, as_tensor, device);
+}
+
+// ------------------------------------------------------------------------------- binding by name
+
+// jitexpr._api._names_of: text -> (parameters, named constants it mentions), with its errors
+// (handed over at import); its answers are kept here per text, as it keeps them.
+PyObject* g_names_of = nullptr;
+PyObject* g_texts = nullptr;  // dict: text -> (params, consts)
+constexpr Py_ssize_t kMaxTexts = 4096;
+
+// (params, consts) of `text`.
+nb::object names_of(PyObject* text) {
+    if (!g_texts) {
+        g_texts = PyDict_New();
+        if (!g_texts) throw nb::python_error();
+    }
+    if (PyUnicode_CheckExact(text)) {
+        PyObject* hit = PyDict_GetItemWithError(g_texts, text);
+        if (hit) return nb::borrow(hit);
+        if (PyErr_Occurred()) throw nb::python_error();
+    }
+    if (!g_names_of) throw jit::InternalError("jitexpr._jitexpr: set_names_of was not called");
+    // Not a str (or not seen yet): the Python function says what is wrong, or gives the names.
+    PyObject* r = PyObject_CallOneArg(g_names_of, text);
+    if (!r) throw nb::python_error();
+    nb::object held = nb::steal(r);
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(r, 1)))
+        throw jit::InternalError("jitexpr._api._names_of returned something other than two tuples");
+    if (PyUnicode_CheckExact(text)) {  // (a str subclass may hash as it likes: not kept)
+        if (PyDict_GET_SIZE(g_texts) >= kMaxTexts) PyDict_Clear(g_texts);
+        if (PyDict_SetItem(g_texts, text, r) < 0) throw nb::python_error();
+    }
+    return held;
+}
+
+// mapping[name] when `name in mapping`, else a null object (a dict: without raising KeyError).
+nb::object lookup(PyObject* mapping, PyObject* name) {
+    if (PyDict_CheckExact(mapping)) {
+        PyObject* v = PyDict_GetItemWithError(mapping, name);
+        if (!v && PyErr_Occurred()) throw nb::python_error();
+        return v ? nb::borrow(v) : nb::object();
+    }
+    const int in = PySequence_Contains(mapping, name);
+    if (in < 0) throw nb::python_error();
+    if (in == 0) return {};
+    PyObject* v = PyObject_GetItem(mapping, name);
+    if (!v) throw nb::python_error();
+    return nb::steal(v);
+}
+
+bool is_constant_name(PyObject* n) {
+    return PyUnicode_CompareWithASCIIString(n, "pi") == 0 || PyUnicode_CompareWithASCIIString(n, "e") == 0 ||
+           PyUnicode_CompareWithASCIIString(n, "inf") == 0 || PyUnicode_CompareWithASCIIString(n, "nan") == 0;
+}
+
+// The frame `depth` levels above the innermost Python frame (the Python function that called
+// us): sys._getframe(depth) as seen from that function, with its error.
+nb::object frame_above(int depth) {
+    PyFrameObject* f = PyEval_GetFrame();  // borrowed
+    if (!f) throw jit::InternalError("no Python frame");
+    nb::object frame = nb::borrow(reinterpret_cast<PyObject*>(f));
+    for (int i = 0; i < depth; ++i) {
+        PyFrameObject* back = PyFrame_GetBack(reinterpret_cast<PyFrameObject*>(frame.ptr()));  // new reference
+        if (!back) {
+            PyErr_SetString(PyExc_ValueError, "call stack is not deep enough");
+            throw nb::python_error();
+        }
+        frame = nb::steal(reinterpret_cast<PyObject*>(back));
+    }
+    return frame;
+}
+
+// jitexpr._api._bind in C++, into `items` (the values borrowed from the dicts and frame, which
+// `keep` holds): each name `text` reads, then each named constant it mentions, from the
+// keywords, else local_dict; those neither gives from the frame `depth` levels up: its locals
+// (unless a local_dict was given), then its globals; a constant's name that the frame binds to
+// a module or a callable is not a variable. Names bound nowhere are left out (the checker then
+// reports them with a caret).
+void bind_names(PyObject* text, nb::dict names, nb::handle local_dict, int depth, Items& items,
+                std::vector<nb::object>& keep) {
+    nb::object entry = names_of(text);
+    keep.push_back(entry);  // holds the names (the cache may be cleared by another call)
+    PyObject* groups[2] = {PyTuple_GET_ITEM(entry.ptr(), 0), PyTuple_GET_ITEM(entry.ptr(), 1)};
+    const bool have_local = !local_dict.is_none();
+    const bool have_names = PyDict_GET_SIZE(names.ptr()) > 0;
+    std::vector<PyObject*> missing;
+    for (PyObject* g : groups) {
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g); ++i) {
+            PyObject* n = PyTuple_GET_ITEM(g, i);
+            PyObject* v = nullptr;
+            if (have_names) {  // the call's own keyword dict: alive for the call
+                v = PyDict_GetItemWithError(names.ptr(), n);
+                if (!v && PyErr_Occurred()) throw nb::python_error();
+            }
+            if (!v && have_local) {
+                if (nb::object got = lookup(local_dict.ptr(), n); got.is_valid()) {
+                    v = got.ptr();
+                    keep.push_back(std::move(got));  // held: the caller's dict may change meanwhile
+                }
+            }
+            if (v) items.emplace_back(n, v);
+            else missing.push_back(n);
+        }
+    }
+    if (missing.empty()) return;
+    nb::object frame = frame_above(depth);
+    nb::object globals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_globals));
+    if (!globals.is_valid()) throw nb::python_error();
+    nb::object locals;
+    if (!have_local) {
+        locals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_locals));
+        if (!locals.is_valid()) throw nb::python_error();
+    }
+    frame.reset();
+    // Before Python 3.13 f_locals is a snapshot dict holding references to the caller's
+    // variables: let go of them once bound (numexpr does the same), except at module level,
+    // where it is the globals themselves. From 3.13 it is a write-through proxy, left alone.
+    struct Clear {
+        nb::object& l;
+        nb::object& g;
+        ~Clear() {
+            if (l.is_valid() && PyDict_CheckExact(l.ptr()) && l.ptr() != g.ptr()) PyDict_Clear(l.ptr());
+        }
+    } clear{locals, globals};
+    for (PyObject* n : missing) {
+        nb::object v = locals.is_valid() ? lookup(locals.ptr(), n) : nb::object();
+        if (!v.is_valid()) v = lookup(globals.ptr(), n);
+        if (!v.is_valid()) continue;
+        if (is_constant_name(n) && (PyCallable_Check(v.ptr()) || PyModule_Check(v.ptr()))) continue;
+        items.emplace_back(n, v);
+        keep.push_back(std::move(v));  // the snapshot of the locals is cleared below
+    }
+}
+
+// jitexpr.evaluate (and a Kernel's call) in one crossing: names bound as bind_names binds
+// them, then evaluate_items. `depth`: the caller's frame, counted from the Python function
+// calling this (1: its caller).
+// str(dtype) per dtype object seen (NumPy's __str__ is Python code: microseconds a call).
+std::string dtype_str(PyObject* dtype) {
+    static PyObject* cache = PyDict_New();  // kept for the life of the process
+    if (!cache) throw nb::python_error();
+    PyObject* s = PyDict_GetItemWithError(cache, dtype);  // borrowed
+    nb::object made;
+    if (!s) {
+        if (PyErr_Occurred()) throw nb::python_error();  // an unhashable dtype: asked each time
+        made = nb::steal(PyObject_Str(dtype));
+        if (!made.is_valid()) throw nb::python_error();
+        if (PyDict_GET_SIZE(cache) < 1024 && PyDict_SetItem(cache, dtype, made.ptr()) < 0) PyErr_Clear();
+        s = made.ptr();
+    }
+    Py_ssize_t size = 0;
+    const char* c = PyUnicode_AsUTF8AndSize(s, &size);
+    if (!c) throw nb::python_error();
+    return std::string(c, static_cast<std::size_t>(size));
+}
+
+// A Kernel's signature ({name: dtype name}): a bound value whose dtype is another is a
+// jitexpr.TypeError before anything is evaluated (scalars' "float", "int", ... are not checked).
+void check_signature(const Items& items, nb::dict signature) {
+    static PyObject* dtype_name = PyUnicode_InternFromString("dtype");
+    for (const auto& [n, v] : items) {
+        PyObject* want_o = PyDict_GetItemWithError(signature.ptr(), n.ptr());
+        if (!want_o) {
+            if (PyErr_Occurred()) throw nb::python_error();
+            continue;
+        }
+        const std::string want = nb::cast<std::string>(nb::handle(want_o));
+        if (want == "float" || want == "int" || want == "bool" || want == "complex") continue;
+        nb::object got = get_attr_or_null(v.ptr(), dtype_name);
+        if (!got.is_valid() || got.is_none()) continue;
+        const std::string g = dtype_str(got.ptr());
+        if (g == want) continue;
+        std::string bare = g;
+        for (std::size_t at; (at = bare.find("torch.")) != std::string::npos;) bare.erase(at, 6);
+        if (bare == want) continue;
+        PyErr_SetString(g_errors.type ? g_errors.type : PyExc_TypeError,
+                        ("'" + nb::cast<std::string>(n) + "' has dtype " + g + " but the kernel's signature says " + want).c_str());
+        throw nb::python_error();
+    }
+}
+
+nb::object evaluate_named(nb::handle text, nb::handle local_dict, nb::handle out, nb::handle backend, nb::handle stream,
+                          nb::handle device, int depth, nb::dict names, nb::handle signature) {
+    Items items;
+    std::vector<nb::object> keep;
+    items.reserve(8);
+    bind_names(text.ptr(), names, local_dict, depth, items, keep);
+    if (!signature.is_none()) check_signature(items, nb::borrow<nb::dict>(signature));
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
+    if (!utf8) throw nb::python_error();
+    return evaluate_items(std::string(utf8, static_cast<std::size_t>(size)), items, out, backend, stream, nb::none(), false,
+                          device);
+}
+
 // jx.run: every name the program assigns, by name.
 nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime,
                      nb::handle device) {
     Call c;
-    prepare(c, names, backend, stream, runtime, device);
+    prepare(c, items_of(names), backend, stream, runtime, device);
     if (c.any_validity) throw jit::ArgumentError("jitexpr.run takes no Arrow columns with nulls; use evaluate for each result");
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
     jit::Environment env;
@@ -1535,6 +1846,12 @@ NB_MODULE(_jitexpr, m) {
 
     m.def("evaluate", &evaluate, "text"_a, "names"_a, "out"_a = nb::none(), "backend"_a = nb::none(),
           "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false, "device"_a = nb::none());
+    m.def("evaluate_named", &evaluate_named, "text"_a, "local_dict"_a.none(), "out"_a.none(), "backend"_a.none(),
+          "stream"_a.none(), "device"_a.none(), "depth"_a, "names"_a, "signature"_a.none() = nb::none());
+    m.def("set_names_of", [](nb::handle f) {
+        Py_XINCREF(f.ptr());
+        g_names_of = f.ptr();  // kept for the life of the process
+    });
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
           "runtime"_a = nb::none(), "device"_a = nb::none());
     m.def("explain", &explain_program, "text"_a, "names"_a, "backend"_a = nb::none(), "device"_a = nb::none(),

@@ -298,3 +298,20 @@ def test_host_and_device_mixed_without_backend_is_an_error():
     with pytest.raises(jx.ArgumentError) as e:
         jx.evaluate("a + d", a=np.ones(2), d=FakeDevice())
     assert "backend='cuda'" in str(e.value)
+
+
+def test_a_kernel_signature_names_the_value_and_both_dtypes():
+    k = jx.compile("x + y", {"x": "float32", "y": "float32"})
+    with pytest.raises(jx.TypeError, match="'y' has dtype float64 but the kernel's signature says float32"):
+        k(x=np.ones(2, np.float32), y=np.ones(2))
+
+
+def test_a_kernel_binds_names_from_its_callers_frame():
+    k = jx.compile("u * 2")
+    u = np.arange(3.0)
+    np.testing.assert_array_equal(k(), u * 2)
+
+
+def test_an_expression_that_is_not_a_str_is_a_type_error():
+    with pytest.raises(TypeError, match="must be a str"):
+        jx.evaluate(3)

@@ -99,3 +99,46 @@ def test_a_tensor_on_the_host_has_no_cuda_array_interface():
     assert t.__dlpack_device__() == (1, 0)
     with pytest.raises(AttributeError):
         t.__cuda_array_interface__  # noqa: B018
+
+
+class DLPackThroughGetattr:
+    """An array whose DLPack methods come from __getattr__ (no class attribute names them)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __getattr__(self, name):
+        if name in ("__dlpack__", "__dlpack_device__"):
+            return getattr(self._a, name)
+        raise AttributeError(name)
+
+
+def test_an_input_whose_dlpack_comes_from_getattr_is_read():
+    a = np.arange(5.0)
+    np.testing.assert_array_equal(jx.evaluate("x * 3", x=DLPackThroughGetattr(a)), a * 3)
+
+
+def test_an_input_with_dlpack_in_its_instance_dict_is_read():
+    class Bare:
+        pass
+
+    a = np.arange(4.0)
+    o = Bare()
+    o.__dlpack__ = a.__dlpack__
+    o.__dlpack_device__ = a.__dlpack_device__
+    np.testing.assert_array_equal(jx.evaluate("x + 1", x=o), a + 1)
+
+
+def test_the_cuda_array_interface_is_read_once_per_value():
+    class Counted:
+        reads = 0
+
+        @property
+        def __cuda_array_interface__(self):
+            Counted.reads += 1
+            # A mask: refused while the value is bound, before any device is touched.
+            return {"shape": (4,), "typestr": "<f4", "data": (0, False), "version": 3, "mask": object()}
+
+    with pytest.raises(TypeError, match="mask"):
+        jx.evaluate("x + 1", x=Counted())
+    assert Counted.reads == 1

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The host cost of one call of jitexpr's Python API on the CPU, path by path: what a call costs
+beyond its work, where the kernel itself is about a microsecond (n = 1024 float32, a*2+b).
+
+    python bench/python_host.py [--n 1024] [--calls 3000] [--rounds 9] [--json out.json]
+    python bench/python_host.py --compare BEFORE_DIR AFTER_DIR [--alternate 5]
+
+BEFORE_DIR and AFTER_DIR are folders holding a built `jitexpr` package (a build tree's python/
+folder, or a copy of it): --compare runs this script in a child process for each, alternating
+them --alternate times, and prints the median per path of each side and their ratio, so that
+both are measured in one run under the same load (this machine is shared).
+
+Paths: jx.evaluate with keywords (new output, out=), with names from the caller's frame, with a
+local_dict; a jx.compile kernel (with and without a signature, out=); jitexpr.numexpr.evaluate
+(frame, out=); NumPy arrays behind the DLPack protocol (an object with only __dlpack__ and
+__dlpack_device__); an object with __cuda_array_interface__ (on a machine without CUDA the call
+binds the array and then raises NoDeviceError: the figure is the binding plus the error); the
+extension's own evaluate with a dict (the floor under the Python layer). Each figure is the
+median over rounds of the wall time per call (us) and of this thread's CPU time per call (us;
+robust to other jobs on the machine: at this size the work runs on the calling thread).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+
+def measure(fn, calls, rounds):
+    for _ in range(200):
+        fn()
+    wall, cpu = [], []
+    for _ in range(rounds):
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        for _ in range(calls):
+            fn()
+        c1, t1 = time.thread_time_ns(), time.perf_counter_ns()
+        wall.append((t1 - t0) / calls / 1e3)
+        cpu.append((c1 - c0) / calls / 1e3)
+    return statistics.median(wall), statistics.median(cpu)
+
+
+class DLPackOnly:
+    """An array seen only through the DLPack protocol (as a JAX or PyTorch CPU array is)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._a.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+class FakeCuda:
+    """An object with a CUDA array interface v3 (as Numba's and CuPy's arrays have)."""
+
+    def __init__(self, n, ptr=0x7F0000000000):
+        self._cai = {"shape": (n,), "typestr": "<f4", "data": (ptr, False), "version": 3, "strides": None,
+                     "stream": 1}
+
+    @property
+    def __cuda_array_interface__(self):
+        return dict(self._cai)  # a fresh dict per access, as CuPy makes one
+
+
+def run_paths(n, calls, rounds):
+    import numpy as np
+    import jitexpr as jx
+    import jitexpr.numexpr as jne
+    core = jx._jitexpr
+    jx.set_num_threads(1)
+    a = np.arange(n, dtype=np.float32)
+    b = np.ones(n, dtype=np.float32)
+    out = np.empty_like(a)
+    env = {"a": a, "b": b}
+    k = jx.compile("a*2+b")
+    ks = jx.compile("a*2+b", {"a": "float32", "b": "float32"})
+    da, db = DLPackOnly(a), DLPackOnly(b)
+    ca, cb = FakeCuda(n), FakeCuda(n)
+
+    def fake_cuda():
+        try:
+            jx.evaluate("a*2+b", a=ca, b=cb)
+        except jx.Error:
+            pass
+
+    def frame_new(a=a, b=b):  # a and b are locals of the calling frame
+        return jx.evaluate("a*2+b")
+
+    def frame_ne(a=a, b=b):
+        return jne.evaluate("a*2+b")
+
+    def frame_ne_out(a=a, b=b, out=out):
+        return jne.evaluate("a*2+b", out=out)
+
+    paths = {
+        "core.evaluate(dict) new": lambda: core.evaluate("a*2+b", env, None, None, None, None),
+        "jx.evaluate kw new": lambda: jx.evaluate("a*2+b", a=a, b=b),
+        "jx.evaluate kw out=": lambda: jx.evaluate("a*2+b", a=a, b=b, out=out),
+        "jx.evaluate frame new": frame_new,
+        "jx.evaluate local_dict new": lambda: jx.evaluate("a*2+b", env),
+        "Kernel kw out=": lambda: k(a=a, b=b, out=out),
+        "Kernel(signature) kw out=": lambda: ks(a=a, b=b, out=out),
+        "Kernel kw new": lambda: k(a=a, b=b),
+        "numexpr.evaluate frame new": frame_ne,
+        "numexpr.evaluate frame out=": frame_ne_out,
+        "jx.evaluate DLPack-only new": lambda: jx.evaluate("a*2+b", a=da, b=db),
+        "jx.evaluate fake CAI (NoDeviceError)": fake_cuda,
+    }
+    if jx.cuda_available():
+        del paths["jx.evaluate fake CAI (NoDeviceError)"]
+    res = {}
+    for name, fn in paths.items():
+        res[name] = measure(fn, calls, rounds)
+    return res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=1024)
+    ap.add_argument("--calls", type=int, default=3000)
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--compare", nargs=2, metavar=("BEFORE_DIR", "AFTER_DIR"))
+    ap.add_argument("--alternate", type=int, default=5)
+    ap.add_argument("--json")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(run_paths(args.n, args.calls, args.rounds)))
+        return
+    if not args.compare:
+        res = run_paths(args.n, args.calls, args.rounds)
+        print(f"# host cost per call, CPU, n = {args.n} float32, a*2+b (us; median of {args.rounds} rounds)")
+        print(f"{'path':40} {'wall':>8} {'thread CPU':>11}")
+        for name, (w, c) in res.items():
+            print(f"{name:40} {w:8.2f} {c:11.2f}")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
+    sides = {"before": [], "after": []}
+    for _ in range(args.alternate):
+        for side, folder in zip(("before", "after"), args.compare):
+            env = dict(os.environ, PYTHONPATH=os.path.abspath(folder))
+            r = subprocess.run([sys.executable, __file__, "--child", "--n", str(args.n), "--calls", str(args.calls),
+                                "--rounds", str(args.rounds)], env=env, check=True, capture_output=True, text=True)
+            sides[side].append(json.loads(r.stdout))
+    print(f"# host cost per call, CPU, n = {args.n} float32, a*2+b (us): before = {args.compare[0]}, "
+          f"after = {args.compare[1]}, {args.alternate} alternating processes of {args.rounds} rounds each, "
+          f"medians; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'path':40} {'before wall':>12} {'after wall':>11} {'before CPU':>11} {'after CPU':>10} {'CPU ratio':>10}")
+    table = {}
+    for name in sides["before"][0]:
+        if name not in sides["after"][0]:
+            continue
+        bw = statistics.median(r[name][0] for r in sides["before"])
+        aw = statistics.median(r[name][0] for r in sides["after"])
+        bc = statistics.median(r[name][1] for r in sides["before"])
+        ac = statistics.median(r[name][1] for r in sides["after"])
+        table[name] = {"before_wall_us": bw, "after_wall_us": aw, "before_cpu_us": bc, "after_cpu_us": ac}
+        print(f"{name:40} {bw:12.2f} {aw:11.2f} {bc:11.2f} {ac:10.2f} {ac / bc:10.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(table, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
