@@ -110,6 +110,23 @@ def _bind(text, names, local_dict, depth):
     return bound
 
 
+def _torch_from(torch, result):
+    """torch.from_dlpack(result), without its Python-level stream lookup (a torch.cuda.Stream
+    built from a "cuda:N" string per call): the capsule is asked for on torch's current raw
+    stream of the result's device (1 for the legacy default stream, as torch.from_dlpack asks),
+    so that the result is waited for there when it was written on another stream."""
+    c = torch._C
+    from_capsule = getattr(c, "_from_dlpack", None)
+    raw_stream = getattr(c, "_cuda_getCurrentRawStream", None)
+    if from_capsule is None or raw_stream is None:
+        return torch.from_dlpack(result)
+    kind, dev = result.__dlpack_device__()
+    if kind != 2:
+        return torch.from_dlpack(result)
+    s = raw_stream(dev)
+    return from_capsule(result.__dlpack__(stream=1 if s == 0 else s))
+
+
 def _to_library(result):
     """A Tensor result into the library its inputs came from (CuPy in, CuPy out)."""
     if type(result) is not Tensor:
@@ -125,7 +142,7 @@ def _to_library(result):
             return cupy.from_dlpack(result)
         if lib == "torch":
             import torch
-            return torch.from_dlpack(result)
+            return _torch_from(torch, result)
         if lib in ("pyarrow", "duckdb"):
             import pyarrow
             return pyarrow.array(result)

@@ -622,6 +622,77 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
                             jit::Backend::Cuda, device, std::move(keep));
 }
 
+// --- PyTorch CUDA tensors, read directly
+
+// A CUDA torch.Tensor (the exact type: no subclass, whose __torch_function__ could change what
+// its attributes say), strided, not requiring grad, of a dtype the CUDA array interface has: the
+// same view as its __cuda_array_interface__ gives, read from the tensor's C attributes
+// (data_ptr(), shape, stride(), dtype, get_device()) instead of the dict that torch's Python
+// property builds per access. False (nothing bound) for anything else, which then goes the
+// interface's way, with its errors.
+bool import_torch_cuda(PyObject* o, Bound& b, jit::Array& out) {
+    PyObject* torch = imported_module("torch");
+    if (!torch) return false;
+    nb::handle t(torch);
+    try {
+        nb::object tensor_type = t.attr("Tensor");
+        if (reinterpret_cast<PyObject*>(Py_TYPE(o)) != tensor_type.ptr()) return false;
+        nb::handle x(o);
+        if (x.attr("is_cuda").ptr() != Py_True || x.attr("requires_grad").ptr() != Py_False) return false;
+        if (!x.attr("layout").is(t.attr("strided"))) return false;
+        nb::object dt = x.attr("dtype");
+        static const std::pair<const char*, jit::DType> kDTypes[] = {
+            {"bool", jit::DType::Bool},         {"int8", jit::DType::Int8},       {"int16", jit::DType::Int16},
+            {"int32", jit::DType::Int32},       {"int64", jit::DType::Int64},     {"uint8", jit::DType::UInt8},
+            {"float16", jit::DType::Float16},   {"float32", jit::DType::Float32}, {"float64", jit::DType::Float64},
+            {"complex64", jit::DType::Complex64}, {"complex128", jit::DType::Complex128}};
+        std::optional<jit::DType> d;
+        for (const auto& [n, v] : kDTypes)
+            if (PyObject* td = PyObject_GetAttrString(torch, n)) {
+                const bool same = td == dt.ptr();
+                Py_DECREF(td);
+                if (same) {
+                    d = v;
+                    break;
+                }
+            } else {
+                PyErr_Clear();
+            }
+        if (!d) return false;
+        nb::tuple shape_t = nb::borrow<nb::tuple>(x.attr("shape"));
+        jit::Shape shape;
+        shape.reserve(shape_t.size());
+        bool empty = false;
+        for (auto e : shape_t) {
+            shape.push_back(nb::cast<std::int64_t>(e));
+            empty = empty || shape.back() == 0;
+        }
+        if (shape.size() > static_cast<std::size_t>(jit::kMaxDims)) return false;  // the interface's error
+        jit::Strides strides;
+        if (nb::cast<bool>(x.attr("is_contiguous")())) {
+            strides = jit::contiguous_strides(shape);
+        } else {
+            for (auto e : nb::cast<nb::tuple>(x.attr("stride")())) strides.push_back(nb::cast<std::int64_t>(e));
+        }
+        const std::uintptr_t ptr = empty ? 0 : nb::cast<std::uintptr_t>(x.attr("data_ptr")());
+        const int device = nb::cast<int>(x.attr("get_device")());
+        Py_INCREF(o);
+        std::shared_ptr<void> keep(o, [](void* p) {
+            PyGILState_STATE g = PyGILState_Ensure();
+            Py_DECREF(static_cast<PyObject*>(p));
+            PyGILState_Release(g);
+        });
+        out = jit::Array::view(reinterpret_cast<void*>(ptr), *d, std::move(shape), std::move(strides), jit::Backend::Cuda,
+                               device, std::move(keep));
+        b.read_only = false;
+        return true;
+    } catch (const nb::python_error&) {
+        return false;  // the interface's way says what is wrong
+    } catch (const nb::cast_error&) {
+        return false;
+    }
+}
+
 // --- Arrow PyCapsule interface in
 
 template <class T>
@@ -755,6 +826,12 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     }
     if (PyComplex_Check(o)) {
         b.arg = jit::Arg(std::complex<double>(PyComplex_RealAsDouble(o), PyComplex_ImagAsDouble(o)));
+        return;
+    }
+    if (jit::Array t; import_torch_cuda(o, b, t)) {
+        b.library = "torch";
+        b.arg = jit::Arg(std::move(t));
+        b.place = Place::Device;
         return;
     }
     const std::string lib = module_of(obj);

@@ -99,3 +99,13 @@ def test_numba_cuda_array_interface(cupy):
     r = jx.evaluate("a * 2", a=a)
     np.testing.assert_array_equal(jx.Tensor.numpy(r) if isinstance(r, jx.Tensor) and r.device == "cpu"
                                   else cupy.asarray(r).get(), np.arange(100, dtype=np.float32) * 2)
+
+
+def test_torch_result_on_a_side_stream_is_ordered_on_it(torch):
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        a = torch.rand(1 << 20, device="cuda", dtype=torch.float32)
+        r = jx.evaluate("a * 2 + 1", a=a)
+        assert isinstance(r, torch.Tensor) and r.device == a.device
+        assert torch.equal(r, a * 2 + 1)
+    s.synchronize()
