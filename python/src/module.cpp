@@ -1450,7 +1450,7 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
 std::string explain_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle device,
                             double bandwidth) {
     Call c;
-    prepare(c, names, backend, nb::none(), nb::none(), device);
+    prepare(c, items_of(names), backend, nb::none(), nb::none(), device);
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
     jit::Environment env;
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
