@@ -4,11 +4,14 @@ beyond its work, where the kernel itself is about a microsecond (n = 1024 float3
 
     python bench/python_host.py [--n 1024] [--calls 3000] [--rounds 9] [--json out.json]
     python bench/python_host.py --compare BEFORE_DIR AFTER_DIR [--alternate 5]
+    python bench/python_host.py --compare BEFORE_DIR AFTER_DIR --instructions [--calls 20000]
 
 BEFORE_DIR and AFTER_DIR are folders holding a built `jitexpr` package (a build tree's python/
 folder, or a copy of it): --compare runs this script in a child process for each, alternating
 them --alternate times, and prints the median per path of each side and their ratio, so that
-both are measured in one run under the same load (this machine is shared).
+both are measured in one run under the same load (this machine is shared). With --instructions
+it counts the user-space instructions per call of each path instead (perf stat), which other jobs
+on the machine do not change.
 
 Paths: jx.evaluate with keywords (new output, out=), with names from the caller's frame, with a
 local_dict; a jx.compile kernel (with and without a signature, out=); jitexpr.numexpr.evaluate
@@ -17,7 +20,8 @@ __dlpack_device__); an object with __cuda_array_interface__ (on a machine withou
 binds the array and then raises NoDeviceError: the figure is the binding plus the error); the
 extension's own evaluate with a dict (the floor under the Python layer). Each figure is the
 median over rounds of the wall time per call (us) and of this thread's CPU time per call (us;
-robust to other jobs on the machine: at this size the work runs on the calling thread).
+at this size the work runs on the calling thread), and with --compare the least CPU time of any
+round (the figure least moved by other jobs on the machine).
 """
 import argparse
 import json
@@ -39,7 +43,7 @@ def measure(fn, calls, rounds):
         c1, t1 = time.thread_time_ns(), time.perf_counter_ns()
         wall.append((t1 - t0) / calls / 1e3)
         cpu.append((c1 - c0) / calls / 1e3)
-    return statistics.median(wall), statistics.median(cpu)
+    return statistics.median(wall), statistics.median(cpu), min(cpu)
 
 
 class DLPackOnly:
@@ -67,7 +71,7 @@ class FakeCuda:
         return dict(self._cai)  # a fresh dict per access, as CuPy makes one
 
 
-def run_paths(n, calls, rounds):
+def make_paths(n):
     import numpy as np
     import jitexpr as jx
     import jitexpr.numexpr as jne
@@ -113,10 +117,36 @@ def run_paths(n, calls, rounds):
     }
     if jx.cuda_available():
         del paths["jx.evaluate fake CAI (NoDeviceError)"]
-    res = {}
-    for name, fn in paths.items():
-        res[name] = measure(fn, calls, rounds)
-    return res
+    return paths
+
+
+def run_paths(n, calls, rounds):
+    return {name: measure(fn, calls, rounds) for name, fn in make_paths(n).items()}
+
+
+def run_one(n, name, calls):
+    """`calls` calls of one path after its warm-up (for perf stat: instructions do not depend on
+    what else the machine runs)."""
+    fn = make_paths(n)[name]
+    for _ in range(200):
+        fn()
+    for _ in range(calls):
+        fn()
+
+
+def instructions(folder, n, name, calls):
+    """User-space instructions per call of path `name` with the package of `folder`: perf stat
+    of a process making `calls` calls less one making none."""
+    def count(c):
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(folder))
+        r = subprocess.run(["perf", "stat", "-x,", "-e", "instructions:u", sys.executable, __file__, "--one", name,
+                            "--n", str(n), "--calls", str(c)], env=env, capture_output=True, text=True, check=True)
+        for line in r.stderr.splitlines():
+            f = line.split(",")
+            if len(f) > 2 and f[2].startswith("instructions"):
+                return int(f[0])
+        raise RuntimeError(r.stderr)
+    return (count(calls) - count(0)) / calls
 
 
 def main():
@@ -128,7 +158,27 @@ def main():
     ap.add_argument("--alternate", type=int, default=5)
     ap.add_argument("--json")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--one", help=argparse.SUPPRESS)
+    ap.add_argument("--instructions", action="store_true",
+                    help="with --compare: user-space instructions per call (perf stat) instead of times")
     args = ap.parse_args()
+    if args.one:
+        run_one(args.n, args.one, args.calls)
+        return
+    if args.compare and args.instructions:
+        print(f"# user-space instructions per call (perf stat; {args.calls} calls less none), CPU, n = {args.n} "
+              f"float32, a*2+b: before = {args.compare[0]}, after = {args.compare[1]}")
+        print(f"{'path':40} {'before':>10} {'after':>10} {'ratio':>7}")
+        table = {}
+        sys.path.insert(0, os.path.abspath(args.compare[1]))  # for the list of paths
+        for name in make_paths(args.n):
+            b, a = (instructions(folder, args.n, name, args.calls) for folder in args.compare)
+            table[name] = {"before_instructions": b, "after_instructions": a}
+            print(f"{name:40} {b:10.0f} {a:10.0f} {a / b:7.2f}", flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(table, f, indent=1)
+        return
     if args.child:
         print(json.dumps(run_paths(args.n, args.calls, args.rounds)))
         return
@@ -136,7 +186,7 @@ def main():
         res = run_paths(args.n, args.calls, args.rounds)
         print(f"# host cost per call, CPU, n = {args.n} float32, a*2+b (us; median of {args.rounds} rounds)")
         print(f"{'path':40} {'wall':>8} {'thread CPU':>11}")
-        for name, (w, c) in res.items():
+        for name, (w, c, _) in res.items():
             print(f"{name:40} {w:8.2f} {c:11.2f}")
         if args.json:
             with open(args.json, "w") as f:
@@ -152,7 +202,8 @@ def main():
     print(f"# host cost per call, CPU, n = {args.n} float32, a*2+b (us): before = {args.compare[0]}, "
           f"after = {args.compare[1]}, {args.alternate} alternating processes of {args.rounds} rounds each, "
           f"medians; load average {os.getloadavg()[0]:.1f}")
-    print(f"{'path':40} {'before wall':>12} {'after wall':>11} {'before CPU':>11} {'after CPU':>10} {'CPU ratio':>10}")
+    print(f"{'path':40} {'before wall':>12} {'after wall':>11} {'before CPU':>11} {'after CPU':>10} {'CPU ratio':>10}"
+          f" {'before min':>11} {'after min':>10} {'min ratio':>10}")
     table = {}
     for name in sides["before"][0]:
         if name not in sides["after"][0]:
@@ -161,8 +212,11 @@ def main():
         aw = statistics.median(r[name][0] for r in sides["after"])
         bc = statistics.median(r[name][1] for r in sides["before"])
         ac = statistics.median(r[name][1] for r in sides["after"])
-        table[name] = {"before_wall_us": bw, "after_wall_us": aw, "before_cpu_us": bc, "after_cpu_us": ac}
-        print(f"{name:40} {bw:12.2f} {aw:11.2f} {bc:11.2f} {ac:10.2f} {ac / bc:10.2f}")
+        bm = min(r[name][2] for r in sides["before"])
+        am = min(r[name][2] for r in sides["after"])
+        table[name] = {"before_wall_us": bw, "after_wall_us": aw, "before_cpu_us": bc, "after_cpu_us": ac,
+                       "before_min_cpu_us": bm, "after_min_cpu_us": am}
+        print(f"{name:40} {bw:12.2f} {aw:11.2f} {bc:11.2f} {ac:10.2f} {ac / bc:10.2f} {bm:11.2f} {am:10.2f} {am / bm:10.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(table, f, indent=1)
