@@ -442,3 +442,13 @@ TEST(TwoResults, AFunctionOfTwoResultsWhereOneValueIsExpectedIsATypeError) {
     EXPECT_THROW(cpu().run("a, b, c = divmod(x, x)", env), TypeError);
     EXPECT_FALSE(env.count("y") || env.count("a")) << "an error binds nothing";
 }
+
+TEST(TwoResults, BoundArraysAreWrittenInPlace) {
+    Array frac = host(std::vector<double>{9, 9, 9}), whole = host(std::vector<double>{9, 9, 9});
+    const void* fp = frac.data();
+    Environment env{{"x", Arg(host(std::vector<double>{-2.5, 0.25, 3.0}))}, {"frac", Arg(frac)}, {"whole", Arg(whole)}};
+    cpu().run("frac, whole = modf(x)", env);
+    EXPECT_EQ(env.at("frac").array().data(), fp) << "written in place";
+    EXPECT_EQ(frac.to_vector<double>(), (std::vector<double>{-0.5, 0.25, 0.0}));
+    EXPECT_EQ(whole.to_vector<double>(), (std::vector<double>{-2.0, 0.0, 3.0}));
+}
