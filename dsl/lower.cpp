@@ -723,8 +723,12 @@ private:
             type_error(fmt::format("ldexp() takes an integer exponent that int64 holds, not {}", dtype_name(dt(nv))), n_span);
         }
         if (xv.weak != Weak::None) {
+            // NumPy's first loop a Python number fits: a Python int or bool takes float16 ('e'),
+            // a Python float float64; an int against a bool exponent float64 (NumPy's int64).
             if (xv.weak == Weak::Complex) type_error("ldexp() is not supported for complex", e.operands.at(0)->span);
-            xv = Val{cast(xv, promote_weak(dt(nv), xv.weak), e.operands.at(0)->span), Weak::None};
+            const DType t = xv.weak == Weak::Float || (xv.weak == Weak::Int && is_bool(dt(nv))) ? DType::Float64
+                                                                                                : DType::Float16;
+            xv = Val{cast(Val{xv.node, Weak::None}, t, e.operands.at(0)->span), Weak::None};
         }
         const Typed t = rule(Op::Ldexp, dt(xv), e.span);
         const ir::NodeId a = cast(xv, t.operand, e.span), b = cast(nv, t.operand, e.span);

@@ -5,8 +5,11 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs]"
 #   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
+#   ufuncs: issue 16's ufuncs on CUDA on their own (the CUDA differential suite, which holds every
+#   new function x dtype, timed; every op compiled for sm_90 by NVRTC); `tests` runs both among
+#   the other GPU tests.
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 set -u
@@ -25,6 +28,14 @@ fi
 if has tests; then
   timeout 240 ctest --test-dir build-gpu -L gpu -j8 --timeout 200 --output-on-failure > "$out/gpu-tests.log" 2>&1
   grep -E "tests passed|\*\*\*Failed|Timeout" "$out/gpu-tests.log"
+fi
+if has ufuncs; then
+  t0=$SECONDS
+  timeout 300 build-gpu/tests/diff/test_diff_cuda > "$out/diff-cuda.log" 2>&1
+  rc=$?
+  echo "test_diff_cuda: exit $rc in $((SECONDS - t0)) s"; tail -3 "$out/diff-cuda.log"
+  timeout 200 build-gpu/tests/cpu/test_semantics_nvrtc > "$out/semantics-nvrtc.log" 2>&1; echo "test_semantics_nvrtc: exit $?"
+  tail -3 "$out/semantics-nvrtc.log"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \

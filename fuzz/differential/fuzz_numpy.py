@@ -552,13 +552,17 @@ def call(name, args, ev):
     boolish = all(k == "bool" for k in kinds)
     # jitexpr's documented refusals where NumPy accepts
     if cplx and name in ("round", "rint", "ceil", "floor", "trunc", "exp2", "cbrt", "signbit", "maximum", "minimum",
-                         "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod", "fmax", "fmin"):
+                         "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod", "fmax", "fmin", "less_equal"):
         raise RefError("type")
+    if name == "ldexp" and not isinstance(args[0], Arr):
+        raise RefSkip()  # NumPy's loop for a Python-number mantissa: not what apply() models (tests/python covers it)
+    if name == "signbit" and isinstance(args[0], Arr) and np.isnan(np.asarray(args[0].a, dtype=np.complex128)).any():
+        raise RefSkip()  # the sign of a NaN an invalid operation made is the libm's (IEEE leaves it open)
     if name in ("spacing", "ldexp", "gcd", "lcm", "bitwise_count", "fabs", "float_power") and \
             any(k == "bfloat16" for k in kinds):
         raise RefSkip()  # not NumPy's dtype: ml_dtypes' loops for these are its own
-    if name in ("ldexp", "spacing") and any(k == "float16" for k in kinds):
-        raise RefSkip()  # the reference's float16 carrier (float32) steps and rounds as float32
+    if name in ("ldexp", "spacing") and (any(k == "float16" for k in kinds) or kinds[0] in ("bool", "int8", "uint8")):
+        raise RefSkip()  # float16 results: the reference's carrier (float32) steps and rounds as float32
     if name == "sign" and boolish:
         raise RefError("type")
     if name == "reciprocal":

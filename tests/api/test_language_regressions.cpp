@@ -405,3 +405,50 @@ TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
     EXPECT_EQ(run("copysign(i8, u16)", env).dtype(), DType::Float32);
     EXPECT_EQ(run("arctan2(i8, 2)", env).dtype(), DType::Float16);
 }
+
+// ---- issue 16: functions of two results (`m, e = frexp(x)`) through Runtime::run, eval, Kernel
+
+TEST(TwoResults, RunBindsBothNamesInTheEnvironment) {
+    Environment env{{"x", Arg(host(std::vector<double>{0.0, 3.0, -0.75, 1024.0}))}};
+    const Array last = cpu().run("m, e = frexp(x)", env);
+    ASSERT_TRUE(env.count("m") && env.count("e"));
+    const Array m = env.at("m").array(), e = env.at("e").array();
+    EXPECT_EQ(m.dtype(), DType::Float64);
+    EXPECT_EQ(e.dtype(), DType::Int32);
+    EXPECT_EQ(m.to_vector<double>(), (std::vector<double>{0.0, 0.75, -0.75, 0.5}));
+    EXPECT_EQ(e.to_vector<std::int32_t>(), (std::vector<std::int32_t>{0, 2, 0, 11}));
+    EXPECT_EQ(last.to_vector<std::int32_t>(), e.to_vector<std::int32_t>()) << "a statement's value is its last target";
+}
+
+TEST(TwoResults, DivmodIsFloorDivideAndRemainder) {
+    Environment env{{"a", Arg(host(std::vector<std::int64_t>{7, -7, 7, -7, 5}))},
+                    {"b", Arg(host(std::vector<std::int64_t>{2, 2, -2, -2, 0}))}};
+    cpu().run("q, r = divmod(a, b)", env);
+    EXPECT_EQ(env.at("q").array().to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, -4, -4, 3, 0}));
+    EXPECT_EQ(env.at("r").array().to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 1, -1, -1, 0}));
+}
+
+TEST(TwoResults, EvalAndAKernelReturnTheLastValue) {
+    const Array x = host(std::vector<double>{-2.5, 0.5, 3.0});
+    EXPECT_EQ(eval("f, i = modf(x); i", x).to_vector<double>(), (std::vector<double>{-2.0, 0.0, 3.0}));
+    Kernel k = compile("f, i = modf(x); f");
+    EXPECT_EQ(k(x).to_vector<double>(), (std::vector<double>{-0.5, 0.5, 0.0}));
+}
+
+TEST(TwoResults, AFunctionOfTwoResultsWhereOneValueIsExpectedIsATypeError) {
+    Environment env{{"x", Arg(host(std::vector<double>{1.0}))}};
+    EXPECT_THROW(cpu().run("y = frexp(x) + 1", env), TypeError);
+    EXPECT_THROW(cpu().run("a, b = sin(x)", env), TypeError);
+    EXPECT_THROW(cpu().run("a, b, c = divmod(x, x)", env), TypeError);
+    EXPECT_FALSE(env.count("y") || env.count("a")) << "an error binds nothing";
+}
+
+TEST(TwoResults, BoundArraysAreWrittenInPlace) {
+    Array frac = host(std::vector<double>{9, 9, 9}), whole = host(std::vector<double>{9, 9, 9});
+    const void* fp = frac.data();
+    Environment env{{"x", Arg(host(std::vector<double>{-2.5, 0.25, 3.0}))}, {"frac", Arg(frac)}, {"whole", Arg(whole)}};
+    cpu().run("frac, whole = modf(x)", env);
+    EXPECT_EQ(env.at("frac").array().data(), fp) << "written in place";
+    EXPECT_EQ(frac.to_vector<double>(), (std::vector<double>{-0.5, 0.25, 0.0}));
+    EXPECT_EQ(whole.to_vector<double>(), (std::vector<double>{-2.0, 0.0, 3.0}));
+}

@@ -594,6 +594,38 @@ class Explain(Base):
                 self.assertIn("--bandwidth takes a positive number of GB/s", r.stderr)
 
 
+class TwoResults(Base):
+    """Issue 16: a function of two results assigned to two names, through -e, a script and --save."""
+
+    def test_frexp_assigns_both_names_and_save_writes_each(self):
+        x = np.array([0.0, 3.0, -0.75, 1024.0, np.inf])
+        np.save(self.path("x.npy"), x)
+        r = run(["--load", "x=" + self.path("x.npy"), "-e", "m, e = frexp(x)",
+                 "--save", "m=" + self.path("m.npy"), "--save", "e=" + self.path("e.npy")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = np.frexp(x)
+        self.assertSameArray(np.load(self.path("m.npy")), want[0])
+        self.assertSameArray(np.load(self.path("e.npy")), want[1])
+
+    def test_divmod_results_feed_the_next_statement(self):
+        out = self.path("r.npy")
+        r = run(["-e", "a = arange(-6, 6)", "-e", "q, r0 = divmod(a, 4)\nr = q * 4 + r0", "--save", "r=" + out])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertSameArray(np.load(out), np.arange(-6, 6))
+
+    def test_a_function_of_two_results_in_an_expression_points_at_the_call(self):
+        r = run(["-e", "y = modf(arange(3.0)) * 2"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stderr, "jitexpr: -e: type error: modf() gives 2 values; assign them to 2 names, as in "
+                                   "'a, b = modf(arange(3.0))'\nline 1: y = modf(arange(3.0)) * 2\n"
+                                   "            ^^^^^^^^^^^^^^^^\n")
+
+    def test_a_constructor_given_two_names_is_an_error(self):
+        r = run(["-e", "a, b = arange(3)"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("type error: 2 names are assigned one value", r.stderr)
+
+
 class DocsTellTheTruth(Base):
     """The command-line samples in README.md and docs/*.md print what the docs show."""
 

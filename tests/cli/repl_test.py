@@ -98,6 +98,13 @@ class Repl(ReplBase):
         self.line(c, "\ufeffq + 1", "line 1: q + 1\r\n        ^")
         self.line(c, "\ufeff2 + 1", "array(3, dtype=int64)")
 
+    def test_two_results_bind_both_names(self):
+        c = self.spawn()
+        self.line(c, "m, e = frexp(arange(4.0))", "")
+        self.line(c, "e", "array([0, 1, 2, 2], dtype=int32)")
+        self.line(c, "m * 2.0**e", "array([0., 1., 2., 3.], dtype=float64)")
+        self.line(c, "frexp(e)", "frexp() gives 2 values")
+
     def test_ctrl_d_exits_with_status_0(self):
         c = self.spawn()
         c.sendeof()

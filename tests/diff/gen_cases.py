@@ -374,6 +374,7 @@ for dt in FLOATS:
     case("ldexp(x, 3)", 0, {"x": values(dt)}, lambda x: np.ldexp(x, 3))
 case("ldexp(2.5, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(2.5, n))
 case("ldexp(3, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(3, n))
+case("ldexp(3, n)", 0, {"n": values("int64", small=True)}, lambda n: np.ldexp(3, n))  # float16, as NumPy
 case("ldexp(x, 2**40)", 0, {"x": values("float64")}, lambda x: np.ldexp(x, 2**40))  # ValueError (NumPy's OverflowError)
 
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:

@@ -121,3 +121,23 @@ TEST(Plan, BoundNamesAreListedOnlyForAMessage) {
 }
 
 }  // namespace
+
+// `m, e = frexp(x)`: both results are stored by one elementwise stage (one fused kernel),
+// which reads x once.
+TEST(Plan, TwoResultsOfOneFunctionAreStoredByOneStage) {
+    const ir::Plan p = plan("m, e = frexp(x)", kVectors);
+    ASSERT_EQ(p.schedule.stages.size(), 1u);
+    ASSERT_EQ(p.schedule.stages[0].stores.size(), 2u);
+    ASSERT_EQ(p.program.outputs.size(), 2u);
+    EXPECT_EQ(p.program.outputs[0].name, "m");
+    EXPECT_EQ(p.program.outputs[1].name, "e");
+    EXPECT_EQ(p.program.node(p.program.outputs[0].node).dtype, DType::Float64);
+    EXPECT_EQ(p.program.node(p.program.outputs[1].node).dtype, DType::Int32);
+    EXPECT_EQ(p.program.inputs.size(), 1u);
+}
+
+TEST(Plan, TwoResultsFeedALaterStatementInTheSameStage) {
+    const ir::Plan p = plan("q, r = divmod(x, 3.0); y = q * 3.0 + r", kVectors);
+    EXPECT_EQ(p.schedule.stages.size(), 1u);
+    EXPECT_EQ(p.program.outputs.size(), 3u);
+}
