@@ -88,11 +88,15 @@ cat "$out/cli_stream.txt"
   for i in 1 2 3 4 5; do
     s=$(date +%s%N)
     python3 -c "
-import ctypes
+import ctypes, time
+t0 = time.perf_counter()
 c = ctypes.CDLL('libcuda.so.1'); assert c.cuInit(0) == 0
+t1 = time.perf_counter()
 d = ctypes.c_int(); assert c.cuDeviceGet(ctypes.byref(d), 0) == 0
 x = ctypes.c_void_p(); assert c.cuDevicePrimaryCtxRetain(ctypes.byref(x), d) == 0
-assert c.cuCtxSetCurrent(x) == 0"
+assert c.cuCtxSetCurrent(x) == 0
+t2 = time.perf_counter()
+print('dlopen + cuInit %.1f ms, primary context %.1f ms' % ((t1 - t0) * 1e3, (t2 - t1) * 1e3))"
     ctx=$(( ($(date +%s%N) - s) / 1000000 ))
     s=$(date +%s%N); python3 -c "pass"; py=$(( ($(date +%s%N) - s) / 1000000 ))
     echo "libcuda init + primary context (python3 with ctypes, less python3 alone ${py} ms): $((ctx - py)) ms"
