@@ -172,11 +172,17 @@ void Session::set_backend(Backend backend) {
     backend_ = actual;
 }
 
-void Session::keep_on_host() {
-    // A program over no arrays (scalars alone) ran on the device: its results come to the host,
-    // where the session keeps every variable. (Host inputs give host results already.)
-    for (auto& [name, value] : env_)
-        if (value.is_array() && value.array().backend() != Backend::Cpu) value = Arg(value.array().to(Backend::Cpu));
+void Session::keep_on_host(const Chunk& chunk) {
+    // A program over no arrays (scalars alone) ran on the device: its result comes to the host,
+    // where the session keeps every variable. (Host inputs give host results already.) Only the
+    // statement's own target can be new: the rest of the environment is not looked at, so a
+    // statement costs the same however many variables there are.
+    std::size_t rest = 0;
+    const std::string_view target = assignment_target(chunk.text, &rest);
+    if (target.empty()) return;
+    auto it = env_.find(target);
+    if (it != env_.end() && it->second.is_array() && it->second.array().backend() != Backend::Cpu)
+        it->second = Arg(it->second.array().to(Backend::Cpu));
 }
 
 void Session::run(std::string_view text, const std::function<void(const Array&)>& print, Timing* timing) {
@@ -191,7 +197,7 @@ void Session::run(std::string_view text, const std::function<void(const Array&)>
         const auto t0 = Clock::now();
         std::optional<Array> value = run_statement(c, text, t, &bare);
         if (backend_ != Backend::Cpu) {
-            keep_on_host();
+            keep_on_host(c);
             if (value && value->defined() && value->backend() != Backend::Cpu) value = value->to(Backend::Cpu);
         }
         const auto t1 = Clock::now();

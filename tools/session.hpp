@@ -72,7 +72,7 @@ public:
     void set_threads(int threads);
 
 private:
-    void keep_on_host();
+    void keep_on_host(const Chunk& chunk);
     std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
 
     std::unique_ptr<Runtime> runtime_;
