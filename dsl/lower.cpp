@@ -689,14 +689,16 @@ private:
         return {Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None}};  // a ufunc: typed
     }
 
-    // `a, b = f(<the call's own arguments>)`, for a message.
-    std::string several_example(const Expr& call, std::size_t results) const {
+    // `a, b = f(x)`, for a message (not the call's own text: a caller may have rewritten parts
+    // of it, as the CLI does its constructors).
+    static std::string several_example(const Expr& call, std::size_t results) {
         static constexpr std::string_view kNames[] = {"a", "b", "c", "d"};
-        std::string names;
+        std::string names, args;
         for (std::size_t k = 0; k < results; ++k)
             names += fmt::format("{}{}", k ? ", " : "", k < 4 ? std::string(kNames[k]) : fmt::format("r{}", k));
-        const std::string_view args = text_.substr(call.name_span.end, call.span.end - call.name_span.end);
-        return fmt::format("{} = {}{}", names, call.text, args);
+        const std::size_t n = call.operands.size();
+        for (std::size_t k = 0; k < n; ++k) args += n == 1 ? std::string("x") : fmt::format("{}x{}", k ? ", " : "", k + 1);
+        return fmt::format("{} = {}({})", names, call.text, args);
     }
 
     [[noreturn]] void not_several(const syntax::Statement& st) const {

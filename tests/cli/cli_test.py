@@ -617,8 +617,8 @@ class TwoResults(Base):
         r = run(["-e", "y = modf(arange(3.0)) * 2"])
         self.assertEqual(r.returncode, 1)
         self.assertEqual(r.stderr, "jitexpr: -e: type error: modf() gives 2 values; assign them to 2 names, as in "
-                                   "'a, b = modf(arange(3.0))'\nline 1: y = modf(arange(3.0)) * 2\n"
-                                   "            ^^^^^^^^^^^^^^^^\n")
+                                   "'a, b = modf(x)'\nline 1: y = modf(arange(3.0)) * 2\n"
+                                   "            ^^^^^^^^^^^^^^^^^\n")
 
     def test_a_constructor_given_two_names_is_an_error(self):
         r = run(["-e", "a, b = arange(3)"])
