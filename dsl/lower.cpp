@@ -871,7 +871,8 @@ private:
                 std::int64_t i = index_constant(x, false);
                 if (i < -n || i >= n)
                     throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}",
-                                                 std::llabs(i) == std::numeric_limits<std::int64_t>::max()
+                                                 i == std::numeric_limits<std::int64_t>::max() ||
+                                                         i == -std::numeric_limits<std::int64_t>::max()
                                                      ? std::string(text_.substr(x.span.begin, x.span.end - x.span.begin))
                                                      : std::to_string(i),
                                                  axis, n),
@@ -886,6 +887,7 @@ private:
             if (const Expr* s = part(it.step)) {
                 if (!is_none(*s)) step = index_constant(*s, true);
                 if (step == 0) throw ValueError("slice step cannot be zero", text_, s->span);
+                step = std::max(step, -std::numeric_limits<std::int64_t>::max());  // -step stays an int64
             }
             auto bound = [&](std::int32_t k, std::int64_t dflt) {
                 const Expr* b = part(k);

@@ -6,6 +6,7 @@
 #include <jit/jit.hpp>
 
 #include "dsl/plan.hpp"
+#include "dsl/verify.hpp"
 
 #include <gtest/gtest.h>
 
@@ -146,6 +147,30 @@ TEST(Indexing, ReversedViewHasANegativeStrideFromTheLastElement) {
     EXPECT_EQ(in.shape, (Shape{3, 1, 4}));
     EXPECT_EQ(in.strides, (Strides{-4, 0, 1}));
     EXPECT_EQ(in.offset, 8);
+}
+
+TEST(Indexing, EveryIndexedPlanKeepsTheIrInvariants) {
+    for (const char* text : {"a[1:, ::-1] * a[:-1, None, 0]", "(a * 2 + 1)[::2, 1]", "sum(a, axis=0)[::-1] - a[0]",
+                             "sum(a[1:] * a[:-1])", "max(a[:, ::-2], axis=1)", "where(a[0] > a[1], a[2], -a[0])",
+                             "(a + a[0])[None, ..., 1:]", "sum(a, axis=1)[None]", "sum(a)[None, None]", "a[5:, 9:]",
+                             "float32(a)[::-1][1:3]", "a = a[::-1] + a"}) {
+        SCOPED_TRACE(text);
+        const ir::Plan p = plan_of(text, {4, 6});
+        EXPECT_NO_THROW(ir::verify(p));
+    }
+}
+
+TEST(Indexing, BoundsPastEveryIntegerAreClippedOrOutOfBounds) {
+    const Array a = host(iota(4));
+    EXPECT_EQ(jit::eval("a[-2**70:2**70]", {{"a", a}}).to_vector<double>(), (std::vector<double>{0, 1, 4, 9}));
+    EXPECT_EQ(jit::eval("a[::-2**63]", {{"a", a}}).to_vector<double>(), (std::vector<double>{9}));
+    EXPECT_EQ(jit::eval("a[::2**63]", {{"a", a}}).to_vector<double>(), (std::vector<double>{0}));
+    try {
+        jit::eval("a[2**70]", {{"a", a}});
+        FAIL() << "no error";
+    } catch (const IndexError& e) {
+        EXPECT_EQ(e.message(), "index 2**70 is out of bounds for axis 0 with size 4");
+    }
 }
 
 TEST(Indexing, TheSameSliceTwiceIsOneInput) {
