@@ -949,14 +949,14 @@ private:
     }
 
     // The node computing `n` read through view `v` (a new node; `n` itself when v is the identity).
-    std::int32_t view_of(std::int32_t n, const View& v, SourceSpan span) {
+    ir::NodeId view_of(ir::NodeId n, const View& v, SourceSpan span) {
         const Node src = node(n);
         if (identity(v, src.shape)) return n;
-        std::string key = std::to_string(n);
+        std::string key = std::to_string(n.value());
         for (auto x : v.out) key += fmt::format(",{}", x);
         for (const ViewAxis& x : v.axes) key += fmt::format(";{},{},{}", x.start, x.step, x.out);
         if (auto it = view_memo_.find(key); it != view_memo_.end()) return it->second;
-        std::int32_t r = -1;
+        ir::NodeId r;
         if (src.shape.empty()) {
             // A 0-d value under new axes: broadcast by a cast to the result's shape.
             Node c;
@@ -973,14 +973,14 @@ private:
             Node m = src;
             m.shape = v.out;
             for (int k = 0; k < src.nargs; ++k) {
-                const std::int32_t a = src.args[k];
+                const ir::NodeId a = src.args[k];
                 const Shape& as = node(a).shape;
                 m.args[k] = as.empty() ? a : view_of(a, operand_view(v, src.shape, as), span);
             }
             r = add(std::move(m));
         } else if (src.kind == NodeKind::Reduce && src.axis >= 0) {
             // The reduced axis stays whole, as a last axis of the operand's view.
-            const std::int32_t a = src.args[0];
+            const ir::NodeId a = src.args[0];
             const Shape& as = node(a).shape;
             View w;
             w.out = v.out;
@@ -1001,7 +1001,7 @@ private:
     }
 
     // A view of an input: the same bound array at another offset, shape and strides.
-    std::int32_t view_input(const Node& src, const View& v, SourceSpan span) {
+    ir::NodeId view_input(const Node& src, const View& v, SourceSpan span) {
         const ir::InputDecl d = p_.inputs[static_cast<std::size_t>(src.slot)];
         const Strides st = d.strides.size() == d.shape.size() ? d.strides : contiguous_strides(d.shape);
         ir::InputDecl w;
@@ -1026,7 +1026,7 @@ private:
         m.slot = static_cast<std::int32_t>(p_.inputs.size());
         m.span = span;
         p_.inputs.push_back(std::move(w));
-        const std::int32_t r = add(std::move(m));
+        const ir::NodeId r = add(std::move(m));
         view_inputs_.emplace(std::move(key), r);
         return r;
     }
@@ -1137,8 +1137,8 @@ private:
     std::set<ir::NodeId> output_nodes_;
     std::map<ir::NodeId, BigLiteral> big_;  // Const nodes of integers past every dtype
     LiteralFolder folder_;
-    std::map<std::string, std::int32_t> view_memo_;    // one subscript's views of nodes
-    std::map<std::string, std::int32_t> view_inputs_;  // view inputs by name, offset, shape, strides
+    std::map<std::string, ir::NodeId> view_memo_;    // one subscript's views of nodes
+    std::map<std::string, ir::NodeId> view_inputs_;  // view inputs by name, offset, shape, strides
 };
 
 void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,
