@@ -323,6 +323,16 @@ bool has_reduction(const syntax::Expr& e) {
     return false;
 }
 
+// Whether `e` indexes or slices anything (a[1:]).
+bool has_subscript(const syntax::Expr& e) {
+    if (e.kind == syntax::ExprKind::Subscript) return true;
+    for (const auto& o : e.operands)
+        if (o && has_subscript(*o)) return true;
+    for (const auto& k : e.keywords)
+        if (k.value && has_subscript(*k.value)) return true;
+    return false;
+}
+
 // The rows of a 1-D host array where `keep` is true, as a new contiguous host array.
 Array compact(const Array& values, const std::vector<std::uint8_t>& keep, std::int64_t kept) {
     const Array h = values.backend() == Backend::Cpu ? values.contiguous() : values.to(Backend::Cpu);
@@ -383,6 +393,13 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
                                 "each reduction skips the null rows of its own columns, so evaluate the reductions "
                                 "apart (e.g. m = sum(a), then the rest with m)",
                                 text.substr(st.span.begin, st.span.end - st.span.begin)));
+    // A slice moves the values of a row to another row; the validity would have to move with it.
+    if (!masks.empty())
+        for (const auto& st : module.statements)
+            if (st.value && has_subscript(*st.value))
+                throw ArgumentError(fmt::format("eval_arrow: '{}' indexes or slices a column, which is not supported for "
+                                                "columns with nulls (fill or drop the nulls first)",
+                                                text.substr(st.span.begin, st.span.end - st.span.begin)));
     ArrowColumn out;
     if (one_reduction && !masks.empty()) {
         std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows), 1);

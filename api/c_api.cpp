@@ -95,6 +95,8 @@ int guarded(F&& f) noexcept {
         return fail(JITEXPR_ERROR_SHAPE, e.what());
     } catch (const jit::ValueError& e) {
         return fail(JITEXPR_ERROR_VALUE, e.what());
+    } catch (const jit::IndexError& e) {
+        return fail(JITEXPR_ERROR_INDEX, e.what());
     } catch (const jit::ArgumentError& e) {
         return fail(JITEXPR_ERROR_ARGUMENT, e.what());
     } catch (const jit::IOError& e) {
@@ -217,6 +219,7 @@ const char* jitexpr_status_name(int status) {
         case JITEXPR_ERROR_TYPE: return "type";
         case JITEXPR_ERROR_SHAPE: return "shape";
         case JITEXPR_ERROR_VALUE: return "value";
+        case JITEXPR_ERROR_INDEX: return "index";
         case JITEXPR_ERROR_ARGUMENT: return "argument";
         case JITEXPR_ERROR_IO: return "io";
         case JITEXPR_ERROR_COMPILE: return "compile";

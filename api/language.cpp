@@ -101,10 +101,15 @@ ExprPtr copy(const syntax::Expr& e) {
     for (const ir::Op op : e.ops) out->ops.emplace_back(ir::spelling(op));  // the public tree spells them
     out->op_spans = e.op_spans;
     for (const auto& k : e.keywords) out->keywords.push_back(Keyword{k.name, k.name_span, copy(*k.value)});
+    for (const auto& i : e.index)
+        out->index.push_back(IndexItem{static_cast<IndexItem::Kind>(i.kind), i.span, i.start, i.stop, i.step});
     return out;
 }
 
 static_assert(static_cast<int>(ExprKind::Call) == static_cast<int>(syntax::ExprKind::Call));
+static_assert(static_cast<int>(ExprKind::Imag) == static_cast<int>(syntax::ExprKind::Imag));
+static_assert(static_cast<int>(ExprKind::Subscript) == static_cast<int>(syntax::ExprKind::Subscript));
+static_assert(static_cast<int>(IndexItem::Kind::Ellipsis) == static_cast<int>(syntax::IndexItem::Kind::Ellipsis));
 
 }  // namespace
 

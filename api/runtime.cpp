@@ -57,6 +57,13 @@ struct Entry {
     std::vector<Array> output_shapes;
 };
 
+// The array an input slot reads: the bound array, or the view of it that the text takes
+// (a[1:]), made from its memory without a copy.
+Array bound_input(const ir::InputDecl& d, const Array& a) {
+    if (!d.view) return a;
+    return core::restrided(a, d.offset, d.shape, d.strides);
+}
+
 template <class T>
 void append_raw(std::string& key, const T& v) {
     key.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -588,7 +595,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     const auto t_run = timing ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
     boost::container::small_vector<Array, 8> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.find(p.inputs[i].name)->second.array();
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
     bind_scalars(p, env, scalars);
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
@@ -804,7 +811,7 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     const std::shared_ptr<const HostEntry> he = host_entry(text, *f, env);
     const ir::Program& p = he->plan.program;
     std::vector<Array> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = env.find(p.inputs[i].name)->second.array();
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
 
     auto on_cpu = [&](const std::string& why) {
         Array r = cpu_runtime().impl_->run(text, front, env, nullptr, timing, write_back, control, all_or_nothing);
@@ -1191,10 +1198,10 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
     const ir::Program& p = plan.program;
     out += "program\n";
     for (const ir::InputDecl& in : p.inputs) {
-        const Array& a = env.find(in.name)->second.array();
-        out += fmt::format("  input  {:<12} {:<10} {:<16} {}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
+        const Array a = bound_input(in, env.find(in.name)->second.array());
+        out += fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
                            a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
-                           a.is_contiguous() ? "" : ", strided");
+                           a.is_contiguous() ? "" : ", strided", in.view ? ", a slice of it (no copy)" : "");
     }
     for (const ir::ScalarDecl& sd : p.scalars)
         out += fmt::format("  scalar {:<12} {:<10} (a kernel parameter: a new value compiles nothing)\n", sd.name,
@@ -1430,7 +1437,7 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
     if (backend == Backend::Cpu && options.backend == Backend::Auto) {
         out += "on a GPU (none here), backend=auto would:\n";
         std::vector<Array> inputs;
-        for (const ir::InputDecl& in : plan.program.inputs) inputs.push_back(env.find(in.name)->second.array());
+        for (const ir::InputDecl& in : plan.program.inputs) inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
         std::uint64_t in_bytes = 0, out_bytes = 0;
         for (const Array& a : inputs) in_bytes += a.nbytes();
         for (const ir::OutputDecl& od : plan.program.outputs) out_bytes += node_bytes(plan.program.node(od.node));
@@ -1476,7 +1483,7 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
     if (host_path) {
         const std::shared_ptr<const HostEntry> he = host_entry(text, f, env);
         std::vector<Array> inputs;
-        for (const ir::InputDecl& in : he->plan.program.inputs) inputs.push_back(env.find(in.name)->second.array());
+        for (const ir::InputDecl& in : he->plan.program.inputs) inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
         const std::size_t budget = device_budget();
         const HostChoice c = choose_host(*he, inputs, false, budget);
         const std::string budget_source = options.device_memory_limit ? "device_memory_limit" : "80% of the free device memory";

@@ -5,6 +5,7 @@
 #include <jit/check.hpp>
 #include <jit/error.hpp>
 #include <jit/jit.hpp>
+#include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
 #include <fmt/format.h>
@@ -229,6 +230,16 @@ Array combine(Runtime& host, const std::string& function, const std::vector<Arra
     return host.run(fmt::format("{}(sum(p * w, axis=0))", dtype_name(whole.dtype)), env);
 }
 
+// Whether the expression indexes anything (a[1:], m[:, 0]).
+bool has_subscript(const parsed::Expr& e) {
+    if (e.kind == parsed::ExprKind::Subscript) return true;
+    for (const auto& o : e.operands)
+        if (has_subscript(*o)) return true;
+    for (const auto& k : e.keywords)
+        if (has_subscript(*k.value)) return true;
+    return false;
+}
+
 }  // namespace
 
 ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
@@ -336,6 +347,13 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                                                  plan.name.empty() ? value : plan.name, n));
             reads_split = reads_split || split_dependent.count(n) > 0;
         }
+        // A slice of rows on each shard is not a slice of the whole (a[::-1] would reverse each block).
+        if (reads_split)
+            for (const auto& ps : parsed::parse(value).statements)
+                need(!ps.value || !has_subscript(*ps.value),
+                     fmt::format("'{}' indexes or slices an array (a[...]); sharded evaluation over split inputs does "
+                                 "not take slices: evaluate it as a program of its own",
+                                 plan.name.empty() ? value : plan.name));
         std::vector<const OutlineReduction*> reductions;
         for (const auto& r : outline.reductions)
             if (r.statement == static_cast<int>(j)) reductions.push_back(&r);

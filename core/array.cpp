@@ -90,6 +90,33 @@ Array with_storage(const Array& proto, std::shared_ptr<Storage> storage) {
     ArrayAccess::set_storage(a, std::move(storage));
     return a;
 }
+
+namespace {
+// The lowest and highest element offsets (from element 0) that an array of this shape and
+// these strides reaches; {0, -1} when it has no element.
+std::pair<std::int64_t, std::int64_t> reach(const Shape& shape, const Strides& strides) {
+    std::int64_t lo = 0, hi = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == 0) return {0, -1};
+        const std::int64_t span = (shape[k] - 1) * strides[k];
+        (span < 0 ? lo : hi) += span;
+    }
+    return {lo, hi};
+}
+}  // namespace
+
+Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides strides) {
+    check_shape(shape);
+    if (strides.size() != shape.size())
+        throw ArgumentError(fmt::format("restrided: {} strides for {} dimensions", strides.size(), shape.size()));
+    const auto [lo, hi] = reach(shape, strides);
+    const auto [alo, ahi] = reach(a.shape(), a.strides());
+    if (lo <= hi && (alo > ahi || offset + lo < alo || offset + hi > ahi))
+        throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})", offset + lo,
+                                        offset + hi, a.describe(), alo, ahi));
+    return ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides), lo <= hi ? a.offset() + offset : a.offset(),
+                             a.backend(), a.storage());
+}
 }  // namespace core
 
 Array Array::zeros(DType dtype, Shape shape, Backend backend, int device) {

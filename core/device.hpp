@@ -85,4 +85,10 @@ int resolve_ordinal(Backend b, int ordinal);
 // `proto` (sharing its dimensions, so nothing is allocated for them) on `storage`.
 Array with_storage(const Array& proto, std::shared_ptr<Storage> storage);
 
+// A view of a's memory whose element 0 is `offset` elements past a's element 0, with the
+// given shape and strides (in elements; negative and zero strides allowed): a slice that a
+// program takes (ir::InputDecl::view). ArgumentError when an element of it would fall outside
+// a's elements.
+Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides strides);
+
 }  // namespace jit::core

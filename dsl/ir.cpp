@@ -208,7 +208,9 @@ std::string Program::canonical() const {
     for (const InputDecl& in : inputs) {
         r += fmt::format("in {}{} [", dtype_name(in.dtype), shape_key(in.shape));
         for (auto s : in.strides) r += std::to_string(s) + ",";
-        r += "]\n";
+        r += "]";
+        if (in.view) r += fmt::format(" view @{}", in.offset);
+        r += "\n";
     }
     for (const ScalarDecl& s : scalars) r += fmt::format("sc {}\n", dtype_name(s.dtype));
     for (std::size_t i = 0; i < nodes.size(); ++i) r += fmt::format("%{} = {}\n", i, node_text(*this, nodes[i], false));

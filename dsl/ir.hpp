@@ -148,6 +148,12 @@ struct InputDecl {
     DType dtype = DType::Float32;
     Shape shape;
     Strides strides;  // in elements
+    // A view that the program's text takes of the array bound to `name` (a[1:], m[:, 0]):
+    // its element 0 is `offset` elements past the bound array's element 0, and `shape` and
+    // `strides` are the view's. Bind it with the array's memory seen so; the same name can
+    // have several view slots and one plain slot.
+    bool view = false;
+    std::int64_t offset = 0;
 };
 
 struct ScalarDecl {

@@ -155,16 +155,16 @@ void check_bytes(const ParseState& st, std::size_t skip) {
             while (p + 1 != st.text_end && p[1] != '\n') ++p;
             continue;
         }
-        if (c == '(') {
+        if (c == '(' || c == '[') {
             if (++depth > kMaxNesting) fail(st, p, p + 1, nesting_message());
             continue;
         }
-        if (c == ')') {
+        if (c == ')' || c == ']') {
             if (depth > 0) --depth;
             continue;
         }
         if (c == '\n' || c == '\t' || c == '\r') continue;
-        if (c < 0x20 || c >= 0x7F || std::strchr("$@`\"'[]{}\\", static_cast<int>(c)) != nullptr) {
+        if (c < 0x20 || c >= 0x7F || std::strchr("$@`\"'{}\\", static_cast<int>(c)) != nullptr) {
             reject_character(st, p);
         }
     }
@@ -346,7 +346,17 @@ public:
         return acc;
     }
 
+    // atom[...][...]: each subscript is one nesting level around what it indexes.
     ExprPtr convert(const x3ast::Primary& p, int depth) {
+        const auto k = static_cast<int>(p.subscripts.size());
+        if (depth + k > kMaxNesting) too_deep(span(p.subscripts[static_cast<std::size_t>(kMaxNesting - depth)].open));
+        ExprPtr acc = convert(p.atom, depth + k);
+        for (std::size_t j = 0; j < p.subscripts.size(); ++j)
+            acc = subscript(std::move(acc), p.subscripts[j], depth + k - static_cast<int>(j));
+        return acc;
+    }
+
+    ExprPtr convert(const x3ast::Atom& p, int depth) {
         struct Visitor {
             using result_type = ExprPtr;
             Converter& self;
@@ -362,6 +372,49 @@ public:
     }
 
 private:
+    // base[items]: the parts of the items become operands 1.. of the Subscript node.
+    ExprPtr subscript(ExprPtr base, const x3ast::Subscript& sub, int depth) {
+        ExprPtr node = make(ExprKind::Subscript, {base->span.begin, span(sub).end});
+        node->operands.push_back(std::move(base));
+        auto part = [&](const std::vector<x3ast::Binary>& v) -> std::int32_t {
+            if (v.empty()) return -1;
+            node->operands.push_back(convert(v.front(), depth));
+            return static_cast<std::int32_t>(node->operands.size() - 1);
+        };
+        for (std::size_t i = 0; i < sub.items.size(); ++i) {
+            const x3ast::IndexItem& it = sub.items[i];
+            IndexItem item;
+            item.span = span(it);
+            const bool empty = it.ellipsis.empty() && it.first.empty() && it.rest.empty();
+            if (empty) {
+                if (i > 0 && i + 1 == sub.items.size()) continue;  // a trailing comma: a[1,]
+                const iterator_type at = grammar::skip_blanks(pointer(item.span.begin), st_.text_end, true);
+                fail(st_, at, grammar::token_end(at, st_.text_end), "expected an index");
+            }
+            if (!it.ellipsis.empty()) {
+                if (!it.first.empty() || !it.rest.empty()) {
+                    const SourceSpan e = span(it.ellipsis.front());
+                    fail(st_, pointer(e.begin), pointer(item.span.end), "'...' stands alone in an index");
+                }
+                item.kind = IndexItem::Kind::Ellipsis;
+            } else if (it.rest.empty()) {
+                item.kind = IndexItem::Kind::Index;
+                item.start = part(it.first);
+            } else {
+                if (it.rest.size() > 2) {
+                    const SourceSpan c = span(it.rest[2].colon);
+                    fail(st_, pointer(c.begin), pointer(c.end), "a slice has at most two ':' (start:stop:step)");
+                }
+                item.kind = IndexItem::Kind::Slice;
+                item.start = part(it.first);
+                item.stop = part(it.rest[0].value);
+                if (it.rest.size() == 2) item.step = part(it.rest[1].value);
+            }
+            node->index.push_back(item);
+        }
+        return node;
+    }
+
     ExprPtr literal(const x3ast::Literal& l) {
         ExprPtr node = make(l.kind, span(l));
         node->text.assign(l.text);
@@ -467,6 +520,8 @@ private:
             value.kind == ExprKind::Bool) {
             fail(st, b, e, "cannot assign to a literal");
         }
+        if (value.kind == ExprKind::Subscript)
+            fail(st, b, e, "cannot assign to a subscript: jitexpr writes whole arrays (the left side of '=' must be a name)");
         fail(st, b, e, "cannot assign to an expression (the left side of '=' must be a name)");
     }
     if (c == ')') fail(st, at, at + 1, "unmatched ')'");

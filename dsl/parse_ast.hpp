@@ -45,7 +45,11 @@ constexpr std::size_t count_operator_tokens() {
 inline constexpr std::size_t kNumOperatorTokens = detail::count_operator_tokens();
 inline constexpr Tok kLParen = static_cast<Tok>(kNumOperatorTokens);
 inline constexpr Tok kQuestion = static_cast<Tok>(kNumOperatorTokens + 1);
-inline constexpr std::size_t kNumTokens = kNumOperatorTokens + 2;
+// Subscripts: a[i, 1:n:2, ..., None]
+inline constexpr Tok kLBracket = static_cast<Tok>(kNumOperatorTokens + 2);
+inline constexpr Tok kColon = static_cast<Tok>(kNumOperatorTokens + 3);
+inline constexpr Tok kEllipsis = static_cast<Tok>(kNumOperatorTokens + 4);
+inline constexpr std::size_t kNumTokens = kNumOperatorTokens + 5;
 static_assert(kNumTokens <= 255);
 
 inline constexpr std::array<std::string_view, kNumTokens> kTokens = [] {
@@ -55,6 +59,9 @@ inline constexpr std::array<std::string_view, kNumTokens> kTokens = [] {
         if (detail::first_of_its_token(k)) t[n++] = ir::kOpTable[k].token;
     t[kLParen] = "(";
     t[kQuestion] = "?";
+    t[kLBracket] = "[";
+    t[kColon] = ":";
+    t[kEllipsis] = "...";
     return t;
 }();
 
@@ -126,9 +133,38 @@ struct NameOrCall : x3::position_tagged {
     std::optional<std::vector<Argument>> args;
 };
 
-struct Primary : x3::variant<Literal, NameOrCall, x3::forward_ast<Group>> {
+struct Atom : x3::variant<Literal, NameOrCall, x3::forward_ast<Group>> {
     using base_type::base_type;
     using base_type::operator=;
+};
+
+template <typename Operand>
+struct Chain;
+struct Operand;
+
+// One item of a subscript: `...`, or [first] (':' [part])*: an index when there is no colon, a
+// slice start:stop:step otherwise (parse.cpp checks the count). The optional parts are vectors
+// of at most one element because the expression type is not complete here.
+struct SlicePart {
+    OpToken colon;
+    std::vector<Chain<Operand>> value;
+};
+
+struct IndexItem : x3::position_tagged {
+    std::vector<OpToken> ellipsis;  // at most one
+    std::vector<Chain<Operand>> first;
+    std::vector<SlicePart> rest;
+};
+
+struct Subscript : x3::position_tagged {
+    OpToken open;
+    std::vector<IndexItem> items;
+};
+
+// An atom and the subscripts after it: m[1][2:].
+struct Primary : x3::position_tagged {
+    Atom atom;
+    std::vector<Subscript> subscripts;
 };
 
 template <typename Operand>
@@ -204,6 +240,10 @@ struct Argument : x3::variant<KeywordArg, Ternary> {
 BOOST_FUSION_ADAPT_TPL_STRUCT((Operand), (jit::syntax::x3ast::Link)(Operand), op, operand)
 BOOST_FUSION_ADAPT_TPL_STRUCT((Operand), (jit::syntax::x3ast::Chain)(Operand), first, rest)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::NameOrCall, name, args)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::SlicePart, colon, value)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::IndexItem, ellipsis, first, rest)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Subscript, open, items)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Primary, atom, subscripts)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::PowerOperand, prefix, base)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Power, first, rest)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Unary, prefix, operand)

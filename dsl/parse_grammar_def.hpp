@@ -75,6 +75,8 @@ using x3ast::is_operator_token;
             message += " (write 'or' for logical or)";
         } else if (after_op && c == '=' && next != '=') {
             message += " ('=' assigns; compare with '==')";
+        } else if (c == '?' && which == "',' or ']'") {
+            message += " (a conditional cannot stand in an index: its bounds are constants)";
         }
     }
     fail(st, at, end, std::move(message));
@@ -138,6 +140,9 @@ inline constexpr op_parser op_prefix{Role::Prefix};           // - + ~
 inline constexpr op_parser op_pow{Role::Power};               // **
 inline constexpr op_parser op_lparen{x3ast::kLParen};
 inline constexpr op_parser op_question{x3ast::kQuestion};
+inline constexpr op_parser op_lbracket{x3ast::kLBracket};
+inline constexpr op_parser op_colon{x3ast::kColon};
+inline constexpr op_parser op_ellipsis{x3ast::kEllipsis};
 
 // An identifier that is not a keyword, at most kMaxIdentifier bytes.
 struct identifier_parser : x3::parser<identifier_parser> {
@@ -394,7 +399,13 @@ struct operand_class : error_handler, annotate_position {};
 struct unary_class : error_handler, annotate_position {};
 struct power_class : error_handler, annotate_position {};
 struct power_operand_class : error_handler, annotate_position {};
-struct primary_class : error_handler {};
+struct primary_class : error_handler, annotate_position {};
+struct atom_class : error_handler {};
+struct subscript_class : error_handler, annotate_position {};
+struct index_list_class : error_handler {};
+struct index_item_class : error_handler, annotate_position {};
+struct slice_part_class : error_handler {};
+struct close_bracket_class : error_handler {};
 struct name_or_call_class : error_handler, annotate_position {};
 struct group_class : error_handler, annotate_position {};
 struct group_body_class : error_handler {};
@@ -414,6 +425,12 @@ x3::rule<unary_class, x3ast::Unary> const unary_expr = "an operand";
 x3::rule<power_class, x3ast::Power> const power = "an operand";
 x3::rule<power_operand_class, x3ast::PowerOperand> const power_operand = "an operand";
 x3::rule<primary_class, x3ast::Primary> const primary = "an operand";
+x3::rule<atom_class, x3ast::Atom> const atom = "an operand";
+x3::rule<subscript_class, x3ast::Subscript> const subscript = "'['";
+x3::rule<index_list_class, std::vector<x3ast::IndexItem>> const index_list = "an index";
+x3::rule<index_item_class, x3ast::IndexItem> const index_item = "an index";
+x3::rule<slice_part_class, x3ast::SlicePart> const slice_part = "':'";
+x3::rule<close_bracket_class> const close_bracket = "',' or ']'";
 x3::rule<name_or_call_class, x3ast::NameOrCall> const name_or_call = "a name";
 x3::rule<group_class, x3ast::Group> const group = "'('";
 x3::rule<group_body_class, x3ast::Ternary> const group_body = "an expression";
@@ -431,7 +448,34 @@ auto const operand_def = *op_low_prefix > unary_expr;
 auto const unary_expr_def = *op_prefix > power;
 auto const power_def = primary >> *(op_pow > power_operand);
 auto const power_operand_def = *op_prefix > primary;
-auto const primary_def = literal | name_or_call | group;
+auto const primary_def = atom >> *subscript;
+auto const atom_def = literal | name_or_call | group;
+// A part of an index: a binary expression where one begins (binary expects the rest of it once
+// it starts), else nothing.
+struct index_part_parser : x3::parser<index_part_parser> {
+    using attribute_type = std::vector<x3ast::Binary>;
+    static bool const has_attribute = true;
+
+    template <typename Iterator, typename Context, typename RContext, typename Attribute>
+    bool parse(Iterator& first, Iterator const& last, Context const& context, RContext& rcontext, Attribute& attr) const {
+        Iterator p = first;
+        x3::skip_over(p, last, context);
+        if (!starts_expression(p, last)) return true;
+        x3ast::Binary b;
+        if (!binary.parse(first, last, context, rcontext, b)) return false;
+        attr.push_back(std::move(b));
+        return true;
+    }
+};
+inline constexpr index_part_parser index_part{};
+
+// a[i, j:k:s, ..., None]: the parts are binary expressions (a conditional needs parentheses,
+// as its ':' would read as a slice's).
+auto const subscript_def = op_lbracket > brackets[index_list];
+auto const index_list_def = index_item % lit(',') > close_bracket;
+auto const index_item_def = x3::repeat(0, 1)[op_ellipsis] >> index_part >> *slice_part;
+auto const slice_part_def = op_colon >> index_part;
+auto const close_bracket_def = lit(']');
 auto const name_or_call_def = identifier >> -(lit('(') > brackets[call_body]);
 auto const group_def = op_lparen > brackets[group_body];
 auto const group_body_def = ternary > close_paren;
@@ -444,7 +488,7 @@ auto const close_call_def = -lit(',') >> lit(')');
 auto const colon_def = lit(':');
 
 BOOST_SPIRIT_DEFINE(ternary, ternary_then, binary, operand, unary_expr, power, power_operand, primary,
-                    name_or_call, group, group_body, call_body, argument, keyword_argument, close_paren,
+                    atom, subscript, index_list, index_item, slice_part, close_bracket, name_or_call, group, group_body, call_body, argument, keyword_argument, close_paren,
                     close_call, colon)
 
 expression_type const& expression() { return ternary; }

@@ -16,7 +16,9 @@
 //   unary - + ~
 //   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
 //                      and its right operand may carry a unary: a**-b)
+//   postfix: primary[index, ...]   (binds tightest: -a[0] is -(a[0]), a[0]**2 is (a[0])**2)
 //   primary: number, name, True/False, call f(args, axis=k), ( expr )
+// An index is an expression, a slice start:stop:step (each part optional), ... or None.
 // Statements: [name [, name]* =] expr, separated by ';' or newlines; '#' starts a comment to end
 // of line. Several names take the results of a function of several (`m, e = frexp(x)`).
 #pragma once
@@ -44,6 +46,20 @@ enum class ExprKind : std::uint8_t {
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments in keywords
     Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
+    Subscript,  // operands[0][index...]: each item of `index` names its parts by position in
+                // operands (so a walk over operands sees every sub-expression)
+};
+
+// One item between the brackets of a subscript.
+struct IndexItem {
+    enum class Kind : std::uint8_t {
+        Index,     // a single expression: operands[start]
+        Slice,     // start:stop:step, each part an operand index or -1 when omitted
+        Ellipsis,  // ...
+    };
+    Kind kind = Kind::Index;
+    SourceSpan span;
+    std::int32_t start = -1, stop = -1, step = -1;
 };
 
 struct Expr;
@@ -68,6 +84,7 @@ struct Expr {
     std::vector<ir::Op> ops;         // Chain/Unary: the operators (ir::spelling gives the token)
     std::vector<SourceSpan> op_spans;  // span of each token in ops
     std::vector<Keyword> keywords;   // Call only
+    std::vector<IndexItem> index;    // Subscript only
 };
 
 struct Target {

@@ -36,6 +36,7 @@ SourceSpan shifted(SourceSpan s, std::size_t offset) {
     if (k == "type error") throw TypeError(e.message(), full, s);
     if (k == "shape error") throw ShapeError(e.message(), full, s);
     if (k == "value error") throw ValueError(e.message(), full, s);
+    if (k == "index error") throw IndexError(e.message(), full, s);
     throw SourceError(k, e.message(), full, s);
 }
 

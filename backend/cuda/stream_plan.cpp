@@ -175,6 +175,8 @@ ChunkPlan plan_stream(const Request& r) {
         const ir::InputDecl& in = prog.inputs[i];
         if (i < r.input_contiguous.size() && !r.input_contiguous[i])
             return refuse(std::move(p), fmt::format("input '{}' is not C-contiguous", in.name));
+        // Chunks re-bind each name to rows of its array, which a slice of it does not follow.
+        if (in.view) return refuse(std::move(p), fmt::format("the program reads a slice of '{}'", in.name));
         InputPlan ip;
         ip.read = read[i];
         ip.chunked = role_on(in.shape, p.shape, split) == 1;

@@ -44,8 +44,9 @@ typedef enum {
     JITEXPR_ERROR_INTERNAL = 11, /* a jitexpr bug */
     JITEXPR_ERROR_OUT_OF_MEMORY = 12,
     JITEXPR_ERROR_UNKNOWN = 13,
-    JITEXPR_ERROR_CANCELLED = 14 /* stopped by jitexpr_cancel or a cancel token; the message names
+    JITEXPR_ERROR_CANCELLED = 14,/* stopped by jitexpr_cancel or a cancel token; the message names
                                     arguments that were being written in place (partly written) */
+    JITEXPR_ERROR_INDEX = 15     /* an integer index out of range, too many indices (caret) */
 } jitexpr_status;
 
 /* Backends for jitexpr_runtime_create (and what jitexpr_runtime_backend answers). */

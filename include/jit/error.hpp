@@ -61,6 +61,7 @@ JIT_DECLARE_SOURCE_ERROR(NameError, "name error")    // unknown identifier, arit
 JIT_DECLARE_SOURCE_ERROR(TypeError, "type error")    // dtype not allowed by the operation
 JIT_DECLARE_SOURCE_ERROR(ShapeError, "shape error")  // shapes that do not broadcast or fit
 JIT_DECLARE_SOURCE_ERROR(ValueError, "value error")  // e.g. integer ** negative integer
+JIT_DECLARE_SOURCE_ERROR(IndexError, "index error")  // an integer index past an axis, too many indices
 #undef JIT_DECLARE_SOURCE_ERROR
 
 // Arguments given to the API that do not fit the program (count, dtype of an output, ...).

@@ -70,6 +70,17 @@ enum class ExprKind : std::uint8_t {
     Unary,    // ops[0] operands[0]: "-", "+", "~" or "not"
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments
+    Imag,     // imaginary literal: float_value is the imaginary part
+    Subscript,  // operands[0][index...]: the parts of each index item are operands
+};
+
+// One item between the brackets of a Subscript.
+struct IndexItem {
+    enum class Kind : std::uint8_t { Index, Slice, Ellipsis };
+    Kind kind = Kind::Index;
+    SourceSpan span;
+    // Operand positions: Index uses start; Slice start:stop:step, -1 where omitted.
+    std::int32_t start = -1, stop = -1, step = -1;
 };
 
 struct Expr;
@@ -93,6 +104,7 @@ struct Expr {
     std::vector<std::string> ops;      // Chain/Unary: operator spellings
     std::vector<SourceSpan> op_spans;  // span of each operator
     std::vector<Keyword> keywords;     // Call only
+    std::vector<IndexItem> index;      // Subscript only
 };
 
 struct Target {

@@ -5,7 +5,7 @@ for the same mistake, so ``except SyntaxError`` / ``except TypeError`` / ``excep
 keep working when code moves from numexpr or NumPy to jitexpr.
 
 Errors in the program text (``ParseError``, ``NameError``, ``TypeError``, ``ShapeError``,
-``ValueError``) carry ``message`` (the bare sentence), ``source`` (the text), ``span`` (the byte
+``ValueError``, ``IndexError``) carry ``message`` (the bare sentence), ``source`` (the text), ``span`` (the byte
 range ``(begin, end)`` of the cause) and ``kind``; ``str(e)`` quotes the line with a caret::
 
     jitexpr.TypeError: type error: operator '&' is not supported for float64
@@ -16,7 +16,7 @@ range ``(begin, end)`` of the cause) and ``kind``; ``str(e)`` quotes the line wi
 import builtins
 
 __all__ = [
-    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "ArgumentError",
+    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]
 
@@ -43,6 +43,10 @@ class ShapeError(Error, builtins.ValueError):
 
 class ValueError(Error, builtins.ValueError):  # noqa: A001
     """A literal that does not fit its dtype, an integer to a negative integer power, ..."""
+
+
+class IndexError(Error, builtins.IndexError):  # noqa: A001
+    """An integer index past the end of its axis, or more indices than the array has axes."""
 
 
 class ArgumentError(Error, builtins.ValueError):

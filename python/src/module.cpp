@@ -51,6 +51,7 @@ struct ErrorTypes {
     PyObject* type = nullptr;       // TypeError(Error, TypeError)
     PyObject* shape = nullptr;      // ShapeError(Error, ValueError)
     PyObject* value = nullptr;      // ValueError(Error, ValueError)
+    PyObject* index = nullptr;      // IndexError(Error, IndexError)
     PyObject* argument = nullptr;   // ArgumentError(Error, ValueError)
     PyObject* device_mismatch = nullptr;  // DeviceMismatchError(ArgumentError)
     PyObject* io = nullptr;         // IOError(Error, OSError)
@@ -91,6 +92,8 @@ void translate(const std::exception_ptr& p, void*) {
         raise_source(g_errors.shape, e);
     } catch (const jit::ValueError& e) {
         raise_source(g_errors.value, e);
+    } catch (const jit::IndexError& e) {
+        raise_source(g_errors.index, e);
     } catch (const jit::SourceError& e) {
         raise_source(g_errors.base, e);
 #if JITEXPR_PY_HAVE_CANCEL
@@ -1985,6 +1988,7 @@ NB_MODULE(_jitexpr, m) {
         take("TypeError", g_errors.type);
         take("ShapeError", g_errors.shape);
         take("ValueError", g_errors.value);
+        take("IndexError", g_errors.index);
         take("ArgumentError", g_errors.argument);
         take("IOError", g_errors.io);
         take("CompileError", g_errors.compile);

@@ -165,6 +165,41 @@ TEST(GpuLayouts, ReversedAndSteppedViewsMatchCpu) {
     expect_same("x + y", {{DType::Float64, m * n, rev_cols}, {DType::Float64, m, reshaped({m, 1})}});
 }
 
+// Slices the program takes (a[1:], m[::-1, ::2], m[:, 0], new axes): views of the bound
+// arrays at an offset, with negative, stepped and zero strides, large enough for every kernel kind.
+TEST(GpuLayouts, SlicesInTheTextMatchCpu) {
+    REQUIRE_GPU();
+    View whole = [](const Array& a) { return a; };
+    for (auto [m, n] : kShapes) {
+        SCOPED_TRACE(testing::Message() << m << " x " << n);
+        for (DType t : {DType::Float32, DType::Float64, DType::Int8, DType::Float16}) {
+            const Operand mat{t, m * n, reshaped({m, n})};
+            expect_same("x[1:] - x[:-1]", {mat});
+            expect_same("x[::-1, ::2] * 2", {mat});
+            expect_same("x[:, 0] + x[:, -1]", {mat});
+            expect_same("x[None, 1:, ::-1] + x[:1, None, :]", {mat});
+            expect_same("(x * 3)[::-1]", {mat});
+        }
+        // Reductions of integers: exact, so the same bits on both backends.
+        const Operand ints{DType::Int32, m * n, reshaped({m, n})};
+        expect_same("sum(x[1:] * x[:-1])", {ints});
+        expect_same("sum(x[:, ::-1], axis=0)", {ints});
+        expect_same("sum(x, axis=1)[::-1] + x[:, 0]", {ints});
+        expect_same("x[1:] - x[:-1]", {{DType::Float32, m * n, whole}});
+    }
+}
+
+TEST(GpuLayouts, WritingAReversedSliceIntoItsOwnArrayMatchesCpu) {
+    REQUIRE_GPU();
+    std::vector<double> v(4099);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(i);
+    Array gpu = Array::from(v, {}, Backend::Cpu).to(Backend::Cuda);
+    Environment env{{"a", Arg(gpu)}};
+    runtime(Backend::Cuda).run("a = a[::-1] + 0.5", env);
+    const std::vector<double> got = gpu.to_vector<double>();
+    for (std::size_t i = 0; i < v.size(); ++i) ASSERT_EQ(got[i], v[v.size() - 1 - i] + 0.5) << i;
+}
+
 TEST(GpuLayouts, TransposedOutputTakesTheGeneralVariant) {
     REQUIRE_GPU();
     const std::int64_t m = 45, n = 70;

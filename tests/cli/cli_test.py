@@ -425,6 +425,40 @@ class LongWork(Base):
         self.assertEqual(r.returncode, 0)
         self.assertIn("CUDA driver: ", r.stdout)
         self.assertIn("CUDA toolkit (NVRTC): ", r.stdout)
+class Indexing(Base):
+    """Slicing and simple indexing through --load, -e and --save, against NumPy 2."""
+
+    def value_of(self, args, name="r"):
+        out = self.path("r.npy")
+        r = run(args + ["--save", "%s=%s" % (name, out)])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return np.load(out)
+
+    def test_slices_of_a_loaded_array_are_numpys(self):
+        m = sample("float32", (5, 6), seed=4)
+        np.save(self.path("m.npy"), m)
+        for text, want in [("m[1:] - m[:-1]", m[1:] - m[:-1]), ("m[::2, ::-1]", m[::2, ::-1]), ("m[:, 0]", m[:, 0]),
+                           ("m[-1]", m[-1]), ("m[None, 1]", m[None, 1]), ("m[..., 2]", m[..., 2]),
+                           ("m[10:]", m[10:]), ("sum(m[1:] * m[:-1])", np.sum(m[1:] * m[:-1]))]:
+            with self.subTest(text=text):
+                got = self.value_of(["--load", "m=" + self.path("m.npy"), "-e", "r = " + text])
+                if text.startswith("sum"):
+                    np.testing.assert_allclose(got, want, rtol=1e-5)
+                else:
+                    self.assertSameArray(got, want)
+
+    def test_a_fortran_order_file_is_indexed_through_its_strides(self):
+        m = np.asfortranarray(sample("int32", (4, 5), seed=5))
+        np.save(self.path("m.npy"), m)
+        self.assertSameArray(self.value_of(["--load", "m=" + self.path("m.npy"), "-e", "r = m[1:, ::-2]"]), m[1:, ::-2])
+
+    def test_an_index_past_the_end_is_an_index_error_with_a_caret(self):
+        r = run(["-e", "a = arange(4)", "-e", "a[4]"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("index error: index 4 is out of bounds for axis 0 with size 4", r.stderr)
+        self.assertIn("line 1: a[4]\n          ^", r.stderr)
+
+
 class SilentWrongAnswers(Base):
     """Issue 16's wrong answers through the CLI, each against what NumPy 2 gives."""
 

@@ -93,6 +93,14 @@ class Repl(ReplBase):
         self.line(c, "a == b", "array(False, dtype=bool)")
         self.line(c, "a > b", "array(True, dtype=bool)")
 
+    def test_slices_and_indices(self):
+        c = self.spawn()
+        self.line(c, "a = arange(6)", "")
+        self.line(c, "a[1:] - a[:-1]", "array([1, 1, 1, 1, 1], dtype=int64)")
+        self.line(c, "a[::-2]", "array([5, 3, 1], dtype=int64)")
+        self.line(c, "a[-1]", "array(5, dtype=int64)")
+        self.line(c, "a[6]", "index 6 is out of bounds for axis 0 with size 6")
+
     def test_a_byte_order_mark_on_the_first_line_is_skipped(self):
         c = self.spawn()
         self.line(c, "\ufeffq + 1", "line 1: q + 1\r\n        ^")

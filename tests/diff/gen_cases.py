@@ -70,6 +70,8 @@ def case(expr, ulps, inputs, fn):
         expected = save(np.asarray(r))
     except TypeError:
         expected = "ERROR:TypeError"
+    except IndexError:
+        expected = "ERROR:IndexError"
     except (ValueError, OverflowError) as e:
         expected = "ERROR:ShapeError" if "broadcast" in str(e) else "ERROR:ValueError"
     lines.append(f"{expr}\t{ulps}\t{expected}\t{files}")
@@ -376,6 +378,41 @@ case("ldexp(2.5, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(2
 case("ldexp(3, n)", 0, {"n": values("int8", small=True)}, lambda n: np.ldexp(3, n))
 case("ldexp(3, n)", 0, {"n": values("int64", small=True)}, lambda n: np.ldexp(3, n))  # float16, as NumPy
 case("ldexp(x, 2**40)", 0, {"x": values("float64")}, lambda x: np.ldexp(x, 2**40))  # ValueError (NumPy's OverflowError)
+
+# slicing and simple indexing with constant bounds (views): every form x dtypes; the C++ side
+# also runs each case on strided inputs. Edge bounds: empty slices, step -1, bounds past the end.
+VIEW_1D = [
+    "a[1:] - a[:-1]", "a[::2]", "a[::-1]", "a[-1]", "a[0]", "a[None, :]", "a[:, None]", "a[..., 3]", "a[5:2]",
+    "a[60:100]", "a[-100:3]", "a[::-3]", "a[5:-5:2]", "a[100:]", "a[::-1][1:]", "a[1:][::-1]", "a[64]",
+    "a[-65]", "a[1,]", "a[...]", "a[None]", "a[2:-2] * a[4:] [:-2]",
+]
+VIEW_2D = [
+    "m[:, 0]", "m[1]", "m[..., 0]", "m[1, -1]", "m[::2, ::-3]", "m[None, 1:, :, None]", "m[1][2:]",
+    "m[:, 1:] + m[:, :-1]", "m[1:] * m[0]", "m[:, None] + m[None, :]", "m[-1, ::-1]", "m[:, 8]", "m[0, 0, 0]",
+    "m[6:, :]", "(m * 2)[1:, ::-1]", "m[::-1, None, 2]",
+]
+VIEW_DTYPES = ["bool", "int8", "uint16", "int32", "int64", "uint64", "float16", "float32", "float64", "complex64"]
+for dt in VIEW_DTYPES:
+    a = values(dt)
+    m = values(dt, 48).reshape(6, 8)
+    for text in VIEW_1D:
+        case(text, 0, {"a": a}, lambda a, text=text: eval(text, {}, {"a": a}))
+    for text in VIEW_2D:
+        case(text, 0, {"m": m}, lambda m, text=text: eval(text, {}, {"m": m}))
+# through reductions, and operands of other shapes
+for dt in ["int32", "int64", "uint8", "float64"]:
+    a, b = values(dt, small=True), values(dt, small=True)
+    m = values(dt, 48, small=True).reshape(6, 8)
+    ulps = 0 if np.dtype(dt).kind in "biu" else 64
+    if np.dtype(dt).kind == "f":
+        a, b, m = (np.where(np.isfinite(x), x, 1).astype(dt) for x in (a, b, m))
+    case("sum(a[1:] * b[:-1])", ulps, {"a": a, "b": b}, lambda a, b: np.sum(a[1:] * b[:-1]))
+    case("sum(m[:, ::2], axis=0)", ulps, {"m": m}, lambda m: np.sum(m[:, ::2], axis=0))
+    case("sum(m, axis=1)[1:]", ulps, {"m": m}, lambda m: np.sum(m, axis=1)[1:])
+    case("max(m, axis=0)[::-1] - m[0]", 0, {"m": m}, lambda m: np.max(m, axis=0)[::-1] - m[0])
+    case("m[1:] - a[:8]", 0, {"m": m, "a": a}, lambda m, a: m[1:] - a[:8])
+    case("where(m[:, 0] > m[:, 1], m[:, 2], m[:, 3])", 0, {"m": m},
+         lambda m: np.where(m[:, 0] > m[:, 1], m[:, 2], m[:, 3]))
 
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")

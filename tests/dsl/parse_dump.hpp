@@ -49,6 +49,24 @@ inline std::string dump(const Expr& e) {
             }
             return s + ")";
         }
+        case ExprKind::Subscript: {
+            auto part = [&](std::int32_t k) { return k < 0 ? std::string() : dump(*e.operands[static_cast<std::size_t>(k)]); };
+            std::string s = dump(*e.operands[0]) + "[";
+            const char* sep = "";
+            for (const IndexItem& it : e.index) {
+                s += sep;
+                sep = ", ";
+                switch (it.kind) {
+                    case IndexItem::Kind::Index: s += part(it.start); break;
+                    case IndexItem::Kind::Ellipsis: s += "..."; break;
+                    case IndexItem::Kind::Slice:
+                        s += part(it.start) + ":" + part(it.stop);
+                        if (it.step >= 0) s += ":" + part(it.step);
+                        break;
+                }
+            }
+            return s + "]";
+        }
     }
     return "?";
 }

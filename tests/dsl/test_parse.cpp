@@ -525,4 +525,57 @@ TEST(ParseOpTable, PrecedenceFollowsTheTable) {
         }
 }
 
+// ---- subscripts ------------------------------------------------------------------------------
+
+TEST(ParseSubscript, SlicesIndicesEllipsisAndNone) {
+    EXPECT_EQ(tree("a[1:] - a[:-1]"), "(a[1:] - a[:(- 1)])");
+    EXPECT_EQ(tree("x[::2]"), "x[::2]");
+    EXPECT_EQ(tree("x[::-1]"), "x[::(- 1)]");
+    EXPECT_EQ(tree("m[:, 0]"), "m[:, 0]");
+    EXPECT_EQ(tree("a[None, :]"), "a[None, :]");
+    EXPECT_EQ(tree("a[..., 0]"), "a[..., 0]");
+    EXPECT_EQ(tree("a[1:2:3]"), "a[1:2:3]");
+    EXPECT_EQ(tree("a[1,]"), "a[1]");
+}
+
+TEST(ParseSubscript, BindsTighterThanUnaryAndPower) {
+    EXPECT_EQ(tree("-a[0]"), "(- a[0])");
+    EXPECT_EQ(tree("a[0]**2"), "(a[0] ** 2)");
+    EXPECT_EQ(tree("2**a[0]"), "(2 ** a[0])");
+    EXPECT_EQ(tree("m[1][2:]"), "m[1][2:]");
+}
+
+TEST(ParseSubscript, AppliesToCallsAndGroups) {
+    EXPECT_EQ(tree("(a + b)[1:]"), "(a + b)[1:]");
+    EXPECT_EQ(tree("sin(a)[0]"), "sin(a)[0]");
+    EXPECT_EQ(tree("sum(a[1:] * b[:-1])"), "sum((a[1:] * b[:(- 1)]))");
+}
+
+TEST(ParseSubscript, NewlinesInsideBracketsAreBlanks) { EXPECT_EQ(tree("m[\n 1,\n 2]"), "m[1, 2]"); }
+
+TEST(ParseSubscript, SpansCoverTheBracketsAndEachItem) {
+    const std::string text = "y = m[1:, ...]";
+    const Module m = parse(text);
+    const Expr& e = *m.statements.at(0).value;
+    ASSERT_EQ(e.kind, ExprKind::Subscript);
+    EXPECT_EQ(slice(text, e.span), "m[1:, ...]");
+    ASSERT_EQ(e.index.size(), 2u);
+    EXPECT_EQ(slice(text, e.index[0].span), "1:");
+    EXPECT_EQ(slice(text, e.index[1].span), "...");
+}
+
+TEST(ParseSubscript, MalformedSubscriptsAreErrors) {
+    EXPECT_EQ(error_of("a[]"), "expected an index");
+    EXPECT_EQ(error_of("a[1,,2]"), "expected an index");
+    EXPECT_EQ(error_of("a[1:2:3:4]"), "a slice has at most two ':' (start:stop:step)");
+    EXPECT_EQ(error_of("a[...:2]"), "'...' stands alone in an index");
+    EXPECT_NE(error_of("a[1"), "");
+    EXPECT_NE(error_of("a[1)"), "");
+}
+
+TEST(ParseSubscript, NestingCountsBrackets) {
+    EXPECT_EQ(error_of("a" + repeat("[0]", 201)), kTooDeep);
+    EXPECT_EQ(error_of(repeat("a[", 201) + "0" + repeat("]", 201)), kTooDeep);
+}
+
 }  // namespace

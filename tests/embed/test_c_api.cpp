@@ -545,6 +545,24 @@ TEST(CApiLanguage, WhereOfLiteralsIsTypedAndUint64ComparesExactly) {
     EXPECT_EQ(values<std::uint8_t>(eq), (std::vector<std::uint8_t>{0}));
 }
 
+TEST(CApiLanguage, SlicesAreViewsAndAnIndexPastTheEndIsAnIndexError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a;
+    host_tensor(a, std::vector<std::int64_t>{1, 4, 9, 16});
+    const jitexpr_arg args[] = {tensor_arg(&a.managed)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a[1:] - a[:-1]", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr d(out);
+    EXPECT_EQ(values<std::int64_t>(out), (std::vector<std::int64_t>{3, 5, 7}));
+    DLManagedTensor* bad = nullptr;
+    EXPECT_EQ(jitexpr_eval(rt.get(), "a[4]", 1, args, &bad), JITEXPR_ERROR_INDEX);
+    EXPECT_EQ(bad, nullptr);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("index 4 is out of bounds for axis 0 with size 4\nline 1: a[4]\n"),
+              std::string::npos)
+        << jitexpr_last_error();
+    EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_INDEX), "index");
+}
+
 TEST(CApiLanguage, AByteOrderMarkIsSkippedAndErrorsPointAtTheirColumn) {
     RuntimePtr rt = cpu_runtime();
     DLManagedTensor* out = nullptr;
