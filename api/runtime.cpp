@@ -1109,8 +1109,8 @@ struct StageTraffic {
     int inline_ops = 0;
 };
 
-std::string stored_name(const ir::Plan& plan, std::int32_t node) {
-    const std::int32_t o = plan.schedule.output_of[static_cast<std::size_t>(node)];
+std::string stored_name(const ir::Plan& plan, ir::NodeId node) {
+    const std::int32_t o = plan.schedule.output_of[node];
     if (o < 0) return "a temporary";
     const ir::OutputDecl& od = plan.program.outputs[static_cast<std::size_t>(o)];
     return od.name.empty() ? std::string("the result") : od.name;
@@ -1120,11 +1120,11 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
     const ir::Program& p = plan.program;
     const ir::Stage& st = plan.schedule.stages[s];
     StageTraffic t;
-    std::vector<char> seen(p.nodes.size(), 0);
+    ir::NodeMap<char> seen(p.nodes.size(), 0);
     std::vector<char> input_seen(p.inputs.size(), 0);
-    std::vector<std::int32_t> todo;
-    std::vector<std::int32_t> order;  // the nodes the stage computes
-    auto root = [&](std::int32_t n) {
+    std::vector<ir::NodeId> todo;
+    std::vector<ir::NodeId> order;  // the nodes the stage computes
+    auto root = [&](ir::NodeId n) {
         const ir::Node& node = p.node(n);
         for (int a = 0; a < node.nargs; ++a) todo.push_back(node.args[a]);
         order.push_back(n);
@@ -1133,21 +1133,21 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
     };
     if (st.kind == ir::Stage::Kind::Reduce) root(st.reduce);
     else
-        for (std::int32_t n : st.stores) {
-            seen[static_cast<std::size_t>(n)] = 1;
+        for (const ir::NodeId n : st.stores) {
+            seen[n] = 1;
             root(n);
         }
     // Roots of this stage read inline; so is every node nobody stores, down to the inputs.
     while (!todo.empty()) {
-        const std::int32_t n = todo.back();
+        const ir::NodeId n = todo.back();
         todo.pop_back();
-        if (seen[static_cast<std::size_t>(n)]) continue;
-        seen[static_cast<std::size_t>(n)] = 1;
+        if (seen[n]) continue;
+        seen[n] = 1;
         order.push_back(n);
         const ir::Node& node = p.node(n);
         // Read from memory where every backend reads it (dsl/plan.cpp): a Reduce result or a
         // spilled node another stage stores; anything else is computed again here.
-        const std::int32_t by = plan.schedule.stored_by[static_cast<std::size_t>(n)];
+        const std::int32_t by = plan.schedule.stored_by[n];
         const bool from_memory = node.kind == ir::NodeKind::Reduce || plan.schedule.is_spilled(n);
         if (from_memory && by >= 0 && by != static_cast<std::int32_t>(s)) {
             t.read += node_bytes(node);
@@ -1166,9 +1166,9 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
     }
     // Operations in node order (the walk above is depth first).
     std::sort(order.begin(), order.end());
-    for (std::int32_t n : order) {
+    for (const ir::NodeId n : order) {
         const ir::Node& node = p.node(n);
-        const std::int32_t by = plan.schedule.stored_by[static_cast<std::size_t>(n)];
+        const std::int32_t by = plan.schedule.stored_by[n];
         const bool from_memory = node.kind == ir::NodeKind::Reduce || plan.schedule.is_spilled(n);
         if (from_memory && by >= 0 && by != static_cast<std::int32_t>(s)) continue;
         if (node.kind != ir::NodeKind::Op && node.kind != ir::NodeKind::Reduce) continue;
@@ -1215,7 +1215,7 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
                     made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(n.dtype), shape_text(n.shape),
                                        od.alias_input >= 0 ? "in place into the existing array" : "a new array");
                 }
-        } else if (line == module.statements.size() && p.result >= 0) {
+        } else if (line == module.statements.size() && p.result.valid()) {
             const ir::Node& n = p.node(p.result);
             made = fmt::format("-> the value, {} {}", dtype_name(n.dtype), shape_text(n.shape));
         }
@@ -1325,7 +1325,7 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
                                stored_name(plan, st.reduce));
         } else {
             std::vector<std::string> names;
-            for (std::int32_t n : st.stores) names.push_back(stored_name(plan, n));
+            for (const ir::NodeId n : st.stores) names.push_back(stored_name(plan, n));
             out += fmt::format("  stage {}: elementwise over {}, stores {}", s, shape_text(st.shape), join(names));
         }
         out += fmt::format("; fuses {} operation{}{}\n", t.inline_ops, t.inline_ops == 1 ? "" : "s",
