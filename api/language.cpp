@@ -13,6 +13,7 @@ const std::vector<FunctionInfo>& functions() {
     static const std::vector<FunctionInfo> table = [] {
         std::vector<FunctionInfo> t;
         for (const ir::OpInfo& i : ir::op_table()) {
+            if (i.names.empty() && i.kind == ir::OpKind::Reduction) continue;  // internal (argmin's second pass)
             FunctionInfo f;
             f.kind = i.kind == ir::OpKind::Operator   ? FunctionInfo::Kind::Operator
                      : i.kind == ir::OpKind::Function ? FunctionInfo::Kind::Function
@@ -104,6 +105,8 @@ ExprPtr copy(const syntax::Expr& e) {
 }
 
 static_assert(static_cast<int>(ExprKind::Call) == static_cast<int>(syntax::ExprKind::Call));
+static_assert(static_cast<int>(ExprKind::Imag) == static_cast<int>(syntax::ExprKind::Imag));
+static_assert(static_cast<int>(ExprKind::Tuple) == static_cast<int>(syntax::ExprKind::Tuple));
 
 }  // namespace
 

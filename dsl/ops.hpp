@@ -16,13 +16,14 @@ enum class Rule : std::uint8_t {
     Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
     Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
     PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll, MakeComplex
+    MeanReduce, AnyAll, MakeComplex, ArgFirst, VarReduce, ArgReduce, CountReduce, PtpReduce
 };
 
 // What a reduction does with its accumulated value.
 enum class Finish : std::uint8_t {
     Keep,           // the accumulator is the result
     DivideByCount,  // divided by the number of elements reduced, in the result's dtype (mean)
+    Lowered,        // expanded by dsl/lower.cpp into other reductions and ops; never in a Program
 };
 
 enum class Op : std::uint16_t {
@@ -90,7 +91,7 @@ constexpr bool table_is_consistent() {
                 if (i.arity == 1 && i.prec < kPrefixPrec && j.kind == OpKind::Operator && j.arity == 2 &&
                     j.prec == i.prec)
                     return false;
-        } else if (!i.token.empty() || i.prec != 0 || i.names.empty()) {
+        } else if (!i.token.empty() || i.prec != 0 || (i.names.empty() && i.kind != OpKind::Reduction)) {
             return false;
         }
         if (i.kind == OpKind::Reduction) {

@@ -16,7 +16,7 @@
 //   unary - + ~
 //   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
 //                      and its right operand may carry a unary: a**-b)
-//   primary: number, name, True/False, call f(args, axis=k), ( expr )
+//   primary: number, name, True/False, call f(args, axis=k), ( expr ), tuple ( a, b ) / ( a, )
 // Statements: [name =] expr, separated by ';' or newlines; '#' starts a comment to end of line.
 #pragma once
 
@@ -43,6 +43,7 @@ enum class ExprKind : std::uint8_t {
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments in keywords
     Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
+    Tuple,    // ( operands... ) with a comma: only a reduction's axis takes one (axis=(0, 2))
 };
 
 struct Expr;

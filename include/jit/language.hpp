@@ -68,6 +68,8 @@ enum class ExprKind : std::uint8_t {
     Unary,    // ops[0] operands[0]: "-", "+", "~" or "not"
     Ternary,  // operands[0] ? operands[1] : operands[2]
     Call,     // text(operands...) with keyword arguments
+    Imag,     // imaginary literal (2.5j): float_value is the imaginary part
+    Tuple,    // ( operands... ) with a comma: a reduction's axis, axis=(0, 2)
 };
 
 struct Expr;

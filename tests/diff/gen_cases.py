@@ -316,6 +316,12 @@ p, q = np.nan_to_num(p, posinf=1, neginf=-1), np.nan_to_num(q, posinf=1, neginf=
 case("sum(p * q)", 64, {"p": p, "q": q}, lambda p, q: np.sum(p * q, dtype=np.float32))
 case("p - mean(p)", 64, {"p": p}, lambda p: p - np.mean(p))
 
+# reductions and statistics: axis forms, keepdims, var/std, argmin/argmax, nan*, count_nonzero, ptp, average
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_reduce_cases  # noqa: E402
+
+gen_reduce_cases.add(save, lines, values, rng)
+
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"{len(lines)} cases in {OUT}")
