@@ -668,8 +668,8 @@ private:
     }
 
     // ---- reductions
-    // The axes a reduction folds: every one (no axis, or axis=None), or a set (possibly empty:
-    // axis=() folds nothing).
+    // The axes a reduction folds: every one (no axis, or axis=None), or a set (axis=1,
+    // axis=(0, 2); the language has no empty tuple).
     struct Axes {
         bool all = true;
         std::vector<std::int32_t> list;  // sorted, distinct, each in [0, ndim)
@@ -782,10 +782,7 @@ private:
             n.span = span;
             return add(std::move(n));
         };
-        if (!ax.all && ax.list.empty()) {  // axis=(): every element is its own result
-            if (op == Op::ArgFirst) internal_error("argfirst over no axis");
-            return x;
-        }
+        if (!ax.all && ax.list.empty()) internal_error("a reduction over no axis");
         if (ax.all || static_cast<std::int32_t>(ax.list.size()) == nd) return make(op, x, -1, std::move(final_shape));
         if (ax.list.size() == 1) return make(op, x, ax.list[0], std::move(final_shape));
         if (op == Op::ArgFirst) internal_error("argfirst over several axes");

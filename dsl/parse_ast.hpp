@@ -184,9 +184,9 @@ struct TernaryLink {
     Binary otherwise;
 };
 
-// ( x ), or a tuple: ( x, y ), ( x, ), ( ) (an axis tuple of a reduction).
+// ( x ), or a tuple: ( x, y ), ( x, ) (an axis tuple of a reduction; () is no expression).
 struct GroupBody {
-    std::vector<Ternary> items;  // empty: ()
+    std::vector<Ternary> items;  // at least one
     bool trailing_comma = false;
 };
 

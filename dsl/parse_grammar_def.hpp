@@ -398,7 +398,6 @@ struct primary_class : error_handler {};
 struct name_or_call_class : error_handler, annotate_position {};
 struct group_class : error_handler, annotate_position {};
 struct group_body_class : error_handler {};
-struct group_items_class : error_handler {};
 struct call_body_class : error_handler {};
 struct argument_class : error_handler {};
 struct keyword_argument_class : error_handler, annotate_position {};
@@ -418,7 +417,6 @@ x3::rule<primary_class, x3ast::Primary> const primary = "an operand";
 x3::rule<name_or_call_class, x3ast::NameOrCall> const name_or_call = "a name";
 x3::rule<group_class, x3ast::Group> const group = "'('";
 x3::rule<group_body_class, x3ast::GroupBody> const group_body = "an expression";
-x3::rule<group_items_class, x3ast::GroupBody> const group_items = "an expression";
 x3::rule<call_body_class, std::vector<x3ast::Argument>> const call_body = "an argument or ')'";
 x3::rule<argument_class, x3ast::Argument> const argument = "an argument";
 x3::rule<keyword_argument_class, x3ast::KeywordArg> const keyword_argument = "a keyword argument";
@@ -436,8 +434,7 @@ auto const power_operand_def = *op_prefix > primary;
 auto const primary_def = literal | name_or_call | group;
 auto const name_or_call_def = identifier >> -(lit('(') > brackets[call_body]);
 auto const group_def = op_lparen > brackets[group_body];
-auto const group_body_def = (lit(')') >> x3::attr(x3ast::GroupBody{})) | group_items;
-auto const group_items_def = (ternary % (lit(',') >> !lit(')'))) >> x3::matches[lit(',')] > close_paren;
+auto const group_body_def = (ternary % (lit(',') >> !lit(')'))) >> x3::matches[lit(',')] > close_paren;
 auto const call_body_def =
     lit(')') | (argument >> *((lit(',') >> !lit(')')) > argument) > close_call);
 auto const argument_def = expr_start >> (keyword_argument | ternary);
@@ -447,7 +444,7 @@ auto const close_call_def = -lit(',') >> lit(')');
 auto const colon_def = lit(':');
 
 BOOST_SPIRIT_DEFINE(ternary, ternary_then, binary, operand, unary_expr, power, power_operand, primary,
-                    name_or_call, group, group_body, group_items, call_body, argument, keyword_argument, close_paren,
+                    name_or_call, group, group_body, call_body, argument, keyword_argument, close_paren,
                     close_call, colon)
 
 expression_type const& expression() { return ternary; }

@@ -12,19 +12,22 @@ out=${OUT:-gpu-out}
 mkdir -p "$out"
 build=${BUILD_DIR:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/reduce-cmake.log" 2>&1
-targets="test_diff_cuda test_diff_cpu test_reductions_gpu test_reductions test_layouts_gpu test_codegen_nvrtc"
+targets="test_diff_cuda test_diff_cpu test_reductions_gpu test_reductions test_layouts_gpu test_codegen_nvrtc test_codegen_statistics"
 timeout 420 cmake --build "$build" -j"$(nproc)" --target $targets > "$out/reduce-build.log" 2>&1 \
   || { echo "build failed, see reduce-build.log"; tail -30 "$out/reduce-build.log"; }
 summary="$out/reduce-summary.txt"
 : > "$summary"
-for t in test_diff_cuda test_reductions_gpu test_layouts_gpu test_codegen_nvrtc test_diff_cpu test_reductions; do
+for t in diff/test_diff_cuda api/test_reductions_gpu api/test_layouts_gpu codegen/test_codegen_nvrtc \
+         codegen/test_codegen_statistics diff/test_diff_cpu dsl/test_reductions; do
+  name=$(basename "$t")
   start=$(date +%s.%N)
-  timeout 300 ctest --test-dir "$build" -R "^${t}\$" --output-on-failure > "$out/reduce-$t.log" 2>&1
+  timeout 300 "$build/tests/$t" > "$out/reduce-$name.log" 2>&1
   rc=$?
   end=$(date +%s.%N)
-  printf '%-22s rc=%d %6.1fs  %s\n' "$t" "$rc" "$(awk "BEGIN{print $end - $start}")" \
-    "$(grep -E 'tests passed|Failed|Skipped|Not Run' "$out/reduce-$t.log" | head -1)" | tee -a "$summary"
+  printf '%-24s rc=%d %6.1fs  %s\n' "$name" "$rc" "$(awk "BEGIN{print $end - $start}")" \
+    "$(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/reduce-$name.log" | tr '\n' ' ' | cut -c1-120)" | tee -a "$summary"
 done
 # The first failures of the differential suites, if any, for the report.
-grep -h -E "^(.*)\(a: .*\): " "$out/reduce-test_diff_cuda.log" 2>/dev/null | head -40 > "$out/reduce-diff-cuda-failures.txt"
+grep -h -A1 "Failure" "$out/reduce-test_diff_cuda.log" 2>/dev/null | grep -v -E "Failure|^--" | head -60 \
+  > "$out/reduce-diff-cuda-failures.txt"
 echo "failures listed: $(wc -l < "$out/reduce-diff-cuda-failures.txt")" | tee -a "$summary"
