@@ -13,18 +13,26 @@ namespace jit {
 
 namespace {
 
-// The op-table entry for a call of `name` with `nargs` arguments that is a reduction, if any.
-const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
-    for (const ir::OpInfo& i : ir::op_table()) {
-        if (i.kind != ir::OpKind::Reduction || static_cast<std::size_t>(i.arity) != nargs) continue;
-        std::string_view names = i.names;
-        for (std::size_t pos = 0; pos <= names.size();) {
-            std::size_t bar = names.find('|', pos);
-            if (bar == std::string_view::npos) bar = names.size();
-            if (names.substr(pos, bar - pos) == name) return &i;
-            pos = bar + 1;
-        }
+bool named(const ir::OpInfo& i, std::string_view name) {
+    std::string_view names = i.names;
+    for (std::size_t pos = 0; pos <= names.size();) {
+        std::size_t bar = names.find('|', pos);
+        if (bar == std::string_view::npos) bar = names.size();
+        if (names.substr(pos, bar - pos) == name) return true;
+        pos = bar + 1;
     }
+    return false;
+}
+
+// The op-table entry for a call of `name` with `nargs` arguments that is a reduction, if any:
+// as lowering picks it, a reduction unless a function of that name takes exactly `nargs`
+// (max(x, y) is the element-wise maximum; sum(x, 1) the sum along axis 1).
+const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
+    if (nargs == 0) return nullptr;
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind != ir::OpKind::Reduction && static_cast<std::size_t>(i.arity) == nargs && named(i, name)) return nullptr;
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind == ir::OpKind::Reduction && !i.names.empty() && named(i, name)) return &i;
     return nullptr;
 }
 
@@ -36,6 +44,10 @@ void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>
             red.statement = statement;
             red.span = e.span;
             red.operand = e.operands.at(0)->span;
+            // Positional arguments after the operand are listed under their keywords' names.
+            static constexpr const char* kAverage[] = {"axis", "weights"};
+            for (std::size_t a = 1; a < e.operands.size() && a <= 2; ++a)
+                if (a == 1 || r->op == ir::Op::Average) red.keywords.emplace_back(kAverage[a - 1], e.operands[a]->span);
             for (const syntax::Keyword& k : e.keywords)
                 red.keywords.emplace_back(k.name, k.value ? k.value->span : k.name_span);
             out.push_back(std::move(red));

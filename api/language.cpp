@@ -13,6 +13,7 @@ const std::vector<FunctionInfo>& functions() {
     static const std::vector<FunctionInfo> table = [] {
         std::vector<FunctionInfo> t;
         for (const ir::OpInfo& i : ir::op_table()) {
+            if (i.names.empty() && i.kind == ir::OpKind::Reduction) continue;  // internal (argmin's second pass)
             FunctionInfo f;
             f.kind = i.kind == ir::OpKind::Operator   ? FunctionInfo::Kind::Operator
                      : i.kind == ir::OpKind::Function ? FunctionInfo::Kind::Function
@@ -110,6 +111,7 @@ static_assert(static_cast<int>(ExprKind::Call) == static_cast<int>(syntax::ExprK
 static_assert(static_cast<int>(ExprKind::Imag) == static_cast<int>(syntax::ExprKind::Imag));
 static_assert(static_cast<int>(ExprKind::Subscript) == static_cast<int>(syntax::ExprKind::Subscript));
 static_assert(static_cast<int>(IndexItem::Kind::Ellipsis) == static_cast<int>(syntax::IndexItem::Kind::Ellipsis));
+static_assert(static_cast<int>(ExprKind::Tuple) == static_cast<int>(syntax::ExprKind::Tuple));
 
 }  // namespace
 

@@ -26,6 +26,14 @@ std::string ReduceEmitter::kernel(KernelSource& k) {
     return kind_ == KernelKind::ReduceAll ? reduce_all_kernel(k) : reduce_axis_kernel(k);
 }
 
+// The value a thread folds for one element: the element itself, or (a positional reduction,
+// ArgFirst) the element with its position `pos`.
+std::string ReduceEmitter::leaf(const std::string& value, const std::string& pos) const {
+    const ir::Node& r = p_.node(st_.reduce);
+    if (ir::info(r.op).rule == ir::Rule::ArgFirst) return fmt::format("R::leaf({}, {})", value, pos);
+    return value;
+}
+
 std::string ReduceEmitter::finalize(const std::string& acc, const std::string& count) {
     const ir::Node& r = p_.node(st_.reduce);
     const std::string t = reg_type(r.dtype);
@@ -39,6 +47,8 @@ void ReduceEmitter::check_reduce_types() {
     const DType od = p_.node(r.args[0]).dtype;
     if (ir::info(r.op).rule == ir::Rule::AnyAll) {
         if (od != DType::Bool || r.dtype != DType::Bool) internal("any/all need bool operand and result");
+    } else if (ir::info(r.op).rule == ir::Rule::ArgFirst) {
+        if (od != DType::Bool || r.dtype != DType::Int64) internal("argfirst needs a bool operand and an int64 result");
     } else if (od != r.dtype) {
         internal("reduction operand dtype differs from its result");
     }
@@ -96,8 +106,8 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
                 rd.push_back(a.name + "[i]");
             }
         }
-        s += fmt::format("    for (long long i = first; i < n; i += step) acc = R::combine(acc, jx_compute({}));\n",
-                         call_args(rd, {}));
+        s += fmt::format("    for (long long i = first; i < n; i += step) acc = R::combine(acc, {});\n",
+                         leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
     } else {
         s += "    for (long long i = first; i < n; i += step) {\n";
         for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);
@@ -110,7 +120,7 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
         s += "        }\n";
         int q = 0;
         for (auto& a : reads_) rd.push_back(fmt::format("{}[p{}]", a.name, q++));
-        s += fmt::format("        acc = R::combine(acc, jx_compute({}));\n", call_args(rd, {}));
+        s += fmt::format("        acc = R::combine(acc, {});\n", leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
         s += "    }\n";
     }
     s += "    acc = jx_block_reduce<R>(acc);\n";
@@ -184,8 +194,8 @@ std::string ReduceEmitter::reduce_axis_kernel(KernelSource& k) {
     int q = 0;
     for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + j * t{}]", a.name, q, q)); ++q; }
     s += fmt::format("        {} acc = R::identity();\n", RT);
-    s += fmt::format("        for (long long j = {}; j < len; j += {}) acc = R::combine(acc, jx_compute({}));\n",
-                     warp ? "lane" : "0", warp ? "32" : "1", call_args(rd, {}));
+    s += fmt::format("        for (long long j = {}; j < len; j += {}) acc = R::combine(acc, {});\n",
+                     warp ? "lane" : "0", warp ? "32" : "1", leaf(fmt::format("jx_compute({})", call_args(rd, {})), "j"));
     if (warp) {
         s += "#pragma unroll\n";
         s += "        for (int d = 16; d > 0; d >>= 1) acc = R::combine(acc, jx_shfl_down(acc, d));\n";

@@ -184,6 +184,7 @@ private:
     std::string kernel(KernelSource& k) override;
     std::string finalize(const std::string& acc, const std::string& count);
     void check_reduce_types();
+    std::string leaf(const std::string& value, const std::string& pos) const;
     std::string reduce_all_kernel(KernelSource& k);
     std::string reduce_axis_kernel(KernelSource& k);
 

@@ -263,6 +263,11 @@ std::string_view rule_text(Rule r) {
         case Rule::SumProd: return "bool and signed give int64, unsigned give uint64";
         case Rule::MinMaxReduce: return "same dtype; not complex; empty is an error";
         case Rule::MeanReduce: return "bool and integers give float64";
+        case Rule::ArgFirst: return "bool gives int64";
+        case Rule::VarReduce: return "bool and integers give float64, complex its real dtype";
+        case Rule::ArgReduce: return "gives int64; not complex; empty is an error";
+        case Rule::CountReduce: return "any dtype; gives int64";
+        case Rule::PtpReduce: return "same dtype; not bool, not complex; empty is an error";
         case Rule::MakeComplex: return "the complex of the promoted real dtype (float16, float32 give complex64, others complex128); not complex";
         case Rule::AnyAll: return "gives bool";
         case Rule::FloatPower: return "promoted, then float64 (complex128 for complex)";
@@ -313,10 +318,14 @@ std::string op_reference_markdown() {
         }
         r += fmt::format("| {} | {} | {} | {} |\n", names_text(i.names), i.arity, docs, rules);
     }
-    r += "\n### Reductions\n\n`f(x)` reduces every element to a 0-d result; `f(x, axis=k)` reduces axis `k` "
-         "(negative counts from the end).\n\n| name | meaning | dtypes |\n|---|---|---|\n";
+    r += "\n### Reductions\n\n`f(x)` reduces every element to a 0-d result; `f(x, axis=k)` or `f(x, k)` reduces "
+         "axis `k` (negative counts from the end), `f(x, axis=(j, k))` several axes and `axis=None` every one; "
+         "`keepdims=True` keeps each reduced axis with extent 1. `var`, `std`, `nanvar` and `nanstd` take "
+         "`ddof=` (default 0), `average` takes `weights=`. `min`/`max` with two arguments are the element-wise "
+         "`minimum`/`maximum`; `amin(x, 1)` is the reduction along axis 1.\n\n"
+         "| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())
-        if (i.kind == OpKind::Reduction) r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
+        if (i.kind == OpKind::Reduction && !i.names.empty()) r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
     return r;
 }
 

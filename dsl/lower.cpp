@@ -468,11 +468,16 @@ private:
             }
             case ExprKind::Call: return call(e);
             case ExprKind::Subscript: return subscript(e);
+            case ExprKind::Tuple:
+                throw TypeError("a tuple is not a value here (only a reduction's axis is one: sum(x, axis=(0, 1)))",
+                                text_, e.span);
         }
         throw InternalError("unknown expression kind");
     }
 
     Val name(const Expr& e) {
+        if (e.text == "None")
+            throw TypeError("None is not a value here (it is only a reduction's axis: sum(x, axis=None))", text_, e.span);
         if (auto it = locals_.find(e.text); it != locals_.end()) return it->second;
         if (const Binding* b = lookup_ ? lookup_(e.text) : nullptr) {
             if (b->kind == Binding::Kind::Array) {
@@ -621,7 +626,12 @@ private:
         }
         const ir::OpInfo* fn = nullptr;
         for (const ir::OpInfo* c : candidates)
-            if (static_cast<std::size_t>(c->arity) == nargs) fn = c;
+            if (static_cast<std::size_t>(c->arity) == nargs && c->kind != OpKind::Reduction) fn = c;
+        // A reduction takes its axis (and a statistic its other arguments) positionally too;
+        // max(x, y) stays the element-wise maximum.
+        if (!fn && nargs >= 1)
+            for (const ir::OpInfo* c : candidates)
+                if (c->kind == OpKind::Reduction) fn = c;
         if (!fn) {
             std::string arities;
             for (const ir::OpInfo* c : candidates) arities += (arities.empty() ? "" : " or ") + std::to_string(c->arity);
@@ -642,22 +652,15 @@ private:
                 type_error(fmt::format("{}() gives {} values, but {} names are assigned", fname, want, have),
                            SourceSpan{several->target_span.begin, several->more_targets.back().span.end});
         }
-        // Keywords: only axis=, only on reductions.
-        std::optional<std::int64_t> axis;
-        SourceSpan axis_span{};
-        for (const syntax::Keyword& k : e.keywords) {
-            if (fn->kind != OpKind::Reduction || k.name != "axis")
-                throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, k.name), text_,
-                                k.name_span);
-            if (axis) throw NameError("axis given twice", text_, k.name_span);
-            axis = constant_int(*k.value);
-            axis_span = k.value->span;
-        }
+        if (fn->kind == OpKind::Reduction) return {reduction_call(*fn, e)};
+        // Keywords: only on reductions.
+        if (!e.keywords.empty())
+            throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name), text_,
+                            e.keywords[0].name_span);
         std::vector<Val> args;
         args.reserve(nargs);
         for (const auto& a : e.operands) args.push_back(expr(*a));
 
-        if (fn->kind == OpKind::Reduction) return {reduce(fn->op, strong(args[0]), axis, axis_span, e.span)};
         // A ufunc of Python scalars alone makes each an array of its default dtype first
         // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
         if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) && fn->op != Op::Where)
@@ -745,40 +748,59 @@ private:
         if (e.kind == ExprKind::Unary && e.ops.at(0) == Op::Neg && e.operands.at(0)->kind == ExprKind::Int &&
             !e.operands[0]->int_big && e.operands[0]->int_value <= static_cast<std::uint64_t>(kMaxDims))
             return -static_cast<std::int64_t>(e.operands[0]->int_value);
-        throw ValueError("axis must be a small integer literal", text_, e.span);
+        throw ValueError("axis must be a small integer literal, a tuple of them, or None", text_, e.span);
     }
 
-    Val reduce(Op op, const Val& a, std::optional<std::int64_t> axis, SourceSpan axis_span, SourceSpan span) {
-        const Typed t = rule(op, dt(a), span);
-        const ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
-        const Shape& in = node(x).shape;
-        const auto nd = static_cast<std::int64_t>(in.size());
-        std::int32_t ax = -1;
-        Shape out;
-        if (axis) {
-            std::int64_t k = *axis;
+    // ---- reductions
+    // The axes a reduction folds: every one (no axis, or axis=None), or a set (axis=1,
+    // axis=(0, 2); the language has no empty tuple).
+    struct Axes {
+        bool all = true;
+        std::vector<std::int32_t> list;  // sorted, distinct, each in [0, ndim)
+        bool has(std::size_t d) const {
+            return all || std::binary_search(list.begin(), list.end(), static_cast<std::int32_t>(d));
+        }
+    };
+
+    static bool takes_ddof(Op op) { return op == Op::Var || op == Op::Std || op == Op::NanVar || op == Op::NanStd; }
+    // NumPy's positional parameters after the array (only those jitexpr reads).
+    static std::vector<std::string_view> positional_params(Op op) {
+        if (op == Op::Average) return {"axis", "weights"};
+        return {"axis"};
+    }
+    static bool takes_keyword(Op op, std::string_view k) {
+        if (k == "axis" || k == "keepdims") return true;
+        if (k == "ddof") return takes_ddof(op);
+        if (k == "weights") return op == Op::Average;
+        return false;
+    }
+
+    Axes axes_of(const Expr* e, std::int32_t nd, bool one_only, const std::string& fname) const {
+        Axes r;
+        if (!e) return r;
+        if (e->kind == ExprKind::Name && e->text == "None") return r;
+        std::vector<const Expr*> items;
+        if (e->kind == ExprKind::Tuple) {
+            if (one_only)
+                throw TypeError(fmt::format("{}() takes one axis (an integer or None), not a tuple", fname), text_, e->span);
+            for (const auto& o : e->operands) items.push_back(o.get());
+        } else {
+            items.push_back(e);
+        }
+        r.all = false;
+        for (const Expr* it : items) {
+            std::int64_t k = constant_int(*it);
             if (k < -nd || k >= nd)
                 throw ShapeError(fmt::format("axis {} is out of bounds for an array of {} dimension{}", k, nd,
                                              nd == 1 ? "" : "s"),
-                                 text_, axis_span);
+                                 text_, it->span);
             if (k < 0) k += nd;
-            ax = static_cast<std::int32_t>(k);
-            for (std::int64_t d = 0; d < nd; ++d)
-                if (d != k) out.push_back(in[static_cast<std::size_t>(d)]);
+            if (std::find(r.list.begin(), r.list.end(), static_cast<std::int32_t>(k)) != r.list.end())
+                throw ValueError("duplicate value in 'axis'", text_, it->span);
+            r.list.push_back(static_cast<std::int32_t>(k));
         }
-        const bool empty = axis ? in[static_cast<std::size_t>(ax)] == 0 : shape_size(in) == 0;
-        if (empty && ir::info(op).rule == ir::Rule::MinMaxReduce)
-            throw ValueError(fmt::format("{}() of an empty array has no value", ir::spelling(op)), text_, span);
-        Node n;
-        n.kind = NodeKind::Reduce;
-        n.op = op;
-        n.dtype = t.result;
-        n.shape = std::move(out);
-        n.args[0] = x;
-        n.nargs = 1;
-        n.axis = ax;
-        n.span = span;
-        return Val{add(std::move(n)), Weak::None};
+        std::sort(r.list.begin(), r.list.end());
+        return r;
     }
 
 
@@ -980,7 +1002,8 @@ private:
                 m.args[k] = as.empty() ? a : view_of(a, operand_view(v, src.shape, as), span);
             }
             r = add(std::move(m));
-        } else if (src.kind == NodeKind::Reduce && src.axis >= 0) {
+        } else if (src.kind == NodeKind::Reduce && src.axis >= 0 &&
+                   src.shape.size() + 1 == node(src.args[0]).shape.size()) {  // not a keepdims result
             // The reduced axis stays whole, as a last axis of the operand's view.
             const ir::NodeId a = src.args[0];
             const Shape& as = node(a).shape;
@@ -1033,6 +1056,291 @@ private:
         return r;
     }
 
+    bool keepdims_of(const Expr* e) const {
+        if (!e) return false;
+        if (e->kind == ExprKind::Bool) return e->bool_value;
+        if (e->kind == ExprKind::Int && !e->int_big && e->int_value <= 1) return e->int_value == 1;
+        throw ValueError("keepdims must be True or False", text_, e->span);
+    }
+
+    double number_of(const Expr& e, std::string_view what) const {
+        const Expr* x = &e;
+        const bool neg = x->kind == ExprKind::Unary && x->ops.at(0) == Op::Neg;
+        if (neg) x = x->operands.at(0).get();
+        double v = 0;
+        if (x->kind == ExprKind::Int && !x->int_big) v = static_cast<double>(x->int_value);
+        else if (x->kind == ExprKind::Float) v = x->float_value;
+        else throw ValueError(fmt::format("{} must be a number literal", what), text_, e.span);
+        return neg ? -v : v;
+    }
+
+    static Shape reduced_shape(const Shape& in, const Axes& ax, bool keepdims) {
+        Shape r;
+        for (std::size_t d = 0; d < in.size(); ++d) {
+            if (!ax.has(d)) r.push_back(in[d]);
+            else if (keepdims) r.push_back(1);
+        }
+        return r;
+    }
+    static std::int64_t reduced_count(const Shape& in, const Axes& ax) {
+        std::int64_t n = 1;
+        for (std::size_t d = 0; d < in.size(); ++d)
+            if (ax.has(d)) n *= in[d];
+        return n;
+    }
+
+    // A reduction without an identity (min, max, argmin, ptp, nanmin) of no element: NumPy's error.
+    void check_nonempty(Op op, const Shape& in, const Axes& ax, SourceSpan span) const {
+        const ir::Rule r = ir::info(op).rule;
+        if (r != ir::Rule::MinMaxReduce && r != ir::Rule::ArgReduce && r != ir::Rule::PtpReduce) return;
+        if (reduced_count(in, ax) != 0) return;
+        throw ValueError(fmt::format("{}() of an empty array has no value", ir::spelling(op)), text_, span);
+    }
+
+    // Reduce nodes of `op`, a reduction the backends run (Sum, Prod, ReduceMin, ReduceMax, Mean,
+    // Any, All, ArgFirst), over `ax`; x has the op's operand dtype, `result` is the nodes' dtype.
+    // Every axis (or all of them) is one node; several axes are folded one at a time, the
+    // highest first, each a stage of its own (the first fused with x's expression, the later
+    // ones over the smaller results). The last node has the requested shape (keepdims: extent 1
+    // where reduced); a mean over several axes is a sum divided by the count.
+    ir::NodeId reduce_nodes(Op op, ir::NodeId x, DType result, const Axes& ax, bool keepdims, SourceSpan span) {
+        const Shape in = node(x).shape;
+        const auto nd = static_cast<std::int32_t>(in.size());
+        Shape final_shape = reduced_shape(in, ax, keepdims);
+        auto make = [&](Op o, ir::NodeId arg, std::int32_t axis, Shape s) {
+            Node n;
+            n.kind = NodeKind::Reduce;
+            n.op = o;
+            n.dtype = result;
+            n.shape = std::move(s);
+            n.args[0] = arg;
+            n.nargs = 1;
+            n.axis = axis;
+            n.span = span;
+            return add(std::move(n));
+        };
+        if (!ax.all && ax.list.empty()) internal_error("a reduction over no axis");
+        if (ax.all || static_cast<std::int32_t>(ax.list.size()) == nd) return make(op, x, -1, std::move(final_shape));
+        if (ax.list.size() == 1) return make(op, x, ax.list[0], std::move(final_shape));
+        if (op == Op::ArgFirst) internal_error("argfirst over several axes");
+        const bool half = result == DType::Float16 || result == DType::BFloat16;
+        if (op == Op::Mean && half) {  // the partial sums in float32, as NumPy's float16 mean
+            const ir::NodeId wide = cast(Val{x, Weak::None}, DType::Float32, span);
+            return cast(Val{reduce_nodes(op, wide, DType::Float32, ax, keepdims, span), Weak::None}, result, span);
+        }
+        const Op step = op == Op::Mean ? Op::Sum : op;
+        ir::NodeId cur = x;
+        for (std::size_t k = ax.list.size(); k-- > 0;) {
+            Shape s = node(cur).shape;
+            s.erase(s.begin() + ax.list[k]);
+            cur = make(step, cur, ax.list[k], k == 0 ? final_shape : std::move(s));
+        }
+        if (op == Op::Mean) cur = divide_by_count(cur, reduced_count(in, ax), span);
+        return cur;
+    }
+
+    [[noreturn]] static void internal_error(const std::string& what) { throw InternalError("lowering: " + what); }
+
+    ir::NodeId divide_by_count(ir::NodeId v, std::int64_t count, SourceSpan span) {
+        const DType t = node(v).dtype;
+        const ir::NodeId c = constant(ir::Value::of_float(static_cast<double>(count)).cast(t), span);
+        return op_node(Op::Div, t, node(v).shape, {v, c}, span);
+    }
+
+    ir::NodeId const_of(double v, DType t, SourceSpan span) { return constant(ir::Value::of_float(v).cast(t), span); }
+    ir::NodeId isnan_of(ir::NodeId x, SourceSpan span) { return op_node(Op::Isnan, DType::Bool, node(x).shape, {x}, span); }
+    ir::NodeId select(ir::NodeId c, ir::NodeId a, ir::NodeId b, SourceSpan span) {
+        Shape s = broadcast(broadcast(node(c).shape, node(a).shape, span), node(b).shape, span);
+        return op_node(Op::Where, node(a).dtype, std::move(s), {c, a, b}, span);
+    }
+    ir::NodeId binop(Op op, ir::NodeId a, ir::NodeId b, SourceSpan span) {
+        DType t = node(a).dtype;
+        if (ir::info(op).rule == ir::Rule::Compare || ir::info(op).rule == ir::Rule::Logical) t = DType::Bool;
+        return op_node(op, t, broadcast(node(a).shape, node(b).shape, span), {a, b}, span);
+    }
+    // |v|**2 in v's real dtype (NumPy's var: x * conj(x), its real part).
+    ir::NodeId abs2(ir::NodeId v, SourceSpan span) {
+        const DType t = node(v).dtype;
+        if (!is_complex(t)) return binop(Op::Mul, v, v, span);
+        const DType r = real_of(t);
+        const ir::NodeId re = op_node(Op::Real, r, node(v).shape, {v}, span);
+        const ir::NodeId im = op_node(Op::Imag, r, node(v).shape, {v}, span);
+        return binop(Op::Add, binop(Op::Mul, re, re, span), binop(Op::Mul, im, im, span), span);
+    }
+
+    Val reduction_call(const ir::OpInfo& fn, const Expr& e) {
+        const std::string& fname = e.text;
+        const Op op = fn.op;
+        const SourceSpan span = e.span;
+        const auto params = positional_params(op);
+        if (e.operands.size() > params.size() + 1)
+            throw NameError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname, params.size() + 1,
+                                        e.operands.size()),
+                            text_, e.operands[params.size() + 1]->span);
+        std::map<std::string_view, const Expr*> given;
+        for (std::size_t k = 1; k < e.operands.size(); ++k) given[params[k - 1]] = e.operands[k].get();
+        for (const syntax::Keyword& k : e.keywords) {
+            if (!takes_keyword(op, k.name))
+                throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, k.name), text_,
+                                k.name_span);
+            if (given.count(k.name))
+                throw NameError(fmt::format("{}() got multiple values for argument '{}'", fname, k.name), text_,
+                                k.name_span);
+            given[k.name] = k.value.get();
+        }
+        auto arg = [&](std::string_view n) -> const Expr* {
+            const auto it = given.find(n);
+            return it == given.end() ? nullptr : it->second;
+        };
+        const Val a = strong(expr(*e.operands[0]));
+        const Shape in = shape(a);
+        const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
+        const bool keep = keepdims_of(arg("keepdims"));
+        const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
+        Typed t = rule(op, dt(a), span);
+        check_nonempty(op, in, ax, span);
+        ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
+        // The statistics of 16-bit floats are computed in float32 (counts and means included)
+        // and rounded once at the end.
+        const bool statistic = op == Op::Var || op == Op::Std || op == Op::NanVar || op == Op::NanStd ||
+                               op == Op::NanMean || (op == Op::Average && !arg("weights"));
+        const DType half_result = t.result;
+        const bool half = statistic && (t.operand == DType::Float16 || t.operand == DType::BFloat16);
+        if (half) {
+            x = cast(Val{x, Weak::None}, DType::Float32, span);
+            t = Typed{DType::Float32, DType::Float32};
+        }
+        const bool floating = is_inexact(t.operand);
+        ir::NodeId r;
+        switch (op) {
+            case Op::NanSum:
+            case Op::NanProd: {
+                const ir::NodeId v = floating ? select(isnan_of(x, span), const_of(op == Op::NanSum ? 0 : 1, t.operand, span), x, span) : x;
+                r = reduce_nodes(op == Op::NanSum ? Op::Sum : Op::Prod, v, t.result, ax, keep, span);
+                break;
+            }
+            case Op::NanMean: {
+                if (!floating) {
+                    r = reduce_nodes(Op::Mean, x, t.result, ax, keep, span);
+                    break;
+                }
+                const ir::NodeId nan = isnan_of(x, span);
+                const ir::NodeId s = reduce_nodes(Op::Sum, select(nan, const_of(0, t.operand, span), x, span), t.result, ax, keep, span);
+                r = binop(Op::Div, s, count_where_not(nan, t.result, ax, keep, span), span);
+                break;
+            }
+            case Op::NanMin:
+            case Op::NanMax: {
+                const Op base = op == Op::NanMin ? Op::ReduceMin : Op::ReduceMax;
+                if (!floating) {
+                    r = reduce_nodes(base, x, t.result, ax, keep, span);
+                    break;
+                }
+                const double inf = std::numeric_limits<double>::infinity();
+                const ir::NodeId nan = isnan_of(x, span);
+                const ir::NodeId filled = select(nan, const_of(op == Op::NanMin ? inf : -inf, t.operand, span), x, span);
+                const ir::NodeId m = reduce_nodes(base, filled, t.result, ax, keep, span);
+                const ir::NodeId all_nan = reduce_nodes(Op::All, nan, DType::Bool, ax, keep, span);
+                r = select(all_nan, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span), m, span);
+                break;
+            }
+            case Op::Var:
+            case Op::Std:
+            case Op::NanVar:
+            case Op::NanStd: r = variance(op, x, t, ax, keep, ddof, span); break;
+            case Op::CountNonzero: {
+                const ir::NodeId b = cast(Val{a.node, Weak::None}, DType::Bool, span);
+                r = reduce_nodes(Op::Sum, cast(Val{b, Weak::None}, DType::Int64, span), DType::Int64, ax, keep, span);
+                break;
+            }
+            case Op::Ptp: {
+                const ir::NodeId hi = reduce_nodes(Op::ReduceMax, x, t.result, ax, keep, span);
+                const ir::NodeId lo = reduce_nodes(Op::ReduceMin, x, t.result, ax, keep, span);
+                r = binop(Op::Sub, hi, lo, span);
+                break;
+            }
+            case Op::ArgMin:
+            case Op::ArgMax: r = arg_extreme(op, x, ax, keep, span); break;
+            case Op::Average: r = average(x, t, arg("weights"), ax, keep, fname, span); break;
+            default: r = reduce_nodes(op, x, t.result, ax, keep, span); break;
+        }
+        if (half && node(r).dtype != half_result) r = cast(Val{r, Weak::None}, half_result, span);
+        return Val{r, Weak::None};
+    }
+
+    // The number of elements where `mask` is false, in dtype t, shaped as a reduction over ax.
+    ir::NodeId count_where_not(ir::NodeId mask, DType t, const Axes& ax, bool keep, SourceSpan span) {
+        const ir::NodeId ones = cast(Val{op_node(Op::Not, DType::Bool, node(mask).shape, {mask}, span), Weak::None}, DType::Int64, span);
+        return cast(Val{reduce_nodes(Op::Sum, ones, DType::Int64, ax, keep, span), Weak::None}, t, span);
+    }
+
+    // var, std, nanvar, nanstd: two passes (the mean, then the sum of squared deviations from
+    // it), each fused with x's expression; the mean is kept with the reduced axes so that it
+    // broadcasts against x.
+    ir::NodeId variance(Op op, ir::NodeId x, const Typed& t, const Axes& ax, bool keep, double ddof, SourceSpan span) {
+        const bool nan_aware = (op == Op::NanVar || op == Op::NanStd) && is_inexact(t.operand);
+        const Shape in = node(x).shape;  // a copy: adding nodes moves them
+        ir::NodeId r;
+        if (!nan_aware) {
+            const ir::NodeId m = reduce_nodes(Op::Mean, x, t.operand, ax, true, span);
+            const ir::NodeId dev = binop(Op::Sub, x, m, span);
+            const ir::NodeId s = reduce_nodes(Op::Sum, abs2(dev, span), t.result, ax, keep, span);
+            const double n = static_cast<double>(reduced_count(in, ax));
+            r = binop(Op::Div, s, const_of(std::max(n - ddof, 0.0), t.result, span), span);
+        } else {
+            const ir::NodeId nan = isnan_of(x, span);
+            const ir::NodeId zero = const_of(0, t.operand, span);
+            const ir::NodeId cnt_k = count_where_not(nan, t.operand, ax, true, span);
+            const ir::NodeId m = binop(Op::Div, reduce_nodes(Op::Sum, select(nan, zero, x, span), t.operand, ax, true, span), cnt_k, span);
+            const ir::NodeId dev = select(nan, zero, binop(Op::Sub, x, m, span), span);
+            const ir::NodeId s = reduce_nodes(Op::Sum, abs2(dev, span), t.result, ax, keep, span);
+            // The count in the result's shape: the kept one, or it folded over its axes of extent 1.
+            const ir::NodeId cnt = keep ? cast(Val{cnt_k, Weak::None}, t.result, span)
+                                          : reduce_nodes(Op::Sum, cast(Val{cnt_k, Weak::None}, t.result, span), t.result, ax, false, span);
+            const ir::NodeId dof = binop(Op::Sub, cnt, const_of(ddof, t.result, span), span);
+            // NumPy: NaN where no degree of freedom is left (also where every element is NaN).
+            const ir::NodeId bad = binop(Op::Le, dof, const_of(0, t.result, span), span);
+            r = select(bad, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span), binop(Op::Div, s, dof, span), span);
+        }
+        if (op == Op::Std || op == Op::NanStd) r = op_node(Op::Sqrt, t.result, node(r).shape, {r}, span);
+        return r;
+    }
+
+    // argmin, argmax: the extreme (NaN when there is one), then the first position that holds
+    // it (or a NaN): two passes, each fused with x's expression. Positions are flat (C order)
+    // without an axis, along the axis with one.
+    ir::NodeId arg_extreme(Op op, ir::NodeId x, const Axes& ax, bool keep, SourceSpan span) {
+        const Axes& one = ax;
+        const ir::NodeId m = reduce_nodes(op == Op::ArgMin ? Op::ReduceMin : Op::ReduceMax, x, node(x).dtype, one, true, span);
+        ir::NodeId hit = binop(Op::Eq, x, m, span);
+        if (is_inexact(node(x).dtype))
+            hit = binop(Op::Or, hit, binop(Op::And, isnan_of(x, span), isnan_of(m, span), span), span);
+        return reduce_nodes(Op::ArgFirst, hit, DType::Int64, one, keep, span);
+    }
+
+    // average(x), average(x, axis), average(x, axis, weights): the mean, or sum(x * w) / sum(w)
+    // with w of x's shape (or one that broadcasts to it as it is).
+    ir::NodeId average(ir::NodeId x, const Typed& t, const Expr* weights, const Axes& ax, bool keep,
+                         const std::string& fname, SourceSpan span) {
+        if (!weights) return reduce_nodes(Op::Mean, x, t.result, ax, keep, span);
+        const Val w = strong(expr(*weights));
+        DType p = promote(t.operand, dt(w));
+        if (is_bool(p) || is_integer(p)) p = DType::Float64;
+        const Shape in = node(x).shape;  // a copy: adding nodes moves them
+        const Shape bs = broadcast(in, shape(w), weights->span);
+        if (bs != in)
+            throw ShapeError(fmt::format("{}(): weights of shape {} do not broadcast to the array's shape {}", fname,
+                                         shape_to_string(shape(w)), shape_to_string(in)),
+                             text_, weights->span);
+        const ir::NodeId xs = cast(Val{x, Weak::None}, p, span), ws = cast(Val{w.node, Weak::None}, p, span);
+        const ir::NodeId wb = shape(w) == in ? ws : cast_to_shape(ws, in, span);
+        const ir::NodeId num = reduce_nodes(Op::Sum, binop(Op::Mul, xs, wb, span), p, ax, keep, span);
+        const ir::NodeId den = reduce_nodes(Op::Sum, wb, p, ax, keep, span);
+        return binop(Op::Div, num, den, span);
+    }
+
+    ir::NodeId cast_to_shape(ir::NodeId v, const Shape& s, SourceSpan span) { return fresh(v, s, span); }
+
     // ---- statements
     void statement(const syntax::Statement& st, bool last) {
         if (!st.more_targets.empty()) {
@@ -1063,6 +1371,7 @@ private:
 
     // Assigns v to `target` (one of the statement's targets).
     void assign(const std::string& target, SourceSpan target_span, const Val& v, const syntax::Statement& st, bool last) {
+        if (target == "None") throw NameError("cannot assign to None", text_, target_span);
         if (dtype_from_name(target) || !functions_named(target).empty()) {
             // Allowed (a variable may shadow a function name only as a variable), but warn by error:
             // calling it later would be ambiguous. Keep it simple: forbid.
@@ -1146,6 +1455,7 @@ private:
 void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,
                         std::vector<std::string>& out, std::set<std::string, std::less<>>& seen) {
     if (e.kind == ExprKind::Name) {
+        if (e.text == "None") return;  // a reduction's axis=None, never a variable (as in Python)
         if (!assigned.count(e.text) && (constants || !named_constants().count(e.text)) && !seen.count(e.text)) {
             seen.insert(e.text);
             out.push_back(e.text);

@@ -17,13 +17,15 @@ enum class Rule : std::uint8_t {
     Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
     Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
     PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll, MakeComplex, FloatPower, IntegerBinary, Ldexp, BitCount, FrexpExponent
+    MeanReduce, AnyAll, MakeComplex, FloatPower, IntegerBinary, Ldexp, BitCount, FrexpExponent,
+    ArgFirst, VarReduce, ArgReduce, CountReduce, PtpReduce
 };
 
 // What a reduction does with its accumulated value.
 enum class Finish : std::uint8_t {
     Keep,           // the accumulator is the result
     DivideByCount,  // divided by the number of elements reduced, in the result's dtype (mean)
+    Lowered,        // expanded by dsl/lower.cpp into other reductions and ops; never in a Program
 };
 
 enum class Op : std::uint16_t {
@@ -104,7 +106,7 @@ constexpr bool table_is_consistent() {
                 if (i.arity == 1 && i.prec < kPrefixPrec && j.kind == OpKind::Operator && j.arity == 2 &&
                     j.prec == i.prec)
                     return false;
-        } else if (!i.token.empty() || i.prec != 0 || i.names.empty()) {
+        } else if (!i.token.empty() || i.prec != 0 || (i.names.empty() && i.kind != OpKind::Reduction)) {
             return false;
         }
         if (i.kind == OpKind::Result) {

@@ -365,7 +365,11 @@ public:
             ExprPtr operator()(const x3ast::NameOrCall& c) const { return self.name_or_call(c, depth); }
             ExprPtr operator()(const x3::forward_ast<x3ast::Group>& g) const {
                 if (depth + 1 > kMaxNesting) self.too_deep(self.span(g.get().open));
-                return self.convert(g.get().inner, depth + 1);
+                const x3ast::GroupBody& b = g.get().body;
+                if (b.items.size() == 1 && !b.trailing_comma) return self.convert(b.items[0], depth + 1);
+                ExprPtr t = self.make(ExprKind::Tuple, self.span(g.get()));
+                for (const x3ast::Ternary& m : b.items) t->operands.push_back(self.convert(m, depth + 1));
+                return t;
             }
         };
         return boost::apply_visitor(Visitor{*this, depth}, p);

@@ -220,9 +220,15 @@ struct TernaryLink {
     Binary otherwise;
 };
 
+// ( x ), or a tuple: ( x, y ), ( x, ) (an axis tuple of a reduction; () is no expression).
+struct GroupBody {
+    std::vector<Ternary> items;  // at least one
+    bool trailing_comma = false;
+};
+
 struct Group : x3::position_tagged {
     OpToken open;
-    Ternary inner;
+    GroupBody body;
 };
 
 struct KeywordArg : x3::position_tagged {
@@ -250,5 +256,6 @@ BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Unary, prefix, operand)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Operand, nots, unary)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Ternary, cond, rest)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::TernaryLink, question, then, otherwise)
-BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Group, open, inner)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::GroupBody, items, trailing_comma)
+BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::Group, open, body)
 BOOST_FUSION_ADAPT_STRUCT(jit::syntax::x3ast::KeywordArg, name, value)

@@ -433,7 +433,7 @@ x3::rule<slice_part_class, x3ast::SlicePart> const slice_part = "':'";
 x3::rule<close_bracket_class> const close_bracket = "',' or ']'";
 x3::rule<name_or_call_class, x3ast::NameOrCall> const name_or_call = "a name";
 x3::rule<group_class, x3ast::Group> const group = "'('";
-x3::rule<group_body_class, x3ast::Ternary> const group_body = "an expression";
+x3::rule<group_body_class, x3ast::GroupBody> const group_body = "an expression";
 x3::rule<call_body_class, std::vector<x3ast::Argument>> const call_body = "an argument or ')'";
 x3::rule<argument_class, x3ast::Argument> const argument = "an argument";
 x3::rule<keyword_argument_class, x3ast::KeywordArg> const keyword_argument = "a keyword argument";
@@ -478,7 +478,7 @@ auto const slice_part_def = op_colon >> index_part;
 auto const close_bracket_def = lit(']');
 auto const name_or_call_def = identifier >> -(lit('(') > brackets[call_body]);
 auto const group_def = op_lparen > brackets[group_body];
-auto const group_body_def = ternary > close_paren;
+auto const group_body_def = (ternary % (lit(',') >> !lit(')'))) >> x3::matches[lit(',')] > close_paren;
 auto const call_body_def =
     lit(')') | (argument >> *((lit(',') >> !lit(')')) > argument) > close_call);
 auto const argument_def = expr_start >> (keyword_argument | ternary);

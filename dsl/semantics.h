@@ -1250,7 +1250,7 @@ template <class T> JX_HD en<is_flt<T>::value, T> ModfFraction(T x) {
 
 // @section reduce
 // @needs arith select
-// @ops Sum Prod ReduceMin ReduceMax Mean Any All
+// @ops Sum Prod ReduceMin ReduceMax Mean Any All ArgFirst
 // ================================================================ reductions
 // Each has identity() and combine(acc, x). Mean is Sum followed by a division by the count in
 // the node's dtype; the min/max reductions propagate NaN.
@@ -1300,6 +1300,14 @@ template <class T = bool> struct All {
     static JX_HD bool combine(bool a, bool b) { return a && b; }
 };
 template <class T> struct Mean : Sum<T> {};
+// The index of the first true element: a kernel folds leaf(x, i), i the element's position
+// (flat, or along the reduced axis); combine is the minimum, so the order of folding does not
+// change the result. No true element gives identity() (argmin's lowering always has one).
+template <class T = bool> struct ArgFirst {
+    static JX_HD long long identity() { return 0x7fffffffffffffffLL; }
+    static JX_HD long long leaf(bool x, long long i) { return x ? i : identity(); }
+    static JX_HD long long combine(long long a, long long b) { return b < a ? b : a; }
+};
 }  // namespace red
 
 // @section base

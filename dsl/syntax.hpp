@@ -17,7 +17,7 @@
 //   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
 //                      and its right operand may carry a unary: a**-b)
 //   postfix: primary[index, ...]   (binds tightest: -a[0] is -(a[0]), a[0]**2 is (a[0])**2)
-//   primary: number, name, True/False, call f(args, axis=k), ( expr )
+//   primary: number, name, True/False, call f(args, axis=k), ( expr ), tuple ( a, b ) / ( a, )
 // An index is an expression, a slice start:stop:step (each part optional), ... or None.
 // Statements: [name [, name]* =] expr, separated by ';' or newlines; '#' starts a comment to end
 // of line. Several names take the results of a function of several (`m, e = frexp(x)`).
@@ -48,6 +48,7 @@ enum class ExprKind : std::uint8_t {
     Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
     Subscript,  // operands[0][index...]: each item of `index` names its parts by position in
                 // operands (so a walk over operands sees every sub-expression)
+    Tuple,      // ( operands... ) with a comma: only a reduction's axis takes one (axis=(0, 2))
 };
 
 // One item between the brackets of a subscript.

@@ -206,6 +206,19 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
             return Typed{p, p};
         case Rule::AnyAll:
             return Typed{DType::Bool, DType::Bool};
+        case Rule::ArgFirst:
+            return Typed{DType::Bool, DType::Int64};
+        case Rule::VarReduce:
+            if (is_bool(p) || is_integer(p)) return Typed{DType::Float64, DType::Float64};
+            return Typed{p, is_complex(p) ? real_of(p) : p};
+        case Rule::ArgReduce:
+            if (is_complex(p)) return reject(what);
+            return Typed{p, DType::Int64};
+        case Rule::CountReduce:
+            return Typed{p, DType::Int64};
+        case Rule::PtpReduce:
+            if (is_complex(p) || is_bool(p)) return reject(what);
+            return Typed{p, p};
         case Rule::MakeComplex: {
             // The dtype of re + im*1j in NumPy 2 for two operands of one real dtype: float16 and
             // float32 give complex64; bool, integers and float64 give complex128.

@@ -147,6 +147,7 @@ void check_node(const Program& p, NodeId n) {
         case NodeKind::Reduce: {
             const OpInfo& i = info(nd.op);
             if (i.kind != OpKind::Reduction) broken(fmt::format("{}: not a reduction in a Reduce node", describe(p, n)));
+            if (i.finish == Finish::Lowered) broken(fmt::format("{}: a statistic lowering should have expanded", describe(p, n)));
             arity_is(1);
             const Node& x = p.node(nd.args[0]);
             const auto nd_in = static_cast<std::int32_t>(x.shape.size());
@@ -156,8 +157,19 @@ void check_node(const Program& p, NodeId n) {
             if (nd.axis >= 0)
                 for (std::int32_t d = 0; d < nd_in; ++d)
                     if (d != nd.axis) want.push_back(x.shape[static_cast<std::size_t>(d)]);
-            shape_is(want, "its operand's without the reduced axes");
-            const bool ok = i.rule == Rule::AnyAll ? x.dtype == DType::Bool && nd.dtype == DType::Bool : x.dtype == nd.dtype;
+            // keepdims: the result may hold extra (or fewer) axes of extent 1; its elements, in C
+            // order, are those of the operand's shape without the reduced axis.
+            auto squeezed = [](const Shape& v) {
+                Shape r;
+                for (const std::int64_t e : v)
+                    if (e != 1) r.push_back(e);
+                return r;
+            };
+            if (nd.shape.size() == want.size() || squeezed(nd.shape) != squeezed(want))
+                shape_is(want, "its operand's without the reduced axes");
+            const bool ok = i.rule == Rule::AnyAll    ? x.dtype == DType::Bool && nd.dtype == DType::Bool
+                            : i.rule == Rule::ArgFirst ? x.dtype == DType::Bool && nd.dtype == DType::Int64
+                                                       : x.dtype == nd.dtype;
             if (!ok)
                 broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype), dtype_name(x.dtype)));
             return;

@@ -205,7 +205,7 @@ void StagePlanner::find_roots() {
         if (!kt.reduce[static_cast<int>(sp.red)][d] || (sp.mean && !kt.divide[static_cast<int>(r.dtype)]))
             throw InternalError(fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id,
                                             dtype_name(sp.dtype)));
-        if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll)
+        if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll && ir::info(r.op).rule != ir::Rule::ArgFirst)
             throw InternalError("cpu backend: reduction operand dtype differs from the result's");
         const int out = s.output_of[stage.reduce];
         sp.output = out;
@@ -669,6 +669,7 @@ private:
     void bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const;
     void run_elementwise(const StagePlan& sp, const Bound& b) const;
     void run_reduce(const StagePlan& sp, const Bound& b) const;
+    void combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const;
     // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
     void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
     // Stores what eval_block computed for the block at `start` to the stage's outputs that the
@@ -985,7 +986,7 @@ void CpuPrepared::run_group(std::size_t first, std::size_t last, const Ctx& ctx)
     for (std::size_t k = first; k < last; ++k) {
         const StagePlan& sp = plans_[k];
         if (sp.kind == ir::Stage::Kind::Reduce)
-            partials[k - first].reset(new std::byte[static_cast<std::size_t>(blocks * reg_size(sp.dtype))]);
+            partials[k - first].reset(new std::byte[static_cast<std::size_t>(blocks * acc_size(sp.red, sp.dtype))]);
         scratch_at[k - first] = scratch_bytes;
         scratch_bytes += static_cast<std::size_t>(sp.nslots * sp.slot_bytes);
         ptr_at[k - first] = nptr;
@@ -1006,9 +1007,9 @@ void CpuPrepared::run_group(std::size_t first, std::size_t last, const Ctx& ctx)
                     eval_block(sp, b, scratch + scratch_at[k - first], p, start, len);
                     if (sp.kind == ir::Stage::Kind::Reduce) {
                         const int r = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
-                        std::byte* acc = partials[k - first].get() + blk * reg_size(sp.dtype);
+                        std::byte* acc = partials[k - first].get() + blk * acc_size(sp.red, sp.dtype);
                         kt_.identity[r][d](acc);
-                        kt_.reduce[r][d](p[sp.value_slot], len, acc);
+                        kt_.reduce[r][d](p[sp.value_slot], len, acc, start);
                     } else {
                         store_block(sp, b, p, start, len);
                     }
@@ -1024,10 +1025,23 @@ void CpuPrepared::run_group(std::size_t first, std::size_t last, const Ctx& ctx)
         if (args.started_outputs && sp.output >= 0) args.started_outputs[sp.output] = true;
         alignas(16) std::byte acc[16];
         kt_.identity[r][d](acc);
-        kt_.reduce[r][d](partials[k - first].get(), blocks, acc);
+        combine_partials(sp, partials[k - first].get(), blocks, acc);
         if (sp.mean) kt_.divide[static_cast<int>(rd)](acc, n);
         kt_.store[static_cast<int>(rd)](acc, b.out_base, 1, 1);
     }
+}
+
+// Folds `n` partial accumulators of a stage into `acc`, in order: a reduction of its operand's
+// kind where accumulators are values (float sums stay pairwise), combine() for ArgFirst's
+// positions.
+void CpuPrepared::combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const {
+    const int k = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
+    if (sp.red != Red::ArgFirst) {
+        kt_.reduce[k][d](partials, n, acc, 0);
+        return;
+    }
+    const i64 as = acc_size(sp.red, sp.dtype);
+    for (i64 i = 0; i < n; ++i) kt_.combine[k][d](acc, partials + i * as);
 }
 
 void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
@@ -1038,7 +1052,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     const DType rd = rnode.dtype;
     const StoreFn store = kt_.store[static_cast<int>(rd)];
     const DivideFn divide = sp.mean ? kt_.divide[static_cast<int>(rd)] : nullptr;
-    const i64 rs = reg_size(sp.dtype);
+    const i64 rs = reg_size(sp.dtype), as = acc_size(sp.red, sp.dtype);
     const i64 rows = b.rows, L = b.row_len;
     Ctx ctx{b.args, nullptr};
 
@@ -1068,7 +1082,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         const i64 units = rows * per_row;
         // Not zero-filled: every partial is written before it is read, and zeroing n/64 bytes up
         // front (156 MB for 10^10 elements) delayed the first block, and a stop, by that long.
-        std::unique_ptr<std::byte[]> partials_buf(new std::byte[static_cast<std::size_t>(units * rs)]);
+        std::unique_ptr<std::byte[]> partials_buf(new std::byte[static_cast<std::size_t>(units * as)]);
         std::byte* const partials_data = partials_buf.get();
         parallel(units, b.space.size, b.args->control, [&](auto&& next) {
             std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
@@ -1079,16 +1093,16 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
                 const i64 row = u / per_row, j = u % per_row;
                 const i64 start = row * L + j * kBlock, len = std::min(kBlock, L - j * kBlock);
                 eval_block(sp, b, scratch, ptr.data(), start, len);
-                std::byte* acc = partials_data + u * rs;
+                std::byte* acc = partials_data + u * as;
                 identity(acc);
-                reduce(ptr[sp.value_slot], len, acc);
+                reduce(ptr[sp.value_slot], len, acc, j * kBlock);
             }
         });
         writing();  // only now: a stop during the partial sums leaves the output untouched
         for (i64 row = 0; row < rows; ++row) {
             alignas(16) std::byte acc[16];
             identity(acc);
-            reduce(partials_data + row * per_row * rs, per_row, acc);
+            combine_partials(sp, partials_data + row * per_row * as, per_row, acc);
             finish_row(row, acc);
         }
         return;
@@ -1110,7 +1124,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
             for (i64 row = r0; row < r1; ++row) {
                 alignas(16) std::byte acc[16];
                 identity(acc);
-                reduce(vals + (row - r0) * L * rs, L, acc);
+                reduce(vals + (row - r0) * L * rs, L, acc, 0);
                 finish_row(row, acc);
             }
         }

@@ -35,11 +35,14 @@ using OpFn = void (*)(const void* const* in, void* out, std::int64_t n);
 using LoadFn = void (*)(const void* src, std::int64_t stride, void* dst, std::int64_t n);
 // dst[i * stride] = storage(src[i]).
 using StoreFn = void (*)(const void* src, void* dst, std::int64_t stride, std::int64_t n);
-// *acc = combine(*acc, reduce(in[0..n))) in a fixed order (pairwise for float sums).
-using ReduceFn = void (*)(const void* in, std::int64_t n, void* acc);
+// *acc = combine(*acc, reduce(in[0..n))) in a fixed order (pairwise for float sums). `first` is
+// the position of in[0] (flat, or along the reduced axis), which a positional reduction
+// (ArgFirst) folds; the others ignore it.
+using ReduceFn = void (*)(const void* in, std::int64_t n, void* acc, std::int64_t first);
 // *acc = identity.
 using IdentityFn = void (*)(void* acc);
-// *acc = combine(*acc, *x).
+// *acc = combine(*acc, *x), two accumulators (of the slot's accumulator type: the register
+// type of the operand, int64 for ArgFirst).
 using CombineFn = void (*)(void* acc, const void* x);
 // *acc = *acc / count, in the register type (Mean).
 using DivideFn = void (*)(void* acc, std::int64_t count);
@@ -95,6 +98,8 @@ constexpr Red red_of_op(ir::Op op) {
 #undef JX_RED_Reduction
 // The kernels a reduction runs: its accumulator's (dsl/ops.def, Accumulate).
 constexpr Red red_slot(ir::Op op) { return red_of_op(ir::info(op).accumulate); }
+// Bytes of a slot's accumulator for operands of register dtype `t` (ArgFirst: an int64 position).
+constexpr std::int64_t acc_size(Red r, DType t) { return r == Red::ArgFirst ? 8 : reg_size(t); }
 
 struct KernelTable {
     const char* name = "";

@@ -118,7 +118,19 @@ void Launcher::write_row(const KernelSource& k, const Param& p, const detail::Ru
     Strides st = o >= 0 ? args.outputs[static_cast<std::size_t>(o)].strides() : contiguous_strides(n.shape);
     if (st.size() != n.shape.size()) st = contiguous_strides(n.shape);
     if (k.launch.kind == KernelKind::ReduceAxis) {
-        for (int d = 0, s = 0; d < D; ++d) row[d] = d == k.launch.axis ? 0 : st[static_cast<std::size_t>(s++)];
+        // The result's axes are the iteration space's without the reduced one, in order; a
+        // result with keepdims (or folded from one) may hold other axes of extent 1, which carry
+        // no stride: match the axes of extent above 1 on both sides.
+        const Shape& it = schedule.stages[static_cast<std::size_t>(k.stage)].shape;
+        std::size_t s = 0;
+        for (int d = 0; d < D; ++d) {
+            row[d] = 0;
+            if (d == k.launch.axis || it[static_cast<std::size_t>(d)] == 1) continue;
+            while (s < n.shape.size() && n.shape[s] == 1) ++s;
+            if (s >= n.shape.size())
+                throw InternalError("cuda backend: a reduction's result has fewer axes than its iteration space");
+            row[d] = st[s++];
+        }
     } else {
         for (int d = 0; d < D; ++d) row[d] = st[static_cast<std::size_t>(d)];
     }

@@ -124,6 +124,8 @@ ChunkPlan plan_stream(const Request& r) {
         }
         if (node.kind == ir::NodeKind::Reduce) {
             if (node.axis >= 0) return refuse(std::move(p), "a reduction along one axis is not streamed");
+            if (ir::info(node.op).rule == ir::Rule::ArgFirst)
+                return refuse(std::move(p), "a positional reduction (argmin, argmax) is not streamed");
             if (!is_output_root[n]) return refuse(std::move(p), "a reduction that is not a statement's value is not streamed");
         }
     }

@@ -66,11 +66,13 @@ struct OutlineStatement {
     std::vector<std::string> more_targets;  // `m, e = frexp(x)`: the targets after the first
 };
 struct OutlineReduction {
-    std::string function;      // the first spelling in the op table: "sum", "prod", "min", "max", "mean", "any", "all"
+    std::string function;      // the first spelling in the op table: "sum", "min", "var", "argmin", ...
     int statement = 0;         // index into Outline::statements
     SourceSpan span;           // the whole call
     SourceSpan operand;        // the reduced expression
-    std::vector<std::pair<std::string, SourceSpan>> keywords;  // as written: ("axis", span of its value)
+    // The arguments after the operand, each ("axis", span of its value): keywords as written, and
+    // the positional ones under their names (sum(x, 1) lists ("axis", span of 1)).
+    std::vector<std::pair<std::string, SourceSpan>> keywords;
 };
 struct Outline {
     std::vector<OutlineStatement> statements;

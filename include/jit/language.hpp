@@ -72,6 +72,7 @@ enum class ExprKind : std::uint8_t {
     Call,     // text(operands...) with keyword arguments
     Imag,     // imaginary literal: float_value is the imaginary part
     Subscript,  // operands[0][index...]: the parts of each index item are operands
+    Tuple,      // ( operands... ) with a comma: a reduction's axis, axis=(0, 2)
 };
 
 // One item between the brackets of a Subscript.

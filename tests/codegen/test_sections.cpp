@@ -24,9 +24,11 @@ using codegen::SemanticsNeeds;
 bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
 
 TEST(SemanticsSections, EveryOpOfTheTableIsClaimedByASection) {
-    for (const ir::OpInfo& o : ir::op_table())
+    for (const ir::OpInfo& o : ir::op_table()) {
+        if (o.finish == ir::Finish::Lowered) continue;  // statistics that lowering expands: no kernel holds them
         EXPECT_FALSE(codegen::semantics_section_of(o.op).empty())
             << "op " << o.id << " has no `// @ops` line in dsl/semantics.h: kernels using it embed the whole file";
+    }
 }
 
 TEST(SemanticsSections, ArithmeticOnFloatsNeedsOnlyBaseAndArith) {

@@ -413,6 +413,11 @@ for dt in ["int32", "int64", "uint8", "float64"]:
     case("m[1:] - a[:8]", 0, {"m": m, "a": a}, lambda m, a: m[1:] - a[:8])
     case("where(m[:, 0] > m[:, 1], m[:, 2], m[:, 3])", 0, {"m": m},
          lambda m: np.where(m[:, 0] > m[:, 1], m[:, 2], m[:, 3]))
+# reductions and statistics: axis forms, keepdims, var/std, argmin/argmax, nan*, count_nonzero, ptp, average
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gen_reduce_cases  # noqa: E402
+
+gen_reduce_cases.add(save, lines, values, rng)
 
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")

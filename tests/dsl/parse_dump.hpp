@@ -36,6 +36,12 @@ inline std::string dump(const Expr& e) {
             return "(" + std::string(ir::spelling(e.ops[0])) + " " + dump(*e.operands[0]) + ")";
         case ExprKind::Ternary:
             return "(" + dump(*e.operands[0]) + " ? " + dump(*e.operands[1]) + " : " + dump(*e.operands[2]) + ")";
+        case ExprKind::Tuple: {
+            std::string s = "(";
+            for (const auto& a : e.operands) s += dump(*a) + ", ";
+            if (e.operands.size() > 1) s.resize(s.size() - 2);
+            return s + ")";
+        }
         case ExprKind::Call: {
             std::string s = e.text + "(";
             const char* sep = "";

@@ -374,12 +374,19 @@ def _children(reds, span):
                                          for o in inside)]
 
 
-def _axis_of(text, r, ndim):
-    axis = None
+def _arguments_of(text, r):
+    """The reduction call's arguments as reduce() takes them: axis (an int, a tuple of ints or
+    None), keepdims and ddof, from their text (the checker has already accepted it, so each is
+    a literal of the form the language allows)."""
+    import ast
+    out = {}
     for k, (b, e) in r["keywords"]:
-        if k == "axis":
-            axis = int(text[b:e].replace(" ", ""))
-    return axis
+        if k not in ("axis", "keepdims", "ddof"):
+            raise ArgumentError(f"{r['function']}(): jitexpr.dask does not take {k}= yet")
+        out[k] = ast.literal_eval(text[b:e].strip())
+    if "keepdims" in out:
+        out["keepdims"] = bool(out["keepdims"])
+    return out
 
 
 def program(text, values, outputs=None):
@@ -415,7 +422,7 @@ def program(text, values, outputs=None):
             operand = _render(text, r["operand"], _children(mine, r["operand"]), placeholder)
             opinfo = check_specs(operand, _specs({n: env[n] for n in _params_in(operand, env)}))
             nd = len(opinfo.result.shape)
-            value = reduce(r["function"], operand, env, axis=_axis_of(text, r, nd))
+            value = reduce(r["function"], operand, env, **_arguments_of(text, r))
             name = _fresh("jx_r", taken)
             taken.add(name)
             placeholder[id(r)] = name

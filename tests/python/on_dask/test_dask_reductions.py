@@ -144,3 +144,26 @@ def test_a_reduction_over_axes_of_one_block_is_one_task_per_output_block(kind, c
             np.testing.assert_array_equal(g, ref)
         else:
             np.testing.assert_allclose(g, ref, rtol=RTOL)
+
+
+def test_statistics_in_the_text_keep_their_arguments(compute):
+    # The language's var/std/argmin with a positional axis, an axis tuple, ddof and keepdims:
+    # the chunk and combine steps must get every argument the text gives (ddof dropped would be
+    # a silent wrong answer).
+    x, _ = _x()
+    v = jxd.evaluate("var(x * 2, 1, ddof=1)", x=x)
+    c = jxd.evaluate("x - mean(x, axis=(0, 2), keepdims=True)", x=x)
+    s = jxd.evaluate("std(x, axis=None, keepdims=True) + 1", x=x)
+    a = jxd.evaluate("argmin(x, 2)", x=x)
+    vr, cr, sr, ar = compute(v, c, s, a)
+    np.testing.assert_allclose(vr, np.var(XN * 2, 1, ddof=1), rtol=RTOL)
+    np.testing.assert_allclose(cr, XN - XN.mean(axis=(0, 2), keepdims=True), rtol=RTOL, atol=1e-15)
+    np.testing.assert_allclose(sr, np.std(XN, keepdims=True) + 1, rtol=RTOL)
+    np.testing.assert_array_equal(ar, np.argmin(XN, 2))
+
+
+def test_statistics_the_layer_does_not_split_are_refused_by_name():
+    import jitexpr as jx
+    x, _ = _x()
+    with pytest.raises(jx.ArgumentError, match="nansum"):
+        jxd.evaluate("nansum(x, axis=0)", x=x)
