@@ -45,7 +45,8 @@ Array run(Runtime& rt, const std::string& text, const Array& a) {
     return rt.run(text, env);
 }
 
-const char* const kExact[] = {"min", "max", "ptp", "argmin", "argmax", "count_nonzero", "any", "all", "nanmin", "nanmax"};
+// amin/amax: min(x, 0) and max(x, 0) are the element-wise minimum and maximum.
+const char* const kExact[] = {"amin", "amax", "ptp", "argmin", "argmax", "count_nonzero", "any", "all", "nanmin", "nanmax"};
 const char* const kSums[] = {"sum", "mean", "var", "std", "nansum", "nanmean", "nanvar", "nanstd"};
 const char* const kForms[] = {"", ", axis=0", ", axis=1", ", axis=-1, keepdims=True", ", axis=(0, 1)", ", 0, keepdims=True"};
 

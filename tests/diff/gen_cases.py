@@ -345,6 +345,9 @@ for dt in ALL:
     for name, (f, u) in NEW_BIN.items():
         if cplx and name in ORDERED:
             continue
+        # complex float_power over the whole range: exp(b*log(a)) on CUDA rounds up to ~35 ulps of
+        # |z| away from NumPy's formula (measured on the H200)
+        u = 64 if cplx and name == "float_power" else u
         case(f"{name}(a, b)", u, {"a": values(dt), "b": values(dt)}, lambda a, b, f=f: f(a, b))
     for name, f in NEW_UN.items():
         case(f"{name}(a)", 0, {"a": values(dt)}, lambda a, f=f: f(a))
