@@ -362,7 +362,7 @@ TEST(CliArgs, EveryOptionOfTheTableParses) {
         if (takes_value) {
             const std::string arg = name.substr(name.find(' ') + 1);
             args.push_back(arg == "B" ? "cpu" : arg == "N" ? "2" : arg == "on|off" ? "off" : arg == "MODE" ? "direct"
-                           : arg == "KIND" ? "base" : arg == "NAME=FILE" ? "x=x.npy" : arg == "SIZE" ? "4GiB" : "value");
+                           : arg == "KIND" ? "base" : arg == "NAME=FILE" ? "x=x.npy" : arg == "SIZE" ? "4GiB" : arg == "GBS" ? "20" : "value");
         }
         EXPECT_NO_THROW(jit::cli::parse_args(args)) << opt;
     }
