@@ -1194,10 +1194,10 @@ private:
         };
         const Val a = strong(expr(*e.operands[0]));
         const Shape in = shape(a);
+        Typed t = rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
         const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
         const bool keep = keepdims_of(arg("keepdims"));
         const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
-        Typed t = rule(op, dt(a), span);
         check_nonempty(op, in, ax, span);
         ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
         // The statistics of 16-bit floats are computed in float32 (counts and means included)

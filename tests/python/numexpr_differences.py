@@ -61,9 +61,6 @@ DIFFERENCES = [
     Difference("bool squared", lambda t, a, b: t == "b ** 2" and b == "bool", lambda r: np.asarray(r).dtype == np.int64,
                "numexpr gives bool for bool ** 2, NumPy int8 (its ** 2 is np.square, whose bool loop is int8); "
                "jitexpr types ** with a weak literal as NumPy types b ** 3: int64"),
-    Difference("subscripts", lambda t, a, b: t == "a[0]", "numpy",
-               "numexpr has no subscripts (it raises); jitexpr takes NumPy's basic indexing with constant "
-               "bounds: a[0] is the first row, a view"),
     Difference("literal division by zero", lambda t, a, b: t == "1/0", jitexpr.ValueError,
                "numexpr and jitexpr both fold literals with Python's arithmetic: numexpr raises Python's "
                "ZeroDivisionError, jitexpr a ValueError with a caret under 1/0"),

@@ -88,7 +88,9 @@ CASES = {
 @pytest.mark.parametrize("form", FORMS)
 @pytest.mark.parametrize("name,dtype", [(n, d) for n, ds in CASES.items() for d in ds])
 def test_reduction_matches_numpy(name, dtype, form, strided):
-    check(f"{name}(a{form})", cube(dtype, strided), dtype)
+    # min(x, 1) and max(x, 1) are the element-wise minimum and maximum: amin/amax take the axis.
+    fname = "a" + name if name in ("min", "max") and form == ", 1" else name
+    check(f"{fname}(a{form})", cube(dtype, strided), dtype)
 
 
 @pytest.mark.parametrize("strided", [False, True], ids=["contiguous", "strided"])
