@@ -319,6 +319,30 @@ struct Runtime::Impl {
     // `all_or_nothing`: in-place targets are written through temporaries (CallOptions).
     Array run(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
               bool write_back, detail::CallControl* control, bool all_or_nothing = false);
+    // Whether the arrays bound to the program's names include host arrays, and device arrays.
+    struct Placement {
+        bool host = false, on_device = false;
+    };
+    static Placement placement_of(const Front& f, const Environment& env) {
+        Placement r;
+        for (const std::string& n : f.names) {
+            auto it = env.find(n);
+            if (it == env.end() || !it->second.is_array()) continue;
+            (it->second.array().backend() == Backend::Cpu ? r.host : r.on_device) = true;
+        }
+        return r;
+    }
+    // Every array bound to the program's names lives on this runtime's backend and device: moving
+    // them is explicit (Array::to), so any other is a DeviceMismatchError.
+    void check_devices(const Front& f, const Environment& env) const {
+        for (const std::string& n : f.names) {
+            auto it = env.find(n);
+            if (it == env.end() || !it->second.is_array()) continue;
+            const Array& a = it->second.array();
+            if (a.backend() != backend || (backend == Backend::Cuda && a.device() != device))
+                throw DeviceMismatchError(mismatch_message(n, a));
+        }
+    }
     // "'a' is on cuda:1 but this runtime evaluates on cuda:0; ..." for an array not on this runtime's device.
     std::string mismatch_message(const std::string& name, const Array& a) const {
         const std::string here = backend == Backend::Cuda ? fmt::format("cuda:{}", device) : std::string("cpu");
@@ -572,22 +596,10 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
 
     // Host arrays on a CUDA runtime: streamed through the GPU (or, under Auto, maybe the CPU).
     if (backend == Backend::Cuda) {
-        bool host = false, on_device = false;
-        for (const std::string& n : f->names) {
-            auto it = env.find(n);
-            if (it == env.end() || !it->second.is_array()) continue;
-            (it->second.array().backend() == Backend::Cpu ? host : on_device) = true;
-        }
+        const auto [host, on_device] = placement_of(*f, env);
         if (host && !on_device) return run_host(text, front, env, stream, timing, write_back, control, all_or_nothing);
     }
-    // Arrays must live on this runtime's backend and device: moving them is explicit (Array::to).
-    for (const std::string& n : f->names) {
-        auto it = env.find(n);
-        if (it == env.end() || !it->second.is_array()) continue;
-        const Array& a = it->second.array();
-        if (a.backend() != backend || (backend == Backend::Cuda && a.device() != device))
-            throw DeviceMismatchError(mismatch_message(n, a));
-    }
+    check_devices(*f, env);
     OnDevice on(backend, device);
     const Entry* e = &entry(text, *f, env, timing, control);
     const ir::Program& p = e->plan.program;
@@ -1384,21 +1396,9 @@ std::string stream_text(const cuda::stream::ChunkPlan& cp, std::size_t budget, c
 std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o) {
     std::string out;
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
-    bool host = false, on_device = false;
-    for (const std::string& n : f.names) {
-        auto it = env.find(n);
-        if (it == env.end() || !it->second.is_array()) continue;
-        (it->second.array().backend() == Backend::Cpu ? host : on_device) = true;
-    }
+    const auto [host, on_device] = placement_of(f, env);
     const bool host_path = backend == Backend::Cuda && host && !on_device;
-    if (!host_path)
-        for (const std::string& n : f.names) {
-            auto it = env.find(n);
-            if (it == env.end() || !it->second.is_array()) continue;
-            const Array& a = it->second.array();
-            if (a.backend() != backend || (backend == Backend::Cuda && a.device() != device))
-                throw DeviceMismatchError(mismatch_message(n, a));
-        }
+    if (!host_path) check_devices(f, env);
     OnDevice on(backend, device);
     const ir::Plan plan = plan_of(text, f, env);
     explain_program(out, plan, f.module, text, env);
