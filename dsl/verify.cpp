@@ -75,6 +75,12 @@ void check_operand_dtypes(const Program& p, NodeId n) {
             need(is_complex(dt(0)) ? nd.dtype == dsl::real_of(dt(0)) : dt(0) == nd.dtype,
                  "an operand of its dtype, or a complex one of its real dtype");
             return;
+        case Rule::BitCount:
+            need(nd.dtype == DType::UInt8 && is_integer(dt(0)), "an integer operand and a uint8 result");
+            return;
+        case Rule::FrexpExponent:
+            need(nd.dtype == DType::Int32 && is_float(dt(0)), "a float operand and an int32 result");
+            return;
         default: need(all_operands(nd.dtype), "operands of its dtype"); return;
     }
 }
