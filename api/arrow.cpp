@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -61,22 +61,25 @@ DType check_import(const ArrowSchema* schema, const ArrowArray* array) {
         throw ArgumentError(fmt::format("Arrow format \"{}\" is not a primitive type jitexpr supports ({})",
                                         schema->format, kSupportedFormats));
     if (schema->dictionary || array->dictionary)
-        throw ArgumentError(fmt::format("Arrow import: dictionary-encoded column (format \"{}\" indices); "
-                                        "decode it first",
-                                        schema->format));
+        throw ArgumentError(
+            fmt::format("Arrow import: dictionary-encoded column (format \"{}\" indices); "
+                        "decode it first",
+                        schema->format));
     if (schema->n_children != 0 || array->n_children != 0)
         throw ArgumentError(fmt::format("Arrow import: a primitive column (format \"{}\") with {} children",
-                                        schema->format, array->n_children != 0 ? array->n_children : schema->n_children));
+                                        schema->format,
+                                        array->n_children != 0 ? array->n_children : schema->n_children));
     if (array->n_buffers != 2)
-        throw ArgumentError(fmt::format("Arrow import: format \"{}\" with {} buffers; primitive arrays have 2 "
-                                        "(validity, values)",
-                                        schema->format, array->n_buffers));
+        throw ArgumentError(
+            fmt::format("Arrow import: format \"{}\" with {} buffers; primitive arrays have 2 "
+                        "(validity, values)",
+                        schema->format, array->n_buffers));
     if (!array->buffers) throw ArgumentError("Arrow import: null buffers pointer");
     if (array->length < 0 || array->offset < 0)
         throw ArgumentError(fmt::format("Arrow import: negative length {} or offset {}", array->length, array->offset));
     if (array->length > std::numeric_limits<std::int64_t>::max() / 16 - array->offset)
-        throw ArgumentError(fmt::format("Arrow import: length {} and offset {} are too large", array->length,
-                                        array->offset));
+        throw ArgumentError(
+            fmt::format("Arrow import: length {} and offset {} are too large", array->length, array->offset));
     if (array->null_count < -1 || array->null_count > array->length)
         throw ArgumentError(fmt::format("Arrow import: null_count {} for length {}", array->null_count, array->length));
     if (array->null_count > 0 && !array->buffers[0])
@@ -110,8 +113,8 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
             std::shared_ptr<void> keep;
             if (to_own) {
                 auto owned = std::make_shared<OwnedArrowArray>();
-                owned->array = *to_own;       // the move of the specification: copy the struct,
-                to_own->release = nullptr;    // mark the source released
+                owned->array = *to_own;     // the move of the specification: copy the struct,
+                to_own->release = nullptr;  // mark the source released
                 keep = std::move(owned);
             }
             col.values = Array::view(const_cast<std::byte*>(p), dtype, {n}, {1}, Backend::Cpu, std::move(keep));
@@ -129,9 +132,9 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
 
 // What an exported ArrowArray owns.
 struct ArrayExport {
-    Array values;                       // host, contiguous (shares storage when it can)
-    std::vector<std::uint8_t> value_bits; // bool values, bit-packed
-    std::vector<std::uint8_t> validity; // bit-packed, empty when there are no nulls
+    Array values;                          // host, contiguous (shares storage when it can)
+    std::vector<std::uint8_t> value_bits;  // bool values, bit-packed
+    std::vector<std::uint8_t> validity;    // bit-packed, empty when there are no nulls
     const void* buffers[2] = {nullptr, nullptr};
 };
 
@@ -220,8 +223,8 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
     const Array& v = column.values;
     if (!v.defined()) throw ArgumentError("to_arrow: undefined values array");
     if (v.ndim() != 1)
-        throw ArgumentError(fmt::format("to_arrow: Arrow columns are 1-D; the values have shape {}",
-                                        shape_to_string(v.shape())));
+        throw ArgumentError(
+            fmt::format("to_arrow: Arrow columns are 1-D; the values have shape {}", shape_to_string(v.shape())));
     const char* format = to_arrow_format(v.dtype());
     if (column.validity) {
         const Array& m = *column.validity;
@@ -293,10 +296,10 @@ ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& co
     // Every column must have the others' length: the program is over rows.
     for (std::size_t i = 1; i < columns.size(); ++i)
         if (columns[i].values.shape() != columns[0].values.shape())
-            throw ArgumentError(fmt::format("eval_arrow: column {} has shape {} but column 0 {}: Arrow columns of one "
-                                            "program have one length",
-                                            i, shape_to_string(columns[i].values.shape()),
-                                            shape_to_string(columns[0].values.shape())));
+            throw ArgumentError(
+                fmt::format("eval_arrow: column {} has shape {} but column 0 {}: Arrow columns of one "
+                            "program have one length",
+                            i, shape_to_string(columns[i].values.shape()), shape_to_string(columns[0].values.shape())));
     ArrowColumn out = eval_arrow(text, env, validity, runtime);
     if (out.validity && out.null_count == -1 && validity.size() == 1 && out.values.ndim() == 1)
         for (const ArrowColumn& c : columns)
@@ -366,9 +369,10 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
             throw ArgumentError(fmt::format("eval_arrow: the validity of '{}' must be a bool array of its shape {}",
                                             name, shape_to_string(v.shape())));
         if (std::find(assigned.begin(), assigned.end(), name) != assigned.end())
-            throw ArgumentError(fmt::format("eval_arrow: the program assigns to '{}', an Arrow column (Arrow buffers "
-                                            "are immutable); assign to a new name",
-                                            name));
+            throw ArgumentError(
+                fmt::format("eval_arrow: the program assigns to '{}', an Arrow column (Arrow buffers "
+                            "are immutable); assign to a new name",
+                            name));
         if (std::find(read.begin(), read.end(), name) != read.end()) {
             masks.emplace_back(name, m);
             if (v.ndim() == 1) rows = v.shape()[0];
@@ -397,9 +401,10 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
     if (!masks.empty())
         for (const auto& st : module.statements)
             if (st.value && has_subscript(*st.value))
-                throw ArgumentError(fmt::format("eval_arrow: '{}' indexes or slices a column, which is not supported for "
-                                                "columns with nulls (fill or drop the nulls first)",
-                                                text.substr(st.span.begin, st.span.end - st.span.begin)));
+                throw ArgumentError(
+                    fmt::format("eval_arrow: '{}' indexes or slices a column, which is not supported for "
+                                "columns with nulls (fill or drop the nulls first)",
+                                text.substr(st.span.begin, st.span.end - st.span.begin)));
     ArrowColumn out;
     if (one_reduction && !masks.empty()) {
         std::vector<std::uint8_t> keep(static_cast<std::size_t>(rows), 1);
@@ -413,8 +418,8 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
         Environment compacted;
         for (const auto& [name, a] : env) {
             const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
-            compacted.emplace(name, column ? Arg(on(compact(a.array(), keep, kept), runtime.backend()))
-                                           : bound.find(name)->second);
+            compacted.emplace(
+                name, column ? Arg(on(compact(a.array(), keep, kept), runtime.backend())) : bound.find(name)->second);
         }
         const std::string_view name = module.statements[0].value->text;
         if (kept == 0 && name != "sum" && name != "prod" && name != "any" && name != "all" && name != "mean") {
@@ -422,9 +427,9 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
             Environment one;
             for (const auto& [n, a] : env) {
                 const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
-                one.emplace(n, column ? Arg(on(a.array().slice(0, 0, std::min<std::int64_t>(rows, 1)),
-                                               runtime.backend()))
-                                      : bound.find(n)->second);
+                one.emplace(n, column
+                                   ? Arg(on(a.array().slice(0, 0, std::min<std::int64_t>(rows, 1)), runtime.backend()))
+                                   : bound.find(n)->second);
             }
             out.values = rows > 0 ? runtime.run(text, one) : Array::zeros(DType::Float64, {}, runtime.backend());
         } else {
@@ -440,9 +445,10 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
     if (!out.values.defined()) throw ArgumentError("eval_arrow: the program's last statement has no value");
     if (masks.empty()) return out;
     if (out.values.ndim() != 1 || out.values.shape()[0] != rows)
-        throw ArgumentError(fmt::format("eval_arrow: the result has shape {} but the columns with nulls have {} rows: "
-                                        "the program must be elementwise over them, or one reduction",
-                                        shape_to_string(out.values.shape()), rows));
+        throw ArgumentError(
+            fmt::format("eval_arrow: the result has shape {} but the columns with nulls have {} rows: "
+                        "the program must be elementwise over them, or one reduction",
+                        shape_to_string(out.values.shape()), rows));
     if (masks.size() == 1) {
         out.validity = masks[0].second;  // shared: validity arrays are never written
         out.null_count = -1;

@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -242,16 +242,16 @@ jitexpr_runtime* jitexpr_runtime_create_on(int backend, int device) {
     guarded([&] {
         jit::RuntimeOptions o = jit::RuntimeOptions::from_environment();
         if (device < -1)
-            throw jit::ArgumentError(fmt::format("device {}: use a device ordinal from 0, or -1 for the environment's "
-                                                 "(JITEXPR_DEVICE, else 0)",
-                                                 device));
+            throw jit::ArgumentError(
+                fmt::format("device {}: use a device ordinal from 0, or -1 for the environment's "
+                            "(JITEXPR_DEVICE, else 0)",
+                            device));
         if (device >= 0) o.device = device;
         switch (backend) {
             case JITEXPR_BACKEND_AUTO: break;
             case JITEXPR_BACKEND_CPU: o.backend = jit::Backend::Cpu; break;
             case JITEXPR_BACKEND_CUDA: o.backend = jit::Backend::Cuda; break;
-            default:
-                throw jit::ArgumentError(fmt::format("unknown backend {} (0 auto, 1 cpu, 2 cuda)", backend));
+            default: throw jit::ArgumentError(fmt::format("unknown backend {} (0 auto, 1 cpu, 2 cuda)", backend));
         }
         rt = new jitexpr_runtime(std::move(o));
     });
@@ -307,7 +307,9 @@ void jitexpr_cancel_token_cancel(jitexpr_cancel_token* token) {
     if (token) token->token.cancel();
 }
 
-int jitexpr_cancel_token_cancelled(const jitexpr_cancel_token* token) { return token && token->token.cancelled() ? 1 : 0; }
+int jitexpr_cancel_token_cancelled(const jitexpr_cancel_token* token) {
+    return token && token->token.cancelled() ? 1 : 0;
+}
 
 void jitexpr_cancel_token_reset(jitexpr_cancel_token* token) {
     if (token) token->token.reset();
@@ -401,7 +403,8 @@ int jitexpr_kernel_call(const jitexpr_kernel* k, size_t n_args, const jitexpr_ar
 }
 
 int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const char* const* names,
-                                   const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options) {
+                                   const jitexpr_arg* args, DLManagedTensor** out,
+                                   const jitexpr_call_options* options) {
     if (int rc = check_out(out)) return rc;
     if (!k) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_kernel_call_named: null kernel");
     return guarded([&] {
@@ -412,8 +415,8 @@ int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const
     });
 }
 
-int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names,
-                              const jitexpr_arg* args, DLManagedTensor** out) {
+int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names, const jitexpr_arg* args,
+                              DLManagedTensor** out) {
     return jitexpr_kernel_call_named_with(k, n_args, names, args, out, nullptr);
 }
 
@@ -429,7 +432,8 @@ int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns, 
                        const ArrowArray* const* arrays, ArrowArray* out_array, ArrowSchema* out_schema) {
     if (out_array) out_array->release = nullptr;
     if (out_schema) out_schema->release = nullptr;
-    if (!out_array || !out_schema) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null output array or schema");
+    if (!out_array || !out_schema)
+        return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null output array or schema");
     if (!rt || !text) return fail(JITEXPR_ERROR_ARGUMENT, "jitexpr_eval_arrow: null runtime or text");
     return guarded([&] {
         InFlight busy(rt);

@@ -30,7 +30,8 @@ bool named(const ir::OpInfo& i, std::string_view name) {
 const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
     if (nargs == 0) return nullptr;
     for (const ir::OpInfo& i : ir::op_table())
-        if (i.kind != ir::OpKind::Reduction && static_cast<std::size_t>(i.arity) == nargs && named(i, name)) return nullptr;
+        if (i.kind != ir::OpKind::Reduction && static_cast<std::size_t>(i.arity) == nargs && named(i, name))
+            return nullptr;
     for (const ir::OpInfo& i : ir::op_table())
         if (i.kind == ir::OpKind::Reduction && !i.names.empty() && named(i, name)) return &i;
     return nullptr;
@@ -90,7 +91,8 @@ CheckedProgram check(std::string_view text, const Specs& names) {
     for (const ir::OutputDecl& od : p.outputs) {
         if (od.name.empty()) continue;
         const ir::Node& n = p.node(od.node);
-        auto it = std::find_if(out.assigned.begin(), out.assigned.end(), [&](const CheckedValue& v) { return v.name == od.name; });
+        auto it = std::find_if(out.assigned.begin(), out.assigned.end(),
+                               [&](const CheckedValue& v) { return v.name == od.name; });
         if (it == out.assigned.end()) out.assigned.push_back(CheckedValue{od.name, n.dtype, n.shape});
         else *it = CheckedValue{od.name, n.dtype, n.shape};
     }

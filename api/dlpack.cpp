@@ -64,17 +64,17 @@ std::string describe(DLDataType t) {
 Backend backend_of(const DLDevice& d) {
     switch (d.device_type) {
         case kDLCPU:
-        case kDLCUDAHost:
-            return Backend::Cpu;
+        case kDLCUDAHost: return Backend::Cpu;
         case kDLCUDA:
         case kDLCUDAManaged:
             if (d.device_id < 0)
                 throw ArgumentError(fmt::format("DLPack tensor on CUDA device {}: not a device ordinal", d.device_id));
             return Backend::Cuda;
         default:
-            throw ArgumentError(fmt::format("DLPack tensor on device type {}: jitexpr takes host (kDLCPU, kDLCUDAHost) "
-                                            "and CUDA (kDLCUDA, kDLCUDAManaged) memory only",
-                                            static_cast<int>(d.device_type)));
+            throw ArgumentError(
+                fmt::format("DLPack tensor on device type {}: jitexpr takes host (kDLCPU, kDLCUDAHost) "
+                            "and CUDA (kDLCUDA, kDLCUDAManaged) memory only",
+                            static_cast<int>(d.device_type)));
     }
 }
 
@@ -85,11 +85,13 @@ Array make_view(const DLTensor& t, std::shared_ptr<void> (*keep)(void*), void* o
     const std::optional<DType> dtype = from_dlpack_dtype(t.dtype);
     if (!dtype) throw ArgumentError(fmt::format("DLPack element type {} has no jitexpr dtype", describe(t.dtype)));
     if (t.ndim < 0 || t.ndim > kMaxDims)
-        throw ArgumentError(fmt::format("DLPack tensor with {} dimensions: jitexpr arrays have 0 to {}", t.ndim, kMaxDims));
+        throw ArgumentError(
+            fmt::format("DLPack tensor with {} dimensions: jitexpr arrays have 0 to {}", t.ndim, kMaxDims));
     if (t.ndim > 0 && !t.shape) throw ArgumentError("DLPack tensor with a null shape pointer");
     Shape shape(t.shape, t.shape + t.ndim);
     for (auto e : shape)
-        if (e < 0) throw ArgumentError(fmt::format("DLPack tensor with negative extent in shape {}", shape_to_string(shape)));
+        if (e < 0)
+            throw ArgumentError(fmt::format("DLPack tensor with negative extent in shape {}", shape_to_string(shape)));
     Strides strides;
     if (t.strides && t.ndim > 0) strides.assign(t.strides, t.strides + t.ndim);
     else strides = contiguous_strides(shape);
@@ -101,7 +103,8 @@ Array make_view(const DLTensor& t, std::shared_ptr<void> (*keep)(void*), void* o
     // The view is on the producer's device: a runtime of another device refuses it
     // (DeviceMismatchError) rather than reading another GPU's memory.
     const int device = backend == Backend::Cuda ? static_cast<int>(t.device.device_id) : 0;
-    return Array::view(data, *dtype, std::move(shape), std::move(strides), backend, device, keep ? keep(owner) : nullptr);
+    return Array::view(data, *dtype, std::move(shape), std::move(strides), backend, device,
+                       keep ? keep(owner) : nullptr);
 }
 
 std::shared_ptr<void> own(void* p) {
@@ -174,8 +177,8 @@ Array from_dlpack(DLManagedTensor* tensor) {
 Array from_dlpack_versioned(DLManagedTensorVersioned* tensor) {
     if (!tensor) throw ArgumentError("from_dlpack: null tensor");
     if (tensor->version.major != 1)
-        throw ArgumentError(fmt::format("DLPack tensor of version {}.{}: jitexpr reads version 1", tensor->version.major,
-                                        tensor->version.minor));
+        throw ArgumentError(fmt::format("DLPack tensor of version {}.{}: jitexpr reads version 1",
+                                        tensor->version.major, tensor->version.minor));
     auto keep = [](void* p) {
         return std::shared_ptr<void>(p, [](void* q) {
             auto* m = static_cast<DLManagedTensorVersioned*>(q);

@@ -41,7 +41,8 @@ std::vector<std::string> builtin_names() { return dsl::builtin_names(); }
 static_assert(kMaxIdentifierBytes == syntax::kMaxIdentifier);
 bool is_variable_name(std::string_view name) { return syntax::is_variable_name(name); }
 
-std::optional<LiteralNumber> fold_literal(std::string_view text, const std::function<bool(std::string_view)>& shadowed) {
+std::optional<LiteralNumber> fold_literal(std::string_view text,
+                                          const std::function<bool(std::string_view)>& shadowed) {
     const syntax::Module m = syntax::parse(text);
     if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value) return std::nullopt;
     const dsl::LiteralFolder folder(text, [&shadowed](std::string_view n) -> std::optional<double> {

@@ -3,9 +3,9 @@
 #include <jit/npy.hpp>
 #include <jit/runtime.hpp>
 
+#include "backend/cache/files.hpp"
 #include "backend/call_control.hpp"
 #include "core/device.hpp"
-#include "backend/cache/files.hpp"
 
 #include <fmt/format.h>
 
@@ -29,8 +29,8 @@ namespace jit {
 namespace {
 
 constexpr std::string_view kMagic = "\x93NUMPY";
-constexpr std::size_t kPreludeV1 = 10;  // magic(6) + version(2) + header length(2)
-constexpr std::size_t kPreludeV2 = 12;  // magic(6) + version(2) + header length(4)
+constexpr std::size_t kPreludeV1 = 10;            // magic(6) + version(2) + header length(2)
+constexpr std::size_t kPreludeV2 = 12;            // magic(6) + version(2) + header length(4)
 constexpr std::size_t kMaxHeaderBytes = 1 << 20;  // far above anything a valid header needs
 
 [[noreturn]] void fail(std::string_view name, std::string_view what) {
@@ -71,12 +71,14 @@ std::optional<Descr> parse_descr(std::string_view d) {
         case '=': little = std::endian::native == std::endian::little; break;
         default: return std::nullopt;
     }
-    struct Code { std::string_view code; DType dtype; };
+    struct Code {
+        std::string_view code;
+        DType dtype;
+    };
     static constexpr Code codes[] = {
-        {"b1", DType::Bool},     {"i1", DType::Int8},      {"i2", DType::Int16},
-        {"i4", DType::Int32},    {"i8", DType::Int64},     {"u1", DType::UInt8},
-        {"u2", DType::UInt16},   {"u4", DType::UInt32},    {"u8", DType::UInt64},
-        {"f2", DType::Float16},  {"f4", DType::Float32},   {"f8", DType::Float64},
+        {"b1", DType::Bool},      {"i1", DType::Int8},        {"i2", DType::Int16},   {"i4", DType::Int32},
+        {"i8", DType::Int64},     {"u1", DType::UInt8},       {"u2", DType::UInt16},  {"u4", DType::UInt32},
+        {"u8", DType::UInt64},    {"f2", DType::Float16},     {"f4", DType::Float32}, {"f8", DType::Float64},
         {"c8", DType::Complex64}, {"c16", DType::Complex128},
     };
     for (const Code& c : codes) {
@@ -160,7 +162,8 @@ private:
         return s_[pos_];
     }
     void skip_ws() {
-        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r')) ++pos_;
+        while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
+            ++pos_;
     }
     void expect(char c, std::string_view what) {
         if (peek() != c) bad(what);
@@ -183,8 +186,14 @@ private:
         return out;
     }
     bool parse_bool() {
-        if (s_.substr(pos_, 4) == "True") { pos_ += 4; return true; }
-        if (s_.substr(pos_, 5) == "False") { pos_ += 5; return false; }
+        if (s_.substr(pos_, 4) == "True") {
+            pos_ += 4;
+            return true;
+        }
+        if (s_.substr(pos_, 5) == "False") {
+            pos_ += 5;
+            return false;
+        }
         bad("'fortran_order' must be True or False");
     }
     std::int64_t parse_dim() {
@@ -235,7 +244,8 @@ private:
 // data is checked by the caller.
 Header parse_header(std::string_view bytes, std::string_view name, std::size_t* header_end_needed) {
     if (bytes.size() < kPreludeV1) fail(name, fmt::format("not a .npy file (only {} bytes)", bytes.size()));
-    if (bytes.substr(0, kMagic.size()) != kMagic) fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
+    if (bytes.substr(0, kMagic.size()) != kMagic)
+        fail(name, "not a .npy file (the magic string \\x93NUMPY is missing)");
     const auto major = static_cast<unsigned char>(bytes[6]);
     const auto minor = static_cast<unsigned char>(bytes[7]);
     std::size_t prelude, header_len;
@@ -250,11 +260,12 @@ Header parse_header(std::string_view bytes, std::string_view name, std::size_t* 
     } else {
         fail(name, fmt::format("unsupported .npy format version {}.{} (1.0, 2.0 and 3.0 are supported)", major, minor));
     }
-    if (header_len > kMaxHeaderBytes) fail(name, fmt::format("malformed .npy header: header length {} is too large", header_len));
+    if (header_len > kMaxHeaderBytes)
+        fail(name, fmt::format("malformed .npy header: header length {} is too large", header_len));
     if (header_end_needed) *header_end_needed = prelude + header_len;
     if (bytes.size() < prelude + header_len)
-        fail(name, fmt::format("the file ends inside the .npy header ({} header bytes expected, {} present)", header_len,
-                               bytes.size() - prelude));
+        fail(name, fmt::format("the file ends inside the .npy header ({} header bytes expected, {} present)",
+                               header_len, bytes.size() - prelude));
     std::string_view text = bytes.substr(prelude, header_len);
     if (major < 3) {
         // Versions 1 and 2 are latin-1; a valid header is plain ASCII.
@@ -271,7 +282,10 @@ Header parse_header(std::string_view bytes, std::string_view name, std::size_t* 
     const std::uint64_t limit = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
     bool overflow = false, empty = false;
     for (std::int64_t d : h.shape) {
-        if (d == 0) { empty = true; continue; }
+        if (d == 0) {
+            empty = true;
+            continue;
+        }
         if (span > limit / static_cast<std::uint64_t>(d)) overflow = true;
         else span *= static_cast<std::uint64_t>(d);
     }
@@ -362,7 +376,8 @@ std::string make_header(DType t, const Shape& shape) {
     }
     if (shape.size() == 1) shape_text += ",";
     shape_text += ")";
-    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t), shape_text);
+    std::string dict =
+        fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t), shape_text);
     // Pad with spaces and end with '\n' so that the data starts at a multiple of 64 bytes.
     std::size_t total = kPreludeV1 + dict.size() + 1;
     bool v2 = false;
@@ -425,9 +440,9 @@ std::unique_ptr<unsigned char[]> data_buffer(const Header& h, std::string_view n
     try {
         return std::unique_ptr<unsigned char[]>(new unsigned char[std::max<std::size_t>(bytes, 1)]);
     } catch (const std::bad_alloc&) {
-        throw OutOfMemoryError(bytes, core::host_memory_available(),
-                               fmt::format("the data of {} ({} {})", printable(name), dtype_name(h.dtype),
-                                           shape_to_string(h.shape)));
+        throw OutOfMemoryError(
+            bytes, core::host_memory_available(),
+            fmt::format("the data of {} ({} {})", printable(name), dtype_name(h.dtype), shape_to_string(h.shape)));
     }
 }
 

@@ -37,15 +37,13 @@ namespace jit {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // The parsed text of a program and the names whose bindings its checking depends on.
 struct Front {
     syntax::Module module;
-    std::vector<std::string> params;   // positional parameters (no named constants)
-    std::vector<std::string> names;    // names read (named constants too), then assigned names
+    std::vector<std::string> params;  // positional parameters (no named constants)
+    std::vector<std::string> names;   // names read (named constants too), then assigned names
 };
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
@@ -103,7 +101,8 @@ DType scalar_dtype(const Arg& a) {
 
 // Whether a host integer fits integer dtype t.
 bool int_fits(std::int64_t v, DType t) {
-    if (is_unsigned_int(t)) return v >= 0 && (t == DType::UInt64 || static_cast<std::uint64_t>(v) >> (8 * itemsize(t)) == 0);
+    if (is_unsigned_int(t))
+        return v >= 0 && (t == DType::UInt64 || static_cast<std::uint64_t>(v) >> (8 * itemsize(t)) == 0);
     const int bits = static_cast<int>(itemsize(t)) * 8;
     if (bits == 64) return true;
     const std::int64_t lim = std::int64_t{1} << (bits - 1);
@@ -116,7 +115,8 @@ bool int_fits(std::int64_t v, DType t) {
 Array empty_like(const Array& proto, bool default_stream) {
     const std::size_t bytes = proto.nbytes();
     if (proto.backend() == Backend::Cuda)
-        return core::with_storage(proto, default_stream ? cuda::make_storage_for_default_stream(bytes) : cuda::make_storage(bytes));
+        return core::with_storage(
+            proto, default_stream ? cuda::make_storage_for_default_stream(bytes) : cuda::make_storage(bytes));
     return core::with_storage(proto, core::host_storage(bytes));
 }
 
@@ -136,14 +136,14 @@ void bind_scalars(const ir::Program& p, const Environment& env, boost::container
         const ir::ScalarDecl& d = p.scalars[s];
         scalars[s] = scalar_value(env.find(d.name)->second);
         if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
-            throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name,
-                                         scalars[s].i),
-                             p.text, d.span);
+            throw ValueError(
+                fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name, scalars[s].i),
+                p.text, d.span);
         for (DType t : d.must_fit)
             if (!int_fits(scalars[s].i, t))
-                throw ValueError(fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name,
-                                             dtype_name(t)),
-                                 p.text, d.span);
+                throw ValueError(
+                    fmt::format("integer {} ('{}') is out of bounds for {}", scalars[s].i, d.name, dtype_name(t)),
+                    p.text, d.span);
     }
 }
 
@@ -213,9 +213,10 @@ struct Runtime::Impl {
                 throw ArgumentError("out= needs a program whose last statement is an expression; this one is empty");
             syntax::Statement& last = f->module.statements.back();
             if (!last.target.empty())
-                throw ArgumentError(fmt::format("out= needs a program whose last statement is an expression, not an "
-                                                "assignment to '{}'",
-                                                last.target));
+                throw ArgumentError(
+                    fmt::format("out= needs a program whose last statement is an expression, not an "
+                                "assignment to '{}'",
+                                last.target));
             last.target = std::string(kOutName);
             last.target_span = last.value ? last.value->span : last.span;
             f->params = dsl::parameters(f->module);
@@ -236,8 +237,8 @@ struct Runtime::Impl {
         key += '\0';
         for (const std::string& n : f.names) append_signature(key, n, env);
         bool created = false;
-        const Entry& e =
-            *entries.fetch(std::string_view(key), [&] { return prepare(text, f, env, timing, control); }, &created);
+        const Entry& e = *entries.fetch(
+            std::string_view(key), [&] { return prepare(text, f, env, timing, control); }, &created);
         if (!created && timing) timing->cache_hit = true;
         return e;
     }
@@ -246,7 +247,8 @@ struct Runtime::Impl {
     ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env) const {
         return plan_of(text, f, env, limits);
     }
-    ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env, const dsl::Limits& stage_limits) const {
+    ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env,
+                     const dsl::Limits& stage_limits) const {
         // Bindings the checker sees: each name's dtype/shape/strides, arrays on this backend only.
         std::unordered_map<std::string, dsl::Binding> bindings;
         for (const std::string& n : f.names) {
@@ -346,11 +348,14 @@ struct Runtime::Impl {
     // "'a' is on cuda:1 but this runtime evaluates on cuda:0; ..." for an array not on this runtime's device.
     std::string mismatch_message(const std::string& name, const Array& a) const {
         const std::string here = backend == Backend::Cuda ? fmt::format("cuda:{}", device) : std::string("cpu");
-        const std::string there = a.backend() == Backend::Cuda ? fmt::format("cuda:{}", a.device()) : std::string("cpu");
-        const std::string move = backend == Backend::Cuda ? fmt::format("Backend::Cuda, {}", device) : std::string("Backend::Cpu");
-        return fmt::format("'{}' is on {} but this runtime evaluates on {}; jitexpr does not copy between devices "
-                           "by itself: copy it with .to({}), or evaluate on a runtime of {}",
-                           name, there, here, move, there);
+        const std::string there =
+            a.backend() == Backend::Cuda ? fmt::format("cuda:{}", a.device()) : std::string("cpu");
+        const std::string move =
+            backend == Backend::Cuda ? fmt::format("Backend::Cuda, {}", device) : std::string("Backend::Cpu");
+        return fmt::format(
+            "'{}' is on {} but this runtime evaluates on {}; jitexpr does not copy between devices "
+            "by itself: copy it with .to({}), or evaluate on a runtime of {}",
+            name, there, here, move, there);
     }
     // ---- host data on a CUDA runtime (arrays on the CPU given to a runtime that evaluates on
     // CUDA): streamed through the GPU in chunks, copied whole when the program cannot be
@@ -366,9 +371,9 @@ struct Runtime::Impl {
     // Bytes per second of the link and of the CPU backend, measured once per machine (kept in
     // the disk cache) and once per process.
     struct HostModel {
-        double link_gbs = 0;     // min(pinned host -> device, staging of pageable memory)
-        double cpu_gbs = 0;      // the CPU backend on a memory-bound program, bytes read and written
-        std::string source;      // "measured", "the disk cache"
+        double link_gbs = 0;  // min(pinned host -> device, staging of pageable memory)
+        double cpu_gbs = 0;   // the CPU backend on a memory-bound program, bytes read and written
+        std::string source;   // "measured", "the disk cache"
     };
     std::once_flag model_once;
     HostModel model;
@@ -388,7 +393,8 @@ struct Runtime::Impl {
     };
     std::shared_ptr<const HostEntry> host_entry(std::string_view text, const Front& f, const Environment& env);
     // `budget`: the device memory the call may use (device_budget() when called to run).
-    HostChoice choose_host(const HostEntry& he, const std::vector<Array>& inputs, bool all_or_nothing, std::size_t budget);
+    HostChoice choose_host(const HostEntry& he, const std::vector<Array>& inputs, bool all_or_nothing,
+                           std::size_t budget);
     Array run_host(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
                    bool write_back, detail::CallControl* control, bool all_or_nothing);
     std::string explain(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o);
@@ -414,10 +420,11 @@ RuntimeOptions checked(RuntimeOptions options) {
     if (options.device < 0)
         throw ArgumentError(fmt::format("RuntimeOptions::device is {}: use a device ordinal from 0", options.device));
     if (options.backend == Backend::Cpu && options.device != 0)
-        throw ArgumentError(fmt::format("device {} was asked for (RuntimeOptions::device, JITEXPR_DEVICE or --device) "
-                                        "but the backend is cpu, which has one device (0); choose the cuda backend for "
-                                        "a GPU",
-                                        options.device));
+        throw ArgumentError(
+            fmt::format("device {} was asked for (RuntimeOptions::device, JITEXPR_DEVICE or --device) "
+                        "but the backend is cpu, which has one device (0); choose the cuda backend for "
+                        "a GPU",
+                        options.device));
     return options;
 }
 }  // namespace
@@ -459,9 +466,11 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(
             auto disk = std::make_shared<cache::DiskCache>(dco);
             if (disk->enabled()) {
                 impl_->disk = disk;
-                eo.cache->set_image_store(cuda::ImageStore{
-                    [disk](const std::string& key) { return disk->get(cache::digest(key)); },
-                    [disk](const std::string& key, const std::string& bytes) { disk->put(cache::digest(key), bytes); }});
+                eo.cache->set_image_store(
+                    cuda::ImageStore{[disk](const std::string& key) { return disk->get(cache::digest(key)); },
+                                     [disk](const std::string& key, const std::string& bytes) {
+                                         disk->put(cache::digest(key), bytes);
+                                     }});
             }
         }
         impl_->modules = eo.cache;
@@ -484,7 +493,9 @@ void Runtime::synchronize(void* stream) const {
     OnDevice on(impl_->backend, impl_->device);
     if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
 }
-std::string Runtime::fallback_reason() const { return impl_->backend == Backend::Cpu ? impl_->fallback : std::string(); }
+std::string Runtime::fallback_reason() const {
+    return impl_->backend == Backend::Cpu ? impl_->fallback : std::string();
+}
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
 CacheStats Runtime::stats() const {
@@ -522,7 +533,8 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const C
         for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
         throw ArgumentError(fmt::format("the program reads {} variable{} ({}) but {} argument{} given",
                                         f->params.size(), f->params.size() == 1 ? "" : "s",
-                                        names.empty() ? "none" : names, args.size(), args.size() == 1 ? " was" : "s were"));
+                                        names.empty() ? "none" : names, args.size(),
+                                        args.size() == 1 ? " was" : "s were"));
     }
     // The bindings live in a per-thread environment that keeps its nodes from call to call, so
     // evaluating the same text again allocates nothing here. Names of other programs are dropped
@@ -607,7 +619,8 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     const auto t_run = timing ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
     boost::container::small_vector<Array, 8> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i)
+        inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
     bind_scalars(p, env, scalars);
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
@@ -779,9 +792,10 @@ Runtime::Impl::HostChoice Runtime::Impl::choose_host(const HostEntry& he, const 
         const HostModel& m = host_model();
         const double gpu_ms = static_cast<double>(c.in_bytes) / (m.link_gbs * 1e6);
         const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);
-        const std::string model_text = fmt::format("cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
-                                                   "at {:.1f} GB/s ({})",
-                                                   gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
+        const std::string model_text = fmt::format(
+            "cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
+            "at {:.1f} GB/s ({})",
+            gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
         if (gpu_ms * kAutoMargin >= cpu_ms) return cpu_because(model_text);
         c.model = model_text + "; ";
     }
@@ -791,7 +805,8 @@ Runtime::Impl::HostChoice Runtime::Impl::choose_host(const HostEntry& he, const 
         const bool contiguous = a.is_contiguous();
         req.input_contiguous.push_back(contiguous);
         const auto b = reinterpret_cast<std::uintptr_t>(a.data());
-        req.input_memory.push_back(contiguous ? cuda::stream::Request::Range{b, b + a.nbytes()} : cuda::stream::Request::Range{});
+        req.input_memory.push_back(contiguous ? cuda::stream::Request::Range{b, b + a.nbytes()}
+                                              : cuda::stream::Request::Range{});
     }
     req.device_budget = budget;
     req.outputs_through_temporaries = all_or_nothing;
@@ -800,9 +815,10 @@ Runtime::Impl::HostChoice Runtime::Impl::choose_host(const HostEntry& he, const 
         // Whole arrays to the device and back: only when they fit under the limit.
         if (bytes > budget) {
             if (options.backend == Backend::Auto)
-                return cpu_because(fmt::format("the program cannot be streamed ({}) and needs {} of device memory, more "
-                                               "than the {} it may use",
-                                               why, human(bytes), human(budget)));
+                return cpu_because(
+                    fmt::format("the program cannot be streamed ({}) and needs {} of device memory, more "
+                                "than the {} it may use",
+                                why, human(bytes), human(budget)));
             c.kind = HostChoice::Kind::TooLarge;
         } else {
             c.kind = HostChoice::Kind::Copied;
@@ -823,7 +839,8 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     const std::shared_ptr<const HostEntry> he = host_entry(text, *f, env);
     const ir::Program& p = he->plan.program;
     std::vector<Array> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i)
+        inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
 
     auto on_cpu = [&](const std::string& why) {
         Array r = cpu_runtime().impl_->run(text, front, env, nullptr, timing, write_back, control, all_or_nothing);
@@ -837,13 +854,15 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     auto copied = [&](const std::string& why) {
         if (choice.in_bytes + choice.out_bytes > budget) {
             if (options.backend == Backend::Auto)
-                return on_cpu(fmt::format("the program cannot be streamed ({}) and needs {} of device memory, more than "
-                                          "the {} it may use",
-                                          why, human(choice.in_bytes + choice.out_bytes), human(budget)));
-            throw OutOfMemoryError(choice.in_bytes + choice.out_bytes, budget,
-                                   fmt::format("evaluating on CUDA a program over host arrays that cannot be streamed ({}); "
-                                               "raise the device memory limit (JITEXPR_DEVICE_MEMORY) or use the CPU backend",
-                                               why));
+                return on_cpu(
+                    fmt::format("the program cannot be streamed ({}) and needs {} of device memory, more than "
+                                "the {} it may use",
+                                why, human(choice.in_bytes + choice.out_bytes), human(budget)));
+            throw OutOfMemoryError(
+                choice.in_bytes + choice.out_bytes, budget,
+                fmt::format("evaluating on CUDA a program over host arrays that cannot be streamed ({}); "
+                            "raise the device memory limit (JITEXPR_DEVICE_MEMORY) or use the CPU backend",
+                            why));
         }
         Array r = run_copied(text, front, env, stream, timing, write_back, control, all_or_nothing);
         if (timing) timing->placement = placement + "cuda, copied whole: " + why;
@@ -864,15 +883,17 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     for (const ir::ScalarDecl& d : p.scalars) chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
     auto chunk_entry = [&](std::int64_t rows) -> std::shared_ptr<const Entry> {
         for (std::size_t i = 0; i < p.inputs.size(); ++i)
-            chunk_env.insert_or_assign(p.inputs[i].name, Arg(core::prototype(p.inputs[i].dtype, cp.input_chunk_shape(i, rows),
-                                                                             Backend::Cuda)));
+            chunk_env.insert_or_assign(
+                p.inputs[i].name,
+                Arg(core::prototype(p.inputs[i].dtype, cp.input_chunk_shape(i, rows), Backend::Cuda)));
         auto e = entry_shared(text, *f, chunk_env, control);
         const ir::Program& q = e->plan.program;
         bool same = q.inputs.size() == p.inputs.size() && q.outputs.size() == p.outputs.size() &&
                     q.scalars.size() == p.scalars.size();
         for (std::size_t i = 0; same && i < p.inputs.size(); ++i) same = q.inputs[i].name == p.inputs[i].name;
         for (std::size_t o = 0; same && o < p.outputs.size(); ++o)
-            same = q.outputs[o].name == p.outputs[o].name && q.node(q.outputs[o].node).dtype == p.node(p.outputs[o].node).dtype;
+            same = q.outputs[o].name == p.outputs[o].name &&
+                   q.node(q.outputs[o].node).dtype == p.node(p.outputs[o].node).dtype;
         return same ? e : nullptr;
     };
     const std::int64_t small_rows = cp.chunk_rows(cp.chunks - 1);
@@ -886,8 +907,8 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     std::vector<std::vector<unsigned char>> partials(p.outputs.size());
     cuda::StreamSpec spec;
     for (std::size_t i = 0; i < p.inputs.size(); ++i)
-        spec.inputs.push_back({inputs[i].data(), cp.inputs[i].chunked, cp.inputs[i].row_bytes, cp.inputs[i].bytes,
-                               cp.inputs[i].read});
+        spec.inputs.push_back(
+            {inputs[i].data(), cp.inputs[i].chunked, cp.inputs[i].row_bytes, cp.inputs[i].bytes, cp.inputs[i].read});
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const cuda::stream::OutputPlan& op = cp.outputs[o];
         if (op.alias_input >= 0 && op.direct) {
@@ -909,7 +930,8 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     spec.slots = cp.buffers;
     spec.chunk_begin = [&cp](std::size_t c) { return cp.chunk_begin(c); };
     spec.chunk_rows = [&cp](std::size_t c) { return cp.chunk_rows(c); };
-    spec.launch = [&](std::size_t, std::int64_t rows, const std::vector<void*>& in, const std::vector<void*>& out, void* st) {
+    spec.launch = [&](std::size_t, std::int64_t rows, const std::vector<void*>& in, const std::vector<void*>& out,
+                      void* st) {
         const Entry& ce = rows == cp.rows_per_chunk ? *e_full : *e_small;
         boost::container::small_vector<Array, 8> ins(p.inputs.size()), outs(p.outputs.size());
         for (std::size_t i = 0; i < p.inputs.size(); ++i) {
@@ -961,10 +983,11 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
         timing->streamed = true;
         timing->stream_chunks = cp.chunks;
         timing->stream_device_bytes = cp.device_bytes;
-        timing->placement = placement + fmt::format("cuda, streamed: {} chunk{} of {} ({} in flight), {} of device memory "
-                                                    "(limit {})",
-                                                    cp.chunks, cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers,
-                                                    human(cp.device_bytes), human(budget));
+        timing->placement = placement + fmt::format(
+                                            "cuda, streamed: {} chunk{} of {} ({} in flight), {} of device memory "
+                                            "(limit {})",
+                                            cp.chunks, cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers,
+                                            human(cp.device_bytes), human(budget));
     }
     if (write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
@@ -996,8 +1019,8 @@ Array copy_to_cpu(const Array& dev, detail::CallControl* control) {
 
 }  // namespace
 
-Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Environment& env, void* stream, Timing* timing,
-                                bool write_back, detail::CallControl* control, bool all_or_nothing) {
+Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Environment& env, void* stream,
+                                Timing* timing, bool write_back, detail::CallControl* control, bool all_or_nothing) {
     // The program's names on the device; the results back on the host. A stop request is
     // honoured between the pieces of the copies both ways and between kernels; whenever it
     // comes, the caller's host arrays are untouched and nothing is bound: the results come back
@@ -1016,8 +1039,7 @@ Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Envir
         if (it == env.end()) continue;
         if (it->second.is_array() && it->second.array().backend() == Backend::Cpu)
             dev_env.insert_or_assign(n, Arg(copy_to_cuda(it->second.array(), device, control)));
-        else
-            dev_env.insert_or_assign(n, it->second);
+        else dev_env.insert_or_assign(n, it->second);
     }
     Array r;
     try {
@@ -1039,8 +1061,8 @@ Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Envir
         out_bytes += dv->second.array().nbytes();
     }
     const bool result_is_target = r.defined() && std::any_of(back.begin(), back.end(), [&](const Back& b) {
-        return r.storage() == b.device.storage() && r.offset() == b.device.offset();
-    });
+                                      return r.storage() == b.device.storage() && r.offset() == b.device.offset();
+                                  });
     if (r.defined() && !result_is_target) out_bytes += r.nbytes();
     if (stream) cuda::synchronize(stream);  // the program ran on the caller's stream; the copies use the default one
     if (control) control->begin(Progress::Phase::Run, Progress::Unit::Bytes, out_bytes);
@@ -1124,7 +1146,7 @@ struct StageTraffic {
     std::uint64_t read = 0, written = 0;
     std::vector<std::pair<std::string, std::uint64_t>> reads;  // what and how many bytes
     std::vector<std::string> writes;                           // "a 24.0 MB"
-    std::vector<std::string> ops;            // spellings, each once, in node order
+    std::vector<std::string> ops;                              // spellings, each once, in node order
     int inline_ops = 0;
 };
 
@@ -1211,9 +1233,10 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
     out += "program\n";
     for (const ir::InputDecl& in : p.inputs) {
         const Array a = bound_input(in, env.find(in.name)->second.array());
-        out += fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
-                           a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
-                           a.is_contiguous() ? "" : ", strided", in.view ? ", a slice of it (no copy)" : "");
+        out +=
+            fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
+                        a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
+                        a.is_contiguous() ? "" : ", strided", in.view ? ", a slice of it (no copy)" : "");
     }
     for (const ir::ScalarDecl& sd : p.scalars)
         out += fmt::format("  scalar {:<12} {:<10} (a kernel parameter: a new value compiles nothing)\n", sd.name,
@@ -1262,13 +1285,15 @@ double Runtime::Impl::explain_bandwidth(std::string* source) {
                 if (sec > 0) best = std::max(best, 2.0 * static_cast<double>(a.nbytes()) / sec / 1e9);
             }
             bandwidth_gbs = best > 0 ? best : 1;
-            bandwidth_source = "the device's copy bandwidth: a 64 MiB device-to-device copy measured now, best of 3, "
-                               "bytes read and written";
+            bandwidth_source =
+                "the device's copy bandwidth: a 64 MiB device-to-device copy measured now, best of 3, "
+                "bytes read and written";
             return;
         }
         // The CPU backend's own throughput on a memory-bound program, once per machine.
-        const std::string key = cache::digest(fmt::format("jitexpr cpu bandwidth v1|{}|{}|{}", std::thread::hardware_concurrency(),
-                                                          options.cpu_threads, cpu::kernels_name()));
+        const std::string key =
+            cache::digest(fmt::format("jitexpr cpu bandwidth v1|{}|{}|{}", std::thread::hardware_concurrency(),
+                                      options.cpu_threads, cpu::kernels_name()));
         std::shared_ptr<cache::DiskCache> store = disk;
         if (!store && options.disk_cache) {
             cache::DiskCacheOptions dco;
@@ -1283,13 +1308,13 @@ double Runtime::Impl::explain_bandwidth(std::string* source) {
                     std::istringstream in(*v);
                     if (in >> g && g > 0) {
                         bandwidth_gbs = g;
-                        bandwidth_source = "the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read "
-                                           "and written), measured once on this machine and kept in the disk cache";
+                        bandwidth_source =
+                            "the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read "
+                            "and written), measured once on this machine and kept in the disk cache";
                         return;
                     }
                 }
-            } catch (const Error&) {
-            }
+            } catch (const Error&) {}
         }
         const std::int64_t n = std::int64_t{1} << 23;
         Array a = Array::zeros(DType::Float32, {n}, Backend::Cpu), b = Array::zeros(DType::Float32, {n}, Backend::Cpu);
@@ -1310,14 +1335,14 @@ double Runtime::Impl::explain_bandwidth(std::string* source) {
             if (sec > 0) best = std::max(best, 12.0 * static_cast<double>(n) / sec / 1e9);
         }
         bandwidth_gbs = best > 0 ? best : 1;
-        bandwidth_source = fmt::format("the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read and "
-                                       "written), measured now{}",
-                                       store ? " and kept in the disk cache" : " (no disk cache: once per process)");
+        bandwidth_source = fmt::format(
+            "the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read and "
+            "written), measured now{}",
+            store ? " and kept in the disk cache" : " (no disk cache: once per process)");
         if (store) {
             try {
                 store->put(key, fmt::format("{}\n", bandwidth_gbs));
-            } catch (const Error&) {
-            }
+            } catch (const Error&) {}
         }
     });
     *source = bandwidth_source;
@@ -1339,9 +1364,10 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
         const StageTraffic t = stage_traffic(plan, s);
         if (st.kind == ir::Stage::Kind::Reduce) {
             const ir::Node& r = p.node(st.reduce);
-            out += fmt::format("  stage {}: reduction {} over {}{}, into {}", s, ir::spelling(r.op), shape_text(st.shape),
-                               r.axis >= 0 ? fmt::format(" along axis {}", r.axis) : std::string(" (every element)"),
-                               stored_name(plan, st.reduce));
+            out +=
+                fmt::format("  stage {}: reduction {} over {}{}, into {}", s, ir::spelling(r.op), shape_text(st.shape),
+                            r.axis >= 0 ? fmt::format(" along axis {}", r.axis) : std::string(" (every element)"),
+                            stored_name(plan, st.reduce));
         } else {
             std::vector<std::string> names;
             for (ir::NodeId n : st.stores) names.push_back(stored_name(plan, n));
@@ -1351,8 +1377,8 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
                            t.ops.empty() ? "" : " (" + join(t.ops, " ") + ")");
         for (const detail::KernelReport& k : reports) {
             if (k.stage != static_cast<int>(s)) continue;
-            out += fmt::format("    kernel {}{}: index {}; vector {}; tier {}\n", k.kind, k.name.empty() ? "" : " " + k.name,
-                               k.index, k.vector, k.tier);
+            out += fmt::format("    kernel {}{}: index {}; vector {}; tier {}\n", k.kind,
+                               k.name.empty() ? "" : " " + k.name, k.index, k.vector, k.tier);
             out += fmt::format("    cache: {}\n", k.cache);
             if (!k.detail.empty()) out += fmt::format("    {}\n", k.detail);
         }
@@ -1378,8 +1404,9 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
             reads.push_back(fmt::format("{} {}", name, mb(b)));
         }
         total += bytes;
-        out += fmt::format("    moves {} (reads {}; writes {}): {} at {:.1f} GB/s\n", mb(bytes),
-                           reads.empty() ? std::string("nothing") : join(reads), join(t.writes), ms_at(bytes, gbs), gbs);
+        out +=
+            fmt::format("    moves {} (reads {}; writes {}): {} at {:.1f} GB/s\n", mb(bytes),
+                        reads.empty() ? std::string("nothing") : join(reads), join(t.writes), ms_at(bytes, gbs), gbs);
     }
     return total;
 }
@@ -1393,7 +1420,8 @@ std::string stream_text(const cuda::stream::ChunkPlan& cp, std::size_t budget, c
 
 }  // namespace
 
-std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o) {
+std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env,
+                                   const ExplainOptions& o) {
     std::string out;
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
     const auto [host, on_device] = placement_of(f, env);
@@ -1405,8 +1433,9 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
 
     // The backend, and why.
     if (backend == Backend::Cpu) {
-        out += options.backend == Backend::Cpu ? "backend: cpu (asked for)\n"
-                                               : fmt::format("backend: cpu (auto: CUDA is not available: {})\n", fallback);
+        out += options.backend == Backend::Cpu
+                   ? "backend: cpu (asked for)\n"
+                   : fmt::format("backend: cpu (auto: CUDA is not available: {})\n", fallback);
     } else {
         const cuda::DeviceInfo& d = cuda::device_info();
         out += fmt::format("backend: cuda:{} ({}, sm_{}{}){}\n", device, d.name, d.cc_major, d.cc_minor,
@@ -1437,20 +1466,23 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
     if (backend == Backend::Cpu && options.backend == Backend::Auto) {
         out += "on a GPU (none here), backend=auto would:\n";
         std::vector<Array> inputs;
-        for (const ir::InputDecl& in : plan.program.inputs) inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
+        for (const ir::InputDecl& in : plan.program.inputs)
+            inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
         std::uint64_t in_bytes = 0, out_bytes = 0;
         for (const Array& a : inputs) in_bytes += a.nbytes();
         for (const ir::OutputDecl& od : plan.program.outputs) out_bytes += node_bytes(plan.program.node(od.node));
         const std::uint64_t bytes = in_bytes + out_bytes;
         if (bytes < kAutoMinBytes) {
-            out += fmt::format("  keep these host arrays on the CPU: {} of host data is below {} (the GPU is not worth its "
-                               "copies)\n",
-                               human(bytes), human(kAutoMinBytes));
+            out += fmt::format(
+                "  keep these host arrays on the CPU: {} of host data is below {} (the GPU is not worth its "
+                "copies)\n",
+                human(bytes), human(kAutoMinBytes));
         } else {
-            out += fmt::format("  weigh {} of host data with its cost model: the copies of the {} of inputs at the link's "
-                               "bandwidth against the CPU's time for all of it, both measured once on that machine; the "
-                               "GPU only when {}x faster\n",
-                               human(bytes), human(in_bytes), kAutoMargin);
+            out += fmt::format(
+                "  weigh {} of host data with its cost model: the copies of the {} of inputs at the link's "
+                "bandwidth against the CPU's time for all of it, both measured once on that machine; the "
+                "GPU only when {}x faster\n",
+                human(bytes), human(in_bytes), kAutoMargin);
             cuda::stream::Request req;
             req.program = &plan.program;
             for (const Array& a : inputs) {
@@ -1463,37 +1495,45 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
             if (options.device_memory_limit) {
                 req.device_budget = options.device_memory_limit;
                 const cuda::stream::ChunkPlan cp = cuda::stream::plan_stream(req);
-                out += cp.streamable ? "  if it chose the GPU, stream them: " +
-                                           stream_text(cp, options.device_memory_limit, "device_memory_limit") + "\n"
-                                     : fmt::format("  if it chose the GPU, copy them whole (not streamed: {})\n", cp.why_not);
+                out += cp.streamable
+                           ? "  if it chose the GPU, stream them: " +
+                                 stream_text(cp, options.device_memory_limit, "device_memory_limit") + "\n"
+                           : fmt::format("  if it chose the GPU, copy them whole (not streamed: {})\n", cp.why_not);
             } else {
-                out += "  if it chose the GPU, stream them through it in chunks sized to 80% of the device memory free "
-                       "then (device_memory_limit is not set)\n";
+                out +=
+                    "  if it chose the GPU, stream them through it in chunks sized to 80% of the device memory free "
+                    "then (device_memory_limit is not set)\n";
             }
         }
         // The kernels a GPU would run: the same plan within CUDA's limits, built as prepare() builds them.
         const ir::Plan cplan = plan_of(text, f, env, cuda::limits());
         cuda::KernelOptions ko;
-        std::vector<detail::KernelReport> ks = cuda::describe_kernels(cplan, cuda::build_kernels(cplan, ko, cuda::Tier::Full));
+        std::vector<detail::KernelReport> ks =
+            cuda::describe_kernels(cplan, cuda::build_kernels(cplan, ko, cuda::Tier::Full));
         for (const detail::KernelReport& k : ks)
-            out += fmt::format("  stage {}: kernel {} {}: index {}; vector {}\n", k.stage, k.kind, k.name, k.index, k.vector);
+            out += fmt::format("  stage {}: kernel {} {}: index {}; vector {}\n", k.stage, k.kind, k.name, k.index,
+                               k.vector);
         out += "  (cache state: unknown without a device: the architecture is part of each kernel's key)\n";
     }
 
     if (host_path) {
         const std::shared_ptr<const HostEntry> he = host_entry(text, f, env);
         std::vector<Array> inputs;
-        for (const ir::InputDecl& in : he->plan.program.inputs) inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
+        for (const ir::InputDecl& in : he->plan.program.inputs)
+            inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
         const std::size_t budget = device_budget();
         const HostChoice c = choose_host(*he, inputs, false, budget);
-        const std::string budget_source = options.device_memory_limit ? "device_memory_limit" : "80% of the free device memory";
+        const std::string budget_source =
+            options.device_memory_limit ? "device_memory_limit" : "80% of the free device memory";
         out += fmt::format("host data: {} in, {} out, on the host; backend={}\n", human(c.in_bytes), human(c.out_bytes),
                            backend_name(options.backend));
-        auto stages_of = [&](const ir::Plan& pl, const std::vector<detail::KernelReport>& ks, double at, const std::string& src) {
+        auto stages_of = [&](const ir::Plan& pl, const std::vector<detail::KernelReport>& ks, double at,
+                             const std::string& src) {
             out += fmt::format("stages and kernels: {}\n", pl.schedule.stages.size());
             const std::uint64_t total = explain_stages(out, pl, ks, at);
-            out += fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), pl.schedule.stages.size(),
-                               pl.schedule.stages.size() == 1 ? "" : "s", ms_at(total, at), at, src);
+            out +=
+                fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), pl.schedule.stages.size(),
+                            pl.schedule.stages.size() == 1 ? "" : "s", ms_at(total, at), at, src);
         };
         switch (c.kind) {
             case HostChoice::Kind::Cpu: {
@@ -1506,9 +1546,10 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                 break;
             }
             case HostChoice::Kind::TooLarge:
-                out += fmt::format("placement: none: the program cannot be streamed ({}) and needs {} of device memory, "
-                                   "more than the {} it may use ({}): a run is an OutOfMemoryError\n",
-                                   c.why, human(c.in_bytes + c.out_bytes), human(budget), budget_source);
+                out += fmt::format(
+                    "placement: none: the program cannot be streamed ({}) and needs {} of device memory, "
+                    "more than the {} it may use ({}): a run is an OutOfMemoryError\n",
+                    c.why, human(c.in_bytes + c.out_bytes), human(budget), budget_source);
                 break;
             case HostChoice::Kind::Copied:
                 out += c.model.empty() ? "" : "placement: " + c.model + "\n";
@@ -1519,11 +1560,13 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                 out += c.model.empty() ? "" : "placement: " + c.model + "\n";
                 out += "placement: cuda, streamed: " + stream_text(c.cp, budget, budget_source) + "\n";
                 Environment chunk_env;
-                for (const ir::ScalarDecl& d : he->plan.program.scalars) chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
+                for (const ir::ScalarDecl& d : he->plan.program.scalars)
+                    chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
                 for (std::size_t i = 0; i < he->plan.program.inputs.size(); ++i)
-                    chunk_env.insert_or_assign(he->plan.program.inputs[i].name,
-                                               Arg(core::prototype(he->plan.program.inputs[i].dtype,
-                                                                   c.cp.input_chunk_shape(i, c.cp.rows_per_chunk), Backend::Cuda)));
+                    chunk_env.insert_or_assign(
+                        he->plan.program.inputs[i].name,
+                        Arg(core::prototype(he->plan.program.inputs[i].dtype,
+                                            c.cp.input_chunk_shape(i, c.cp.rows_per_chunk), Backend::Cuda)));
                 const ir::Plan chunk = plan_of(text, f, chunk_env);
                 out += fmt::format("each chunk of {} rows runs:\n", c.cp.rows_per_chunk);
                 stages_of(chunk, impl->explain(chunk, po), gbs, bw_source);
@@ -1539,9 +1582,10 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
 
 std::string Runtime::explain(std::string_view text, const Environment& env, const ExplainOptions& options) {
     if (options.bandwidth_gbs < 0 || !std::isfinite(options.bandwidth_gbs))
-        throw ArgumentError(fmt::format("ExplainOptions::bandwidth_gbs is {}: use a positive figure in GB/s, or 0 for "
-                                        "the backend's own",
-                                        options.bandwidth_gbs));
+        throw ArgumentError(
+            fmt::format("ExplainOptions::bandwidth_gbs is {}: use a positive figure in GB/s, or 0 for "
+                        "the backend's own",
+                        options.bandwidth_gbs));
     const Front& f = impl_->front(text, nullptr);
     return impl_->explain(text, f, env, options);
 }

@@ -73,9 +73,10 @@ std::vector<std::string> nvrtc_options(std::string_view text, std::string_view s
         if (j > i) {
             std::string word(text.substr(i, j - i));
             if (word.size() < 2 || word[0] != '-')
-                throw ArgumentError(fmt::format("{}: '{}' is not an NVRTC option (options start with '-', e.g. "
-                                                "--Ofast-compile=max)",
-                                                source, printable(word)));
+                throw ArgumentError(
+                    fmt::format("{}: '{}' is not an NVRTC option (options start with '-', e.g. "
+                                "--Ofast-compile=max)",
+                                source, printable(word)));
             out.push_back(std::move(word));
         }
         i = j;
@@ -143,9 +144,11 @@ RuntimeOptions RuntimeOptions::from_environment() {
     if (const char* v = env("JITEXPR_THREADS")) o.cpu_threads = settings::cpu_threads(v, "JITEXPR_THREADS");
     if (const char* v = env("JITEXPR_FAST_MATH")) o.fast_math = settings::on_off(v, "JITEXPR_FAST_MATH");
     if (const char* v = env("JITEXPR_TIERED")) o.tiered_compile = settings::on_off(v, "JITEXPR_TIERED");
-    if (const char* v = env("JITEXPR_NVRTC_OPTIONS")) o.nvrtc_options = settings::nvrtc_options(v, "JITEXPR_NVRTC_OPTIONS");
+    if (const char* v = env("JITEXPR_NVRTC_OPTIONS"))
+        o.nvrtc_options = settings::nvrtc_options(v, "JITEXPR_NVRTC_OPTIONS");
     if (const char* v = env("JITEXPR_SHOW_KERNELS")) o.show_kernels = settings::on_off(v, "JITEXPR_SHOW_KERNELS");
-    if (const char* v = env("JITEXPR_DEVICE_MEMORY")) o.device_memory_limit = settings::bytes(v, "JITEXPR_DEVICE_MEMORY");
+    if (const char* v = env("JITEXPR_DEVICE_MEMORY"))
+        o.device_memory_limit = settings::bytes(v, "JITEXPR_DEVICE_MEMORY");
     // Read where they are used; checked here so that a typo is an error at start-up, not a
     // silent default.
     if (const char* v = env("JITEXPR_STAGING"))

@@ -43,8 +43,8 @@ Sharded Sharded::from_shards(std::vector<Array> shards) {
         need(s.dtype() == first.dtype() && s.ndim() == first.ndim() && tail(s.shape()) == tail(first.shape()),
              fmt::format("Sharded::from_shards: shard {} is {} but shard 0 is {}: shards differ only in their rows", i,
                          s.describe(), first.describe()));
-        need(s.backend() == first.backend(), fmt::format("Sharded::from_shards: shard {} is on {}, shard 0 on {}", i,
-                                                         where(s), where(first)));
+        need(s.backend() == first.backend(),
+             fmt::format("Sharded::from_shards: shard {} is on {}, shard 0 on {}", i, where(s), where(first)));
     }
     Sharded r;
     r.kind_ = Kind::Split;
@@ -113,7 +113,8 @@ Shape Sharded::shape() const {
 }
 
 const Array& Sharded::whole() const {
-    need(kind_ == Kind::Whole, "Sharded::whole: the value is split or replicated; use gather() to copy it into one array");
+    need(kind_ == Kind::Whole,
+         "Sharded::whole: the value is split or replicated; use gather() to copy it into one array");
     return parts_.front();
 }
 
@@ -177,9 +178,9 @@ namespace {
 enum class Out { Split, Whole, Replicated };
 
 struct StatementPlan {
-    std::string name;       // empty: the last statement's bare value
+    std::string name;  // empty: the last statement's bare value
     Out out = Out::Split;
-    std::string function;   // Whole: the reduction
+    std::string function;  // Whole: the reduction
 };
 
 ValueSpec spec_of(const Array& a) { return ValueSpec::array(a.dtype(), a.shape()); }
@@ -220,7 +221,8 @@ Array combine(Runtime& host, const std::string& function, const std::vector<Arra
     // The mean of the whole: the shards' means weighted by their share of the rows.
     std::int64_t total = 0;
     for (std::size_t i : use) total += rows[i];
-    const DType real = whole.dtype == DType::Float64 || whole.dtype == DType::Complex128 ? DType::Float64 : DType::Float32;
+    const DType real =
+        whole.dtype == DType::Float64 || whole.dtype == DType::Complex128 ? DType::Float64 : DType::Float32;
     Shape wshape(stacked.size(), 1);
     wshape[0] = static_cast<std::int64_t>(use.size());
     std::vector<double> w;
@@ -259,8 +261,9 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         const auto& parts = s->shards();
         for (const Array& a : parts)
             if (a.backend() != impl_->backend)
-                throw DeviceMismatchError(fmt::format("a shard of '{}' is on {} but this sharded runtime evaluates on {}",
-                                                      name, where(a), backend_name(impl_->backend)));
+                throw DeviceMismatchError(
+                    fmt::format("a shard of '{}' is on {} but this sharded runtime evaluates on {}", name, where(a),
+                                backend_name(impl_->backend)));
         if (k == 0) {
             k = parts.size();
             for (const Array& a : parts) shard_devices.push_back(a.device());
@@ -268,9 +271,10 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         need(parts.size() == k, fmt::format("'{}' has {} shards but another input has {}", name, parts.size(), k));
         for (std::size_t i = 0; i < k; ++i)
             if (parts[i].device() != shard_devices[i])
-                throw DeviceMismatchError(fmt::format("shard {} of '{}' is on {} but shard {} of another input is on "
-                                                      "device {}: every input's shard i must be on one device",
-                                                      i, name, where(parts[i]), i, shard_devices[i]));
+                throw DeviceMismatchError(
+                    fmt::format("shard {} of '{}' is on {} but shard {} of another input is on "
+                                "device {}: every input's shard i must be on one device",
+                                i, name, where(parts[i]), i, shard_devices[i]));
         if (s->kind() == Sharded::Kind::Split) {
             split_names.insert(name);
             std::vector<std::int64_t> r;
@@ -279,7 +283,8 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                 first_split = name;
                 rows = r;
             }
-            need(r == rows, fmt::format("'{}' and '{}' are split into blocks of different row counts", name, first_split));
+            need(r == rows,
+                 fmt::format("'{}' and '{}' are split into blocks of different row counts", name, first_split));
         }
     }
     need(k > 0, "sharded evaluation needs at least one Sharded input");
@@ -297,9 +302,10 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             for (std::size_t i = 0; i < k; ++i) shard_specs[i].emplace(name, spec_of(s->shards()[i]));
         } else {
             const Arg& a = std::get<Arg>(v);
-            need(!a.is_array(), fmt::format("'{}' is a plain array: pass Sharded::split(...) or Sharded::replicate(...) "
-                                            "of it, so that each device has its part",
-                                            name));
+            need(!a.is_array(),
+                 fmt::format("'{}' is a plain array: pass Sharded::split(...) or Sharded::replicate(...) "
+                             "of it, so that each device has its part",
+                             name));
             whole_specs.emplace(name, spec_of(a));
             for (auto& sp : shard_specs) sp.emplace(name, spec_of(a));
         }
@@ -310,10 +316,11 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         try {
             per_shard.push_back(check(text, shard_specs[i]));
         } catch (const Error& e) {
-            throw ArgumentError(fmt::format("the program fits the whole arrays but not the rows of shard {}: split "
-                                            "inputs must have the result's axis 0 as their axis 0 (replicate the "
-                                            "others); for shard {}: {}",
-                                            i, i, e.what()));
+            throw ArgumentError(
+                fmt::format("the program fits the whole arrays but not the rows of shard {}: split "
+                            "inputs must have the result's axis 0 as their axis 0 (replicate the "
+                            "others); for shard {}: {}",
+                            i, i, e.what()));
         }
     }
     const Outline outline = jit::outline(text);
@@ -371,9 +378,10 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         if (!reads_split) {
             plan.out = Out::Replicated;
         } else if (reductions.empty() || (k > 1 && rows_follow && !same_everywhere)) {
-            need(rows_follow, fmt::format("'{}' does not keep the rows of the split inputs as its axis 0 ({} for inputs of {} "
-                                          "rows); split inputs whose axis 0 is the result's axis 0",
-                                          plan.name.empty() ? value : plan.name, shape_to_string(w->shape), total_rows));
+            need(rows_follow,
+                 fmt::format("'{}' does not keep the rows of the split inputs as its axis 0 ({} for inputs of {} "
+                             "rows); split inputs whose axis 0 is the result's axis 0",
+                             plan.name.empty() ? value : plan.name, shape_to_string(w->shape), total_rows));
             // A reduction over other axes only keeps the rows: each device's value is its rows' own.
             plan.out = Out::Split;
         } else {

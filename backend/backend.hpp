@@ -21,11 +21,11 @@
 namespace jit::detail {
 
 struct RunArgs {
-    std::span<const Array> inputs;        // one per Program::inputs, shapes/strides as declared
-    std::span<const ir::Value> scalars;   // one per Program::scalars, already of the declared dtype
-    std::span<Array> outputs;             // one per Program::outputs, allocated (or the aliased
-                                          // input's memory), shape of the output node; may be strided
-    void* stream = nullptr;               // CUstream for CUDA (nullptr: the default stream)
+    std::span<const Array> inputs;       // one per Program::inputs, shapes/strides as declared
+    std::span<const ir::Value> scalars;  // one per Program::scalars, already of the declared dtype
+    std::span<Array> outputs;            // one per Program::outputs, allocated (or the aliased
+                                         // input's memory), shape of the output node; may be strided
+    void* stream = nullptr;              // CUstream for CUDA (nullptr: the default stream)
     // Stop requests and progress (null: none). A backend that sees stop_requested() at a safe
     // point throws CancelledError; work it has not started is never started.
     CallControl* control = nullptr;
@@ -61,14 +61,14 @@ public:
 // What `explain` shows of one kernel a backend runs for a stage of a plan (Runtime::explain).
 // Every field is a short phrase for people; nothing here is compiled or loaded to find it.
 struct KernelReport {
-    int stage = 0;            // index into Schedule::stages
-    std::string name;         // CUDA: the generated kernel name; CPU: empty
-    std::string kind;         // "flat", "strided", "tiled", "reduce-all", "reduce-axis"; CPU: "blocks", "reduce blocks"
-    std::string index;        // index width: "32-bit", "64-bit", "32-bit when offsets fit, else 64-bit"
-    std::string vector;       // vector width: "4 x float32 (128-bit) when aligned", "none"
-    std::string tier;         // CUDA: "full", or what a tiered first run starts on; CPU: "-"
-    std::string cache;        // "memory", "disk", "not compiled"; CPU: "no compile (...)"
-    std::string detail;       // more, backend-specific (launch shape, instructions)
+    int stage = 0;       // index into Schedule::stages
+    std::string name;    // CUDA: the generated kernel name; CPU: empty
+    std::string kind;    // "flat", "strided", "tiled", "reduce-all", "reduce-axis"; CPU: "blocks", "reduce blocks"
+    std::string index;   // index width: "32-bit", "64-bit", "32-bit when offsets fit, else 64-bit"
+    std::string vector;  // vector width: "4 x float32 (128-bit) when aligned", "none"
+    std::string tier;    // CUDA: "full", or what a tiered first run starts on; CPU: "-"
+    std::string cache;   // "memory", "disk", "not compiled"; CPU: "no compile (...)"
+    std::string detail;  // more, backend-specific (launch shape, instructions)
     // CPU: the first stage of the group of stages run in one pass over memory with this one
     // (each input is read from memory once per pass), or -1.
     int pass = -1;

@@ -24,7 +24,9 @@ public:
 
     CallControl() = default;
     CallControl(const CancelToken* token, const std::atomic<std::uint64_t>* epoch, const ProgressFn* progress)
-        : token_(token), epoch_(epoch), epoch0_(epoch ? epoch->load(std::memory_order_acquire) : 0),
+        : token_(token),
+          epoch_(epoch),
+          epoch0_(epoch ? epoch->load(std::memory_order_acquire) : 0),
           progress_(progress && *progress ? progress : nullptr) {
         wants_ticks_ = progress_ || (token_ && token_->has_poll());
         if (wants_ticks_) {  // no clock read on the plain path (every eval has a control)
@@ -37,8 +39,7 @@ public:
 
     // Any thread; two relaxed loads: should the work stop at its next safe point?
     bool stop_requested() const noexcept {
-        return (token_ && token_->cancelled()) ||
-               (epoch_ && epoch_->load(std::memory_order_relaxed) != epoch0_);
+        return (token_ && token_->cancelled()) || (epoch_ && epoch_->load(std::memory_order_relaxed) != epoch0_);
     }
     // Whether the calling thread should call tick() while it works or waits.
     bool wants_ticks() const noexcept { return wants_ticks_; }

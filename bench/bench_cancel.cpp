@@ -85,8 +85,9 @@ void cpu(int trials) {
                 continue;
             }
             const Stats s = stats(v);
-            std::printf("cpu %2u threads  %-40s cancel -> return: median %.3f ms, p90 %.3f ms, max %.3f ms (%zu trials)\n",
-                        threads, c.name, s.median, s.p90, s.max, v.size());
+            std::printf(
+                "cpu %2u threads  %-40s cancel -> return: median %.3f ms, p90 %.3f ms, max %.3f ms (%zu trials)\n",
+                threads, c.name, s.median, s.p90, s.max, v.size());
         }
     }
 }
@@ -107,7 +108,8 @@ void gpu(int trials) {
     const int k = 200;
     std::string text;
     jit::Environment env;
-    env.insert_or_assign("x", jit::Arg(jit::Array::zeros(jit::DType::Float32, {std::int64_t{1} << 30}, jit::Backend::Cuda)));
+    env.insert_or_assign("x",
+                         jit::Arg(jit::Array::zeros(jit::DType::Float32, {std::int64_t{1} << 30}, jit::Backend::Cuda)));
     for (int i = 0; i < k; ++i) {
         text += fmt::format("s{} = sum(x * c{})\n", i, i);
         env.insert_or_assign(fmt::format("c{}", i), jit::Arg(0.5 + i));
@@ -131,9 +133,10 @@ void gpu(int trials) {
         return;
     }
     const Stats s = stats(v);
-    std::printf("cuda %d kernels over 4 GiB: whole %.2f ms, one kernel %.3f ms; cancel -> return: median %.3f ms, "
-                "p90 %.3f ms, max %.3f ms (%zu trials)\n",
-                k, whole, whole / k, s.median, s.p90, s.max, v.size());
+    std::printf(
+        "cuda %d kernels over 4 GiB: whole %.2f ms, one kernel %.3f ms; cancel -> return: median %.3f ms, "
+        "p90 %.3f ms, max %.3f ms (%zu trials)\n",
+        k, whole, whole / k, s.median, s.p90, s.max, v.size());
 }
 
 }  // namespace

@@ -62,7 +62,9 @@ Percentiles percentiles(std::vector<double> v) {
     Percentiles p;
     if (v.empty()) return p;
     std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))]; };
+    auto at = [&](double q) {
+        return v[std::min(v.size() - 1, static_cast<std::size_t>(q * static_cast<double>(v.size() - 1) + 0.5))];
+    };
     p.p50 = at(0.5);
     p.p99 = at(0.99);
     p.min = v.front();
@@ -81,10 +83,10 @@ struct Expr {
     DType dtype;
 };
 std::vector<Expr> expressions(int count, int first_constant = 2) {
-    const char* forms[] = {"a*{c}+b",           "sin(a)+{c}*b",         "sqrt(abs(a))*{c}+b", "where(a > {c}, a, b)",
-                           "exp(a)-b*{c}",      "a/(b+{c})",            "maximum(a, b)*{c}",  "tanh(a)+b*{c}",
-                           "a*a+b*{c}",         "log1p(abs(a))-{c}*b",  "cos(a)*cos(b)+{c}",  "hypot(a, b)*{c}",
-                           "floor(a*{c})-b",    "minimum(a*{c}, b)",    "sum(a*{c}+b)",       "a - mean(b)*{c}"};
+    const char* forms[] = {"a*{c}+b",        "sin(a)+{c}*b",        "sqrt(abs(a))*{c}+b", "where(a > {c}, a, b)",
+                           "exp(a)-b*{c}",   "a/(b+{c})",           "maximum(a, b)*{c}",  "tanh(a)+b*{c}",
+                           "a*a+b*{c}",      "log1p(abs(a))-{c}*b", "cos(a)*cos(b)+{c}",  "hypot(a, b)*{c}",
+                           "floor(a*{c})-b", "minimum(a*{c}, b)",   "sum(a*{c}+b)",       "a - mean(b)*{c}"};
     const DType dtypes[] = {DType::Float32, DType::Float64};
     std::vector<Expr> out;
     for (int c = first_constant; static_cast<int>(out.size()) < count; ++c)
@@ -106,12 +108,14 @@ dsl::Bindings bindings_ab(DType dtype, std::int64_t n) {
     b->shape = {n};
     b->strides = {1};
     dsl::Bindings r;
-    r.lookup = [b](std::string_view name) -> const dsl::Binding* { return name == "a" || name == "b" ? b.get() : nullptr; };
+    r.lookup = [b](std::string_view name) -> const dsl::Binding* {
+        return name == "a" || name == "b" ? b.get() : nullptr;
+    };
     return r;
 }
 
-std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics, const std::string& prefix = "",
-                                        bool scalar_only = false) {
+std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full_semantics,
+                                        const std::string& prefix = "", bool scalar_only = false) {
     const std::string text = prefix + e.text;
     const ir::Plan p = dsl::plan(text, bindings_ab(e.dtype, n), cuda::limits());
     // codegen::emit directly, not cuda::build_kernels: this measures the emitter's options.
@@ -125,7 +129,8 @@ std::vector<codegen::KernelSource> emit(const Expr& e, std::int64_t n, bool full
 double nvrtc_ms(const std::string& source, const std::vector<std::string>& options) {
     std::vector<const char*> argv;
     for (const auto& o : options) argv.push_back(o.c_str());
-    const bool ptx = std::any_of(options.begin(), options.end(), [](const std::string& o) { return o.find("compute_") != std::string::npos; });
+    const bool ptx = std::any_of(options.begin(), options.end(),
+                                 [](const std::string& o) { return o.find("compute_") != std::string::npos; });
     const cuda::detail::Nvrtc& nv = cuda::detail::nvrtc();
     const auto t0 = Clock::now();
     nvrtcProgram prog = nullptr;
@@ -163,7 +168,7 @@ int main(int argc, char** argv) {
     std::string arch;
     bool skip_options = false;
     std::string dump;
-    std::string dump_text;  // --dump with --text: that expression's kernels (float32 a and b)
+    std::string dump_text;      // --dump with --text: that expression's kernels (float32 a and b)
     int first_constant = 1000;  // part 2a's texts: change it to compile texts this machine has never seen
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -176,14 +181,17 @@ int main(int argc, char** argv) {
         else if (a == "--first-constant" && i + 1 < argc) first_constant = std::max(2, std::atoi(argv[++i]));
         else if (a == "--child-disk-hit" && i + 2 < argc) return child_disk_hit(argv[i + 1], argv[i + 2]);
         else {
-            std::fprintf(stderr, "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR [--text EXPR]] [--first-constant K]\n");
+            std::fprintf(stderr,
+                         "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR "
+                         "[--text EXPR]] [--first-constant K]\n");
             return 2;
         }
     }
     if (!dump.empty()) {
         std::filesystem::create_directories(dump);
         int i = 0;
-        const std::vector<Expr> list = dump_text.empty() ? expressions(count) : std::vector<Expr>{{dump_text, DType::Float32}};
+        const std::vector<Expr> list =
+            dump_text.empty() ? expressions(count) : std::vector<Expr>{{dump_text, DType::Float32}};
         for (const Expr& e : list) {
             int j = 0;
             std::vector<codegen::KernelSource> ks;
@@ -219,7 +227,8 @@ int main(int argc, char** argv) {
                 gpu ? cuda::device_info().name.c_str() : ("no GPU: " + why).c_str());
 
     // NVRTC's first call loads the library (~hundreds of ms): not what a new kernel costs.
-    (void)nvrtc_ms("extern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }", {"-std=c++17", "--gpu-architecture=sm_90"});
+    (void)nvrtc_ms("extern \"C\" __global__ void k(float* p) { p[0] = 1.0f; }",
+                   {"-std=c++17", "--gpu-architecture=sm_90"});
 
     const std::vector<Expr> exprs = expressions(count);
     // ---- 1. compile only. Trimmed and whole semantics alternate per expression, each the best of
@@ -256,7 +265,9 @@ int main(int argc, char** argv) {
             tier1.push_back(best_tier1);
             tier1_cpu.push_back(best_tier1_cpu);
         }
-        report(fmt::format("compile only, CUBIN, trimmed semantics ({} B/kernel)", bytes[0] / std::max<std::size_t>(kernels, 1)), trimmed);
+        report(fmt::format("compile only, CUBIN, trimmed semantics ({} B/kernel)",
+                           bytes[0] / std::max<std::size_t>(kernels, 1)),
+               trimmed);
         report("  the same, thread CPU time", cpu);
         report("compile only, CUBIN, scalar-only (tier 1 of a tiered compile)", tier1);
         report("  the same, thread CPU time", tier1_cpu);
@@ -284,27 +295,36 @@ int main(int argc, char** argv) {
                 }
                 ptx_ms.push_back(best);
             }
-            report(fmt::format("compile only, PTX tier 1 (nvJitLink), {} of {} expressions", ptx_ms.size(), exprs.size()), ptx_ms);
+            report(
+                fmt::format("compile only, PTX tier 1 (nvJitLink), {} of {} expressions", ptx_ms.size(), exprs.size()),
+                ptx_ms);
             const auto fs = functions.stats();
             std::printf("  device functions they call: %llu compiled by NVRTC once, %.1f ms in all (%.1f ms each)\n",
                         static_cast<unsigned long long>(fs.compiles), fs.compile_ms,
                         fs.compiles ? fs.compile_ms / static_cast<double>(fs.compiles) : 0.0);
         }
-        report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)", bytes[1] / std::max<std::size_t>(kernels, 1)), whole);
+        report(fmt::format("compile only, CUBIN, whole semantics ({} B/kernel)",
+                           bytes[1] / std::max<std::size_t>(kernels, 1)),
+               whole);
         report("compile only, CUBIN, emitted as the runtime does (r = ...)", as_runtime);
     }
     if (!skip_options) {
         const std::string sm = fmt::format("--gpu-architecture=sm_{}{}", co.cc_major, co.cc_minor);
         const std::string compute = fmt::format("--gpu-architecture=compute_{}{}", co.cc_major, co.cc_minor);
         const std::vector<std::pair<std::string, std::vector<std::string>>> variants = {
-            {"jitexpr's: CUBIN -default-device --minimal", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false"}},
+            {"jitexpr's: CUBIN -default-device --minimal",
+             {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false"}},
             {"CUBIN, no --minimal", {"-std=c++17", sm, "-default-device", "--fmad=false"}},
             {"CUBIN, no -default-device", {"-std=c++17", sm, "--minimal", "--fmad=false"}},
             {"CUBIN, neither", {"-std=c++17", sm, "--fmad=false"}},
-            {"CUBIN, --Ofast-compile=min", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=min"}},
-            {"CUBIN, --Ofast-compile=mid", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=mid"}},
-            {"CUBIN, --Ofast-compile=max", {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=max"}},
-            {"PTX (compute_XY; the driver JIT then adds its own time)", {"-std=c++17", compute, "-default-device", "--minimal", "--fmad=false"}},
+            {"CUBIN, --Ofast-compile=min",
+             {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=min"}},
+            {"CUBIN, --Ofast-compile=mid",
+             {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=mid"}},
+            {"CUBIN, --Ofast-compile=max",
+             {"-std=c++17", sm, "-default-device", "--minimal", "--fmad=false", "--Ofast-compile=max"}},
+            {"PTX (compute_XY; the driver JIT then adds its own time)",
+             {"-std=c++17", compute, "-default-device", "--minimal", "--fmad=false"}},
         };
         const std::size_t subset = std::min<std::size_t>(exprs.size(), 20);
         for (const auto& [name, options] : variants) {
@@ -350,8 +370,9 @@ int main(int argc, char** argv) {
             std::vector<double> wall, compile_load, final_wall;
             for (const Expr& e : expressions(count, first_constant + (tiered ? 0 : 500))) {
                 Environment env;
-                const Array x = e.dtype == DType::Float32 ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
-                                                          : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
+                const Array x = e.dtype == DType::Float32
+                                    ? Array::from(std::vector<float>(1024, 0.5f), {}, Backend::Cuda)
+                                    : Array::from(std::vector<double>(1024, 0.5), {}, Backend::Cuda);
                 env.insert_or_assign("a", x);
                 env.insert_or_assign("b", x);
                 Timing t;
@@ -390,7 +411,8 @@ int main(int argc, char** argv) {
     }
     // ---- 2b. disk hit in a fresh process
     {
-        const std::string dir = (std::filesystem::temp_directory_path() / fmt::format("jitexpr-bench-{}", ::getpid())).string();
+        const std::string dir =
+            (std::filesystem::temp_directory_path() / fmt::format("jitexpr-bench-{}", ::getpid())).string();
         std::vector<double> wall, load;
         int hits = 0;
         const std::size_t m = std::min<std::size_t>(exprs.size(), 10);

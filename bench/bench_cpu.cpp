@@ -48,7 +48,8 @@ Array filled16() {
 }
 
 // Runs `c = <expr>` with c an existing array of the inputs' dtype.
-void run_text(benchmark::State& state, const std::string& expr, DType t, std::vector<std::pair<std::string, double>> inputs) {
+void run_text(benchmark::State& state, const std::string& expr, DType t,
+              std::vector<std::pair<std::string, double>> inputs) {
     jit::Environment env;
     std::int64_t bytes = kN * static_cast<std::int64_t>(jit::itemsize(t));
     for (const auto& [name, base] : inputs) {

@@ -42,8 +42,7 @@ Array device_random(DType t, std::int64_t n, int salt) {
     for (auto& x : v) x = u(rng);
     Array a64 = Array::from(v, {}, Backend::Cuda);
     Array a = a64;
-    if (t != DType::Float64)
-        a = gpu().eval(std::string(dtype_name(t)) + (is_float(t) ? "(x)" : "(x * 100)"), {a64});
+    if (t != DType::Float64) a = gpu().eval(std::string(dtype_name(t)) + (is_float(t) ? "(x)" : "(x * 100)"), {a64});
     keep.emplace(key, a);
     return a;
 }
@@ -145,8 +144,8 @@ void run_into(benchmark::State& state, const std::string& text, Environment env,
 
 void BM_AxpbInto(benchmark::State& state, DType t) {
     const std::int64_t n = state.range(0);
-    Environment env{{"a", device_random(t, n, 1)}, {"b", device_random(t, n, 2)},
-                    {"c", Array::empty(t, {n}, Backend::Cuda)}};
+    Environment env{
+        {"a", device_random(t, n, 1)}, {"b", device_random(t, n, 2)}, {"c", Array::empty(t, {n}, Backend::Cuda)}};
     run_into(state, "c = a*2 + b", env, 3.0 * n * itemsize(t));
 }
 
@@ -163,7 +162,8 @@ void BM_Transcendental(benchmark::State& state) {
 
 void BM_TranscendentalInto(benchmark::State& state) {
     const std::int64_t n = state.range(0);
-    Environment env{{"a", device_random(DType::Float32, n, 1)}, {"b", device_random(DType::Float32, n, 2)},
+    Environment env{{"a", device_random(DType::Float32, n, 1)},
+                    {"b", device_random(DType::Float32, n, 2)},
                     {"c", Array::empty(DType::Float32, {n}, Backend::Cuda)}};
     run_into(state, "c = where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", env, 3.0 * n * 4);
 }
@@ -183,7 +183,8 @@ void BM_StridedTranspose(benchmark::State& state) {
 
 void BM_SumOfProduct(benchmark::State& state) {
     const std::int64_t n = state.range(0);
-    run_expr(state, "sum(a * b)", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 2.0 * n * 4);
+    run_expr(state, "sum(a * b)", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)},
+             2.0 * n * 4);
 }
 
 // Host cost of one call, measured as bench_compile and bench_hit measure it (bench/host_cost.hpp):
@@ -243,7 +244,10 @@ struct BareLaunch {
     void *pa = x.a.data(), *pb = x.b.data(), *pc = x.c.data();
     void* args[4] = {&pa, &pb, &pc, &n4};
     cuda::LaunchConfig cfg;
-    BareLaunch() { cfg.block[0] = 256; cfg.grid[0] = 1; }
+    BareLaunch() {
+        cfg.block[0] = 256;
+        cfg.grid[0] = 1;
+    }
     void operator()() { cuda::launch(f, cfg, args); }
 };
 
@@ -279,7 +283,8 @@ void BM_HostToDevice(benchmark::State& state) {
     void* dev = cuda::alloc(bytes);
     for (auto _ : state) cuda::copy_to_device(dev, host.data(), bytes);
     cuda::free(dev);
-    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_DeviceToHost(benchmark::State& state) {
@@ -289,7 +294,8 @@ void BM_DeviceToHost(benchmark::State& state) {
     cuda::memset(dev, 0, bytes);
     for (auto _ : state) cuda::copy_to_host(host.data(), dev, bytes);
     cuda::free(dev);
-    state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["GB/s"] =
+        benchmark::Counter(static_cast<double>(bytes), benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // Threads per block, swept for the layout classes: the data to choose launch shapes per device
@@ -318,7 +324,8 @@ void run_with_block(benchmark::State& state, const std::string& text, const std:
         for (std::size_t i = 0; i < inputs.size(); ++i)
             if (decl.name == names[i]) ins.push_back(inputs[i]);
     std::vector<Array> outs;
-    for (const auto& o : p.outputs) outs.push_back(Array::empty(p.node(o.node).dtype, p.node(o.node).shape, Backend::Cuda));
+    for (const auto& o : p.outputs)
+        outs.push_back(Array::empty(p.node(o.node).dtype, p.node(o.node).shape, Backend::Cuda));
     detail::RunArgs ra;
     ra.inputs = ins;
     ra.outputs = outs;
@@ -327,7 +334,8 @@ void run_with_block(benchmark::State& state, const std::string& text, const std:
 
 void BM_BlockAxpb(benchmark::State& state) {
     const std::int64_t n = std::int64_t{1} << 28;
-    run_with_block(state, "a*2 + b", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 3.0 * n * 4);
+    run_with_block(state, "a*2 + b", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)},
+                   3.0 * n * 4);
 }
 
 void BM_BlockTranscendental(benchmark::State& state) {
@@ -338,14 +346,16 @@ void BM_BlockTranscendental(benchmark::State& state) {
 
 void BM_BlockBroadcast(benchmark::State& state) {
     const std::int64_t m = 16384;
-    run_with_block(state, "a + b*2",
-                   {device_random(DType::Float32, m, 1).reshape({m, 1}), device_random(DType::Float32, m, 2).reshape({1, m})},
-                   4.0 * m * m);
+    run_with_block(
+        state, "a + b*2",
+        {device_random(DType::Float32, m, 1).reshape({m, 1}), device_random(DType::Float32, m, 2).reshape({1, m})},
+        4.0 * m * m);
 }
 
 void BM_BlockSum(benchmark::State& state) {
     const std::int64_t n = std::int64_t{1} << 28;
-    run_with_block(state, "sum(a * b)", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)}, 2.0 * n * 4);
+    run_with_block(state, "sum(a * b)", {device_random(DType::Float32, n, 1), device_random(DType::Float32, n, 2)},
+                   2.0 * n * 4);
 }
 
 void blocks(benchmark::internal::Benchmark* b) {

@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     const std::int64_t cols = 1024, rows = n / cols;
     // Inputs made on the devices directly (no host copy of 2 GiB): a constant fill is enough for
     // bandwidth; the tests check the values.
-    jit::Array a = one.eval("float32(x) + zeros", {1.5, jit::Array::zeros(jit::DType::Float32, {rows, cols}, jit::Backend::Cuda, 0)});
+    jit::Array a = one.eval("float32(x) + zeros",
+                            {1.5, jit::Array::zeros(jit::DType::Float32, {rows, cols}, jit::Backend::Cuda, 0)});
     jit::Array b = one.eval("a * 0 + 2", {a});
     std::vector<jit::Array> pa, pb;
     {
@@ -85,7 +86,8 @@ int main(int argc, char** argv) {
         for (std::int64_t i = 0; i < k; ++i) {
             const std::int64_t r = rows / k + (i < rows % k ? 1 : 0);
             jit::Runtime& rt = many.runtime(devices[static_cast<std::size_t>(i)]);
-            jit::Array z = jit::Array::zeros(jit::DType::Float32, {r, cols}, jit::Backend::Cuda, devices[static_cast<std::size_t>(i)]);
+            jit::Array z = jit::Array::zeros(jit::DType::Float32, {r, cols}, jit::Backend::Cuda,
+                                             devices[static_cast<std::size_t>(i)]);
             pa.push_back(rt.eval("z + 1.5", {z}));
             pb.push_back(rt.eval("z + 2", {z}));
         }
@@ -102,7 +104,8 @@ int main(int argc, char** argv) {
     const Case cases[] = {{"a*2 + b", el * 12}, {"sum(a*b)", el * 8}};
     std::string out = "{\n  \"elements\": " + std::to_string(rows * cols) + ",\n  \"devices\": [";
     for (std::size_t i = 0; i < devices.size(); ++i) out += (i ? ", " : "") + std::to_string(devices[i]);
-    out += "],\n  \"gpu\": \"" + (info.devices.empty() ? std::string() : info.devices[0].describe()) + "\",\n  \"cases\": [\n";
+    out += "],\n  \"gpu\": \"" + (info.devices.empty() ? std::string() : info.devices[0].describe()) +
+           "\",\n  \"cases\": [\n";
     bool first = true;
     for (const Case& c : cases) {
         const double t1 = time_ms(reps, [&] {

@@ -127,9 +127,10 @@ int main(int argc, char** argv) {
     std::printf("c = a*2+b, %.1f GiB of host inputs:\n", gib);
     std::printf("  from pinned memory     %7.1f GB/s = %3.0f%% of the pinned link (goal >= 80%%)   [%s]\n", pinned,
                 100 * pinned / link.pinned_to_device_gbs, place_pinned.c_str());
-    std::printf("  from pageable memory   %7.1f GB/s = %3.0f%% of staging into pinned (goal >= 80%%), %.1fx the direct "
-                "pageable copy (goal >= 1)   [%s]\n",
-                pageable, 100 * pageable / stage_ref, pageable / link.pageable_to_device_gbs, place_pageable.c_str());
+    std::printf(
+        "  from pageable memory   %7.1f GB/s = %3.0f%% of staging into pinned (goal >= 80%%), %.1fx the direct "
+        "pageable copy (goal >= 1)   [%s]\n",
+        pageable, 100 * pageable / stage_ref, pageable / link.pageable_to_device_gbs, place_pageable.c_str());
     std::printf("  out-of-core (limit = a quarter of the inputs) %7.1f GB/s = %3.0f%% of staging   [%s]\n", ooc,
                 100 * ooc / stage_ref, place_ooc.c_str());
     if (!json.empty()) {
@@ -148,7 +149,8 @@ int main(int argc, char** argv) {
                      link.pageable_to_device_gbs, pinned, pageable, ooc,
                      pinned >= 0.8 * link.pinned_to_device_gbs ? "true" : "false",
                      pageable >= 0.8 * stage_ref ? "true" : "false",
-                     pageable >= link.pageable_to_device_gbs ? "true" : "false", ooc >= 0.8 * stage_ref ? "true" : "false");
+                     pageable >= link.pageable_to_device_gbs ? "true" : "false",
+                     ooc >= 0.8 * stage_ref ? "true" : "false");
         std::fclose(f);
     }
     return 0;

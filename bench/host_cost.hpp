@@ -44,7 +44,9 @@ HostCost host_cost(Call&& call, Sync&& sync, int reps = 30, int batch = kHostCos
         sync();
     }
     std::sort(v.begin(), v.end());
-    auto at = [&](double q) { return v[std::min(v.size() - 1, static_cast<std::size_t>(q * double(v.size() - 1) + 0.5))]; };
+    auto at = [&](double q) {
+        return v[std::min(v.size() - 1, static_cast<std::size_t>(q * double(v.size() - 1) + 0.5))];
+    };
     return {at(0.5), at(0.99), v.front()};
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How a CLI script's time grows with its length when every statement leaves a variable alive:
 `x0 = arange(3)`, then `xK = xK-1 + 1` for K up to N, on the CPU backend (issue 17 item 9; the
-work per statement is counted in tests/cli/script_scaling_test.cpp). Prints the wall time and
+work per statement is counted in tests/cli/test_script_scaling.cpp). Prints the wall time and
 the microseconds per statement for each N; a flat last column is linear scaling.
 
     python3 bench/script_scaling.py BUILD_DIR/tools/jitexpr [--sizes 10000,40000,100000]

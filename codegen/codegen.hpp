@@ -40,30 +40,30 @@ namespace jit::codegen {
 struct ArrayRef {
     enum class Kind : std::uint8_t { Input, Node };
     Kind kind = Kind::Input;
-    std::int32_t index = -1;  // input slot or node index
-    ir::NodeId node() const { return ir::NodeId(index); }                 // Kind::Node
+    std::int32_t index = -1;                                               // input slot or node index
+    ir::NodeId node() const { return ir::NodeId(index); }                  // Kind::Node
     std::size_t input() const { return static_cast<std::size_t>(index); }  // Kind::Input
     bool operator==(const ArrayRef&) const = default;
 };
 
 struct Param {
     enum class Kind : std::uint8_t {
-        Array,      // pointer: T* (storage type of `dtype`; 16-bit floats as 16-bit words)
-        Scalar,     // by value: register type of `dtype` (float for float16/bfloat16, jx::c64 ...)
-        Count,      // long long: elements of the iteration space (Flat, ReduceAll flat)
-        Layout,     // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
-        Workspace,  // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
-        VectorFlag, // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
+        Array,       // pointer: T* (storage type of `dtype`; 16-bit floats as 16-bit words)
+        Scalar,      // by value: register type of `dtype` (float for float16/bfloat16, jx::c64 ...)
+        Count,       // long long: elements of the iteration space (Flat, ReduceAll flat)
+        Layout,      // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
+        Workspace,   // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
+        VectorFlag,  // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
     };
     Kind kind = Kind::Array;
-    ArrayRef array;               // Array
-    std::int32_t scalar = -1;     // Scalar: index into Program::scalars
-    DType dtype = DType::Float32; // Array / Scalar
-    bool written = false;         // Array: the kernel stores into it
-    bool vectorized = false;      // Array: read/written with `vec`-element vectors (when the flag is set)
-    bool broadcast = false;       // Array (Flat): a single element read once
-    bool unit_inner = false;      // Array written (Strided/Tiled): assumes stride 1 along the last axis
-    std::int32_t layout_row = -1; // Array (Strided/ReduceAll strided/ReduceAxis): stride row
+    ArrayRef array;                // Array
+    std::int32_t scalar = -1;      // Scalar: index into Program::scalars
+    DType dtype = DType::Float32;  // Array / Scalar
+    bool written = false;          // Array: the kernel stores into it
+    bool vectorized = false;       // Array: read/written with `vec`-element vectors (when the flag is set)
+    bool broadcast = false;        // Array (Flat): a single element read once
+    bool unit_inner = false;       // Array written (Strided/Tiled): assumes stride 1 along the last axis
+    std::int32_t layout_row = -1;  // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
 enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis };
@@ -74,17 +74,17 @@ enum IndexEntry : int { kIndex64 = 0, kIndex32 = 1 };
 
 struct LaunchPolicy {
     KernelKind kind = KernelKind::Flat;
-    int block = 256;           // threads per block
-    int vec = 1;               // Flat/Strided: elements per vector (1: no vector entries)
-    int index_bits = 64;       // Flat: the width of its indices (32 where every index fits); Strided and
-                               // Tiled have both entries (IndexEntry), reductions 64
-    int ndim = 0;              // Layout: dims of the iteration space
-    int layout_rows = 0;       // Layout: stride rows (one per array with layout_row >= 0)
-    int tile = 0;              // Tiled: edge of the square tile of the last two axes
-    int axis = -1;             // ReduceAxis: the reduced axis of the iteration space
-    bool warp_per_output = false;  // ReduceAxis: a warp per output (else a thread)
-    int max_blocks = 0;        // ReduceAll: grid cap = number of partial slots
-    int partial_bytes = 0;     // ReduceAll: bytes of one partial (the accumulator type)
+    int block = 256;                       // threads per block
+    int vec = 1;                           // Flat/Strided: elements per vector (1: no vector entries)
+    int index_bits = 64;                   // Flat: the width of its indices (32 where every index fits); Strided and
+                                           // Tiled have both entries (IndexEntry), reductions 64
+    int ndim = 0;                          // Layout: dims of the iteration space
+    int layout_rows = 0;                   // Layout: stride rows (one per array with layout_row >= 0)
+    int tile = 0;                          // Tiled: edge of the square tile of the last two axes
+    int axis = -1;                         // ReduceAxis: the reduced axis of the iteration space
+    bool warp_per_output = false;          // ReduceAxis: a warp per output (else a thread)
+    int max_blocks = 0;                    // ReduceAll: grid cap = number of partial slots
+    int partial_bytes = 0;                 // ReduceAll: bytes of one partial (the accumulator type)
     std::size_t workspace_bytes() const {  // ReduceAll: partials, then the counter
         if (kind != KernelKind::ReduceAll) return 0;
         std::size_t p = static_cast<std::size_t>(max_blocks) * static_cast<std::size_t>(partial_bytes);
@@ -100,10 +100,10 @@ struct KernelSource {
     std::string source;                // full text given to NVRTC: semantics.h + prelude + body
     std::vector<Param> params;         // in the order of every entry point's parameters
     LaunchPolicy launch;
-    int stage = 0;                     // index into Schedule::stages
-    std::uint64_t hash = 0;            // FNV-1a of `source`
-    std::string key;                   // hex of hash: the module cache key
-    bool ptx = false;                  // `source` is PTX (emit_ptx): assembled, not given to NVRTC
+    int stage = 0;           // index into Schedule::stages
+    std::uint64_t hash = 0;  // FNV-1a of `source`
+    std::string key;         // hex of hash: the module cache key
+    bool ptx = false;        // `source` is PTX (emit_ptx): assembled, not given to NVRTC
     // A device function, not a kernel (device_function): compiled by NVRTC as relocatable device
     // code, linked into PTX kernels, never loaded by itself.
     bool relocatable = false;

@@ -54,10 +54,26 @@ struct Num {
 };
 Num read_num(const ir::Value& v) {
     Num n;
-    if (is_bool(v.dtype)) { n.is_int = true; n.i = v.b ? 1 : 0; n.u = n.i; n.re = static_cast<double>(n.i); }
-    else if (is_signed_int(v.dtype)) { n.is_int = true; n.i = v.i; n.u = static_cast<std::uint64_t>(v.i); n.re = static_cast<double>(v.i); }
-    else if (is_unsigned_int(v.dtype)) { n.is_int = true; n.is_unsigned = true; n.u = v.u; n.i = static_cast<std::int64_t>(v.u); n.re = static_cast<double>(v.u); }
-    else { n.re = v.f; n.im = is_complex(v.dtype) ? v.im : 0.0; }
+    if (is_bool(v.dtype)) {
+        n.is_int = true;
+        n.i = v.b ? 1 : 0;
+        n.u = n.i;
+        n.re = static_cast<double>(n.i);
+    } else if (is_signed_int(v.dtype)) {
+        n.is_int = true;
+        n.i = v.i;
+        n.u = static_cast<std::uint64_t>(v.i);
+        n.re = static_cast<double>(v.i);
+    } else if (is_unsigned_int(v.dtype)) {
+        n.is_int = true;
+        n.is_unsigned = true;
+        n.u = v.u;
+        n.i = static_cast<std::int64_t>(v.u);
+        n.re = static_cast<double>(v.u);
+    } else {
+        n.re = v.f;
+        n.im = is_complex(v.dtype) ? v.im : 0.0;
+    }
     return n;
 }
 
@@ -279,15 +295,17 @@ void StageEmitter::collect() {
     for (auto slot : slots) {
         if (slot < 0 || slot >= static_cast<std::int32_t>(p_.inputs.size())) internal("input slot out of range");
         const ir::InputDecl& in = p_.inputs[static_cast<std::size_t>(slot)];
-        ReadArray r{{ArrayRef::Kind::Input, slot}, in.dtype, in.shape, in.strides,
-                    fmt::format("in{}", reads_.size())};
+        ReadArray r{{ArrayRef::Kind::Input, slot}, in.dtype, in.shape, in.strides, fmt::format("in{}", reads_.size())};
         if (r.strides.size() != r.shape.size()) r.strides = contiguous_strides(r.shape);
         input_read_[slot] = static_cast<int>(reads_.size());
         reads_.push_back(std::move(r));
     }
     for (auto n : bufs) {
         const ir::Node& node = p_.node(n);
-        ReadArray r{{ArrayRef::Kind::Node, n.value()}, node.dtype, node.shape, contiguous_strides(node.shape),
+        ReadArray r{{ArrayRef::Kind::Node, n.value()},
+                    node.dtype,
+                    node.shape,
+                    contiguous_strides(node.shape),
                     fmt::format("buf{}", reads_.size())};
         buffer_read_[n] = static_cast<int>(reads_.size());
         reads_.push_back(std::move(r));
@@ -321,8 +339,13 @@ void StageEmitter::collect() {
 
 std::string StageEmitter::compute_function() {
     std::string params;
-    auto sep = [&] { if (!params.empty()) params += ", "; };
-    for (auto& a : reads_) { sep(); params += fmt::format("const {} a_{}", store_type(a.dtype), a.name); }
+    auto sep = [&] {
+        if (!params.empty()) params += ", ";
+    };
+    for (auto& a : reads_) {
+        sep();
+        params += fmt::format("const {} a_{}", store_type(a.dtype), a.name);
+    }
     for (auto s : scalars_) {
         sep();
         params += fmt::format("const {} s{}", reg_type(p_.scalars[static_cast<std::size_t>(s)].dtype), s);
@@ -331,7 +354,10 @@ std::string StageEmitter::compute_function() {
     if (is_reduce_stage()) {
         ret = reg_type(p_.node(p_.node(st_.reduce).args[0]).dtype);
     } else {
-        for (auto& w : writes_) { sep(); params += fmt::format("{}& r_{}", store_type(w.dtype), w.name); }
+        for (auto& w : writes_) {
+            sep();
+            params += fmt::format("{}& r_{}", store_type(w.dtype), w.name);
+        }
     }
     std::string out = fmt::format("__device__ __forceinline__ {} jx_compute({}) {{\n", ret, params);
     for (const ir::NodeId n : p_.ids())
@@ -339,7 +365,8 @@ std::string StageEmitter::compute_function() {
     if (is_reduce_stage()) {
         out += fmt::format("    return v{};\n", p_.node(st_.reduce).args[0]);
     } else {
-        for (auto& w : writes_) out += fmt::format("    r_{} = {};\n", w.name, store_conv(w.dtype, fmt::format("v{}", w.node)));
+        for (auto& w : writes_)
+            out += fmt::format("    r_{} = {};\n", w.name, store_conv(w.dtype, fmt::format("v{}", w.node)));
     }
     out += "}\n\n";
     return out;
@@ -372,16 +399,11 @@ std::string StageEmitter::node_line(ir::NodeId n) {
             case ir::NodeKind::Const: e = cuda_literal(node.value, node.dtype); break;
             case ir::NodeKind::Op: {
                 // nextafter steps in the 16-bit format, not in the float that carries it.
-                if (node.op == ir::Op::Nextafter && node.dtype == DType::Float16)
-                    e = "jx::nextafter_f16(";
-                else if (node.op == ir::Op::Nextafter && node.dtype == DType::BFloat16)
-                    e = "jx::nextafter_bf16(";
-                else if (node.op == ir::Op::Spacing && node.dtype == DType::Float16)
-                    e = "jx::spacing_f16(";
-                else if (node.op == ir::Op::Spacing && node.dtype == DType::BFloat16)
-                    e = "jx::spacing_bf16(";
-                else
-                    e = fmt::format("jx::op::{}(", op_id(node.op));
+                if (node.op == ir::Op::Nextafter && node.dtype == DType::Float16) e = "jx::nextafter_f16(";
+                else if (node.op == ir::Op::Nextafter && node.dtype == DType::BFloat16) e = "jx::nextafter_bf16(";
+                else if (node.op == ir::Op::Spacing && node.dtype == DType::Float16) e = "jx::spacing_f16(";
+                else if (node.op == ir::Op::Spacing && node.dtype == DType::BFloat16) e = "jx::spacing_bf16(";
+                else e = fmt::format("jx::op::{}(", op_id(node.op));
                 for (int k = 0; k < node.nargs; ++k) e += (k ? ", " : "") + arg(k);
                 e += ")";
                 break;
@@ -393,14 +415,10 @@ std::string StageEmitter::node_line(ir::NodeId n) {
                 std::string src = arg(0);
                 if (from == DType::Float16) src = fmt::format("jx::round_f16({})", src);
                 else if (from == DType::BFloat16) src = fmt::format("jx::round_bf16({})", src);
-                if (node.dtype == DType::Float16)
-                    e = fmt::format("jx::round_f16({})", src);
-                else if (node.dtype == DType::BFloat16)
-                    e = fmt::format("jx::round_bf16({})", src);
-                else if (reg_type(from) == t)
-                    e = src;
-                else
-                    e = fmt::format("jx::cast<{}>({})", t, src);
+                if (node.dtype == DType::Float16) e = fmt::format("jx::round_f16({})", src);
+                else if (node.dtype == DType::BFloat16) e = fmt::format("jx::round_bf16({})", src);
+                else if (reg_type(from) == t) e = src;
+                else e = fmt::format("jx::cast<{}>({})", t, src);
                 break;
             }
             case ir::NodeKind::Reduce: internal("unexpected Reduce node");
@@ -419,16 +437,29 @@ std::string StageEmitter::array_params(bool flat) {
         const char* r = w.restrict_ok ? " __restrict__" : "";
         s += fmt::format("{}*{} {}, ", store_type(w.dtype), r, w.name);
     }
-    for (auto sc : scalars_) s += fmt::format("const {} s{}, ", reg_type(p_.scalars[static_cast<std::size_t>(sc)].dtype), sc);
+    for (auto sc : scalars_)
+        s += fmt::format("const {} s{}, ", reg_type(p_.scalars[static_cast<std::size_t>(sc)].dtype), sc);
     return s;
 }
 
-std::string StageEmitter::call_args(const std::vector<std::string>& read_exprs, const std::vector<std::string>& write_exprs) {
+std::string StageEmitter::call_args(const std::vector<std::string>& read_exprs,
+                                    const std::vector<std::string>& write_exprs) {
     std::string s;
-    auto sep = [&] { if (!s.empty()) s += ", "; };
-    for (auto& r : read_exprs) { sep(); s += r; }
-    for (auto sc : scalars_) { sep(); s += fmt::format("s{}", sc); }
-    for (auto& w : write_exprs) { sep(); s += w; }
+    auto sep = [&] {
+        if (!s.empty()) s += ", ";
+    };
+    for (auto& r : read_exprs) {
+        sep();
+        s += r;
+    }
+    for (auto sc : scalars_) {
+        sep();
+        s += fmt::format("s{}", sc);
+    }
+    for (auto& w : write_exprs) {
+        sep();
+        s += w;
+    }
     return s;
 }
 
@@ -524,12 +555,12 @@ std::string cuda_literal(const ir::Value& value, DType t) {
             return float_literal(n.is_int ? (n.is_unsigned ? static_cast<float>(n.u) : static_cast<float>(n.i))
                                           : static_cast<float>(n.re));
         case DType::Float64:
-            return double_literal(n.is_int ? (n.is_unsigned ? static_cast<double>(n.u) : static_cast<double>(n.i)) : n.re);
+            return double_literal(n.is_int ? (n.is_unsigned ? static_cast<double>(n.u) : static_cast<double>(n.i))
+                                           : n.re);
         case DType::Complex64:
             return fmt::format("jx::c64{{{}, {}}}", float_literal(static_cast<float>(n.re)),
                                float_literal(static_cast<float>(n.im)));
-        case DType::Complex128:
-            return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
+        case DType::Complex128: return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
     }
     internal("unknown dtype");
 }
@@ -594,8 +625,7 @@ Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const Emi
         const int stage = static_cast<int>(i);
         if (schedule.stages[i].kind == ir::Stage::Kind::Reduce)
             out.kernels.push_back(emitter::ReduceEmitter(program, schedule, stage, options).run());
-        else
-            out.kernels.push_back(emitter::ElementwiseEmitter(program, schedule, stage, options).run());
+        else out.kernels.push_back(emitter::ElementwiseEmitter(program, schedule, stage, options).run());
         h = fnv1a(out.kernels.back().key, h);
     }
     out.key = hex64(h);

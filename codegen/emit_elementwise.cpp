@@ -37,7 +37,8 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
         if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
     }
     for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-    const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / widest) : 1;
+    const int vec =
+        static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / widest) : 1;
     k.launch.vec = vec;
     add_params(k, false, Param::Kind::Count);
 
@@ -74,16 +75,22 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
         }
         std::vector<std::string> rd;
         for (auto& a : reads_) {
-            if (a.broadcast) { rd.push_back("x_" + a.name); continue; }
-            s += fmt::format("            const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k * {1});\n",
-                             store_type(a.dtype), vec, a.name);
+            if (a.broadcast) {
+                rd.push_back("x_" + a.name);
+                continue;
+            }
+            s += fmt::format(
+                "            const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k * "
+                "{1});\n",
+                store_type(a.dtype), vec, a.name);
             rd.push_back(fmt::format("x_{}.v[e]", a.name));
         }
         s += vector_compute("            ", vec, rd, [&](int) { return fmt::format("k * {}", vec); });
         if (index32) s += "            return;\n";
         s += "        }\n";
         // 32-bit: the threads past the vectors take the tail's elements, one each.
-        s += index32 ? fmt::format("        tail = nvec * {} - nvec;\n", vec) : fmt::format("        tail = nvec * {};\n", vec);
+        s += index32 ? fmt::format("        tail = nvec * {} - nvec;\n", vec)
+                     : fmt::format("        tail = nvec * {};\n", vec);
         s += "    }\n";
     }
     {
@@ -132,10 +139,12 @@ InnerClass ElementwiseEmitter::inner_class_of(const Shape& shape, const Strides&
 
 // Classes of every array (reads then writes); reads that would need more shared memory than
 // a block may use stay General.
-    // Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
-    // smaller edge to stay within the shared memory budget.
+// Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
+// smaller edge to stay within the shared memory budget.
 void ElementwiseEmitter::classify_inner() {
-    auto stored_bytes = [](DType t) { return itemsize(t == DType::Float16 || t == DType::BFloat16 ? DType::UInt16 : t); };
+    auto stored_bytes = [](DType t) {
+        return itemsize(t == DType::Float16 || t == DType::BFloat16 ? DType::UInt16 : t);
+    };
     std::size_t widest = 0;
     for (auto& a : reads_) {
         a.inner = inner_class_of(a.shape, a.strides, !opt_.force_strided);
@@ -158,14 +167,17 @@ void ElementwiseEmitter::classify_inner() {
 }
 
 bool ElementwiseEmitter::any_inner(InnerClass c) const {
-    for (auto& a : reads_) if (a.inner == c) return true;
-    for (auto& w : writes_) if (w.inner == c) return true;
+    for (auto& a : reads_)
+        if (a.inner == c) return true;
+    for (auto& w : writes_)
+        if (w.inner == c) return true;
     return false;
 }
 
 // Element expressions for the scalar (one element per call) form of the strided kernels:
 // `pos` is the last-axis coordinate, p<r> the row offset, t<r> the last-axis stride.
-std::string ElementwiseEmitter::strided_ref(const std::string& name, InnerClass c, int r, const std::string& pos) const {
+std::string ElementwiseEmitter::strided_ref(const std::string& name, InnerClass c, int r,
+                                            const std::string& pos) const {
     switch (c) {
         case InnerClass::Unit: return fmt::format("{}[p{} + {}]", name, r, pos);
         case InnerClass::Zero: return "x_" + name;
@@ -195,7 +207,7 @@ std::string ElementwiseEmitter::row_offsets(int last, const std::string& indent)
 // The entry points of a Strided or Tiled kernel, in IndexEntry order: `body<I>` (a device
 // template taking the arrays, scalars, then `tail_args`) with 64-bit and with 32-bit indices.
 std::string ElementwiseEmitter::index_entries(KernelSource& k, const std::string& body, const std::string& bounds,
-                          const std::string& tail_params, const std::string& tail_args) {
+                                              const std::string& tail_params, const std::string& tail_args) {
     std::string args;
     for (auto& a : reads_) args += a.name + ", ";
     for (auto& w : writes_) args += w.name + ", ";
@@ -206,8 +218,8 @@ std::string ElementwiseEmitter::index_entries(KernelSource& k, const std::string
     const char* index[2] = {"long long", "int"};
     for (int e = 0; e < 2; ++e) {
         const std::string name = body + suffix[e];
-        s += fmt::format("extern \"C\" __global__ void {} {}({}const jx_layout L{}) {{ {}<{}>({}); }}\n", bounds,
-                         name, array_params(false), tail_params, body, index[e], args);
+        s += fmt::format("extern \"C\" __global__ void {} {}({}const jx_layout L{}) {{ {}<{}>({}); }}\n", bounds, name,
+                         array_params(false), tail_params, body, index[e], args);
         k.entries.push_back(name);
     }
     return s;
@@ -222,10 +234,11 @@ std::string ElementwiseEmitter::strided_kernel(KernelSource& k) {
     k.launch.ndim = D;
     k.launch.layout_rows = R;
     std::size_t widest = 0;
-    for (auto& a : reads_) if (a.inner == InnerClass::Unit) widest = std::max(widest, itemsize(a.dtype));
+    for (auto& a : reads_)
+        if (a.inner == InnerClass::Unit) widest = std::max(widest, itemsize(a.dtype));
     for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-    const bool can_vector = !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound() &&
-                            !opt_.scalar_only;
+    const bool can_vector =
+        !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound() && !opt_.scalar_only;
     const int vec = can_vector ? static_cast<int>(16 / widest) : 1;
     k.launch.vec = vec;
     add_params(k, true, Param::Kind::Layout);
@@ -239,20 +252,25 @@ std::string ElementwiseEmitter::strided_kernel(KernelSource& k) {
     s += "#pragma unroll\n";
     s += fmt::format("    for (int d = 0; d < {}; ++d) rows *= static_cast<I>(L.shape[d]);\n", D - 1);
     s += fmt::format("    const I inner = static_cast<I>(L.shape[{}]);\n", D - 1);
-    s += "    const I cfirst = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
+    s +=
+        "    const I cfirst = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);\n";
     s += "    const I cstep = static_cast<I>(gridDim.x) * static_cast<I>(blockDim.x);\n";
-    s += "    for (I row = static_cast<I>(blockIdx.y) * static_cast<I>(blockDim.y) + static_cast<I>(threadIdx.y); row < rows;\n";
+    s += "    for (I row = static_cast<I>(blockIdx.y) * static_cast<I>(blockDim.y) + static_cast<I>(threadIdx.y); row "
+         "< rows;\n";
     s += "         row += static_cast<I>(gridDim.y) * static_cast<I>(blockDim.y)) {\n";
     s += "        I rest = row;\n";
     s += row_offsets(D - 1, "        ");
     int r = 0;
     for (auto& a : reads_) {
-        if (a.inner == InnerClass::Zero) s += fmt::format("        const {} x_{} = {}[p{}];\n", store_type(a.dtype), a.name, a.name, r);
-        if (a.inner == InnerClass::General) s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
+        if (a.inner == InnerClass::Zero)
+            s += fmt::format("        const {} x_{} = {}[p{}];\n", store_type(a.dtype), a.name, a.name, r);
+        if (a.inner == InnerClass::General)
+            s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
         ++r;
     }
     for (auto& w : writes_) {
-        if (w.inner == InnerClass::General) s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
+        if (w.inner == InnerClass::General)
+            s += fmt::format("        const I t{0} = static_cast<I>(L.stride[{0}][{1}]);\n", r, D - 1);
         ++r;
     }
     if (vec > 1) {
@@ -264,8 +282,10 @@ std::string ElementwiseEmitter::strided_kernel(KernelSource& k) {
         for (auto& a : reads_) {
             if (a.inner == InnerClass::Zero) rd.push_back("x_" + a.name);
             else {
-                s += fmt::format("                const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + p{3} + k * {1});\n",
-                                 store_type(a.dtype), vec, a.name, r);
+                s += fmt::format(
+                    "                const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + "
+                    "p{3} + k * {1});\n",
+                    store_type(a.dtype), vec, a.name, r);
                 rd.push_back(fmt::format("x_{}.v[e]", a.name));
             }
             ++r;
@@ -290,11 +310,11 @@ std::string ElementwiseEmitter::strided_kernel(KernelSource& k) {
 // Tiles of the last two axes for inputs that are contiguous along the second-last axis (a
 // transposed matrix): each such input is read into shared memory with threads adjacent along
 // its own contiguous axis and used from there, so every global access is coalesced.
-    // Vector tiles when every tiled input and every output has one element size: each
-    // access moves 16 bytes (a 64x64 float tile is loaded and stored as float4), which keeps
-    // more bytes in flight per thread; the launch checks alignment and falls back per call.
-    // Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
-    // Compute: lanes run along the last axis (the output's contiguous axis).
+// Vector tiles when every tiled input and every output has one element size: each
+// access moves 16 bytes (a 64x64 float tile is loaded and stored as float4), which keeps
+// more bytes in flight per thread; the launch checks alignment and falls back per call.
+// Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
+// Compute: lanes run along the last axis (the output's contiguous axis).
 std::string ElementwiseEmitter::tiled_kernel(KernelSource& k) {
     const int D = static_cast<int>(st_.shape.size());
     const int R = static_cast<int>(reads_.size() + writes_.size());
@@ -316,15 +336,20 @@ std::string ElementwiseEmitter::tiled_kernel(KernelSource& k) {
         uniform = uniform && w.inner == InnerClass::Unit && (size == 0 || size == itemsize(w.dtype));
         size = itemsize(w.dtype);
     }
-    const int vec = uniform && size >= 2 && size <= 8 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / size) : 1;
+    const int vec =
+        uniform && size >= 2 && size <= 8 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / size) : 1;
     k.launch.vec = vec;
     add_params(k, true, Param::Kind::Layout);
     const std::string vparam = vec > 1 ? ", const int vectors" : "";
     const int rows_per_pass = kTileThreads / tile_;
 
-    std::string s = fmt::format("// tiled: {0}x{0} tiles of the last two axes; inputs contiguous along the second-last axis pass through shared memory\n", tile_);
+    std::string s = fmt::format(
+        "// tiled: {0}x{0} tiles of the last two axes; inputs contiguous along the second-last axis pass through "
+        "shared memory\n",
+        tile_);
     s += layout_struct(D, R);
-    s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_tiles({}const jx_layout& L{}) {{\n", array_params(false), vparam);
+    s += fmt::format("template <class I>\n__device__ __forceinline__ void jx_tiles({}const jx_layout& L{}) {{\n",
+                     array_params(false), vparam);
     for (auto& a : reads_)
         if (a.inner == InnerClass::Tile)
             s += fmt::format("    __shared__ {} sh_{}[{}][{}];\n", store_type(a.dtype), a.name, tile_, tile_ + 1);
@@ -370,7 +395,10 @@ std::string ElementwiseEmitter::tiled_kernel(KernelSource& k) {
         else rd.push_back(fmt::format("{0}[p{1} + rr * u{1} + cc * t{1}]", a.name, r));
         ++r;
     }
-    for (auto& w : writes_) { wr.push_back(fmt::format("{0}[p{1} + rr * u{1} + cc * t{1}]", w.name, r)); ++r; }
+    for (auto& w : writes_) {
+        wr.push_back(fmt::format("{0}[p{1} + rr * u{1} + cc * t{1}]", w.name, r));
+        ++r;
+    }
     s += "        {\n";
     s += "            const I cc = c0 + tx;\n";
     s += "#pragma unroll\n";
@@ -389,7 +417,8 @@ std::string ElementwiseEmitter::tiled_kernel(KernelSource& k) {
 // `vec` elements computed by jx_compute from `rd` (expressions of the element index e), and
 // each result stored as one vector at `out + at(i)` (i counts the outputs).
 template <class At>
-std::string ElementwiseEmitter::vector_compute(const std::string& ind, int vec, const std::vector<std::string>& rd, At&& at) {
+std::string ElementwiseEmitter::vector_compute(const std::string& ind, int vec, const std::vector<std::string>& rd,
+                                               At&& at) {
     std::string s;
     std::vector<std::string> wr;
     for (auto& w : writes_) {
@@ -421,10 +450,14 @@ std::string ElementwiseEmitter::vector_tiles(int vec) {
     int r = 0;
     for (auto& a : reads_) {
         if (a.inner == InnerClass::Tile) {
-            s += fmt::format("                        const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + p{3} + lr + lc * t{3});\n",
-                             store_type(a.dtype), vec, a.name, r);
+            s += fmt::format(
+                "                        const jx_vec<{0}, {1}> x_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} "
+                "+ p{3} + lr + lc * t{3});\n",
+                store_type(a.dtype), vec, a.name, r);
             s += "#pragma unroll\n";
-            s += fmt::format("                        for (int e = 0; e < {0}; ++e) sh_{1}[j][vl * {0} + e] = x_{1}.v[e];\n", vec, a.name);
+            s += fmt::format(
+                "                        for (int e = 0; e < {0}; ++e) sh_{1}[j][vl * {0} + e] = x_{1}.v[e];\n", vec,
+                a.name);
         }
         ++r;
     }
@@ -443,7 +476,10 @@ std::string ElementwiseEmitter::vector_tiles(int vec) {
     s += fmt::format("                for (int j = vr; j < {}; j += {}) {{\n", tile_, rows_per_pass);
     s += "                    const I rr = r0 + j;\n";
     s += "                    if (rr < nr && cc < nc) {\n";
-    s += vector_compute("                        ", vec, rd, [&](int) { const int w = r++; return fmt::format("p{0} + rr * u{0} + cc", w); });
+    s += vector_compute("                        ", vec, rd, [&](int) {
+        const int w = r++;
+        return fmt::format("p{0} + rr * u{0} + cc", w);
+    });
     s += "                    }\n                }\n            }\n";
     s += "            __syncthreads();\n";
     s += "            continue;\n";

@@ -38,7 +38,8 @@ std::string ReduceEmitter::finalize(const std::string& acc, const std::string& c
     const ir::Node& r = p_.node(st_.reduce);
     const std::string t = reg_type(r.dtype);
     std::string v = acc;
-    if (ir::info(r.op).finish == ir::Finish::DivideByCount) v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
+    if (ir::info(r.op).finish == ir::Finish::DivideByCount)
+        v = fmt::format("jx::op::Div({}, jx::cast<{}>({}))", acc, t, count);
     return store_conv(r.dtype, v);
 }
 
@@ -62,8 +63,8 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
     const int D = static_cast<int>(st_.shape.size());
     const int R = flat_reads_ ? 0 : static_cast<int>(reads_.size());
     k.launch.max_blocks = 2048;
-    k.launch.partial_bytes = static_cast<int>(itemsize(r.dtype == DType::Float16 || r.dtype == DType::BFloat16
-                                                           ? DType::Float32 : r.dtype));
+    k.launch.partial_bytes =
+        static_cast<int>(itemsize(r.dtype == DType::Float16 || r.dtype == DType::BFloat16 ? DType::Float32 : r.dtype));
     if (r.dtype == DType::Bool) k.launch.partial_bytes = 1;
     const std::size_t partial_area = k.launch.workspace_bytes() - 16;
     if (!flat_reads_) {
@@ -86,13 +87,15 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
     ws.kind = Param::Kind::Workspace;
     k.params.push_back(ws);
 
-    std::string s = "// full reduction: per-thread accumulation, block reduce, partials, last block combines in order\n";
+    std::string s =
+        "// full reduction: per-thread accumulation, block reduce, partials, last block combines in order\n";
     if (!flat_reads_) s += layout_struct(D, R);
     s += fmt::format("extern \"C\" __global__ void {} jx_kernel({}const long long n, {}void* __restrict__ ws) {{\n",
                      launch_bounds(), array_params(false), flat_reads_ ? "" : "const jx_layout L, ");
     s += fmt::format("    using R = {};\n", red);
     s += fmt::format("    {}* partial = static_cast<{}*>(ws);\n", RT, RT);
-    s += fmt::format("    unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + {});\n", partial_area);
+    s +=
+        fmt::format("    unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + {});\n", partial_area);
     s += fmt::format("    {} acc = R::identity();\n", RT);
     s += "    const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;\n";
     s += "    const long long step = static_cast<long long>(gridDim.x) * blockDim.x;\n";
@@ -120,7 +123,8 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
         s += "        }\n";
         int q = 0;
         for (auto& a : reads_) rd.push_back(fmt::format("{}[p{}]", a.name, q++));
-        s += fmt::format("        acc = R::combine(acc, {});\n", leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
+        s += fmt::format("        acc = R::combine(acc, {});\n",
+                         leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
         s += "    }\n";
     }
     s += "    acc = jx_block_reduce<R>(acc);\n";
@@ -134,7 +138,8 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
     s += "    if (!last) return;\n";
     s += "    __threadfence();\n";
     s += fmt::format("    {} total = R::identity();\n", RT);
-    s += "    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) total = R::combine(total, jx_ldcg(partial + b));\n";
+    s += "    for (unsigned b = threadIdx.x; b < gridDim.x; b += blockDim.x) total = R::combine(total, jx_ldcg(partial "
+         "+ b));\n";
     s += "    total = jx_block_reduce<R>(total);\n";
     s += "    if (threadIdx.x == 0) {\n";
     s += fmt::format("        {}[0] = {};\n", writes_.at(0).name, finalize("total", "n"));
@@ -192,10 +197,14 @@ std::string ReduceEmitter::reduce_axis_kernel(KernelSource& k) {
         s += fmt::format("        const long long t{0} = L.stride[{0}][{1}];\n", q, AX);
     std::vector<std::string> rd;
     int q = 0;
-    for (auto& a : reads_) { rd.push_back(fmt::format("{}[p{} + j * t{}]", a.name, q, q)); ++q; }
+    for (auto& a : reads_) {
+        rd.push_back(fmt::format("{}[p{} + j * t{}]", a.name, q, q));
+        ++q;
+    }
     s += fmt::format("        {} acc = R::identity();\n", RT);
     s += fmt::format("        for (long long j = {}; j < len; j += {}) acc = R::combine(acc, {});\n",
-                     warp ? "lane" : "0", warp ? "32" : "1", leaf(fmt::format("jx_compute({})", call_args(rd, {})), "j"));
+                     warp ? "lane" : "0", warp ? "32" : "1",
+                     leaf(fmt::format("jx_compute({})", call_args(rd, {})), "j"));
     if (warp) {
         s += "#pragma unroll\n";
         s += "        for (int d = 16; d > 0; d >>= 1) acc = R::combine(acc, jx_shfl_down(acc, d));\n";

@@ -158,14 +158,17 @@ private:
         if (a.t == to) return a;
         V r{reg(to), to};
         if (to == DType::Bool) {  // v != 0 (NaN is true)
-            if (is_f(a.t)) out += fmt::format("    setp.neu.{0} {1}, {2}, {3};\n", ty(a.t), r.reg, a.reg, a.t == DType::Float32 ? "0f00000000" : "0d0000000000000000");
+            if (is_f(a.t))
+                out += fmt::format("    setp.neu.{0} {1}, {2}, {3};\n", ty(a.t), r.reg, a.reg,
+                                   a.t == DType::Float32 ? "0f00000000" : "0d0000000000000000");
             else out += fmt::format("    setp.ne.{} {}, {}, 0;\n", ty(a.t), r.reg, a.reg);
         } else if (a.t == DType::Bool) {
             const char* one = to == DType::Float32 ? "0f3F800000" : to == DType::Float64 ? "0d3FF0000000000000" : "1";
             const char* zero = to == DType::Float32 ? "0f00000000" : to == DType::Float64 ? "0d0000000000000000" : "0";
             out += fmt::format("    selp.{} {}, {}, {}, {};\n", ty(to), r.reg, one, zero, a.reg);
         } else if (is_f(to) && is_f(a.t)) {
-            out += fmt::format("    cvt{}.{}.{} {}, {};\n", to == DType::Float32 ? ".rn" : "", ty(to), ty(a.t), r.reg, a.reg);
+            out += fmt::format("    cvt{}.{}.{} {}, {};\n", to == DType::Float32 ? ".rn" : "", ty(to), ty(a.t), r.reg,
+                               a.reg);
         } else if (is_f(to)) {  // int -> float: to nearest
             out += fmt::format("    cvt.rn.{}.{} {}, {};\n", ty(to), ty(a.t), r.reg, a.reg);
         } else if (is_f(a.t)) {  // float -> int: toward zero, saturating, NaN -> 0
@@ -224,7 +227,8 @@ private:
         auto param = [](DType t) { return t == DType::Float64 || t == DType::Int64 ? ".b64" : ".b32"; };
         if (!links_.count(symbol)) {
             std::string decl = fmt::format(".extern .func (.param {} jxr) {} (", param(n.dtype), symbol);
-            for (std::size_t i = 0; i < a.size(); ++i) decl += fmt::format("{}.param {} jxp{}", i ? ", " : "", param(a[i].t), i);
+            for (std::size_t i = 0; i < a.size(); ++i)
+                decl += fmt::format("{}.param {} jxp{}", i ? ", " : "", param(a[i].t), i);
             declarations_ += decl + ");\n";
             links_.emplace(symbol, std::move(*f));
         }
@@ -232,7 +236,8 @@ private:
         out += "    {\n";
         std::string args;
         for (std::size_t i = 0; i < a.size(); ++i) {
-            out += fmt::format("    .param {} jxp{};\n    st.param{} [jxp{}], {};\n", param(a[i].t), i, param(a[i].t), i, a[i].reg);
+            out += fmt::format("    .param {} jxp{};\n    st.param{} [jxp{}], {};\n", param(a[i].t), i, param(a[i].t),
+                               i, a[i].reg);
             args += fmt::format("{}jxp{}", i ? ", " : "", i);
         }
         out += fmt::format("    .param {} jxr;\n    call (jxr), {}, ({});\n    ld.param{} {}, [jxr];\n    }}\n",
@@ -282,7 +287,8 @@ private:
                 if (!std::strcmp(i, "eq")) out += fmt::format("    not.pred {}, {};\n", r.reg, r.reg);
                 return r;
             }
-            out += fmt::format("    setp.{}.{} {}, {}, {};\n", is_f(a[0].t) ? f : i, ty(a[0].t), r.reg, a[0].reg, a[1].reg);
+            out += fmt::format("    setp.{}.{} {}, {}, {};\n", is_f(a[0].t) ? f : i, ty(a[0].t), r.reg, a[0].reg,
+                               a[1].reg);
             return r;
         };
         switch (n.op) {
@@ -309,7 +315,10 @@ private:
             case Op::Round:
             case Op::Rint: {  // to an integral value in the same float type
                 if (a.size() != 1 || !is_f(t) || a[0].t != t) no();
-                const char* mode = n.op == Op::Floor ? "rmi" : n.op == Op::Ceil ? "rpi" : n.op == Op::Trunc ? "rzi" : "rni";
+                const char* mode = n.op == Op::Floor   ? "rmi"
+                                   : n.op == Op::Ceil  ? "rpi"
+                                   : n.op == Op::Trunc ? "rzi"
+                                                       : "rni";
                 V r{reg(t), t};
                 out += fmt::format("    cvt.{}.{}.{} {}, {};\n", mode, ty(t), ty(t), r.reg, a[0].reg);
                 return r;
@@ -383,7 +392,8 @@ private:
                 } else {
                     const std::string m = reg(ft);
                     out += fmt::format("    abs.{} {}, {};\n", ty(ft), m, a[0].reg);
-                    out += fmt::format("    setp.{}.{} {}, {}, {};\n", n.op == Op::Isinf ? "eq" : "lt", ty(ft), r.reg, m, inf);
+                    out += fmt::format("    setp.{}.{} {}, {}, {};\n", n.op == Op::Isinf ? "eq" : "lt", ty(ft), r.reg,
+                                       m, inf);
                 }
                 return r;
             }
@@ -449,11 +459,13 @@ private:
                 case Param::Kind::Scalar: {
                     if (!supported(p.dtype)) no();
                     const bool b = p.dtype == DType::Bool;
-                    params += fmt::format("{}    .param .{} {}", params.empty() ? "" : ",\n", b ? "u8" : ty(p.dtype), name);
+                    params +=
+                        fmt::format("{}    .param .{} {}", params.empty() ? "" : ",\n", b ? "u8" : ty(p.dtype), name);
                     V v{reg(p.dtype), p.dtype};
                     if (b) {
                         const std::string w = u32();
-                        setup += fmt::format("    ld.param.u8 {}, [{}];\n    setp.ne.u32 {}, {}, 0;\n", w, name, v.reg, w);
+                        setup +=
+                            fmt::format("    ld.param.u8 {}, [{}];\n    setp.ne.u32 {}, {}, 0;\n", w, name, v.reg, w);
                     } else {
                         setup += fmt::format("    ld.param.{} {}, [{}];\n", ty(p.dtype), v.reg, name);
                     }
@@ -489,12 +501,14 @@ private:
         s += setup;
         s += fmt::format("    ld.param.u64 %rdN, [{}];\n", count);
         s += prologue_;
-        s += "    mov.u32 %t0, %ctaid.x;\n    mov.u32 %t1, %ntid.x;\n    mov.u32 %t2, %tid.x;\n    mov.u32 %t3, %nctaid.x;\n";
+        s += "    mov.u32 %t0, %ctaid.x;\n    mov.u32 %t1, %ntid.x;\n    mov.u32 %t2, %tid.x;\n    mov.u32 %t3, "
+             "%nctaid.x;\n";
         s += "    mul.wide.u32 %rdI, %t0, %t1;\n    cvt.u64.u32 %rdT, %t2;\n    add.u64 %rdI, %rdI, %rdT;\n";
         s += "    mul.wide.u32 %rdS, %t3, %t1;\n";
         s += "    setp.ge.u64 %pL, %rdI, %rdN;\n    @%pL bra $Ldone;\n$Lloop:\n";
         s += body;
-        s += "    add.u64 %rdI, %rdI, %rdS;\n    setp.lt.u64 %pL, %rdI, %rdN;\n    @%pL bra $Lloop;\n$Ldone:\n    ret;\n}\n";
+        s += "    add.u64 %rdI, %rdI, %rdS;\n    setp.lt.u64 %pL, %rdI, %rdN;\n    @%pL bra $Lloop;\n$Ldone:\n    "
+             "ret;\n}\n";
         return s;
     }
 
@@ -505,7 +519,7 @@ private:
     std::map<std::int32_t, Read> input_reads_;  // by input slot
     std::map<ir::NodeId, Read> node_reads_;     // by node stored by an earlier stage
     std::map<std::int32_t, V> scalar_regs_;
-    std::string prologue_;  // before the loop: broadcast reads, scalars, constants
+    std::string prologue_;                       // before the loop: broadcast reads, scalars, constants
     std::map<std::string, KernelSource> links_;  // device functions called, by symbol
     std::string declarations_;                   // their .extern .func lines
 

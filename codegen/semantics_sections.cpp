@@ -39,11 +39,11 @@ struct Chunk {
 
 struct Layout {
     std::vector<Section> sections;
-    std::vector<Chunk> chunks;                 // file order
-    std::vector<int> op_section;               // by ir::Op; -1: no section claims it
+    std::vector<Chunk> chunks;    // file order
+    std::vector<int> op_section;  // by ir::Op; -1: no section claims it
     std::uint64_t base = 0, complex = 0, half = 0;
     std::uint64_t all = 0;
-    std::string error;                         // a malformed marker: reported on use
+    std::string error;  // a malformed marker: reported on use
 };
 
 std::vector<std::string_view> words(std::string_view s) {
@@ -76,7 +76,8 @@ Layout parse(std::string_view text) {
     int current = -1;
     std::size_t chunk_begin = 0;
     auto close_chunk = [&](std::size_t end) {
-        if (current >= 0 && end > chunk_begin) L.chunks.push_back(Chunk{current, text.substr(chunk_begin, end - chunk_begin)});
+        if (current >= 0 && end > chunk_begin)
+            L.chunks.push_back(Chunk{current, text.substr(chunk_begin, end - chunk_begin)});
     };
     std::size_t pos = 0;
     while (pos < text.size()) {
@@ -99,7 +100,8 @@ Layout parse(std::string_view text) {
                 if (current < 0) {
                     fail(fmt::format("@{} before the first @section", directive));
                 } else if (directive == "needs") {
-                    for (std::size_t k = 1; k < w.size(); ++k) L.sections[static_cast<std::size_t>(current)].needs.emplace_back(w[k]);
+                    for (std::size_t k = 1; k < w.size(); ++k)
+                        L.sections[static_cast<std::size_t>(current)].needs.emplace_back(w[k]);
                 } else if (directive == "ops") {
                     for (std::size_t k = 1; k < w.size(); ++k) {
                         auto it = std::find_if(ir::op_table().begin(), ir::op_table().end(),
@@ -140,7 +142,8 @@ Layout parse(std::string_view text) {
         Section& s = L.sections[k];
         s.closure = std::uint64_t{1} << k;
         for (const auto& need : s.needs) {
-            auto it = std::find_if(L.sections.begin(), L.sections.end(), [&](const Section& o) { return o.name == need; });
+            auto it =
+                std::find_if(L.sections.begin(), L.sections.end(), [&](const Section& o) { return o.name == need; });
             if (it == L.sections.end()) fail(fmt::format("section {} needs `{}`, which has no @section", s.name, need));
             else if (static_cast<std::size_t>(it - L.sections.begin()) < n)
                 s.closure |= std::uint64_t{1} << (it - L.sections.begin());
@@ -168,8 +171,7 @@ Layout parse(std::string_view text) {
 
 const Layout& layout() {
     static const Layout L = parse(semantics_source());
-    if (!L.error.empty())
-        throw InternalError("dsl/semantics.h section markers: " + L.error);
+    if (!L.error.empty()) throw InternalError("dsl/semantics.h section markers: " + L.error);
     return L;
 }
 

@@ -39,9 +39,9 @@ enum class InnerClass : std::uint8_t {
     General,  // any other stride, read from the layout at run time
 };
 
-constexpr int kTileThreads = 256;             // Tiled: threads per block (tile-edge lanes x rows)
+constexpr int kTileThreads = 256;                    // Tiled: threads per block (tile-edge lanes x rows)
 constexpr std::size_t kTileSharedLimit = 40 * 1024;  // Tiled: shared memory for all tiles of a block
-constexpr std::size_t kVectorOpLimit = 128;   // Flat/Strided: more operations per element, no vector loop
+constexpr std::size_t kVectorOpLimit = 128;          // Flat/Strided: more operations per element, no vector loop
 
 struct ReadArray {
     ArrayRef ref;
@@ -49,8 +49,8 @@ struct ReadArray {
     Shape shape;
     Strides strides;
     std::string name;
-    bool broadcast = false;   // Flat: one element
-    bool restrict_ok = true;  // false when an output writes the same memory
+    bool broadcast = false;                  // Flat: one element
+    bool restrict_ok = true;                 // false when an output writes the same memory
     InnerClass inner = InnerClass::General;  // Strided / Tiled
 };
 
@@ -86,12 +86,12 @@ protected:
     // Marks `root` and every node it reads in this stage. An explicit stack, not recursion: a
     // program may be a 100,000-deep chain (a + a + ... + a), too deep for the thread's stack.
     void visit(ir::NodeId root);
-        // Arrays read: inputs by slot, then buffers by node.
-        // Arrays written.
+    // Arrays read: inputs by slot, then buffers by node.
+    // Arrays written.
     void collect();
     std::string compute_function();
-                    // nextafter steps in the 16-bit format, not in the float that carries it.
-                    // Entering or leaving a 16-bit float type rounds once, from the source value.
+    // nextafter steps in the 16-bit format, not in the float that carries it.
+    // Entering or leaving a 16-bit float type rounds once, from the source value.
     std::string node_line(ir::NodeId n);
     std::string array_params(bool flat);
     std::string call_args(const std::vector<std::string>& read_exprs, const std::vector<std::string>& write_exprs);
@@ -134,8 +134,8 @@ private:
     InnerClass inner_class_of(const Shape& shape, const Strides& strides, bool may_tile) const;
     // Classes of every array (reads then writes); reads that would need more shared memory than
     // a block may use stay General.
-        // Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
-        // smaller edge to stay within the shared memory budget.
+    // Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
+    // smaller edge to stay within the shared memory budget.
     void classify_inner();
     bool any_inner(InnerClass c) const;
     // Element expressions for the scalar (one element per call) form of the strided kernels:
@@ -155,11 +155,11 @@ private:
     // Tiles of the last two axes for inputs that are contiguous along the second-last axis (a
     // transposed matrix): each such input is read into shared memory with threads adjacent along
     // its own contiguous axis and used from there, so every global access is coalesced.
-        // Vector tiles when every tiled input and every output has one element size: each
-        // access moves 16 bytes (a 64x64 float tile is loaded and stored as float4), which keeps
-        // more bytes in flight per thread; the launch checks alignment and falls back per call.
-        // Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
-        // Compute: lanes run along the last axis (the output's contiguous axis).
+    // Vector tiles when every tiled input and every output has one element size: each
+    // access moves 16 bytes (a 64x64 float tile is loaded and stored as float4), which keeps
+    // more bytes in flight per thread; the launch checks alignment and falls back per call.
+    // Load the tiles: lanes run along the input's contiguous axis (the tile's rows).
+    // Compute: lanes run along the last axis (the output's contiguous axis).
     std::string tiled_kernel(KernelSource& k);
     // The vector body shared by Flat, Strided and Tiled kernels: one vector result per output,
     // `vec` elements computed by jx_compute from `rd` (expressions of the element index e), and

@@ -48,7 +48,8 @@ void check_shape(const Shape& shape) {
 
 struct ArrayAccess {
     static void set_storage(Array& a, std::shared_ptr<Storage> st) { a.storage_ = std::move(st); }
-    static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b, std::shared_ptr<Storage> st) {
+    static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b,
+                      std::shared_ptr<Storage> st) {
         Array a;
         a.dtype_ = t;
         a.set_dims(std::move(shape), std::move(strides));
@@ -112,10 +113,10 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
     const auto [lo, hi] = reach(shape, strides);
     const auto [alo, ahi] = reach(a.shape(), a.strides());
     if (lo <= hi && (alo > ahi || offset + lo < alo || offset + hi > ahi))
-        throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})", offset + lo,
-                                        offset + hi, a.describe(), alo, ahi));
-    return ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides), lo <= hi ? a.offset() + offset : a.offset(),
-                             a.backend(), a.storage());
+        throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})",
+                                        offset + lo, offset + hi, a.describe(), alo, ahi));
+    return ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
+                             lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
 }
 }  // namespace core
 
@@ -133,7 +134,8 @@ Array Array::from_host(const void* data, DType dtype, Shape shape, Backend backe
     return a;
 }
 
-Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, std::shared_ptr<void> keep_alive) {
+Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                  std::shared_ptr<void> keep_alive) {
     return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));
 }
 
@@ -144,7 +146,8 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     device = core::resolve_ordinal(backend, device);
     if (device < 0) throw ArgumentError(fmt::format("view: device ordinal {} is negative", device));
     if (backend == Backend::Cpu && device != 0)
-        throw ArgumentError(fmt::format("view: device {} of the CPU backend: the host is one device, ordinal 0", device));
+        throw ArgumentError(
+            fmt::format("view: device {} of the CPU backend: the host is one device, ordinal 0", device));
     if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
@@ -235,7 +238,8 @@ Array Array::broadcast_to(const Shape& shape) const {
         if (mine[k] == shape[k + off]) st[k + off] = strides()[k];
         else if (mine[k] == 1) st[k + off] = 0;
         else
-            throw ArgumentError(fmt::format("cannot broadcast {} to {}", shape_to_string(mine), shape_to_string(shape)));
+            throw ArgumentError(
+                fmt::format("cannot broadcast {} to {}", shape_to_string(mine), shape_to_string(shape)));
     }
     a.set_dims(shape, std::move(st));
     return a;
@@ -243,8 +247,7 @@ Array Array::broadcast_to(const Shape& shape) const {
 
 void Array::check_item() const {
     if (!defined()) throw ArgumentError("item(): the array is undefined (the program gave no value)");
-    if (size() != 1)
-        throw ArgumentError(fmt::format("item() needs an array of one element, not {}", describe()));
+    if (size() != 1) throw ArgumentError(fmt::format("item() needs an array of one element, not {}", describe()));
 }
 
 void Array::copy_to_host(void* dst) const {

@@ -213,7 +213,8 @@ std::uint64_t host_memory_available() {
         std::uint64_t mapped = 0;
         if (std::FILE* f = std::fopen("/proc/self/statm", "re")) {
             unsigned long long pages = 0;
-            if (std::fscanf(f, "%llu", &pages) == 1) mapped = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+            if (std::fscanf(f, "%llu", &pages) == 1)
+                mapped = pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
             std::fclose(f);
         }
         const std::uint64_t limit = as.rlim_cur;
@@ -225,7 +226,8 @@ std::uint64_t host_memory_available() {
 const Device& host_device() { return kHost; }
 
 void register_device(Backend b, const Device* d) {
-    if (b == Backend::Cpu || b == Backend::Auto) throw InternalError("register_device: only other backends register a device");
+    if (b == Backend::Cpu || b == Backend::Auto)
+        throw InternalError("register_device: only other backends register a device");
     devices[static_cast<int>(b)].store(d, std::memory_order_release);
 }
 
@@ -239,7 +241,8 @@ const Device& device(Backend b) {
 }
 
 void set_current_device(Backend b, int (*current)()) {
-    if (b == Backend::Cpu || b == Backend::Auto) throw InternalError("set_current_device: only other backends have devices");
+    if (b == Backend::Cpu || b == Backend::Auto)
+        throw InternalError("set_current_device: only other backends have devices");
     current_devices[static_cast<int>(b)].store(current, std::memory_order_release);
 }
 
@@ -255,14 +258,15 @@ void check_ordinal(Backend b, int ordinal) {
     b = resolve(b);
     if (b == Backend::Cpu) {
         if (ordinal != 0)
-            throw ArgumentError(fmt::format("device {} of the CPU backend: the host is one device, ordinal 0", ordinal));
+            throw ArgumentError(
+                fmt::format("device {} of the CPU backend: the host is one device, ordinal 0", ordinal));
         return;
     }
     const Device& d = device(b);
     const int n = d.count ? d.count() : 1;
     if (ordinal < 0 || ordinal >= n)
-        throw ArgumentError(fmt::format("no {} device {}: this machine has {} (ordinals 0 to {})", backend_name(b), ordinal,
-                                        n, n - 1));
+        throw ArgumentError(
+            fmt::format("no {} device {}: this machine has {} (ordinals 0 to {})", backend_name(b), ordinal, n, n - 1));
 }
 
 void set_default_backend(Backend (*resolve)()) { default_backend.store(resolve, std::memory_order_release); }

@@ -152,11 +152,16 @@ std::string render_caret(std::string_view text, SourceSpan span) {
 
 SourceError::SourceError(std::string_view kind, std::string message, std::string_view text, SourceSpan span)
     : Error(fmt::format("{}: {}\n{}", kind, message, render_caret(text, span))),
-      kind_(kind), message_(std::move(message)), source_(text), span_(span) {}
+      kind_(kind),
+      message_(std::move(message)),
+      source_(text),
+      span_(span) {}
 
 CompileError::CompileError(std::string message, std::string log, std::string options, std::string source)
     : Error(fmt::format("{}\nNVRTC options: {}\nNVRTC log:\n{}\ngenerated source:\n{}", message, options, log, source)),
-      log_(std::move(log)), options_(std::move(options)), source_(std::move(source)) {}
+      log_(std::move(log)),
+      options_(std::move(options)),
+      source_(std::move(source)) {}
 
 namespace {
 std::string byte_count(std::uint64_t n) {
@@ -174,7 +179,9 @@ std::string byte_count(std::uint64_t n) {
 OutOfMemoryError::OutOfMemoryError(std::uint64_t requested, std::uint64_t available, std::string what_for)
     : Error(fmt::format("out of memory: {} needs {}; {} available", what_for, byte_count(requested),
                         byte_count(available))),
-      requested_(requested), available_(available), what_for_(std::move(what_for)) {}
+      requested_(requested),
+      available_(available),
+      what_for_(std::move(what_for)) {}
 
 OutOfMemoryError::OutOfMemoryError(const OutOfMemoryError& e, std::string message)
     : Error(message), requested_(e.requested_), available_(e.available_), what_for_(e.what_for_) {}
@@ -216,11 +223,19 @@ bool CudaError::sticky() const {
     // ASSERT 710, LAUNCH_TIMEOUT 702, TENSOR_MEMORY_LEAK 721, ECC_UNCORRECTABLE 214, CONTAINED 226
     // (the same list as backend/cuda/driver.cpp is_sticky).
     switch (result_) {
-        case 700: case 702: case 710: case 714: case 715: case 716: case 717: case 718: case 719: case 721: case 214:
-        case 226:
-            return true;
-        default:
-            return false;
+        case 700:
+        case 702:
+        case 710:
+        case 714:
+        case 715:
+        case 716:
+        case 717:
+        case 718:
+        case 719:
+        case 721:
+        case 214:
+        case 226: return true;
+        default: return false;
     }
 }
 

@@ -62,8 +62,8 @@ float round_to_half(double v) {
     float a = std::fabs(f);
     if (a >= 65520.0f) return std::copysign(std::numeric_limits<float>::infinity(), f);
     int e;
-    std::frexp(a, &e);                       // a = m * 2^e, m in [0.5, 1)
-    int exp = std::max(e - 1, -14);          // unbiased exponent, subnormals below -14
+    std::frexp(a, &e);               // a = m * 2^e, m in [0.5, 1)
+    int exp = std::max(e - 1, -14);  // unbiased exponent, subnormals below -14
     double quantum = std::ldexp(1.0, exp - 10);
     double q = std::nearbyint(static_cast<double>(v) / quantum) * quantum;  // default mode: ties to even
     return static_cast<float>(q);
@@ -110,15 +110,30 @@ Value Value::cast(DType t) const {
     };
     switch (t) {
         case DType::Bool:
-            r.b = src_bool ? b : (src_signed ? i != 0 : src_unsigned ? u != 0 : (f != 0.0 || (src_complex && im != 0.0)));
+            r.b = src_bool ? b
+                           : (src_signed     ? i != 0
+                              : src_unsigned ? u != 0
+                                             : (f != 0.0 || (src_complex && im != 0.0)));
             break;
-        case DType::Int8: r.i = is_inexact(dtype) ? saturating_from_double<std::int8_t>(f) : static_cast<std::int8_t>(as_i64()); break;
-        case DType::Int16: r.i = is_inexact(dtype) ? saturating_from_double<std::int16_t>(f) : static_cast<std::int16_t>(as_i64()); break;
-        case DType::Int32: r.i = is_inexact(dtype) ? saturating_from_double<std::int32_t>(f) : static_cast<std::int32_t>(as_i64()); break;
+        case DType::Int8:
+            r.i = is_inexact(dtype) ? saturating_from_double<std::int8_t>(f) : static_cast<std::int8_t>(as_i64());
+            break;
+        case DType::Int16:
+            r.i = is_inexact(dtype) ? saturating_from_double<std::int16_t>(f) : static_cast<std::int16_t>(as_i64());
+            break;
+        case DType::Int32:
+            r.i = is_inexact(dtype) ? saturating_from_double<std::int32_t>(f) : static_cast<std::int32_t>(as_i64());
+            break;
         case DType::Int64: r.i = as_i64(); break;
-        case DType::UInt8: r.u = is_inexact(dtype) ? saturating_from_double<std::uint8_t>(f) : static_cast<std::uint8_t>(as_u64()); break;
-        case DType::UInt16: r.u = is_inexact(dtype) ? saturating_from_double<std::uint16_t>(f) : static_cast<std::uint16_t>(as_u64()); break;
-        case DType::UInt32: r.u = is_inexact(dtype) ? saturating_from_double<std::uint32_t>(f) : static_cast<std::uint32_t>(as_u64()); break;
+        case DType::UInt8:
+            r.u = is_inexact(dtype) ? saturating_from_double<std::uint8_t>(f) : static_cast<std::uint8_t>(as_u64());
+            break;
+        case DType::UInt16:
+            r.u = is_inexact(dtype) ? saturating_from_double<std::uint16_t>(f) : static_cast<std::uint16_t>(as_u64());
+            break;
+        case DType::UInt32:
+            r.u = is_inexact(dtype) ? saturating_from_double<std::uint32_t>(f) : static_cast<std::uint32_t>(as_u64());
+            break;
         case DType::UInt64: r.u = as_u64(); break;
         case DType::Float16: r.f = round_to_half(as_f64()); break;
         case DType::BFloat16: r.f = round_to_bfloat16(as_f64()); break;
@@ -157,7 +172,8 @@ std::string Value::to_string() const {
     if (is_bool(dtype)) return b ? "True" : "False";
     if (is_signed_int(dtype)) return std::to_string(i);
     if (is_unsigned_int(dtype)) return std::to_string(u);
-    if (is_complex(dtype)) return fmt::format("({}{}{}j)", exact_double(f), im < 0 || std::signbit(im) ? "" : "+", exact_double(im));
+    if (is_complex(dtype))
+        return fmt::format("({}{}{}j)", exact_double(f), im < 0 || std::signbit(im) ? "" : "+", exact_double(im));
     return exact_double(f);
 }
 
@@ -254,7 +270,8 @@ std::string_view rule_text(Rule r) {
         case Rule::IntOkUnary: return "same dtype; bool gives int8";
         case Rule::Predicate: return "any dtype; gives bool";
         case Rule::PartUnary: return "complex gives its real dtype";
-        case Rule::FloatBinary: return "the float type of each operand, promoted (int8, uint8 give float16); not complex";
+        case Rule::FloatBinary:
+            return "the float type of each operand, promoted (int8, uint8 give float16); not complex";
         case Rule::Fmod: return "promoted; bool gives int8; not complex";
         case Rule::MinMax: return "promoted; not complex";
         case Rule::Where: return "condition as bool; the other two promoted";
@@ -268,7 +285,9 @@ std::string_view rule_text(Rule r) {
         case Rule::ArgReduce: return "gives int64; not complex; empty is an error";
         case Rule::CountReduce: return "any dtype; gives int64";
         case Rule::PtpReduce: return "same dtype; not bool, not complex; empty is an error";
-        case Rule::MakeComplex: return "the complex of the promoted real dtype (float16, float32 give complex64, others complex128); not complex";
+        case Rule::MakeComplex:
+            return "the complex of the promoted real dtype (float16, float32 give complex64, others complex128); not "
+                   "complex";
         case Rule::AnyAll: return "gives bool";
         case Rule::FloatPower: return "promoted, then float64 (complex128 for complex)";
         case Rule::IntegerBinary: return "promoted; integers only";
@@ -314,7 +333,8 @@ std::string op_reference_markdown() {
         std::string docs, rules;
         for (std::size_t j = res.first; j < res.first + res.count; ++j) {
             docs += fmt::format("{}{}. {}", j == res.first ? "" : "; ", j - res.first + 1, op_table()[j].doc);
-            rules += fmt::format("{}{}. {}", j == res.first ? "" : "; ", j - res.first + 1, rule_text(op_table()[j].rule));
+            rules +=
+                fmt::format("{}{}. {}", j == res.first ? "" : "; ", j - res.first + 1, rule_text(op_table()[j].rule));
         }
         r += fmt::format("| {} | {} | {} | {} |\n", names_text(i.names), i.arity, docs, rules);
     }
@@ -325,7 +345,8 @@ std::string op_reference_markdown() {
          "`minimum`/`maximum`; `amin(x, 1)` is the reduction along axis 1.\n\n"
          "| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())
-        if (i.kind == OpKind::Reduction && !i.names.empty()) r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
+        if (i.kind == OpKind::Reduction && !i.names.empty())
+            r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
     return r;
 }
 

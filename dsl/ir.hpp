@@ -169,8 +169,8 @@ struct ScalarDecl {
 };
 
 struct OutputDecl {
-    std::string name;           // the variable assigned
-    NodeId node;                // the value
+    std::string name;               // the variable assigned
+    NodeId node;                    // the value
     std::int32_t alias_input = -1;  // >= 0: writes in place into that input's memory
 };
 
@@ -179,8 +179,8 @@ struct Program {
     std::vector<InputDecl> inputs;
     std::vector<ScalarDecl> scalars;
     std::vector<OutputDecl> outputs;
-    NodeId result;             // node of the last statement (what eval returns), or none
-    std::string text;          // the user's text, for messages
+    NodeId result;     // node of the last statement (what eval returns), or none
+    std::string text;  // the user's text, for messages
 
     const Node& node(NodeId n) const { return nodes[n.index()]; }
     Node& node(NodeId n) { return nodes[n.index()]; }
@@ -199,7 +199,9 @@ std::string dump(const Program& p);
 // Node ids print as their index ("v{}" in generated code, "%{}" in dumps).
 template <>
 struct fmt::formatter<jit::ir::NodeId> : fmt::formatter<std::int32_t> {
-    auto format(jit::ir::NodeId n, fmt::format_context& ctx) const { return fmt::formatter<std::int32_t>::format(n.value(), ctx); }
+    auto format(jit::ir::NodeId n, fmt::format_context& ctx) const {
+        return fmt::formatter<std::int32_t>::format(n.value(), ctx);
+    }
 };
 
 namespace jit::ir {

@@ -146,7 +146,8 @@ public:
         }
         if (ir::is_right_assoc(op0)) {
             Num acc = eval(*e.operands[last]);
-            for (std::size_t k = last; k-- > first;) acc = binary(e.ops[k], eval(*e.operands[k]), acc, span_of(k, last));
+            for (std::size_t k = last; k-- > first;)
+                acc = binary(e.ops[k], eval(*e.operands[k]), acc, span_of(k, last));
             return acc;
         }
         Num acc = eval(*e.operands[first]);
@@ -163,7 +164,9 @@ private:
         // A literal past uint64 (the parser bounds its length): decimal or 0x hexadecimal.
         // cpp_int reads a leading 0 as octal: a decimal literal's leading zeros are dropped.
         std::string_view t = e.text;
-        if (t.size() > 1 && t[0] == '0' && t[1] != 'x' && t[1] != 'X') t.remove_prefix(t.find_first_not_of('0') == std::string_view::npos ? t.size() - 1 : t.find_first_not_of('0'));
+        if (t.size() > 1 && t[0] == '0' && t[1] != 'x' && t[1] != 'X')
+            t.remove_prefix(t.find_first_not_of('0') == std::string_view::npos ? t.size() - 1
+                                                                               : t.find_first_not_of('0'));
         return Big(std::string(t));
     }
 
@@ -219,7 +222,8 @@ private:
             }
         }
         if (op == Op::Invert) {
-            if (a.kind != Kind::Int) type_error(fmt::format("bad operand type for unary ~: '{}'", type_name(a.kind)), span);
+            if (a.kind != Kind::Int)
+                type_error(fmt::format("bad operand type for unary ~: '{}'", type_name(a.kind)), span);
             return of_int(-a.i - 1);
         }
         throw InternalError(fmt::format("literal fold: unknown unary operator {}", ir::info(op).id));
@@ -286,8 +290,10 @@ private:
             if (op == Op::BitXor) return of_bool(a.b != b.b);
             if (op == Op::Sub) type_error("operator '-' is not supported for bool (use '^' or 'not')", span);
         }
-        if (a.kind == Kind::Complex || b.kind == Kind::Complex) return complex_binary(op, as_complex(a, span), as_complex(b, span), span);
-        if (a.kind == Kind::Float || b.kind == Kind::Float) return float_binary(op, as_float(a, span), as_float(b, span), span);
+        if (a.kind == Kind::Complex || b.kind == Kind::Complex)
+            return complex_binary(op, as_complex(a, span), as_complex(b, span), span);
+        if (a.kind == Kind::Float || b.kind == Kind::Float)
+            return float_binary(op, as_float(a, span), as_float(b, span), span);
         return int_binary(op, as_int(a), as_int(b), span);
     }
 
@@ -341,7 +347,8 @@ private:
         if (a == 1) return of_int(1);
         if (a == -1) return of_int(boost::multiprecision::bit_test(b, 0) ? -1 : 1);
         // |a| >= 2: the result has at least b bits.
-        if (b > Big(kMaxLiteralBits) || (bit_length(a) - 1) * b.convert_to<std::size_t>() >= static_cast<std::size_t>(kMaxLiteralBits))
+        if (b > Big(kMaxLiteralBits) ||
+            (bit_length(a) - 1) * b.convert_to<std::size_t>() >= static_cast<std::size_t>(kMaxLiteralBits))
             too_large(span);
         Big r = boost::multiprecision::pow(a, b.convert_to<unsigned>());
         check_bits(r, span);
@@ -387,7 +394,8 @@ private:
             return of_float(a / b);
         }
         if (op == Op::FloorDiv || op == Op::Mod) {
-            if (b == 0.0) value_error(op == Op::FloorDiv ? "float floor division by zero" : "float modulo by zero", span);
+            if (b == 0.0)
+                value_error(op == Op::FloorDiv ? "float floor division by zero" : "float modulo by zero", span);
             // Python's float divmod: the remainder takes the divisor's sign.
             double mod = std::fmod(a, b);
             double div = (a - mod) / b;
@@ -443,7 +451,8 @@ private:
                 long n = static_cast<long>(br);
                 std::complex<double> x = a, p(1.0, 0.0);
                 for (unsigned long e = static_cast<unsigned long>(n < 0 ? -n : n); e; e >>= 1) {
-                    if (e & 1) p = {p.real() * x.real() - p.imag() * x.imag(), p.real() * x.imag() + p.imag() * x.real()};
+                    if (e & 1)
+                        p = {p.real() * x.real() - p.imag() * x.imag(), p.real() * x.imag() + p.imag() * x.real()};
                     x = {x.real() * x.real() - x.imag() * x.imag(), 2 * x.real() * x.imag()};
                 }
                 r = n < 0 ? divide({1.0, 0.0}, p) : p;
@@ -511,10 +520,30 @@ namespace {
 // know leaves its literal operands to lowering (NumPy's rules on weak scalars).
 bool python_folds(Op op) {
     switch (op) {
-        case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::FloorDiv: case Op::Mod: case Op::Pow:
-        case Op::BitAnd: case Op::BitOr: case Op::BitXor: case Op::Shl: case Op::Shr:
-        case Op::Lt: case Op::Le: case Op::Eq: case Op::Ne: case Op::Ge: case Op::Gt:
-        case Op::And: case Op::Or: case Op::Neg: case Op::Pos: case Op::Invert: case Op::Not: return true;
+        case Op::Add:
+        case Op::Sub:
+        case Op::Mul:
+        case Op::Div:
+        case Op::FloorDiv:
+        case Op::Mod:
+        case Op::Pow:
+        case Op::BitAnd:
+        case Op::BitOr:
+        case Op::BitXor:
+        case Op::Shl:
+        case Op::Shr:
+        case Op::Lt:
+        case Op::Le:
+        case Op::Eq:
+        case Op::Ne:
+        case Op::Ge:
+        case Op::Gt:
+        case Op::And:
+        case Op::Or:
+        case Op::Neg:
+        case Op::Pos:
+        case Op::Invert:
+        case Op::Not: return true;
         default: return false;
     }
 }

@@ -29,9 +29,9 @@ struct Folded {
     // (dtype UInt64). An integer that fits neither has `big` set instead.
     ir::Value value;
     bool big = false;
-    std::string digits;             // big: the integer in decimal
-    std::string shown;              // big: the same, shortened for messages past 40 digits
-    std::optional<double> as_float; // big: the nearest double (none: too large for a double)
+    std::string digits;              // big: the integer in decimal
+    std::string shown;               // big: the same, shortened for messages past 40 digits
+    std::optional<double> as_float;  // big: the nearest double (none: too large for a double)
 };
 
 // The largest integer the fold computes, in bits (a larger intermediate is a ValueError).

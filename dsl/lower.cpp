@@ -86,7 +86,8 @@ bool fits(const ir::Value& v, DType t) {
     if (!is_integer(t)) return true;
     if (is_bool(v.dtype)) return true;
     const bool neg = is_signed_int(v.dtype) && v.i < 0;
-    const std::uint64_t mag = is_signed_int(v.dtype) ? (neg ? 0 - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i)) : v.u;
+    const std::uint64_t mag =
+        is_signed_int(v.dtype) ? (neg ? 0 - static_cast<std::uint64_t>(v.i) : static_cast<std::uint64_t>(v.i)) : v.u;
     if (is_unsigned_int(t)) {
         if (neg) return false;
         const int bits = static_cast<int>(itemsize(t)) * 8;
@@ -111,7 +112,9 @@ struct BigLiteral {
 class Lowerer {
 public:
     Lowerer(std::string_view text, const Lookup& lookup, const BoundNames& bound)
-        : text_(text), lookup_(lookup), bound_(bound),
+        : text_(text),
+          lookup_(lookup),
+          bound_(bound),
           folder_(text, [this](std::string_view n) { return unshadowed_constant(n); }) {
         p_.text = std::string(text);
     }
@@ -169,8 +172,8 @@ private:
                                  text_, n.span);
             if (is_bool(t)) return constant(ir::Value::of_bool(true), n.span);
             if (!big->second.as_float)
-                throw ValueError(fmt::format("integer {} is too large to convert to a float", big->second.digits), text_,
-                                 n.span);
+                throw ValueError(fmt::format("integer {} is too large to convert to a float", big->second.digits),
+                                 text_, n.span);
             return constant(ir::Value::of_float(*big->second.as_float).cast(t), n.span);
         }
         if (n.dtype == t) return v.node;
@@ -306,7 +309,9 @@ private:
     // are not between integers (and bool).
     std::optional<Val> integer_compare(Op op, const Val& a, const Val& b, SourceSpan span) {
         // (A bool array meets a Python int as int64, as in NumPy: b >= 2**63 is out of bounds.)
-        auto integral = [&](const Val& v) { return v.weak == Weak::Int || (v.weak == Weak::None && is_integer(dt(v))); };
+        auto integral = [&](const Val& v) {
+            return v.weak == Weak::Int || (v.weak == Weak::None && is_integer(dt(v)));
+        };
         if (!integral(a) || !integral(b)) return std::nullopt;
         // A literal past every integer dtype: the answer is known from its sign.
         for (int side = 0; side < 2; ++side) {
@@ -320,8 +325,10 @@ private:
             const bool less = positive;             // other < lit
             bool v = false;
             switch (o) {
-                case Op::Lt: case Op::Le: v = less; break;
-                case Op::Gt: case Op::Ge: v = !less; break;
+                case Op::Lt:
+                case Op::Le: v = less; break;
+                case Op::Gt:
+                case Op::Ge: v = !less; break;
                 case Op::Eq: v = false; break;
                 default: v = true; break;
             }
@@ -360,7 +367,8 @@ private:
         if (node(sg).kind == NodeKind::Const) {
             const std::int64_t v = node(sg).value.i;
             if (v < 0) return all_bool(u, true_if_negative, span);
-            return Val{cmp(o, u, constant(ir::Value::of_uint(static_cast<std::uint64_t>(v)), node(sg).span)), Weak::None};
+            return Val{cmp(o, u, constant(ir::Value::of_uint(static_cast<std::uint64_t>(v)), node(sg).span)),
+                       Weak::None};
         }
         if (node(u).kind == NodeKind::Const) {
             const std::uint64_t v = node(u).value.u;
@@ -477,7 +485,8 @@ private:
 
     Val name(const Expr& e) {
         if (e.text == "None")
-            throw TypeError("None is not a value here (it is only a reduction's axis: sum(x, axis=None))", text_, e.span);
+            throw TypeError("None is not a value here (it is only a reduction's axis: sum(x, axis=None))", text_,
+                            e.span);
         if (auto it = locals_.find(e.text); it != locals_.end()) return it->second;
         if (const Binding* b = lookup_ ? lookup_(e.text) : nullptr) {
             if (b->kind == Binding::Kind::Array) {
@@ -553,9 +562,9 @@ private:
             while (first > 0 && lit(first - 1) && lit(ops.size())) --first;
             std::vector<Val> base;
             for (std::size_t k = 0; k < first; ++k) base.push_back(expr(*e.operands[k]));
-            Val acc = first < ops.size()
-                          ? literal(folder_.fold_chain(e, first, ops.size()), join(e.operands[first]->span, e.operands.back()->span))
-                          : expr(*e.operands.back());
+            Val acc = first < ops.size() ? literal(folder_.fold_chain(e, first, ops.size()),
+                                                   join(e.operands[first]->span, e.operands.back()->span))
+                                         : expr(*e.operands.back());
             for (std::size_t k = first; k-- > 0;)
                 acc = binary(ops[k], base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
             return acc;
@@ -634,10 +643,11 @@ private:
                 if (c->kind == OpKind::Reduction) fn = c;
         if (!fn) {
             std::string arities;
-            for (const ir::OpInfo* c : candidates) arities += (arities.empty() ? "" : " or ") + std::to_string(c->arity);
-            throw NameError(fmt::format("{}() takes {} argument{} ({} given)", fname, arities,
-                                        arities == "1" ? "" : "s", nargs),
-                            text_, e.span);
+            for (const ir::OpInfo* c : candidates)
+                arities += (arities.empty() ? "" : " or ") + std::to_string(c->arity);
+            throw NameError(
+                fmt::format("{}() takes {} argument{} ({} given)", fname, arities, arities == "1" ? "" : "s", nargs),
+                text_, e.span);
         }
         if (fn->kind == OpKind::Result && !several) {
             const ir::Results res = ir::results_of(fn->op);
@@ -655,15 +665,16 @@ private:
         if (fn->kind == OpKind::Reduction) return {reduction_call(*fn, e)};
         // Keywords: only on reductions.
         if (!e.keywords.empty())
-            throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name), text_,
-                            e.keywords[0].name_span);
+            throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name),
+                            text_, e.keywords[0].name_span);
         std::vector<Val> args;
         args.reserve(nargs);
         for (const auto& a : e.operands) args.push_back(expr(*a));
 
         // A ufunc of Python scalars alone makes each an array of its default dtype first
         // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
-        if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) && fn->op != Op::Where)
+        if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) &&
+            fn->op != Op::Where)
             for (Val& a : args) a = strong(a);
         if (fn->kind == OpKind::Result) {
             // Each result is an op of its own over the same operand nodes: one kernel computes them all.
@@ -688,7 +699,7 @@ private:
         const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);
         const Typed t = rule(fn->op, p, e.span);
         const ir::NodeId x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
-                           hi = cast(args[2], t.operand, e.span);
+                         hi = cast(args[2], t.operand, e.span);
         Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
         return {Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None}};  // a ufunc: typed
     }
@@ -701,7 +712,8 @@ private:
         for (std::size_t k = 0; k < results; ++k)
             names += fmt::format("{}{}", k ? ", " : "", k < 4 ? std::string(kNames[k]) : fmt::format("r{}", k));
         const std::size_t n = call.operands.size();
-        for (std::size_t k = 0; k < n; ++k) args += n == 1 ? std::string("x") : fmt::format("{}x{}", k ? ", " : "", k + 1);
+        for (std::size_t k = 0; k < n; ++k)
+            args += n == 1 ? std::string("x") : fmt::format("{}x{}", k ? ", " : "", k + 1);
         return fmt::format("{} = {}({})", names, call.text, args);
     }
 
@@ -726,14 +738,15 @@ private:
             if (nv.weak == Weak::Int) nv = Val{cast(nv, DType::Int32, n_span), Weak::None};
             else nv = Val{cast(nv, DType::Bool, n_span), Weak::None};
         } else if (!(is_integer(dt(nv)) || is_bool(dt(nv))) || dt(nv) == DType::UInt64) {
-            type_error(fmt::format("ldexp() takes an integer exponent that int64 holds, not {}", dtype_name(dt(nv))), n_span);
+            type_error(fmt::format("ldexp() takes an integer exponent that int64 holds, not {}", dtype_name(dt(nv))),
+                       n_span);
         }
         if (xv.weak != Weak::None) {
             // NumPy's first loop a Python number fits: a Python int or bool takes float16 ('e'),
             // a Python float float64; an int against a bool exponent float64 (NumPy's int64).
             if (xv.weak == Weak::Complex) type_error("ldexp() is not supported for complex", e.operands.at(0)->span);
-            const DType t = xv.weak == Weak::Float || (xv.weak == Weak::Int && is_bool(dt(nv))) ? DType::Float64
-                                                                                                : DType::Float16;
+            const DType t =
+                xv.weak == Weak::Float || (xv.weak == Weak::Int && is_bool(dt(nv))) ? DType::Float64 : DType::Float16;
             xv = Val{cast(Val{xv.node, Weak::None}, t, e.operands.at(0)->span), Weak::None};
         }
         const Typed t = rule(Op::Ldexp, dt(xv), e.span);
@@ -782,7 +795,8 @@ private:
         std::vector<const Expr*> items;
         if (e->kind == ExprKind::Tuple) {
             if (one_only)
-                throw TypeError(fmt::format("{}() takes one axis (an integer or None), not a tuple", fname), text_, e->span);
+                throw TypeError(fmt::format("{}() takes one axis (an integer or None), not a tuple", fname), text_,
+                                e->span);
             for (const auto& o : e->operands) items.push_back(o.get());
         } else {
             items.push_back(e);
@@ -791,9 +805,9 @@ private:
         for (const Expr* it : items) {
             std::int64_t k = constant_int(*it);
             if (k < -nd || k >= nd)
-                throw ShapeError(fmt::format("axis {} is out of bounds for an array of {} dimension{}", k, nd,
-                                             nd == 1 ? "" : "s"),
-                                 text_, it->span);
+                throw ShapeError(
+                    fmt::format("axis {} is out of bounds for an array of {} dimension{}", k, nd, nd == 1 ? "" : "s"),
+                    text_, it->span);
             if (k < 0) k += nd;
             if (std::find(r.list.begin(), r.list.end(), static_cast<std::int32_t>(k)) != r.list.end())
                 throw ValueError("duplicate value in 'axis'", text_, it->span);
@@ -802,7 +816,6 @@ private:
         std::sort(r.list.begin(), r.list.end());
         return r;
     }
-
 
     // ---- indexing: a[1:], m[:, 0], a[None, ::-1], a[..., -1] with constant bounds
     //
@@ -851,8 +864,7 @@ private:
 
     Val subscript(const Expr& e) {
         const Val base = expr(*e.operands.at(0));
-        if (base.weak != Weak::None)
-            type_error("a scalar cannot be indexed (only arrays are)", e.operands[0]->span);
+        if (base.weak != Weak::None) type_error("a scalar cannot be indexed (only arrays are)", e.operands[0]->span);
         const Shape& in = shape(base);
         const auto nd = static_cast<std::int64_t>(in.size());
         // The items: how many axes they consume, and a single ellipsis.
@@ -862,11 +874,13 @@ private:
             if (it.kind == syntax::IndexItem::Kind::Ellipsis) {
                 if (ellipsis) throw IndexError("an index can only have a single ellipsis ('...')", text_, it.span);
                 ellipsis = &it;
-            } else if (!(it.kind == syntax::IndexItem::Kind::Index && is_none(*e.operands[static_cast<std::size_t>(it.start)]))) {
+            } else if (!(it.kind == syntax::IndexItem::Kind::Index &&
+                         is_none(*e.operands[static_cast<std::size_t>(it.start)]))) {
                 if (++consumed > nd)
-                    throw IndexError(fmt::format("too many indices for array: array is {}-dimensional, but {} were indexed",
-                                                 nd, count_consumed(e)),
-                                     text_, it.span);
+                    throw IndexError(
+                        fmt::format("too many indices for array: array is {}-dimensional, but {} were indexed", nd,
+                                    count_consumed(e)),
+                        text_, it.span);
             }
         }
         View v;
@@ -894,13 +908,14 @@ private:
                 const std::int64_t n = in[static_cast<std::size_t>(axis)];
                 std::int64_t i = index_constant(x, false);
                 if (i < -n || i >= n)
-                    throw IndexError(fmt::format("index {} is out of bounds for axis {} with size {}",
-                                                 i == std::numeric_limits<std::int64_t>::max() ||
-                                                         i == -std::numeric_limits<std::int64_t>::max()
-                                                     ? std::string(text_.substr(x.span.begin, x.span.end - x.span.begin))
-                                                     : std::to_string(i),
-                                                 axis, n),
-                                     text_, x.span);
+                    throw IndexError(
+                        fmt::format("index {} is out of bounds for axis {} with size {}",
+                                    i == std::numeric_limits<std::int64_t>::max() ||
+                                            i == -std::numeric_limits<std::int64_t>::max()
+                                        ? std::string(text_.substr(x.span.begin, x.span.end - x.span.begin))
+                                        : std::to_string(i),
+                                    axis, n),
+                        text_, x.span);
                 if (i < 0) i += n;
                 v.axes[static_cast<std::size_t>(axis++)] = ViewAxis{i, 1, -1};
                 continue;
@@ -929,7 +944,8 @@ private:
             std::int64_t count = 0;
             if (step > 0 && stop > start) count = (stop - start - 1) / step + 1;
             if (step < 0 && start > stop) count = (start - stop - 1) / (-step) + 1;
-            v.axes[static_cast<std::size_t>(axis++)] = ViewAxis{count > 0 ? start : 0, step, static_cast<std::int32_t>(v.out.size())};
+            v.axes[static_cast<std::size_t>(axis++)] =
+                ViewAxis{count > 0 ? start : 0, step, static_cast<std::int32_t>(v.out.size())};
             v.out.push_back(count);
         }
         while (axis < nd) full();
@@ -945,7 +961,8 @@ private:
         std::int64_t k = 0;
         for (const syntax::IndexItem& it : e.index)
             if (it.kind == syntax::IndexItem::Kind::Slice ||
-                (it.kind == syntax::IndexItem::Kind::Index && !is_none(*e.operands[static_cast<std::size_t>(it.start)])))
+                (it.kind == syntax::IndexItem::Kind::Index &&
+                 !is_none(*e.operands[static_cast<std::size_t>(it.start)])))
                 ++k;
         return k;
     }
@@ -968,7 +985,8 @@ private:
     static bool identity(const View& v, const Shape& s) {
         if (v.out != s) return false;
         for (std::size_t d = 0; d < v.axes.size(); ++d)
-            if (v.axes[d].start != 0 || v.axes[d].step != 1 || v.axes[d].out != static_cast<std::int32_t>(d)) return false;
+            if (v.axes[d].start != 0 || v.axes[d].step != 1 || v.axes[d].out != static_cast<std::int32_t>(d))
+                return false;
         return true;
     }
 
@@ -1148,7 +1166,9 @@ private:
     }
 
     ir::NodeId const_of(double v, DType t, SourceSpan span) { return constant(ir::Value::of_float(v).cast(t), span); }
-    ir::NodeId isnan_of(ir::NodeId x, SourceSpan span) { return op_node(Op::Isnan, DType::Bool, node(x).shape, {x}, span); }
+    ir::NodeId isnan_of(ir::NodeId x, SourceSpan span) {
+        return op_node(Op::Isnan, DType::Bool, node(x).shape, {x}, span);
+    }
     ir::NodeId select(ir::NodeId c, ir::NodeId a, ir::NodeId b, SourceSpan span) {
         Shape s = broadcast(broadcast(node(c).shape, node(a).shape, span), node(b).shape, span);
         return op_node(Op::Where, node(a).dtype, std::move(s), {c, a, b}, span);
@@ -1174,8 +1194,8 @@ private:
         const SourceSpan span = e.span;
         const auto params = positional_params(op);
         if (e.operands.size() > params.size() + 1)
-            throw NameError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname, params.size() + 1,
-                                        e.operands.size()),
+            throw NameError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname,
+                                        params.size() + 1, e.operands.size()),
                             text_, e.operands[params.size() + 1]->span);
         std::map<std::string_view, const Expr*> given;
         for (std::size_t k = 1; k < e.operands.size(); ++k) given[params[k - 1]] = e.operands[k].get();
@@ -1195,7 +1215,8 @@ private:
         const Val a = strong(expr(*e.operands[0]));
         const Shape in = shape(a);
         Typed t = rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
-        const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
+        const Axes ax =
+            axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
         const bool keep = keepdims_of(arg("keepdims"));
         const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
         check_nonempty(op, in, ax, span);
@@ -1215,7 +1236,9 @@ private:
         switch (op) {
             case Op::NanSum:
             case Op::NanProd: {
-                const ir::NodeId v = floating ? select(isnan_of(x, span), const_of(op == Op::NanSum ? 0 : 1, t.operand, span), x, span) : x;
+                const ir::NodeId v =
+                    floating ? select(isnan_of(x, span), const_of(op == Op::NanSum ? 0 : 1, t.operand, span), x, span)
+                             : x;
                 r = reduce_nodes(op == Op::NanSum ? Op::Sum : Op::Prod, v, t.result, ax, keep, span);
                 break;
             }
@@ -1225,7 +1248,8 @@ private:
                     break;
                 }
                 const ir::NodeId nan = isnan_of(x, span);
-                const ir::NodeId s = reduce_nodes(Op::Sum, select(nan, const_of(0, t.operand, span), x, span), t.result, ax, keep, span);
+                const ir::NodeId s =
+                    reduce_nodes(Op::Sum, select(nan, const_of(0, t.operand, span), x, span), t.result, ax, keep, span);
                 r = binop(Op::Div, s, count_where_not(nan, t.result, ax, keep, span), span);
                 break;
             }
@@ -1238,7 +1262,8 @@ private:
                 }
                 const double inf = std::numeric_limits<double>::infinity();
                 const ir::NodeId nan = isnan_of(x, span);
-                const ir::NodeId filled = select(nan, const_of(op == Op::NanMin ? inf : -inf, t.operand, span), x, span);
+                const ir::NodeId filled =
+                    select(nan, const_of(op == Op::NanMin ? inf : -inf, t.operand, span), x, span);
                 const ir::NodeId m = reduce_nodes(base, filled, t.result, ax, keep, span);
                 const ir::NodeId all_nan = reduce_nodes(Op::All, nan, DType::Bool, ax, keep, span);
                 r = select(all_nan, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span), m, span);
@@ -1270,7 +1295,8 @@ private:
 
     // The number of elements where `mask` is false, in dtype t, shaped as a reduction over ax.
     ir::NodeId count_where_not(ir::NodeId mask, DType t, const Axes& ax, bool keep, SourceSpan span) {
-        const ir::NodeId ones = cast(Val{op_node(Op::Not, DType::Bool, node(mask).shape, {mask}, span), Weak::None}, DType::Int64, span);
+        const ir::NodeId ones =
+            cast(Val{op_node(Op::Not, DType::Bool, node(mask).shape, {mask}, span), Weak::None}, DType::Int64, span);
         return cast(Val{reduce_nodes(Op::Sum, ones, DType::Int64, ax, keep, span), Weak::None}, t, span);
     }
 
@@ -1291,16 +1317,19 @@ private:
             const ir::NodeId nan = isnan_of(x, span);
             const ir::NodeId zero = const_of(0, t.operand, span);
             const ir::NodeId cnt_k = count_where_not(nan, t.operand, ax, true, span);
-            const ir::NodeId m = binop(Op::Div, reduce_nodes(Op::Sum, select(nan, zero, x, span), t.operand, ax, true, span), cnt_k, span);
+            const ir::NodeId m = binop(
+                Op::Div, reduce_nodes(Op::Sum, select(nan, zero, x, span), t.operand, ax, true, span), cnt_k, span);
             const ir::NodeId dev = select(nan, zero, binop(Op::Sub, x, m, span), span);
             const ir::NodeId s = reduce_nodes(Op::Sum, abs2(dev, span), t.result, ax, keep, span);
             // The count in the result's shape: the kept one, or it folded over its axes of extent 1.
-            const ir::NodeId cnt = keep ? cast(Val{cnt_k, Weak::None}, t.result, span)
-                                          : reduce_nodes(Op::Sum, cast(Val{cnt_k, Weak::None}, t.result, span), t.result, ax, false, span);
+            const ir::NodeId cnt =
+                keep ? cast(Val{cnt_k, Weak::None}, t.result, span)
+                     : reduce_nodes(Op::Sum, cast(Val{cnt_k, Weak::None}, t.result, span), t.result, ax, false, span);
             const ir::NodeId dof = binop(Op::Sub, cnt, const_of(ddof, t.result, span), span);
             // NumPy: NaN where no degree of freedom is left (also where every element is NaN).
             const ir::NodeId bad = binop(Op::Le, dof, const_of(0, t.result, span), span);
-            r = select(bad, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span), binop(Op::Div, s, dof, span), span);
+            r = select(bad, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span),
+                       binop(Op::Div, s, dof, span), span);
         }
         if (op == Op::Std || op == Op::NanStd) r = op_node(Op::Sqrt, t.result, node(r).shape, {r}, span);
         return r;
@@ -1311,7 +1340,8 @@ private:
     // without an axis, along the axis with one.
     ir::NodeId arg_extreme(Op op, ir::NodeId x, const Axes& ax, bool keep, SourceSpan span) {
         const Axes& one = ax;
-        const ir::NodeId m = reduce_nodes(op == Op::ArgMin ? Op::ReduceMin : Op::ReduceMax, x, node(x).dtype, one, true, span);
+        const ir::NodeId m =
+            reduce_nodes(op == Op::ArgMin ? Op::ReduceMin : Op::ReduceMax, x, node(x).dtype, one, true, span);
         ir::NodeId hit = binop(Op::Eq, x, m, span);
         if (is_inexact(node(x).dtype))
             hit = binop(Op::Or, hit, binop(Op::And, isnan_of(x, span), isnan_of(m, span), span), span);
@@ -1321,7 +1351,7 @@ private:
     // average(x), average(x, axis), average(x, axis, weights): the mean, or sum(x * w) / sum(w)
     // with w of x's shape (or one that broadcasts to it as it is).
     ir::NodeId average(ir::NodeId x, const Typed& t, const Expr* weights, const Axes& ax, bool keep,
-                         const std::string& fname, SourceSpan span) {
+                       const std::string& fname, SourceSpan span) {
         if (!weights) return reduce_nodes(Op::Mean, x, t.result, ax, keep, span);
         const Val w = strong(expr(*weights));
         DType p = promote(t.operand, dt(w));
@@ -1359,7 +1389,8 @@ private:
             if (last) {
                 ir::NodeId n = v.node;
                 const NodeKind k = node(n).kind;
-                if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n)) n = fresh(n, node(n).shape, st.span);
+                if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n))
+                    n = fresh(n, node(n).shape, st.span);
                 p_.outputs.push_back(ir::OutputDecl{"", n, -1});
                 output_nodes_.insert(n);
                 p_.result = n;
@@ -1370,7 +1401,8 @@ private:
     }
 
     // Assigns v to `target` (one of the statement's targets).
-    void assign(const std::string& target, SourceSpan target_span, const Val& v, const syntax::Statement& st, bool last) {
+    void assign(const std::string& target, SourceSpan target_span, const Val& v, const syntax::Statement& st,
+                bool last) {
         if (target == "None") throw NameError("cannot assign to None", text_, target_span);
         if (dtype_from_name(target) || !functions_named(target).empty()) {
             // Allowed (a variable may shadow a function name only as a variable), but warn by error:
@@ -1403,7 +1435,8 @@ private:
                 n = fresh(n, bound->shape, st.span);
         } else {
             const NodeKind k = node(n).kind;
-            if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n)) n = fresh(n, node(n).shape, st.span);
+            if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n))
+                n = fresh(n, node(n).shape, st.span);
         }
         // A name assigned twice keeps only its last value as the output.
         std::erase_if(p_.outputs, [&](const ir::OutputDecl& o) {

@@ -14,11 +14,47 @@ namespace jit::ir {
 enum class OpKind : std::uint8_t { Operator, Function, Reduction, Result };
 
 enum class Rule : std::uint8_t {
-    Arith, Subtract, TrueDiv, IntDiv, Power, Bitwise, Shift, Compare, Logical, Negate, Identity,
-    Invert, FloatUnary, RealUnary, RoundUnary, AbsUnary, SignUnary, IntOkUnary, Predicate,
-    PartUnary, FloatBinary, Fmod, MinMax, Where, Clip, OnesLike, SumProd, MinMaxReduce,
-    MeanReduce, AnyAll, MakeComplex, FloatPower, IntegerBinary, Ldexp, BitCount, FrexpExponent,
-    ArgFirst, VarReduce, ArgReduce, CountReduce, PtpReduce
+    Arith,
+    Subtract,
+    TrueDiv,
+    IntDiv,
+    Power,
+    Bitwise,
+    Shift,
+    Compare,
+    Logical,
+    Negate,
+    Identity,
+    Invert,
+    FloatUnary,
+    RealUnary,
+    RoundUnary,
+    AbsUnary,
+    SignUnary,
+    IntOkUnary,
+    Predicate,
+    PartUnary,
+    FloatBinary,
+    Fmod,
+    MinMax,
+    Where,
+    Clip,
+    OnesLike,
+    SumProd,
+    MinMaxReduce,
+    MeanReduce,
+    AnyAll,
+    MakeComplex,
+    FloatPower,
+    IntegerBinary,
+    Ldexp,
+    BitCount,
+    FrexpExponent,
+    ArgFirst,
+    VarReduce,
+    ArgReduce,
+    CountReduce,
+    PtpReduce
 };
 
 // What a reduction does with its accumulated value.
@@ -36,7 +72,7 @@ enum class Op : std::uint16_t {
 
 struct OpInfo {
     Op op;
-    std::string_view id;     // "Add"
+    std::string_view id;  // "Add"
     OpKind kind;
     int arity;
     Rule rule;
@@ -113,7 +149,8 @@ constexpr bool table_is_consistent() {
             // Adjacent to the other results of its function, which share its names and arity;
             // no other op carries those names.
             const bool first = k == 0 || kOpTable[k - 1].kind != OpKind::Result || kOpTable[k - 1].names != i.names;
-            const bool last = k + 1 == kNumOps || kOpTable[k + 1].kind != OpKind::Result || kOpTable[k + 1].names != i.names;
+            const bool last =
+                k + 1 == kNumOps || kOpTable[k + 1].kind != OpKind::Result || kOpTable[k + 1].names != i.names;
             if (first && last) return false;  // a function of one result is a Function
             if (!first && kOpTable[k - 1].arity != i.arity) return false;
             for (std::size_t j = 0; j < kNumOps; ++j)

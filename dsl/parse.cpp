@@ -21,9 +21,7 @@ void fail(const ParseState& state, iterator_type first, iterator_type last, std:
     throw ParseError(std::move(message), state.text(), SourceSpan{offset(first), offset(last)});
 }
 
-std::string nesting_message() {
-    return fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting);
-}
+std::string nesting_message() { return fmt::format("expression nested too deeply (more than {} levels)", kMaxNesting); }
 
 // The tokens of x3ast::kTokens (the op table's operators, "(" and "?"): a word token only as a
 // whole word, a symbol token by maximal munch.
@@ -85,11 +83,11 @@ struct LookAlike {
     const char* ascii;
 };
 constexpr LookAlike kLookAlikes[] = {
-    {0x2212, "-"}, {0x2010, "-"}, {0x2011, "-"}, {0x2013, "-"}, {0x2014, "-"}, {0xFE63, "-"}, {0xFF0D, "-"},
-    {0x00D7, "*"}, {0x2217, "*"}, {0x22C5, "*"}, {0xFF0A, "*"}, {0x00F7, "/"}, {0x2215, "/"}, {0xFF0F, "/"},
-    {0xFF0B, "+"}, {0xFF1D, "="}, {0xFF08, "("}, {0xFF09, ")"}, {0xFF0C, ","}, {0x2264, "<="},
-    {0x2265, ">="}, {0x2260, "!="}, {0x00A0, "a space"}, {0x3000, "a space"}, {0x2018, "'"}, {0x2019, "'"},
-    {0x201C, "\""}, {0x201D, "\""}, {0x2026, "..."},
+    {0x2212, "-"}, {0x2010, "-"},  {0x2011, "-"},  {0x2013, "-"},  {0x2014, "-"},       {0xFE63, "-"},
+    {0xFF0D, "-"}, {0x00D7, "*"},  {0x2217, "*"},  {0x22C5, "*"},  {0xFF0A, "*"},       {0x00F7, "/"},
+    {0x2215, "/"}, {0xFF0F, "/"},  {0xFF0B, "+"},  {0xFF1D, "="},  {0xFF08, "("},       {0xFF09, ")"},
+    {0xFF0C, ","}, {0x2264, "<="}, {0x2265, ">="}, {0x2260, "!="}, {0x00A0, "a space"}, {0x3000, "a space"},
+    {0x2018, "'"}, {0x2019, "'"},  {0x201C, "\""}, {0x201D, "\""}, {0x2026, "..."},
 };
 
 // Decodes one UTF-8 character at p; returns its length (0 if the bytes are not valid UTF-8).
@@ -136,7 +134,7 @@ std::size_t decode_utf8(iterator_type p, iterator_type last, char32_t& code) {
     for (const LookAlike& l : kLookAlikes) {
         if (l.code == code) {
             hint = std::strcmp(l.ascii, "a space") == 0 ? std::string("looks like a space; ")
-                                                          : fmt::format("looks like '{}'; ", l.ascii);
+                                                        : fmt::format("looks like '{}'; ", l.ascii);
             break;
         }
     }
@@ -451,7 +449,8 @@ private:
                              fmt::format("keyword argument '{}' repeated", k.name.name));
                     }
                 }
-                call.keywords.push_back(Keyword{std::string(k.name.name), self.span(k.name), self.convert(k.value, depth)});
+                call.keywords.push_back(
+                    Keyword{std::string(k.name.name), self.span(k.name), self.convert(k.value, depth)});
             }
             void operator()(const x3ast::Ternary& t) const {
                 if (!call.keywords.empty()) {
@@ -492,7 +491,9 @@ private:
         node.op_spans.push_back(span(op));
     }
 
-    [[noreturn]] void too_deep(SourceSpan at) const { fail(st_, pointer(at.begin), pointer(at.end), nesting_message()); }
+    [[noreturn]] void too_deep(SourceSpan at) const {
+        fail(st_, pointer(at.begin), pointer(at.end), nesting_message());
+    }
 
     static ExprPtr make(ExprKind kind, SourceSpan s) {
         auto e = std::make_unique<Expr>();
@@ -525,7 +526,8 @@ private:
             fail(st, b, e, "cannot assign to a literal");
         }
         if (value.kind == ExprKind::Subscript)
-            fail(st, b, e, "cannot assign to a subscript: jitexpr writes whole arrays (the left side of '=' must be a name)");
+            fail(st, b, e,
+                 "cannot assign to a subscript: jitexpr writes whole arrays (the left side of '=' must be a name)");
         fail(st, b, e, "cannot assign to an expression (the left side of '=' must be a name)");
     }
     if (c == ')') fail(st, at, at + 1, "unmatched ')'");
@@ -554,8 +556,9 @@ Module parse(std::string_view text) {
 namespace {
 Module parse_here(std::string_view text) {
     if (text.size() > kMaxTextBytes) {
-        throw ParseError(fmt::format("program too large ({} bytes; at most {} are allowed)", text.size(), kMaxTextBytes),
-                         std::string_view{}, SourceSpan{});
+        throw ParseError(
+            fmt::format("program too large ({} bytes; at most {} are allowed)", text.size(), kMaxTextBytes),
+            std::string_view{}, SourceSpan{});
     }
     const iterator_type first = text.data();
     const iterator_type last = text.data() + text.size();
@@ -603,7 +606,8 @@ Module parse_here(std::string_view text) {
                              fmt::format("identifier too long ({} characters; at most {} are allowed)", word.size(),
                                          kMaxIdentifier));
                     }
-                    return Target{std::string(word), {static_cast<std::uint32_t>(b - first), static_cast<std::uint32_t>(e - first)}};
+                    return Target{std::string(word),
+                                  {static_cast<std::uint32_t>(b - first), static_cast<std::uint32_t>(e - first)}};
                 };
                 Target t0 = check_target(p, word_end);
                 stmt.target = std::move(t0.name);
@@ -642,7 +646,8 @@ Module parse_here(std::string_view text) {
         stmt.value = converter.convert(ast, 0);
 
         const iterator_type end = grammar::skip_blanks(it, last, false);
-        if (end != last && *end != '\n' && *end != ';') reject_statement_end(st, end, *stmt.value, !stmt.target.empty());
+        if (end != last && *end != '\n' && *end != ';')
+            reject_statement_end(st, end, *stmt.value, !stmt.target.empty());
         stmt.span = {static_cast<std::uint32_t>(begin - first), stmt.value->span.end};
         module.statements.push_back(std::move(stmt));
         p = end;

@@ -29,9 +29,9 @@ struct ParseState {
     iterator_type text_begin;
     iterator_type text_end;
     position_cache positions;
-    int depth = 0;                    // open groups, call argument lists and ternary branches
-    int brackets = 0;                 // open groups and call argument lists: newlines are blanks
-    Tok last_op = x3ast::kLParen;     // the last operator token matched, for "after '+'" messages
+    int depth = 0;                 // open groups, call argument lists and ternary branches
+    int brackets = 0;              // open groups and call argument lists: newlines are blanks
+    Tok last_op = x3ast::kLParen;  // the last operator token matched, for "after '+'" messages
     iterator_type last_op_end = nullptr;
 
     std::string_view text() const { return {text_begin, static_cast<std::size_t>(text_end - text_begin)}; }

@@ -135,9 +135,9 @@ struct op_parser : x3::parser<op_parser> {
 };
 
 inline constexpr op_parser op_low_prefix{Role::LowPrefix};  // not
-inline constexpr op_parser op_binary{Role::Binary};           // or, and, comparisons, | ^ &, shifts, + -, * / // %
-inline constexpr op_parser op_prefix{Role::Prefix};           // - + ~
-inline constexpr op_parser op_pow{Role::Power};               // **
+inline constexpr op_parser op_binary{Role::Binary};         // or, and, comparisons, | ^ &, shifts, + -, * / // %
+inline constexpr op_parser op_prefix{Role::Prefix};         // - + ~
+inline constexpr op_parser op_pow{Role::Power};             // **
 inline constexpr op_parser op_lparen{x3ast::kLParen};
 inline constexpr op_parser op_question{x3ast::kQuestion};
 inline constexpr op_parser op_lbracket{x3ast::kLBracket};
@@ -186,7 +186,8 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
         if (q != last && (is_ident_char(*q) || *q == '.')) {
             iterator_type e = q;
             while (e != last && (is_ident_char(*e) || *e == '.')) ++e;
-            fail(st, p, e, fmt::format("invalid number literal '{}'", std::string_view(p, static_cast<std::size_t>(e - p))));
+            fail(st, p, e,
+                 fmt::format("invalid number literal '{}'", std::string_view(p, static_cast<std::size_t>(e - p))));
         }
     };
     // Integers past uint64 are exact Python integers: lowering folds them with the literals
@@ -227,8 +228,9 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
         ++q;
         if (q != last && (*q == '+' || *q == '-')) ++q;
         if (q == last || !is_digit(*q)) {
-            fail(st, p, q, fmt::format("malformed number '{}': the exponent has no digits",
-                                       std::string_view(p, static_cast<std::size_t>(q - p))));
+            fail(st, p, q,
+                 fmt::format("malformed number '{}': the exponent has no digits",
+                             std::string_view(p, static_cast<std::size_t>(q - p))));
         }
         while (q != last && is_digit(*q)) ++q;
     }
@@ -457,7 +459,8 @@ struct index_part_parser : x3::parser<index_part_parser> {
     static bool const has_attribute = true;
 
     template <typename Iterator, typename Context, typename RContext, typename Attribute>
-    bool parse(Iterator& first, Iterator const& last, Context const& context, RContext& rcontext, Attribute& attr) const {
+    bool parse(Iterator& first, Iterator const& last, Context const& context, RContext& rcontext,
+               Attribute& attr) const {
         Iterator p = first;
         x3::skip_over(p, last, context);
         if (!starts_expression(p, last)) return true;
@@ -479,17 +482,16 @@ auto const close_bracket_def = lit(']');
 auto const name_or_call_def = identifier >> -(lit('(') > brackets[call_body]);
 auto const group_def = op_lparen > brackets[group_body];
 auto const group_body_def = (ternary % (lit(',') >> !lit(')'))) >> x3::matches[lit(',')] > close_paren;
-auto const call_body_def =
-    lit(')') | (argument >> *((lit(',') >> !lit(')')) > argument) > close_call);
+auto const call_body_def = lit(')') | (argument >> *((lit(',') >> !lit(')')) > argument) > close_call);
 auto const argument_def = expr_start >> (keyword_argument | ternary);
 auto const keyword_argument_def = identifier >> (lit('=') >> !lit('=')) > ternary;
 auto const close_paren_def = lit(')');
 auto const close_call_def = -lit(',') >> lit(')');
 auto const colon_def = lit(':');
 
-BOOST_SPIRIT_DEFINE(ternary, ternary_then, binary, operand, unary_expr, power, power_operand, primary,
-                    atom, subscript, index_list, index_item, slice_part, close_bracket, name_or_call, group, group_body, call_body, argument, keyword_argument, close_paren,
-                    close_call, colon)
+BOOST_SPIRIT_DEFINE(ternary, ternary_then, binary, operand, unary_expr, power, power_operand, primary, atom, subscript,
+                    index_list, index_item, slice_part, close_bracket, name_or_call, group, group_body, call_body,
+                    argument, keyword_argument, close_paren, close_call, colon)
 
 expression_type const& expression() { return ternary; }
 

@@ -67,7 +67,8 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
         // A view of the same array (a = a[::-1]) reads other elements than the one written.
         for (std::size_t k = 0; k < s.stages.size() && ok; ++k)
             for (std::size_t j = 0; j < p.inputs.size() && ok; ++j)
-                if (j != alias && p.inputs[j].view && p.inputs[j].name == p.inputs[alias].name && reads[k][j]) ok = false;
+                if (j != alias && p.inputs[j].view && p.inputs[j].name == p.inputs[alias].name && reads[k][j])
+                    ok = false;
         direct[o] = ok ? 1 : 0;
     }
     return direct;

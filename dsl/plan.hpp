@@ -39,8 +39,8 @@ namespace jit::dsl {
 
 // What a program's free names are bound to.
 struct Bindings {
-    Lookup lookup;      // the binding of a name, or nullptr (unbound)
-    BoundNames names;   // every bound name, for did-you-mean in messages; may be empty
+    Lookup lookup;     // the binding of a name, or nullptr (unbound)
+    BoundNames names;  // every bound name, for did-you-mean in messages; may be empty
 };
 
 // Bindings over a map from names to Binding (std::map or std::unordered_map, any comparator),

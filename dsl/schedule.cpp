@@ -34,7 +34,8 @@ Schedule schedule(const Program& p) {
         const Shape& shape = p.node(node).shape;
         std::int32_t stage = -1;
         for (std::size_t k = 0; k < s.stages.size(); ++k)
-            if (s.stages[k].kind == Stage::Kind::Elementwise && s.stages[k].shape == shape) stage = static_cast<std::int32_t>(k);
+            if (s.stages[k].kind == Stage::Kind::Elementwise && s.stages[k].shape == shape)
+                stage = static_cast<std::int32_t>(k);
         if (stage < 0) {
             Stage st;
             st.kind = Stage::Kind::Elementwise;
@@ -110,7 +111,8 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
             live[x] = 1;
             const Node& nd = p.node(x);
             for (int a = 0; a < nd.nargs; ++a) {
-                if (!nd.args[a].valid() || nd.args[a] >= x) throw InternalError("split_large_stages: nodes out of order");
+                if (!nd.args[a].valid() || nd.args[a] >= x)
+                    throw InternalError("split_large_stages: nodes out of order");
                 stack.push_back(nd.args[a]);
             }
         }
@@ -123,7 +125,9 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     NodeMap<std::uint8_t> spilled(n, 0);
     NodeMap<std::size_t> cost(n, 1);
     Closure closure(p, spilled);
-    auto read_cost = [&](NodeId a) { return p.node(a).kind == NodeKind::Reduce || spilled[a] ? std::size_t{1} : cost[a]; };
+    auto read_cost = [&](NodeId a) {
+        return p.node(a).kind == NodeKind::Reduce || spilled[a] ? std::size_t{1} : cost[a];
+    };
     auto bound = [&](const Node& nd) {
         std::size_t c = 1;
         for (int a = 0; a < nd.nargs; ++a) {
@@ -210,7 +214,8 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         }
         flush();
     }
-    if (std::any_of(spilled.begin(), spilled.end(), [](std::uint8_t v) { return v != 0; })) r.spilled = std::move(spilled);
+    if (std::any_of(spilled.begin(), spilled.end(), [](std::uint8_t v) { return v != 0; }))
+        r.spilled = std::move(spilled);
     return r;
 }
 
@@ -260,7 +265,8 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
     out.offset.assign(s.temps.size(), 0);
     for (std::size_t t : order) {
         const Node& nd = p.node(s.temps[t]);
-        std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
+        std::size_t bytes =
+            std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
         bytes = (bytes + align - 1) / align * align;
         const std::int32_t from = start(t);
         const std::int32_t until = std::max(from, last_read[s.temps[t]]);
@@ -294,7 +300,8 @@ void broadcast_strides(const Shape& shape, const Strides& strides, const Shape& 
         } else if (shape[k] == 1) {
             r[k + off] = 0;
         } else {
-            throw InternalError(fmt::format("broadcast_strides: extent {} does not broadcast to {}", shape[k], target[k + off]));
+            throw InternalError(
+                fmt::format("broadcast_strides: extent {} does not broadcast to {}", shape[k], target[k + off]));
         }
     }
 }

@@ -23,9 +23,9 @@ namespace jit::ir {
 struct Stage {
     enum class Kind : std::uint8_t { Elementwise, Reduce };
     Kind kind = Kind::Elementwise;
-    Shape shape;                       // iteration space (Reduce: the shape of the operand)
-    std::vector<NodeId> stores;        // Elementwise: nodes written to memory, in output order
-    NodeId reduce;                     // Reduce: the Reduce node
+    Shape shape;                 // iteration space (Reduce: the shape of the operand)
+    std::vector<NodeId> stores;  // Elementwise: nodes written to memory, in output order
+    NodeId reduce;               // Reduce: the Reduce node
 };
 
 struct Schedule {

@@ -36,16 +36,16 @@
 namespace jit::syntax {
 
 enum class ExprKind : std::uint8_t {
-    Int,      // integer literal: int_value (decimal or 0x hex); text is the literal
-    Float,    // float literal: float_value
-    Bool,     // True / False: bool_value
-    Name,     // identifier: text
-    Chain,    // operands[0] ops[0] operands[1] ops[1] ... operands[n], binary operators of one
-              // level: left-assoc except Pow (right-assoc) and comparisons (chained)
-    Unary,    // ops[0] operands[0]; ops[0] is a prefix operator (Neg, Pos, Invert, Not)
-    Ternary,  // operands[0] ? operands[1] : operands[2]
-    Call,     // text(operands...) with keyword arguments in keywords
-    Imag,     // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
+    Int,        // integer literal: int_value (decimal or 0x hex); text is the literal
+    Float,      // float literal: float_value
+    Bool,       // True / False: bool_value
+    Name,       // identifier: text
+    Chain,      // operands[0] ops[0] operands[1] ops[1] ... operands[n], binary operators of one
+                // level: left-assoc except Pow (right-assoc) and comparisons (chained)
+    Unary,      // ops[0] operands[0]; ops[0] is a prefix operator (Neg, Pos, Invert, Not)
+    Ternary,    // operands[0] ? operands[1] : operands[2]
+    Call,       // text(operands...) with keyword arguments in keywords
+    Imag,       // imaginary literal (2.5j, 3J): float_value is the imaginary part; text as written
     Subscript,  // operands[0][index...]: each item of `index` names its parts by position in
                 // operands (so a walk over operands sees every sub-expression)
     Tuple,      // ( operands... ) with a comma: only a reduction's axis takes one (axis=(0, 2))
@@ -74,18 +74,18 @@ struct Keyword {
 
 struct Expr {
     ExprKind kind = ExprKind::Int;
-    SourceSpan span;                 // the whole expression
-    std::string text;                // Name/Call: identifier; Int/Float: literal as written
-    SourceSpan name_span;            // Call: the function name
+    SourceSpan span;       // the whole expression
+    std::string text;      // Name/Call: identifier; Int/Float: literal as written
+    SourceSpan name_span;  // Call: the function name
     std::uint64_t int_value = 0;
-    bool int_big = false;            // Int: past uint64 (int_value is 0; the value is in text)
+    bool int_big = false;  // Int: past uint64 (int_value is 0; the value is in text)
     double float_value = 0.0;
     bool bool_value = false;
     std::vector<ExprPtr> operands;
-    std::vector<ir::Op> ops;         // Chain/Unary: the operators (ir::spelling gives the token)
+    std::vector<ir::Op> ops;           // Chain/Unary: the operators (ir::spelling gives the token)
     std::vector<SourceSpan> op_spans;  // span of each token in ops
-    std::vector<Keyword> keywords;   // Call only
-    std::vector<IndexItem> index;    // Subscript only
+    std::vector<Keyword> keywords;     // Call only
+    std::vector<IndexItem> index;      // Subscript only
 };
 
 struct Target {
@@ -94,11 +94,11 @@ struct Target {
 };
 
 struct Statement {
-    std::string target;          // empty: a bare expression; else the first (or only) target
+    std::string target;  // empty: a bare expression; else the first (or only) target
     SourceSpan target_span;
     std::vector<Target> more_targets;  // `m, e = frexp(x)`: the targets after the first, in order
     ExprPtr value;
-    SourceSpan span;             // the whole statement
+    SourceSpan span;  // the whole statement
 };
 
 struct Module {
@@ -106,11 +106,12 @@ struct Module {
 };
 
 // Limits that keep parsing, lowering and destruction bounded (ParseError past them).
-inline constexpr int kMaxNesting = 200;            // parentheses/calls/unary nesting depth
+inline constexpr int kMaxNesting = 200;  // parentheses/calls/unary nesting depth
 inline constexpr std::size_t kMaxTextBytes = 1 << 20;
 inline constexpr std::size_t kMaxIdentifier = 256;
 inline constexpr std::size_t kMaxIntegerDigits = 2000;
-inline constexpr std::size_t kMaxTargets = 16;           // names in one assignment: a, b = f(x)  // an integer literal's digits (decimal or hex)
+inline constexpr std::size_t kMaxTargets =
+    16;  // names in one assignment: a, b = f(x)  // an integer literal's digits (decimal or hex)
 
 // A UTF-8 byte-order mark: parse() skips one at the start of the text.
 inline constexpr std::string_view kBom = "\xEF\xBB\xBF";

@@ -29,9 +29,15 @@ Weak weak_kind_of(DType t) {
 
 DType float_for(DType t) {
     switch (t) {
-        case DType::Bool: case DType::Int8: case DType::UInt8: return DType::Float16;
-        case DType::Int16: case DType::UInt16: return DType::Float32;
-        case DType::Int32: case DType::UInt32: case DType::Int64: case DType::UInt64: return DType::Float64;
+        case DType::Bool:
+        case DType::Int8:
+        case DType::UInt8: return DType::Float16;
+        case DType::Int16:
+        case DType::UInt16: return DType::Float32;
+        case DType::Int32:
+        case DType::UInt32:
+        case DType::Int64:
+        case DType::UInt64: return DType::Float64;
         default: return t;
     }
 }
@@ -153,8 +159,7 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
         case Rule::Compare:
             if (is_complex(p) && op != Op::Eq && op != Op::Ne) return reject(what);
             return Typed{p, DType::Bool};
-        case Rule::Logical:
-            return Typed{DType::Bool, DType::Bool};
+        case Rule::Logical: return Typed{DType::Bool, DType::Bool};
         case Rule::Negate:
             if (is_bool(p)) {
                 if (error) *error = "unary '-' is not supported for bool (use 'not' or '~')";
@@ -164,20 +169,19 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
         case Rule::Invert:
             if (is_inexact(p)) return reject(what);
             return Typed{p, p};
-        case Rule::FloatUnary:
-            return Typed{float_for(p), float_for(p)};
+        case Rule::FloatUnary: return Typed{float_for(p), float_for(p)};
         case Rule::RealUnary:
             if (is_complex(p)) return reject(what);
             return Typed{float_for(p), float_for(p)};
         case Rule::RoundUnary:
             if (is_complex(p)) return reject(what);
-            if (op == Op::Round && is_bool(p)) return Typed{DType::Float16, DType::Float16};  // NumPy rounds bool via rint
+            if (op == Op::Round && is_bool(p))
+                return Typed{DType::Float16, DType::Float16};  // NumPy rounds bool via rint
             return Typed{p, p};
         case Rule::MinMax:
             if (is_complex(p)) return reject(what);
             return Typed{p, p};
-        case Rule::AbsUnary:
-            return Typed{p, real_of(p)};
+        case Rule::AbsUnary: return Typed{p, real_of(p)};
         case Rule::SignUnary:
             if (is_bool(p)) return reject(what);
             return Typed{p, p};
@@ -187,13 +191,11 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
         case Rule::Predicate:
             if (op == Op::Signbit && is_complex(p)) return reject(what);
             return Typed{p, DType::Bool};
-        case Rule::PartUnary:
-            return Typed{p, real_of(p)};
+        case Rule::PartUnary: return Typed{p, real_of(p)};
         case Rule::FloatBinary:
             if (is_complex(p)) return reject(what);
             return Typed{float_for(p), float_for(p)};
-        case Rule::Where:
-            return Typed{p, p};
+        case Rule::Where: return Typed{p, p};
         case Rule::SumProd:
             if (is_bool(p) || (is_signed_int(p) && p != DType::Int64)) return Typed{DType::Int64, DType::Int64};
             if (is_unsigned_int(p)) return Typed{DType::UInt64, DType::UInt64};
@@ -204,18 +206,15 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
         case Rule::MeanReduce:
             if (is_bool(p) || is_integer(p)) return Typed{DType::Float64, DType::Float64};
             return Typed{p, p};
-        case Rule::AnyAll:
-            return Typed{DType::Bool, DType::Bool};
-        case Rule::ArgFirst:
-            return Typed{DType::Bool, DType::Int64};
+        case Rule::AnyAll: return Typed{DType::Bool, DType::Bool};
+        case Rule::ArgFirst: return Typed{DType::Bool, DType::Int64};
         case Rule::VarReduce:
             if (is_bool(p) || is_integer(p)) return Typed{DType::Float64, DType::Float64};
             return Typed{p, is_complex(p) ? real_of(p) : p};
         case Rule::ArgReduce:
             if (is_complex(p)) return reject(what);
             return Typed{p, DType::Int64};
-        case Rule::CountReduce:
-            return Typed{p, DType::Int64};
+        case Rule::CountReduce: return Typed{p, DType::Int64};
         case Rule::PtpReduce:
             if (is_complex(p) || is_bool(p)) return reject(what);
             return Typed{p, p};

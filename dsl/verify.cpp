@@ -48,12 +48,11 @@ void check_operand_dtypes(const Program& p, NodeId n) {
     auto dt = [&](int k) { return p.node(nd.args[k]).dtype; };
     auto need = [&](bool ok, const char* what) {
         if (!ok)
-            broken(fmt::format("{}: {} (its dtype {}, operands {})", describe(p, n), what, dtype_name(nd.dtype),
-                               [&] {
-                                   std::string s;
-                                   for (int k = 0; k < nd.nargs; ++k) s += (k ? ", " : "") + std::string(dtype_name(dt(k)));
-                                   return s;
-                               }()));
+            broken(fmt::format("{}: {} (its dtype {}, operands {})", describe(p, n), what, dtype_name(nd.dtype), [&] {
+                std::string s;
+                for (int k = 0; k < nd.nargs; ++k) s += (k ? ", " : "") + std::string(dtype_name(dt(k)));
+                return s;
+            }()));
     };
     auto all_operands = [&](DType t) {
         for (int k = 0; k < nd.nargs; ++k)
@@ -65,7 +64,9 @@ void check_operand_dtypes(const Program& p, NodeId n) {
         case Rule::Predicate:
             need(nd.dtype == DType::Bool && all_operands(dt(0)), "operands of one dtype and a bool result");
             return;
-        case Rule::Logical: need(nd.dtype == DType::Bool && all_operands(DType::Bool), "bool operands and result"); return;
+        case Rule::Logical:
+            need(nd.dtype == DType::Bool && all_operands(DType::Bool), "bool operands and result");
+            return;
         case Rule::Where:
             need(dt(0) == DType::Bool && dt(1) == nd.dtype && dt(2) == nd.dtype,
                  "a bool condition and two operands of its dtype");
@@ -105,10 +106,13 @@ void check_node(const Program& p, NodeId n) {
             if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.inputs.size())
                 broken(fmt::format("node {}: input slot {} of {}", n, nd.slot, p.inputs.size()));
             const InputDecl& d = p.inputs[static_cast<std::size_t>(nd.slot)];
-            if (nd.dtype != d.dtype) broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype), dtype_name(d.dtype)));
+            if (nd.dtype != d.dtype)
+                broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(d.dtype)));
             shape_is(d.shape, "its declaration's");
             if (!d.strides.empty() && d.strides.size() != d.shape.size())
-                broken(fmt::format("{}: {} strides for {} dimensions", describe(p, n), d.strides.size(), d.shape.size()));
+                broken(
+                    fmt::format("{}: {} strides for {} dimensions", describe(p, n), d.strides.size(), d.shape.size()));
             return;
         }
         case NodeKind::Scalar: {
@@ -116,7 +120,9 @@ void check_node(const Program& p, NodeId n) {
             if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.scalars.size())
                 broken(fmt::format("node {}: scalar slot {} of {}", n, nd.slot, p.scalars.size()));
             const ScalarDecl& d = p.scalars[static_cast<std::size_t>(nd.slot)];
-            if (nd.dtype != d.dtype) broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype), dtype_name(d.dtype)));
+            if (nd.dtype != d.dtype)
+                broken(fmt::format("{}: dtype {}, declared {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(d.dtype)));
             shape_is({}, "a scalar's");
             return;
         }
@@ -124,7 +130,8 @@ void check_node(const Program& p, NodeId n) {
             arity_is(0);
             shape_is({}, "a constant's");
             if (nd.value.dtype != nd.dtype)
-                broken(fmt::format("{}: dtype {}, value of {}", describe(p, n), dtype_name(nd.dtype), dtype_name(nd.value.dtype)));
+                broken(fmt::format("{}: dtype {}, value of {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(nd.value.dtype)));
             return;
         case NodeKind::Cast: {
             // A cast may broadcast too: an assignment into a bound array converts the value to
@@ -152,8 +159,10 @@ void check_node(const Program& p, NodeId n) {
         }
         case NodeKind::Reduce: {
             const OpInfo& i = info(nd.op);
-            if (i.kind != OpKind::Reduction) broken(fmt::format("{}: not a reduction in a Reduce node", describe(p, n)));
-            if (i.finish == Finish::Lowered) broken(fmt::format("{}: a statistic lowering should have expanded", describe(p, n)));
+            if (i.kind != OpKind::Reduction)
+                broken(fmt::format("{}: not a reduction in a Reduce node", describe(p, n)));
+            if (i.finish == Finish::Lowered)
+                broken(fmt::format("{}: a statistic lowering should have expanded", describe(p, n)));
             arity_is(1);
             const Node& x = p.node(nd.args[0]);
             const auto nd_in = static_cast<std::int32_t>(x.shape.size());
@@ -173,11 +182,12 @@ void check_node(const Program& p, NodeId n) {
             };
             if (nd.shape.size() == want.size() || squeezed(nd.shape) != squeezed(want))
                 shape_is(want, "its operand's without the reduced axes");
-            const bool ok = i.rule == Rule::AnyAll    ? x.dtype == DType::Bool && nd.dtype == DType::Bool
+            const bool ok = i.rule == Rule::AnyAll     ? x.dtype == DType::Bool && nd.dtype == DType::Bool
                             : i.rule == Rule::ArgFirst ? x.dtype == DType::Bool && nd.dtype == DType::Int64
                                                        : x.dtype == nd.dtype;
             if (!ok)
-                broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype), dtype_name(x.dtype)));
+                broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(x.dtype)));
             return;
         }
     }
@@ -213,7 +223,8 @@ void verify(const Program& p, const Schedule& s) {
         auto stored_here = [&](NodeId n) {
             if (!n.valid() || n.index() >= nn) broken(fmt::format("stage {} stores node {}", k, n));
             if (s.stored_by[n] != k)
-                broken(fmt::format("stage {} stores {}, which stored_by gives to stage {}", k, describe(p, n), s.stored_by[n]));
+                broken(fmt::format("stage {} stores {}, which stored_by gives to stage {}", k, describe(p, n),
+                                   s.stored_by[n]));
             ++stores[n];
         };
         if (st.kind == Stage::Kind::Reduce) {
@@ -236,10 +247,12 @@ void verify(const Program& p, const Schedule& s) {
     }
     for (const NodeId n : p.ids()) {
         const std::int32_t by = s.stored_by[n];
-        if (by < -1 || by >= nstages) broken(fmt::format("{} is stored by stage {} of {}", describe(p, n), by, nstages));
+        if (by < -1 || by >= nstages)
+            broken(fmt::format("{} is stored by stage {} of {}", describe(p, n), by, nstages));
         if ((by >= 0) != (stores[n] == 1))
             broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, n), by, stores[n]));
-        if (p.node(n).kind == NodeKind::Reduce && by < 0) broken(fmt::format("{} is stored by no stage", describe(p, n)));
+        if (p.node(n).kind == NodeKind::Reduce && by < 0)
+            broken(fmt::format("{} is stored by no stage", describe(p, n)));
     }
     // Outputs: output_of names each output's node, every output is stored.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
@@ -251,7 +264,8 @@ void verify(const Program& p, const Schedule& s) {
     }
     for (const NodeId n : p.ids()) {
         const std::int32_t o = s.output_of[n];
-        if (o >= 0 && (static_cast<std::size_t>(o) >= p.outputs.size() || p.outputs[static_cast<std::size_t>(o)].node != n))
+        if (o >= 0 &&
+            (static_cast<std::size_t>(o) >= p.outputs.size() || p.outputs[static_cast<std::size_t>(o)].node != n))
             broken(fmt::format("{} has output_of {}", describe(p, n), o));
     }
     // Temporaries: exactly the stored nodes that are no output, each once.
@@ -282,7 +296,8 @@ void verify(const Program& p, const Schedule& s) {
             const Node& nd = p.node(n);
             const std::int32_t by = s.stored_by[n];
             if ((nd.kind == NodeKind::Reduce || s.is_spilled(n)) && by != k) {
-                if (by > k) broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
+                if (by > k)
+                    broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
                 continue;
             }
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
@@ -293,7 +308,8 @@ void verify(const Program& p, const Schedule& s) {
 void verify(const Plan& plan) {
     verify(plan.program, plan.schedule);
     if (plan.direct_alias.size() != plan.program.outputs.size())
-        broken(fmt::format("{} in-place decisions for {} outputs", plan.direct_alias.size(), plan.program.outputs.size()));
+        broken(
+            fmt::format("{} in-place decisions for {} outputs", plan.direct_alias.size(), plan.program.outputs.size()));
     for (std::size_t o = 0; o < plan.direct_alias.size(); ++o)
         if (plan.direct_alias[o] && plan.program.outputs[o].alias_input < 0)
             broken(fmt::format("output {} is written in place into no input", o));

@@ -292,8 +292,8 @@ int main(int argc, char** argv) {
                     loop.mean_long_speed);
         std::printf("%-34s %18.12g %18.12g\n", "mean tip %, 3+ passengers", jx.mean_group_tip, loop.mean_group_tip);
         std::printf("%-34s %15.2f ms %15.2f ms\n", "time (results on the host)", warm_ms, loop_ms);
-        std::printf("(jitexpr first run, preparing the program: %.2f ms; columns to the backend: %.2f ms)\n",
-                    first_ms, upload_ms);
+        std::printf("(jitexpr first run, preparing the program: %.2f ms; columns to the backend: %.2f ms)\n", first_ms,
+                    upload_ms);
         if (!agree) {
             std::printf("MISMATCH: %zu speeds and %zu tip percentages differ\n", bad_speed, bad_tip);
             return 1;

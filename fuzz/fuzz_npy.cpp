@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     } catch (const jit::IOError&) {
         return 0;  // the documented rejection
     }
-    if (!a.defined() || a.backend() != jit::Backend::Cpu || !a.is_contiguous()) finding("loaded array is not a contiguous CPU array");
+    if (!a.defined() || a.backend() != jit::Backend::Cpu || !a.is_contiguous())
+        finding("loaded array is not a contiguous CPU array");
     if (a.ndim() > jit::kMaxDims) finding("more dimensions than kMaxDims");
     const std::string file = jit::to_npy_bytes(a);
     const jit::Array b = jit::parse_npy(file, jit::Backend::Cpu, "round-trip.npy");

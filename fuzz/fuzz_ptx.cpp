@@ -47,8 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             try {
                 (void)functions.build(*p, co);
             } catch (const jit::CompileError& e) {
-                std::fprintf(stderr, "fuzz_ptx: nvJitLink rejected the PTX of %s: %s\n%s\n%s\n", k.name.c_str(), e.what(),
-                             e.log().c_str(), p->source.c_str());
+                std::fprintf(stderr, "fuzz_ptx: nvJitLink rejected the PTX of %s: %s\n%s\n%s\n", k.name.c_str(),
+                             e.what(), e.log().c_str(), p->source.c_str());
                 std::abort();
             }
         }

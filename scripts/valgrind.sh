@@ -14,7 +14,7 @@
 #   cli_script     is run afterwards by this script with the jitexpr binary behind a wrapper
 #                  that starts it under valgrind (build-valgrind/jitexpr-valgrind);
 #   cli_repl       is left out: it drives the REPL through a pseudo-terminal with timeouts that
-#                  valgrind's slowdown would break; the REPL's code is covered by cli_unit_test;
+#                  valgrind's slowdown would break; the REPL's code is covered by test_cli_unit;
 #   embed_package  is left out: it configures and builds a consumer project (no jitexpr code
 #                  runs that the other tests do not run).
 # --soname-synonyms=somalloc=nouserintercepts: valgrind leaves allocation functions that a test
@@ -60,7 +60,7 @@ if [ -z "${CTEST_ARGS:-}" ] && [ -x "$build/tools/jitexpr" ] && command -v pytho
   chmod +x "$wrapper"
   echo "== cli_script with $wrapper"
   rc=0
-  python3 tests/cli/cli_test.py "$wrapper" || rc=$?
+  python3 tests/cli/test_cli.py "$wrapper" || rc=$?
   case $rc in 0) ;; 77) echo "cli_script skipped (no NumPy)" ;; *) status=1 ;; esac
 fi
 echo "valgrind.sh: $(( $(date +%s) - start ))s of tests, status $status"

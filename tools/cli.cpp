@@ -8,8 +8,8 @@
 #include "session.hpp"
 
 #include <jit/disk_cache.hpp>
-#include <jit/language.hpp>
 #include <jit/error.hpp>
+#include <jit/language.hpp>
 #include <jit/npy.hpp>
 #include <jit/runtime.hpp>
 
@@ -17,13 +17,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <csignal>
 #include <cstdlib>
-#include <functional>
-#include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <new>
@@ -96,9 +96,7 @@ std::string read_script(const std::string& path) {
     return text;
 }
 
-void print_value(const Array& a) {
-    std::cout << format_array(a) << '\n' << std::flush;
-}
+void print_value(const Array& a) { std::cout << format_array(a) << '\n' << std::flush; }
 
 // Runs one program text; an error is reported with `origin` ("-e", the script's name).
 struct OriginError : std::runtime_error {
@@ -136,7 +134,8 @@ int cache_command(const std::string& command) {
         // Only files jitexpr wrote go; anything else found in the cache is named and kept.
         for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
         std::cout << fmt::format("removed {} entries from {}", r.removed, printable(r.directory));
-        if (r.old_format_removed) std::cout << fmt::format(", and {} files of earlier formats (v1, v2)", r.old_format_removed);
+        if (r.old_format_removed)
+            std::cout << fmt::format(", and {} files of earlier formats (v1, v2)", r.old_format_removed);
         if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
         std::cout << '\n';
         return kExitOk;
@@ -156,7 +155,9 @@ int run_mode(const CliOptions& o) {
     // From here on Ctrl-C stops what runs (the session's token) instead of killing the process.
     InterruptScope interrupt;
     clear_interrupt();
-    ProgressLine progress(o.quiet ? ProgressLine::Mode::Off : o.progress ? ProgressLine::Mode::On : ProgressLine::Mode::Auto);
+    ProgressLine progress(o.quiet      ? ProgressLine::Mode::Off
+                          : o.progress ? ProgressLine::Mode::On
+                                       : ProgressLine::Mode::Auto);
     Session session(ro);
     CallOptions call;
     call.cancel = interrupt_token();
@@ -239,8 +240,7 @@ int explain_mode(const CliOptions& o) {
 
 NameFile parse_name_file(const std::string& value, const std::string& option) {
     const auto eq = value.find('=');
-    if (eq == std::string::npos)
-        throw UsageError(fmt::format("{} takes NAME=FILE.npy, not '{}'", option, value));
+    if (eq == std::string::npos) throw UsageError(fmt::format("{} takes NAME=FILE.npy, not '{}'", option, value));
     NameFile nf{value.substr(0, eq), value.substr(eq + 1)};
     // A name no statement could read or assign (a keyword, a name too long) is refused here.
     if (!is_variable_name(nf.name)) {
@@ -262,8 +262,7 @@ int threads_value(const std::string& v, const std::string& source) {
     long long n = -1;
     try {
         n = std::stoll(v, &used);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     if (v.empty() || used != v.size() || n < 0 || v[0] == '+')
         throw UsageError(fmt::format("{} takes a whole number of threads (0: every core), not '{}'", source, v));
     return static_cast<int>(std::min<long long>(n, 1024));
@@ -315,79 +314,132 @@ struct Spec {
 
 const std::vector<Spec>& specs() {
     static const std::vector<Spec> table{
-        {{"--backend"}, "B", "JITEXPR_BACKEND",
+        {{"--backend"},
+         "B",
+         "JITEXPR_BACKEND",
          "cpu, cuda or auto (CUDA when a driver and a device are present, else the CPU). --backend cuda on a machine "
          "without CUDA is an error.",
          [](CliOptions& o, const std::string& v) { o.backend = parse_backend(v); }},
-        {{"--device"}, "N", "JITEXPR_DEVICE",
+        {{"--device"},
+         "N",
+         "JITEXPR_DEVICE",
          "The CUDA device to evaluate on, by ordinal (0: the first GPU, as nvidia-smi numbers them unless "
          "CUDA_VISIBLE_DEVICES says otherwise). A device the machine lacks is an error; so is a device other than 0 "
          "with --backend cpu, or when CUDA is not available.",
          [](CliOptions& o, const std::string& v) { o.device = parse_device(v); }},
-        {{"-t", "--threads"}, "N", "JITEXPR_THREADS",
+        {{"-t", "--threads"},
+         "N",
+         "JITEXPR_THREADS",
          "CPU threads of the CPU backend, the calling one included (0: every core; more than 1024 counts as 1024).",
          [](CliOptions& o, const std::string& v) { o.threads = threads_value(v, "--threads"); }},
-        {{"--load"}, "NAME=FILE", "",
+        {{"--load"},
+         "NAME=FILE",
+         "",
          "Binds NAME to the array in FILE (.npy) before any statement runs. Repeatable.",
          [](CliOptions& o, const std::string& v) { o.loads.push_back(parse_name_file(v, "--load")); }},
-        {{"-e"}, "STATEMENTS", "",
+        {{"-e"},
+         "STATEMENTS",
+         "",
          "Statements to run (';' or newlines between them). Repeatable; also written -eSTATEMENTS.",
          [](CliOptions& o, const std::string& v) { o.exprs.push_back(v); }},
-        {{"--save"}, "NAME=FILE", "",
+        {{"--save"},
+         "NAME=FILE",
+         "",
          "After every statement ran, writes variable NAME to FILE (.npy). Repeatable. Nothing is saved when a "
          "statement failed or Ctrl-C stopped the run.",
          [](CliOptions& o, const std::string& v) { o.saves.push_back(parse_name_file(v, "--save")); }},
-        {{"--time"}, "", "",
+        {{"--time"},
+         "",
+         "",
          "After each statement, prints on standard error where its time went: parse, check, emit, compile (or the "
          "cache hit), load, run, and printing its value (the copy to the host included).",
          [](CliOptions& o, const std::string&) { o.time = true; }},
-        {{"--progress"}, "", "",
+        {{"--progress"},
+         "",
+         "",
          "Shows the progress line of long statements, loads, saves and compiles even when standard error is not a "
          "terminal (as whole lines, at most one a second).",
          [](CliOptions& o, const std::string&) { o.progress = true; }},
-        {{"-q", "--quiet"}, "", "", "No progress line and no start-up banner.",
+        {{"-q", "--quiet"},
+         "",
+         "",
+         "No progress line and no start-up banner.",
          [](CliOptions& o, const std::string&) { o.quiet = true; }},
-        {{"--cache-dir"}, "DIR", "JITEXPR_CACHE_DIR",
+        {{"--cache-dir"},
+         "DIR",
+         "JITEXPR_CACHE_DIR",
          "The disk cache of compiled kernels (default: $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr).",
          [](CliOptions& o, const std::string& v) {
              if (v.empty()) throw UsageError("--cache-dir takes a directory, not an empty name");
              o.cache_dir = v;
          }},
-        {{"--no-disk-cache"}, "", "JITEXPR_DISK_CACHE=0", "Keeps compiled kernels in memory only.",
+        {{"--no-disk-cache"},
+         "",
+         "JITEXPR_DISK_CACHE=0",
+         "Keeps compiled kernels in memory only.",
          [](CliOptions& o, const std::string&) { o.no_disk_cache = true; }},
-        {{"--fast-math"}, "", "JITEXPR_FAST_MATH=1",
+        {{"--fast-math"},
+         "",
+         "JITEXPR_FAST_MATH=1",
          "Faster, less exact math: -use_fast_math on CUDA, relaxed math on the CPU.",
          [](CliOptions& o, const std::string&) { o.fast_math = true; }},
-        {{"--tiered"}, "on|off", "JITEXPR_TIERED",
+        {{"--tiered"},
+         "on|off",
+         "JITEXPR_TIERED",
          "CUDA: start new programs on quickly compiled first-tier kernels while the final ones compile in the "
          "background (on by default).",
          [](CliOptions& o, const std::string& v) { o.tiered = on_off(v, "--tiered"); }},
-        {{"--nvrtc-options"}, "OPTIONS", "JITEXPR_NVRTC_OPTIONS",
+        {{"--nvrtc-options"},
+         "OPTIONS",
+         "JITEXPR_NVRTC_OPTIONS",
          "More NVRTC options for every kernel, separated by spaces (e.g. \"--Ofast-compile=max\").",
          [](CliOptions& o, const std::string& v) { o.nvrtc_options = v; }},
-        {{"--show-kernels"}, "", "JITEXPR_SHOW_KERNELS=1",
+        {{"--show-kernels"},
+         "",
+         "JITEXPR_SHOW_KERNELS=1",
          "Prints the CUDA source of every kernel generated, on standard error.",
          [](CliOptions& o, const std::string&) { o.show_kernels = true; }},
-        {{"--staging"}, "MODE", "JITEXPR_STAGING",
+        {{"--staging"},
+         "MODE",
+         "JITEXPR_STAGING",
          "How large copies of pageable host memory reach the device: staged (pinned buffers, the default), "
          "direct (the driver's path) or register (page-locking the caller's memory).",
-         [](CliOptions& o, const std::string& v) { o.staging = one_of(v, "--staging", {"staged", "direct", "register"}); }},
-        {{"--device-memory"}, "SIZE", "JITEXPR_DEVICE_MEMORY",
+         [](CliOptions& o, const std::string& v) {
+             o.staging = one_of(v, "--staging", {"staged", "direct", "register"});
+         }},
+        {{"--device-memory"},
+         "SIZE",
+         "JITEXPR_DEVICE_MEMORY",
          "CUDA, host data: the most device memory one streamed evaluation may use (e.g. 4GiB; 0: 80% of what is "
          "free). Larger inputs stream through it in chunks.",
          [](CliOptions& o, const std::string& v) { o.device_memory = device_memory_value(v); }},
-        {{"--bandwidth"}, "GBS", "",
+        {{"--bandwidth"},
+         "GBS",
+         "",
          "explain and :explain: time each stage's bytes at GBS GB/s instead of the backend's own figure (CUDA: a "
          "device-to-device copy measured when asked; the CPU: its own throughput, measured once per machine).",
          [](CliOptions& o, const std::string& v) { o.bandwidth = bandwidth_value(v); }},
-        {{"--cpu-kernels"}, "KIND", "JITEXPR_CPU_KERNELS",
+        {{"--cpu-kernels"},
+         "KIND",
+         "JITEXPR_CPU_KERNELS",
          "The CPU backend's block kernels: auto (AVX2 where the processor has it) or base (portable).",
-         [](CliOptions& o, const std::string& v) { o.cpu_kernels = one_of(v, "--cpu-kernels", {"auto", "base"}); }},
-        {{"-v", "--verbose"}, "", "", "Says on standard error when auto falls back to the CPU, and why.",
+         [](CliOptions& o, const std::string& v) {
+             o.cpu_kernels = one_of(v, "--cpu-kernels", {"auto", "base"});
+         }},
+        {{"-v", "--verbose"},
+         "",
+         "",
+         "Says on standard error when auto falls back to the CPU, and why.",
          [](CliOptions& o, const std::string&) { o.verbose = true; }},
-        {{"-h", "--help"}, "", "", "This text.",
+        {{"-h", "--help"},
+         "",
+         "",
+         "This text.",
          [](CliOptions& o, const std::string&) { o.mode = CliOptions::Mode::Help; }},
-        {{"--version"}, "", "", "The version, the CUDA driver and toolkit found (and the device), and the line editor.",
+        {{"--version"},
+         "",
+         "",
+         "The version, the CUDA driver and toolkit found (and the device), and the line editor.",
          [](CliOptions& o, const std::string&) { o.mode = CliOptions::Mode::Version; }},
     };
     return table;
@@ -444,7 +496,8 @@ const char* const kInterrupt =
     "existing array finishes or is named as possibly partly written. The REPL goes on; otherwise jitexpr exits with "
     "status 130 and writes none of its --save files. A second Ctrl-C says it is still stopping, a third quits at once.";
 
-const char* const kExit = "0 success; 1 an error in a statement, a file or the device; 2 bad usage; 130 stopped by Ctrl-C.";
+const char* const kExit =
+    "0 success; 1 an error in a statement, a file or the device; 2 bad usage; 130 stopped by Ctrl-C.";
 
 const char* const kConstructors =
     "Array constructors: arange(stop), arange(start, stop[, step]), linspace(a, b, n), zeros(shape), ones(shape), "
@@ -483,13 +536,17 @@ const std::vector<CommandDoc>& repl_command_docs() {
         {":help", "The statements, constructors and commands."},
         {":vars", "Every variable: name, dtype, shape, backend, bytes."},
         {":source STMT", "The CUDA source generated for STMT with the current variables (none on the CPU backend)."},
-        {":explain STMT", "What STMT becomes with the current variables, without running it: names, dtypes and shapes, "
-                          "stages and kernels, bytes and time, cache states (as jitexpr explain)."},
+        {":explain STMT",
+         "What STMT becomes with the current variables, without running it: names, dtypes and shapes, "
+         "stages and kernels, bytes and time, cache states (as jitexpr explain)."},
         {":time STMT", "Runs STMT and prints the time of each stage and whether the caches hit."},
         {":cache", "The runtime's cache statistics."},
-        {":backend [B]", "The backend in use; with cpu or cuda, switches (variables stay in host memory: cuda streams them through the GPU)."},
+        {":backend [B]",
+         "The backend in use; with cpu or cuda, switches (variables stay in host memory: cuda streams them through the "
+         "GPU)."},
         {":threads [N]", "The CPU backend's thread count; with N, a new runtime with N threads (0: every core)."},
-        {":info", "Version, backend, threads, the CUDA driver, toolkit and device, or the full reason CUDA is not used."},
+        {":info",
+         "Version, backend, threads, the CUDA driver, toolkit and device, or the full reason CUDA is not used."},
         {":quit", "Leaves (also :q, :exit, and Ctrl-D on an empty line)."},
     };
     return c;
@@ -510,15 +567,18 @@ CliOptions parse_args(const std::vector<std::string>& args) {
         for (std::size_t i = 1; i < args.size(); ++i) {
             const std::string& a = args[i];
             auto value = [&](const std::string& name) -> std::string {
-                if (a.size() > name.size() + 1 && a.compare(0, name.size() + 1, name + "=") == 0) return a.substr(name.size() + 1);
+                if (a.size() > name.size() + 1 && a.compare(0, name.size() + 1, name + "=") == 0)
+                    return a.substr(name.size() + 1);
                 if (i + 1 >= args.size()) throw UsageError(fmt::format("{} needs a value", name));
                 return args[++i];
             };
             if (a == "--arch" || a.rfind("--arch=", 0) == 0) o.precompile_arch = value("--arch");
-            else if (a == "--cache-dir" || a.rfind("--cache-dir=", 0) == 0) o.precompile_cache_dir = value("--cache-dir");
+            else if (a == "--cache-dir" || a.rfind("--cache-dir=", 0) == 0)
+                o.precompile_cache_dir = value("--cache-dir");
             else if (a == "--fast-math") o.precompile_fast_math = true;
             else if (!a.empty() && a[0] == '-') throw UsageError(fmt::format("unknown precompile option '{}'", a));
-            else if (!o.precompile_file.empty()) throw UsageError(fmt::format("more than one file given ('{}' and '{}')", o.precompile_file, a));
+            else if (!o.precompile_file.empty())
+                throw UsageError(fmt::format("more than one file given ('{}' and '{}')", o.precompile_file, a));
             else o.precompile_file = a;
         }
         if (o.precompile_file.empty())
@@ -568,8 +628,10 @@ CliOptions parse_args(const std::vector<std::string>& args) {
         found->apply(o, value);
     }
     if (o.mode == CliOptions::Mode::Explain) {
-        if (!o.script) throw UsageError("use: jitexpr explain [OPTION]... [-e STATEMENTS]... PROGRAM (the program in quotes)");
-        if (!o.saves.empty()) throw UsageError("explain runs nothing it explains, so it saves nothing: --save is not for explain");
+        if (!o.script)
+            throw UsageError("use: jitexpr explain [OPTION]... [-e STATEMENTS]... PROGRAM (the program in quotes)");
+        if (!o.saves.empty())
+            throw UsageError("explain runs nothing it explains, so it saves nothing: --save is not for explain");
     }
     return o;
 }
@@ -632,13 +694,16 @@ std::string man_page() {
     m += ".TP\n.B SCRIPT\n" + roff_escape(kScript) + "\n";
     m += ".SH STATEMENTS\n" + roff_escape(kConstructors) + "\n";
     m += ".SH INTERACTIVE COMMANDS\n";
-    for (const CommandDoc& c : repl_command_docs()) m += ".TP\n.B " + roff_escape(c.name) + "\n" + roff_escape(c.help) + "\n";
+    for (const CommandDoc& c : repl_command_docs())
+        m += ".TP\n.B " + roff_escape(c.name) + "\n" + roff_escape(c.help) + "\n";
     m += ".SH INTERRUPTING\n" + roff_escape(kInterrupt) + "\n";
     m += ".SH ENVIRONMENT\n";
     for (const Spec& sp : specs())
         if (!sp.env.empty())
-            m += ".TP\n.B " + roff_escape(sp.env.substr(0, sp.env.find('='))) + "\nAs\n.BR " + roff_escape(flags_of(sp)) + " .\n";
-    m += ".TP\n.B XDG_STATE_HOME, HOME\nThe REPL's history: $XDG_STATE_HOME/jitexpr/history, else ~/.jitexpr_history.\n";
+            m += ".TP\n.B " + roff_escape(sp.env.substr(0, sp.env.find('='))) + "\nAs\n.BR " +
+                 roff_escape(flags_of(sp)) + " .\n";
+    m +=
+        ".TP\n.B XDG_STATE_HOME, HOME\nThe REPL's history: $XDG_STATE_HOME/jitexpr/history, else ~/.jitexpr_history.\n";
     m += ".TP\n.B XDG_CACHE_HOME\nThe default disk cache: $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr.\n";
     m += ".SH EXIT STATUS\n" + roff_escape(kExit) + "\n";
     m += ".SH SEE ALSO\ndocs/cli.md, docs/language.md and docs/cache.md in the jitexpr sources.\n";
@@ -653,7 +718,8 @@ std::string markdown_reference() {
     };
     std::string md = "| option | variable | meaning |\n|---|---|---|\n";
     for (const Spec& sp : specs())
-        md += "| `" + cell(flags_of(sp)) + "` | " + (sp.env.empty() ? "" : "`" + sp.env + "`") + " | " + cell(sp.help) + " |\n";
+        md += "| `" + cell(flags_of(sp)) + "` | " + (sp.env.empty() ? "" : "`" + sp.env + "`") + " | " + cell(sp.help) +
+              " |\n";
     md += "| `SCRIPT` | | " + cell(kScript) + " |\n";
     md += "| `--` | | Ends the options: the next argument is the script even if it starts with `-`. |\n";
     md += "\n| command | does |\n|---|---|\n";
@@ -665,8 +731,10 @@ std::string time_text(const StatementTime& t, Backend backend) {
     const Timing& x = t.timing;
     switch (t.kind) {
         case StatementTime::Kind::Constructor:
-            return fmt::format("line {}: made on the host (a constructor, nothing compiled) {:.3f} ms, print {:.3f} ms; total {:.3f} ms",
-                               t.line, t.total_ms - t.print_ms, t.print_ms, t.total_ms);
+            return fmt::format(
+                "line {}: made on the host (a constructor, nothing compiled) {:.3f} ms, print {:.3f} ms; total {:.3f} "
+                "ms",
+                t.line, t.total_ms - t.print_ms, t.print_ms, t.total_ms);
         case StatementTime::Kind::Load:
             return fmt::format("line {}: load (read and transfer) {:.3f} ms, print {:.3f} ms; total {:.3f} ms", t.line,
                                t.total_ms - t.print_ms, t.print_ms, t.total_ms);
@@ -675,12 +743,14 @@ std::string time_text(const StatementTime& t, Backend backend) {
                                t.total_ms, t.total_ms);
         case StatementTime::Kind::Runtime: break;
     }
-    std::string s = fmt::format("line {}: parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, compile {:.3f} ms, load {:.3f} ms, "
-                                "run {:.3f} ms, print {:.3f} ms; total {:.3f} ms; program cache {}",
-                                t.line, x.parse_ms, x.check_ms, x.emit_ms, x.compile_ms, x.load_ms, x.run_ms, t.print_ms,
-                                t.total_ms, x.cache_hit ? "hit" : "miss");
+    std::string s = fmt::format(
+        "line {}: parse {:.3f} ms, check {:.3f} ms, emit {:.3f} ms, compile {:.3f} ms, load {:.3f} ms, "
+        "run {:.3f} ms, print {:.3f} ms; total {:.3f} ms; program cache {}",
+        t.line, x.parse_ms, x.check_ms, x.emit_ms, x.compile_ms, x.load_ms, x.run_ms, t.print_ms, t.total_ms,
+        x.cache_hit ? "hit" : "miss");
     // The CPU backend has no modules: only CUDA's module cache is worth a word.
-    if (backend == Backend::Cuda && !x.cache_hit) s += fmt::format(", module cache {}", x.module_cache_hit ? "hit" : "miss");
+    if (backend == Backend::Cuda && !x.cache_hit)
+        s += fmt::format(", module cache {}", x.module_cache_hit ? "hit" : "miss");
     // Host data on a CUDA runtime: where it ran and why (the cost model, the streamed chunks).
     if (!x.placement.empty()) s += "; " + x.placement;
     return s;
@@ -690,14 +760,14 @@ std::string version_text() {
     const CudaInfo c = system_info().cuda;
     std::string s = fmt::format("jitexpr {}\n", JITEXPR_VERSION);
     s += "CUDA driver: " + (c.driver_version ? cuda_version(c.driver_version) : std::string("none")) + "\n";
-    s += "CUDA toolkit (NVRTC): " + (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none")) +
+    s += "CUDA toolkit (NVRTC): " +
+         (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none")) +
          (c.nvjitlink.found ? ", nvJitLink" : "") + "\n";
     if (c.available && !c.devices.empty())
         s += fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", c.devices[0].name, c.devices[0].cc_major,
                          c.devices[0].cc_minor, c.devices[0].sm_count,
                          static_cast<double>(c.devices[0].memory) / (1024.0 * 1024 * 1024));
-    else
-        s += "CUDA not usable: " + c.reason + "\n";
+    else s += "CUDA not usable: " + c.reason + "\n";
     s += fmt::format("line editing: {}\n", repl_has_readline() ? "readline" : "basic");
     return s;
 }
@@ -718,14 +788,9 @@ int main(int argc, char** argv) {
     }
     try {
         switch (o.mode) {
-            case CliOptions::Mode::Help:
-                std::cout << usage_text();
-                return kExitOk;
-            case CliOptions::Mode::Version:
-                std::cout << version_text();
-                return kExitOk;
-            case CliOptions::Mode::Cache:
-                return cache_command(o.cache_command);
+            case CliOptions::Mode::Help: std::cout << usage_text(); return kExitOk;
+            case CliOptions::Mode::Version: std::cout << version_text(); return kExitOk;
+            case CliOptions::Mode::Cache: return cache_command(o.cache_command);
             case CliOptions::Mode::Precompile: {
                 PrecompileOptions po;
                 po.file = o.precompile_file;
@@ -734,10 +799,8 @@ int main(int argc, char** argv) {
                 po.fast_math = o.precompile_fast_math;
                 return precompile_command(po);
             }
-            case CliOptions::Mode::Run:
-                return run_mode(o);
-            case CliOptions::Mode::Explain:
-                return explain_mode(o);
+            case CliOptions::Mode::Run: return run_mode(o);
+            case CliOptions::Mode::Explain: return explain_mode(o);
         }
     } catch (const CancelledError& e) {
         std::cerr << "jitexpr: " << interrupted_text(e) << (o.saves.empty() ? "" : "; nothing saved") << '\n';

@@ -32,11 +32,11 @@ inline constexpr int kExitInterrupted = 130;  // stopped by Ctrl-C (SIGINT): 128
 
 struct CliOptions {
     enum class Mode { Run, Help, Version, Cache, Precompile, Explain } mode = Mode::Run;
-    std::optional<Backend> backend;   // --backend (else RuntimeOptions::from_environment())
-    bool verbose = false;             // -v
+    std::optional<Backend> backend;  // --backend (else RuntimeOptions::from_environment())
+    bool verbose = false;            // -v
     // Runtime options over the environment's (each also a JITEXPR_* variable).
-    std::optional<int> threads;       // --threads N
-    std::optional<int> device;        // --device N
+    std::optional<int> threads;                // --threads N
+    std::optional<int> device;                 // --device N
     std::optional<std::string> cache_dir;      // --cache-dir DIR
     bool no_disk_cache = false;                // --no-disk-cache
     bool fast_math = false;                    // --fast-math
@@ -48,14 +48,14 @@ struct CliOptions {
     std::optional<std::string> cpu_kernels;    // --cpu-kernels KIND (sets JITEXPR_CPU_KERNELS)
     std::optional<double> bandwidth;           // --bandwidth GBS (explain, :explain)
     // What the CLI shows.
-    bool time = false;                // --time: where each statement's time went, on stderr
-    bool quiet = false;               // -q, --quiet: no progress line, no banner
-    bool progress = false;            // --progress: a progress line even when stderr is not a terminal
-    std::vector<NameFile> loads;      // --load NAME=FILE, in order
-    std::vector<NameFile> saves;      // --save NAME=FILE, in order
-    std::vector<std::string> exprs;   // -e STATEMENTS, in order
+    bool time = false;                  // --time: where each statement's time went, on stderr
+    bool quiet = false;                 // -q, --quiet: no progress line, no banner
+    bool progress = false;              // --progress: a progress line even when stderr is not a terminal
+    std::vector<NameFile> loads;        // --load NAME=FILE, in order
+    std::vector<NameFile> saves;        // --save NAME=FILE, in order
+    std::vector<std::string> exprs;     // -e STATEMENTS, in order
     std::optional<std::string> script;  // SCRIPT, or "-" for standard input; explain: the program
-    std::string cache_command;        // stats | clear | verify
+    std::string cache_command;          // stats | clear | verify
     // precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math] (see precompile.hpp)
     std::string precompile_file;
     std::optional<std::string> precompile_arch;
@@ -80,8 +80,8 @@ struct OptionDoc {
     std::string help;   // a paragraph
 };
 const std::vector<OptionDoc>& option_docs();
-struct CommandDoc {     // REPL commands
-    std::string name;   // ":threads [N]"
+struct CommandDoc {    // REPL commands
+    std::string name;  // ":threads [N]"
     std::string help;
 };
 const std::vector<CommandDoc>& repl_command_docs();

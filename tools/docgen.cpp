@@ -12,7 +12,8 @@
 
 namespace {
 
-constexpr const char* kBegin = "<!-- BEGIN generated from tools/cli.cpp by jitexpr_docgen: edit the option table there -->\n";
+constexpr const char* kBegin =
+    "<!-- BEGIN generated from tools/cli.cpp by jitexpr_docgen: edit the option table there -->\n";
 constexpr const char* kEnd = "<!-- END generated -->\n";
 
 bool read(const std::string& path, std::string& out) {

@@ -105,10 +105,10 @@ public:
 
 private:
     struct Parts {
-        std::string integer;         // with its sign
-        std::string fraction;        // digits after the point (maybe none)
+        std::string integer;   // with its sign
+        std::string fraction;  // digits after the point (maybe none)
         char exponent_sign = '+';
-        std::string exponent_digits; // at least two
+        std::string exponent_digits;  // at least two
     };
 
     std::string nonfinite(double v) const {
@@ -251,7 +251,8 @@ private:
             const std::size_t elem_width = width > 1 ? width - 1 : 1;  // room for the ',' separator
             std::string line = indent;
             for (std::size_t k = 0; k < idx.size(); ++k) {
-                std::string word = idx[k] < 0 ? "..." : layout(axis + 1, offset + idx[k] * strides_[axis], next_indent, next_width);
+                std::string word =
+                    idx[k] < 0 ? "..." : layout(axis + 1, offset + idx[k] * strides_[axis], next_indent, next_width);
                 extend_line(s, line, word, k + 1 == idx.size() ? width : elem_width, indent);
                 if (k + 1 != idx.size()) line += ", ";
             }
@@ -260,7 +261,8 @@ private:
             std::string sep(shape_.size() - axis, '\n');  // ",\n", ",\n\n", ...
             sep.front() = ',';
             for (std::size_t k = 0; k < idx.size(); ++k) {
-                std::string nested = idx[k] < 0 ? "..." : layout(axis + 1, offset + idx[k] * strides_[axis], next_indent, next_width);
+                std::string nested =
+                    idx[k] < 0 ? "..." : layout(axis + 1, offset + idx[k] * strides_[axis], next_indent, next_width);
                 s += indent + nested;
                 if (k + 1 != idx.size()) s += sep;
             }

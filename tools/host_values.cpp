@@ -44,7 +44,8 @@ double from_small_float(std::uint16_t bits, int mbits, int ebits) {
     const int field = (bits >> mbits) & emax_field;
     const int mant = bits & ((1 << mbits) - 1);
     double v;
-    if (field == emax_field) v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+    if (field == emax_field)
+        v = mant ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
     else if (field == 0) v = std::ldexp(static_cast<double>(mant), 1 - bias - mbits);
     else v = std::ldexp(1.0 + static_cast<double>(mant) / static_cast<double>(1 << mbits), field - bias);
     return neg ? -v : v;
@@ -123,7 +124,10 @@ std::string Number::to_string() const {
 void store(void* dst, DType t, const Number& n) {
     switch (t) {
         case DType::Bool:
-            put<bool>(dst, n.kind == Number::Kind::Complex ? n.c != std::complex<double>() : n.kind == Number::Kind::Int ? n.i != 0 : n.kind == Number::Kind::Bool ? n.b : n.f != 0);
+            put<bool>(dst, n.kind == Number::Kind::Complex ? n.c != std::complex<double>()
+                           : n.kind == Number::Kind::Int   ? n.i != 0
+                           : n.kind == Number::Kind::Bool  ? n.b
+                                                           : n.f != 0);
             break;
         case DType::Int8: store_integer<std::int8_t>(dst, n); break;
         case DType::Int16: store_integer<std::int16_t>(dst, n); break;

@@ -24,10 +24,30 @@ struct Number {
     double f = 0;
     std::complex<double> c{};
 
-    static Number of_bool(bool v) { Number n; n.kind = Kind::Bool; n.b = v; return n; }
-    static Number of_int(std::int64_t v) { Number n; n.kind = Kind::Int; n.i = v; return n; }
-    static Number of_float(double v) { Number n; n.kind = Kind::Float; n.f = v; return n; }
-    static Number of_complex(std::complex<double> v) { Number n; n.kind = Kind::Complex; n.c = v; return n; }
+    static Number of_bool(bool v) {
+        Number n;
+        n.kind = Kind::Bool;
+        n.b = v;
+        return n;
+    }
+    static Number of_int(std::int64_t v) {
+        Number n;
+        n.kind = Kind::Int;
+        n.i = v;
+        return n;
+    }
+    static Number of_float(double v) {
+        Number n;
+        n.kind = Kind::Float;
+        n.f = v;
+        return n;
+    }
+    static Number of_complex(std::complex<double> v) {
+        Number n;
+        n.kind = Kind::Complex;
+        n.c = v;
+        return n;
+    }
 
     double as_double() const;
     std::complex<double> as_complex() const;

@@ -64,7 +64,8 @@ std::string interrupted_text(const CancelledError& e) {
         if (i > 0) list += i + 1 == names.size() ? " and " : ", ";
         list += names[i];
     }
-    return "interrupted; " + list + (names.size() == 1 ? " may be partly written (it was" : " may be partly written (they were") +
+    return "interrupted; " + list +
+           (names.size() == 1 ? " may be partly written (it was" : " may be partly written (they were") +
            " being written in place)";
 }
 

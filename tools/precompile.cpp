@@ -56,8 +56,8 @@ constexpr std::int64_t kSymbolBase = 1021;
 
 // One declaration; nullopt with `why` set when `text` is not one.
 std::optional<std::pair<std::string, Declaration>> parse_decl(std::string_view text,
-                                                               std::map<std::string, std::int64_t>& symbols,
-                                                               std::string& why) {
+                                                              std::map<std::string, std::int64_t>& symbols,
+                                                              std::string& why) {
     const auto colon = text.find(':');
     if (colon == std::string_view::npos) {
         why = fmt::format("'{}' is not a declaration NAME: TYPE", text);
@@ -78,8 +78,10 @@ std::optional<std::pair<std::string, Declaration>> parse_decl(std::string_view t
         else if (type == "bool") b.dtype = DType::Bool;
         else if (type == "complex") b.dtype = DType::Complex128;
         else {
-            why = fmt::format("{}: '{}' is not a scalar type (float, int, bool, complex); an array is DTYPE[DIMS], "
-                              "a 0-d array DTYPE[]", name, type);
+            why = fmt::format(
+                "{}: '{}' is not a scalar type (float, int, bool, complex); an array is DTYPE[DIMS], "
+                "a 0-d array DTYPE[]",
+                name, type);
             return std::nullopt;
         }
         return std::make_pair(std::string(name), b);
@@ -124,7 +126,8 @@ std::optional<std::pair<std::string, Declaration>> parse_decl(std::string_view t
     if (!dims.empty()) {
         for (std::string_view d : split_top(dims)) {
             if (is_name(d)) {
-                auto [it, fresh] = symbols.try_emplace(std::string(d), kSymbolBase + 2 * static_cast<std::int64_t>(symbols.size()));
+                auto [it, fresh] =
+                    symbols.try_emplace(std::string(d), kSymbolBase + 2 * static_cast<std::int64_t>(symbols.size()));
                 b.shape.push_back(it->second);
                 continue;
             }
@@ -153,7 +156,8 @@ std::optional<std::pair<std::string, Declaration>> parse_decl(std::string_view t
             bool ok = !step.empty() && step.size() < 16;
             const std::size_t first = !step.empty() && step.front() == '-' ? 1 : 0;
             ok = ok && step.size() > first;
-            for (std::size_t i = first; ok && i < step.size(); ++i) ok = std::isdigit(static_cast<unsigned char>(step[i]));
+            for (std::size_t i = first; ok && i < step.size(); ++i)
+                ok = std::isdigit(static_cast<unsigned char>(step[i]));
             const std::int64_t k = ok ? std::stoll(std::string(step)) : 0;
             if (k == 0) {
                 why = fmt::format("{}: slice '{}' is not ':' or '::STEP' with a non-zero integer STEP", name, sl);
@@ -180,14 +184,13 @@ std::vector<PrecompileItem> parse_precompile_file(std::string_view text, const s
     int line_no = 0;
     while (pos <= text.size()) {
         const auto eol = text.find('\n', pos);
-        const std::string_view raw = text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
+        const std::string_view raw =
+            text.substr(pos, eol == std::string_view::npos ? std::string_view::npos : eol - pos);
         pos = eol == std::string_view::npos ? text.size() + 1 : eol + 1;
         ++line_no;
         const std::string_view line = trim(raw);
         if (line.empty() || line.front() == '#') continue;
-        auto fail = [&](const std::string& why) {
-            throw ArgumentError(fmt::format("{}:{}: {}", file, line_no, why));
-        };
+        auto fail = [&](const std::string& why) { throw ArgumentError(fmt::format("{}:{}: {}", file, line_no, why)); };
         PrecompileItem item;
         item.line = line_no;
         item.offset = static_cast<std::size_t>(line.data() - text.data());
@@ -265,8 +268,9 @@ int precompile_command(const PrecompileOptions& o) {
                 if (k.already_cached) ++present;
                 else ++compiled;
                 total_ms += k.compile_ms;
-                std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, item.line, k.name, pc.cc_major(),
-                                         pc.cc_minor(), k.already_cached ? "already cached" : "compiled", k.image_bytes,
+                std::cout << fmt::format("{}:{}: {} sm_{}{} {} ({} bytes{})\n", o.file, item.line, k.name,
+                                         pc.cc_major(), pc.cc_minor(), k.already_cached ? "already cached" : "compiled",
+                                         k.image_bytes,
                                          k.already_cached ? "" : fmt::format(", {:.1f} ms", k.compile_ms));
             }
         } catch (const SourceError& e) {

@@ -22,9 +22,9 @@
 namespace jit::cli {
 
 struct PrecompileItem {
-    int line = 0;                  // 1-based line in the file
-    std::size_t offset = 0;        // of `statements` in the file's text (for error carets)
-    std::string statements;        // as the program will be run
+    int line = 0;            // 1-based line in the file
+    std::size_t offset = 0;  // of `statements` in the file's text (for error carets)
+    std::string statements;  // as the program will be run
     std::map<std::string, Declaration, std::less<>> bindings;
 };
 

@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
+#include <pthread.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -52,7 +52,8 @@ struct ReadResult {
 };
 
 const std::vector<std::string>& command_names() {
-    static const std::vector<std::string> c{":help", ":vars", ":source", ":explain", ":time", ":cache", ":backend", ":threads", ":info", ":quit"};
+    static const std::vector<std::string> c{":help",  ":vars",    ":source",  ":explain", ":time",
+                                            ":cache", ":backend", ":threads", ":info",    ":quit"};
     return c;
 }
 
@@ -92,7 +93,8 @@ extern "C" char* completion_generator(const char*, int state) {
 extern "C" char** attempt_completion(const char* text, int start, int) {
     std::string before(rl_line_buffer, static_cast<std::size_t>(start));
     // Inside a string (a file name for load/save): let readline complete file names.
-    if (std::count(before.begin(), before.end(), '"') % 2 == 1 || std::count(before.begin(), before.end(), '\'') % 2 == 1) {
+    if (std::count(before.begin(), before.end(), '"') % 2 == 1 ||
+        std::count(before.begin(), before.end(), '\'') % 2 == 1) {
         rl_attempted_completion_over = 0;
         return nullptr;
     }
@@ -309,7 +311,8 @@ void show_timing(const Timing& t, double total_ms, Backend backend) {
         "total {:.3f} ms; program cache {}",
         t.parse_ms, t.check_ms, t.emit_ms, t.compile_ms, t.load_ms, t.run_ms, total_ms, t.cache_hit ? "hit" : "miss");
     // Modules (compiled kernels) exist on CUDA only; a program cache hit looks none up.
-    if (backend == Backend::Cuda && !t.cache_hit) std::cout << ", module cache " << (t.module_cache_hit ? "hit" : "miss");
+    if (backend == Backend::Cuda && !t.cache_hit)
+        std::cout << ", module cache " << (t.module_cache_hit ? "hit" : "miss");
     std::cout << '\n';
 }
 
@@ -329,14 +332,14 @@ void show_info(Session& s) {
               << (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none"))
               << (c.nvjitlink.found ? ", nvJitLink" : "") << '\n';
     if (c.available && !c.devices.empty())
-        std::cout << fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", c.devices[0].name, c.devices[0].cc_major,
-                                 c.devices[0].cc_minor, c.devices[0].sm_count,
+        std::cout << fmt::format("device 0: {} (sm_{}{}, {} SMs, {:.1f} GiB)\n", c.devices[0].name,
+                                 c.devices[0].cc_major, c.devices[0].cc_minor, c.devices[0].sm_count,
                                  static_cast<double>(c.devices[0].memory) / (1024.0 * 1024 * 1024));
-    else
-        std::cout << "CUDA not usable: " << c.reason << '\n';
+    else std::cout << "CUDA not usable: " << c.reason << '\n';
     const RuntimeOptions& o = s.runtime_options();
     std::cout << fmt::format("fast math: {}; tiered compile: {}; disk cache: {}\n", o.fast_math ? "on" : "off",
-                             o.tiered_compile ? "on" : "off", o.disk_cache ? (o.cache_dir.empty() ? "default directory" : o.cache_dir) : "off");
+                             o.tiered_compile ? "on" : "off",
+                             o.disk_cache ? (o.cache_dir.empty() ? "default directory" : o.cache_dir) : "off");
 }
 
 void show_cache(Session& s) {
@@ -358,7 +361,8 @@ std::string fit(std::string text, std::size_t width) {
 std::string banner_lines(const Session& s) {
     std::string b = fit(fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.", JITEXPR_VERSION,
                                     backend_name(s.backend())),
-                        80) + "\n";
+                        80) +
+                    "\n";
     if (s.backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
         std::string why = s.runtime().fallback_reason();
         if (!why.empty()) {
@@ -385,7 +389,9 @@ bool run_command(Session& s, const std::string& line, const ExplainOptions& expl
     } else if (cmd == ":source") {
         if (arg.empty()) throw ArgumentError(":source needs a statement, e.g. :source c = a * 2 + b");
         const std::string src = s.runtime().source(arg, s.env());
-        if (src.empty()) std::cout << "(no generated source: the " << backend_name(s.backend()) << " backend evaluates the program directly)\n";
+        if (src.empty())
+            std::cout << "(no generated source: the " << backend_name(s.backend())
+                      << " backend evaluates the program directly)\n";
         else std::cout << src << '\n';
     } else if (cmd == ":explain") {
         if (arg.empty()) throw ArgumentError(":explain needs a statement, e.g. :explain c = a * 2 + b");
@@ -407,10 +413,10 @@ bool run_command(Session& s, const std::string& line, const ExplainOptions& expl
             long long n = -1;
             try {
                 n = std::stoll(arg, &used);
-            } catch (const std::exception&) {
-            }
+            } catch (const std::exception&) {}
             if (used != arg.size() || n < 0 || arg[0] == '+')
-                throw ArgumentError(fmt::format(":threads takes a whole number of threads (0: every core), not '{}'", arg));
+                throw ArgumentError(
+                    fmt::format(":threads takes a whole number of threads (0: every core), not '{}'", arg));
             s.set_threads(static_cast<int>(std::min<long long>(n, 1024)));
         }
         std::cout << cpu_threads(s) << " CPU thread" << (cpu_threads(s) == 1 ? "" : "s")
@@ -444,7 +450,8 @@ std::string history_path() {
     return {};
 }
 
-std::vector<std::string> completions(const Session& session, const std::string& line_before_word, const std::string& prefix) {
+std::vector<std::string> completions(const Session& session, const std::string& line_before_word,
+                                     const std::string& prefix) {
     std::set<std::string> out;
     auto add = [&](std::string_view name) {
         if (name.substr(0, prefix.size()) == prefix) out.insert(std::string(name));

@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -23,9 +23,7 @@ namespace {
 SourceSpan span_of(std::size_t begin, std::size_t end) {
     return {static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
 }
-SourceSpan shifted(SourceSpan s, std::size_t offset) {
-    return span_of(s.begin + offset, s.end + offset);
-}
+SourceSpan shifted(SourceSpan s, std::size_t offset) { return span_of(s.begin + offset, s.end + offset); }
 
 // Rethrows an error about a statement's text as the same kind of error about the whole program.
 [[noreturn]] void rethrow_in(const SourceError& e, std::string_view full, std::size_t offset) {
@@ -137,7 +135,7 @@ std::int64_t checked_count(const Arg1& a, std::string_view what, std::string_vie
 
 const std::vector<std::string>& constructor_names() {
     static const std::vector<std::string> names{"arange", "linspace", "zeros", "ones", "full",
-                                                "rand", "randn", "load", "save"};
+                                                "rand",   "randn",    "load",  "save"};
     return names;
 }
 
@@ -205,7 +203,8 @@ void Session::run(std::string_view text, const std::function<void(const Array&)>
         if (bare && value && value->defined() && print) print(*value);
         if (report_) {
             StatementTime st;
-            st.line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(c.offset), '\n'));
+            st.line = 1 + static_cast<std::size_t>(
+                              std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(c.offset), '\n'));
             st.timing = *t;
             st.kind = kind_;
             st.print_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
@@ -239,21 +238,22 @@ struct CtorContext {
     Environment& env;
     Backend backend;
     std::string_view full;
-    std::size_t offset;  // of the statement in `full`
-    std::string_view stmt;  // the statement's (tuple-blanked) text
+    std::size_t offset;                // of the statement in `full`
+    std::string_view stmt;             // the statement's (tuple-blanked) text
     const std::vector<Range>* tuples;  // shape tuples blanked in stmt
     const CallOptions& call;           // the session's token and progress, and the statement's timing
 };
 
 Number number_of_array(const Array& a, std::string_view what, std::string_view full, SourceSpan span) {
     if (a.size() != 1)
-        throw ValueError(fmt::format("{} must be a single number, not an array of shape {}", what,
-                                     shape_to_string(a.shape())),
-                         full, span);
+        throw ValueError(
+            fmt::format("{} must be a single number, not an array of shape {}", what, shape_to_string(a.shape())), full,
+            span);
     std::unique_ptr<unsigned char[]> buf(new unsigned char[a.nbytes()]);
     a.copy_to_host(buf.get());
     Number n = load(buf.get(), a.dtype());
-    if (a.dtype() == DType::UInt64 && n.i < 0) n = Number::of_float(static_cast<double>(static_cast<std::uint64_t>(n.i)));
+    if (a.dtype() == DType::UInt64 && n.i < 0)
+        n = Number::of_float(static_cast<double>(static_cast<std::uint64_t>(n.i)));
     if (a.dtype() == DType::Bool) n = Number::of_int(n.b);
     return n;
 }
@@ -270,10 +270,8 @@ Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_vie
             if (e.int_value > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
                 throw ValueError(fmt::format("{} is too large", what), cx.full, full_span);
             return Number::of_int(static_cast<std::int64_t>(e.int_value));
-        case K::Float:
-            return Number::of_float(e.float_value);
-        case K::Bool:
-            return Number::of_bool(e.bool_value);
+        case K::Float: return Number::of_float(e.float_value);
+        case K::Bool: return Number::of_bool(e.bool_value);
         case K::Unary:
         case K::Chain: {
             // A name the session binds shadows the named constant, as in the runtime.
@@ -313,11 +311,11 @@ Number eval_number(const parsed::Expr& e, const CtorContext& cx, std::string_vie
                 return number_of_array(a.array(), what, cx.full, full_span);
             }
             break;
-        default:
-            break;
+        default: break;
     }
-    if (e.kind == K::Call && (e.text == "arange" || e.text == "linspace" || e.text == "zeros" || e.text == "ones" ||
-                              e.text == "full" || e.text == "rand" || e.text == "randn" || e.text == "load" || e.text == "save")) {
+    if (e.kind == K::Call &&
+        (e.text == "arange" || e.text == "linspace" || e.text == "zeros" || e.text == "ones" || e.text == "full" ||
+         e.text == "rand" || e.text == "randn" || e.text == "load" || e.text == "save")) {
         return number_of_array(run_constructor(e, cx), what, cx.full, full_span);
     }
     // Evaluate the argument's text with the runtime.
@@ -448,7 +446,8 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
     };
 
     if (name == "zeros" || name == "ones") {
-        Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
+        Shape shape =
+            split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally dtype=...", name, name, name));
         const DType t = dtype.value_or(DType::Float64);
         const Number v = Number::of_int(name == "ones" ? 1 : 0);
         return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
@@ -460,15 +459,20 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
         return make_array(t, shape, cx, call_span, [&](std::int64_t) { return v; });
     }
     if (name == "rand" || name == "randn") {
-        Shape shape = split_shape(0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
+        Shape shape = split_shape(
+            0, fmt::format("{}(shape), {}(3, 4) or {}((3, 4)), optionally seed=... and dtype=...", name, name, name));
         const DType t = dtype.value_or(DType::Float64);
-        if (!is_float(t)) throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full, call_span);
+        if (!is_float(t))
+            throw TypeError(fmt::format("{}() makes floating-point arrays, not {}", name, dtype_name(t)), cx.full,
+                            call_span);
         Xoshiro256 rng(seed.value_or(0));
         const bool normal = name == "randn";
-        return make_array(t, shape, cx, call_span, [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
+        return make_array(t, shape, cx, call_span,
+                          [&](std::int64_t) { return Number::of_float(normal ? rng.normal() : rng.uniform()); });
     }
     if (name == "arange") {
-        if (tuple || args.empty() || args.size() > 3) throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
+        if (tuple || args.empty() || args.size() > 3)
+            throw arity_error("arange(stop), arange(start, stop) or arange(start, stop, step)");
         Number start = Number::of_int(0), step = Number::of_int(1), stop;
         if (args.size() == 1) stop = args[0].value;
         else {
@@ -488,19 +492,23 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
             if (s == 0) throw ValueError("the step of arange() must not be zero", cx.full, args.back().span);
             const long double span = static_cast<long double>(b) - static_cast<long double>(a);
             const long double cnt = std::ceil(span / static_cast<long double>(s));
-            if (cnt > static_cast<long double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
+            if (cnt > static_cast<long double>(kMaxElements))
+                throw ValueError("the array would be too large", cx.full, call_span);
             n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
             return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
-                return Number::of_int(static_cast<std::int64_t>(static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
+                return Number::of_int(static_cast<std::int64_t>(
+                    static_cast<std::uint64_t>(a) + static_cast<std::uint64_t>(i) * static_cast<std::uint64_t>(s)));
             });
         }
         const double a = start.as_double(), b = stop.as_double(), s = step.as_double();
         if (s == 0) throw ValueError("the step of arange() must not be zero", cx.full, args.back().span);
         const double cnt = std::ceil((b - a) / s);
         if (std::isnan(cnt)) throw ValueError("arange() needs finite start, stop and step", cx.full, call_span);
-        if (cnt > static_cast<double>(kMaxElements)) throw ValueError("the array would be too large", cx.full, call_span);
+        if (cnt > static_cast<double>(kMaxElements))
+            throw ValueError("the array would be too large", cx.full, call_span);
         n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+        return make_array(t, {n}, cx, call_span,
+                          [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
     }
     if (name == "linspace") {
         if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))
@@ -509,7 +517,8 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
         const std::int64_t n = checked_count(num, "the number of samples", cx.full);
         if (n > kMaxElements) throw ValueError("the array would be too large", cx.full, num.span);
         for (std::size_t k = 0; k < 2; ++k)
-            if (args[k].value.kind == Number::Kind::Complex) throw TypeError("linspace() takes real numbers", cx.full, args[k].span);
+            if (args[k].value.kind == Number::Kind::Complex)
+                throw TypeError("linspace() takes real numbers", cx.full, args[k].span);
         const double a = args[0].value.as_double(), b = args[1].value.as_double();
         const DType t = dtype.value_or(DType::Float64);
         const double step = n > 1 ? (b - a) / static_cast<double>(n - 1) : 0.0;
@@ -671,17 +680,20 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         c.ws();
         const SourceSpan first_string = span_of(off + strings[0].begin, off + strings[0].end);
         if ((fn != "load" && fn != "save") || !c.eat('('))
-            throw ParseError("strings are only allowed as the file name in load(\"file.npy\") and save(x, \"file.npy\")",
-                             full, first_string);
+            throw ParseError(
+                "strings are only allowed as the file name in load(\"file.npy\") and save(x, \"file.npy\")", full,
+                first_string);
         if (fn == "load") {
             c.ws();
             if (strings.size() != 1 || c.p != strings[0].begin)
                 throw ParseError("use load(\"file.npy\")", full, span_of(off + name_begin, off + st.size()));
             c.p = strings[0].end;
             c.ws();
-            if (!c.eat(')')) throw ParseError("expected ')' after the file name", full, span_of(off + c.p, off + c.p + 1));
+            if (!c.eat(')'))
+                throw ParseError("expected ')' after the file name", full, span_of(off + c.p, off + c.p + 1));
             c.ws();
-            if (!c.at_end()) throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
+            if (!c.at_end())
+                throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
             Array a;
             try {
                 a = load_npy(strings[0].value, Backend::Cpu, call_);
@@ -710,7 +722,8 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         std::size_t lead = 0;
         const std::string_view expr = trim(std::string_view(st).substr(c.p, comma - c.p), &lead);
         const std::size_t expr_off = c.p + lead;
-        if (expr.empty()) throw ParseError("save() needs a value to save", full, span_of(off + name_begin, off + st.size()));
+        if (expr.empty())
+            throw ParseError("save() needs a value to save", full, span_of(off + name_begin, off + st.size()));
         Array value;
         if (is_identifier(expr) && env_.count(expr)) {
             value = *variable(expr);
@@ -718,7 +731,8 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
             // Any expression, constructors included: save(arange(3), "f.npy").
             value = evaluate_expression(*runtime_, env_, Backend::Cpu, full, off + expr_off, expr, call_, timing);
         }
-        if (!value.defined()) throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
+        if (!value.defined())
+            throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
         try {
             save_npy(path.value, value, call_);
         } catch (const IOError& e) {
@@ -764,16 +778,18 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
 
 std::string Session::explain(std::string_view text, const ExplainOptions& options) {
     if (auto strings = find_strings(text); !strings.empty())
-        throw ArgumentError("explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "
-                            "first as statements of their own\n" +
-                            render_caret(text, span_of(strings[0].begin, strings[0].end)));
+        throw ArgumentError(
+            "explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "
+            "first as statements of their own\n" +
+            render_caret(text, span_of(strings[0].begin, strings[0].end)));
     parsed::Module m = parsed::parse(text);
     std::function<void(const parsed::Expr&)> visit = [&](const parsed::Expr& e) {
         if (e.kind == parsed::ExprKind::Call && is_constructor(e.text))
-            throw ArgumentError(fmt::format("explain shows programs the runtime compiles; {}(...) is made by the command "
-                                            "line, not compiled: bind it first (-e 'x = {}(...)', or a statement of its "
-                                            "own) and explain what uses it\n{}",
-                                            e.text, e.text, render_caret(text, e.name_span)));
+            throw ArgumentError(
+                fmt::format("explain shows programs the runtime compiles; {}(...) is made by the command "
+                            "line, not compiled: bind it first (-e 'x = {}(...)', or a statement of its "
+                            "own) and explain what uses it\n{}",
+                            e.text, e.text, render_caret(text, e.name_span)));
         for (const auto& o : e.operands)
             if (o) visit(*o);
         for (const auto& k : e.keywords)

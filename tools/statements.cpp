@@ -16,9 +16,23 @@ bool ends_with_continuation(std::string_view line) {
     if (n == 0) return false;
     const char c = line[n - 1];
     switch (c) {
-        case '+': case '-': case '*': case '/': case '%': case '&': case '|': case '^': case '<':
-        case '>': case '=': case ',': case '~': case '?': case '(': case '[': case '\\':
-            return true;
+        case '+':
+        case '-':
+        case '*':
+        case '/':
+        case '%':
+        case '&':
+        case '|':
+        case '^':
+        case '<':
+        case '>':
+        case '=':
+        case ',':
+        case '~':
+        case '?':
+        case '(':
+        case '[':
+        case '\\': return true;
         default: break;
     }
     // Word operators.
@@ -65,9 +79,7 @@ Scan scan(std::string_view text) {
                 break;
             }
             case '(':
-            case '[':
-                ++s.depth;
-                break;
+            case '[': ++s.depth; break;
             case ')':
             case ']':
                 if (s.depth > 0) --s.depth;
@@ -83,7 +95,8 @@ Scan scan(std::string_view text) {
                 } else if (ends_with_continuation(line)) {
                     // Drop a trailing backslash; keep operators.
                     std::size_t k = i;
-                    while (k > 0 && (s.blanked[k - 1] == ' ' || s.blanked[k - 1] == '\t' || s.blanked[k - 1] == '\r')) --k;
+                    while (k > 0 && (s.blanked[k - 1] == ' ' || s.blanked[k - 1] == '\t' || s.blanked[k - 1] == '\r'))
+                        --k;
                     if (k > 0 && s.blanked[k - 1] == '\\') s.blanked[k - 1] = ' ';
                     s.blanked[i] = ' ';
                 } else {
@@ -91,8 +104,7 @@ Scan scan(std::string_view text) {
                 }
                 break;
             }
-            default:
-                break;
+            default: break;
         }
     }
     if (quote) {

@@ -68,10 +68,8 @@ public:
     // bools as "1" / "0".
     template <std::integral T>
     KeyBuilder& add(std::string_view name, T value) {
-        if constexpr (std::is_same_v<T, bool>)
-            return add(name, std::string_view(value ? "1" : "0"));
-        else
-            return add(name, std::string_view(std::to_string(value)));
+        if constexpr (std::is_same_v<T, bool>) return add(name, std::string_view(value ? "1" : "0"));
+        else return add(name, std::string_view(std::to_string(value)));
     }
     // The key: 64 lowercase hex characters (valid as a DiskCache key).
     std::string key() const;
@@ -113,12 +111,12 @@ struct CacheHash<std::string> {
 };
 
 struct MemoryStats {
-    std::uint64_t hits = 0;       // found ready (fetch included)
-    std::uint64_t misses = 0;     // ran the factory (or, for get(), found nothing)
-    std::uint64_t coalesced = 0;  // waited for another caller's factory for the same key
+    std::uint64_t hits = 0;                // found ready (fetch included)
+    std::uint64_t misses = 0;              // ran the factory (or, for get(), found nothing)
+    std::uint64_t coalesced = 0;           // waited for another caller's factory for the same key
     std::uint64_t coalesced_failures = 0;  // of those, waits that got the factory's exception
-    std::uint64_t evictions = 0;  // dropped because over capacity
-    std::uint64_t failures = 0;   // factory threw
+    std::uint64_t evictions = 0;           // dropped because over capacity
+    std::uint64_t failures = 0;            // factory threw
     std::size_t entries = 0;
     std::size_t capacity = 0;
 };
@@ -261,7 +259,7 @@ private:
         explicit Node(V v) : value(std::move(v)) {}
         V value;
         std::atomic<std::uint64_t> used{0};  // tick of the latest fetch that hit a thread's table
-        std::uint64_t listed = 0;             // tick when last moved to the front (under mutex_)
+        std::uint64_t listed = 0;            // tick when last moved to the front (under mutex_)
     };
     using NodePtr = std::shared_ptr<Node>;
     using List = std::list<std::pair<K, NodePtr>>;
@@ -355,8 +353,8 @@ private:
         if (created) *created = true;
         std::promise<NodePtr> promise;
         K owned_key(key);
-        auto [flight, inserted] = flights_.emplace(owned_key, Flight{promise.get_future().share(),
-                                                                     std::this_thread::get_id()});
+        auto [flight, inserted] =
+            flights_.emplace(owned_key, Flight{promise.get_future().share(), std::this_thread::get_id()});
         (void)inserted;
         std::shared_future<NodePtr> result = flight->second.result;
         lock.unlock();
@@ -444,12 +442,12 @@ struct DiskCacheOptions {
     // The directory. Empty: $JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else
     // $HOME/.cache/jitexpr (when use_environment; else empty means disabled).
     std::string dir;
-    bool enabled = true;           // false: every get misses and put stores nothing
-    bool use_environment = true;   // read JITEXPR_CACHE_DIR, XDG_CACHE_HOME, HOME, JITEXPR_DISK_CACHE
+    bool enabled = true;          // false: every get misses and put stores nothing
+    bool use_environment = true;  // read JITEXPR_CACHE_DIR, XDG_CACHE_HOME, HOME, JITEXPR_DISK_CACHE
     std::uint64_t max_bytes = std::uint64_t(1) << 30;  // bound on the files' total size
     // When over max_bytes, evict least recently used files down to max_bytes * evict_to (0..1].
     double evict_to = 0.9;
-    bool fsync = true;             // fsync file and directory on put (durable against power loss)
+    bool fsync = true;  // fsync file and directory on put (durable against power loss)
     // The checksum algorithm of the entries this cache writes (docs/cache.md): 0 the build's
     // default (2, XXH3-128, when built with xxhash.h; else 1, SHA-256), 1 or 2 to choose (tests
     // and benchmarks). Entries of either algorithm this build computes are read.
@@ -472,17 +470,17 @@ struct DiskStats {
 
 struct DiskEntry {
     std::string key;
-    std::uint64_t bytes = 0;        // file size (header + key + payload)
-    std::int64_t last_use_ns = 0;   // mtime: last put or hit, ns since the epoch
+    std::uint64_t bytes = 0;       // file size (header + key + payload)
+    std::int64_t last_use_ns = 0;  // mtime: last put or hit, ns since the epoch
 };
 
 struct VerifyReport {
     std::uint64_t checked = 0;
     std::uint64_t valid = 0;
-    std::uint64_t removed = 0;               // damaged entries of jitexpr's and stale temporary files removed
-    std::vector<std::string> problems;       // one line per removed file: path and why
-    std::vector<std::string> left;           // one line per file that is not jitexpr's (or not
-                                             // readable by this build), left in place: path and why
+    std::uint64_t removed = 0;          // damaged entries of jitexpr's and stale temporary files removed
+    std::vector<std::string> problems;  // one line per removed file: path and why
+    std::vector<std::string> left;      // one line per file that is not jitexpr's (or not
+                                        // readable by this build), left in place: path and why
     bool ok() const { return removed == 0 && left.empty(); }
 };
 
@@ -565,8 +563,7 @@ public:
     ImageCache(std::size_t memory_entries, DiskCacheOptions disk);
 
     // `from_disk`, when given, is set to whether the bytes came from the disk cache.
-    Image get_or_create(const std::string& key, const std::function<std::string()>& factory,
-                        bool* from_disk = nullptr);
+    Image get_or_create(const std::string& key, const std::function<std::string()>& factory, bool* from_disk = nullptr);
     ImageCacheStats stats() const;
     void clear_memory() { memory_.clear(); }
     DiskCache& disk() { return disk_; }

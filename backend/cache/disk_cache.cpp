@@ -139,9 +139,7 @@ bool ends_with(std::string_view s, std::string_view suffix) {
     return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
-bool is_shard_name(std::string_view name) {
-    return name.size() == 2 && is_hex_lower(name[0]) && is_hex_lower(name[1]);
-}
+bool is_shard_name(std::string_view name) { return name.size() == 2 && is_hex_lower(name[0]) && is_hex_lower(name[1]); }
 
 // The key of an entry file name "<key>.bin" in the key folder `shard`, or empty.
 std::string_view key_of_name(std::string_view name, std::string_view shard) {
@@ -161,7 +159,7 @@ int make_dirs(const std::string& path) {
         if (!part.empty() && ::mkdir(part.c_str(), 0700) != 0 && errno != EEXIST) return errno;
         if (pos == std::string::npos) break;
     }
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return errno;
     if (!S_ISDIR(st.st_mode)) return ENOTDIR;
     return 0;
@@ -177,9 +175,7 @@ bool env_says_off() {
 }
 
 bool is_no_space(int err) { return err == ENOSPC || err == EDQUOT || err == EFBIG; }
-bool is_unusable(int err) {
-    return err == EACCES || err == EPERM || err == EROFS || err == ENOTDIR;
-}
+bool is_unusable(int err) { return err == EACCES || err == EPERM || err == EROFS || err == ENOTDIR; }
 
 // Opens the folder `name` in `dirfd`, never through a symbolic link.
 Fd open_dir_at(int dirfd, const char* name) {
@@ -208,8 +204,8 @@ std::vector<std::string> list_names(int dirfd) {
 // ---- checksums: the algorithm is named in each file, so another can replace SHA-256 later
 // without a new layout (docs/cache.md).
 
-std::array<std::uint8_t, kChecksumField> entry_checksum(std::uint8_t algorithm, const char* header, std::string_view key,
-                                                  std::string_view payload) {
+std::array<std::uint8_t, kChecksumField> entry_checksum(std::uint8_t algorithm, const char* header,
+                                                        std::string_view key, std::string_view payload) {
     std::array<std::uint8_t, kChecksumField> out{};
     if (algorithm == kSha256) {
         auto d = Sha256().update(header, 32).update(key).update(payload).finish();
@@ -281,7 +277,7 @@ Examined examine(int dirfd, const std::string& name, std::string_view key, bool 
         return x;
     }
     Fd fd(::openat(dirfd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    struct stat st{};
+    struct stat st {};
     if (!fd.ok() || ::fstat(fd.get(), &st) != 0) {
         x.present = errno != ENOENT;
         x.why = "cannot open: " + errno_text(errno);
@@ -321,7 +317,8 @@ Examined examine(int dirfd, const std::string& name, std::string_view key, bool 
     }
     const std::uint32_t version = get_u32(head.data() + 8);
     if (version != kFormatVersion) {
-        x.why = "format version " + std::to_string(version) + " in the folder of version " + std::to_string(kFormatVersion);
+        x.why =
+            "format version " + std::to_string(version) + " in the folder of version " + std::to_string(kFormatVersion);
         return x;
     }
     if (head.size() < kHeaderSize) {
@@ -329,7 +326,8 @@ Examined examine(int dirfd, const std::string& name, std::string_view key, bool 
         return x;
     }
     if (get_u16(head.data() + 12) != kHeaderSize) {
-        x.why = "header length " + std::to_string(get_u16(head.data() + 12)) + ", expected " + std::to_string(kHeaderSize);
+        x.why =
+            "header length " + std::to_string(get_u16(head.data() + 12)) + ", expected " + std::to_string(kHeaderSize);
         return x;
     }
     if (get_u32(head.data() + 16) != key.size() || head.size() < proof ||
@@ -386,7 +384,7 @@ Examined examine(int dirfd, const std::string& name, std::string_view key, bool 
 // Removes `name` only if it still is the file that was examined (a writer may have renamed a
 // fresh entry over it since). Tolerates it being gone.
 bool remove_if_same(int dirfd, const std::string& name, const struct stat& seen) {
-    struct stat now{};
+    struct stat now {};
     if (::fstatat(dirfd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
     if (now.st_dev != seen.st_dev || now.st_ino != seen.st_ino) return false;
     return ::unlinkat(dirfd, name.c_str(), S_ISDIR(now.st_mode) ? AT_REMOVEDIR : 0) == 0;
@@ -460,9 +458,7 @@ struct DiskCache::Impl {
         return shard.empty() ? base : base + "/" + std::string(shard);
     }
     static std::string entry_name(std::string_view key) { return std::string(key) + kSuffix; }
-    std::string entry_path(std::string_view key) const {
-        return shard_path(key.substr(0, 2)) + "/" + entry_name(key);
-    }
+    std::string entry_path(std::string_view key) const { return shard_path(key.substr(0, 2)) + "/" + entry_name(key); }
 
     // Creates <root>/v2 when needed and opens it; checks that it is safe to load code from.
     // Returns the descriptor, or -1 after degrading with the reason.
@@ -483,11 +479,11 @@ struct DiskCache::Impl {
         Fd fd = open_dir_at(rootfd.get(), kVersionDir);
         if (!fd.ok()) {
             degrade(base + (errno == ELOOP || errno == ENOTDIR ? " is not a directory (a symbolic link or a file)"
-                                                              : ": " + errno_text(errno)));
+                                                               : ": " + errno_text(errno)));
             return -1;
         }
         // The files here are loaded as code: refuse a directory others could write into.
-        struct stat st{};
+        struct stat st {};
         if (::fstat(fd.get(), &st) != 0 || !S_ISDIR(st.st_mode)) {
             degrade(base + " is not a directory");
             return -1;
@@ -565,8 +561,9 @@ struct DiskCache::Impl {
             Fd sfd = open_dir_at(bfd, n.c_str());
             if (!sfd.ok()) {
                 if (errno != ENOENT)
-                    other(bfd, shard_path(n), errno == ELOOP || errno == ENOTDIR ? "not a directory (not followed)"
-                                                                                 : "cannot open: " + errno_text(errno));
+                    other(bfd, shard_path(n),
+                          errno == ELOOP || errno == ENOTDIR ? "not a directory (not followed)"
+                                                             : "cannot open: " + errno_text(errno));
                 continue;
             }
             for (const std::string& name : list_names(sfd.get())) {
@@ -574,7 +571,7 @@ struct DiskCache::Impl {
                 f.shard = n;
                 f.name = name;
                 f.key = std::string(key_of_name(name, n));
-                struct stat st{};
+                struct stat st {};
                 if (::fstatat(sfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) continue;  // gone
                 f.size = static_cast<std::uint64_t>(st.st_size);
                 f.mtime = mtime_ns(st);
@@ -599,8 +596,9 @@ struct DiskCache::Impl {
         std::vector<FileInfo> out;
         walk(
             [&](int sfd, const FileInfo& f) {
-                struct stat st{};
-                if (!f.key.empty() && ::fstatat(sfd, f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                struct stat st {};
+                if (!f.key.empty() && ::fstatat(sfd, f.name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISREG(st.st_mode))
                     out.push_back(f);
             },
             [](int, const std::string&, const std::string&) {});
@@ -610,7 +608,7 @@ struct DiskCache::Impl {
     // Opens the lock that serialises eviction between processes; invalid when another holds it.
     Fd try_eviction_lock(int bfd) const {
         Fd fd(::openat(bfd, kLockName, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, 0600));
-        struct stat st{};
+        struct stat st {};
         if (!fd.ok() || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return Fd();
         if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Fd();
         return fd;
@@ -669,12 +667,9 @@ DiskCache::DiskCache(DiskCacheOptions options) : impl_(std::make_unique<Impl>())
                             (kDefaultChecksum == kXxh3 ? ", 2: XXH3-128)" : "; built without xxhash.h)"));
     m.root = resolve_directory(m.opt);
     if (m.root.empty()) {
-        if (!m.opt.enabled)
-            m.reason = "disabled by option";
-        else if (m.opt.use_environment && env_says_off())
-            m.reason = "disabled by JITEXPR_DISK_CACHE";
-        else
-            m.reason = "no cache directory (no option, JITEXPR_CACHE_DIR, XDG_CACHE_HOME or HOME)";
+        if (!m.opt.enabled) m.reason = "disabled by option";
+        else if (m.opt.use_environment && env_says_off()) m.reason = "disabled by JITEXPR_DISK_CACHE";
+        else m.reason = "no cache directory (no option, JITEXPR_CACHE_DIR, XDG_CACHE_HOME or HOME)";
         return;
     }
     while (m.root.size() > 1 && m.root.back() == '/') m.root.pop_back();
@@ -958,7 +953,7 @@ ClearReport DiskCache::clear() {
                 Fd sfd = open_dir_at(old.get(), shard.c_str());
                 if (!sfd.ok()) continue;
                 for (const std::string& name : list_names(sfd.get())) {
-                    struct stat st{};
+                    struct stat st {};
                     bool mine = !key_of_name(name, shard).empty() && is_old_file(sfd.get(), name, version, &st);
                     if (!mine && version == 1 && name.rfind(".tmp-", 0) == 0 &&
                         ::fstatat(sfd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -972,8 +967,9 @@ ClearReport DiskCache::clear() {
                 }
                 ::unlinkat(old.get(), shard.c_str(), AT_REMOVEDIR);  // only when empty
             }
-            struct stat st{};
-            if (::fstatat(old.get(), kLockName, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+            struct stat st {};
+            if (::fstatat(old.get(), kLockName, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+                st.st_size == 0)
                 ::unlinkat(old.get(), kLockName, 0);
             ::unlinkat(rootfd.get(), dir, AT_REMOVEDIR);  // only when empty
         }

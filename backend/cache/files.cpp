@@ -74,8 +74,7 @@ FileSizeSignalGuard::~FileSizeSignalGuard() {
         if (!(drain_ & (1u << i))) continue;
         sigemptyset(&set);
         sigaddset(&set, kHeldSignals[i]);
-        while (::sigtimedwait(&set, nullptr, &zero) == kHeldSignals[i]) {
-        }
+        while (::sigtimedwait(&set, nullptr, &zero) == kHeldSignals[i]) {}
     }
     sigemptyset(&set);
     for (unsigned i = 0; i < 2; ++i)
@@ -207,7 +206,10 @@ TempFile::TempFile(int dirfd, Fd fd, std::string name, int slot) noexcept
     : dirfd_(dirfd), fd_(std::move(fd)), name_(std::move(name)), slot_(slot) {}
 
 TempFile::TempFile(TempFile&& other) noexcept
-    : dirfd_(other.dirfd_), fd_(std::move(other.fd_)), name_(std::move(other.name_)), slot_(other.slot_),
+    : dirfd_(other.dirfd_),
+      fd_(std::move(other.fd_)),
+      name_(std::move(other.name_)),
+      slot_(other.slot_),
       done_(other.done_) {
     other.slot_ = -1;
     other.done_ = true;
@@ -282,11 +284,11 @@ namespace {
 Fd open_if_stale(int dirfd, const char* name) {
     long pid = 0;
     if (!is_temporary_name(name, &pid)) return Fd();
-    struct stat st{};
+    struct stat st {};
     if (::fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
         return Fd();
     Fd fd(::openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
-    struct stat again{};
+    struct stat again {};
     if (!fd.ok() || ::fstat(fd.get(), &again) != 0 || again.st_ino != st.st_ino || again.st_dev != st.st_dev)
         return Fd();
     if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Fd();  // its writer is alive (or no locks here)
@@ -360,7 +362,7 @@ std::string final_target(const std::string& path, bool* via_proc) {
     std::string p = path;
     *via_proc = false;
     for (int hop = 0; hop < 40; ++hop) {
-        struct stat st{};
+        struct stat st {};
         if (::lstat(p.c_str(), &st) != 0) {
             if (errno == ENOENT) return p;
             fail(path, fmt::format("cannot follow '{}': {}", printable(p), errno_text(errno)));
@@ -377,10 +379,12 @@ std::string final_target(const std::string& path, bool* via_proc) {
     fail(path, "too many levels of symbolic links");
 }
 
-void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std::string& path, const WriteHooks* hooks) {
+void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std::string& path,
+                  const WriteHooks* hooks) {
     if (!hooks) {
         for (std::string_view c : chunks)
-            if (int err = write_all(fd, c.data(), c.size())) fail(path, fmt::format("cannot write: {}", write_error_text(err)));
+            if (int err = write_all(fd, c.data(), c.size()))
+                fail(path, fmt::format("cannot write: {}", write_error_text(err)));
         return;
     }
     FileSizeSignalGuard guard;
@@ -392,7 +396,7 @@ void write_chunks(int fd, const std::vector<std::string_view>& chunks, const std
             if (hooks->before_piece) hooks->before_piece();
             const ssize_t w = ::write(fd, p, std::min(n, piece));
             if (w < 0) {
-                if (errno == EINTR) continue;  // asks before_piece again
+                if (errno == EINTR) continue;                   // asks before_piece again
                 if (errno == EAGAIN || errno == EWOULDBLOCK) {  // a FIFO whose reader is slow
                     pollfd pf{fd, POLLOUT, 0};
                     (void)::poll(&pf, 1, 20);
@@ -419,7 +423,7 @@ void set_blocking(int fd, bool blocking) {
 // A FIFO opened for writing with `on_wait` is left non-blocking (write_chunks waits for room
 // the same way); anything else is returned blocking.
 Fd open_waiting(const std::string& path, int flags, const InterruptHook& on_wait, const char* waiting_for) {
-    struct stat st{};
+    struct stat st {};
     const bool fifo = on_wait && ::stat(path.c_str(), &st) == 0 && S_ISFIFO(st.st_mode);
     if (!fifo) {
         while (true) {
@@ -460,10 +464,11 @@ void write_stream(const std::string& path, const std::vector<std::string_view>& 
     Fd fd = open_waiting(path, flags, hooks ? hooks->on_interrupt : InterruptHook(), "reader");
     if (!fd.ok()) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     if (!hooks) set_blocking(fd.get(), true);
-    struct stat st{};
+    struct stat st {};
     if (::fstat(fd.get(), &st) != 0) fail(path, fmt::format("cannot stat: {}", errno_text(errno)));
     if (!is_stream(st.st_mode) && !(append && S_ISREG(st.st_mode)))
-        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written", kind_of(st.st_mode)));
+        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written",
+                               kind_of(st.st_mode)));
     write_chunks(fd.get(), chunks, path, hooks);
     if (hooks && hooks->before_commit) hooks->before_commit();
 }
@@ -495,16 +500,16 @@ void replace_file(const std::string& path, const std::string& target, const stru
     }
     // The name may have changed kind since it was looked at: never rename over anything but a
     // regular file.
-    struct stat now{};
+    struct stat now {};
     bool present = ::fstatat(dirfd.get(), base.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0;
     if (present && !S_ISREG(now.st_mode))
-        fail(path, fmt::format("'{}' became {} during the save; it was not replaced", printable(target), kind_of(now.st_mode)));
+        fail(path, fmt::format("'{}' became {} during the save; it was not replaced", printable(target),
+                               kind_of(now.st_mode)));
     err = tmp->commit(base, /*no_replace=*/!present);
     if (err == EEXIST && !present) {
         if (::fstatat(dirfd.get(), base.c_str(), &now, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(now.st_mode))
             err = tmp->commit(base);
-        else
-            fail(path, fmt::format("'{}' appeared during the save; it was not replaced", printable(target)));
+        else fail(path, fmt::format("'{}' appeared during the save; it was not replaced", printable(target)));
     }
     if (err) fail(path, fmt::format("cannot rename the temporary file over it: {}", errno_text(err)));
     (void)::fsync(dirfd.get());  // the rename is done either way; this makes it durable
@@ -513,10 +518,11 @@ void replace_file(const std::string& path, const std::string& target, const stru
 }  // namespace
 
 UserFile open_for_reading(const std::string& path, const InterruptHook& on_interrupt) {
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) != 0) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
     if (!S_ISREG(st.st_mode) && !is_stream(st.st_mode))
-        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are read", kind_of(st.st_mode)));
+        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are read",
+                               kind_of(st.st_mode)));
     UserFile f;
     f.fd = open_waiting(path, O_RDONLY | O_CLOEXEC | O_NOCTTY, on_interrupt, "writer");
     if (!f.fd.ok()) fail(path, fmt::format("cannot open: {}", errno_text(errno)));
@@ -526,24 +532,26 @@ UserFile open_for_reading(const std::string& path, const InterruptHook& on_inter
     } else if (is_stream(st.st_mode)) {
         f.stream = true;
     } else {
-        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are read", kind_of(st.st_mode)));
+        fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are read",
+                               kind_of(st.st_mode)));
     }
     return f;
 }
 
 void write_file(const std::string& path, const std::vector<std::string_view>& chunks, const WriteHooks* hooks) {
     if (path.empty()) throw IOError("cannot save: the file name is empty");
-    struct stat st{};
+    struct stat st {};
     if (::stat(path.c_str(), &st) == 0) {
         if (is_stream(st.st_mode)) return write_stream(path, chunks, false, hooks);
         if (!S_ISREG(st.st_mode))
-            fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written", kind_of(st.st_mode)));
+            fail(path, fmt::format("is {}; only regular files, pipes, FIFOs and character devices are written",
+                                   kind_of(st.st_mode)));
         bool via_proc = false;
         const std::string target = final_target(path, &via_proc);
         // A file reached through /proc/<pid>/fd (/dev/stdout redirected to a file) belongs to
         // the redirection: written at its end, as `>` and `>>` expect, not replaced.
         if (via_proc) return write_stream(path, chunks, true, hooks);
-        struct stat existing{};
+        struct stat existing {};
         if (::lstat(target.c_str(), &existing) != 0 || !S_ISREG(existing.st_mode))
             fail(path, fmt::format("'{}' changed during the save; it was not replaced", printable(target)));
         return replace_file(path, target, &existing, chunks, hooks);

@@ -79,10 +79,10 @@ struct Instr {
     int out = -1;       // slot written
     int in[3] = {-1, -1, -1};
     int nin = 0;
-    ir::NodeId node;    // the node loaded, filled or computed
-    int load = -1;      // Load: index into StagePlan::loads
-    int store = -1;     // Compute: index into StagePlan::stores of the output it may write in place
-    bool full = true;   // Fill: some reader needs the whole block (else only element 0 is written)
+    ir::NodeId node;             // the node loaded, filled or computed
+    int load = -1;               // Load: index into StagePlan::loads
+    int store = -1;              // Compute: index into StagePlan::stores of the output it may write in place
+    bool full = true;            // Fill: some reader needs the whole block (else only element 0 is written)
     std::uint8_t scalar_in = 0;  // Compute: bit k set when in[k] is read as one value (op_vs/op_sv)
 };
 
@@ -134,7 +134,8 @@ DType operand_dtype(const ir::Program& p, const ir::Node& n) {
 // ones found).
 class StagePlanner {
 public:
-    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, const ir::Stage& stage, const KernelTable& kt)
+    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, const ir::Stage& stage,
+                 const KernelTable& kt)
         : p(program), s(schedule), stage(stage), kt(kt) {
         sp.kind = stage.kind;
         sp.shape = stage.shape;
@@ -176,14 +177,14 @@ private:
     const ir::Stage& stage;
     const KernelTable& kt;
     StagePlan sp;
-    std::vector<ir::NodeId> roots;     // what the stage stores, or its reduction's operand
-    ir::NodeMap<char> need;            // the roots need it
-    ir::NodeMap<ir::NodeId> rep;       // the node whose value it is (casts to the same dtype)
-    std::vector<ir::NodeId> order;     // the representatives needed, in node order
-    ir::NodeMap<Fuse> fuse;            // the fused kernel computing it with its operand
-    ir::NodeMap<char> fused_away;      // computed inside its reader's fused instruction
-    ir::NodeMap<int> last;             // per value: position in `order` of its last reader
-    ir::NodeMap<int> slot;             // the slot holding its value
+    std::vector<ir::NodeId> roots;  // what the stage stores, or its reduction's operand
+    ir::NodeMap<char> need;         // the roots need it
+    ir::NodeMap<ir::NodeId> rep;    // the node whose value it is (casts to the same dtype)
+    std::vector<ir::NodeId> order;  // the representatives needed, in node order
+    ir::NodeMap<Fuse> fuse;         // the fused kernel computing it with its operand
+    ir::NodeMap<char> fused_away;   // computed inside its reader's fused instruction
+    ir::NodeMap<int> last;          // per value: position in `order` of its last reader
+    ir::NodeMap<int> slot;          // the slot holding its value
 };
 
 // The roots of the stage; for a Reduce stage, its reduction and where the result goes.
@@ -194,7 +195,8 @@ void StagePlanner::find_roots() {
             throw InternalError("cpu backend: reduce stage without a Reduce node");
         sp.reduce_node = stage.reduce;
         sp.red = red_slot(r.op);
-        if (sp.red == Red::Count) throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
+        if (sp.red == Red::Count)
+            throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
         sp.mean = ir::info(r.op).finish == ir::Finish::DivideByCount;
         sp.dtype = p.node(r.args[0]).dtype;
         sp.axis = r.axis;
@@ -203,8 +205,8 @@ void StagePlanner::find_roots() {
             throw InternalError(fmt::format("cpu backend: reduction axis {} out of range", sp.axis));
         const int d = static_cast<int>(sp.dtype);
         if (!kt.reduce[static_cast<int>(sp.red)][d] || (sp.mean && !kt.divide[static_cast<int>(r.dtype)]))
-            throw InternalError(fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id,
-                                            dtype_name(sp.dtype)));
+            throw InternalError(
+                fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id, dtype_name(sp.dtype)));
         if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll && ir::info(r.op).rule != ir::Rule::ArgFirst)
             throw InternalError("cpu backend: reduction operand dtype differs from the result's");
         const int out = s.output_of[stage.reduce];
@@ -357,7 +359,8 @@ void StagePlanner::select_instructions() {
                 if (lp.is_input) lp.input = nd.slot;
                 else lp.node = n;
                 lp.dtype = lp.is_input ? p.inputs[static_cast<std::size_t>(nd.slot)].dtype : nd.dtype;
-                if (lp.dtype != nd.dtype) throw InternalError("cpu backend: input node dtype differs from its declaration");
+                if (lp.dtype != nd.dtype)
+                    throw InternalError("cpu backend: input node dtype differs from its declaration");
                 ins.kind = Instr::Kind::Load;
                 ins.load = static_cast<int>(sp.loads.size());
                 sp.loads.push_back(lp);
@@ -373,7 +376,8 @@ void StagePlanner::select_instructions() {
                 const DType od = operand_dtype(p, nd);
                 ins.fn = kt.op[static_cast<int>(nd.op)][static_cast<int>(od)];
                 if (!ins.fn)
-                    throw InternalError(fmt::format("cpu backend: no kernel for {} on {}", ir::info(nd.op).id, dtype_name(od)));
+                    throw InternalError(
+                        fmt::format("cpu backend: no kernel for {} on {}", ir::info(nd.op).id, dtype_name(od)));
                 ins.nin = nd.nargs;
                 // A binary op with exactly one constant/scalar operand reads it as one value.
                 if (nd.nargs == 2) {
@@ -557,6 +561,7 @@ i64 offset_of(i64 flat, const Shape& shape, const Strides& strides) {
 void value_to_reg(const ir::Value& v0, DType t, void* out) {
     const ir::Value v = v0.dtype == t ? v0 : v0.cast(t);
     switch (t) {
+        // clang-format off
         case DType::Bool: { bool b = v.b; std::memcpy(out, &b, 1); break; }
 #define JX_SINT(D, T) case DType::D: { T x = static_cast<T>(v.i); std::memcpy(out, &x, sizeof x); break; }
 #define JX_UINT(D, T) case DType::D: { T x = static_cast<T>(v.u); std::memcpy(out, &x, sizeof x); break; }
@@ -568,8 +573,17 @@ void value_to_reg(const ir::Value& v0, DType t, void* out) {
         case DType::BFloat16: { float x = jx::round_bf16(v.f); std::memcpy(out, &x, 4); break; }
         case DType::Float32: { float x = static_cast<float>(v.f); std::memcpy(out, &x, 4); break; }
         case DType::Float64: { double x = v.f; std::memcpy(out, &x, 8); break; }
-        case DType::Complex64: { jx::c64 x{static_cast<float>(v.f), static_cast<float>(v.im)}; std::memcpy(out, &x, 8); break; }
-        case DType::Complex128: { jx::c128 x{v.f, v.im}; std::memcpy(out, &x, 16); break; }
+        // clang-format on
+        case DType::Complex64: {
+            jx::c64 x{static_cast<float>(v.f), static_cast<float>(v.im)};
+            std::memcpy(out, &x, 8);
+            break;
+        }
+        case DType::Complex128: {
+            jx::c128 x{v.f, v.im};
+            std::memcpy(out, &x, 16);
+            break;
+        }
     }
 }
 
@@ -583,7 +597,6 @@ std::byte* thread_scratch(std::size_t bytes) {
     if (buf.size() < lines) buf.resize(lines);
     return buf.empty() ? nullptr : buf.data()->b;
 }
-
 
 // ---------------------------------------------------------------- the prepared program
 class CpuPrepared final : public detail::Prepared {
@@ -611,14 +624,16 @@ public:
             const StagePlan& sp = plans_[k];
             detail::KernelReport r;
             r.stage = static_cast<int>(k);
-            r.kind = sp.kind == ir::Stage::Kind::Reduce ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks") : "blocks";
+            r.kind =
+                sp.kind == ir::Stage::Kind::Reduce ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks") : "blocks";
             r.index = "64-bit";
             // The widest value the stage holds in registers decides the lanes of its loops.
             std::size_t widest = 1;
             for (const StorePlan& st : sp.stores) widest = std::max(widest, itemsize(st.dtype));
             for (const LoadPlan& lp : sp.loads) widest = std::max(widest, itemsize(lp.dtype));
             if (sp.kind == ir::Stage::Kind::Reduce) widest = std::max(widest, itemsize(sp.dtype));
-            r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)", 32 / std::min<std::size_t>(widest, 32), widest)
+            r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)",
+                                          32 / std::min<std::size_t>(widest, 32), widest)
                             : std::string("portable loops (as the compiler vectorises them)");
             r.tier = "-";
             r.cache = "nothing to compile (block kernels built in)";
@@ -636,8 +651,9 @@ public:
                     break;
                 }
             const std::size_t last = end - 1;
-            r.detail = fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}", sp.code.size(),
-                                   sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s", kt_.name);
+            r.detail =
+                fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}", sp.code.size(),
+                            sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s", kt_.name);
             if (last > first && shape_size(plans_[first].shape) > kBlock) {
                 r.detail += fmt::format("; stages {}-{} run in one pass", first, last);
                 r.pass = static_cast<int>(first);
@@ -678,7 +694,8 @@ private:
     // Whether stage `j` can join the group of stages [first, j): see groups_.
     bool joins_group(std::size_t first, std::size_t j) const;
     // Evaluates one block; returns per-slot pointers in `ptr`.
-    void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start, i64 len) const;
+    void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start,
+                    i64 len) const;
     void fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, const void** ptr) const;
     // Calls body(next) on each participating thread; next(u0, u1) takes the next run of units
     // [u0, u1) and returns false when none are left.
@@ -776,8 +793,8 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
         if (lp.is_input) {
             const Array& a = args.inputs[static_cast<std::size_t>(lp.input)];
             if (a.dtype() != lp.dtype)
-                throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.input, dtype_name(a.dtype()),
-                                                dtype_name(lp.dtype)));
+                throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.input,
+                                                dtype_name(a.dtype()), dtype_name(lp.dtype)));
             op.base = static_cast<const char*>(a.data());
             src_shape = &a.shape();
             src_strides = &a.strides();
@@ -790,7 +807,8 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
                 src_strides = &a.strides();
             } else {
                 auto it = std::find(schedule_.temps.begin(), schedule_.temps.end(), lp.node);
-                op.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())]->data());
+                op.base = reinterpret_cast<const char*>(
+                    (*ctx.temps)[static_cast<std::size_t>(it - schedule_.temps.begin())]->data());
                 b.temp_strides = contiguous_strides(*src_shape);
                 src_strides = &b.temp_strides;
             }
@@ -801,8 +819,8 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
         const StorePlan& st = sp.stores[i];
         const Array& a = args.outputs[static_cast<std::size_t>(st.output)];
         if (a.dtype() != st.dtype)
-            throw ArgumentError(fmt::format("output {} is {}, the program computes {}", st.output, dtype_name(a.dtype()),
-                                            dtype_name(st.dtype)));
+            throw ArgumentError(fmt::format("output {} is {}, the program computes {}", st.output,
+                                            dtype_name(a.dtype()), dtype_name(st.dtype)));
         if (a.shape() != shape)
             throw ArgumentError(fmt::format("output {} has shape {}, the program computes {}", st.output,
                                             shape_to_string(a.shape()), shape_to_string(shape)));
@@ -822,7 +840,12 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
             // Move the reduced axis last: each row of the iteration space is one result.
             const std::size_t ax = static_cast<std::size_t>(sp.axis);
             b.row_len = shape[ax];
-            b.rows = b.row_len == 0 ? shape_size([&] { Shape s = shape; s.erase(s.begin() + sp.axis); return s; }()) : n / b.row_len;
+            b.rows = b.row_len == 0 ? shape_size([&] {
+                Shape s = shape;
+                s.erase(s.begin() + sp.axis);
+                return s;
+            }())
+                                    : n / b.row_len;
             auto move_last = [&](auto& v) {
                 auto x = v[ax];
                 v.erase(v.begin() + sp.axis);
@@ -862,8 +885,10 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     for (std::size_t i = 0; i < sp.loads.size(); ++i) {
         Operand& op = b.loads[i];
         const LoadPlan& lp = sp.loads[i];
-        const bool aliased = lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end();
-        op.direct = !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
+        const bool aliased =
+            lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end();
+        op.direct =
+            !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
     }
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
         Operand& op = b.stores[i];
@@ -908,7 +933,8 @@ void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scr
             });
             ptr[ins.out] = buf;
         } else {
-            const void* in[3] = {ptr[ins.in[0]], ins.nin > 1 ? ptr[ins.in[1]] : nullptr, ins.nin > 2 ? ptr[ins.in[2]] : nullptr};
+            const void* in[3] = {ptr[ins.in[0]], ins.nin > 1 ? ptr[ins.in[1]] : nullptr,
+                                 ins.nin > 2 ? ptr[ins.in[2]] : nullptr};
             if (ins.store >= 0 && b.stores[static_cast<std::size_t>(ins.store)].direct) {
                 const Operand& o = b.stores[static_cast<std::size_t>(ins.store)];
                 buf = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(o.base)) + start * o.item;
@@ -928,11 +954,11 @@ void CpuPrepared::run_elementwise(const StagePlan& sp, const Bound& b) const {
         boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
         for (i64 b0 = 0, b1 = 0; next(b0, b1);)
-        for (i64 blk = b0; blk < b1; ++blk) {
-            const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
-            eval_block(sp, b, scratch, ptr.data(), start, len);
-            store_block(sp, b, ptr.data(), start, len);
-        }
+            for (i64 blk = b0; blk < b1; ++blk) {
+                const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
+                eval_block(sp, b, scratch, ptr.data(), start, len);
+                store_block(sp, b, ptr.data(), start, len);
+            }
     });
 }
 
@@ -940,14 +966,14 @@ void CpuPrepared::store_block(const StagePlan& sp, const Bound& b, const void* c
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
         const StorePlan& st = sp.stores[i];
         const Operand& o = b.stores[i];
-        if (o.direct && static_cast<const char*>(ptr[st.slot]) == o.base + start * o.item) continue;  // written in place
+        if (o.direct && static_cast<const char*>(ptr[st.slot]) == o.base + start * o.item)
+            continue;  // written in place
         const StoreFn store = kt_.store[static_cast<int>(st.dtype)];
         const i64 rs = reg_size(st.dtype);
         const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
         char* base = const_cast<char*>(o.base);
-        walk(b.space.shape, o.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
-            store(src + done * rs, base + off * o.item, stride, run);
-        });
+        walk(b.space.shape, o.strides, start, len,
+             [&](i64 off, i64 stride, i64 done, i64 run) { store(src + done * rs, base + off * o.item, stride, run); });
     }
 }
 
@@ -960,7 +986,8 @@ bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
     // stages would read and write it in one pass); any other load of the group is safe.
     for (std::size_t k = first; k <= j; ++k)
         for (const LoadPlan& lp : plans_[k].loads)
-            if (lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end())
+            if (lp.is_input &&
+                std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end())
                 return false;
     for (const LoadPlan& lp : sp.loads) {
         if (lp.is_input) continue;
@@ -1089,14 +1116,14 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
             boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
             fill(sp, ctx, scratch, ptr.data());
             for (i64 u0 = 0, u1 = 0; next(u0, u1);)
-            for (i64 u = u0; u < u1; ++u) {
-                const i64 row = u / per_row, j = u % per_row;
-                const i64 start = row * L + j * kBlock, len = std::min(kBlock, L - j * kBlock);
-                eval_block(sp, b, scratch, ptr.data(), start, len);
-                std::byte* acc = partials_data + u * as;
-                identity(acc);
-                reduce(ptr[sp.value_slot], len, acc, j * kBlock);
-            }
+                for (i64 u = u0; u < u1; ++u) {
+                    const i64 row = u / per_row, j = u % per_row;
+                    const i64 start = row * L + j * kBlock, len = std::min(kBlock, L - j * kBlock);
+                    eval_block(sp, b, scratch, ptr.data(), start, len);
+                    std::byte* acc = partials_data + u * as;
+                    identity(acc);
+                    reduce(ptr[sp.value_slot], len, acc, j * kBlock);
+                }
         });
         writing();  // only now: a stop during the partial sums leaves the output untouched
         for (i64 row = 0; row < rows; ++row) {
@@ -1117,31 +1144,36 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
         fill(sp, ctx, scratch, ptr.data());
         for (i64 u0 = 0, u1 = 0; next(u0, u1);)
-        for (i64 u = u0; u < u1; ++u) {
-            const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
-            eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
-            const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
-            for (i64 row = r0; row < r1; ++row) {
-                alignas(16) std::byte acc[16];
-                identity(acc);
-                reduce(vals + (row - r0) * L * rs, L, acc, 0);
-                finish_row(row, acc);
+            for (i64 u = u0; u < u1; ++u) {
+                const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
+                eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
+                const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
+                for (i64 row = r0; row < r1; ++row) {
+                    alignas(16) std::byte acc[16];
+                    identity(acc);
+                    reduce(vals + (row - r0) * L * rs, L, acc, 0);
+                    finish_row(row, acc);
+                }
             }
-        }
     });
 }
 
 void CpuPrepared::run(const detail::RunArgs& args) {
     if (args.inputs.size() != program_.inputs.size())
-        throw ArgumentError(fmt::format("the program takes {} inputs, {} given", program_.inputs.size(), args.inputs.size()));
+        throw ArgumentError(
+            fmt::format("the program takes {} inputs, {} given", program_.inputs.size(), args.inputs.size()));
     if (args.outputs.size() != program_.outputs.size())
-        throw ArgumentError(fmt::format("the program has {} outputs, {} given", program_.outputs.size(), args.outputs.size()));
+        throw ArgumentError(
+            fmt::format("the program has {} outputs, {} given", program_.outputs.size(), args.outputs.size()));
     if (args.scalars.size() != program_.scalars.size())
-        throw ArgumentError(fmt::format("the program takes {} scalars, {} given", program_.scalars.size(), args.scalars.size()));
+        throw ArgumentError(
+            fmt::format("the program takes {} scalars, {} given", program_.scalars.size(), args.scalars.size()));
     for (const Array& a : args.inputs)
-        if (a.backend() != Backend::Cpu) throw ArgumentError("the CPU backend needs inputs in host memory: " + a.describe());
+        if (a.backend() != Backend::Cpu)
+            throw ArgumentError("the CPU backend needs inputs in host memory: " + a.describe());
     for (const Array& a : args.outputs)
-        if (a.backend() != Backend::Cpu) throw ArgumentError("the CPU backend needs outputs in host memory: " + a.describe());
+        if (a.backend() != Backend::Cpu)
+            throw ArgumentError("the CPU backend needs outputs in host memory: " + a.describe());
 
     // Host storage like an array's: not zero-filled (every element is written before it is
     // read), and a large one reuses a block freed by an earlier run instead of faulting in

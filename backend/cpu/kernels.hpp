@@ -85,7 +85,8 @@ constexpr Red red_of_op(ir::Op op) {
     switch (op) {
 #undef JX_RED_Reduction
 #define JX_RED_Reduction(Id) \
-    case ir::Op::Id: return Red::Id;
+    case ir::Op::Id:         \
+        return Red::Id;
 #define JIT_OP(Id, Kind, ...) JX_RED_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
@@ -103,7 +104,7 @@ constexpr std::int64_t acc_size(Red r, DType t) { return r == Red::ArgFirst ? 8 
 
 struct KernelTable {
     const char* name = "";
-    OpFn op[kNumOps][kNumDTypes] = {};        // [op][operand dtype]
+    OpFn op[kNumOps][kNumDTypes] = {};  // [op][operand dtype]
     // Binary ops with one scalar operand: out[i] = op(in[0][i], *in[1]) (op_vs) and
     // out[i] = op(*in[0], in[1][i]) (op_sv). Null where only the two-block loop exists.
     OpFn op_vs[kNumOps][kNumDTypes] = {};
@@ -111,7 +112,7 @@ struct KernelTable {
     // [fuse_index(op1)][fuse_index(op2)][variant bits][operand dtype]; float32/float64 only,
     // null elsewhere.
     OpFn fused[kNumFuseOps][kNumFuseOps][4][kNumDTypes] = {};
-    OpFn cast[kNumDTypes][kNumDTypes] = {};   // [from][to]
+    OpFn cast[kNumDTypes][kNumDTypes] = {};  // [from][to]
     LoadFn load[kNumDTypes] = {};
     StoreFn store[kNumDTypes] = {};
     ReduceFn reduce[kNumRed][kNumDTypes] = {};

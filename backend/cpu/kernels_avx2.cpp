@@ -18,18 +18,20 @@
 
 #if defined(JX_CPU_HAVE_LIBMVEC)
 extern "C" {
-#define JX_MVEC_DECL1(name)                    \
-    __m256 _ZGVdN8v_##name##f(__m256);         \
+#define JX_MVEC_DECL1(name)            \
+    __m256 _ZGVdN8v_##name##f(__m256); \
     __m256d _ZGVdN4v_##name(__m256d);
-#define JX_MVEC_DECL2(name)                    \
+#define JX_MVEC_DECL2(name)                     \
     __m256 _ZGVdN8vv_##name##f(__m256, __m256); \
     __m256d _ZGVdN4vv_##name(__m256d, __m256d);
+// clang-format off
 JX_MVEC_DECL1(sin) JX_MVEC_DECL1(cos) JX_MVEC_DECL1(tan) JX_MVEC_DECL1(asin) JX_MVEC_DECL1(acos)
 JX_MVEC_DECL1(atan) JX_MVEC_DECL1(sinh) JX_MVEC_DECL1(cosh) JX_MVEC_DECL1(tanh) JX_MVEC_DECL1(asinh)
 JX_MVEC_DECL1(acosh) JX_MVEC_DECL1(atanh) JX_MVEC_DECL1(log) JX_MVEC_DECL1(log1p) JX_MVEC_DECL1(log10)
 JX_MVEC_DECL1(log2) JX_MVEC_DECL1(exp) JX_MVEC_DECL1(expm1) JX_MVEC_DECL1(exp2) JX_MVEC_DECL1(cbrt)
 JX_MVEC_DECL1(erf) JX_MVEC_DECL1(erfc)
 JX_MVEC_DECL2(atan2) JX_MVEC_DECL2(hypot) JX_MVEC_DECL2(pow)
+// clang-format on
 #undef JX_MVEC_DECL1
 #undef JX_MVEC_DECL2
 }
@@ -75,20 +77,25 @@ void mvec2d(const void* const* in, void* out, i64 n) {
     for (; i < n; ++i) o[i] = F::call(a[i], b[i]);
 }
 
-#define JX_VMATH1(Id, name)                                                                 \
-    template <> struct vmath1<Fn_##Id, float> {                                             \
-        static constexpr OpFn fn = &mvec1f<Fn_##Id, &_ZGVdN8v_##name##f>;                   \
-    };                                                                                      \
-    template <> struct vmath1<Fn_##Id, double> {                                            \
-        static constexpr OpFn fn = &mvec1d<Fn_##Id, &_ZGVdN4v_##name>;                      \
+#define JX_VMATH1(Id, name)                                               \
+    template <>                                                           \
+    struct vmath1<Fn_##Id, float> {                                       \
+        static constexpr OpFn fn = &mvec1f<Fn_##Id, &_ZGVdN8v_##name##f>; \
+    };                                                                    \
+    template <>                                                           \
+    struct vmath1<Fn_##Id, double> {                                      \
+        static constexpr OpFn fn = &mvec1d<Fn_##Id, &_ZGVdN4v_##name>;    \
     };
-#define JX_VMATH2(Id, name)                                                                 \
-    template <> struct vmath2<Fn_##Id, float> {                                             \
-        static constexpr OpFn fn = &mvec2f<Fn_##Id, &_ZGVdN8vv_##name##f>;                  \
-    };                                                                                      \
-    template <> struct vmath2<Fn_##Id, double> {                                            \
-        static constexpr OpFn fn = &mvec2d<Fn_##Id, &_ZGVdN4vv_##name>;                     \
+#define JX_VMATH2(Id, name)                                                \
+    template <>                                                            \
+    struct vmath2<Fn_##Id, float> {                                        \
+        static constexpr OpFn fn = &mvec2f<Fn_##Id, &_ZGVdN8vv_##name##f>; \
+    };                                                                     \
+    template <>                                                            \
+    struct vmath2<Fn_##Id, double> {                                       \
+        static constexpr OpFn fn = &mvec2d<Fn_##Id, &_ZGVdN4vv_##name>;    \
     };
+// clang-format off
 JX_VMATH1(Sin, sin) JX_VMATH1(Cos, cos) JX_VMATH1(Tan, tan) JX_VMATH1(Arcsin, asin)
 JX_VMATH1(Arccos, acos) JX_VMATH1(Arctan, atan) JX_VMATH1(Sinh, sinh) JX_VMATH1(Cosh, cosh)
 JX_VMATH1(Tanh, tanh) JX_VMATH1(Arcsinh, asinh) JX_VMATH1(Arccosh, acosh) JX_VMATH1(Arctanh, atanh)
@@ -96,6 +103,7 @@ JX_VMATH1(Log, log) JX_VMATH1(Log1p, log1p) JX_VMATH1(Log10, log10) JX_VMATH1(Lo
 JX_VMATH1(Exp, exp) JX_VMATH1(Expm1, expm1) JX_VMATH1(Exp2, exp2) JX_VMATH1(Cbrt, cbrt)
 JX_VMATH1(Erf, erf) JX_VMATH1(Erfc, erfc)
 JX_VMATH2(Arctan2, atan2) JX_VMATH2(Hypot, hypot) JX_VMATH2(Pow, pow)
+// clang-format on
 #undef JX_VMATH1
 #undef JX_VMATH2
 #endif  // JX_CPU_HAVE_LIBMVEC

@@ -44,7 +44,8 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
             case KernelKind::Tiled: r.kind = fmt::format("tiled ({0}x{0} tiles through shared memory)", l.tile); break;
             case KernelKind::ReduceAll: r.kind = "reduce-all"; break;
             case KernelKind::ReduceAxis:
-                r.kind = fmt::format("reduce-axis (axis {}, a {} per output)", l.axis, l.warp_per_output ? "warp" : "thread");
+                r.kind = fmt::format("reduce-axis (axis {}, a {} per output)", l.axis,
+                                     l.warp_per_output ? "warp" : "thread");
                 break;
         }
         if (l.kind == KernelKind::Flat) r.index = l.index_bits == 32 ? "32-bit" : "64-bit";
@@ -56,11 +57,11 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
             if (p.kind == codegen::Param::Kind::Array && p.vectorized) widest = std::max(widest, itemsize(p.dtype));
         if (l.vec > 1 && widest > 0)
             r.vector = fmt::format("{} elements ({}-bit loads and stores when aligned)", l.vec, l.vec * widest * 8);
-        else
-            r.vector = "none (one element per thread and step)";
+        else r.vector = "none (one element per thread and step)";
         r.detail = fmt::format("{} threads per block", l.block);
         if (k.ptx) r.detail += ", PTX assembled by nvJitLink";
-        if (l.kind == KernelKind::ReduceAll) r.detail += fmt::format(", at most {} blocks, combined in a fixed order", l.max_blocks);
+        if (l.kind == KernelKind::ReduceAll)
+            r.detail += fmt::format(", at most {} blocks, combined in a fixed order", l.max_blocks);
         (void)plan;
         out.push_back(std::move(r));
     }

@@ -45,8 +45,8 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
 // Ahead-of-time compilation (`jitexpr precompile`): one entry per kernel of the program, in
 // stage order, for the kernels prepare() loads first (the variant for C-contiguous outputs).
 struct PrecompiledKernel {
-    std::string name;        // the kernel's generated name
-    std::string disk_key;    // ModuleCache::disk_key: what prepare() will ask the ImageStore for
+    std::string name;             // the kernel's generated name
+    std::string disk_key;         // ModuleCache::disk_key: what prepare() will ask the ImageStore for
     bool already_stored = false;  // the store had it: nothing compiled
     double compile_ms = 0;
     std::size_t image_bytes = 0;

@@ -42,7 +42,7 @@ std::string copy_entry(int w) {
         "    mov.u32 %r3, %tid.x;\n"
         "    mul.wide.u32 %rd1, %r1, %r2;\n"
         "    cvt.u64.u32 %rd2, %r3;\n"
-        "    add.u64 %rd1, %rd1, %rd2;\n"   // i
+        "    add.u64 %rd1, %rd1, %rd2;\n"  // i
         "    mov.u32 %r4, %nctaid.x;\n"
         "    mul.wide.u32 %rd3, %r4, %r2;\n"  // the grid's stride
         "    ld.param.u64 %rd4, [p_n];\n"
@@ -56,31 +56,34 @@ std::string copy_entry(int w) {
         "$L_next:\n"
         "    setp.ge.u64 %p1, %rd1, %rd4;\n"
         "    @%p1 bra $L_done;\n"
-        "    mov.u64 %rd8, %rd1;\n"   // the index left to split
-        "    mov.u64 %rd9, 0;\n"      // destination offset, elements
-        "    mov.u64 %rd10, 0;\n",    // source offset, elements
+        "    mov.u64 %rd8, %rd1;\n"  // the index left to split
+        "    mov.u64 %rd9, 0;\n"     // destination offset, elements
+        "    mov.u64 %rd10, 0;\n",   // source offset, elements
         fmt::arg("w", w), fmt::arg("reg", reg), fmt::arg("layout", 3 * 8 * kMaxDims));
     // Axes from the innermost used one (ndim - 1) out; the outermost takes what is left.
     for (int d = kMaxDims - 1; d >= 0; --d) {
-        s += fmt::format("    setp.le.u32 %p2, %r5, {d};\n"
-                         "    @%p2 bra $L_skip{d};\n",
-                         fmt::arg("d", d));
+        s += fmt::format(
+            "    setp.le.u32 %p2, %r5, {d};\n"
+            "    @%p2 bra $L_skip{d};\n",
+            fmt::arg("d", d));
         if (d > 0) {
-            s += fmt::format("    ld.param.u64 %rd11, [p_layout+{shape}];\n"
-                             "    div.u64 %rd12, %rd8, %rd11;\n"
-                             "    mul.lo.u64 %rd13, %rd12, %rd11;\n"
-                             "    sub.u64 %rd13, %rd8, %rd13;\n"
-                             "    mov.u64 %rd8, %rd12;\n",
-                             fmt::arg("shape", 8 * d));
+            s += fmt::format(
+                "    ld.param.u64 %rd11, [p_layout+{shape}];\n"
+                "    div.u64 %rd12, %rd8, %rd11;\n"
+                "    mul.lo.u64 %rd13, %rd12, %rd11;\n"
+                "    sub.u64 %rd13, %rd8, %rd13;\n"
+                "    mov.u64 %rd8, %rd12;\n",
+                fmt::arg("shape", 8 * d));
         } else {
             s += "    mov.u64 %rd13, %rd8;\n";
         }
-        s += fmt::format("    ld.param.u64 %rd14, [p_layout+{dst}];\n"
-                         "    mad.lo.u64 %rd9, %rd13, %rd14, %rd9;\n"
-                         "    ld.param.u64 %rd15, [p_layout+{src}];\n"
-                         "    mad.lo.u64 %rd10, %rd13, %rd15, %rd10;\n"
-                         "$L_skip{d}:\n",
-                         fmt::arg("dst", 8 * (kMaxDims + d)), fmt::arg("src", 8 * (2 * kMaxDims + d)), fmt::arg("d", d));
+        s += fmt::format(
+            "    ld.param.u64 %rd14, [p_layout+{dst}];\n"
+            "    mad.lo.u64 %rd9, %rd13, %rd14, %rd9;\n"
+            "    ld.param.u64 %rd15, [p_layout+{src}];\n"
+            "    mad.lo.u64 %rd10, %rd13, %rd15, %rd10;\n"
+            "$L_skip{d}:\n",
+            fmt::arg("dst", 8 * (kMaxDims + d)), fmt::arg("src", 8 * (2 * kMaxDims + d)), fmt::arg("d", d));
     }
     const char* type = w == 8 ? "u64" : w == 4 ? "u32" : w == 2 ? "u16" : "u8";
     s += fmt::format(

@@ -28,13 +28,13 @@ bool available(std::string* why = nullptr);
 struct DeviceInfo {
     int ordinal = 0;
     std::string name;
-    int cc_major = 0, cc_minor = 0;   // compute capability
+    int cc_major = 0, cc_minor = 0;  // compute capability
     int sm_count = 0;
     int max_threads_per_block = 0;
     int max_threads_per_sm = 0;
     std::size_t total_memory = 0;
     std::size_t l2_bytes = 0;
-    int driver_version = 0;           // e.g. 13000
+    int driver_version = 0;  // e.g. 13000
 };
 // The most devices jitexpr uses in one process.
 inline constexpr int kMaxDevices = 64;
@@ -68,8 +68,8 @@ int driver_version();
 // ---- memory (of the current device's primary context)
 // Copies from or to host memory are complete when they return (the host buffer may be reused or
 // read at once); device-to-device copies and memset are only queued on the stream.
-void* alloc(std::size_t bytes);           // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
-void free(void* ptr) noexcept;            // reports but never throws
+void* alloc(std::size_t bytes);  // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
+void free(void* ptr) noexcept;   // reports but never throws
 // With a `control` (a call that can be stopped or watched), a large copy goes in pieces (the
 // staging chunks, else 64 MiB) with the control ticked and its progress counted in bytes between
 // them; on a stop request it waits for the piece in flight and throws CancelledError, `dst` then
@@ -122,7 +122,7 @@ struct CompileOptions {
     std::vector<std::string> extra;  // more NVRTC options
 };
 struct Image {
-    std::string data;     // CUBIN bytes, or PTX text when is_cubin is false
+    std::string data;  // CUBIN bytes, or PTX text when is_cubin is false
     bool is_cubin = true;
     std::string arch;     // "sm_90" or "compute_90"
     std::string options;  // the options used, space-separated
@@ -139,13 +139,13 @@ Image compile(const std::string& source, const std::string& name, const CompileO
 // the assembler's log). Needs no driver.
 Image assemble_ptx(const std::string& ptx, const std::string& name, const CompileOptions& options,
                    const std::vector<const Image*>& link = {});
-bool ptx_assembler_available();       // false when built without nvJitLink
+bool ptx_assembler_available();         // false when built without nvJitLink
 void warm_up_ptx_assembler() noexcept;  // loads nvJitLink's assembler (warm_up_nvrtc's thread calls it)
-int nvrtc_version();                  // e.g. 13000 (major*1000 + minor*10); read from the file names
-                                      // when they tell, so it does not load NVRTC; 0 without NVRTC
-std::vector<int> nvrtc_archs();       // e.g. {75, 80, 86, 89, 90, 100, 120}
-void warm_up_nvrtc();                 // starts NVRTC and nvJitLink in a background thread (their first
-                                      // call in a process is slow: the libraries start)
+int nvrtc_version();                    // e.g. 13000 (major*1000 + minor*10); read from the file names
+                                        // when they tell, so it does not load NVRTC; 0 without NVRTC
+std::vector<int> nvrtc_archs();         // e.g. {75, 80, 86, 89, 90, 100, 120}
+void warm_up_nvrtc();                   // starts NVRTC and nvJitLink in a background thread (their first
+                                        // call in a process is slow: the libraries start)
 
 // Where NVRTC or nvJitLink was found (toolkit.cpp opens them at run time, at the first compile).
 struct LibraryStatus {
@@ -198,9 +198,9 @@ struct FunctionAttributes {
     int max_threads_per_block = 0;  // the most threads a block of this kernel may have
     int registers = 0;              // per thread
     int static_shared_bytes = 0;
-    int local_bytes = 0;            // per thread (spills, local arrays)
-    int ptx_version = 0;            // e.g. 90 for compute_90
-    int binary_version = 0;         // e.g. 90 for sm_90
+    int local_bytes = 0;     // per thread (spills, local arrays)
+    int ptx_version = 0;     // e.g. 90 for compute_90
+    int binary_version = 0;  // e.g. 90 for sm_90
 };
 FunctionAttributes function_attributes(void* function);
 

@@ -73,9 +73,10 @@ template <class Fn>
 bool resolve(const ProcLookup& lookup, Fn& fn, const char* symbol, int version, std::string& why) {
     fn = reinterpret_cast<Fn>(lookup.find(symbol, version));
     if (!fn) {
-        why = fmt::format("the CUDA driver is too old for jitexpr: it has no {} (CUDA {}.{} API); "
-                          "update the NVIDIA driver",
-                          symbol, version / 1000, version % 1000 / 10);
+        why = fmt::format(
+            "the CUDA driver is too old for jitexpr: it has no {} (CUDA {}.{} API); "
+            "update the NVIDIA driver",
+            symbol, version / 1000, version % 1000 / 10);
         return false;
     }
     return true;
@@ -135,7 +136,8 @@ bool load_entry_points(State& s, const ProcLookup& lookup) {
                          resolve(lookup, d.EventSynchronize, "cuEventSynchronize", 2000, ignored) &&
                          resolve(lookup, d.EventDestroy, "cuEventDestroy", 4000, ignored);
     if (!staging) d.MemHostAlloc = nullptr;
-    if (!(d.EventCreate && d.EventRecord && d.EventDestroy && resolve(lookup, d.EventQuery, "cuEventQuery", 2000, ignored)))
+    if (!(d.EventCreate && d.EventRecord && d.EventDestroy &&
+          resolve(lookup, d.EventQuery, "cuEventQuery", 2000, ignored)))
         d.EventQuery = nullptr;
     if (!resolve(lookup, d.MemcpyPeerAsync, "cuMemcpyPeerAsync", 4000, ignored)) d.MemcpyPeerAsync = nullptr;
     if (!(resolve(lookup, d.MemHostRegister, "cuMemHostRegister", 6050, ignored) &&
@@ -196,8 +198,9 @@ void load(State& s) {
     lookup.v2 = reinterpret_cast<PFN_cuGetProcAddress_v12000>(dlsym(lib, "cuGetProcAddress_v2"));
     if (!lookup.v2) lookup.v1 = reinterpret_cast<PFN_cuGetProcAddress_v11030>(dlsym(lib, "cuGetProcAddress"));
     if (!lookup.v2 && !lookup.v1) {
-        s.why = "the CUDA driver is too old for jitexpr: libcuda.so.1 has no cuGetProcAddress "
-                "(driver for CUDA 11.3 or newer needed)";
+        s.why =
+            "the CUDA driver is too old for jitexpr: libcuda.so.1 has no cuGetProcAddress "
+            "(driver for CUDA 11.3 or newer needed)";
         return;
     }
     if (!load_entry_points(s, lookup)) return;
@@ -261,14 +264,16 @@ CUcontext context_of(State& s, int ordinal) {
         if (CUcontext c = s.contexts[ordinal].load(std::memory_order_acquire)) return c;
     const int n = static_cast<int>(s.devices.size());
     if (ordinal < 0 || ordinal >= n || ordinal >= kMaxDevices)
-        throw ArgumentError(fmt::format("no CUDA device {}: this machine has {} (ordinals 0 to {})", ordinal, n, n - 1));
+        throw ArgumentError(
+            fmt::format("no CUDA device {}: this machine has {} (ordinals 0 to {})", ordinal, n, n - 1));
     std::lock_guard<std::mutex> lock(s.retain);
     if (CUcontext c = s.contexts[ordinal].load(std::memory_order_acquire)) return c;
     CUdevice dev = 0;
     check(s.d.DeviceGet(&dev, ordinal), "cuDeviceGet");
     CUcontext c = nullptr;
     check(s.d.DevicePrimaryCtxRetain(&c, dev), "cuDevicePrimaryCtxRetain",
-          fmt::format("the primary context of CUDA device {} ({})", ordinal, s.devices[static_cast<std::size_t>(ordinal)].name));
+          fmt::format("the primary context of CUDA device {} ({})", ordinal,
+                      s.devices[static_cast<std::size_t>(ordinal)].name));
     s.contexts[ordinal].store(c, std::memory_order_release);
     return c;
 }
@@ -317,10 +322,8 @@ bool is_sticky(CUresult result) {
         case CUDA_ERROR_INVALID_ADDRESS_SPACE:
         case CUDA_ERROR_INVALID_PC:
         case CUDA_ERROR_LAUNCH_FAILED:
-        case CUDA_ERROR_TENSOR_MEMORY_LEAK:
-            return true;
-        default:
-            return false;
+        case CUDA_ERROR_TENSOR_MEMORY_LEAK: return true;
+        default: return false;
     }
 }
 
@@ -425,7 +428,9 @@ int device_count() {
 int current_device() noexcept { return std::max(0, detail::thread_device()); }
 int scoped_device() noexcept { return detail::thread_device(); }
 
-DeviceScope::DeviceScope(int ordinal) noexcept : previous_(detail::thread_device()) { detail::set_thread_device(ordinal); }
+DeviceScope::DeviceScope(int ordinal) noexcept : previous_(detail::thread_device()) {
+    detail::set_thread_device(ordinal);
+}
 DeviceScope::~DeviceScope() { detail::set_thread_device(previous_); }
 
 const DeviceInfo& device_info(int ordinal) {

@@ -23,9 +23,7 @@ namespace jit::cuda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 using codegen::KernelKind;
 using codegen::KernelSource;
@@ -34,8 +32,13 @@ using codegen::Param;
 class CudaPrepared final : public detail::Prepared {
 public:
     CudaPrepared(const ir::Plan& plan, const detail::PrepareOptions& o, std::shared_ptr<ModuleCache> cache, int block)
-        : plan_(plan), program_(plan_.program), schedule_(plan_.schedule), options_(o), cache_(std::move(cache)),
-          block_(block), device_(current_device()) {
+        : plan_(plan),
+          program_(plan_.program),
+          schedule_(plan_.schedule),
+          options_(o),
+          cache_(std::move(cache)),
+          block_(block),
+          device_(current_device()) {
         options_.control = nullptr;  // valid during this constructor only
         detail::CallControl* const ctl = o.control;
         const DeviceInfo& dev = device_info();
@@ -117,7 +120,8 @@ public:
         }
         counters_bytes_ = off;
         const ir::TempLayout temps = ir::layout_temps(program_, schedule_, 256);  // shared when lifetimes allow
-        for (std::size_t t = 0; t < schedule_.temps.size(); ++t) launcher_.temp_offset[schedule_.temps[t]] = off + temps.offset[t];
+        for (std::size_t t = 0; t < schedule_.temps.size(); ++t)
+            launcher_.temp_offset[schedule_.temps[t]] = off + temps.offset[t];
         workspace_bytes_ = off + temps.bytes;
         if (full_) start_upgrade();
     }
@@ -144,8 +148,8 @@ public:
     std::string source() const override {
         std::string s;
         for (const auto& k : (full_ ? *full_ : main_).emitted.kernels) {
-            s += fmt::format("// ---- stage {}: {} (compiled after dsl/semantics.h and the jitexpr prelude)\n",
-                             k.stage, k.name);
+            s += fmt::format("// ---- stage {}: {} (compiled after dsl/semantics.h and the jitexpr prelude)\n", k.stage,
+                             k.name);
             s += k.body;
         }
         return s;
@@ -161,7 +165,8 @@ private:
     static constexpr std::uint64_t kWatchElements = std::uint64_t{1} << 26;
 
     std::uint64_t elements_of(const Loaded& l) const {
-        return static_cast<std::uint64_t>(shape_size(schedule_.stages[static_cast<std::size_t>(l.kernel->stage)].shape));
+        return static_cast<std::uint64_t>(
+            shape_size(schedule_.stages[static_cast<std::size_t>(l.kernel->stage)].shape));
     }
 
     // Launches with stop requests honoured between kernels. Kernels are queued until the work
@@ -170,7 +175,8 @@ private:
     // driver's own synchronisation, so the next launch follows at once). On a stop it launches
     // nothing more, waits for what it queued (a kernel is never cut short) and throws
     // CancelledError: the call returns within about one kernel's time.
-    void run_watched(const Variant& v, const detail::RunArgs& args, const Workspace& ws, detail::CallControl& ctl) const {
+    void run_watched(const Variant& v, const detail::RunArgs& args, const Workspace& ws,
+                     detail::CallControl& ctl) const {
         std::uint64_t total = 0;
         for (const auto& l : v.kernels) total += elements_of(l);
         ctl.begin(Progress::Phase::Run, Progress::Unit::Elements, total);
@@ -202,7 +208,8 @@ private:
             const Loaded& l = v.kernels[i];
             launcher_.launch(l, args, ws);
             pending += elements_of(l);
-            if (i + 1 < v.kernels.size() && pending >= kWatchElements && drain()) detail::CallControl::throw_cancelled();
+            if (i + 1 < v.kernels.size() && pending >= kWatchElements && drain())
+                detail::CallControl::throw_cancelled();
         }
         // The last kernels stay queued: the call returns as it does without a control.
     }
@@ -257,7 +264,8 @@ private:
             l.kernel = &k;
             l.module = cache_->get(k, compile_, &lookups[i]);
             if (ctl && !lookups[i].hit) ctl->add_done(1);
-            for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e) l.fn[e] = l.module->function(k.entries[e]);
+            for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e)
+                l.fn[e] = l.module->function(k.entries[e]);
             l.layout = initial_layout(k);
         });
         bool all_hit = true;
@@ -275,8 +283,8 @@ private:
     std::vector<std::int64_t> initial_layout(const KernelSource& k) const {
         const int D = k.launch.ndim;
         const int R = k.launch.layout_rows;
-        const bool has_layout = std::any_of(k.params.begin(), k.params.end(),
-                                            [](const Param& p) { return p.kind == Param::Kind::Layout; });
+        const bool has_layout =
+            std::any_of(k.params.begin(), k.params.end(), [](const Param& p) { return p.kind == Param::Kind::Layout; });
         if (!has_layout) return {};
         const ir::Stage& st = schedule_.stages[static_cast<std::size_t>(k.stage)];
         std::vector<std::int64_t> lay(static_cast<std::size_t>(D) * (1 + std::max(R, 1)), 0);
@@ -303,14 +311,16 @@ private:
     void check_args(const detail::RunArgs& args) const {
         if (args.inputs.size() != program_.inputs.size() || args.scalars.size() != program_.scalars.size() ||
             args.outputs.size() != program_.outputs.size())
-            throw ArgumentError(fmt::format("cuda backend: expected {} inputs, {} scalars and {} outputs, got {}, {} and {}",
-                                            program_.inputs.size(), program_.scalars.size(), program_.outputs.size(),
-                                            args.inputs.size(), args.scalars.size(), args.outputs.size()));
+            throw ArgumentError(
+                fmt::format("cuda backend: expected {} inputs, {} scalars and {} outputs, got {}, {} and {}",
+                            program_.inputs.size(), program_.scalars.size(), program_.outputs.size(),
+                            args.inputs.size(), args.scalars.size(), args.outputs.size()));
         for (std::size_t i = 0; i < args.inputs.size(); ++i) {
             const Array& a = args.inputs[i];
             const ir::InputDecl& d = program_.inputs[i];
             if (a.backend() != Backend::Cuda || a.device() != device_)
-                throw DeviceMismatchError(fmt::format("cuda backend: input {} is on {}, not cuda device {}", i, a.place(), device_));
+                throw DeviceMismatchError(
+                    fmt::format("cuda backend: input {} is on {}, not cuda device {}", i, a.place(), device_));
             Strides ds = d.strides.size() == d.shape.size() ? d.strides : contiguous_strides(d.shape);
             if (a.dtype() != d.dtype || a.shape() != d.shape || !same_layout(d.shape, a.strides(), ds))
                 throw ArgumentError(fmt::format("cuda backend: input {} is {}, the program was prepared for {} {}", i,
@@ -320,10 +330,11 @@ private:
             const Array& a = args.outputs[o];
             const ir::Node& n = program_.node(program_.outputs[o].node);
             if (a.backend() != Backend::Cuda || a.device() != device_)
-                throw DeviceMismatchError(fmt::format("cuda backend: output {} is on {}, not cuda device {}", o, a.place(), device_));
+                throw DeviceMismatchError(
+                    fmt::format("cuda backend: output {} is on {}, not cuda device {}", o, a.place(), device_));
             if (a.dtype() != n.dtype || a.shape() != n.shape)
-                throw ArgumentError(fmt::format("cuda backend: output {} is {}, expected {} {} on cuda", o, a.describe(),
-                                                dtype_name(n.dtype), shape_to_string(n.shape)));
+                throw ArgumentError(fmt::format("cuda backend: output {} is {}, expected {} {} on cuda", o,
+                                                a.describe(), dtype_name(n.dtype), shape_to_string(n.shape)));
         }
     }
 
@@ -359,7 +370,8 @@ private:
             ko.block = block_;
             v->emitted = build_kernels(plan_, ko, Tier::Strided);
             load(*v, nullptr);
-            for (std::size_t i = 0; i < v->kernels.size(); ++i) v->kernels[i].workspace_offset = main_.kernels[i].workspace_offset;
+            for (std::size_t i = 0; i < v->kernels.size(); ++i)
+                v->kernels[i].workspace_offset = main_.kernels[i].workspace_offset;
             strided_ = std::move(v);
         }
         return *strided_;
@@ -391,8 +403,8 @@ private:
     Launcher launcher_{program_, schedule_};
     CompileOptions compile_;
     detail::PrepareInfo info_;
-    Variant main_;                        // the kernels run first (tier 1 when tiered)
-    std::unique_ptr<Variant> full_;       // tiered: the kernels with vector paths, loaded in the background
+    Variant main_;                              // the kernels run first (tier 1 when tiered)
+    std::unique_ptr<Variant> full_;             // tiered: the kernels with vector paths, loaded in the background
     std::atomic<const Variant*> live_{&main_};  // what run() launches for C-contiguous outputs
     std::thread upgrade_;
     std::mutex variant_mutex_;
@@ -451,9 +463,10 @@ public:
             }
             const codegen::KernelSource& f = first.kernels[i];
             const bool same = f.key == full.kernels[i].key;
-            out[i].tier = same ? "full (no vector paths to defer)"
-                               : fmt::format("first run on a scalar-only {} kernel while this one compiles in the background",
-                                             f.ptx ? "PTX (nvJitLink)" : "NVRTC");
+            out[i].tier =
+                same ? "full (no vector paths to defer)"
+                     : fmt::format("first run on a scalar-only {} kernel while this one compiles in the background",
+                                   f.ptx ? "PTX (nvJitLink)" : "NVRTC");
         }
         return out;
     }

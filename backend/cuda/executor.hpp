@@ -27,9 +27,9 @@ struct ExecutorOptions {
 // Tiered compiles (PrepareOptions::tiered): how many programs started on their scalar-only
 // kernels and were upgraded, and a way to wait for the upgrades in flight (tests, benchmarks).
 struct TierStats {
-    std::uint64_t started = 0;   // programs whose first kernels were the scalar-only tier
-    std::uint64_t upgraded = 0;  // of those, programs now running the kernels with vector paths
-    std::uint64_t failed = 0;    // background compiles that failed (the program keeps tier 1)
+    std::uint64_t started = 0;      // programs whose first kernels were the scalar-only tier
+    std::uint64_t upgraded = 0;     // of those, programs now running the kernels with vector paths
+    std::uint64_t failed = 0;       // background compiles that failed (the program keeps tier 1)
     std::uint64_t ptx_kernels = 0;  // first-tier kernels written as PTX (codegen::emit_ptx)
 };
 TierStats tier_stats();

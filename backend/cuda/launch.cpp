@@ -57,15 +57,21 @@ std::size_t pack_scalar(const ir::Value& v, DType t, unsigned char* out) {
             std::memcpy(out, &b, 1);
             return 1;
         }
-        case DType::Int8: case DType::UInt8:
-        case DType::Int16: case DType::UInt16:
-        case DType::Int32: case DType::UInt32:
-        case DType::Int64: case DType::UInt64: {
+        case DType::Int8:
+        case DType::UInt8:
+        case DType::Int16:
+        case DType::UInt16:
+        case DType::Int32:
+        case DType::UInt32:
+        case DType::Int64:
+        case DType::UInt64: {
             std::uint64_t bits = as_bits();  // little-endian: the low bytes are the narrower value
             std::memcpy(out, &bits, itemsize(t));
             return itemsize(t);
         }
-        case DType::Float16: case DType::BFloat16: case DType::Float32: {
+        case DType::Float16:
+        case DType::BFloat16:
+        case DType::Float32: {
             float f = static_cast<float>(as_double());
             std::memcpy(out, &f, 4);
             return 4;
@@ -106,8 +112,8 @@ void* Launcher::array_pointer(const Param& p, const detail::RunArgs& args, const
     if (o >= 0) return args.outputs[static_cast<std::size_t>(o)].data();
     auto t = temp_offset.find(p.array.node());
     if (t == temp_offset.end())
-        throw InternalError(fmt::format("cuda backend: node {} is stored but is neither an output nor a temporary",
-                                        p.array.index));
+        throw InternalError(
+            fmt::format("cuda backend: node {} is stored but is neither an output nor a temporary", p.array.index));
     return static_cast<char*>(ws.base) + t->second;
 }
 
@@ -186,8 +192,8 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             case Param::Kind::Layout: break;
             case Param::Kind::VectorFlag: flag_slot = slot; break;
         }
-        scratch.argv[i] = p.kind == Param::Kind::Layout ? static_cast<void*>(scratch.layout.data())
-                                                        : static_cast<void*>(slot);
+        scratch.argv[i] =
+            p.kind == Param::Kind::Layout ? static_cast<void*>(scratch.layout.data()) : static_cast<void*>(slot);
     }
 
     LaunchConfig cfg;
@@ -226,7 +232,8 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             // Several units per thread and row, so that a row's offsets are paid for once.
             const std::int64_t gx = std::clamp<std::int64_t>(div_up(units, std::int64_t{bx} * (vector ? 2 : 4)), 1,
                                                              std::min<std::int64_t>(cap, 0x7fffffff));
-            const std::int64_t gy = std::clamp<std::int64_t>(div_up(rows, by), 1, std::max<std::int64_t>(1, std::min<std::int64_t>(65535, cap / gx)));
+            const std::int64_t gy = std::clamp<std::int64_t>(
+                div_up(rows, by), 1, std::max<std::int64_t>(1, std::min<std::int64_t>(65535, cap / gx)));
             cfg.block[0] = bx;
             cfg.block[1] = by;
             cfg.grid[0] = static_cast<unsigned>(gx);
@@ -256,14 +263,14 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
                 if (!p.vectorized || p.layout_row < 0) continue;
                 const std::int64_t* row = scratch.layout.data() + D * (1 + p.layout_row);
                 const int unit = p.written ? D - 1 : D - 2;
-                for (int d = 0; d < D; ++d)
-                    vector = vector && (d == unit ? row[d] == 1 : row[d] % vec == 0);
+                for (int d = 0; d < D; ++d) vector = vector && (d == unit ? row[d] == 1 : row[d] % vec == 0);
             }
             set_flag(flag_slot, vector);
             break;
         }
         case KernelKind::ReduceAll: {
-            const std::int64_t limit = std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count) * (2048 / block));
+            const std::int64_t limit =
+                std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count) * (2048 / block));
             cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
             break;
         }
@@ -272,7 +279,8 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             const std::int64_t outputs = len == 0 ? shape_size(program.node(st.reduce).shape) : n / len;
             if (outputs == 0) return;
             const std::int64_t threads = k.launch.warp_per_output ? outputs * 32 : outputs;
-            cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(threads, block), 1, std::min<std::int64_t>(cap, 0x7fffffff)));
+            cfg.grid[0] = static_cast<unsigned>(
+                std::clamp<std::int64_t>(div_up(threads, block), 1, std::min<std::int64_t>(cap, 0x7fffffff)));
             break;
         }
     }

@@ -2,9 +2,9 @@
 // Everything here works on the calling thread's current device (cuda::current_device()); the
 // pool, the kept blocks and the staging buffers are per device, so two threads on two devices
 // share no lock.
+#include "backend/call_control.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/driver.hpp"
-#include "backend/call_control.hpp"
 
 #include <jit/error.hpp>
 
@@ -255,7 +255,7 @@ namespace {
 //    released after it, so the device reads them in place.
 // Staged is the default because it is the fastest of the three for one large copy; registering
 // costs more than a single copy saves (docs/embedding.md, "Host memory", has the figures).
-constexpr std::size_t kStageChunk = std::size_t{16} << 20;    // bytes per staging buffer
+constexpr std::size_t kStageChunk = std::size_t{16} << 20;     // bytes per staging buffer
 constexpr std::size_t kStageThreshold = std::size_t{4} << 20;  // smaller copies go direct
 constexpr std::size_t kCopyPart = std::size_t{1} << 20;        // least bytes per copying thread
 
@@ -389,7 +389,8 @@ bool staging_ready(Staging& s, const detail::Driver& d) {
 // Plain pageable host memory (not pinned, registered or managed): CUDA does not know the address.
 bool pageable(const detail::Driver& d, const void* host) {
     unsigned int type = 0;
-    return d.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, to_device_ptr(host)) == CUDA_ERROR_INVALID_VALUE;
+    return d.PointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, to_device_ptr(host)) ==
+           CUDA_ERROR_INVALID_VALUE;
 }
 
 // Page-locks [host, host + bytes) for one copy; false when the driver refuses (the copy goes direct).
@@ -398,7 +399,8 @@ struct Registration {
     void* host;
     bool ok;
     Registration(const detail::Driver& drv, const void* p, std::size_t bytes)
-        : d(drv), host(const_cast<void*>(p)),
+        : d(drv),
+          host(const_cast<void*>(p)),
           ok(drv.MemHostRegister && drv.MemHostRegister(host, bytes, 0) == CUDA_SUCCESS) {}
     ~Registration() {
         if (ok) detail::report(d.MemHostUnregister(host), "cuMemHostUnregister");
@@ -426,7 +428,8 @@ void between_pieces(const detail::Driver& d, CUstream stream, jit::detail::CallC
 
 // A direct (or registered) copy, in pieces when watched, complete when it returns.
 template <class Issue>
-void copy_in_pieces(const detail::Driver& d, CUstream stream, std::size_t bytes, jit::detail::CallControl* ctl, Issue&& issue) {
+void copy_in_pieces(const detail::Driver& d, CUstream stream, std::size_t bytes, jit::detail::CallControl* ctl,
+                    Issue&& issue) {
     const std::size_t piece = ctl ? kWatchedPiece : bytes;
     for (std::size_t off = 0; off < bytes; off += piece) {
         const std::size_t n = std::min(piece, bytes - off);
@@ -554,7 +557,7 @@ bool is_device_pointer(const void* ptr) {
     unsigned int managed = 0;
     check(d.PointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, p),
           "cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_IS_MANAGED)");
-    if (managed) return true;  // kernels of any device may touch managed memory
+    if (managed) return true;                               // kernels of any device may touch managed memory
     if (memory_type != CU_MEMORYTYPE_DEVICE) return false;  // pinned or registered host memory
     int ordinal = -1;
     check(d.PointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p),
@@ -601,8 +604,8 @@ void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::
     dst_ctx = detail::primary_context();
     if (d->MemcpyPeerAsync) {
         check(d->MemcpyPeerAsync(to_device_ptr(dst), dst_ctx, to_device_ptr(src), src_ctx, bytes, nullptr),
-              "cuMemcpyPeerAsync", fmt::format("copying {} from CUDA device {} to device {}", human_bytes(bytes),
-                                               src_device, dst_device));
+              "cuMemcpyPeerAsync",
+              fmt::format("copying {} from CUDA device {} to device {}", human_bytes(bytes), src_device, dst_device));
         synchronize();
         return;
     }

@@ -46,9 +46,10 @@ ModulePtr Module::load(const Image& image) {
         std::string hint = fmt::format("loading {} for {} on device {} ({}, sm_{}{})", image.is_cubin ? "CUBIN" : "PTX",
                                        image.arch, current_device(), dev.name, dev.cc_major, dev.cc_minor);
         if (is_image_mismatch(r)) {
-            hint += fmt::format("; the driver supports CUDA {} and the image comes from NVRTC {}: the driver may "
-                                "be too old for this toolkit, or the image may target another GPU",
-                                version_text(detail::driver_version()), version_text(nvrtc_version()));
+            hint += fmt::format(
+                "; the driver supports CUDA {} and the image comes from NVRTC {}: the driver may "
+                "be too old for this toolkit, or the image may target another GPU",
+                version_text(detail::driver_version()), version_text(nvrtc_version()));
         }
         if (error_log[0]) hint += fmt::format("; JIT log: {}", error_log);
         check(r, "cuModuleLoadDataEx", std::move(hint));

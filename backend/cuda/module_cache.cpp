@@ -14,9 +14,7 @@ namespace jit::cuda {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 }  // namespace
 
@@ -35,10 +33,11 @@ std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileO
     std::string extra;
     for (const auto& e : co.extra) extra += e + " ";
     // Two independent 64-bit hashes and the length of the source: a 128-bit identity.
-    return fmt::format("jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}{}",
-                       codegen::hex64(k.hash), codegen::hex64(codegen::fnv1a(k.source, 0x9e3779b97f4a7c15ULL)),
-                       k.source.size(), k.name, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0,
-                       co.line_info ? 1 : 0, extra, nvrtc_version(), k.relocatable ? "|rdc=1" : "");
+    return fmt::format(
+        "jitexpr-cuda-module-v1|src={}-{}|len={}|name={}|arch=sm_{}{}|fast={}|lineinfo={}|extra={}|nvrtc={}{}",
+        codegen::hex64(k.hash), codegen::hex64(codegen::fnv1a(k.source, 0x9e3779b97f4a7c15ULL)), k.source.size(),
+        k.name, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0, co.line_info ? 1 : 0, extra, nvrtc_version(),
+        k.relocatable ? "|rdc=1" : "");
 }
 
 ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity), functions_(1024) {}
@@ -58,7 +57,8 @@ std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelS
     });
 }
 
-std::optional<Image> ModuleCache::stored_image(const ImageStore& store, const CompileOptions& co, const std::string& key) {
+std::optional<Image> ModuleCache::stored_image(const ImageStore& store, const CompileOptions& co,
+                                               const std::string& key) {
     if (!store.get) return std::nullopt;
     std::optional<std::string> bytes;
     try {
@@ -144,7 +144,8 @@ ImageStore ModuleCache::image_store() const {
 }
 
 // The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
-ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key, Lookup& lk) {
+ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key,
+                                  Lookup& lk) {
     auto decoded = stored_image(store, co, key);
     if (!decoded) return nullptr;
     auto t0 = Clock::now();

@@ -90,9 +90,11 @@ public:
 
 private:
     ImageStore image_store() const;  // a copy, taken under the lock
-    ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key, Lookup& lookup);
+    ModulePtr from_store(const ImageStore& store, const CompileOptions& options, const std::string& key,
+                         Lookup& lookup);
     // The image the store holds under `key` (nullopt: no store, a miss, or bytes that do not decode).
-    static std::optional<Image> stored_image(const ImageStore& store, const CompileOptions& options, const std::string& key);
+    static std::optional<Image> stored_image(const ImageStore& store, const CompileOptions& options,
+                                             const std::string& key);
     // Counts a compile and gives its image to the store (a failing store is ignored).
     void keep_compiled(const ImageStore& store, const std::string& key, const Image& img);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
@@ -100,7 +102,7 @@ private:
 
     cache::MemoryCache<std::string, ModulePtr> modules_;
     cache::MemoryCache<std::string, std::shared_ptr<const Image>> functions_;  // relocatable device functions
-    mutable std::mutex mutex_;  // store_ and the counters below
+    mutable std::mutex mutex_;                                                 // store_ and the counters below
     ImageStore store_;
     std::uint64_t compiles_ = 0, disk_hits_ = 0;
     double compile_ms_ = 0;

@@ -217,8 +217,9 @@ Image compile(const std::string& source, const std::string& name, const CompileO
     r = api.CompileProgram(prog, static_cast<int>(argv.size()), argv.data());
     image.log = program_log(api, prog);
     if (r != NVRTC_SUCCESS) {
-        throw CompileError(fmt::format("NVRTC could not compile {} for {}: {}", file, image.arch, api.GetErrorString(r)),
-                           image.log, image.options, source);
+        throw CompileError(
+            fmt::format("NVRTC could not compile {} for {}: {}", file, image.arch, api.GetErrorString(r)), image.log,
+            image.options, source);
     }
 
     std::size_t size = 0;

@@ -76,18 +76,22 @@ Image assemble_ptx(const std::string& ptx, const std::string& name, const Compil
     }
     if (r == NVJITLINK_SUCCESS) r = api.Complete(h);
     if (r != NVJITLINK_SUCCESS)
-        throw CompileError(fmt::format("nvJitLink could not assemble {} for {} (error {})", name, image.arch, static_cast<int>(r)),
-                           log(), image.options, ptx);
+        throw CompileError(
+            fmt::format("nvJitLink could not assemble {} for {} (error {})", name, image.arch, static_cast<int>(r)),
+            log(), image.options, ptx);
     std::size_t size = 0;
     if (api.GetLinkedCubinSize(h, &size) != NVJITLINK_SUCCESS || size == 0)
-        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options, ptx);
+        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options,
+                           ptx);
     image.data.resize(size);
     if (api.GetLinkedCubin(h, image.data.data()) != NVJITLINK_SUCCESS)
-        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options, ptx);
+        throw CompileError(fmt::format("nvJitLink assembled {} but returned no CUBIN", name), log(), image.options,
+                           ptx);
     image.log = log();
 #else
     (void)link;
-    throw CompileError(fmt::format("cannot assemble {}: jitexpr was built without nvJitLink", name), {}, image.options, ptx);
+    throw CompileError(fmt::format("cannot assemble {}: jitexpr was built without nvJitLink", name), {}, image.options,
+                       ptx);
 #endif
     image.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return image;

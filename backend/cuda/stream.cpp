@@ -59,8 +59,8 @@ public:
             const std::size_t k = std::max<std::size_t>(1, std::min<std::size_t>(threads_ * 2, t.n / kPart));
             const std::size_t per = (t.n / k + 63) / 64 * 64;
             for (std::size_t off = 0; off < t.n; off += per)
-                parts_.push_back({static_cast<unsigned char*>(t.dst) + off, static_cast<const unsigned char*>(t.src) + off,
-                                  std::min(per, t.n - off)});
+                parts_.push_back({static_cast<unsigned char*>(t.dst) + off,
+                                  static_cast<const unsigned char*>(t.src) + off, std::min(per, t.n - off)});
         }
         if (parts_.empty()) return;
         if (parts_.size() == 1 || threads_ == 1) {
@@ -152,7 +152,8 @@ Pipeline& pipeline() {
 
 void make_ready(Pipeline& p, const detail::Driver& d) {
     if (p.ready) return;
-    if (!d.StreamCreate) throw NoDeviceError("the CUDA driver lacks streams, events or pinned memory for streaming host data");
+    if (!d.StreamCreate)
+        throw NoDeviceError("the CUDA driver lacks streams, events or pinned memory for streaming host data");
     check(d.StreamCreate(&p.copy_in, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     check(d.StreamCreate(&p.compute, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
     check(d.StreamCreate(&p.copy_out, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
@@ -251,7 +252,8 @@ StreamStats stream_run(const StreamSpec& spec) {
     StreamStats stats;
     stats.chunks = spec.chunks;
     stats.staging_threads = p.copier->threads();
-    const int slots = std::clamp(spec.slots, 1, std::min<int>(kMaxSlots, static_cast<int>(std::max<std::size_t>(spec.chunks, 1))));
+    const int slots =
+        std::clamp(spec.slots, 1, std::min<int>(kMaxSlots, static_cast<int>(std::max<std::size_t>(spec.chunks, 1))));
     const std::size_t nin = spec.inputs.size(), nout = spec.outputs.size();
     const auto rpc = static_cast<std::size_t>(spec.rows_per_chunk);
 
@@ -302,7 +304,8 @@ StreamStats stream_run(const StreamSpec& spec) {
     unsigned char* pin[kMaxSlots] = {};
     for (int s = 0; s < slots; ++s) pin[s] = static_cast<unsigned char*>(pinned_block(p, d, s, pin_slot));
     check(d.EventRecord(p.allocated, nullptr), "cuEventRecord");
-    for (CUstream st : {p.copy_in, p.compute, p.copy_out}) check(d.StreamWaitEvent(st, p.allocated, 0), "cuStreamWaitEvent");
+    for (CUstream st : {p.copy_in, p.compute, p.copy_out})
+        check(d.StreamWaitEvent(st, p.allocated, 0), "cuStreamWaitEvent");
 
     auto dev_ptr = [&](int s, std::size_t off) { return static_cast<unsigned char*>(dev[s]->data()) + off; };
 
@@ -323,14 +326,16 @@ StreamStats stream_run(const StreamSpec& spec) {
         for (std::size_t o = 0; o < nout; ++o) {
             const auto& out = spec.outputs[o];
             if (out.reduction) {
-                tasks.push_back({static_cast<unsigned char*>(out.host) + cc * out.item, pin[s] + out_pin_off[o], out.item});
+                tasks.push_back(
+                    {static_cast<unsigned char*>(out.host) + cc * out.item, pin[s] + out_pin_off[o], out.item});
                 stats.to_host_bytes += out.item;
             } else {
                 const std::size_t n = static_cast<std::size_t>(rows) * out.row_bytes;
                 stats.to_host_bytes += n;
                 if (!out_direct[o])
-                    tasks.push_back({static_cast<unsigned char*>(out.host) + static_cast<std::size_t>(begin) * out.row_bytes,
-                                     pin[s] + out_pin_off[o], n});
+                    tasks.push_back(
+                        {static_cast<unsigned char*>(out.host) + static_cast<std::size_t>(begin) * out.row_bytes,
+                         pin[s] + out_pin_off[o], n});
             }
         }
     };
@@ -366,7 +371,8 @@ StreamStats stream_run(const StreamSpec& spec) {
                     const auto& in = spec.inputs[i];
                     if (in.chunked && !in_direct[i])
                         tasks.push_back({pin[s] + in_pin_off[i],
-                                         static_cast<const unsigned char*>(in.host) + static_cast<std::size_t>(begin) * in.row_bytes,
+                                         static_cast<const unsigned char*>(in.host) +
+                                             static_cast<std::size_t>(begin) * in.row_bytes,
                                          static_cast<std::size_t>(rows) * in.row_bytes});
                 }
             p.copier->run(tasks);  // drains slot s's last chunk and stages chunk c, together
@@ -386,9 +392,9 @@ StreamStats stream_run(const StreamSpec& spec) {
                 in_ptr[i] = dev_ptr(s, in_dev_off[i]);
                 if (!in.copy) continue;
                 const std::size_t n = static_cast<std::size_t>(rows) * in.row_bytes;
-                const void* src = in_direct[i]
-                                      ? static_cast<const unsigned char*>(in.host) + static_cast<std::size_t>(begin) * in.row_bytes
-                                      : pin[s] + in_pin_off[i];
+                const void* src = in_direct[i] ? static_cast<const unsigned char*>(in.host) +
+                                                     static_cast<std::size_t>(begin) * in.row_bytes
+                                               : pin[s] + in_pin_off[i];
                 check(d.MemcpyHtoDAsync(to_device_ptr(in_ptr[i]), src, n, p.copy_in), "cuMemcpyHtoDAsync");
                 stats.to_device_bytes += n;
             }
@@ -410,7 +416,8 @@ StreamStats stream_run(const StreamSpec& spec) {
                     continue;
                 }
                 const std::size_t n = static_cast<std::size_t>(rows) * out.row_bytes;
-                void* dst = out_direct[o] ? static_cast<unsigned char*>(out.host) + static_cast<std::size_t>(begin) * out.row_bytes
+                void* dst = out_direct[o] ? static_cast<unsigned char*>(out.host) +
+                                                static_cast<std::size_t>(begin) * out.row_bytes
                                           : static_cast<void*>(pin[s] + out_pin_off[o]);
                 check(d.MemcpyDtoHAsync(dst, to_device_ptr(out_ptr[o]), n, p.copy_out), "cuMemcpyDtoHAsync");
             }
@@ -419,7 +426,8 @@ StreamStats stream_run(const StreamSpec& spec) {
         }
         // The chunks still in flight, oldest first.
         for (std::size_t k = 0; k < static_cast<std::size_t>(slots); ++k) {
-            const std::size_t c = spec.chunks >= static_cast<std::size_t>(slots) ? spec.chunks - static_cast<std::size_t>(slots) + k : k;
+            const std::size_t c =
+                spec.chunks >= static_cast<std::size_t>(slots) ? spec.chunks - static_cast<std::size_t>(slots) + k : k;
             if (c >= spec.chunks) continue;
             const int s = static_cast<int>(c % static_cast<std::size_t>(slots));
             if (pending[static_cast<std::size_t>(s)] != static_cast<long long>(c)) continue;

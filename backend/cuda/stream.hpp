@@ -39,18 +39,18 @@ struct StreamSpec {
         bool copy = true;            // false: the program never reads it (an in-place target): not copied in
     };
     struct Output {
-        void* host = nullptr;        // element-wise: element 0 of the whole output; reduction:
-                                     // `chunks` partials, one after the other
+        void* host = nullptr;  // element-wise: element 0 of the whole output; reduction:
+                               // `chunks` partials, one after the other
         bool reduction = false;
-        std::size_t row_bytes = 0;   // element-wise
-        std::size_t item = 0;        // reduction: bytes of one partial
+        std::size_t row_bytes = 0;  // element-wise
+        std::size_t item = 0;       // reduction: bytes of one partial
     };
     std::vector<Input> inputs;
     std::vector<Output> outputs;
-    std::int64_t rows = 0;           // rows of the whole run
+    std::int64_t rows = 0;  // rows of the whole run
     std::size_t chunks = 0;
     std::int64_t rows_per_chunk = 0;  // the largest chunk's
-    int slots = 3;                   // chunks in flight
+    int slots = 3;                    // chunks in flight
     // Chunk c's first row and row count.
     std::function<std::int64_t(std::size_t)> chunk_begin, chunk_rows;
     // Queues chunk c's program on `stream` (a CUstream): device pointers of every input (chunk
@@ -68,7 +68,7 @@ struct StreamStats {
     std::uint64_t to_device_bytes = 0, to_host_bytes = 0;
     std::size_t chunks = 0;
     unsigned staging_threads = 0;
-    bool pinned_inputs = false;   // every chunked input was pinned already (no staging)
+    bool pinned_inputs = false;  // every chunked input was pinned already (no staging)
 };
 
 // Whether this driver offers what the pipeline needs (pinned memory, events, streams).

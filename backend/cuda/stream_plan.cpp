@@ -120,13 +120,15 @@ ChunkPlan plan_stream(const Request& r) {
         for (int a = 0; a < node.nargs; ++a) {
             const ir::Node& arg = prog.node(node.args[a]);
             if (arg.kind == ir::NodeKind::Reduce)
-                return refuse(std::move(p), "a reduction's value is used in further arithmetic (it needs every chunk first)");
+                return refuse(std::move(p),
+                              "a reduction's value is used in further arithmetic (it needs every chunk first)");
         }
         if (node.kind == ir::NodeKind::Reduce) {
             if (node.axis >= 0) return refuse(std::move(p), "a reduction along one axis is not streamed");
             if (ir::info(node.op).rule == ir::Rule::ArgFirst)
                 return refuse(std::move(p), "a positional reduction (argmin, argmax) is not streamed");
-            if (!is_output_root[n]) return refuse(std::move(p), "a reduction that is not a statement's value is not streamed");
+            if (!is_output_root[n])
+                return refuse(std::move(p), "a reduction that is not a statement's value is not streamed");
         }
     }
     for (const auto& od : prog.outputs) {
@@ -254,7 +256,8 @@ ChunkPlan plan_stream(const Request& r) {
         }
         // The target is a preference (rows longer than it still make one-row chunks); the budget is
         // the bound.
-        const std::size_t per_slot = std::min(std::max(target, row_bytes), (budget - fixed) / static_cast<std::size_t>(buffers));
+        const std::size_t per_slot =
+            std::min(std::max(target, row_bytes), (budget - fixed) / static_cast<std::size_t>(buffers));
         rows_per_chunk = static_cast<std::int64_t>(per_slot / row_bytes);
         if (rows_per_chunk >= 1) break;
     }
@@ -351,24 +354,30 @@ bool combinable(Combine c, DType t) {
         case DType::Bool: return c != Combine::Sum && c != Combine::Prod && c != Combine::Mean;
         case DType::Float32:
         case DType::Float64: return c != Combine::Any && c != Combine::All;
-        case DType::Int8: case DType::Int16: case DType::Int32: case DType::Int64:
-        case DType::UInt8: case DType::UInt16: case DType::UInt32: case DType::UInt64:
-            return c == Combine::Sum || c == Combine::Prod || c == Combine::Min || c == Combine::Max;
+        case DType::Int8:
+        case DType::Int16:
+        case DType::Int32:
+        case DType::Int64:
+        case DType::UInt8:
+        case DType::UInt16:
+        case DType::UInt32:
+        case DType::UInt64: return c == Combine::Sum || c == Combine::Prod || c == Combine::Min || c == Combine::Max;
         default: return false;
     }
 }
 
 void combine_partials(Combine c, DType t, const void* partials, std::size_t n, const std::int64_t* elems, void* out) {
-    if (!combinable(c, t)) throw InternalError(fmt::format("combine_partials: {} of {}", combine_name(c), dtype_name(t)));
+    if (!combinable(c, t))
+        throw InternalError(fmt::format("combine_partials: {} of {}", combine_name(c), dtype_name(t)));
     if (n == 0) throw InternalError("combine_partials: no partial");
-#define JITEXPR_FOLD(D, T)                                                                                      \
-    case DType::D: {                                                                                            \
-        std::vector<T> v(n);                                                                                    \
-        std::memcpy(v.data(), partials, n * sizeof(T));                                                         \
-        T r{};                                                                                                  \
-        fold<T>(c, v.data(), n, elems, &r);                                                                     \
-        std::memcpy(out, &r, sizeof(T));                                                                        \
-        return;                                                                                                 \
+#define JITEXPR_FOLD(D, T)                              \
+    case DType::D: {                                    \
+        std::vector<T> v(n);                            \
+        std::memcpy(v.data(), partials, n * sizeof(T)); \
+        T r{};                                          \
+        fold<T>(c, v.data(), n, elems, &r);             \
+        std::memcpy(out, &r, sizeof(T));                \
+        return;                                         \
     }
     switch (t) {
         JITEXPR_FOLD(Int8, std::int8_t)

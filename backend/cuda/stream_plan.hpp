@@ -47,42 +47,42 @@ struct Request {
     std::vector<Range> input_memory;
     // Per program input: its memory is C-contiguous (strides as contiguous_strides, no gaps).
     std::vector<bool> input_contiguous;
-    std::size_t device_budget = 0;      // bytes of device memory the streamed run may use
-    std::size_t target_chunk_bytes = 0; // bytes one chunk of every chunked operand should move (0: default)
-    int buffers = 3;                    // chunks in flight (2: double, 3: triple buffering)
+    std::size_t device_budget = 0;             // bytes of device memory the streamed run may use
+    std::size_t target_chunk_bytes = 0;        // bytes one chunk of every chunked operand should move (0: default)
+    int buffers = 3;                           // chunks in flight (2: double, 3: triple buffering)
     bool outputs_through_temporaries = false;  // in-place outputs never written directly (all or nothing)
 };
 
 struct InputPlan {
-    bool chunked = false;        // rows travel with the chunks; else resident on the device
-    bool read = true;            // some node reads it (false: only an in-place target; never copied in)
-    std::size_t row_bytes = 0;   // chunked: bytes per row
-    Shape row_shape;             // chunked: its axes after the split (a row's shape)
-    std::size_t bytes = 0;       // resident: bytes of the whole input
-    Shape device_shape;          // resident: the shape the chunk program reads (split axes collapsed to 1)
+    bool chunked = false;       // rows travel with the chunks; else resident on the device
+    bool read = true;           // some node reads it (false: only an in-place target; never copied in)
+    std::size_t row_bytes = 0;  // chunked: bytes per row
+    Shape row_shape;            // chunked: its axes after the split (a row's shape)
+    std::size_t bytes = 0;      // resident: bytes of the whole input
+    Shape device_shape;         // resident: the shape the chunk program reads (split axes collapsed to 1)
 };
 
 struct OutputPlan {
-    bool reduction = false;      // one partial per chunk, combined on the host
+    bool reduction = false;  // one partial per chunk, combined on the host
     Combine combine = Combine::Sum;
     DType dtype = DType::Float32;
-    std::size_t row_bytes = 0;   // element-wise: bytes per row
+    std::size_t row_bytes = 0;      // element-wise: bytes per row
     std::int32_t alias_input = -1;  // the input whose memory it is written into, or -1
-    bool direct = false;         // alias_input >= 0: written into it chunk by chunk
+    bool direct = false;            // alias_input >= 0: written into it chunk by chunk
 };
 
 struct ChunkPlan {
     bool streamable = false;
-    std::string why_not;         // when !streamable: a sentence for the user
-    Shape shape;                 // S
-    int split = 0;               // leading axes of S collapsed into rows
-    std::int64_t rows = 0;       // product of S's split axes
+    std::string why_not;              // when !streamable: a sentence for the user
+    Shape shape;                      // S
+    int split = 0;                    // leading axes of S collapsed into rows
+    std::int64_t rows = 0;            // product of S's split axes
     std::int64_t rows_per_chunk = 0;  // the largest chunk's rows
     std::size_t chunks = 0;
-    int buffers = 0;             // slots in flight actually planned (<= Request::buffers)
-    std::size_t chunk_bytes = 0;      // bytes of every chunked operand in the largest chunk
-    std::size_t resident_bytes = 0;   // resident inputs together
-    std::size_t device_bytes = 0;     // what the run needs on the device: resident + buffers * chunk + partials
+    int buffers = 0;                 // slots in flight actually planned (<= Request::buffers)
+    std::size_t chunk_bytes = 0;     // bytes of every chunked operand in the largest chunk
+    std::size_t resident_bytes = 0;  // resident inputs together
+    std::size_t device_bytes = 0;    // what the run needs on the device: resident + buffers * chunk + partials
     std::vector<InputPlan> inputs;
     std::vector<OutputPlan> outputs;
 

@@ -165,7 +165,7 @@ struct Library {
     std::once_flag locate_once, load_once;
     Located located;
     void* handle = nullptr;
-    std::string error;              // why loading failed
+    std::string error;               // why loading failed
     std::atomic<bool> ready{false};  // loaded, every entry point resolved
 };
 
@@ -179,7 +179,8 @@ Library& nvjitlink_library() {
 }
 
 const Located& located(const LibrarySpec& spec, Library& lib) {
-    std::call_once(lib.locate_once, [&] { lib.located = locate_in(spec, env(spec.env), system_library_dirs(), wheel_library_dirs()); });
+    std::call_once(lib.locate_once,
+                   [&] { lib.located = locate_in(spec, env(spec.env), system_library_dirs(), wheel_library_dirs()); });
     return lib.located;
 }
 
@@ -272,11 +273,12 @@ Located locate_in(const LibrarySpec& spec, const std::string& env_value, const s
         if (std::string f = find_in(spec, d); !f.empty()) return take(f, "the system toolkit");
     for (const auto& d : wheel_dirs)
         if (std::string f = find_in(spec, d); !f.empty()) return take(f, "an NVIDIA wheel");
-    r.why = fmt::format("{} not found: none of {} in the system toolkit's folders ({}) or in an NVIDIA wheel's{}{}; "
-                        "install the CUDA toolkit, or `pip install {}`, or set {} to the library",
-                        spec.label, names_of(spec), list_dirs(system_dirs), wheel_dirs.empty() ? "" : " (",
-                        wheel_dirs.empty() ? "" : list_dirs(wheel_dirs) + ")",
-                        spec.builtins ? "nvidia-cuda-nvrtc" : "nvidia-nvjitlink", spec.env);
+    r.why = fmt::format(
+        "{} not found: none of {} in the system toolkit's folders ({}) or in an NVIDIA wheel's{}{}; "
+        "install the CUDA toolkit, or `pip install {}`, or set {} to the library",
+        spec.label, names_of(spec), list_dirs(system_dirs), wheel_dirs.empty() ? "" : " (",
+        wheel_dirs.empty() ? "" : list_dirs(wheel_dirs) + ")", spec.builtins ? "nvidia-cuda-nvrtc" : "nvidia-nvjitlink",
+        spec.env);
     return r;
 }
 
@@ -324,7 +326,7 @@ std::vector<std::string> wheel_library_dirs() {
             if (is_dir(root + "/" + name + "/lib")) subs.push_back(root + "/" + name + "/lib");
         }
         ::closedir(d);
-        std::sort(subs.begin(), subs.end());  // cu12 before cu13 ...
+        std::sort(subs.begin(), subs.end());     // cu12 before cu13 ...
         std::reverse(subs.begin(), subs.end());  // ... so newest first; cuda_nvrtc, nvjitlink too
         out.insert(out.end(), subs.begin(), subs.end());
     }
@@ -407,12 +409,12 @@ std::string nvjitlink_error() { return nvjitlink_loaded() ? std::string() : nvji
 namespace jit::cuda {
 namespace {
 template <class Load>
-LibraryStatus status(const detail::Located& where, bool load, Load&& do_load, bool (*loaded)(), std::string (*error)()) {
+LibraryStatus status(const detail::Located& where, bool load, Load&& do_load, bool (*loaded)(),
+                     std::string (*error)()) {
     if (load) {
         try {
             (void)do_load();
-        } catch (const NoDeviceError&) {
-        }
+        } catch (const NoDeviceError&) {}
     }
     LibraryStatus s;
     s.found = where.found;
@@ -427,15 +429,16 @@ LibraryStatus status(const detail::Located& where, bool load, Load&& do_load, bo
 }  // namespace
 
 LibraryStatus nvrtc_status(bool load) {
-    LibraryStatus s = status(detail::located_nvrtc(), load, [] { return &detail::nvrtc(); }, &detail::nvrtc_loaded,
-                             &detail::nvrtc_error);
+    LibraryStatus s = status(
+        detail::located_nvrtc(), load, [] { return &detail::nvrtc(); }, &detail::nvrtc_loaded, &detail::nvrtc_error);
     if (s.loaded && s.version == 0) s.version = nvrtc_version();
     return s;
 }
 
 LibraryStatus nvjitlink_status(bool load) {
-    return status(detail::located_nvjitlink(), load, [] { return &detail::nvjitlink(); }, &detail::nvjitlink_loaded,
-                  &detail::nvjitlink_error);
+    return status(
+        detail::located_nvjitlink(), load, [] { return &detail::nvjitlink(); }, &detail::nvjitlink_loaded,
+        &detail::nvjitlink_error);
 }
 
 }  // namespace jit::cuda

@@ -70,10 +70,10 @@ const NvJitLink& nvjitlink();
 // Where a library was found (without loading it) or why not.
 struct Located {
     bool found = false;
-    std::string path;        // the file to dlopen (or a bare soname for the loader's search)
-    int version = 0;         // major*1000 + minor*10 read from the file names, 0 if unknown
-    std::string why;         // !found: what was searched
-    std::string how;         // found: "JITEXPR_NVRTC", "system toolkit", "NVIDIA wheel", "loader"
+    std::string path;  // the file to dlopen (or a bare soname for the loader's search)
+    int version = 0;   // major*1000 + minor*10 read from the file names, 0 if unknown
+    std::string why;   // !found: what was searched
+    std::string how;   // found: "JITEXPR_NVRTC", "system toolkit", "NVIDIA wheel", "loader"
 };
 
 // What to look for: the stem ("libnvrtc.so"), its environment variable, and the label for
@@ -83,7 +83,7 @@ struct LibrarySpec {
     const char* env;
     const char* stem;
     std::vector<int> majors;
-    bool builtins;           // NVRTC: its version (and preload) comes from libnvrtc-builtins.so.X.Y
+    bool builtins;  // NVRTC: its version (and preload) comes from libnvrtc-builtins.so.X.Y
 };
 const LibrarySpec& nvrtc_spec();
 const LibrarySpec& nvjitlink_spec();

@@ -21,7 +21,7 @@ using Shape = std::vector<std::int64_t>;    // extents, outermost first
 using Strides = std::vector<std::int64_t>;  // in elements (not bytes), may be 0 or negative
 
 std::int64_t shape_size(const Shape& s);
-Strides contiguous_strides(const Shape& s);  // C order
+Strides contiguous_strides(const Shape& s);   // C order
 std::string shape_to_string(const Shape& s);  // "(3, 4)", "()" for 0-d
 
 // Memory owned (or borrowed) by arrays. Arrays share it; views keep it alive.
@@ -94,8 +94,8 @@ public:
     const std::shared_ptr<Storage>& storage() const { return storage_; }
 
     // Strided views (no copy).
-    Array transpose() const;                    // reverse the axes
-    Array reshape(Shape shape) const;           // contiguous arrays only
+    Array transpose() const;           // reverse the axes
+    Array reshape(Shape shape) const;  // contiguous arrays only
     Array slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t step = 1) const;
     Array broadcast_to(const Shape& shape) const;
 

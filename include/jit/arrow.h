@@ -41,20 +41,20 @@ struct ArrowSchema {
     struct ArrowSchema** children;
     struct ArrowSchema* dictionary; /* non-NULL for dictionary-encoded types */
     void (*release)(struct ArrowSchema*);
-    void* private_data;   /* the producer's */
+    void* private_data; /* the producer's */
 };
 
 struct ArrowArray {
-    int64_t length;       /* logical number of elements */
-    int64_t null_count;   /* -1 when not computed */
-    int64_t offset;       /* logical offset into the buffers, in elements (bits for bitmaps) */
+    int64_t length;     /* logical number of elements */
+    int64_t null_count; /* -1 when not computed */
+    int64_t offset;     /* logical offset into the buffers, in elements (bits for bitmaps) */
     int64_t n_buffers;
     int64_t n_children;
     const void** buffers; /* n_buffers pointers; a validity buffer may be NULL without nulls */
     struct ArrowArray** children;
     struct ArrowArray* dictionary;
     void (*release)(struct ArrowArray*);
-    void* private_data;   /* the producer's */
+    void* private_data; /* the producer's */
 };
 
 #endif /* ARROW_C_DATA_INTERFACE */

@@ -31,22 +31,22 @@ extern "C" {
 /* Return codes: 0 on success, else the kind of error (the C++ exception type behind it). */
 typedef enum {
     JITEXPR_OK = 0,
-    JITEXPR_ERROR_PARSE = 1,     /* syntax error in the text (message has a caret line) */
-    JITEXPR_ERROR_NAME = 2,      /* unknown name or function, wrong arity (caret) */
-    JITEXPR_ERROR_TYPE = 3,      /* dtype not allowed by an operation (caret) */
-    JITEXPR_ERROR_SHAPE = 4,     /* shapes that do not broadcast (caret) */
-    JITEXPR_ERROR_VALUE = 5,     /* e.g. integer ** negative integer (caret) */
-    JITEXPR_ERROR_ARGUMENT = 6,  /* arguments that do not fit: count, device, DLPack layout, NULL */
+    JITEXPR_ERROR_PARSE = 1,    /* syntax error in the text (message has a caret line) */
+    JITEXPR_ERROR_NAME = 2,     /* unknown name or function, wrong arity (caret) */
+    JITEXPR_ERROR_TYPE = 3,     /* dtype not allowed by an operation (caret) */
+    JITEXPR_ERROR_SHAPE = 4,    /* shapes that do not broadcast (caret) */
+    JITEXPR_ERROR_VALUE = 5,    /* e.g. integer ** negative integer (caret) */
+    JITEXPR_ERROR_ARGUMENT = 6, /* arguments that do not fit: count, device, DLPack layout, NULL */
     JITEXPR_ERROR_IO = 7,
-    JITEXPR_ERROR_COMPILE = 8,   /* NVRTC rejected generated code (a jitexpr bug) */
-    JITEXPR_ERROR_CUDA = 9,      /* a CUDA driver call failed */
-    JITEXPR_ERROR_NO_DEVICE = 10,/* CUDA asked for, no driver or device */
-    JITEXPR_ERROR_INTERNAL = 11, /* a jitexpr bug */
+    JITEXPR_ERROR_COMPILE = 8,    /* NVRTC rejected generated code (a jitexpr bug) */
+    JITEXPR_ERROR_CUDA = 9,       /* a CUDA driver call failed */
+    JITEXPR_ERROR_NO_DEVICE = 10, /* CUDA asked for, no driver or device */
+    JITEXPR_ERROR_INTERNAL = 11,  /* a jitexpr bug */
     JITEXPR_ERROR_OUT_OF_MEMORY = 12,
     JITEXPR_ERROR_UNKNOWN = 13,
-    JITEXPR_ERROR_CANCELLED = 14,/* stopped by jitexpr_cancel or a cancel token; the message names
+    JITEXPR_ERROR_CANCELLED = 14, /* stopped by jitexpr_cancel or a cancel token; the message names
                                     arguments that were being written in place (partly written) */
-    JITEXPR_ERROR_INDEX = 15     /* an integer index out of range, too many indices (caret) */
+    JITEXPR_ERROR_INDEX = 15      /* an integer index out of range, too many indices (caret) */
 } jitexpr_status;
 
 /* Backends for jitexpr_runtime_create (and what jitexpr_runtime_backend answers). */
@@ -102,11 +102,11 @@ int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out);
 /* --- Arguments ------------------------------------------------------------------------------ */
 
 typedef enum {
-    JITEXPR_ARG_TENSOR = 0,  /* value.tensor: a DLPack tensor, borrowed */
-    JITEXPR_ARG_BOOL = 1,    /* value.b (0 or not) */
-    JITEXPR_ARG_INT = 2,     /* value.i */
-    JITEXPR_ARG_FLOAT = 3,   /* value.f */
-    JITEXPR_ARG_COMPLEX = 4  /* value.c[0] + value.c[1] i */
+    JITEXPR_ARG_TENSOR = 0, /* value.tensor: a DLPack tensor, borrowed */
+    JITEXPR_ARG_BOOL = 1,   /* value.b (0 or not) */
+    JITEXPR_ARG_INT = 2,    /* value.i */
+    JITEXPR_ARG_FLOAT = 3,  /* value.f */
+    JITEXPR_ARG_COMPLEX = 4 /* value.c[0] + value.c[1] i */
 } jitexpr_arg_kind;
 
 /* One positional argument. Host scalars are kernel parameters and weakly typed (like Python
@@ -142,8 +142,7 @@ int jitexpr_eval_named(jitexpr_runtime* rt, const char* text, size_t n_args, con
  * On success *out is a new DLPack tensor with the value of the last statement, ready to read
  * (on CUDA the work is complete when the call returns); the caller calls (*out)->deleter(*out).
  * A program whose last statement produces no value gives *out = NULL. On failure *out is NULL. */
-int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args,
-                 DLManagedTensor** out);
+int jitexpr_eval(jitexpr_runtime* rt, const char* text, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out);
 /* The same with tensor arguments only. */
 int jitexpr_eval_dlpack(jitexpr_runtime* rt, const char* text, size_t n_args, DLManagedTensor* const* args,
                         DLManagedTensor** out);
@@ -202,8 +201,8 @@ int jitexpr_kernel_call_dlpack(const jitexpr_kernel* k, size_t n_args, DLManaged
 int jitexpr_kernel_call_with(const jitexpr_kernel* k, size_t n_args, const jitexpr_arg* args, DLManagedTensor** out,
                              const jitexpr_call_options* options);
 /* Calls the kernel with the arguments bound by name, as jitexpr_eval_named (and with options). */
-int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names,
-                              const jitexpr_arg* args, DLManagedTensor** out);
+int jitexpr_kernel_call_named(const jitexpr_kernel* k, size_t n_args, const char* const* names, const jitexpr_arg* args,
+                              DLManagedTensor** out);
 int jitexpr_kernel_call_named_with(const jitexpr_kernel* k, size_t n_args, const char* const* names,
                                    const jitexpr_arg* args, DLManagedTensor** out, const jitexpr_call_options* options);
 
@@ -228,7 +227,7 @@ int jitexpr_eval_arrow(jitexpr_runtime* rt, const char* text, size_t n_columns,
                        struct ArrowArray* out_array, struct ArrowSchema* out_schema);
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* JITEXPR_C_API_H */

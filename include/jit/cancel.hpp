@@ -55,8 +55,7 @@ public:
             bool stop = true;
             try {
                 stop = state_->poll();
-            } catch (...) {
-            }
+            } catch (...) {}
             if (stop) cancel();
         }
         return cancelled();
@@ -87,8 +86,8 @@ struct Progress {
     Phase phase = Phase::Run;
     Unit unit = Unit::Elements;
     std::uint64_t done = 0;
-    std::uint64_t total = 0;   // 0: not known
-    double elapsed_s = 0;      // since this phase began
+    std::uint64_t total = 0;  // 0: not known
+    double elapsed_s = 0;     // since this phase began
 };
 using ProgressFn = std::function<void(const Progress&)>;
 

@@ -59,17 +59,17 @@ CheckedProgram check(std::string_view text, const Specs& names);
 
 // Where things are in the text (byte offsets), from the syntax alone.
 struct OutlineStatement {
-    std::string target;       // empty: a bare expression; else the first (or only) target
-    SourceSpan span;          // the whole statement
-    SourceSpan target_span;   // the target name
-    SourceSpan value_span;    // the expression
+    std::string target;                     // empty: a bare expression; else the first (or only) target
+    SourceSpan span;                        // the whole statement
+    SourceSpan target_span;                 // the target name
+    SourceSpan value_span;                  // the expression
     std::vector<std::string> more_targets;  // `m, e = frexp(x)`: the targets after the first
 };
 struct OutlineReduction {
-    std::string function;      // the first spelling in the op table: "sum", "min", "var", "argmin", ...
-    int statement = 0;         // index into Outline::statements
-    SourceSpan span;           // the whole call
-    SourceSpan operand;        // the reduced expression
+    std::string function;  // the first spelling in the op table: "sum", "min", "var", "argmin", ...
+    int statement = 0;     // index into Outline::statements
+    SourceSpan span;       // the whole call
+    SourceSpan operand;    // the reduced expression
     // The arguments after the operand, each ("axis", span of its value): keywords as written, and
     // the positional ones under their names (sum(x, 1) lists ("axis", span of 1)).
     std::vector<std::pair<std::string, SourceSpan>> keywords;

@@ -13,8 +13,8 @@ struct DiskCacheReport {
     bool enabled = false;
     std::string disabled_reason;  // why, when not enabled
     std::string directory;
-    std::uint64_t entries = 0;    // stats: files in the cache; clear: files there before
-    std::uint64_t bytes = 0;      // stats: their total size
+    std::uint64_t entries = 0;             // stats: files in the cache; clear: files there before
+    std::uint64_t bytes = 0;               // stats: their total size
     std::uint64_t checked = 0, valid = 0;  // verify
     std::uint64_t removed = 0;             // clear: entries removed; verify: damaged entries and stale temporaries
     std::uint64_t temporaries = 0;         // clear: stale temporary files removed

@@ -28,9 +28,9 @@ extern "C" {
 
 /* Where the memory of a tensor lives. The values are fixed by the specification. */
 typedef enum {
-    kDLCPU = 1,          /* host memory */
-    kDLCUDA = 2,         /* CUDA device memory */
-    kDLCUDAHost = 3,     /* pinned host memory (cudaMallocHost) */
+    kDLCPU = 1,      /* host memory */
+    kDLCUDA = 2,     /* CUDA device memory */
+    kDLCUDAHost = 3, /* pinned host memory (cudaMallocHost) */
     kDLOpenCL = 4,
     kDLVulkan = 7,
     kDLMetal = 8,
@@ -68,24 +68,24 @@ typedef struct {
 
 /* A view of strided memory. Not owning. */
 typedef struct {
-    void* data;          /* base pointer (a device pointer for device memory) */
+    void* data; /* base pointer (a device pointer for device memory) */
     DLDevice device;
     int32_t ndim;
     DLDataType dtype;
-    int64_t* shape;      /* ndim extents */
-    int64_t* strides;    /* ndim strides in elements, or NULL for C order (row-major, compact) */
-    uint64_t byte_offset;/* bytes from data to element (0, ..., 0) */
+    int64_t* shape;       /* ndim extents */
+    int64_t* strides;     /* ndim strides in elements, or NULL for C order (row-major, compact) */
+    uint64_t byte_offset; /* bytes from data to element (0, ..., 0) */
 } DLTensor;
 
 /* A tensor with its owner: the consumer calls deleter(self) once when done with it. */
 typedef struct DLManagedTensor {
     DLTensor dl_tensor;
-    void* manager_ctx; /* the producer's own state */
+    void* manager_ctx;                             /* the producer's own state */
     void (*deleter)(struct DLManagedTensor* self); /* may be NULL */
 } DLManagedTensor;
 
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 
 #endif /* DLPACK_VERSION */
@@ -107,14 +107,14 @@ typedef struct {
 #define DLPACK_FLAG_BITMASK_IS_COPIED (1UL << 1UL)
 
 typedef struct DLManagedTensorVersioned {
-    DLPackVersion version;  /* 1.x */
+    DLPackVersion version; /* 1.x */
     void* manager_ctx;
     void (*deleter)(struct DLManagedTensorVersioned* self); /* may be NULL */
-    uint64_t flags;         /* DLPACK_FLAG_BITMASK_* */
+    uint64_t flags;                                         /* DLPACK_FLAG_BITMASK_* */
     DLTensor dl_tensor;
 } DLManagedTensorVersioned;
 #ifdef __cplusplus
-}  /* extern "C" */
+} /* extern "C" */
 #endif
 #endif /* DLPACK_FLAG_BITMASK_READ_ONLY */
 #endif /* JITEXPR_DLPACK_H */

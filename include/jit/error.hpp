@@ -50,11 +50,11 @@ private:
     SourceSpan span_;
 };
 
-#define JIT_DECLARE_SOURCE_ERROR(Name, kind)                                          \
-    class Name : public SourceError {                                                 \
-    public:                                                                           \
-        Name(std::string message, std::string_view text, SourceSpan span)             \
-            : SourceError(kind, std::move(message), text, span) {}                    \
+#define JIT_DECLARE_SOURCE_ERROR(Name, kind)                              \
+    class Name : public SourceError {                                     \
+    public:                                                               \
+        Name(std::string message, std::string_view text, SourceSpan span) \
+            : SourceError(kind, std::move(message), text, span) {}        \
     };
 JIT_DECLARE_SOURCE_ERROR(ParseError, "syntax error")
 JIT_DECLARE_SOURCE_ERROR(NameError, "name error")    // unknown identifier, arity, keyword

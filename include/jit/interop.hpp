@@ -15,15 +15,15 @@
 //   r->deleter(r);                              // r->deleter once when done
 #pragma once
 
-#include <jit/array.hpp>
 #include <jit/arrow.h>
 #include <jit/dlpack.h>
+#include <jit/array.hpp>
 #include <jit/runtime.hpp>
 
 #include <cstdint>
 #include <map>
-#include <string>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -83,11 +83,11 @@ DLManagedTensorVersioned* to_dlpack_versioned(const Array& array, std::uint64_t 
 
 // One Arrow column: its values and, when it may hold nulls, its validity.
 struct ArrowColumn {
-    Array values;                  // 1-D, `length` elements
-    std::optional<Array> validity; // bool, same shape, true where the value is valid; absent
-                                   // when the column has no nulls
-    std::int64_t null_count = 0;   // number of false entries in validity; -1 when not counted
-                                   // (results of eval_arrow, whose validity is computed lazily)
+    Array values;                   // 1-D, `length` elements
+    std::optional<Array> validity;  // bool, same shape, true where the value is valid; absent
+                                    // when the column has no nulls
+    std::int64_t null_count = 0;    // number of false entries in validity; -1 when not counted
+                                    // (results of eval_arrow, whose validity is computed lazily)
 };
 
 // The jitexpr dtype of an Arrow format string: "c" "C" "s" "S" "i" "I" "l" "L" (int8 ... uint64),
@@ -123,8 +123,7 @@ ArrowColumn view_arrow(const ArrowSchema* schema, const ArrowArray* array);
 // out_schema->release(out_schema) once each. Throws ArgumentError (and writes nothing) for a
 // values array that is not 1-D, a validity of another shape or dtype, or a dtype without an
 // Arrow format.
-void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out_schema,
-              std::string_view name = "");
+void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out_schema, std::string_view name = "");
 
 // Evaluates `text` with the columns bound by position (in order of first appearance, as
 // jit::eval) and propagates nulls: the result is null wherever any input column is null. The

@@ -24,15 +24,12 @@ namespace jit {
 
 // Evaluates `text` on the default runtime with the arguments bound by name. A bound name
 // shadows a named constant (pi, e, inf, nan); every name must be one the program uses.
-inline Array eval(std::string_view text, const Named& names) {
-    return Runtime::default_runtime().eval(text, names);
-}
+inline Array eval(std::string_view text, const Named& names) { return Runtime::default_runtime().eval(text, names); }
 
 // Evaluates `text` on the default runtime with the arguments bound positionally, in order of
 // first appearance of the names it reads (named constants are not parameters).
 template <class... Args>
-    requires(std::is_constructible_v<Arg, Args &&> && ...)
-Array eval(std::string_view text, Args&&... args) {
+requires(std::is_constructible_v<Arg, Args&&>&&...) Array eval(std::string_view text, Args&&... args) {
     return Runtime::default_runtime().eval(text, std::vector<Arg>{Arg(std::forward<Args>(args))...});
 }
 
@@ -52,8 +49,7 @@ public:
 
     // Bound by position, in the order of parameters().
     template <class... Args>
-        requires(std::is_constructible_v<Arg, Args &&> && ...)
-    Array operator()(Args&&... args) const {
+    requires(std::is_constructible_v<Arg, Args&&>&&...) Array operator()(Args&&... args) const {
         return runtime_->eval(text_, std::vector<Arg>{Arg(std::forward<Args>(args))...});
     }
     Array call(const std::vector<Arg>& args, void* stream = nullptr) const {

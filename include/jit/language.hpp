@@ -6,8 +6,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,13 +41,13 @@ bool is_variable_name(std::string_view name);
 struct LiteralNumber {
     enum class Kind : std::uint8_t { Bool, Int, Float, Complex };
     Kind kind = Kind::Int;
-    bool b = false;                 // Bool
-    bool fits_int64 = true;         // Int: the value is `i`; else it fits uint64 (`u`) or neither (`big`)
+    bool b = false;          // Bool
+    bool fits_int64 = true;  // Int: the value is `i`; else it fits uint64 (`u`) or neither (`big`)
     std::int64_t i = 0;
     std::uint64_t u = 0;
-    bool big = false;               // Int past uint64: `digits` holds it
+    bool big = false;  // Int past uint64: `digits` holds it
     std::string digits;
-    double f = 0.0, im = 0.0;       // Float (f), Complex (f + im j)
+    double f = 0.0, im = 0.0;  // Float (f), Complex (f + im j)
 };
 // Folds `text`, one expression, when it is made only of literals, named constants and Python
 // operators; nullopt when it is anything else (a name, a function call). `shadowed(name)` says
@@ -62,15 +62,15 @@ std::optional<LiteralNumber> fold_literal(std::string_view text,
 namespace parsed {
 
 enum class ExprKind : std::uint8_t {
-    Int,      // integer literal: int_value; text is the literal
-    Float,    // float literal: float_value
-    Bool,     // True / False: bool_value
-    Name,     // identifier: text
-    Chain,    // operands[0] ops[0] operands[1] ... operands[n] (binary operators of one level)
-    Unary,    // ops[0] operands[0]: "-", "+", "~" or "not"
-    Ternary,  // operands[0] ? operands[1] : operands[2]
-    Call,     // text(operands...) with keyword arguments
-    Imag,     // imaginary literal: float_value is the imaginary part
+    Int,        // integer literal: int_value; text is the literal
+    Float,      // float literal: float_value
+    Bool,       // True / False: bool_value
+    Name,       // identifier: text
+    Chain,      // operands[0] ops[0] operands[1] ... operands[n] (binary operators of one level)
+    Unary,      // ops[0] operands[0]: "-", "+", "~" or "not"
+    Ternary,    // operands[0] ? operands[1] : operands[2]
+    Call,       // text(operands...) with keyword arguments
+    Imag,       // imaginary literal: float_value is the imaginary part
     Subscript,  // operands[0][index...]: the parts of each index item are operands
     Tuple,      // ( operands... ) with a comma: a reduction's axis, axis=(0, 2)
 };
@@ -95,9 +95,9 @@ struct Keyword {
 
 struct Expr {
     ExprKind kind = ExprKind::Int;
-    SourceSpan span;        // the whole expression
-    std::string text;       // Name/Call: identifier; Int/Float: literal as written
-    SourceSpan name_span;   // Call: the function name
+    SourceSpan span;       // the whole expression
+    std::string text;      // Name/Call: identifier; Int/Float: literal as written
+    SourceSpan name_span;  // Call: the function name
     std::uint64_t int_value = 0;
     double float_value = 0.0;
     bool bool_value = false;
@@ -118,7 +118,7 @@ struct Statement {
     SourceSpan target_span;
     std::vector<Target> more_targets;  // `m, e = frexp(x)`: the targets after the first
     ExprPtr value;
-    SourceSpan span;     // the whole statement
+    SourceSpan span;  // the whole statement
 };
 
 struct Module {

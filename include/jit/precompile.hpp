@@ -38,9 +38,9 @@ struct PrecompileOptions {
     // Target GPU architecture {major, minor} (sm_90: {9, 0}); absent: the device's (needs a
     // driver and a GPU).
     std::optional<std::pair<int, int>> arch;
-    std::string cache_dir;                  // empty: the runtime's default (RuntimeOptions::cache_dir)
-    bool fast_math = false;                 // as RuntimeOptions::fast_math
-    std::vector<std::string> nvrtc_options; // as RuntimeOptions::nvrtc_options: part of the keys
+    std::string cache_dir;                   // empty: the runtime's default (RuntimeOptions::cache_dir)
+    bool fast_math = false;                  // as RuntimeOptions::fast_math
+    std::vector<std::string> nvrtc_options;  // as RuntimeOptions::nvrtc_options: part of the keys
 };
 
 struct PrecompiledKernel {

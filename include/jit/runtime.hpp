@@ -7,8 +7,8 @@
 
 #include <complex>
 #include <concepts>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -28,8 +28,7 @@ public:
     Arg(Array a) : v_(std::move(a)) {}
     // Only a bool itself (not a pointer, which would convert to bool: Arg("a") is no value).
     template <class B>
-        requires std::same_as<B, bool>
-    Arg(B v) : v_(v) {}
+    requires std::same_as<B, bool> Arg(B v) : v_(v) {}
     Arg(int v) : v_(static_cast<std::int64_t>(v)) {}
     Arg(long v) : v_(static_cast<std::int64_t>(v)) {}
     Arg(long long v) : v_(static_cast<std::int64_t>(v)) {}
@@ -61,12 +60,12 @@ private:
 };
 
 struct CacheStats {
-    std::uint64_t hits = 0;         // evals that found a prepared program (no parse/check/emit)
-    std::uint64_t misses = 0;       // evals that parsed, checked and prepared
-    std::uint64_t compiles = 0;     // kernel images built (CUDA: NVRTC or nvJitLink, device functions too)
-    double compile_ms = 0;          // total NVRTC time
-    std::uint64_t disk_hits = 0;    // modules loaded from the disk cache
-    std::uint64_t entries = 0;      // prepared programs held in memory
+    std::uint64_t hits = 0;       // evals that found a prepared program (no parse/check/emit)
+    std::uint64_t misses = 0;     // evals that parsed, checked and prepared
+    std::uint64_t compiles = 0;   // kernel images built (CUDA: NVRTC or nvJitLink, device functions too)
+    double compile_ms = 0;        // total NVRTC time
+    std::uint64_t disk_hits = 0;  // modules loaded from the disk cache
+    std::uint64_t entries = 0;    // prepared programs held in memory
 };
 
 struct RuntimeOptions {
@@ -82,8 +81,8 @@ struct RuntimeOptions {
     // CUDA a nonzero device is an ArgumentError too, rather than a silent CPU run.
     // JITEXPR_DEVICE sets it from the environment; the CLI's --device.
     int device = 0;
-    bool fast_math = false;           // opt-in: -use_fast_math on CUDA, relaxed math on CPU
-    int cpu_threads = 0;              // 0: every core
+    bool fast_math = false;  // opt-in: -use_fast_math on CUDA, relaxed math on CPU
+    int cpu_threads = 0;     // 0: every core
     std::size_t memory_cache_entries = 4096;
     // Disk cache: empty means $JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else ~/.cache/jitexpr.
     std::string cache_dir;
@@ -113,7 +112,6 @@ struct RuntimeOptions {
     // an ArgumentError naming the variable and the value (docs/api.md, "Settings").
     static RuntimeOptions from_environment();
 };
-
 
 // Removes the temporary files of the saves (.npy) and disk-cache stores in progress in this
 // process. Async-signal-safe: for a signal handler that is about to end the process without
@@ -148,25 +146,25 @@ std::string one_of(std::string_view text, std::string_view source, const std::ve
 
 // Where the time of one evaluation went (for :time).
 struct Timing {
-    bool cache_hit = false;        // prepared program found in memory
-    bool module_cache_hit = false; // CUDA module found in the module cache (memory or disk)
+    bool cache_hit = false;         // prepared program found in memory
+    bool module_cache_hit = false;  // CUDA module found in the module cache (memory or disk)
     double parse_ms = 0, check_ms = 0, emit_ms = 0, compile_ms = 0, load_ms = 0;
-    double run_ms = 0;             // launch(es) and, for host data, transfers, until complete
+    double run_ms = 0;  // launch(es) and, for host data, transfers, until complete
     // Host data on a CUDA runtime: where it ran and why ("cuda, streamed: 12 chunks, ...",
     // "cpu: the cost model ...", "cuda, copied whole: ..."); empty for device data.
     std::string placement;
-    bool streamed = false;             // went through the streamed pipeline
-    std::size_t stream_chunks = 0;     // its chunks
+    bool streamed = false;                  // went through the streamed pipeline
+    std::size_t stream_chunks = 0;          // its chunks
     std::uint64_t stream_device_bytes = 0;  // device memory its plan used (within the limit)
 };
 
 // What one call of Runtime::run / eval may carry besides its program and variables.
 struct CallOptions {
-    void* stream = nullptr;                 // CUDA: the CUstream to run on (null: the default stream)
-    Timing* timing = nullptr;               // receives where the time went (for :time)
-    std::optional<CancelToken> cancel;      // stops the call when cancelled (jit/cancel.hpp);
-                                            // without one, Runtime::cancel() still stops it
-    ProgressFn progress;                    // progress of long work, on the calling thread
+    void* stream = nullptr;             // CUDA: the CUstream to run on (null: the default stream)
+    Timing* timing = nullptr;           // receives where the time went (for :time)
+    std::optional<CancelToken> cancel;  // stops the call when cancelled (jit/cancel.hpp);
+                                        // without one, Runtime::cancel() still stops it
+    ProgressFn progress;                // progress of long work, on the calling thread
     // In-place targets (`x = ...` into an existing x of that dtype and shape) are computed into
     // temporaries and copied in only once the whole program has run, so a cancelled call leaves
     // them untouched (all or nothing) at the cost of one more array and copy each. Off: they
@@ -199,8 +197,8 @@ struct CudaDeviceInfo {
     std::string name;                // "NVIDIA H200"
     int cc_major = 0, cc_minor = 0;  // compute capability
     int sm_count = 0;
-    std::size_t memory = 0;          // bytes
-    std::string describe() const;    // "NVIDIA H200 (sm_90, 140 GB)"
+    std::size_t memory = 0;        // bytes
+    std::string describe() const;  // "NVIDIA H200 (sm_90, 140 GB)"
 };
 struct CudaInfo {
     bool available = false;               // a driver and a device: Backend::Auto evaluates on CUDA

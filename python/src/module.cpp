@@ -36,7 +36,6 @@
 #include <unordered_map>
 #include <vector>
 
-
 namespace nb = nanobind;
 using namespace nb::literals;
 
@@ -46,21 +45,21 @@ namespace jitexpr_py {
 
 // The Python exception classes (python/jitexpr/_errors.py), handed over at import.
 struct ErrorTypes {
-    PyObject* parse = nullptr;      // ParseError(Error, SyntaxError)
-    PyObject* name = nullptr;       // NameError(Error, NameError)
-    PyObject* type = nullptr;       // TypeError(Error, TypeError)
-    PyObject* shape = nullptr;      // ShapeError(Error, ValueError)
-    PyObject* value = nullptr;      // ValueError(Error, ValueError)
-    PyObject* index = nullptr;      // IndexError(Error, IndexError)
-    PyObject* argument = nullptr;   // ArgumentError(Error, ValueError)
+    PyObject* parse = nullptr;            // ParseError(Error, SyntaxError)
+    PyObject* name = nullptr;             // NameError(Error, NameError)
+    PyObject* type = nullptr;             // TypeError(Error, TypeError)
+    PyObject* shape = nullptr;            // ShapeError(Error, ValueError)
+    PyObject* value = nullptr;            // ValueError(Error, ValueError)
+    PyObject* index = nullptr;            // IndexError(Error, IndexError)
+    PyObject* argument = nullptr;         // ArgumentError(Error, ValueError)
     PyObject* device_mismatch = nullptr;  // DeviceMismatchError(ArgumentError)
-    PyObject* io = nullptr;         // IOError(Error, OSError)
-    PyObject* compile = nullptr;    // CompileError(Error, RuntimeError)
-    PyObject* cuda = nullptr;       // CudaError(Error, RuntimeError)
-    PyObject* no_device = nullptr;  // NoDeviceError(Error, RuntimeError)
-    PyObject* internal = nullptr;   // InternalError(Error, RuntimeError)
-    PyObject* cancelled = nullptr;  // CancelledError(Error, KeyboardInterrupt-free base)
-    PyObject* base = nullptr;       // Error(Exception)
+    PyObject* io = nullptr;               // IOError(Error, OSError)
+    PyObject* compile = nullptr;          // CompileError(Error, RuntimeError)
+    PyObject* cuda = nullptr;             // CudaError(Error, RuntimeError)
+    PyObject* no_device = nullptr;        // NoDeviceError(Error, RuntimeError)
+    PyObject* internal = nullptr;         // InternalError(Error, RuntimeError)
+    PyObject* cancelled = nullptr;        // CancelledError(Error, KeyboardInterrupt-free base)
+    PyObject* base = nullptr;             // Error(Exception)
 };
 ErrorTypes g_errors;
 
@@ -74,8 +73,7 @@ void raise_source(PyObject* type, const jit::SourceError& e) {
         exc.attr("source") = nb::str(e.source().c_str());
         exc.attr("span") = nb::make_tuple(e.span().begin, e.span().end);
         exc.attr("kind") = nb::str(e.kind().c_str());
-    } catch (...) {
-    }
+    } catch (...) {}
     PyErr_SetObject(t.ptr(), exc.ptr());
 }
 
@@ -159,7 +157,8 @@ std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
         case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named (ml_dtypes.)bfloat16
             if (size == 2 && d->typeobj) {
                 const std::string_view name = d->typeobj->tp_name;
-                const std::string_view base = name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
+                const std::string_view base =
+                    name.substr(name.rfind('.') == std::string_view::npos ? 0 : name.rfind('.') + 1);
                 if (base == "bfloat16") return jit::DType::BFloat16;
             }
             break;
@@ -222,7 +221,8 @@ nb::object numpy_of(const jit::Array& r) {
     }
     g_live_results.fetch_add(1, std::memory_order_relaxed);
     PyArray_Descr* descr = PyArray_DescrFromType(type);  // a new reference, stolen below
-    PyObject* arr = PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, r.data(), NPY_ARRAY_WRITEABLE, nullptr);
+    PyObject* arr =
+        PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, r.data(), NPY_ARRAY_WRITEABLE, nullptr);
     if (!arr) {
         Py_DECREF(capsule);
         throw nb::python_error();
@@ -322,8 +322,7 @@ int current_device_of_libraries() {
             nb::object cuda = sys_modules["torch"].attr("cuda");
             if (nb::cast<bool>(cuda.attr("is_initialized")())) return nb::cast<int>(cuda.attr("current_device")());
         }
-    } catch (const nb::python_error&) {
-    }
+    } catch (const nb::python_error&) {}
     return -1;
 }
 
@@ -336,8 +335,8 @@ struct Bound {
     Place place = Place::Scalar;
     std::optional<jit::Array> validity;  // Arrow columns with nulls
     bool arrow = false;
-    std::string library;                 // device inputs: "cupy", "torch", ... (module of the type)
-    std::uintptr_t stream = 0;           // __cuda_array_interface__'s stream, when it gives one
+    std::string library;        // device inputs: "cupy", "torch", ... (module of the type)
+    std::uintptr_t stream = 0;  // __cuda_array_interface__'s stream, when it gives one
     bool read_only = false;
 };
 
@@ -431,7 +430,6 @@ std::string module_of(nb::handle obj) {
 
 std::string fmt_name(const std::string& name) { return name.empty() ? std::string("the value") : "'" + name + "'"; }
 
-
 std::string descr_name(PyArray_Descr* d) {
     PyObject* r = PyObject_Str(reinterpret_cast<PyObject*>(d));
     if (!r) {
@@ -454,7 +452,8 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
     const std::optional<jit::DType> dt = dtype_of_descr(d);
     if (!dt) type_error(fmt_name(name) + " has NumPy dtype " + descr_name(d) + ", which jitexpr does not take");
     if (PyArray_ISBYTESWAPPED(a))
-        type_error(fmt_name(name) + " is in non-native byte order; convert it with .astype(its dtype.newbyteorder('='))");
+        type_error(fmt_name(name) +
+                   " is in non-native byte order; convert it with .astype(its dtype.newbyteorder('='))");
     const int nd = PyArray_NDIM(a);
     if (nd > jit::kMaxDims)
         type_error(fmt_name(name) + " has " + std::to_string(nd) + " dimensions; jitexpr arrays have at most 8");
@@ -497,8 +496,7 @@ std::uintptr_t current_stream_of(const std::string& library) {
                 return nb::cast<std::uintptr_t>(t.attr("cuda").attr("current_stream")().attr("cuda_stream"));
             }
         }
-    } catch (const nb::python_error&) {
-    }
+    } catch (const nb::python_error&) {}
     return 0;
 }
 
@@ -553,11 +551,30 @@ jit::DType dtype_of_typestr(const std::string& ts, const std::string& name) {
     const int size = std::atoi(ts.c_str() + 2);
     using D = jit::DType;
     switch (kind) {
-        case 'b': if (size == 1) return D::Bool; break;
-        case 'i': if (size == 1) return D::Int8; if (size == 2) return D::Int16; if (size == 4) return D::Int32; if (size == 8) return D::Int64; break;
-        case 'u': if (size == 1) return D::UInt8; if (size == 2) return D::UInt16; if (size == 4) return D::UInt32; if (size == 8) return D::UInt64; break;
-        case 'f': if (size == 2) return D::Float16; if (size == 4) return D::Float32; if (size == 8) return D::Float64; break;
-        case 'c': if (size == 8) return D::Complex64; if (size == 16) return D::Complex128; break;
+        case 'b':
+            if (size == 1) return D::Bool;
+            break;
+        case 'i':
+            if (size == 1) return D::Int8;
+            if (size == 2) return D::Int16;
+            if (size == 4) return D::Int32;
+            if (size == 8) return D::Int64;
+            break;
+        case 'u':
+            if (size == 1) return D::UInt8;
+            if (size == 2) return D::UInt16;
+            if (size == 4) return D::UInt32;
+            if (size == 8) return D::UInt64;
+            break;
+        case 'f':
+            if (size == 2) return D::Float16;
+            if (size == 4) return D::Float32;
+            if (size == 8) return D::Float64;
+            break;
+        case 'c':
+            if (size == 8) return D::Complex64;
+            if (size == 16) return D::Complex128;
+            break;
     }
     type_error(fmt_name(name) + ": __cuda_array_interface__ typestr '" + ts + "' has no jitexpr dtype");
 }
@@ -600,7 +617,8 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
     b.read_only = nb::cast<bool>(data[1]);
     if (nb::handle m = cai_item(cai, k.mask, false); m.is_valid() && !m.is_none())
         type_error(fmt_name(name) + " has a __cuda_array_interface__ mask; jitexpr takes unmasked arrays");
-    if (nb::handle st = cai_item(cai, k.stream, false); st.is_valid() && !st.is_none()) b.stream = nb::cast<std::uintptr_t>(st);
+    if (nb::handle st = cai_item(cai, k.stream, false); st.is_valid() && !st.is_none())
+        b.stream = nb::cast<std::uintptr_t>(st);
     // The object keeps the memory: it is held (with the GIL taken to let go of it) as long as
     // any array refers to it.
     PyObject* owner = obj.ptr();
@@ -619,10 +637,9 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
         else if (has_attr(d.ptr(), k.index) && !d.attr(k.index).is_none()) device = nb::cast<int>(d.attr(k.index));
     } catch (const nb::python_error&) {
         PyErr_Clear();
-    } catch (const nb::cast_error&) {
-    }
-    return jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides),
-                            jit::Backend::Cuda, device, std::move(keep));
+    } catch (const nb::cast_error&) {}
+    return jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides), jit::Backend::Cuda,
+                            device, std::move(keep));
 }
 
 // --- PyTorch CUDA tensors, read directly
@@ -644,11 +661,17 @@ bool import_torch_cuda(PyObject* o, Bound& b, jit::Array& out) {
         if (x.attr("is_cuda").ptr() != Py_True || x.attr("requires_grad").ptr() != Py_False) return false;
         if (!x.attr("layout").is(t.attr("strided"))) return false;
         nb::object dt = x.attr("dtype");
-        static const std::pair<const char*, jit::DType> kDTypes[] = {
-            {"bool", jit::DType::Bool},         {"int8", jit::DType::Int8},       {"int16", jit::DType::Int16},
-            {"int32", jit::DType::Int32},       {"int64", jit::DType::Int64},     {"uint8", jit::DType::UInt8},
-            {"float16", jit::DType::Float16},   {"float32", jit::DType::Float32}, {"float64", jit::DType::Float64},
-            {"complex64", jit::DType::Complex64}, {"complex128", jit::DType::Complex128}};
+        static const std::pair<const char*, jit::DType> kDTypes[] = {{"bool", jit::DType::Bool},
+                                                                     {"int8", jit::DType::Int8},
+                                                                     {"int16", jit::DType::Int16},
+                                                                     {"int32", jit::DType::Int32},
+                                                                     {"int64", jit::DType::Int64},
+                                                                     {"uint8", jit::DType::UInt8},
+                                                                     {"float16", jit::DType::Float16},
+                                                                     {"float32", jit::DType::Float32},
+                                                                     {"float64", jit::DType::Float64},
+                                                                     {"complex64", jit::DType::Complex64},
+                                                                     {"complex128", jit::DType::Complex128}};
         std::optional<jit::DType> d;
         for (const auto& [n, v] : kDTypes)
             if (PyObject* td = PyObject_GetAttrString(torch, n)) {
@@ -685,8 +708,8 @@ bool import_torch_cuda(PyObject* o, Bound& b, jit::Array& out) {
             Py_DECREF(static_cast<PyObject*>(p));
             PyGILState_Release(g);
         });
-        out = jit::Array::view(reinterpret_cast<void*>(ptr), *d, std::move(shape), std::move(strides), jit::Backend::Cuda,
-                               device, std::move(keep));
+        out = jit::Array::view(reinterpret_cast<void*>(ptr), *d, std::move(shape), std::move(strides),
+                               jit::Backend::Cuda, device, std::move(keep));
         b.read_only = false;
         return true;
     } catch (const nb::python_error&) {
@@ -789,8 +812,8 @@ jit::ArrowColumn import_arrow(nb::handle obj, const std::string& name) {
 
 // Converts a Python value into `b` (no copy for arrays; `hold` keeps the objects viewed alive
 // for the call). `stream`: the stream the call runs on when the caller gave one.
-void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<nb::object>& hold,
-                std::uintptr_t stream, bool have_stream) {
+void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<nb::object>& hold, std::uintptr_t stream,
+                bool have_stream) {
     PyObject* o = obj.ptr();
     if (PyArray_Check(o)) {
         b.arg = jit::Arg(view_numpy(reinterpret_cast<PyArrayObject*>(o), name));
@@ -815,8 +838,7 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow != 0) {
-            PyErr_SetString(PyExc_OverflowError,
-                            (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
+            PyErr_SetString(PyExc_OverflowError, (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
             throw nb::python_error();
         }
         if (v == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -871,8 +893,10 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
 }
 
 std::string place_text(const Bound& b) {
-    if (b.place == Place::Device) return (b.library.empty() ? std::string("an array") : "a " + b.library + " array") + " in CUDA device memory";
-    return (b.library.empty() || b.library == "numpy" ? std::string("a NumPy array") : "a " + b.library + " array") + " in host memory";
+    if (b.place == Place::Device)
+        return (b.library.empty() ? std::string("an array") : "a " + b.library + " array") + " in CUDA device memory";
+    return (b.library.empty() || b.library == "numpy" ? std::string("a NumPy array") : "a " + b.library + " array") +
+           " in host memory";
 }
 
 // ------------------------------------------------------------------------------- evaluation
@@ -920,7 +944,8 @@ jit::Array call_released(Work&& work) {
 }
 
 // rt->run with the cancel token when there is one.
-jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, void* stream, const Token* token) {
+jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, void* stream,
+                    const Token* token) {
 #if JITEXPR_PY_HAVE_CANCEL
     if (token) {
         jit::CallOptions o;
@@ -1005,7 +1030,9 @@ struct Call {
 
 // Binds every name, chooses where to evaluate, and moves arrays where the caller asked for it.
 // "cuda:1" for an array on CUDA device 1.
-std::string device_text(const jit::Array& a) { return a.backend() == jit::Backend::Cuda ? "cuda:" + std::to_string(a.device()) : "cpu"; }
+std::string device_text(const jit::Array& a) {
+    return a.backend() == jit::Backend::Cuda ? "cuda:" + std::to_string(a.device()) : "cpu";
+}
 
 // (name, value) pairs, borrowed from the caller's dict or from what evaluate_named bound.
 using Items = std::vector<std::pair<nb::handle, nb::handle>>;
@@ -1046,7 +1073,8 @@ void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle str
         if (PyBool_Check(device_arg.ptr()) || !PyLong_Check(device_arg.ptr()))
             throw jit::ArgumentError("device= takes a CUDA device ordinal (an int from 0) or None");
         asked_device = nb::cast<int>(device_arg);
-        if (asked_device < 0) throw jit::ArgumentError("device=" + std::to_string(asked_device) + ": use an ordinal from 0");
+        if (asked_device < 0)
+            throw jit::ArgumentError("device=" + std::to_string(asked_device) + ": use an ordinal from 0");
         if (requested == jit::Backend::Cpu) throw jit::ArgumentError("device= names a CUDA device, but backend='cpu'");
         requested = jit::Backend::Cuda;
     }
@@ -1064,15 +1092,16 @@ void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle str
     // Copies between host and device only when asked for by name: never silently.
     const bool move = requested != jit::Backend::Auto;
     if (!move && host && device)
-        throw jit::DeviceMismatchError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name + "' is " +
-                                 place_text(*device) + ": pass backend='cuda' to copy the host arrays to the device "
-                                 "(or backend='cpu' for the other way), or move them yourself");
+        throw jit::DeviceMismatchError("'" + *host_name + "' is " + place_text(*host) + " but '" + *device_name +
+                                       "' is " + place_text(*device) +
+                                       ": pass backend='cuda' to copy the host arrays to the device "
+                                       "(or backend='cpu' for the other way), or move them yourself");
     if (!runtime_arg.is_none()) {
         c.runtime = nb::cast<std::shared_ptr<PyRuntime>>(runtime_arg);
         c.backend = c.runtime->backend;
         if (requested != jit::Backend::Auto && requested != c.backend)
-            throw jit::ArgumentError("backend='" + std::string(jit::backend_name(requested)) + "' but the runtime evaluates on " +
-                                     std::string(jit::backend_name(c.backend)));
+            throw jit::ArgumentError("backend='" + std::string(jit::backend_name(requested)) +
+                                     "' but the runtime evaluates on " + std::string(jit::backend_name(c.backend)));
         if (asked_device >= 0 && asked_device != c.runtime->get()->device())
             throw jit::ArgumentError("device=" + std::to_string(asked_device) + " but the runtime evaluates on cuda:" +
                                      std::to_string(c.runtime->get()->device()));
@@ -1091,18 +1120,18 @@ void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle str
         const bool elsewhere = where == jit::Backend::Cuda && b.arg.array().device() != run_device;
         if (where == c.backend && !elsewhere) continue;
         if (!move || (elsewhere && where == c.backend && asked_device < 0))
-            throw jit::DeviceMismatchError("'" + n + "' is " + place_text(b) + " (" + device_text(b.arg.array()) +
-                                           ") but the runtime evaluates on " +
-                                           (c.backend == jit::Backend::Cuda ? "cuda:" + std::to_string(run_device)
-                                                                            : std::string("cpu")) +
-                                           "; pass backend='" + std::string(jit::backend_name(where)) +
-                                           "' (or device=N) or move it");
+            throw jit::DeviceMismatchError(
+                "'" + n + "' is " + place_text(b) + " (" + device_text(b.arg.array()) +
+                ") but the runtime evaluates on " +
+                (c.backend == jit::Backend::Cuda ? "cuda:" + std::to_string(run_device) : std::string("cpu")) +
+                "; pass backend='" + std::string(jit::backend_name(where)) + "' (or device=N) or move it");
         b.arg = jit::Arg(b.arg.array().to(c.backend, run_device));
         if (b.validity) b.validity = b.validity->to(c.backend, run_device);
     }
     if (c.backend == jit::Backend::Cuda) {
         if (have_stream) c.stream = stream;
-        else if (device && !device->library.empty() && device->stream == 0) c.stream = current_stream_of(device->library);
+        else if (device && !device->library.empty() && device->stream == 0)
+            c.stream = current_stream_of(device->library);
         else if (device && device->stream > 2) c.stream = device->stream;
     }
 }
@@ -1136,7 +1165,8 @@ nb::object evaluate_items(const std::string& text, const Items& names, nb::handl
     jit::Environment env;
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
     if (c.any_arrow) {
-        if (!out.is_none()) throw jit::ArgumentError("out= is not taken with Arrow inputs (Arrow buffers are immutable)");
+        if (!out.is_none())
+            throw jit::ArgumentError("out= is not taken with Arrow inputs (Arrow buffers are immutable)");
         std::map<std::string, jit::Array, std::less<>> validity;
         for (auto& [n, b] : c.bound)
             if (b.validity) validity.emplace(n, *b.validity);
@@ -1148,7 +1178,9 @@ nb::object evaluate_items(const std::string& text, const Items& names, nb::handl
         if (PyErr_CheckSignals() != 0) throw nb::python_error();
         Tensor t;
         t.array = col.values.backend() == jit::Backend::Cpu ? col.values : col.values.to(jit::Backend::Cpu);
-        if (col.validity) t.validity = col.validity->backend() == jit::Backend::Cpu ? *col.validity : col.validity->to(jit::Backend::Cpu);
+        if (col.validity)
+            t.validity =
+                col.validity->backend() == jit::Backend::Cpu ? *col.validity : col.validity->to(jit::Backend::Cpu);
         t.null_count = col.null_count;
         nb::object o = nb::cast(std::move(t));
         o.attr("library") = nb::str(c.library.c_str());
@@ -1180,7 +1212,8 @@ nb::object evaluate_items(const std::string& text, const Items& names, nb::handl
             auto span = [](const jit::Array& x, const char* base) {
                 std::int64_t lo_el = 0, hi_el = 0;
                 for (int k = 0; k < x.ndim(); ++k) {
-                    const auto e = x.shape()[static_cast<std::size_t>(k)], st = x.strides()[static_cast<std::size_t>(k)];
+                    const auto e = x.shape()[static_cast<std::size_t>(k)],
+                               st = x.strides()[static_cast<std::size_t>(k)];
                     if (e == 0) return std::pair<const char*, const char*>(base, base);
                     (st < 0 ? lo_el : hi_el) += (e - 1) * st;
                 }
@@ -1401,8 +1434,9 @@ void check_signature(const Items& items, nb::dict signature) {
         std::string bare = g;
         for (std::size_t at; (at = bare.find("torch.")) != std::string::npos;) bare.erase(at, 6);
         if (bare == want) continue;
-        PyErr_SetString(g_errors.type ? g_errors.type : PyExc_TypeError,
-                        ("'" + nb::cast<std::string>(n) + "' has dtype " + g + " but the kernel's signature says " + want).c_str());
+        PyErr_SetString(
+            g_errors.type ? g_errors.type : PyExc_TypeError,
+            ("'" + nb::cast<std::string>(n) + "' has dtype " + g + " but the kernel's signature says " + want).c_str());
         throw nb::python_error();
     }
 }
@@ -1417,8 +1451,8 @@ nb::object evaluate_named(nb::handle text, nb::handle local_dict, nb::handle out
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
     if (!utf8) throw nb::python_error();
-    return evaluate_items(std::string(utf8, static_cast<std::size_t>(size)), items, out, backend, stream, nb::none(), false,
-                          device);
+    return evaluate_items(std::string(utf8, static_cast<std::size_t>(size)), items, out, backend, stream, nb::none(),
+                          false, device);
 }
 
 // jx.run: every name the program assigns, by name.
@@ -1426,7 +1460,8 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
                      nb::handle device) {
     Call c;
     prepare(c, items_of(names), backend, stream, runtime, device);
-    if (c.any_validity) throw jit::ArgumentError("jitexpr.run takes no Arrow columns with nulls; use evaluate for each result");
+    if (c.any_validity)
+        throw jit::ArgumentError("jitexpr.run takes no Arrow columns with nulls; use evaluate for each result");
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
     jit::Environment env;
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
@@ -1475,7 +1510,9 @@ void dlpack_capsule_destructor(PyObject* capsule) noexcept {
     PyErr_Clear();
 }
 
-std::shared_ptr<jit::Runtime> cuda_runtime(int device = -1) { return default_runtime(jit::Backend::Cuda, device)->get(); }
+std::shared_ptr<jit::Runtime> cuda_runtime(int device = -1) {
+    return default_runtime(jit::Backend::Cuda, device)->get();
+}
 
 // The DLPack protocol: stream (CUDA: the consumer's; our work is waited for unless it is the
 // stream it was queued on, or -1), max_version (a versioned capsule from 1.0 on), dl_device
@@ -1504,7 +1541,8 @@ nb::object tensor_dlpack(Tensor& t, nb::handle stream, nb::handle max_version, n
             PyErr_SetString(PyExc_BufferError, "the array is on another device and copy=False forbids a copy");
             throw nb::python_error();
         }
-        if (a.backend() == jit::Backend::Cuda) cuda_runtime(t.array.device())->synchronize(reinterpret_cast<void*>(t.stream));
+        if (a.backend() == jit::Backend::Cuda)
+            cuda_runtime(t.array.device())->synchronize(reinterpret_cast<void*>(t.stream));
         {
             nb::gil_scoped_release release;
             a = a.to(target, target == jit::Backend::Cuda ? target_device : 0);
@@ -1725,7 +1763,8 @@ nb::object tensor_arrow_stream(const Tensor& t, nb::handle requested_schema) {
 
 nb::object tensor_numpy(const Tensor& t) {
     if (t.array.backend() != jit::Backend::Cpu)
-        throw jit::ArgumentError("this array is in CUDA device memory; copy it with .to('cpu') or hand it to CuPy/PyTorch");
+        throw jit::ArgumentError(
+            "this array is in CUDA device memory; copy it with .to('cpu') or hand it to CuPy/PyTorch");
     return numpy_of(t.array);
 }
 
@@ -1737,8 +1776,9 @@ nb::dict library_dict(const jit::CudaLibraryInfo& l) {
     d["loaded"] = l.loaded;
     d["path"] = l.path;
     d["source"] = l.source;
-    d["version"] = l.version ? nb::str((std::to_string(l.version / 1000) + "." + std::to_string(l.version % 1000 / 10)).c_str())
-                             : nb::str("");
+    d["version"] =
+        l.version ? nb::str((std::to_string(l.version / 1000) + "." + std::to_string(l.version % 1000 / 10)).c_str())
+                  : nb::str("");
     d["error"] = l.error;
     return d;
 }
@@ -1752,9 +1792,11 @@ nb::dict cuda_info(bool load) {
     nb::dict d;
     d["available"] = i.available;
     d["reason"] = i.reason;
-    d["driver_version"] = i.driver_version ? nb::str((std::to_string(i.driver_version / 1000) + "." +
-                                                      std::to_string(i.driver_version % 1000 / 10)).c_str())
-                                           : nb::str("");
+    d["driver_version"] =
+        i.driver_version
+            ? nb::str((std::to_string(i.driver_version / 1000) + "." + std::to_string(i.driver_version % 1000 / 10))
+                          .c_str())
+            : nb::str("");
     nb::list devs;
     for (const auto& dev : i.devices) devs.append(dev.describe());
     d["devices"] = devs;
@@ -1773,7 +1815,6 @@ nb::dict stats_dict(const jit::CacheStats& s) {
     d["entries"] = s.entries;
     return d;
 }
-
 
 // ------------------------------------------------------------------------------- check
 
@@ -1808,7 +1849,8 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
     auto value = [](const jit::CheckedValue& v) {
         nb::list shape;
         for (auto e : v.shape) shape.append(e);
-        return nb::make_tuple(nb::str(v.name.c_str()), nb::str(std::string(jit::dtype_name(v.dtype)).c_str()), nb::tuple(shape));
+        return nb::make_tuple(nb::str(v.name.c_str()), nb::str(std::string(jit::dtype_name(v.dtype)).c_str()),
+                              nb::tuple(shape));
     };
     nb::dict d;
     nb::list params, assigned;
@@ -1827,7 +1869,8 @@ nb::dict outline_program(const std::string& text) {
     auto span = [](jit::SourceSpan s) { return nb::make_tuple(s.begin, s.end); };
     nb::list statements, reductions;
     for (const auto& st : o.statements)
-        statements.append(nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
+        statements.append(
+            nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
     for (const auto& r : o.reductions) {
         nb::list kw;
         for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
@@ -1881,17 +1924,21 @@ NB_MODULE(_jitexpr, m) {
         .def("close", &PyRuntime::close)
         .def("stats", [](const PyRuntime& r) { return stats_dict(r.get()->stats()); })
         .def("clear_cache", [](const PyRuntime& r) { r.get()->clear_memory_cache(); })
-        .def("wait_for_compiles", [](const PyRuntime& r) {
-            auto rt = r.get();
-            nb::gil_scoped_release release;
-            rt->wait_for_compiles();
-        })
-        .def("synchronize", [](const PyRuntime& r, nb::handle stream) {
-            auto rt = r.get();
-            const std::uintptr_t s = stream.is_none() ? 0 : nb::cast<std::uintptr_t>(stream);
-            nb::gil_scoped_release release;
-            rt->synchronize(reinterpret_cast<void*>(s));
-        }, "stream"_a = nb::none());
+        .def("wait_for_compiles",
+             [](const PyRuntime& r) {
+                 auto rt = r.get();
+                 nb::gil_scoped_release release;
+                 rt->wait_for_compiles();
+             })
+        .def(
+            "synchronize",
+            [](const PyRuntime& r, nb::handle stream) {
+                auto rt = r.get();
+                const std::uintptr_t s = stream.is_none() ? 0 : nb::cast<std::uintptr_t>(stream);
+                nb::gil_scoped_release release;
+                rt->synchronize(reinterpret_cast<void*>(s));
+            },
+            "stream"_a = nb::none());
 
     nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr())
         .def("__dlpack__", &tensor_dlpack, "stream"_a = nb::none(), "max_version"_a = nb::none(),
@@ -1901,27 +1948,30 @@ NB_MODULE(_jitexpr, m) {
         .def("__arrow_c_array__", &tensor_arrow_array, "requested_schema"_a = nb::none())
         .def("__arrow_c_stream__", &tensor_arrow_stream, "requested_schema"_a = nb::none())
         .def("numpy", &tensor_numpy)
-        .def_prop_ro("shape", [](const Tensor& t) {
-            nb::list l;
-            for (auto e : t.array.shape()) l.append(e);
-            return nb::tuple(l);
-        })
+        .def_prop_ro("shape",
+                     [](const Tensor& t) {
+                         nb::list l;
+                         for (auto e : t.array.shape()) l.append(e);
+                         return nb::tuple(l);
+                     })
         .def_prop_ro("dtype", [](const Tensor& t) { return std::string(jit::dtype_name(t.array.dtype())); })
         .def_prop_ro("device", [](const Tensor& t) { return std::string(jit::backend_name(t.array.backend())); })
         .def_prop_ro("stream", [](const Tensor& t) { return t.stream; })
-        .def_prop_ro("null_count", [](const Tensor& t) -> nb::object {
-            if (!t.validity) return nb::int_(0);
-            if (t.null_count >= 0) return nb::int_(t.null_count);
-            const jit::Array h = t.validity->contiguous();
-            const auto* v = static_cast<const std::uint8_t*>(h.data());
-            std::int64_t n = 0;
-            for (std::int64_t i = 0; i < h.size(); ++i) n += v[i] ? 0 : 1;
-            return nb::int_(n);
-        })
-        .def("validity", [](const Tensor& t) -> nb::object {
-            if (!t.validity) return nb::none();
-            return numpy_of(*t.validity);
-        })
+        .def_prop_ro("null_count",
+                     [](const Tensor& t) -> nb::object {
+                         if (!t.validity) return nb::int_(0);
+                         if (t.null_count >= 0) return nb::int_(t.null_count);
+                         const jit::Array h = t.validity->contiguous();
+                         const auto* v = static_cast<const std::uint8_t*>(h.data());
+                         std::int64_t n = 0;
+                         for (std::int64_t i = 0; i < h.size(); ++i) n += v[i] ? 0 : 1;
+                         return nb::int_(n);
+                     })
+        .def("validity",
+             [](const Tensor& t) -> nb::object {
+                 if (!t.validity) return nb::none();
+                 return numpy_of(*t.validity);
+             })
         .def("__repr__", [](const Tensor& t) { return "jitexpr.Tensor(" + t.array.describe() + ")"; });
 
     m.def("evaluate", &evaluate, "text"_a, "names"_a, "out"_a = nb::none(), "backend"_a = nb::none(),

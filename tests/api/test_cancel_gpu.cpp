@@ -7,11 +7,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fmt/format.h>
 #include <set>
 #include <string>
 #include <thread>
@@ -21,9 +21,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
-#define SKIP_WITHOUT_GPU()                                                       \
-    do {                                                                         \
-        std::string why;                                                         \
+#define SKIP_WITHOUT_GPU()                                                          \
+    do {                                                                            \
+        std::string why;                                                            \
         if (!jit::cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
     } while (0)
 
@@ -144,7 +144,8 @@ TEST(CancelGpu, ProgramWritingInPlaceStopsAndNamesTheTargetsItStarted) {
     const std::string text = many_kernels_program();
     jit::Environment env = many_kernels_env();
     for (int k = 0; k < kStatements; ++k)
-        env.insert_or_assign(fmt::format("s{}", k), jit::Arg(jit::Array::zeros(jit::DType::Float32, {}, jit::Backend::Cuda)));
+        env.insert_or_assign(fmt::format("s{}", k),
+                             jit::Arg(jit::Array::zeros(jit::DType::Float32, {}, jit::Backend::Cuda)));
     std::vector<const void*> targets;
     for (int k = 0; k < kStatements; ++k) targets.push_back(env.at(fmt::format("s{}", k)).array().data());
     const double whole_ms = whole_program_ms(rt, text, env);
@@ -172,7 +173,8 @@ TEST(CancelGpu, ProgramWritingInPlaceStopsAndNamesTheTargetsItStarted) {
     EXPECT_EQ(names.size(), partly.size());
     for (const std::string& n : partly) EXPECT_TRUE(env.count(n) && n[0] == 's') << n;
     // In place: still the caller's arrays, none replaced.
-    for (int k = 0; k < kStatements; ++k) EXPECT_EQ(env.at(fmt::format("s{}", k)).array().data(), targets[static_cast<std::size_t>(k)]);
+    for (int k = 0; k < kStatements; ++k)
+        EXPECT_EQ(env.at(fmt::format("s{}", k)).array().data(), targets[static_cast<std::size_t>(k)]);
 }
 
 TEST(CancelGpu, CompileProgressCountsTheKernelsToCompile) {

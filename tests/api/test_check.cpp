@@ -10,8 +10,8 @@ using jit::DType;
 using jit::ValueSpec;
 
 TEST(Check, ResultDtypeAndShapeFollowPromotionAndBroadcasting) {
-    const jit::CheckedProgram p = jit::check("a * 2 + b", {{"a", ValueSpec::array(DType::Float32, {4, 1})},
-                                                            {"b", ValueSpec::array(DType::Int16, {3})}});
+    const jit::CheckedProgram p = jit::check(
+        "a * 2 + b", {{"a", ValueSpec::array(DType::Float32, {4, 1})}, {"b", ValueSpec::array(DType::Int16, {3})}});
     ASSERT_TRUE(p.result);
     EXPECT_EQ(p.result->dtype, DType::Float32);
     EXPECT_EQ(p.result->shape, (jit::Shape{4, 3}));
@@ -20,12 +20,14 @@ TEST(Check, ResultDtypeAndShapeFollowPromotionAndBroadcasting) {
 }
 
 TEST(Check, HostScalarsAreWeakAsInRun) {
-    const auto p = jit::check("x * s", {{"x", ValueSpec::array(DType::Float32, {8})}, {"s", ValueSpec::host_scalar(DType::Float64)}});
+    const auto p = jit::check(
+        "x * s", {{"x", ValueSpec::array(DType::Float32, {8})}, {"s", ValueSpec::host_scalar(DType::Float64)}});
     EXPECT_EQ(p.result->dtype, DType::Float32);
 }
 
 TEST(Check, EveryAssignedNameHasItsLastValue) {
-    const auto p = jit::check("t = a * 2; t = t > 1; s = sum(a, axis=0)", {{"a", ValueSpec::array(DType::Int32, {5, 6})}});
+    const auto p =
+        jit::check("t = a * 2; t = t > 1; s = sum(a, axis=0)", {{"a", ValueSpec::array(DType::Int32, {5, 6})}});
     ASSERT_EQ(p.assigned.size(), 2u);
     EXPECT_EQ(p.assigned[0].name, "t");
     EXPECT_EQ(p.assigned[0].dtype, DType::Bool);
@@ -44,14 +46,16 @@ TEST(Check, AgreesWithEvaluation) {
     }());
     jit::Environment env{{"a", jit::Arg(jit::Array::from(std::vector<std::int8_t>{1, 2, 3}))}, {"k", jit::Arg(2.5)}};
     const jit::Array r = rt.run("where(a > 1, a * k, -1)", env);
-    const auto p = jit::check("where(a > 1, a * k, -1)", {{"a", ValueSpec::array(DType::Int8, {3})}, {"k", ValueSpec::host_scalar(DType::Float64)}});
+    const auto p = jit::check("where(a > 1, a * k, -1)", {{"a", ValueSpec::array(DType::Int8, {3})},
+                                                          {"k", ValueSpec::host_scalar(DType::Float64)}});
     EXPECT_EQ(p.result->dtype, r.dtype());
     EXPECT_EQ(p.result->shape, r.shape());
 }
 
 TEST(Check, ErrorsAreTheCheckersWithTheCaret) {
     try {
-        jit::check("a + b", {{"a", ValueSpec::array(DType::Float64, {3})}, {"b", ValueSpec::array(DType::Float64, {4})}});
+        jit::check("a + b",
+                   {{"a", ValueSpec::array(DType::Float64, {3})}, {"b", ValueSpec::array(DType::Float64, {4})}});
         FAIL() << "no ShapeError";
     } catch (const jit::ShapeError& e) {
         EXPECT_EQ(e.span().begin, 0u);
@@ -62,9 +66,7 @@ TEST(Check, ErrorsAreTheCheckersWithTheCaret) {
     EXPECT_THROW(jit::check("a +", {}), jit::ParseError);
 }
 
-TEST(Check, EmptyProgramHasNoResult) {
-    EXPECT_FALSE(jit::check("", {}).result);
-}
+TEST(Check, EmptyProgramHasNoResult) { EXPECT_FALSE(jit::check("", {}).result); }
 
 TEST(Outline, StatementsAndNestedReductionsWithTheirSpans) {
     const std::string text = "t = a*2\ns = sum(max(t, axis=1)) + mean(a)";

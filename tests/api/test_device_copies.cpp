@@ -53,9 +53,7 @@ void expect_same_elements(const Array& contiguous, const Array& view) {
 
 const DType kEverySize[] = {DType::Bool, DType::Int16, DType::Float32, DType::Float64, DType::Complex128};
 
-TEST(DeviceCopies, CudaMemoryIsRegisteredBeforeMain) {
-    EXPECT_NO_THROW(core::device(Backend::Cuda));
-}
+TEST(DeviceCopies, CudaMemoryIsRegisteredBeforeMain) { EXPECT_NO_THROW(core::device(Backend::Cuda)); }
 
 TEST(DeviceCopies, ContiguousCopiesTransposedSteppedReversedAndBroadcastViews) {
     for (DType t : kEverySize) {

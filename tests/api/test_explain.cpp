@@ -37,7 +37,8 @@ void expect_golden(const std::string& name, const std::string& got) {
     ASSERT_TRUE(in) << "missing golden file " << path << " (run with JITEXPR_UPDATE_GOLDEN=1)";
     std::stringstream ss;
     ss << in.rdbuf();
-    EXPECT_EQ(got, ss.str()) << "explain output differs from " << path << " (if intended, rerun with JITEXPR_UPDATE_GOLDEN=1)";
+    EXPECT_EQ(got, ss.str()) << "explain output differs from " << path
+                             << " (if intended, rerun with JITEXPR_UPDATE_GOLDEN=1)";
 }
 
 jit::ExplainOptions at_10_gbs() {

@@ -150,10 +150,10 @@ TEST(Indexing, ReversedViewHasANegativeStrideFromTheLastElement) {
 }
 
 TEST(Indexing, EveryIndexedPlanKeepsTheIrInvariants) {
-    for (const char* text : {"a[1:, ::-1] * a[:-1, None, 0]", "(a * 2 + 1)[::2, 1]", "sum(a, axis=0)[::-1] - a[0]",
-                             "sum(a[1:] * a[:-1])", "max(a[:, ::-2], axis=1)", "where(a[0] > a[1], a[2], -a[0])",
-                             "(a + a[0])[None, ..., 1:]", "sum(a, axis=1)[None]", "sum(a)[None, None]", "a[5:, 9:]",
-                             "float32(a)[::-1][1:3]", "a = a[::-1] + a"}) {
+    for (const char* text :
+         {"a[1:, ::-1] * a[:-1, None, 0]", "(a * 2 + 1)[::2, 1]", "sum(a, axis=0)[::-1] - a[0]", "sum(a[1:] * a[:-1])",
+          "max(a[:, ::-2], axis=1)", "where(a[0] > a[1], a[2], -a[0])", "(a + a[0])[None, ..., 1:]",
+          "sum(a, axis=1)[None]", "sum(a)[None, None]", "a[5:, 9:]", "float32(a)[::-1][1:3]", "a = a[::-1] + a"}) {
         SCOPED_TRACE(text);
         const ir::Plan p = plan_of(text, {4, 6});
         EXPECT_NO_THROW(ir::verify(p));
@@ -173,9 +173,7 @@ TEST(Indexing, BoundsPastEveryIntegerAreClippedOrOutOfBounds) {
     }
 }
 
-TEST(Indexing, TheSameSliceTwiceIsOneInput) {
-    EXPECT_EQ(views(plan_of("a[1:] * a[1:] + a[1:]", {5})).size(), 1u);
-}
+TEST(Indexing, TheSameSliceTwiceIsOneInput) { EXPECT_EQ(views(plan_of("a[1:] * a[1:] + a[1:]", {5})).size(), 1u); }
 
 TEST(Indexing, WritingAReversedViewIntoItsOwnArrayUsesATemporary) {
     Array a = host(std::vector<double>{1, 2, 3, 4});

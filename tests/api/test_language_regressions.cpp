@@ -270,8 +270,8 @@ TEST(MixedSignComparison, EveryOperatorIsExact) {
                           {"b", Arg(host<std::int64_t>({std::numeric_limits<std::int64_t>::max(), -5, -1}))}};
     // NumPy 2: a == b [F F F], a != b [T T T], a < b [F F F], a <= b [F F F], a > b [T T T], a >= b [T T T]
     const std::vector<std::pair<const char*, std::vector<std::uint8_t>>> cases{
-        {"a == b", {0, 0, 0}}, {"a != b", {1, 1, 1}}, {"a < b", {0, 0, 0}},  {"a <= b", {0, 0, 0}},
-        {"a > b", {1, 1, 1}},  {"a >= b", {1, 1, 1}}, {"b < a", {1, 1, 1}},  {"b == a", {0, 0, 0}},
+        {"a == b", {0, 0, 0}}, {"a != b", {1, 1, 1}},  {"a < b", {0, 0, 0}},  {"a <= b", {0, 0, 0}},
+        {"a > b", {1, 1, 1}},  {"a >= b", {1, 1, 1}},  {"b < a", {1, 1, 1}},  {"b == a", {0, 0, 0}},
         {"b >= a", {0, 0, 0}}, {"a == -1", {0, 0, 0}}, {"a > -1", {1, 1, 1}}, {"int32(b) < a", {1, 1, 1}},
     };
     for (const auto& [text, want] : cases) EXPECT_EQ(run(text, env).to_vector<std::uint8_t>(), want) << text;
@@ -337,7 +337,7 @@ TEST(FuzzFindings, AFloat16ValueLeavingItsTypeIsRoundedFirst) {
 
 TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
     const Array u = host<std::uint64_t>({5});
-    EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);           // NumPy: OverflowError
+    EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);  // NumPy: OverflowError
     EXPECT_THROW(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(300)}), ValueError);
     EXPECT_EQ(cpu().eval("u + k", {host<std::uint8_t>({1}), Arg(200)}).to_vector<std::uint8_t>(),
               (std::vector<std::uint8_t>{201}));
@@ -374,7 +374,8 @@ TEST(FuzzFindings, ClipTiesTakeTheBoundAsNumPys) {
 TEST(FuzzFindings, AComplexMeanDividesAsAComplexQuotient) {
     // np.mean([inf+1j, 1+1j]): (inf + 2j) / (2 + 0j) is inf + nan j, on the CPU as on CUDA.
     const double inf = std::numeric_limits<double>::infinity();
-    const auto m = run("mean(z)", {{"z", Arg(host<std::complex<double>>({{inf, 1}, {1, 1}}))}}).item<std::complex<double>>();
+    const auto m =
+        run("mean(z)", {{"z", Arg(host<std::complex<double>>({{inf, 1}, {1, 1}}))}}).item<std::complex<double>>();
     EXPECT_EQ(m.real(), inf);
     EXPECT_TRUE(std::isnan(m.imag()));
 }
@@ -384,8 +385,8 @@ TEST(FuzzFindings, ComplexLogNearTheUnitCircleKeepsItsDigits) {
     // real part; computing |z|^2 - 1 in float lost 15 ulps of it.
     const std::complex<float> z(std::complex<double>(-0.06044656, -1.0017906));  // |z| = 1.00424...
     const auto got = run("log(z)", {{"z", Arg(host<std::complex<float>>({z}))}}).item<std::complex<float>>();
-    const double want = 0.5 * std::log1p(static_cast<double>(z.real()) * z.real() +
-                                         static_cast<double>(z.imag()) * z.imag() - 1.0);
+    const double want =
+        0.5 * std::log1p(static_cast<double>(z.real()) * z.real() + static_cast<double>(z.imag()) * z.imag() - 1.0);
     EXPECT_NEAR(got.real(), want, 2 * std::abs(want) * std::numeric_limits<float>::epsilon());
 }
 
@@ -398,8 +399,10 @@ TEST(FuzzFindings, AFunctionOfPythonScalarsAloneMakesEachAnArrayFirst) {
 
 TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
     // NumPy: the first float loop both cast to safely (np.arctan2(int8, uint8) is float16).
-    const Environment env{{"i8", Arg(host<std::int8_t>({1}))}, {"u8", Arg(host<std::uint8_t>({1}))},
-                          {"i16", Arg(host<std::int16_t>({-1}))}, {"u16", Arg(host<std::uint16_t>({1}))}};
+    const Environment env{{"i8", Arg(host<std::int8_t>({1}))},
+                          {"u8", Arg(host<std::uint8_t>({1}))},
+                          {"i16", Arg(host<std::int16_t>({-1}))},
+                          {"u16", Arg(host<std::uint16_t>({1}))}};
     EXPECT_EQ(run("arctan2(i8, u8)", env).dtype(), DType::Float16);
     EXPECT_EQ(run("hypot(i16, u16)", env).dtype(), DType::Float32);
     EXPECT_EQ(run("copysign(i8, u16)", env).dtype(), DType::Float32);

@@ -31,10 +31,10 @@ Runtime& runtime(Backend b) {
     return b == Backend::Cpu ? cpu : gpu;
 }
 
-#define REQUIRE_GPU()                                                            \
-    do {                                                                         \
-        std::string why;                                                         \
-        if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why;   \
+#define REQUIRE_GPU()                                                          \
+    do {                                                                       \
+        std::string why;                                                       \
+        if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
     } while (0)
 
 using View = std::function<Array(const Array&)>;
@@ -48,7 +48,8 @@ struct Operand {
 
 Array make(const Operand& o, Backend backend, int salt) {
     std::vector<double> v(static_cast<std::size_t>(o.n));
-    for (std::int64_t i = 0; i < o.n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>((i * 37 + salt * 11) % 101) / 8.0 - 6.0;
+    for (std::int64_t i = 0; i < o.n; ++i)
+        v[static_cast<std::size_t>(i)] = static_cast<double>((i * 37 + salt * 11) % 101) / 8.0 - 6.0;
     Array base64 = Array::from(v, {}, Backend::Cpu);
     Array base = runtime(Backend::Cpu).eval(std::string(dtype_name(o.dtype)) + "(x)", {base64});
     if (backend == Backend::Cuda) base = base.to(Backend::Cuda);
@@ -82,7 +83,8 @@ View transposed(Shape s) {
     return [s](const Array& a) { return a.reshape(s).transpose(); };
 }
 
-const std::pair<std::int64_t, std::int64_t> kShapes[] = {{1, 1}, {3, 5}, {33, 65}, {64, 4096}, {1000, 1023}, {1, 40}, {40, 1}};
+const std::pair<std::int64_t, std::int64_t> kShapes[] = {{1, 1},       {3, 5},  {33, 65}, {64, 4096},
+                                                         {1000, 1023}, {1, 40}, {40, 1}};
 
 // Flat kernels: the vectors, the scalar tail taken by the threads past them (every remainder of
 // the widths 8, 4 and 2), and the scalar path of a view one element off the alignment.
@@ -122,20 +124,26 @@ TEST(GpuLayouts, TransposedInputMatchesCpu) {
         SCOPED_TRACE(testing::Message() << m << " x " << n);
         expect_same("x*2 + 1", {{DType::Float32, m * n, transposed({n, m})}});
         expect_same("x + y", {{DType::Float64, m * n, transposed({n, m})}, {DType::Float64, m * n, reshaped({m, n})}});
-        expect_same("x * y", {{DType::BFloat16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
+        expect_same("x * y",
+                    {{DType::BFloat16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
     }
 }
 
 TEST(GpuLayouts, TransposedComplexAndBoolMatchCpu) {
     REQUIRE_GPU();
-    expect_same("x * y", {{DType::Complex128, 70 * 90, transposed({90, 70})}, {DType::Complex128, 70 * 90, transposed({90, 70})}});
-    expect_same("where(c, x, -x)", {{DType::Bool, 45 * 77, transposed({77, 45})}, {DType::Float32, 45 * 77, transposed({77, 45})}});
+    expect_same("x * y", {{DType::Complex128, 70 * 90, transposed({90, 70})},
+                          {DType::Complex128, 70 * 90, transposed({90, 70})}});
+    expect_same("where(c, x, -x)",
+                {{DType::Bool, 45 * 77, transposed({77, 45})}, {DType::Float32, 45 * 77, transposed({77, 45})}});
 }
 
 TEST(GpuLayouts, TransposedUnderBroadcastOuterAxisMatchesCpu) {
     REQUIRE_GPU();
     const std::int64_t m = 37, n = 70;
-    expect_same("x + y", {{DType::Float32, m * n, [=](const Array& a) { return a.reshape({n, m}).transpose().broadcast_to({3, m, n}); }},
+    expect_same("x + y", {{DType::Float32, m * n,
+                           [=](const Array& a) {
+                               return a.reshape({n, m}).transpose().broadcast_to({3, m, n});
+                           }},
                           {DType::Float32, 3 * m * n, reshaped({3, m, n})}});
 }
 
@@ -145,11 +153,18 @@ TEST(GpuLayouts, VectorTilesMatchCpuAndFallBackWhenMisaligned) {
     // Aligned: 16-byte vectors for 2-, 4- and 8-byte elements, and under a broadcast outer axis.
     expect_same("x * y", {{DType::Float16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
     expect_same("x - 3", {{DType::Int64, m * n, transposed({n, m})}});
-    expect_same("x + y", {{DType::Float32, m * n, [=](const Array& a) { return a.reshape({n, m}).transpose().broadcast_to({3, m, n}); }},
+    expect_same("x + y", {{DType::Float32, m * n,
+                           [=](const Array& a) {
+                               return a.reshape({n, m}).transpose().broadcast_to({3, m, n});
+                           }},
                           {DType::Float32, 3 * m * n, reshaped({3, m, n})}});
     // A row stride that is not a multiple of the width, and a pointer off by one element.
-    expect_same("x * 2", {{DType::Float32, (m + 1) * n, [=](const Array& a) { return a.reshape({n, m + 1}).slice(1, 0, m).transpose(); }}});
-    expect_same("x * 2", {{DType::Float32, m * n + 1, [=](const Array& a) { return a.slice(0, 1, m * n + 1).reshape({n, m}).transpose(); }}});
+    expect_same("x * 2", {{DType::Float32, (m + 1) * n, [=](const Array& a) {
+                               return a.reshape({n, m + 1}).slice(1, 0, m).transpose();
+                           }}});
+    expect_same("x * 2", {{DType::Float32, m * n + 1, [=](const Array& a) {
+                               return a.slice(0, 1, m * n + 1).reshape({n, m}).transpose();
+                           }}});
 }
 
 TEST(GpuLayouts, ReversedAndSteppedViewsMatchCpu) {
@@ -239,7 +254,9 @@ TEST(GpuCopies, ContiguousOfEveryViewAndElementSizeMatchesCpu) {
         [](const Array& a) { return a.slice(1, 0, 65, 2); },
         [](const Array& a) { return a.slice(0, 6, -8, -1); },
         [](const Array& a) { return a.slice(2, 1, 3); },
-        [](const Array& a) { return a.slice(0, 0, 1).broadcast_to({4, 7, 65, 5}); },
+        [](const Array& a) {
+            return a.slice(0, 0, 1).broadcast_to({4, 7, 65, 5});
+        },
     };
     for (DType t : {DType::Bool, DType::Int16, DType::Float32, DType::Float64, DType::Complex64, DType::Complex128}) {
         const Array h = counting_bytes(t, {7, 65, 5}, Backend::Cpu);
@@ -264,7 +281,8 @@ TEST(GpuCopies, AMisalignedComplexViewCopiesInNarrowerWords) {
     const Array h = counting_bytes(DType::Float64, {2 * 40 + 1}, Backend::Cpu);
     const Array d = h.to(Backend::Cuda);
     auto as_complex = [](const Array& a) {
-        return Array::view(static_cast<char*>(a.data()) + 8, DType::Complex128, {8, 5}, {1, 8}, a.backend(), a.storage());
+        return Array::view(static_cast<char*>(a.data()) + 8, DType::Complex128, {8, 5}, {1, 8}, a.backend(),
+                           a.storage());
     };
     EXPECT_TRUE(host_bytes(as_complex(d).contiguous()) == host_bytes(as_complex(h).contiguous()));
 }

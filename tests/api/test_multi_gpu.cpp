@@ -25,12 +25,12 @@ int cuda_devices() {
     return info.available ? static_cast<int>(info.devices.size()) : 0;
 }
 
-#define NEED_DEVICES(n)                                                                                       \
-    do {                                                                                                      \
-        const int have = cuda_devices();                                                                      \
-        if (have < (n))                                                                                       \
+#define NEED_DEVICES(n)                                                                                        \
+    do {                                                                                                       \
+        const int have = cuda_devices();                                                                       \
+        if (have < (n))                                                                                        \
             GTEST_SKIP() << "needs " << (n) << " CUDA device" << ((n) > 1 ? "s" : "") << ", this machine has " \
-                         << have;                                                                             \
+                         << have;                                                                              \
     } while (0)
 
 jit::RuntimeOptions on(int device) {
@@ -117,7 +117,8 @@ TEST(MultiGpu, AnArrayOnTheOtherDeviceIsADeviceMismatchUntilCopied) {
         rt0.eval("a + 1", {a1});
         ADD_FAILURE() << "no error";
     } catch (const jit::DeviceMismatchError& e) {
-        EXPECT_NE(std::string(e.what()).find("'a' is on cuda:1 but this runtime evaluates on cuda:0"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("'a' is on cuda:1 but this runtime evaluates on cuda:0"),
+                  std::string::npos)
             << e.what();
     }
     EXPECT_EQ(rt0.eval("a + 1", {a1.to(Backend::Cuda, 0)}).to_vector<float>()[2], 3.0f);
@@ -138,7 +139,8 @@ TEST(MultiGpu, TwoRuntimesOnTwoDevicesFromTwoThreadsAreCorrect) {
             if (it % 50 == 0) {
                 const auto v = c.to_vector<float>();
                 for (std::size_t i = 0; i < v.size(); i += 997)
-                    if (v[i] != static_cast<float>(static_cast<int>(i % 13) + device) * 2 + static_cast<float>(i % 7)) ++wrong;
+                    if (v[i] != static_cast<float>(static_cast<int>(i % 13) + device) * 2 + static_cast<float>(i % 7))
+                        ++wrong;
             }
         }
         const Array s = rt.eval("sum(a)", {a});

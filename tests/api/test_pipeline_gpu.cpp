@@ -10,9 +10,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <unistd.h>
 #include <cmath>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 
 using namespace jit;
@@ -26,9 +26,9 @@ Runtime& gpu() {
     }());
     return rt;
 }
-#define REQUIRE_GPU()                                                    \
-    do {                                                                 \
-        std::string why;                                                 \
+#define REQUIRE_GPU()                                                          \
+    do {                                                                       \
+        std::string why;                                                       \
         if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
     } while (0)
 
@@ -118,7 +118,7 @@ TEST(GpuPipeline, ReusedBlockWaitsForAKernelOfABlockingStream) {
         Environment rd{{"x", Arg(x)}, {"out", Arg(out)}};
         // Many dependent passes over x on stream s: long enough to still run below.
         gpu().run("out = sin(sin(sin(sin(sin(sin(x)))))) + x", rd, s);
-    }  // x freed here while the kernel on s may still read it
+    }                                      // x freed here while the kernel on s may still read it
     Array y = gpu().eval("a*0 - 1", {a});  // may take x's block: ordered after s's kernel
     ASSERT_EQ(cudaStreamSynchronize(s), cudaSuccess);
     std::vector<float> h = out.to_vector<float>();
@@ -153,7 +153,12 @@ TEST(GpuPipeline, TieredCompileRunsScalarKernelsFirstThenTheFullOnes) {
     const cuda::TierStats after = cuda::tier_stats();
     EXPECT_EQ(after.upgraded, before.upgraded + 1);
     EXPECT_EQ(after.failed, before.failed);
-    EXPECT_NE(rt.source("r = sin(a)*1.75 + b*b", [&] { Environment e{{"a", a}, {"b", b}}; return e; }()).find("jx_vec<"),
+    EXPECT_NE(rt.source("r = sin(a)*1.75 + b*b",
+                        [&] {
+                            Environment e{{"a", a}, {"b", b}};
+                            return e;
+                        }())
+                  .find("jx_vec<"),
               std::string::npos);
     const std::vector<float> second = rt.eval("sin(a)*1.75 + b*b", {a, b}).to_vector<float>();
     EXPECT_EQ(first, second);  // scalar and vector kernels compute each element alike
@@ -190,18 +195,55 @@ TEST(GpuPipeline, TieredCompileIsSkippedWhenTheFullKernelsAreOnDisk) {
 // saturate casts, integer extremes.
 namespace {
 Array special(DType t, std::int64_t n, int salt) {
-    static const double fv[] = {0.0, -0.0, 1.5, -2.25, NAN, INFINITY, -INFINITY, 3e38, -3e38, 1e-45, 2147483648.0,
-                                -2147483649.0, 7.5, -0.5, 0.5, 2.5, 1e300, -1e-310, 9.2233720368547758e18};
-    static const long long iv[] = {0, 1, -1, -2147483648LL, 2147483647LL, 12345, -77, 9223372036854775807LL,
-                                   (-9223372036854775807LL - 1), 3, -3};
+    static const double fv[] = {0.0,
+                                -0.0,
+                                1.5,
+                                -2.25,
+                                NAN,
+                                INFINITY,
+                                -INFINITY,
+                                3e38,
+                                -3e38,
+                                1e-45,
+                                2147483648.0,
+                                -2147483649.0,
+                                7.5,
+                                -0.5,
+                                0.5,
+                                2.5,
+                                1e300,
+                                -1e-310,
+                                9.2233720368547758e18};
+    static const long long iv[] = {
+        0, 1, -1, -2147483648LL, 2147483647LL, 12345, -77, 9223372036854775807LL, (-9223372036854775807LL - 1), 3, -3};
     const std::size_t m = static_cast<std::size_t>(n);
     auto pick = [&](std::size_t k, std::size_t len) { return (k * 7 + static_cast<std::size_t>(salt) * 3) % len; };
     switch (t) {
-        case DType::Float32: { std::vector<float> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<float>(fv[pick(k, std::size(fv))]); return Array::from(v, {}, Backend::Cuda); }
-        case DType::Float64: { std::vector<double> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = fv[pick(k, std::size(fv))]; return Array::from(v, {}, Backend::Cuda); }
-        case DType::Int32: { std::vector<std::int32_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::int32_t>(iv[pick(k, std::size(iv))]); return Array::from(v, {}, Backend::Cuda); }
-        case DType::Int64: { std::vector<std::int64_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = iv[pick(k, std::size(iv))]; return Array::from(v, {}, Backend::Cuda); }
-        default: { std::vector<std::uint8_t> v(m); for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::uint8_t>(pick(k, 3) == 0); return Array::from_host(v.data(), DType::Bool, {n}, Backend::Cuda); }
+        case DType::Float32: {
+            std::vector<float> v(m);
+            for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<float>(fv[pick(k, std::size(fv))]);
+            return Array::from(v, {}, Backend::Cuda);
+        }
+        case DType::Float64: {
+            std::vector<double> v(m);
+            for (std::size_t k = 0; k < m; ++k) v[k] = fv[pick(k, std::size(fv))];
+            return Array::from(v, {}, Backend::Cuda);
+        }
+        case DType::Int32: {
+            std::vector<std::int32_t> v(m);
+            for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::int32_t>(iv[pick(k, std::size(iv))]);
+            return Array::from(v, {}, Backend::Cuda);
+        }
+        case DType::Int64: {
+            std::vector<std::int64_t> v(m);
+            for (std::size_t k = 0; k < m; ++k) v[k] = iv[pick(k, std::size(iv))];
+            return Array::from(v, {}, Backend::Cuda);
+        }
+        default: {
+            std::vector<std::uint8_t> v(m);
+            for (std::size_t k = 0; k < m; ++k) v[k] = static_cast<std::uint8_t>(pick(k, 3) == 0);
+            return Array::from_host(v.data(), DType::Bool, {n}, Backend::Cuda);
+        }
     }
 }
 
@@ -222,22 +264,46 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
     RuntimeOptions w = t;
     w.tiered_compile = false;
     const DType F32 = DType::Float32, F64 = DType::Float64, I32 = DType::Int32, I64 = DType::Int64, B = DType::Bool;
-    struct Case { const char* text; std::vector<DType> args; };
+    struct Case {
+        const char* text;
+        std::vector<DType> args;
+    };
     const Case cases[] = {
-        {"a*2 + b", {F32, F32}}, {"a*2 + b", {F64, F64}}, {"a*2 + b", {I32, I32}}, {"a*2 + b", {I64, I64}},
-        {"a/b - a*a", {F32, F32}}, {"a/b", {I32, I64}}, {"-a + abs(b) + square(a)", {I64, I64}},
-        {"-a + abs(b) + square(a)", {F64, F64}}, {"where(a > b, a, -b)", {F32, F32}}, {"where(c, a, b)", {B, I32, I32}},
-        {"maximum(a, b) + minimum(a, b)*3", {F32, F32}}, {"maximum(a, b) - minimum(a, b)", {I64, I64}},
-        {"clip(a, -1, 1)", {F64}}, {"sqrt(abs(a)) + floor(b) - ceil(a) + trunc(b) + rint(a) + round(b)", {F32, F32}},
-        {"(a < b) & (b != 0) | ~(a == b) ^ (a >= b)", {F32, F32}}, {"(a <= b) | (a > b) | (a != b)", {I32, I64}},
-        {"isnan(a) | isinf(b) | signbit(a) | isfinite(b)", {F32, F64}}, {"(a & b) | (a ^ ~b)", {I32, I32}},
-        {"int32(a) + int64(b)", {F32, F64}}, {"float32(a) + float64(b)", {I64, I32}}, {"float32(a) * 2", {F64}},
-        {"bool(a) | bool(b)", {F32, I64}}, {"int32(a)", {I64}}, {"(c and d) or not c", {B, B}}, {"c + d", {B, B}},
+        {"a*2 + b", {F32, F32}},
+        {"a*2 + b", {F64, F64}},
+        {"a*2 + b", {I32, I32}},
+        {"a*2 + b", {I64, I64}},
+        {"a/b - a*a", {F32, F32}},
+        {"a/b", {I32, I64}},
+        {"-a + abs(b) + square(a)", {I64, I64}},
+        {"-a + abs(b) + square(a)", {F64, F64}},
+        {"where(a > b, a, -b)", {F32, F32}},
+        {"where(c, a, b)", {B, I32, I32}},
+        {"maximum(a, b) + minimum(a, b)*3", {F32, F32}},
+        {"maximum(a, b) - minimum(a, b)", {I64, I64}},
+        {"clip(a, -1, 1)", {F64}},
+        {"sqrt(abs(a)) + floor(b) - ceil(a) + trunc(b) + rint(a) + round(b)", {F32, F32}},
+        {"(a < b) & (b != 0) | ~(a == b) ^ (a >= b)", {F32, F32}},
+        {"(a <= b) | (a > b) | (a != b)", {I32, I64}},
+        {"isnan(a) | isinf(b) | signbit(a) | isfinite(b)", {F32, F64}},
+        {"(a & b) | (a ^ ~b)", {I32, I32}},
+        {"int32(a) + int64(b)", {F32, F64}},
+        {"float32(a) + float64(b)", {I64, I32}},
+        {"float32(a) * 2", {F64}},
+        {"bool(a) | bool(b)", {F32, I64}},
+        {"int32(a)", {I64}},
+        {"(c and d) or not c", {B, B}},
+        {"c + d", {B, B}},
         // Ops computed by linked device functions.
-        {"where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {F32, F32}}, {"cbrt(a) + erf(b) - log(abs(a))", {F32, F32}},
-        {"tanh(a) + log1p(abs(b)) + arctan2(a, b) + hypot(a, b)", {F64, F64}}, {"expm1(a) * cos(b)", {F64, F64}},
-        {"a // b + a % b", {I32, I32}}, {"a // b - a % b", {I64, I64}}, {"a % b + a // b", {F64, F64}},
-        {"a ** b", {F32, F32}}, {"a ** 3 + b ** 2", {I64, I64}},
+        {"where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {F32, F32}},
+        {"cbrt(a) + erf(b) - log(abs(a))", {F32, F32}},
+        {"tanh(a) + log1p(abs(b)) + arctan2(a, b) + hypot(a, b)", {F64, F64}},
+        {"expm1(a) * cos(b)", {F64, F64}},
+        {"a // b + a % b", {I32, I32}},
+        {"a // b - a % b", {I64, I64}},
+        {"a % b + a // b", {F64, F64}},
+        {"a ** b", {F32, F32}},
+        {"a ** 3 + b ** 2", {I64, I64}},
     };
     const std::int64_t n = 4099;
     const cuda::TierStats before = cuda::tier_stats();

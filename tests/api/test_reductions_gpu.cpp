@@ -46,9 +46,11 @@ Array run(Runtime& rt, const std::string& text, const Array& a) {
 }
 
 // amin/amax: min(x, 0) and max(x, 0) are the element-wise minimum and maximum.
-const char* const kExact[] = {"amin", "amax", "ptp", "argmin", "argmax", "count_nonzero", "any", "all", "nanmin", "nanmax"};
+const char* const kExact[] = {"amin",          "amax", "ptp", "argmin", "argmax",
+                              "count_nonzero", "any",  "all", "nanmin", "nanmax"};
 const char* const kSums[] = {"sum", "mean", "var", "std", "nansum", "nanmean", "nanvar", "nanstd"};
-const char* const kForms[] = {"", ", axis=0", ", axis=1", ", axis=-1, keepdims=True", ", axis=(0, 1)", ", 0, keepdims=True"};
+const char* const kForms[] = {
+    "", ", axis=0", ", axis=1", ", axis=-1, keepdims=True", ", axis=(0, 1)", ", 0, keepdims=True"};
 
 RuntimeOptions options(Backend b) {
     RuntimeOptions o = RuntimeOptions::from_environment();
@@ -110,13 +112,15 @@ TEST_F(ReductionsGpu, FloatingReductionsAgreeWithTheCpuBackendAndRepeatTheirBits
                 EXPECT_EQ(bytes(g1), bytes(g2)) << text << ": CUDA differs run to run";
                 EXPECT_EQ(bytes(c), bytes(run(cpu, text, cpu_ops[k].second))) << text << ": CPU differs run to run";
                 ASSERT_EQ(c.shape(), g1.shape()) << text;
-                const Array cd = cpu.eval("float64(x)", {Arg(c)}), gd = cpu.eval("float64(x)", {Arg(g1.to(Backend::Cpu))});
+                const Array cd = cpu.eval("float64(x)", {Arg(c)}),
+                            gd = cpu.eval("float64(x)", {Arg(g1.to(Backend::Cpu))});
                 std::vector<double> cv(static_cast<std::size_t>(cd.size())), gv(cv.size());
                 cd.copy_to_host(cv.data());
                 gd.copy_to_host(gv.data());
                 for (std::size_t i = 0; i < cv.size(); ++i) {
                     if (std::isnan(cv[i]) || std::isinf(cv[i])) {
-                        EXPECT_TRUE(std::memcmp(&cv[i], &gv[i], sizeof(double)) == 0 || (std::isnan(cv[i]) && std::isnan(gv[i])))
+                        EXPECT_TRUE(std::memcmp(&cv[i], &gv[i], sizeof(double)) == 0 ||
+                                    (std::isnan(cv[i]) && std::isnan(gv[i])))
                             << text << " [" << i << "] cpu " << cv[i] << " cuda " << gv[i];
                         continue;
                     }

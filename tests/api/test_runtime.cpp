@@ -55,9 +55,7 @@ TEST(Eval, BindsInOrderOfFirstAppearance) {
     EXPECT_EQ(c.to_vector<float>(), (std::vector<float>{-4, -5}));
 }
 
-TEST(Eval, WrongArgumentCountIsArgumentError) {
-    EXPECT_THROW(cpu().eval("a + b", {host({1})}), ArgumentError);
-}
+TEST(Eval, WrongArgumentCountIsArgumentError) { EXPECT_THROW(cpu().eval("a + b", {host({1})}), ArgumentError); }
 
 TEST(Eval, ScalarArgumentIsWeakAndDoesNotRecompile) {
     Array a = host({1, 2});
@@ -190,9 +188,7 @@ TEST(Compile, KernelParametersAreKnownUpFront) {
     EXPECT_EQ(r.to_vector<float>(), (std::vector<float>{4, 7}));
 }
 
-TEST(Compile, SyntaxErrorIsThrownAtCompile) {
-    EXPECT_THROW(compile("c = a +", cpu()), ParseError);
-}
+TEST(Compile, SyntaxErrorIsThrownAtCompile) { EXPECT_THROW(compile("c = a +", cpu()), ParseError); }
 
 TEST(Threads, ManyThreadsShareOneRuntime) {
     Array a = host({1, 2, 3, 4});
@@ -218,8 +214,8 @@ TEST(RunInto, WritesTheLastValueInPlaceAndReturnsOut) {
     Array r = cpu().run_into("t = a * 2; t + 1", env, out);
     EXPECT_EQ(r.data(), out.data());
     EXPECT_EQ(out.to_vector<float>(), (std::vector<float>{3, 5, 7}));
-    EXPECT_EQ(env.count("t"), 1u);        // earlier assignments are written back, as run() does
-    EXPECT_EQ(env.count("(out)"), 0u);    // the out binding is the call's own
+    EXPECT_EQ(env.count("t"), 1u);      // earlier assignments are written back, as run() does
+    EXPECT_EQ(env.count("(out)"), 0u);  // the out binding is the call's own
 }
 
 TEST(RunInto, CastsWithinAKindAndRefusesAcrossKindsWithACaret) {
@@ -296,10 +292,11 @@ TEST(CpuStageGroups, ColumnsAndSumsOfOneIterationSpaceMatchEachStageAlone) {
         dur[i] = 60 + 100 * u(rng);
         pax[i] = static_cast<std::int32_t>(rng() % 5);
     }
-    const char* program = "speed = distance / (duration / 3600)\n"
-                          "s1 = sum(where(distance > 5, speed, 0))\n"
-                          "s2 = sum(distance > 5)\n"
-                          "m = mean(where(passengers >= 3, speed, 1))\n";
+    const char* program =
+        "speed = distance / (duration / 3600)\n"
+        "s1 = sum(where(distance > 5, speed, 0))\n"
+        "s2 = sum(distance > 5)\n"
+        "m = mean(where(passengers >= 3, speed, 1))\n";
     Environment env{{"distance", Array::from(dist)}, {"duration", Array::from(dur)}, {"passengers", Array::from(pax)}};
     const Array s1 = cpu().eval("sum(where(distance > 5, distance / (duration / 3600), 0))",
                                 {env.at("distance"), env.at("duration")});

@@ -103,7 +103,8 @@ TEST(Settings, NvrtcOptionsMustBeOptions) {
 }
 
 TEST(Settings, BackendSwitchesAreChecked) {
-    EXPECT_NE(environment_error("JITEXPR_STAGING", "fast").find("use staged, 1, direct, 0, register"), std::string::npos);
+    EXPECT_NE(environment_error("JITEXPR_STAGING", "fast").find("use staged, 1, direct, 0, register"),
+              std::string::npos);
     EXPECT_NE(environment_error("JITEXPR_CPU_KERNELS", "avx512").find("JITEXPR_CPU_KERNELS"), std::string::npos);
     ScopedEnv e("JITEXPR_CPU_KERNELS", "base");
     EXPECT_NO_THROW((void)RuntimeOptions::from_environment());

@@ -94,8 +94,8 @@ TEST_F(ShardedEval, SumOfAProductIsCombinedAcrossTheShards) {
 }
 
 TEST_F(ShardedEval, EveryCombinedReductionEqualsOneEvaluation) {
-    for (const char* text : {"prod(where(b > 4, 2, 1))", "min(a)", "max(a)", "any(a > 2)", "all(b > 0)", "sum(a, axis=0)",
-                             "max(a, axis=0)", "sum(a > 0)"}) {
+    for (const char* text : {"prod(where(b > 4, 2, 1))", "min(a)", "max(a)", "any(a > 2)", "all(b > 0)",
+                             "sum(a, axis=0)", "max(a, axis=0)", "sum(a > 0)"}) {
         Sharded s = two.eval(text, {{"a", sa}, {"b", sb}});
         ASSERT_EQ(s.kind(), Sharded::Kind::Whole) << text;
         jit::Environment env{{"a", a}, {"b", b}};
@@ -162,14 +162,20 @@ TEST_F(ShardedEval, InputsOfDifferentRowBlocksAreRefused) {
     Sharded three = Sharded::split(b, {0, 0, 0}, Backend::Cpu);
     EXPECT_NE(argument_error([&] { two.eval("a + b", {{"a", sa}, {"b", three}}); }).find("shards"), std::string::npos);
     Sharded other = Sharded::from_shards({a.slice(0, 0, 4), a.slice(0, 4, 12)});
-    EXPECT_NE(argument_error([&] { two.eval("a + b", {{"a", sa}, {"b", other}}); }).find("different row counts"),
+    EXPECT_NE(argument_error([&] {
+                  two.eval("a + b", {{"a", sa}, {"b", other}});
+              }).find("different row counts"),
               std::string::npos);
 }
 
 TEST_F(ShardedEval, APlainArrayOrAWholeValueIsNotCopiedSilently) {
-    EXPECT_NE(argument_error([&] { two.eval("a + b", {{"a", sa}, {"b", jit::Arg(b)}}); }).find("Sharded::split"),
+    EXPECT_NE(argument_error([&] {
+                  two.eval("a + b", {{"a", sa}, {"b", jit::Arg(b)}});
+              }).find("Sharded::split"),
               std::string::npos);
-    EXPECT_NE(argument_error([&] { two.eval("a + b", {{"a", sa}, {"b", Sharded::from_whole(b)}}); }).find("replicate"),
+    EXPECT_NE(argument_error([&] {
+                  two.eval("a + b", {{"a", sa}, {"b", Sharded::from_whole(b)}});
+              }).find("replicate"),
               std::string::npos);
 }
 

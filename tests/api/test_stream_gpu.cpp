@@ -83,7 +83,8 @@ TEST(StreamGpu, ElementwiseMatchesTheCpuAtSizesAroundTheChunk) {
     ASSERT_TRUE(t0.streamed) << t0.placement;
     ASSERT_GT(t0.stream_chunks, 1u) << t0.placement;
     EXPECT_LE(t0.stream_device_bytes, kSmallLimit);
-    const std::int64_t per = (big + static_cast<std::int64_t>(t0.stream_chunks) - 1) / static_cast<std::int64_t>(t0.stream_chunks);
+    const std::int64_t per =
+        (big + static_cast<std::int64_t>(t0.stream_chunks) - 1) / static_cast<std::int64_t>(t0.stream_chunks);
     for (std::int64_t n : {std::int64_t{1}, std::int64_t{7}, per - 1, per, per + 1, 2 * per + 1, 3 * per - 1, big}) {
         SCOPED_TRACE(n);
         Array a = host_array<float>(n, 3), b = host_array<float>(n, 4);
@@ -141,7 +142,8 @@ TEST(StreamGpu, ReductionsCombineAcrossChunks) {
     std::vector<std::int64_t> iv(static_cast<std::size_t>(n));
     for (std::size_t i = 0; i < iv.size(); ++i) iv[i] = static_cast<std::int64_t>(i * 2654435761u % 100000) - 50000;
     Array ia = Array::from(iv, {n}, Backend::Cpu);
-    EXPECT_EQ(rt.eval("sum(k*3)", {ia}).to_vector<std::int64_t>(), ref.eval("sum(k*3)", {ia}).to_vector<std::int64_t>());
+    EXPECT_EQ(rt.eval("sum(k*3)", {ia}).to_vector<std::int64_t>(),
+              ref.eval("sum(k*3)", {ia}).to_vector<std::int64_t>());
 }
 
 TEST(StreamGpu, InPlaceOutputIsWrittenIntoTheCallersHostArray) {
@@ -247,7 +249,8 @@ TEST(StreamGpu, AFaultInTheMiddleIsAClearErrorAndThePipelineStaysUsable) {
         };
         s.chunk_rows = [=](std::size_t c) { return rows / 10 + (static_cast<std::int64_t>(c) < rows % 10 ? 1 : 0); };
         // The "kernel" is a device copy, failing at chunk `fail_at`.
-        s.launch = [=](std::size_t c, std::int64_t r, const std::vector<void*>& i, const std::vector<void*>& o, void* st) {
+        s.launch = [=](std::size_t c, std::int64_t r, const std::vector<void*>& i, const std::vector<void*>& o,
+                       void* st) {
             if (c == fail_at) throw ArgumentError("injected fault at chunk 5");
             cuda::copy_device(o[0], i[0], static_cast<std::size_t>(r) * 4, st);
         };
@@ -282,7 +285,8 @@ TEST(StreamGpu, PinnedCallerMemoryIsReadInPlace) {
         static_cast<float*>(pa)[i] = static_cast<float>(i % 1000);
         static_cast<float*>(pb)[i] = 0.5f;
     }
-    Array a = Array::view(pa, DType::Float32, {n}, {}, Backend::Cpu), b = Array::view(pb, DType::Float32, {n}, {}, Backend::Cpu);
+    Array a = Array::view(pa, DType::Float32, {n}, {}, Backend::Cpu),
+          b = Array::view(pb, DType::Float32, {n}, {}, Backend::Cpu);
     expect_same<float>(rt.eval("a*2+b", {a, b}), ref.eval("a*2+b", {a, b}));
 }
 

@@ -85,8 +85,8 @@ TEST(PrecompileApi, StoresEachKernelOnceAndTheCacheCommandsSeeThem) {
     TempDir dir;
     Precompiler pc(sm90(dir));
     EXPECT_EQ(pc.cc_major(), 9);
-    const std::map<std::string, Declaration, std::less<>> vars = {
-        {"x", Declaration::array(DType::Float64, {100, 7})}, {"s", Declaration::scalar(DType::Float64)}};
+    const std::map<std::string, Declaration, std::less<>> vars = {{"x", Declaration::array(DType::Float64, {100, 7})},
+                                                                  {"s", Declaration::scalar(DType::Float64)}};
     const auto first = pc.add("m = x - mean(x, axis=0) * s", vars);
     ASSERT_EQ(first.size(), 2u);
     for (const auto& k : first) EXPECT_FALSE(k.already_cached) << k.name;

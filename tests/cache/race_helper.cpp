@@ -1,4 +1,4 @@
-// One of several processes filling the same disk cache at once (started by race_test.cpp).
+// One of several processes filling the same disk cache at once (started by test_race.cpp).
 // Usage: cache_race_helper DIR ID ROUNDS START_NS MAX_BYTES. Exits 0 when every read returned
 // the right bytes and nothing was corrupt or failed to write; otherwise prints why and exits 1.
 #include "race_common.hpp"

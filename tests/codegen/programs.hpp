@@ -199,7 +199,8 @@ inline Builder sum_scaled(DType t = DType::Float32, std::int64_t n = 1000) {
 }
 
 // r = op(a, axis) for a (rows, cols).
-inline Builder reduce_axis(ir::Op op, int axis, DType t = DType::Float32, std::int64_t rows = 40, std::int64_t cols = 70) {
+inline Builder reduce_axis(ir::Op op, int axis, DType t = DType::Float32, std::int64_t rows = 40,
+                           std::int64_t cols = 70) {
     Builder b;
     auto a = b.input(t, {rows, cols}, {}, "matrix_secret");
     auto s = b.reduce(op, a, t, axis);

@@ -1,8 +1,8 @@
 // The CUDA executor runs generated kernels and matches host computations. Needs a GPU: every
 // test skips when jit::cuda::available() is false.
 #include "backend/cuda/executor.hpp"
-#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
+#include "dsl/semantics.h"
 #include "tests/codegen/programs.hpp"
 
 #include <gtest/gtest.h>
@@ -16,9 +16,9 @@ namespace {
 using namespace jit;
 using jxtest::Builder;
 
-#define REQUIRE_GPU()                                                  \
-    do {                                                               \
-        std::string why;                                               \
+#define REQUIRE_GPU()                                                   \
+    do {                                                                \
+        std::string why;                                                \
         if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA: " << why; \
     } while (0)
 
@@ -27,7 +27,8 @@ const std::int64_t kSizes[] = {0, 1, 1000, (1 << 20) + 3};
 template <class T>
 std::vector<T> ramp(std::int64_t n, double scale, double offset) {
     std::vector<T> v(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<T>(std::fmod(i * scale, 97.0) + offset);
+    for (std::int64_t i = 0; i < n; ++i)
+        v[static_cast<std::size_t>(i)] = static_cast<T>(std::fmod(i * scale, 97.0) + offset);
     return v;
 }
 
@@ -104,7 +105,9 @@ TEST(CudaExec, MisalignedInputTakesScalarPathAndMatches) {
     auto a = ramp<float>(n + 1, 0.5, 1), y = ramp<float>(n, 0.25, 2);
     Array da = dev(a).slice(0, 1, n + 1);  // 4 bytes past a 16-byte boundary
     auto c = run(jxtest::axpb(DType::Float32, n), {da, dev(y)}).outputs[0].to_vector<float>();
-    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(c[static_cast<std::size_t>(i)], a[static_cast<std::size_t>(i + 1)] * 2.0f + y[static_cast<std::size_t>(i)]);
+    for (std::int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(c[static_cast<std::size_t>(i)],
+                  a[static_cast<std::size_t>(i + 1)] * 2.0f + y[static_cast<std::size_t>(i)]);
 }
 
 TEST(CudaExec, WhereSineMatchesHost) {
@@ -121,17 +124,20 @@ TEST(CudaExec, RowBroadcastMatchesHost) {
     for (auto rows : {std::int64_t{1}, std::int64_t{37}, std::int64_t{1025}}) {
         const std::int64_t cols = 45;
         auto a = ramp<float>(rows * cols, 0.3, 0), r = ramp<float>(cols, 1.3, -5);
-        auto c = run(jxtest::broadcast_add(DType::Float32, rows, cols), {dev(a, {rows, cols}), dev(r)}).outputs[0].to_vector<float>();
+        auto c = run(jxtest::broadcast_add(DType::Float32, rows, cols), {dev(a, {rows, cols}), dev(r)})
+                     .outputs[0]
+                     .to_vector<float>();
         for (std::int64_t i = 0; i < rows * cols; ++i)
-            ASSERT_EQ(c[static_cast<std::size_t>(i)], a[static_cast<std::size_t>(i)] + r[static_cast<std::size_t>(i % cols)]);
+            ASSERT_EQ(c[static_cast<std::size_t>(i)],
+                      a[static_cast<std::size_t>(i)] + r[static_cast<std::size_t>(i % cols)]);
     }
 }
 
 TEST(CudaExec, TransposedInputMatchesHost) {
     REQUIRE_GPU();
     const std::int64_t rows = 33, cols = 65;
-    auto base = ramp<float>(rows * cols, 0.9, 1);  // (cols, rows) C order
-    Array t = dev(base, {cols, rows}).transpose();   // (rows, cols), strides (1, rows)
+    auto base = ramp<float>(rows * cols, 0.9, 1);   // (cols, rows) C order
+    Array t = dev(base, {cols, rows}).transpose();  // (rows, cols), strides (1, rows)
     auto c = run(jxtest::transposed_scale(DType::Float32, rows, cols), {t}).outputs[0].to_vector<float>();
     for (std::int64_t i = 0; i < rows; ++i)
         for (std::int64_t j = 0; j < cols; ++j)
@@ -193,7 +199,8 @@ TEST(CudaExec, SumOverLastAxisMatchesHost) {
     for (auto [rows, cols] : {std::pair<std::int64_t, std::int64_t>{1, 1}, {40, 70}, {1000, 1049}, {3, 0}}) {
         auto a = ramp<float>(rows * cols, 0.5, -10);
         auto c = run(jxtest::reduce_axis(ir::Op::Sum, 1, DType::Float32, rows, cols), {dev(a, {rows, cols})})
-                     .outputs[0].to_vector<float>();
+                     .outputs[0]
+                     .to_vector<float>();
         ASSERT_EQ(c.size(), static_cast<std::size_t>(rows));
         for (std::int64_t i = 0; i < rows; ++i) {
             double s = 0;
@@ -208,7 +215,8 @@ TEST(CudaExec, MaxOverFirstAxisMatchesHost) {
     const std::int64_t rows = 300, cols = 77;
     auto a = ramp<float>(rows * cols, 1.37, -50);
     auto c = run(jxtest::reduce_axis(ir::Op::ReduceMax, 0, DType::Float32, rows, cols), {dev(a, {rows, cols})})
-                 .outputs[0].to_vector<float>();
+                 .outputs[0]
+                 .to_vector<float>();
     for (std::int64_t j = 0; j < cols; ++j) {
         float m = -INFINITY;
         for (std::int64_t i = 0; i < rows; ++i) m = std::max(m, a[static_cast<std::size_t>(i * cols + j)]);

@@ -52,15 +52,11 @@ TEST(CodegenGolden, WhereSinFloat64) { expect_golden("where_sin_float64", bodies
 TEST(CodegenGolden, BroadcastRow) { expect_golden("broadcast_row", bodies(emit_of(jxtest::broadcast_add()))); }
 TEST(CodegenGolden, TransposedInput) { expect_golden("transposed", bodies(emit_of(jxtest::transposed_scale()))); }
 TEST(CodegenGolden, SumWithScalar) { expect_golden("sum_scaled", bodies(emit_of(jxtest::sum_scaled()))); }
-TEST(CodegenGolden, SumLastAxis) {
-    expect_golden("sum_axis1", bodies(emit_of(jxtest::reduce_axis(ir::Op::Sum, 1))));
-}
+TEST(CodegenGolden, SumLastAxis) { expect_golden("sum_axis1", bodies(emit_of(jxtest::reduce_axis(ir::Op::Sum, 1)))); }
 TEST(CodegenGolden, MaxFirstAxis) {
     expect_golden("max_axis0", bodies(emit_of(jxtest::reduce_axis(ir::Op::ReduceMax, 0))));
 }
-TEST(CodegenGolden, MeanReadBackThroughTemporary) {
-    expect_golden("centered", bodies(emit_of(jxtest::centered())));
-}
+TEST(CodegenGolden, MeanReadBackThroughTemporary) { expect_golden("centered", bodies(emit_of(jxtest::centered()))); }
 
 std::vector<Builder> all_programs() {
     std::vector<Builder> v;
@@ -166,7 +162,8 @@ TEST(CodegenLayout, SizeIsNotPartOfTheKernel) {
 }
 
 TEST(CodegenLayout, FlatIndicesAre32BitWhileTwiceTheCountPlusABlockFits) {
-    const std::int64_t limit = (std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) / 2 - 256;  // 2 * (n + 256) <= 2^31 - 1
+    const std::int64_t limit =
+        (std::int64_t{std::numeric_limits<std::int32_t>::max()} + 1) / 2 - 256;  // 2 * (n + 256) <= 2^31 - 1
     const auto small = emit_of(jxtest::axpb(DType::Float32, limit - 1));
     const auto large = emit_of(jxtest::axpb(DType::Float32, limit));
     EXPECT_NE(small.kernels[0].body.find("using I = int;"), std::string::npos);
@@ -223,7 +220,8 @@ TEST(CodegenReduce, LaterStageReadsTheReductionBuffer) {
     const auto& k = e.kernels[1];
     bool reads_node = false;
     for (const auto& p : k.params)
-        if (p.kind == cg::Param::Kind::Array && !p.written && p.array.kind == cg::ArrayRef::Kind::Node) reads_node = true;
+        if (p.kind == cg::Param::Kind::Array && !p.written && p.array.kind == cg::ArrayRef::Kind::Node)
+            reads_node = true;
     EXPECT_TRUE(reads_node);
 }
 

@@ -26,9 +26,9 @@ cg::Emitted emitted(const std::string& text, const Shape& shape, DType t = DType
     a.shape = shape;
     a.strides = contiguous_strides(shape);
     const auto m = syntax::parse(text);
-    const ir::Program p = dsl::lower(m, text, [&](std::string_view n) -> const dsl::Binding* {
-        return n == "a" ? &a : nullptr;
-    }, std::vector<std::string>{"a"});
+    const ir::Program p = dsl::lower(
+        m, text, [&](std::string_view n) -> const dsl::Binding* { return n == "a" ? &a : nullptr; },
+        std::vector<std::string>{"a"});
     return cg::emit(p, ir::schedule(p), {});
 }
 
@@ -87,7 +87,8 @@ TEST(NvrtcCompilesStatistics, EveryStatisticsKernelCompilesToCubin) {
                     EXPECT_TRUE(img.is_cubin) << text;
                 } catch (const CompileError& err) {
                     ADD_FAILURE() << text << " " << dtype_name(t) << ": NVRTC rejected stage " << k.stage << ":\n"
-                                  << err.log() << "\n" << k.body;
+                                  << err.log() << "\n"
+                                  << k.body;
                 }
             }
         }

@@ -150,7 +150,8 @@ TEST(ModuleCacheKey, DiskKeyChangesWithEverythingThatChangesTheBinary) {
     auto extra = base;
     extra.extra = {"--Ofast-compile=max"};
     EXPECT_NE(jit::cuda::ModuleCache::disk_key(k, extra), key);
-    auto k64 = jit::codegen::emit(jxtest::axpb(jit::DType::Float64).p, jxtest::axpb(jit::DType::Float64).schedule()).kernels.at(0);
+    auto k64 = jit::codegen::emit(jxtest::axpb(jit::DType::Float64).p, jxtest::axpb(jit::DType::Float64).schedule())
+                   .kernels.at(0);
     EXPECT_NE(jit::cuda::ModuleCache::disk_key(k64, base), key);
     EXPECT_EQ(jit::cuda::ModuleCache::disk_key(k, base), key);
 }

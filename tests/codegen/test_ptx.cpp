@@ -298,7 +298,8 @@ TEST(PtxTier, OtherProgramsKeepNvrtc) {
 
 void expect_golden(const std::string& name, const cg::KernelSource& k) {
     const std::string path = std::string(JITEXPR_SOURCE_DIR) + "/tests/codegen/golden/" + name;
-    if (const char* u = std::getenv("JITEXPR_UPDATE_GOLDEN"); u && std::string(u) == "1") std::ofstream(path) << k.source;
+    if (const char* u = std::getenv("JITEXPR_UPDATE_GOLDEN"); u && std::string(u) == "1")
+        std::ofstream(path) << k.source;
     std::ifstream in(path);
     ASSERT_TRUE(in) << "missing " << path << " (JITEXPR_UPDATE_GOLDEN=1 writes it)";
     std::stringstream ss;

@@ -2,8 +2,8 @@
 // tests check that the markers cover every op, that the selection is what a kernel's ops and
 // dtypes ask for, and that every op compiles under NVRTC (to PTX, no GPU) for every operand type
 // it accepts with nothing but the sections chosen for it.
-#include "dsl/semantics.h"
 #include "codegen/codegen.hpp"
+#include "dsl/semantics.h"
 #include "programs.hpp"
 
 #include "backend/cuda/toolkit.hpp"
@@ -21,7 +21,9 @@ namespace {
 using namespace jit;
 using codegen::SemanticsNeeds;
 
-bool has(const std::vector<std::string>& v, const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); }
+bool has(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 TEST(SemanticsSections, EveryOpOfTheTableIsClaimedByASection) {
     for (const ir::OpInfo& o : ir::op_table()) {
@@ -92,9 +94,14 @@ TEST(SemanticsSections, HalfKernelEmbedsTheHalfConversions) {
 
 // ---- every op with only its sections compiles under NVRTC
 
-template <class T> struct spell;
-#define JX_SPELL(T, S, CPLX) \
-    template <> struct spell<T> { static constexpr const char* name = S; static constexpr bool complex = CPLX; };
+template <class T>
+struct spell;
+#define JX_SPELL(T, S, CPLX)                   \
+    template <>                                \
+    struct spell<T> {                          \
+        static constexpr const char* name = S; \
+        static constexpr bool complex = CPLX;  \
+    };
 JX_SPELL(bool, "bool", false)
 JX_SPELL(jx::i8, "jx::i8", false)
 JX_SPELL(jx::i16, "jx::i16", false)
@@ -110,9 +117,10 @@ JX_SPELL(jx::c64, "jx::c64", true)
 JX_SPELL(jx::c128, "jx::c128", true)
 #undef JX_SPELL
 
-template <class... T> struct type_list {};
-using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::u16, jx::u32, jx::u64, float,
-                           double, jx::c64, jx::c128>;
+template <class... T>
+struct type_list {};
+using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::u16, jx::u32, jx::u64, float, double,
+                           jx::c64, jx::c128>;
 
 // Calls grouped by the section list their needs select: one NVRTC compile per group.
 struct Group {
@@ -130,17 +138,19 @@ void add_call(Groups& groups, const SemanticsNeeds& needs, const std::string& ex
     g.calls += "    st(out, " + std::to_string(g.count++) + ", " + expr + ");\n";
 }
 
-#define JX_PROBE(Id, Arity)                                                                   \
-    struct Probe_##Id {                                                                       \
-        static constexpr const char* name = #Id;                                              \
-        static constexpr ir::Op op = ir::Op::Id;                                              \
-        static constexpr int arity = Arity;                                                   \
-        template <class T> static constexpr bool same_args =                                  \
-            (Arity == 1 && requires(T x) { jx::op::Id(x); }) ||                               \
-            (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) ||                            \
-            (Arity == 3 && requires(T x) { jx::op::Id(x, x, x); });                           \
-        template <class T> static constexpr bool cond_first =                                 \
-            Arity == 3 && requires(T x, bool c) { jx::op::Id(c, x, x); };                     \
+#define JX_PROBE(Id, Arity)                                                                       \
+    struct Probe_##Id {                                                                           \
+        static constexpr const char* name = #Id;                                                  \
+        static constexpr ir::Op op = ir::Op::Id;                                                  \
+        static constexpr int arity = Arity;                                                       \
+        template <class T>                                                                        \
+        static constexpr bool same_args = (Arity == 1 && requires(T x) { jx::op::Id(x); }) ||     \
+                                          (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) ||  \
+                                          (Arity == 3 && requires(T x) { jx::op::Id(x, x, x); }); \
+        template <class T>                                                                        \
+        static constexpr bool cond_first = Arity == 3 && requires(T x, bool c) {                  \
+            jx::op::Id(c, x, x);                                                                  \
+        };                                                                                        \
     };
 #define JX_PROBE_Operator(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
@@ -155,7 +165,8 @@ void op_calls(Groups& groups) {
     const std::string t = spell<T>::name;
     std::string args;
     if constexpr (P::template same_args<T>) {
-        for (int k = 0; k < P::arity; ++k) args += (k ? ", " : "") + std::string("ld<") + t + ">(in, " + std::to_string(k) + ")";
+        for (int k = 0; k < P::arity; ++k)
+            args += (k ? ", " : "") + std::string("ld<") + t + ">(in, " + std::to_string(k) + ")";
     } else if constexpr (P::template cond_first<T>) {
         args = "ld<bool>(in, 0), ld<" + t + ">(in, 1), ld<" + t + ">(in, 2)";
     } else {
@@ -174,8 +185,10 @@ void op_calls_all(Groups& groups, type_list<T...>) {
 template <class T>
 void reduction_calls(Groups& groups) {
     const std::string t = spell<T>::name;
-    const std::pair<const char*, ir::Op> reds[] = {{"Sum", ir::Op::Sum}, {"Prod", ir::Op::Prod},
-                                                   {"ReduceMin", ir::Op::ReduceMin}, {"ReduceMax", ir::Op::ReduceMax},
+    const std::pair<const char*, ir::Op> reds[] = {{"Sum", ir::Op::Sum},
+                                                   {"Prod", ir::Op::Prod},
+                                                   {"ReduceMin", ir::Op::ReduceMin},
+                                                   {"ReduceMax", ir::Op::ReduceMax},
                                                    {"Mean", ir::Op::Mean}};
     for (const auto& [r, op] : reds) {
         SemanticsNeeds n;
@@ -256,7 +269,8 @@ TEST(SemanticsSections, EveryOpCompilesWithOnlyItsSections) {
     ASSERT_GT(calls, 500);
     for (const auto& [key, g] : groups) {
         std::ostringstream os;
-        os << "#define JX_CUDA 1\n" << codegen::semantics_for(g.needs) << "\n"
+        os << "#define JX_CUDA 1\n"
+           << codegen::semantics_for(g.needs) << "\n"
            << "template <class T> __device__ T ld(const char* in, int k) { return *(const T*)(in + 16 * k); }\n"
               "template <class T> __device__ void st(char* out, int k, T v) { *(T*)(out + 16 * k) = v; }\n"
               "extern \"C\" __global__ void jx_sections(const char* in, char* out) {\n"

@@ -88,7 +88,9 @@ struct Builder {
         return add(n);
     }
     // The op with the dtype of its (last) operand: arithmetic, unary math.
-    ir::NodeId same(ir::Op o, std::initializer_list<ir::NodeId> args) { return op(o, node(*(args.end() - 1)).dtype, args); }
+    ir::NodeId same(ir::Op o, std::initializer_list<ir::NodeId> args) {
+        return op(o, node(*(args.end() - 1)).dtype, args);
+    }
     ir::NodeId cast(ir::NodeId a, DType t) {
         ir::Node n;
         n.kind = ir::NodeKind::Cast;

@@ -98,7 +98,8 @@ Buf<T> sample(std::int64_t n, std::uint32_t seed) {
         } else if constexpr (std::is_floating_point_v<T>) {
             const std::uint32_t r = rng();
             static const T specials[] = {T(0), -T(0), T(1), T(-1), T(0.5), T(2.5), -T(2.5), INFINITY, -INFINITY, NAN};
-            x = (r % 16 == 0) ? specials[(r >> 4) % 10] : static_cast<T>(std::ldexp(double(int(r % 20001) - 10000), -11));
+            x = (r % 16 == 0) ? specials[(r >> 4) % 10]
+                              : static_cast<T>(std::ldexp(double(int(r % 20001) - 10000), -11));
         } else {
             using R = decltype(x.re);
             x = T{static_cast<R>(int(rng() % 21) - 10) / R(4), static_cast<R>(int(rng() % 21) - 10) / R(4)};
@@ -107,12 +108,14 @@ Buf<T> sample(std::int64_t n, std::uint32_t seed) {
     return v;
 }
 
-template <class T> double as_double(T v) {
+template <class T>
+double as_double(T v) {
     if constexpr (std::is_same_v<T, jx::c64> || std::is_same_v<T, jx::c128>) return double(v.re);
     else return double(v);
 }
 
-template <class T> bool same_value(T a, T b, int ulps) {
+template <class T>
+bool same_value(T a, T b, int ulps) {
     if constexpr (std::is_same_v<T, jx::c64> || std::is_same_v<T, jx::c128>) {
         return same_value(a.re, b.re, ulps) && same_value(a.im, b.im, ulps);
     } else if constexpr (std::is_floating_point_v<T>) {
@@ -133,12 +136,31 @@ template <class T> bool same_value(T a, T b, int ulps) {
 // Transcendental kernels may come from a vector math library (<= 4 ULP, glibc libmvec).
 bool vector_math_op(ir::Op op) {
     switch (op) {
-        case ir::Op::Sin: case ir::Op::Cos: case ir::Op::Tan: case ir::Op::Arcsin: case ir::Op::Arccos:
-        case ir::Op::Arctan: case ir::Op::Sinh: case ir::Op::Cosh: case ir::Op::Tanh: case ir::Op::Arcsinh:
-        case ir::Op::Arccosh: case ir::Op::Arctanh: case ir::Op::Log: case ir::Op::Log1p: case ir::Op::Log10:
-        case ir::Op::Log2: case ir::Op::Exp: case ir::Op::Expm1: case ir::Op::Exp2: case ir::Op::Cbrt:
-        case ir::Op::Erf: case ir::Op::Erfc: case ir::Op::Arctan2: case ir::Op::Hypot: case ir::Op::Pow:
-            return true;
+        case ir::Op::Sin:
+        case ir::Op::Cos:
+        case ir::Op::Tan:
+        case ir::Op::Arcsin:
+        case ir::Op::Arccos:
+        case ir::Op::Arctan:
+        case ir::Op::Sinh:
+        case ir::Op::Cosh:
+        case ir::Op::Tanh:
+        case ir::Op::Arcsinh:
+        case ir::Op::Arccosh:
+        case ir::Op::Arctanh:
+        case ir::Op::Log:
+        case ir::Op::Log1p:
+        case ir::Op::Log10:
+        case ir::Op::Log2:
+        case ir::Op::Exp:
+        case ir::Op::Expm1:
+        case ir::Op::Exp2:
+        case ir::Op::Cbrt:
+        case ir::Op::Erf:
+        case ir::Op::Erfc:
+        case ir::Op::Arctan2:
+        case ir::Op::Hypot:
+        case ir::Op::Pow: return true;
         default: return false;
     }
 }
@@ -164,7 +186,8 @@ void check_kernel(const jit::cpu::KernelTable& kt, ir::Op op, DType dt, int arit
         const R expect = where ? scalar(a[k], b[k], c[k], cond[k]) : scalar(a[k], b[k], c[k], false);
         ASSERT_TRUE(same_value(out[k], expect, ulps))
             << ir::info(op).id << " on " << jit::dtype_name(dt) << " [" << kt.name << "] at " << i << ": got "
-            << as_double(out[k]) << ", want " << as_double(expect) << " (a=" << as_double(a[k]) << ", b=" << as_double(b[k]) << ")";
+            << as_double(out[k]) << ", want " << as_double(expect) << " (a=" << as_double(a[k])
+            << ", b=" << as_double(b[k]) << ")";
     }
     (void)arity;
 }
@@ -175,21 +198,16 @@ void check_all_ops(const jit::cpu::KernelTable& kt, DType dt) {
 #define JX_CHECK_Function(Id, Arity) JX_CHECK(Id, Arity)
 #define JX_CHECK_Result(Id, Arity) JX_CHECK_Function(Id, Arity)
 #define JX_CHECK_Reduction(Id, Arity)
-#define JX_CHECK(Id, Arity)                                                                                    \
-    if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                                           \
-        check_kernel<T>(                            \
-            kt, ir::Op::Id, dt, 1, [](T x, T, T, bool) { return jx::op::Id(x); });                            \
-    } else if constexpr (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) {                                 \
-        check_kernel<T>(                        \
-            kt, ir::Op::Id, dt, 2, [](T x, T y, T, bool) { return jx::op::Id(x, y); });                       \
-    } else if constexpr (Arity == 3 && std::string_view(#Id) == "Where" &&                                   \
-                         requires(T x, bool c) { jx::op::Id(c, x, x); }) {                      \
-        check_kernel<T>(                   \
-            kt, ir::Op::Id, dt, 3, [](T x, T y, T, bool c) { return jx::op::Id(c, x, y); });                  \
-    } else if constexpr (Arity == 3 && std::string_view(#Id) != "Where" &&                                   \
-                         requires(T x) { jx::op::Id(x, x, x); }) {                              \
-        check_kernel<T>(                   \
-            kt, ir::Op::Id, dt, 3, [](T x, T y, T z, bool) { return jx::op::Id(x, y, z); });                  \
+#define JX_CHECK(Id, Arity)                                                                                          \
+    if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                                                  \
+        check_kernel<T>(kt, ir::Op::Id, dt, 1, [](T x, T, T, bool) { return jx::op::Id(x); });                       \
+    } else if constexpr (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) {                                        \
+        check_kernel<T>(kt, ir::Op::Id, dt, 2, [](T x, T y, T, bool) { return jx::op::Id(x, y); });                  \
+    } else if constexpr (Arity == 3 && std::string_view(#Id) == "Where" &&                                           \
+                         requires(T x, bool c) { jx::op::Id(c, x, x); }) {                                           \
+        check_kernel<T>(kt, ir::Op::Id, dt, 3, [](T x, T y, T, bool c) { return jx::op::Id(c, x, y); });             \
+    } else if constexpr (Arity == 3 && std::string_view(#Id) != "Where" && requires(T x) { jx::op::Id(x, x, x); }) { \
+        check_kernel<T>(kt, ir::Op::Id, dt, 3, [](T x, T y, T z, bool) { return jx::op::Id(x, y, z); });             \
     }
 #define JIT_OP(Id, Kind, Arity, ...) JX_CHECK_##Kind(Id, Arity)
 #include "dsl/ops.def"
@@ -245,8 +263,7 @@ void check_scalar_variants(const jit::cpu::KernelTable& kt, DType dt) {
                 one(in_one, got.data(), n);
                 full(in_full, want.data(), n);
                 ASSERT_EQ(got, want) << ir::info(static_cast<ir::Op>(op)).id << " on " << jit::dtype_name(dt) << " ["
-                                     << kt.name << "], scalar " << (right ? "right" : "left") << " = "
-                                     << as_double(s);
+                                     << kt.name << "], scalar " << (right ? "right" : "left") << " = " << as_double(s);
             }
         }
     }
@@ -315,8 +332,8 @@ void check_fused_pairs(const jit::cpu::KernelTable& kt, DType dt) {
                     const void* inf[3] = {x.p.get(), &s, y.p.get()};
                     fused(inf, got.data(), n);
                     ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(T)), 0)
-                        << ir::info(op1).id << " then " << ir::info(op2).id << " on " << jit::dtype_name(dt)
-                        << " [" << kt.name << "], variant " << variant << ", scalar " << as_double(s);
+                        << ir::info(op1).id << " then " << ir::info(op2).id << " on " << jit::dtype_name(dt) << " ["
+                        << kt.name << "], variant " << variant << ", scalar " << as_double(s);
                 }
             }
 }
@@ -357,7 +374,8 @@ TEST(CpuBackend, IntegerFloorDivAndModFollowNumpyWithZeroDivisors) {
 
 TEST(CpuBackend, BroadcastsColumnAgainstRowAndZeroDimInput) {
     Builder b;
-    ir::NodeId col = b.input(DType::Float64, {3, 1}), row = b.input(DType::Float64, {4}), s = b.input(DType::Float64, {});
+    ir::NodeId col = b.input(DType::Float64, {3, 1}), row = b.input(DType::Float64, {4}),
+               s = b.input(DType::Float64, {});
     b.output(b.same(ir::Op::Add, {b.same(ir::Op::Mul, {col, row}), s}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p,
@@ -374,7 +392,7 @@ TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
     std::vector<float> m(static_cast<std::size_t>(R * C));
     for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
     Array mat = host(m, {R, C});
-    Array t = mat.transpose();                       // (C, R), strides (1, C)
+    Array t = mat.transpose();  // (C, R), strides (1, C)
     std::vector<float> w(static_cast<std::size_t>(2 * C * R));
     for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 7);
     Array whole = host(w, {2 * C * R});
@@ -420,7 +438,8 @@ TEST(CpuBackend, TwoOutputsOfOneStageShareTheirOperands) {
     b.output(b.same(ir::Op::Mul, {sum, sum}));
     b.output(b.op(ir::Op::Gt, DType::Bool, {a, c}));
     std::vector<double> av(static_cast<std::size_t>(n)), cv(static_cast<std::size_t>(n));
-    for (std::int64_t i = 0; i < n; ++i) av[static_cast<std::size_t>(i)] = double(i % 11), cv[static_cast<std::size_t>(i)] = double(i % 5);
+    for (std::int64_t i = 0; i < n; ++i)
+        av[static_cast<std::size_t>(i)] = double(i % 11), cv[static_cast<std::size_t>(i)] = double(i % 5);
     std::vector<Array> out{b.make_output(0), b.make_output(1)};
     jxtest::run(*backend4(), b.p, {host(av, {n}), host(cv, {n})}, out);
     auto sq = out[0].to_vector<double>();
@@ -439,7 +458,8 @@ TEST(CpuBackend, ScalarParameterIsBroadcast) {
     jxtest::run(*backend1(), b.p, {host(std::vector<std::int16_t>{1, -2, 300, 20000}, {4})}, out,
                 {ir::Value::of_int(3, DType::Int16)});
     // 20000 * 3 wraps in int16
-    EXPECT_EQ(out[0].to_vector<std::int16_t>(), (std::vector<std::int16_t>{3, -6, 900, static_cast<std::int16_t>(-5536)}));
+    EXPECT_EQ(out[0].to_vector<std::int16_t>(),
+              (std::vector<std::int16_t>{3, -6, 900, static_cast<std::int16_t>(-5536)}));
 }
 
 TEST(CpuBackend, WhereSelectsPerElement) {

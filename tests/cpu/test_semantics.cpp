@@ -62,9 +62,12 @@ std::vector<Case> load_cases(std::string* error) {
 
 std::uint64_t hex(const std::string& s) { return std::stoull(s, nullptr, 16); }
 
-template <class T> T reg_from_real(const std::string& s, const std::string& dtype);
-template <class T> struct is_cx : std::false_type {};
-template <class R> struct is_cx<jx::cx<R>> : std::true_type {};
+template <class T>
+T reg_from_real(const std::string& s, const std::string& dtype);
+template <class T>
+struct is_cx : std::false_type {};
+template <class R>
+struct is_cx<jx::cx<R>> : std::true_type {};
 
 // A register value from the storage bits of `dtype`.
 template <class T>
@@ -158,14 +161,14 @@ bool eval(const Case& c, std::string* got) {
 #define JX_EVAL_Function(Id, Arity) JX_EVAL(Id, Arity)
 #define JX_EVAL_Result(Id, Arity) JX_EVAL_Function(Id, Arity)
 #define JX_EVAL_Reduction(Id, Arity)
-#define JX_EVAL(Id, Arity)                                                                     \
-    if (c.op == #Id) {                                                                         \
-        if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                       \
-            if (na == 1) return *got = bits_of(jx::op::Id(a[0]), c.rdtype), true;        \
-        } else if constexpr (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) {             \
-            if (na == 2) return *got = bits_of(jx::op::Id(a[0], a[1]), c.rdtype), true;  \
-        }                                                                                      \
-        return false;                                                                          \
+#define JX_EVAL(Id, Arity)                                                              \
+    if (c.op == #Id) {                                                                  \
+        if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                 \
+            if (na == 1) return *got = bits_of(jx::op::Id(a[0]), c.rdtype), true;       \
+        } else if constexpr (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) {       \
+            if (na == 2) return *got = bits_of(jx::op::Id(a[0], a[1]), c.rdtype), true; \
+        }                                                                               \
+        return false;                                                                   \
     }
 #define JIT_OP(Id, Kind, Arity, ...) JX_EVAL_##Kind(Id, Arity)
 #include "dsl/ops.def"
@@ -203,8 +206,9 @@ bool with_type(const std::string& dtype, F&& f) {
 bool evaluate(const Case& c, std::string* got) {
     if (c.op == "Nextafter" && c.dtype == "float16" && c.args.size() == 2) {
         // 16-bit operands carried as float step in their own format (see semantics.h).
-        *got = bits_of(jx::nextafter_f16(reg_from_bits<float>(c.args[0], c.dtype), reg_from_bits<float>(c.args[1], c.dtype)),
-                       c.rdtype);
+        *got = bits_of(
+            jx::nextafter_f16(reg_from_bits<float>(c.args[0], c.dtype), reg_from_bits<float>(c.args[1], c.dtype)),
+            c.rdtype);
         return true;
     }
     if (c.op == "Spacing" && c.dtype == "float16" && c.args.size() == 1) {
@@ -236,7 +240,8 @@ TEST(Semantics, MatchNumpyOnSpecialValues) {
         ASSERT_TRUE(evaluate(c, &got)) << "no jx::op for: " << c.line;
         if (!within(got, c.result, c.rdtype, c.tol)) {
             ++failures[c.op + " " + c.dtype];
-            if (shown++ < (std::getenv("JITEXPR_SHOW_ALL") ? 1000000 : 40)) ADD_FAILURE() << c.line << "  -> jx gives " << got;
+            if (shown++ < (std::getenv("JITEXPR_SHOW_ALL") ? 1000000 : 40))
+                ADD_FAILURE() << c.line << "  -> jx gives " << got;
         }
     }
     for (const auto& [k, n] : failures) ADD_FAILURE() << k << ": " << n << " mismatches";

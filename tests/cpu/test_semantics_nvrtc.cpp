@@ -20,9 +20,13 @@ struct TypeName {
     const char* name;
 };
 
-template <class T> struct spell;
-#define JX_SPELL(T, S) \
-    template <> struct spell<T> { static constexpr const char* name = S; };
+template <class T>
+struct spell;
+#define JX_SPELL(T, S)                         \
+    template <>                                \
+    struct spell<T> {                          \
+        static constexpr const char* name = S; \
+    };
 JX_SPELL(bool, "bool")
 JX_SPELL(jx::i8, "jx::i8")
 JX_SPELL(jx::i16, "jx::i16")
@@ -38,25 +42,28 @@ JX_SPELL(jx::c64, "jx::c64")
 JX_SPELL(jx::c128, "jx::c128")
 #undef JX_SPELL
 
-template <class... T> struct type_list {};
-using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::u16, jx::u32, jx::u64, float,
-                           double, jx::c64, jx::c128>;
+template <class... T>
+struct type_list {};
+using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::u16, jx::u32, jx::u64, float, double,
+                           jx::c64, jx::c128>;
 
 // One probe per element-wise op of ops.def: which argument lists jx::op::<Id> accepts.
 #define JX_PROBE_Operator(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Result(Id, Arity) JX_PROBE_Function(Id, Arity)
 #define JX_PROBE_Reduction(Id, Arity)
-#define JX_PROBE(Id, Arity)                                                                   \
-    struct Probe_##Id {                                                                       \
-        static constexpr const char* name = #Id;                                              \
-        static constexpr int arity = Arity;                                                   \
-        template <class T> static constexpr bool same_args =                                  \
-            (Arity == 1 && requires(T x) { jx::op::Id(x); }) ||                               \
-            (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) ||                            \
-            (Arity == 3 && requires(T x) { jx::op::Id(x, x, x); });                           \
-        template <class T> static constexpr bool cond_first =                                 \
-            Arity == 3 && requires(T x, bool c) { jx::op::Id(c, x, x); };                     \
+#define JX_PROBE(Id, Arity)                                                                       \
+    struct Probe_##Id {                                                                           \
+        static constexpr const char* name = #Id;                                                  \
+        static constexpr int arity = Arity;                                                       \
+        template <class T>                                                                        \
+        static constexpr bool same_args = (Arity == 1 && requires(T x) { jx::op::Id(x); }) ||     \
+                                          (Arity == 2 && requires(T x) { jx::op::Id(x, x); }) ||  \
+                                          (Arity == 3 && requires(T x) { jx::op::Id(x, x, x); }); \
+        template <class T>                                                                        \
+        static constexpr bool cond_first = Arity == 3 && requires(T x, bool c) {                  \
+            jx::op::Id(c, x, x);                                                                  \
+        };                                                                                        \
     };
 #define JIT_OP(Id, Kind, Arity, ...) JX_PROBE_##Kind(Id, Arity)
 #include "dsl/ops.def"
@@ -67,7 +74,8 @@ void emit_calls(std::ostream& os, int& count) {
     const std::string t = spell<T>::name;
     std::string args;
     if constexpr (P::template same_args<T>) {
-        for (int k = 0; k < P::arity; ++k) args += (k ? ", " : "") + std::string("ld<") + t + ">(in, " + std::to_string(k) + ")";
+        for (int k = 0; k < P::arity; ++k)
+            args += (k ? ", " : "") + std::string("ld<") + t + ">(in, " + std::to_string(k) + ")";
     } else if constexpr (P::template cond_first<T>) {
         args = "ld<bool>(in, 0), ld<" + t + ">(in, 1), ld<" + t + ">(in, 2)";
     } else {
@@ -148,7 +156,8 @@ std::string kernel_source(int* calls) {
     std::istringstream lines(os.str());
     int in_kernel = 0, kernels = 0;
     for (std::string line; std::getline(lines, line);) {
-        if (in_kernel == 0) src << "extern \"C\" __global__ void jx_every_op_" << kernels++ << "(const char* in, char* out) {\n";
+        if (in_kernel == 0)
+            src << "extern \"C\" __global__ void jx_every_op_" << kernels++ << "(const char* in, char* out) {\n";
         src << line << "\n";
         if (++in_kernel == kCallsPerKernel) {
             src << "}\n";
@@ -169,10 +178,10 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
 #define JX_CHECK_Function(Id) JX_CHECK(Id)
 #define JX_CHECK_Result(Id) JX_CHECK_Function(Id)
 #define JX_CHECK_Reduction(Id)
-#define JX_CHECK(Id)                                                                \
-    if (src.find("jx::op::" #Id "(") == std::string::npos) {                        \
-        ADD_FAILURE() << "no jx::op::" #Id " overload for any type";                \
-        ++missing;                                                                  \
+#define JX_CHECK(Id)                                                 \
+    if (src.find("jx::op::" #Id "(") == std::string::npos) {         \
+        ADD_FAILURE() << "no jx::op::" #Id " overload for any type"; \
+        ++missing;                                                   \
     }
 #define JIT_OP(Id, Kind, ...) JX_CHECK_##Kind(Id)
 #include "dsl/ops.def"

@@ -46,7 +46,7 @@ TEST(CopyKernels, WordIsTheWidestTheElementAndBothAddressesAllow) {
     };
     EXPECT_EQ(plan(16, 0, 0).word_log2, 3);  // complex128: two 8-byte words
     EXPECT_EQ(plan(16, 0, 0).units, 2);
-    EXPECT_EQ(plan(8, 0, 4).word_log2, 2);   // complex64 at a 4-byte aligned address: 4-byte words
+    EXPECT_EQ(plan(8, 0, 4).word_log2, 2);  // complex64 at a 4-byte aligned address: 4-byte words
     EXPECT_EQ(plan(8, 0, 4).units, 2);
     EXPECT_EQ(plan(4, 0, 0).word_log2, 2);
     EXPECT_EQ(plan(2, 2, 0).word_log2, 1);

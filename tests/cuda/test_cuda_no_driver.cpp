@@ -16,7 +16,8 @@ namespace {
 class NoDriver : public ::testing::Test {
 protected:
     void SetUp() override {
-        if (jit::cuda::available(&why_)) GTEST_SKIP() << "CUDA is available here; these tests are for machines without it";
+        if (jit::cuda::available(&why_))
+            GTEST_SKIP() << "CUDA is available here; these tests are for machines without it";
     }
     std::string why_;
 };

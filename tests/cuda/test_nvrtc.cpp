@@ -13,8 +13,8 @@
 
 namespace {
 
-using jit::cuda::CompileOptions;
 using jit::cuda::compile;
+using jit::cuda::CompileOptions;
 
 CompileOptions sm90() {
     CompileOptions o;
@@ -32,7 +32,8 @@ TEST(Nvrtc, CompilesSmallKernelToCubinForSm90) {
     EXPECT_TRUE(image.is_cubin);
     EXPECT_EQ(image.arch, "sm_90");
     ASSERT_GE(image.data.size(), 4u);
-    EXPECT_EQ(image.data.substr(0, 4), std::string("\x7f" "ELF"));
+    EXPECT_EQ(image.data.substr(0, 4), std::string("\x7f"
+                                                   "ELF"));
     EXPECT_GT(image.compile_ms, 0.0);
 }
 

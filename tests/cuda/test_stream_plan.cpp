@@ -160,7 +160,8 @@ TEST(StreamPlan, FewLongRowsCollapseMoreAxesIntoRows) {
 
 TEST(StreamPlan, AnInputBroadcastOnOnlyPartOfTheSplitLimitsTheSplit) {
     // b is (1, B, C): broadcast on axis 0, full on axis 1; the split stays at one axis.
-    const ir::Plan p = plan_of("a*b", {{"a", {DType::Float32, {4, 1 << 20, 2}}}, {"b", {DType::Float32, {1, 1 << 20, 2}}}});
+    const ir::Plan p =
+        plan_of("a*b", {{"a", {DType::Float32, {4, 1 << 20, 2}}}, {"b", {DType::Float32, {1, 1 << 20, 2}}}});
     const ChunkPlan cp = plan_stream(request(p, 4096 * MiB, 12 * MiB));
     expect_covering(cp);
     EXPECT_EQ(cp.split, 1);
@@ -170,8 +171,8 @@ TEST(StreamPlan, AnInputBroadcastOnOnlyPartOfTheSplitLimitsTheSplit) {
 
 TEST(StreamPlan, FullReductionsGiveOnePartialPerChunk) {
     const std::int64_t n = 3'000'001;
-    const ir::Plan p = plan_of("s = sum(a*b); m = max(a); k = mean(b)",
-                               {{"a", {DType::Float32, {n}}}, {"b", {DType::Float32, {n}}}});
+    const ir::Plan p =
+        plan_of("s = sum(a*b); m = max(a); k = mean(b)", {{"a", {DType::Float32, {n}}}, {"b", {DType::Float32, {n}}}});
     const ChunkPlan cp = plan_stream(request(p, 256 * MiB, MiB));
     expect_covering(cp);
     ASSERT_EQ(cp.outputs.size(), 3u);

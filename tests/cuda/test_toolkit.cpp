@@ -29,8 +29,8 @@ namespace {
 namespace fs = std::filesystem;
 using jit::cuda::detail::locate_in;
 using jit::cuda::detail::Located;
-using jit::cuda::detail::nvrtc_spec;
 using jit::cuda::detail::nvjitlink_spec;
+using jit::cuda::detail::nvrtc_spec;
 
 void touch(const std::string& path) {
     fs::create_directories(fs::path(path).parent_path());
@@ -157,7 +157,8 @@ TEST(ToolkitLoad, ACpuEvaluationMapsNeitherCompiler) {
                   jit::RuntimeOptions o;
                   o.backend = jit::Backend::Cpu;
                   jit::Runtime rt(o);
-                  jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3}, {}, jit::Backend::Cpu);  // host data: Auto would be CUDA here
+                  jit::Array a = jit::Array::from(std::vector<float>{1, 2, 3}, {},
+                                                  jit::Backend::Cpu);  // host data: Auto would be CUDA here
                   jit::Environment env{{"a", a}};
                   jit::Array r = rt.run("sin(a) * 2 + a", env);
                   if (r.to_vector<float>().size() != 3) return 2;
@@ -181,28 +182,29 @@ TEST(ToolkitLoad, TheDiskKeysVersionNeedsNoCompiler) {
 }
 
 TEST(ToolkitLoad, ABogusEnvironmentPathIsACleanErrorAtTheFirstCompile) {
-    EXPECT_EQ(in_fresh_process([] {
-                  try {
-                      (void)jit::cuda::compile(jit::test::kAxpbSource, "axpb.cu", {});
-                  } catch (const jit::NoDeviceError& e) {
-                      const std::string w = e.what();
-                      if (!contains(w, "JITEXPR_NVRTC=/nonexistent/libnvrtc.so.13")) {
-                          std::fprintf(stderr, "message: %s\n", w.c_str());
-                          return 1;
+    EXPECT_EQ(in_fresh_process(
+                  [] {
+                      try {
+                          (void)jit::cuda::compile(jit::test::kAxpbSource, "axpb.cu", {});
+                      } catch (const jit::NoDeviceError& e) {
+                          const std::string w = e.what();
+                          if (!contains(w, "JITEXPR_NVRTC=/nonexistent/libnvrtc.so.13")) {
+                              std::fprintf(stderr, "message: %s\n", w.c_str());
+                              return 1;
+                          }
+                          const jit::CudaInfo info = jit::cuda_info();
+                          return !info.nvrtc.found && contains(info.nvrtc.error, "names no file") ? 0 : 3;
                       }
-                      const jit::CudaInfo info = jit::cuda_info();
-                      return !info.nvrtc.found && contains(info.nvrtc.error, "names no file") ? 0 : 3;
-                  }
-                  return 2;
-              },
-                               {"JITEXPR_NVRTC=/nonexistent/libnvrtc.so.13"}),
+                      return 2;
+                  },
+                  {"JITEXPR_NVRTC=/nonexistent/libnvrtc.so.13"}),
               0);
 }
 
 TEST(ToolkitLoad, TheNvrtcOfTheEnvironmentFolderIsTheOneLoaded) {
     // The search done afresh (the process's own, done once, would be inherited by the child).
-    const Located sys = locate_in(nvrtc_spec(), "", jit::cuda::detail::system_library_dirs(),
-                                  jit::cuda::detail::wheel_library_dirs());
+    const Located sys =
+        locate_in(nvrtc_spec(), "", jit::cuda::detail::system_library_dirs(), jit::cuda::detail::wheel_library_dirs());
     if (!sys.found) GTEST_SKIP() << sys.why;
     // A folder the loader knows nothing of, holding links to the real files (made by this
     // process; the fresh one only reads it).
@@ -216,22 +218,24 @@ TEST(ToolkitLoad, TheNvrtcOfTheEnvironmentFolderIsTheOneLoaded) {
     }
     const std::string dir = d ? d->path() : std::string();
     // The fresh process gets its own temporary folder name through the environment.
-    EXPECT_EQ(in_fresh_process([] {
-                  const std::string dir = std::getenv("JITEXPR_NVRTC");
-                  jit::cuda::CompileOptions o;
-                  o.cc_major = 9;
-                  const jit::cuda::Image img = jit::cuda::compile(jit::test::kAxpbSource, "axpb.cu", o);
-                  if (img.data.empty()) return 1;
-                  const jit::CudaInfo info = jit::cuda_info();
-                  if (!info.nvrtc.loaded || info.nvrtc.source != "JITEXPR_NVRTC" || info.nvrtc.path.rfind(dir, 0) != 0) {
-                      std::fprintf(stderr, "nvrtc: %s (%s) loaded=%d\n", info.nvrtc.path.c_str(), info.nvrtc.source.c_str(),
-                                   info.nvrtc.loaded);
-                      return 2;
-                  }
-                  return 0;  // (the maps show the links' targets, so they cannot tell the folders apart)
-              },
-                               {"JITEXPR_NVRTC=" + dir}),
-              0);
+    EXPECT_EQ(
+        in_fresh_process(
+            [] {
+                const std::string dir = std::getenv("JITEXPR_NVRTC");
+                jit::cuda::CompileOptions o;
+                o.cc_major = 9;
+                const jit::cuda::Image img = jit::cuda::compile(jit::test::kAxpbSource, "axpb.cu", o);
+                if (img.data.empty()) return 1;
+                const jit::CudaInfo info = jit::cuda_info();
+                if (!info.nvrtc.loaded || info.nvrtc.source != "JITEXPR_NVRTC" || info.nvrtc.path.rfind(dir, 0) != 0) {
+                    std::fprintf(stderr, "nvrtc: %s (%s) loaded=%d\n", info.nvrtc.path.c_str(),
+                                 info.nvrtc.source.c_str(), info.nvrtc.loaded);
+                    return 2;
+                }
+                return 0;  // (the maps show the links' targets, so they cannot tell the folders apart)
+            },
+            {"JITEXPR_NVRTC=" + dir}),
+        0);
 }
 
 TEST(ToolkitInfo, SaysWhereEachCompilerIsWithoutLoadingIt) {

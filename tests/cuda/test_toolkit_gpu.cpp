@@ -62,8 +62,8 @@ int run_fresh(const char* step, const std::string& dir) {
     if (pid == 0) {
         ::setenv("JITEXPR_TOOLKIT_GPU_STEP", step, 1);
         ::setenv("JITEXPR_TOOLKIT_GPU_DIR", dir.c_str(), 1);
-        const char* argv[] = {"test_toolkit_gpu", "--gtest_filter=GpuToolkit.AProcessServedByTheDiskCacheLoadsNoCompiler",
-                              nullptr};
+        const char* argv[] = {"test_toolkit_gpu",
+                              "--gtest_filter=GpuToolkit.AProcessServedByTheDiskCacheLoadsNoCompiler", nullptr};
         ::execv("/proc/self/exe", const_cast<char* const*>(argv));
         ::_exit(98);
     }

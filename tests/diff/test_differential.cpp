@@ -10,6 +10,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <complex>
 #include <cstdio>
@@ -18,10 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <typeinfo>
-#include <algorithm>
-#include <atomic>
 #include <thread>
+#include <typeinfo>
 
 #include <unistd.h>
 
@@ -47,8 +47,10 @@ const fs::path& case_dir() {
             std::ifstream log(d / "gen.log");
             std::stringstream ss;
             ss << log.rdbuf();
-            throw std::runtime_error("gen_cases.py failed (python3 with NumPy 2 is needed; scripts/install-deps.sh "
-                                     "installs it):\n" + ss.str());
+            throw std::runtime_error(
+                "gen_cases.py failed (python3 with NumPy 2 is needed; scripts/install-deps.sh "
+                "installs it):\n" +
+                ss.str());
         }
         return d;
     }();
@@ -140,7 +142,8 @@ double epsilon_of(DType t) {
     switch (t) {
         case DType::Float16: return std::ldexp(1.0, -10);
         case DType::BFloat16: return std::ldexp(1.0, -7);
-        case DType::Float32: case DType::Complex64: return std::ldexp(1.0, -23);
+        case DType::Float32:
+        case DType::Complex64: return std::ldexp(1.0, -23);
         default: return std::ldexp(1.0, -52);
     }
 }
@@ -148,7 +151,9 @@ double epsilon_of(DType t) {
 double min_normal_of(DType t) {
     switch (t) {
         case DType::Float16: return std::ldexp(1.0, -14);
-        case DType::Float32: case DType::Complex64: case DType::BFloat16: return std::ldexp(1.0, -126);
+        case DType::Float32:
+        case DType::Complex64:
+        case DType::BFloat16: return std::ldexp(1.0, -126);
         default: return std::ldexp(1.0, -1022);
     }
 }
@@ -181,7 +186,8 @@ Array strided_copy(const Array& a, Backend backend) {
     big.back() *= 2;
     const std::size_t isz = itemsize(a.dtype());
     std::vector<unsigned char> src = host_bytes(a), dst(src.size() * 2, 0xCD);
-    for (std::size_t k = 0; k < static_cast<std::size_t>(a.size()); ++k) std::memcpy(&dst[2 * k * isz], &src[k * isz], isz);
+    for (std::size_t k = 0; k < static_cast<std::size_t>(a.size()); ++k)
+        std::memcpy(&dst[2 * k * isz], &src[k * isz], isz);
     Array b = Array::from_host(dst.data(), a.dtype(), big, backend);
     return b.slice(-1, 0, big.back(), 2);
 }
@@ -205,11 +211,14 @@ std::string check_case(Runtime& rt, const Case& c, bool strided) {
         }
         return std::string("unexpected error: ") + e.what();
     }
-    if (c.expected.rfind("ERROR:", 0) == 0) return "NumPy rejects this (" + c.expected.substr(6) + ") but jitexpr accepted it";
+    if (c.expected.rfind("ERROR:", 0) == 0)
+        return "NumPy rejects this (" + c.expected.substr(6) + ") but jitexpr accepted it";
     const Array want = load_npy((case_dir() / c.expected).string(), Backend::Cpu);
     if (got.dtype() != want.dtype())
-        return "dtype " + std::string(dtype_name(got.dtype())) + ", NumPy gives " + std::string(dtype_name(want.dtype()));
-    if (got.shape() != want.shape()) return "shape " + shape_to_string(got.shape()) + ", NumPy gives " + shape_to_string(want.shape());
+        return "dtype " + std::string(dtype_name(got.dtype())) + ", NumPy gives " +
+               std::string(dtype_name(want.dtype()));
+    if (got.shape() != want.shape())
+        return "shape " + shape_to_string(got.shape()) + ", NumPy gives " + shape_to_string(want.shape());
     const auto gb = host_bytes(got), wb = host_bytes(want);
     int bad = 0;
     std::string detail;
@@ -241,7 +250,8 @@ std::string input_dtypes(const Case& c) {
     std::string r;
     for (const auto& [name, file] : c.inputs) {
         const Array a = load_npy((case_dir() / file).string(), Backend::Cpu);
-        r += (r.empty() ? "" : ", ") + name + ": " + std::string(dtype_name(a.dtype())) + " " + shape_to_string(a.shape());
+        r += (r.empty() ? "" : ", ") + name + ": " + std::string(dtype_name(a.dtype())) + " " +
+             shape_to_string(a.shape());
     }
     return r;
 }

@@ -22,18 +22,15 @@ inline std::string dump(const Expr& e) {
         case ExprKind::Int:
         case ExprKind::Float:
         case ExprKind::Imag:
-        case ExprKind::Name:
-            return e.text;
-        case ExprKind::Bool:
-            return e.bool_value ? "True" : "False";
+        case ExprKind::Name: return e.text;
+        case ExprKind::Bool: return e.bool_value ? "True" : "False";
         case ExprKind::Chain: {
             std::string s = "(" + dump(*e.operands[0]);
             for (std::size_t i = 0; i < e.ops.size(); ++i)
                 s += " " + std::string(ir::spelling(e.ops[i])) + " " + dump(*e.operands[i + 1]);
             return s + ")";
         }
-        case ExprKind::Unary:
-            return "(" + std::string(ir::spelling(e.ops[0])) + " " + dump(*e.operands[0]) + ")";
+        case ExprKind::Unary: return "(" + std::string(ir::spelling(e.ops[0])) + " " + dump(*e.operands[0]) + ")";
         case ExprKind::Ternary:
             return "(" + dump(*e.operands[0]) + " ? " + dump(*e.operands[1]) + " : " + dump(*e.operands[2]) + ")";
         case ExprKind::Tuple: {
@@ -56,7 +53,9 @@ inline std::string dump(const Expr& e) {
             return s + ")";
         }
         case ExprKind::Subscript: {
-            auto part = [&](std::int32_t k) { return k < 0 ? std::string() : dump(*e.operands[static_cast<std::size_t>(k)]); };
+            auto part = [&](std::int32_t k) {
+                return k < 0 ? std::string() : dump(*e.operands[static_cast<std::size_t>(k)]);
+            };
             std::string s = dump(*e.operands[0]) + "[";
             const char* sep = "";
             for (const IndexItem& it : e.index) {

@@ -76,13 +76,9 @@ TEST(Promotion, Int8WithUInt8GivesInt16) {
     EXPECT_EQ(result_dtype("a + b", Vars().array("a", DType::Int8).array("b", DType::UInt8)), DType::Int16);
 }
 
-TEST(Promotion, UInt64WithInt64GivesFloat64) {
-    EXPECT_EQ(dsl::promote(DType::UInt64, DType::Int64), DType::Float64);
-}
+TEST(Promotion, UInt64WithInt64GivesFloat64) { EXPECT_EQ(dsl::promote(DType::UInt64, DType::Int64), DType::Float64); }
 
-TEST(Promotion, Int16WithFloat16GivesFloat32) {
-    EXPECT_EQ(dsl::promote(DType::Int16, DType::Float16), DType::Float32);
-}
+TEST(Promotion, Int16WithFloat16GivesFloat32) { EXPECT_EQ(dsl::promote(DType::Int16, DType::Float16), DType::Float32); }
 
 TEST(Promotion, Complex64WithFloat64GivesComplex128) {
     EXPECT_EQ(dsl::promote(DType::Complex64, DType::Float64), DType::Complex128);
@@ -162,7 +158,8 @@ TEST(Lowering, VariableShadowsNamedConstant) {
 }
 
 TEST(Lowering, ChainedComparisonIsAnd) {
-    auto p = lower("a < b < c", Vars().array("a", DType::Float32).array("b", DType::Float32).array("c", DType::Float32));
+    auto p =
+        lower("a < b < c", Vars().array("a", DType::Float32).array("b", DType::Float32).array("c", DType::Float32));
     const ir::Node& r = p.node(p.result);
     EXPECT_EQ(r.op, ir::Op::And);
     EXPECT_EQ(p.node(r.args[0]).op, ir::Op::Lt);
@@ -171,7 +168,8 @@ TEST(Lowering, ChainedComparisonIsAnd) {
 }
 
 TEST(Lowering, PowerIsRightAssociative) {
-    auto p = lower("a ** b ** c", Vars().array("a", DType::Float64).array("b", DType::Float64).array("c", DType::Float64));
+    auto p =
+        lower("a ** b ** c", Vars().array("a", DType::Float64).array("b", DType::Float64).array("c", DType::Float64));
     const ir::Node& r = p.node(p.result);
     EXPECT_EQ(r.op, ir::Op::Pow);
     EXPECT_EQ(p.node(r.args[0]).kind, ir::NodeKind::Input);
@@ -236,7 +234,8 @@ TEST(Shapes, BroadcastColumnWithRow) {
 }
 
 TEST(Shapes, BroadcastWithZeroDim) {
-    EXPECT_EQ(result_shape("a + b", Vars().array("a", DType::Float32, {}).array("b", DType::Float32, {2, 5})), (Shape{2, 5}));
+    EXPECT_EQ(result_shape("a + b", Vars().array("a", DType::Float32, {}).array("b", DType::Float32, {2, 5})),
+              (Shape{2, 5}));
 }
 
 TEST(Shapes, ReductionAlongAxisDropsIt) {
@@ -245,7 +244,8 @@ TEST(Shapes, ReductionAlongAxisDropsIt) {
 }
 
 TEST(Shapes, FullReductionIsZeroDim) {
-    EXPECT_EQ(result_shape("sum(a * b)", Vars().array("a", DType::Float32, {7}).array("b", DType::Float32, {7})), Shape{});
+    EXPECT_EQ(result_shape("sum(a * b)", Vars().array("a", DType::Float32, {7}).array("b", DType::Float32, {7})),
+              Shape{});
 }
 
 TEST(Errors, NonBroadcastableShapesAreShapeError) {
@@ -272,9 +272,7 @@ TEST(Errors, UnknownFunctionSuggestsClosest) {
     }
 }
 
-TEST(Errors, WrongArityIsNameError) {
-    EXPECT_THROW(lower("sin(a, a)", Vars().array("a", DType::Float32)), NameError);
-}
+TEST(Errors, WrongArityIsNameError) { EXPECT_THROW(lower("sin(a, a)", Vars().array("a", DType::Float32)), NameError); }
 
 TEST(Errors, BitwiseOnFloatsIsTypeError) {
     EXPECT_THROW(lower("a & b", Vars().array("a", DType::Float32).array("b", DType::Float32)), TypeError);

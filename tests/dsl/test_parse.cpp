@@ -95,8 +95,8 @@ TEST(ParseLiteral, FloatForms) {
     struct Case {
         const char* text;
         double value;
-    } cases[] = {{"1.", 1.0}, {".5", 0.5}, {"1.25", 1.25}, {"1e-3", 1e-3}, {"2.5E+10", 2.5e10}, {"3e2", 300.0},
-                 {"1.e2", 100.0}};
+    } cases[] = {{"1.", 1.0},         {".5", 0.5},    {"1.25", 1.25}, {"1e-3", 1e-3},
+                 {"2.5E+10", 2.5e10}, {"3e2", 300.0}, {"1.e2", 100.0}};
     for (const Case& c : cases) {
         Module m = parse(c.text);
         const Expr& e = only_expr(m);
@@ -121,7 +121,8 @@ TEST(ParseLiteral, ImaginaryLiteralsAsPythonWritesThem) {
     struct Case {
         const char* text;
         double imag;
-    } cases[] = {{"1j", 1.0}, {"3J", 3.0}, {"2.5e-3j", 2.5e-3}, {"0j", 0.0}, {".5j", 0.5}, {"1.j", 1.0},
+    } cases[] = {{"1j", 1.0},   {"3J", 3.0},     {"2.5e-3j", 2.5e-3},
+                 {"0j", 0.0},   {".5j", 0.5},    {"1.j", 1.0},
                  {"007j", 7.0}, {"1E2J", 100.0}, {"123456789012345678901234567890j", 1.2345678901234568e29}};
     for (const Case& c : cases) {
         Module m = parse(c.text);
@@ -303,7 +304,9 @@ TEST(ParseCall, PositionalAfterKeywordIsAnError) {
     EXPECT_EQ(error_of("sum(axis=1, a)"), "positional argument follows keyword argument");
 }
 
-TEST(ParseCall, RepeatedKeywordIsAnError) { EXPECT_EQ(error_of("sum(a, axis=1, axis=0)"), "keyword argument 'axis' repeated"); }
+TEST(ParseCall, RepeatedKeywordIsAnError) {
+    EXPECT_EQ(error_of("sum(a, axis=1, axis=0)"), "keyword argument 'axis' repeated");
+}
 
 // ---- statements ------------------------------------------------------------------------------
 
@@ -328,14 +331,17 @@ TEST(ParseStatement, BareExpressionHasNoTarget) {
 TEST(ParseStatement, EqualityIsNotAnAssignment) { EXPECT_EQ(dump(parse("a == b")), "(a == b)"); }
 
 TEST(ParseStatement, NewlinesInsideParenthesesAndCallsAreBlanks) {
-    EXPECT_EQ(dump(parse("c = (a +\n  b) * f(x,\n  # comment\n  axis=1\n)\nd = c")), "c = ((a + b) * f(x, axis=1)); d = c");
+    EXPECT_EQ(dump(parse("c = (a +\n  b) * f(x,\n  # comment\n  axis=1\n)\nd = c")),
+              "c = ((a + b) * f(x, axis=1)); d = c");
 }
 
 TEST(ParseStatement, NewlineOutsideParenthesesEndsTheStatement) {
     EXPECT_EQ(error_of("c = a +\n b"), "expected an operand after '+'");
 }
 
-TEST(ParseStatement, CommentMayContainAnyBytes) { EXPECT_EQ(dump(parse("a = 1  # − ＊ $ @ \x01\nb = 2")), "a = 1; b = 2"); }
+TEST(ParseStatement, CommentMayContainAnyBytes) {
+    EXPECT_EQ(dump(parse("a = 1  # − ＊ $ @ \x01\nb = 2")), "a = 1; b = 2");
+}
 
 // ---- spans -----------------------------------------------------------------------------------
 
@@ -428,9 +434,7 @@ TEST(ParseLimit, HundredThousandTermSumIsOneChain) {
     EXPECT_EQ(e.operands.back()->span.begin, 199998u);
 }
 
-TEST(ParseLimit, TwoHundredNestedParenthesesParse) {
-    EXPECT_EQ(tree(repeat("(", 200) + "a" + repeat(")", 200)), "a");
-}
+TEST(ParseLimit, TwoHundredNestedParenthesesParse) { EXPECT_EQ(tree(repeat("(", 200) + "a" + repeat(")", 200)), "a"); }
 
 TEST(ParseLimit, TwoHundredOneNestedParenthesesAreAnError) {
     EXPECT_EQ(error_of(repeat("(", 201) + "a" + repeat(")", 201)), kTooDeep);
@@ -466,8 +470,10 @@ TEST(ParseLimit, IdentifierOfMaximumLengthParses) {
 }
 
 TEST(ParseLimit, IdentifierPastMaximumLengthIsAnError) {
-    EXPECT_EQ(error_of("a + " + std::string(257, 'x')), "identifier too long (257 characters; at most 256 are allowed)");
-    EXPECT_EQ(error_of(std::string(257, 'x') + " = 1"), "identifier too long (257 characters; at most 256 are allowed)");
+    EXPECT_EQ(error_of("a + " + std::string(257, 'x')),
+              "identifier too long (257 characters; at most 256 are allowed)");
+    EXPECT_EQ(error_of(std::string(257, 'x') + " = 1"),
+              "identifier too long (257 characters; at most 256 are allowed)");
 }
 
 TEST(ParseLimit, TextPastMaximumSizeIsAnError) {

@@ -39,9 +39,9 @@ bool direct(const ir::Plan& p, const std::string& name) {
 }
 
 const std::map<std::string, dsl::Binding> kVectors = {{"a", array(DType::Float32, {4})},
-                                                       {"x", array(DType::Float64, {4})},
-                                                       {"col", array(DType::Float64, {3, 1})},
-                                                       {"s", array(DType::Float64, {})}};
+                                                      {"x", array(DType::Float64, {4})},
+                                                      {"col", array(DType::Float64, {3, 1})},
+                                                      {"s", array(DType::Float64, {})}};
 
 TEST(Plan, StageLimitSplitsALargeElementwiseStage) {
     const std::string text = "y = a" + repeat(" + a", 3000);
@@ -71,9 +71,9 @@ TEST(Plan, AStageStoringTwoOutputsDoesNotWriteInPlace) {
 
 TEST(Plan, AStageStoringTwoOutputsWritesInPlaceIntoArraysItDoesNotRead) {
     // Derived columns over existing arrays (the analytics example): nothing reads them.
-    const ir::Plan p = plan("a = x * 2; s2 = x + 1; x2 = a - 1", {{"a", array(DType::Float64, {4})},
-                                                                 {"x", array(DType::Float64, {4})},
-                                                                 {"x2", array(DType::Float64, {4})}});
+    const ir::Plan p = plan(
+        "a = x * 2; s2 = x + 1; x2 = a - 1",
+        {{"a", array(DType::Float64, {4})}, {"x", array(DType::Float64, {4})}, {"x2", array(DType::Float64, {4})}});
     EXPECT_TRUE(direct(p, "a"));
     EXPECT_TRUE(direct(p, "x2"));
 }

@@ -32,10 +32,13 @@ ir::Program lower(const std::string& text, const Vars& v) {
     auto m = syntax::parse(text);
     std::vector<std::string> names;
     for (const auto& [n, b] : v.b) names.push_back(n);
-    ir::Program p = dsl::lower(m, text, [&](std::string_view n) -> const dsl::Binding* {
-        auto it = v.b.find(n);
-        return it == v.b.end() ? nullptr : &it->second;
-    }, names);
+    ir::Program p = dsl::lower(
+        m, text,
+        [&](std::string_view n) -> const dsl::Binding* {
+            auto it = v.b.find(n);
+            return it == v.b.end() ? nullptr : &it->second;
+        },
+        names);
     ir::verify(p, ir::schedule(p));
     return p;
 }
@@ -137,7 +140,9 @@ TEST(ReductionDtypes, NumPysResultDtypes) {
 }
 
 TEST(ReductionErrors, RepeatedAxisIsAValueError) { EXPECT_THROW(lower("sum(a, axis=(1, -2))", cube()), ValueError); }
-TEST(ReductionErrors, AxisPastTheEndInATupleIsAShapeError) { EXPECT_THROW(lower("sum(a, axis=(0, 3))", cube()), ShapeError); }
+TEST(ReductionErrors, AxisPastTheEndInATupleIsAShapeError) {
+    EXPECT_THROW(lower("sum(a, axis=(0, 3))", cube()), ShapeError);
+}
 TEST(ReductionErrors, ArgminTakesOneAxis) { EXPECT_THROW(lower("argmin(a, axis=(0, 1))", cube()), TypeError); }
 TEST(ReductionErrors, KeepdimsMustBeABool) { EXPECT_THROW(lower("sum(a, keepdims=a)", cube()), ValueError); }
 TEST(ReductionErrors, DdofOnlyOnTheVariances) { EXPECT_THROW(lower("mean(a, ddof=1)", cube()), NameError); }
@@ -151,8 +156,9 @@ TEST(ReductionErrors, ArgmaxOfNoElementHasNoValue) {
 TEST(ReductionErrors, PtpOfBoolIsATypeError) { EXPECT_THROW(lower("ptp(a)", cube(DType::Bool)), TypeError); }
 
 TEST(ReductionVerify, EveryStatisticLowersToAVerifiedProgram) {
-    for (const char* f : {"var", "std", "nanvar", "nanstd", "argmin", "argmax", "nansum", "nanprod", "nanmean", "nanmin",
-                          "nanmax", "count_nonzero", "ptp", "average", "sum", "prod", "min", "max", "mean", "any", "all"})
+    for (const char* f : {"var",     "std",     "nanvar", "nanstd", "argmin",        "argmax", "nansum",
+                          "nanprod", "nanmean", "nanmin", "nanmax", "count_nonzero", "ptp",    "average",
+                          "sum",     "prod",    "min",    "max",    "mean",          "any",    "all"})
         for (const char* args : {"", ", 1", ", axis=-1, keepdims=True", ", axis=None"})
             for (DType t : {DType::Float32, DType::Int16, DType::Float16}) {
                 const std::string text = std::string(f) + "(a" + args + ") + 1";

@@ -60,7 +60,8 @@ std::string parse_case(const std::string& input, std::map<std::string, dsl::Bind
 
 TEST(SemanticErrorGolden, EveryCaseRaisesItsExpectedMessage) {
     const fs::path dir = fs::path(JITEXPR_TEST_DATA) / "golden" / "semantic";
-    const bool update = std::getenv("JITEXPR_UPDATE_GOLDEN") && std::string(std::getenv("JITEXPR_UPDATE_GOLDEN")) == "1";
+    const bool update =
+        std::getenv("JITEXPR_UPDATE_GOLDEN") && std::string(std::getenv("JITEXPR_UPDATE_GOLDEN")) == "1";
     int cases = 0;
     for (const auto& entry : fs::directory_iterator(dir)) {
         if (entry.path().extension() != ".input") continue;
@@ -72,10 +73,13 @@ TEST(SemanticErrorGolden, EveryCaseRaisesItsExpectedMessage) {
         std::string got = "(no error)";
         try {
             auto m = syntax::parse(text);
-            dsl::lower(m, text, [&](std::string_view n) -> const dsl::Binding* {
-                auto it = vars.find(n);
-                return it == vars.end() ? nullptr : &it->second;
-            }, names);
+            dsl::lower(
+                m, text,
+                [&](std::string_view n) -> const dsl::Binding* {
+                    auto it = vars.find(n);
+                    return it == vars.end() ? nullptr : &it->second;
+                },
+                names);
         } catch (const SourceError& e) {
             got = e.what();
         }

@@ -29,10 +29,10 @@ dsl::Binding scalar(DType t) {
 }
 
 const std::map<std::string, dsl::Binding> kEnv = {
-    {"a", array(DType::Float32, {4})},     {"b", array(DType::Float64, {3, 4})}, {"i", array(DType::Int32, {4})},
-    {"u", array(DType::UInt8, {3, 1})},    {"h", array(DType::Float16, {4})},    {"z", array(DType::Complex64, {4})},
-    {"m", array(DType::Bool, {3, 4})},     {"e", array(DType::Float64, {0, 4})}, {"x", scalar(DType::Float64)},
-    {"n", scalar(DType::Int64)},           {"q", scalar(DType::Bool)},
+    {"a", array(DType::Float32, {4})},  {"b", array(DType::Float64, {3, 4})}, {"i", array(DType::Int32, {4})},
+    {"u", array(DType::UInt8, {3, 1})}, {"h", array(DType::Float16, {4})},    {"z", array(DType::Complex64, {4})},
+    {"m", array(DType::Bool, {3, 4})},  {"e", array(DType::Float64, {0, 4})}, {"x", scalar(DType::Float64)},
+    {"n", scalar(DType::Int64)},        {"q", scalar(DType::Bool)},
 };
 
 ir::Plan plan(const std::string& text, std::size_t max_stage_nodes = 0) {

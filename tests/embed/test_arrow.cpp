@@ -21,8 +21,8 @@ namespace {
 // A primitive column produced by the test. The ArrowArray's private_data points here (not to
 // the struct, which an importer may move); release counts its calls.
 struct Producer {
-    std::vector<std::uint8_t> bitmap;     // validity, LSB first; empty for none
-    std::vector<std::byte> values;        // length + offset elements (or bits for "b")
+    std::vector<std::uint8_t> bitmap;  // validity, LSB first; empty for none
+    std::vector<std::byte> values;     // length + offset elements (or bits for "b")
     const void* buffers[3] = {nullptr, nullptr, nullptr};
     int released = 0;
     std::string format;
@@ -97,10 +97,9 @@ struct FormatCase {
     jit::DType dtype;
 };
 const FormatCase kPrimitive[] = {
-    {"c", jit::DType::Int8},     {"C", jit::DType::UInt8},   {"s", jit::DType::Int16},
-    {"S", jit::DType::UInt16},   {"i", jit::DType::Int32},   {"I", jit::DType::UInt32},
-    {"l", jit::DType::Int64},    {"L", jit::DType::UInt64},  {"e", jit::DType::Float16},
-    {"f", jit::DType::Float32},  {"g", jit::DType::Float64},
+    {"c", jit::DType::Int8},    {"C", jit::DType::UInt8},   {"s", jit::DType::Int16},   {"S", jit::DType::UInt16},
+    {"i", jit::DType::Int32},   {"I", jit::DType::UInt32},  {"l", jit::DType::Int64},   {"L", jit::DType::UInt64},
+    {"e", jit::DType::Float16}, {"f", jit::DType::Float32}, {"g", jit::DType::Float64},
 };
 
 template <class T>

@@ -52,7 +52,7 @@ TEST(ArrowGpu, EvalArrowOnCudaExportsHostMemoryWithNulls) {
     o.disk_cache = false;
     jit::Runtime rt(o);
     Column a, b;
-    make(a, {1, 2, 3, 4}, 0b1101, 1);  // null at 1
+    make(a, {1, 2, 3, 4}, 0b1101, 1);      // null at 1
     make(b, {10, 20, 30, 40}, 0b0111, 1);  // null at 3
     const jit::ArrowColumn c =
         jit::eval_arrow("a * 2 + b", {jit::view_arrow(&a.schema, &a.array), jit::view_arrow(&b.schema, &b.array)}, rt);
@@ -79,8 +79,7 @@ TEST(ArrowGpu, CApiEvalArrowOnCudaRuntime) {
     const ArrowArray* arrays[] = {&a.array};
     ArrowArray out{};
     ArrowSchema schema{};
-    ASSERT_EQ(jitexpr_eval_arrow(rt, "a > 1.5", 1, schemas, arrays, &out, &schema), JITEXPR_OK)
-        << jitexpr_last_error();
+    ASSERT_EQ(jitexpr_eval_arrow(rt, "a > 1.5", 1, schemas, arrays, &out, &schema), JITEXPR_OK) << jitexpr_last_error();
     EXPECT_STREQ(schema.format, "b");
     EXPECT_EQ(out.null_count, 1);
     EXPECT_EQ(*static_cast<const std::uint8_t*>(out.buffers[1]) & 0b101, 0b100);  // 1 > 1.5 no, 3 > 1.5 yes

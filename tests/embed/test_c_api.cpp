@@ -9,8 +9,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -287,35 +287,40 @@ TEST(CApiThreads, SixteenThreadsShareOneRuntime) {
         std::function<bool(const DLManagedTensor*)> check;
     };
     const std::vector<Case> cases = {
-        {"a * 2 + b", {&taf.managed, &tbf.managed},
+        {"a * 2 + b",
+         {&taf.managed, &tbf.managed},
          [&](const DLManagedTensor* r) {
              auto v = values<float>(r);
              for (int i = 0; i < kN; ++i)
                  if (v[i] != af[i] * 2 + bf[i]) return false;
              return r->dl_tensor.dtype.code == kDLFloat && r->dl_tensor.dtype.bits == 32;
          }},
-        {"a * 2 + b", {&tai.managed, &tbi.managed},
+        {"a * 2 + b",
+         {&tai.managed, &tbi.managed},
          [&](const DLManagedTensor* r) {
              auto v = values<std::int32_t>(r);
              for (int i = 0; i < kN; ++i)
                  if (v[i] != ai[i] * 2 + bi[i]) return false;
              return r->dl_tensor.dtype.code == kDLInt;
          }},
-        {"where(i > 0, i, -i) - j", {&tai.managed, &tbi.managed},
+        {"where(i > 0, i, -i) - j",
+         {&tai.managed, &tbi.managed},
          [&](const DLManagedTensor* r) {
              auto v = values<std::int32_t>(r);
              for (int i = 0; i < kN; ++i)
                  if (v[i] != (ai[i] > 0 ? ai[i] : -ai[i]) - bi[i]) return false;
              return true;
          }},
-        {"d * d + x", {&tad.managed, &taf.managed},
+        {"d * d + x",
+         {&tad.managed, &taf.managed},
          [&](const DLManagedTensor* r) {
              auto v = values<double>(r);
              for (int i = 0; i < kN; ++i)
                  if (v[i] != ad[i] * ad[i] + static_cast<double>(af[i])) return false;
              return r->dl_tensor.dtype.bits == 64;
          }},
-        {"sum(x)", {&tbf.managed},
+        {"sum(x)",
+         {&tbf.managed},
          [&](const DLManagedTensor* r) {
              float want = 0;
              for (int i = 0; i < kN; ++i) want += bf[i];
@@ -395,7 +400,8 @@ TEST(CApi, PollCallbackStopsALongCall) {
         a[i].value.tensor = args[i];
     }
     int polls = 0;
-    jitexpr_cancel_token* tok = jitexpr_cancel_token_create([](void* user) { return ++*static_cast<int*>(user) >= 2 ? 1 : 0; }, &polls);
+    jitexpr_cancel_token* tok =
+        jitexpr_cancel_token_create([](void* user) { return ++*static_cast<int*>(user) >= 2 ? 1 : 0; }, &polls);
     jitexpr_call_options o = {};
     o.size = sizeof o;
     o.cancel = tok;
@@ -566,12 +572,26 @@ TEST(CApiLanguage, SlicesAreViewsAndAnIndexPastTheEndIsAnIndexError) {
 TEST(CApiLanguage, AByteOrderMarkIsSkippedAndErrorsPointAtTheirColumn) {
     RuntimePtr rt = cpu_runtime();
     DLManagedTensor* out = nullptr;
-    ASSERT_EQ(jitexpr_eval(rt.get(), "\xEF\xBB\xBF" "2 + 1", 0, nullptr, &out), JITEXPR_OK) << jitexpr_last_error();
+    ASSERT_EQ(jitexpr_eval(rt.get(),
+                           "\xEF\xBB\xBF"
+                           "2 + 1",
+                           0, nullptr, &out),
+              JITEXPR_OK)
+        << jitexpr_last_error();
     TensorPtr t(out);
-    EXPECT_EQ(jitexpr_eval_named(rt.get(), "\xEF\xBB\xBF" "q + 1", 0, nullptr, nullptr, &out), JITEXPR_ERROR_NAME);
+    EXPECT_EQ(jitexpr_eval_named(rt.get(),
+                                 "\xEF\xBB\xBF"
+                                 "q + 1",
+                                 0, nullptr, nullptr, &out),
+              JITEXPR_ERROR_NAME);
     EXPECT_EQ(std::string(jitexpr_last_error()), "name error: unknown name 'q'\nline 1: q + 1\n        ^");
-    EXPECT_EQ(jitexpr_eval(rt.get(), "\xEF\xBB\xBF" "1 +* 2", 0, nullptr, &out), JITEXPR_ERROR_PARSE);
-    EXPECT_EQ(std::string(jitexpr_last_error()), "syntax error: expected an operand after '+'\nline 1: 1 +* 2\n           ^");
+    EXPECT_EQ(jitexpr_eval(rt.get(),
+                           "\xEF\xBB\xBF"
+                           "1 +* 2",
+                           0, nullptr, &out),
+              JITEXPR_ERROR_PARSE);
+    EXPECT_EQ(std::string(jitexpr_last_error()),
+              "syntax error: expected an operand after '+'\nline 1: 1 +* 2\n           ^");
 }
 
 // Issue 17 item 4: destroying a runtime while other threads are inside jitexpr_eval waits for

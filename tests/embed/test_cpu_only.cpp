@@ -1,7 +1,7 @@
 // A program that evaluates only on the CPU maps nothing of CUDA (issue 17, item 13): NVRTC and
 // nvJitLink (about 200 MiB of mappings) are opened when CUDA first compiles, so a CPU run starts
 // under a small address-space limit (`ulimit -v`; the CLI's run under 64 MiB is in
-// tests/cli/reliability_test.py).
+// tests/cli/test_reliability.py).
 #include <jit/jit.hpp>
 
 #include <gtest/gtest.h>

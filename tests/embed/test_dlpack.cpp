@@ -159,7 +159,10 @@ TEST(DLPackImport, BorrowedViewOwnsNothing) {
     int deleted = 0;
     HostTensor h;
     fill(h, dl(kDLUInt, 8), {3}, as_bytes(std::vector<std::uint8_t>{1, 2, 3}), {}, &deleted);
-    { EXPECT_EQ(jit::view_dlpack(h.managed.dl_tensor).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 2, 3})); }
+    {
+        EXPECT_EQ(jit::view_dlpack(h.managed.dl_tensor).to_vector<std::uint8_t>(),
+                  (std::vector<std::uint8_t>{1, 2, 3}));
+    }
     EXPECT_EQ(deleted, 0);
 }
 

@@ -14,10 +14,10 @@
 
 namespace {
 
-#define REQUIRE_GPU()                                                                    \
-    do {                                                                                 \
-        std::string why;                                                                 \
-        if (!jit::cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why;      \
+#define REQUIRE_GPU()                                                               \
+    do {                                                                            \
+        std::string why;                                                            \
+        if (!jit::cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why; \
     } while (0)
 
 // A float32 vector in device memory, exported the way a foreign producer does it; the

@@ -41,8 +41,8 @@ inline const std::map<std::string, jit::dsl::Binding, std::less<>>& fixed_bindin
         array("g", DType::BFloat16, {1, 4});
         array("z", DType::Complex64, {4});
         array("m", DType::Bool, {3, 4});
-        array("k", DType::Int16, {});                // 0-d
-        array("e", DType::Float32, {0, 4});           // empty
+        array("k", DType::Int16, {});        // 0-d
+        array("e", DType::Float32, {0, 4});  // empty
         scalar("x", DType::Float64);
         scalar("n", DType::Int64);
         scalar("q", DType::Bool);

@@ -38,8 +38,8 @@ TEST(FuzzNpy, EmptyShapeWhoseOtherExtentsOverflowIsAnIOError) {
 }
 
 TEST(FuzzNpy, EmptyShapeWithLargeButFittingExtentsLoads) {
-    const Array a = parse_npy(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 1000000000000), }", ""),
-                              Backend::Cpu);
+    const Array a =
+        parse_npy(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (0, 1000000000000), }", ""), Backend::Cpu);
     EXPECT_EQ(a.size(), 0);
     EXPECT_EQ(a.shape(), (Shape{0, 1000000000000}));
 }

@@ -29,10 +29,10 @@ using namespace jit;
 
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                  \
-    do {                                                    \
-        std::string why;                                    \
-        if (!cuda::available(&why)) GTEST_SKIP() << why;    \
+#define SKIP_WITHOUT_GPU()                               \
+    do {                                                 \
+        std::string why;                                 \
+        if (!cuda::available(&why)) GTEST_SKIP() << why; \
     } while (0)
 
 RuntimeOptions cuda_options() {
@@ -203,7 +203,7 @@ TEST(CudaSplit, SplitReductionsBroadcastsAndSharedOutputsEqualCpu) {
     SKIP_WITHOUT_GPU();
     // x is spilled (read by s and d), s reduces a long chain, d broadcasts over {3, 4}.
     const std::string text = "x = a" + repeat(" + a * 0.5", 1500) + "\n" +  //
-                             "s = sum(x" + repeat(" - a", 1500) + ")\n" +    //
+                             "s = sum(x" + repeat(" - a", 1500) + ")\n" +   //
                              "d = m + x" + repeat(" + m * 0.25 - s", 800) + "\n";
     std::vector<double> a = {1, 2, -3, 0.5}, m(12);
     for (std::size_t i = 0; i < m.size(); ++i) m[i] = 0.125 * static_cast<double>(i);

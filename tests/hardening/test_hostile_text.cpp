@@ -88,9 +88,7 @@ Environment run_ab(std::string_view text) {
     return env;
 }
 
-std::vector<float> floats(const Environment& env, const char* name) {
-    return env.at(name).array().to_vector<float>();
-}
+std::vector<float> floats(const Environment& env, const char* name) { return env.at(name).array().to_vector<float>(); }
 
 std::vector<float> map_a(float (*f)(float)) {
     std::vector<float> r;
@@ -207,12 +205,12 @@ TEST(HostileBytes, UnicodeLookAlikesAreSyntaxErrorsNamingTheCharacter) {
         const char* says;
     };
     const Case cases[] = {
-        {"c = a \xE2\x88\x92 b", "U+2212 (looks like '-'"},   // minus sign
-        {"c = a \xC3\x97 b", "U+00D7 (looks like '*'"},       // multiplication sign
-        {"c = a \xEF\xBC\x8B b", "U+FF0B (looks like '+'"},   // fullwidth plus
-        {"c\xEF\xBC\x9D a", "U+FF1D (looks like '='"},        // fullwidth equals
-        {"c = \xD0\xB0 + 1", "U+0430"},                       // Cyrillic a
-        {"c = a\xC2\xA0+ 1", "U+00A0 (looks like a space"},   // no-break space
+        {"c = a \xE2\x88\x92 b", "U+2212 (looks like '-'"},  // minus sign
+        {"c = a \xC3\x97 b", "U+00D7 (looks like '*'"},      // multiplication sign
+        {"c = a \xEF\xBC\x8B b", "U+FF0B (looks like '+'"},  // fullwidth plus
+        {"c\xEF\xBC\x9D a", "U+FF1D (looks like '='"},       // fullwidth equals
+        {"c = \xD0\xB0 + 1", "U+0430"},                      // Cyrillic a
+        {"c = a\xC2\xA0+ 1", "U+00A0 (looks like a space"},  // no-break space
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.text);
@@ -352,7 +350,8 @@ TEST(HostileSource, UserNamesNeverReachTheSource) {
     // The same program under plain names and under names that are C/CUDA keywords, directives
     // and jitexpr's own generated identifiers gives byte-identical kernels.
     const auto& fixed = jxharden::fixed_bindings();
-    std::map<std::string, dsl::Binding, std::less<>> plain{{"p", fixed.at("c")}, {"r", fixed.at("b")}, {"s", fixed.at("x")}};
+    std::map<std::string, dsl::Binding, std::less<>> plain{
+        {"p", fixed.at("c")}, {"r", fixed.at("b")}, {"s", fixed.at("x")}};
     std::map<std::string, dsl::Binding, std::less<>> nasty{
         {"__asm__", fixed.at("c")}, {"include", fixed.at("b")}, {"jx_compute", fixed.at("x")}};
     const std::string a = jxharden::all_sources(jxharden::run_front("q = p * s + r; v = sum(q, axis=1)", plain));

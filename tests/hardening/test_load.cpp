@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -54,7 +54,8 @@ template <class T>
 Array filled(Shape shape, int salt, bool fractional) {
     std::vector<T> v(static_cast<std::size_t>(shape_size(shape)));
     for (std::size_t k = 0; k < v.size(); ++k) {
-        const int base = static_cast<int>((k * (7 + static_cast<std::size_t>(salt)) + static_cast<std::size_t>(salt)) % 23) - 5;
+        const int base =
+            static_cast<int>((k * (7 + static_cast<std::size_t>(salt)) + static_cast<std::size_t>(salt)) % 23) - 5;
         v[k] = static_cast<T>(fractional ? base + 0.25 * salt : base);
     }
     return Array::from(v, shape, Backend::Cpu);
@@ -207,7 +208,8 @@ protected:
         delete reference_;
     }
     static std::size_t successes() {
-        return static_cast<std::size_t>(std::count_if(reference_->begin(), reference_->end(), [](const Outcome& o) { return o.ok; }));
+        return static_cast<std::size_t>(
+            std::count_if(reference_->begin(), reference_->end(), [](const Outcome& o) { return o.ok; }));
     }
     static std::vector<Case>* mix_;
     static std::vector<Outcome>* reference_;
@@ -234,7 +236,8 @@ TEST_F(LoadTest, MixHasAboutAHundredDistinctProgramsAndSomeFailures) {
 TEST_F(LoadTest, SixteenThreadsAgreeWithTheSingleThreadedReference) {
     Runtime rt = make_cpu_runtime();
     const RoundResult r = hammer(rt, *mix_, *reference_, rounds_per_thread());
-    EXPECT_EQ(r.evals, static_cast<std::size_t>(kThreads) * static_cast<std::size_t>(rounds_per_thread()) * mix_->size());
+    EXPECT_EQ(r.evals,
+              static_cast<std::size_t>(kThreads) * static_cast<std::size_t>(rounds_per_thread()) * mix_->size());
     EXPECT_EQ(r.ok, static_cast<std::size_t>(kThreads) * static_cast<std::size_t>(rounds_per_thread()) * successes());
     for (const std::string& m : r.mismatches) ADD_FAILURE() << m;
 }

@@ -113,7 +113,8 @@ TEST(SmallStack, NestingErrorComesBackFromTheParsersOwnStack) {
 
 TEST(SmallStack, ALargeStackRunsTheParserInPlace) {
     if (core::stack_left() < core::kFrontStackBytes)
-        GTEST_SKIP() << "this build asks for more stack than the main thread has left (" << core::stack_left() << " bytes)";
+        GTEST_SKIP() << "this build asks for more stack than the main thread has left (" << core::stack_left()
+                     << " bytes)";
     const std::size_t before = core::own_stack_runs();
     const syntax::Module m = syntax::parse(parens(syntax::kMaxNesting));
     EXPECT_EQ(m.statements.size(), 1u);
@@ -129,7 +130,8 @@ TEST(SmallStack, ASmallStackMovesTheParserToItsOwn) {
 // The stack the parser and the lowering ask for is at least twice what they use at the limit,
 // so that a grammar or lowering change that needs more fails here, not on a user's thread.
 TEST(SmallStack, FrontAtTheLimitUsesUnderHalfTheStackItAsksFor) {
-    for (const std::string& text : {parens(syntax::kMaxNesting), calls(syntax::kMaxNesting), unary(syntax::kMaxNesting)}) {
+    for (const std::string& text :
+         {parens(syntax::kMaxNesting), calls(syntax::kMaxNesting), unary(syntax::kMaxNesting)}) {
         std::size_t used = 0;
         const std::size_t before = core::own_stack_runs();
         // A thread with exactly the stack the parser asks for (plus the test's frames): it runs
@@ -140,7 +142,9 @@ TEST(SmallStack, FrontAtTheLimitUsesUnderHalfTheStackItAsksFor) {
                 const syntax::Module m = syntax::parse(text);
                 const Environment env = env_a();
                 dsl::Binding b{dsl::Binding::Kind::Array, DType::Float32, {3}, {1}};
-                const dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* { return name == "a" ? &b : nullptr; };
+                const dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+                    return name == "a" ? &b : nullptr;
+                };
                 const ir::Program p = dsl::lower(m, text, lookup, std::vector<std::string>{"a"});
                 EXPECT_FALSE(p.nodes.empty());
             },

@@ -112,7 +112,8 @@ std::map<ir::NodeId, Values> run_staged(const ir::Program& p, const ir::Schedule
         if (st.kind == ir::Stage::Kind::Reduce) roots = {p.node(st.reduce).args[0]};
         // The nodes this stage computes (from memory: Reduce nodes and spilled nodes of others).
         auto from_memory = [&](ir::NodeId n) {
-            return (p.node(n).kind == ir::NodeKind::Reduce || s.is_spilled(n)) && s.stored_by[n] != static_cast<std::int32_t>(k);
+            return (p.node(n).kind == ir::NodeKind::Reduce || s.is_spilled(n)) &&
+                   s.stored_by[n] != static_cast<std::int32_t>(k);
         };
         ir::NodeMap<char> inline_(p.nodes.size(), 0);
         std::vector<ir::NodeId> stack = roots;
@@ -126,7 +127,8 @@ std::map<ir::NodeId, Values> run_staged(const ir::Program& p, const ir::Schedule
             if (from_memory(n)) {
                 if (last_read) (*last_read)[n] = k;
                 if (s.stored_by[n] > static_cast<std::int32_t>(k))
-                    ADD_FAILURE() << "stage " << k << " reads node " << n << " before stage " << s.stored_by[n] << " stores it";
+                    ADD_FAILURE() << "stage " << k << " reads node " << n << " before stage " << s.stored_by[n]
+                                  << " stores it";
                 continue;
             }
             const ir::Node& nd = p.node(n);
@@ -154,7 +156,8 @@ std::map<int, Values> inputs_for(const ir::Program& p) {
     for (std::size_t i = 0; i < p.inputs.size(); ++i) {
         const auto& d = p.inputs[i];
         Values v(static_cast<std::size_t>(shape_size(d.shape)));
-        for (std::size_t e = 0; e < v.size(); ++e) v[e] = d.name == "a" ? std::vector<double>{1, 2, -3, 0.5}[e % 4] : 0.25 * double(e) - 1;
+        for (std::size_t e = 0; e < v.size(); ++e)
+            v[e] = d.name == "a" ? std::vector<double>{1, 2, -3, 0.5}[e % 4] : 0.25 * double(e) - 1;
         in[static_cast<int>(i)] = v;
     }
     return in;
@@ -209,9 +212,9 @@ TEST(SplitStages, HundredThousandTermSumFitsTheLimitAndKeepsItsValue) {
 TEST(SplitStages, ChainWithBroadcastAndReductionsEvaluatesStageByStage) {
     // A long chain over a broadcast {3, 4} shape, reductions of long chains that are read back,
     // and a value shared by two outputs.
-    const std::string text = "y = a" + repeat(" + a * 2", 60) + "\n" +           //
-                             "s = sum(y" + repeat(" - a", 50) + ")\n" +          //
-                             "d = c + y" + repeat(" + c - s", 40) + "\n" +       //
+    const std::string text = "y = a" + repeat(" + a * 2", 60) + "\n" +      //
+                             "s = sum(y" + repeat(" - a", 50) + ")\n" +     //
+                             "d = c + y" + repeat(" + c - s", 40) + "\n" +  //
                              "f = y * 2" + repeat(" + d", 30) + "\n";
     const ir::Program p = lower(text);
     const ir::Schedule split = expect_staged_equals_whole(p, 16);
@@ -326,8 +329,8 @@ TEST(TempLayout, SplitChainNeedsTwoBuffers) {
 }
 
 TEST(TempLayout, TemporariesSharingMemoryNeverLiveAtTheSameStage) {
-    const std::string text = "y = a" + repeat(" + a * 2", 60) + "\n" +   //
-                             "s = sum(y" + repeat(" - a", 50) + ")\n" +  //
+    const std::string text = "y = a" + repeat(" + a * 2", 60) + "\n" +       //
+                             "s = sum(y" + repeat(" - a", 50) + ")\n" +      //
                              "r = sum(c" + repeat(" * 2 - s", 20) + ")\n" +  //
                              "d = c + y" + repeat(" + c - s * r", 40) + "\n";
     const ir::Program p = lower(text);
@@ -340,7 +343,8 @@ TEST(TempLayout, TemporariesSharingMemoryNeverLiveAtTheSameStage) {
     std::size_t separate = 0;
     for (std::size_t t = 0; t < split.temps.size(); ++t) {
         const ir::Node& nd = p.node(split.temps[t]);
-        const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
+        const std::size_t bytes =
+            std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
         separate += (bytes + 63) / 64 * 64;
     }
     EXPECT_LT(layout.bytes, separate) << "nothing was shared";
@@ -352,7 +356,8 @@ TEST(TempLayout, TemporariesSharingMemoryNeverLiveAtTheSameStage) {
     };
     auto extent = [&](std::size_t t) {
         const ir::Node& nd = p.node(split.temps[t]);
-        const std::size_t bytes = std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
+        const std::size_t bytes =
+            std::max<std::size_t>(1, static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype));
         return std::pair{layout.offset[t], layout.offset[t] + bytes};
     };
     for (std::size_t t = 0; t < split.temps.size(); ++t) {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # No binary, library or Python module of jitexpr links anything of CUDA: libcuda, NVRTC and
 # nvJitLink are opened at run time, so each starts on a machine with no driver and no toolkit.
-#   needed_test.sh READELF FILE...
+#   test_needed.sh READELF FILE...
 set -euo pipefail
 readelf=$1
 shift

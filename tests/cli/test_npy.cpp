@@ -94,7 +94,8 @@ TEST(NpyParse, SwapsEachHalfOfBigEndianComplex) {
 TEST(NpyParse, ConvertsFortranOrderToC) {
     // Shape (2, 3) in column-major order: columns (0, 3), (1, 4), (2, 5).
     std::vector<std::int16_t> f{0, 3, 1, 4, 2, 5};
-    Array a = jit::parse_npy(npy_v1("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }", raw(f)), Backend::Cpu);
+    Array a =
+        jit::parse_npy(npy_v1("{'descr': '<i2', 'fortran_order': True, 'shape': (2, 3), }", raw(f)), Backend::Cpu);
     EXPECT_EQ(a.shape(), (jit::Shape{2, 3}));
     EXPECT_EQ(a.to_vector<std::int16_t>(), (std::vector<std::int16_t>{0, 1, 2, 3, 4, 5}));
 }
@@ -104,8 +105,10 @@ TEST(NpyParse, ConvertsThreeDimensionalFortranOrderToC) {
     std::vector<std::uint8_t> f(8);
     for (int i = 0; i < 2; ++i)
         for (int j = 0; j < 2; ++j)
-            for (int k = 0; k < 2; ++k) f[static_cast<std::size_t>(i + 2 * j + 4 * k)] = static_cast<std::uint8_t>(4 * i + 2 * j + k);
-    Array a = jit::parse_npy(npy_v1("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }", raw(f)), Backend::Cpu);
+            for (int k = 0; k < 2; ++k)
+                f[static_cast<std::size_t>(i + 2 * j + 4 * k)] = static_cast<std::uint8_t>(4 * i + 2 * j + k);
+    Array a =
+        jit::parse_npy(npy_v1("{'descr': '|u1', 'fortran_order': True, 'shape': (2, 2, 2), }", raw(f)), Backend::Cpu);
     EXPECT_EQ(a.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
@@ -118,13 +121,15 @@ TEST(NpyParse, AcceptsVersion2And3Headers) {
 
 TEST(NpyParse, AcceptsKeysInAnyOrderWithDoubleQuotes) {
     std::vector<std::int64_t> v{7, 8};
-    Array a = jit::parse_npy(npy_v1("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<i8\"}", raw(v)), Backend::Cpu);
+    Array a =
+        jit::parse_npy(npy_v1("{\"shape\": (2,), \"fortran_order\": False, \"descr\": \"<i8\"}", raw(v)), Backend::Cpu);
     EXPECT_EQ(a.to_vector<std::int64_t>(), v);
 }
 
 TEST(NpyParse, NormalisesBoolBytesToZeroOrOne) {
-    Array a = jit::parse_npy(npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\x01", 3)),
-                             Backend::Cpu);
+    Array a = jit::parse_npy(
+        npy_v1("{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", std::string("\x00\x02\x01", 3)),
+        Backend::Cpu);
     std::vector<unsigned char> out(3);
     a.copy_to_host(out.data());
     EXPECT_EQ(out, (std::vector<unsigned char>{0, 1, 1}));
@@ -138,7 +143,8 @@ TEST(NpyParse, ReadsEmptyArray) {
 
 TEST(NpyParse, ReadsBfloat16Descr) {
     std::vector<std::uint16_t> bits{0x3F80, 0xC000};  // 1.0, -2.0
-    Array a = jit::parse_npy(npy_v1("{'descr': 'bfloat16', 'fortran_order': False, 'shape': (2,), }", raw(bits)), Backend::Cpu);
+    Array a = jit::parse_npy(npy_v1("{'descr': 'bfloat16', 'fortran_order': False, 'shape': (2,), }", raw(bits)),
+                             Backend::Cpu);
     EXPECT_EQ(a.dtype(), DType::BFloat16);
     std::vector<std::uint16_t> out(2);
     a.copy_to_host(out.data());
@@ -155,9 +161,7 @@ TEST(NpyParseErrors, RejectsUnknownVersion) {
     EXPECT_NE(io_error_message(bytes).find("version 4.0"), std::string::npos);
 }
 
-TEST(NpyParseErrors, MessageNamesTheFile) {
-    EXPECT_EQ(io_error_message("short").rfind("bad.npy: ", 0), 0u);
-}
+TEST(NpyParseErrors, MessageNamesTheFile) { EXPECT_EQ(io_error_message("short").rfind("bad.npy: ", 0), 0u); }
 
 TEST(NpyParseErrors, RejectsHeaderLongerThanTheFile) {
     std::string bytes = npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (), }", "");
@@ -171,13 +175,15 @@ TEST(NpyParseErrors, RejectsTruncatedData) {
 
 TEST(NpyParseErrors, RejectsUnsupportedDescr) {
     for (const char* d : {"<U10", "|O", "<M8[ns]", "<f16", "|V8", "<f3", "bf16", "<bfloat16"}) {
-        std::string msg = io_error_message(npy_v1(std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (), }", std::string(16, '\0')));
+        std::string msg = io_error_message(npy_v1(
+            std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (), }", std::string(16, '\0')));
         EXPECT_NE(msg.find("unsupported dtype descr"), std::string::npos) << d << ": " << msg;
     }
 }
 
 TEST(NpyParseErrors, RejectsStructuredDescr) {
-    std::string msg = io_error_message(npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (), }", "xxxx"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (), }", "xxxx"));
     EXPECT_NE(msg.find("structured"), std::string::npos) << msg;
 }
 
@@ -187,12 +193,14 @@ TEST(NpyParseErrors, RejectsMissingKey) {
 }
 
 TEST(NpyParseErrors, RejectsExtraKey) {
-    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", "xxxx"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '<f4', 'fortran_order': False, 'shape': (1,), 'x': 1}", "xxxx"));
     EXPECT_NE(msg.find("unexpected key 'x'"), std::string::npos) << msg;
 }
 
 TEST(NpyParseErrors, RejectsDuplicateKey) {
-    std::string msg = io_error_message(npy_v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "xxxx"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '<f4', 'descr': '<f4', 'fortran_order': False, 'shape': (1,)}", "xxxx"));
     EXPECT_NE(msg.find("twice"), std::string::npos) << msg;
 }
 
@@ -222,13 +230,14 @@ TEST(NpyParseErrors, RejectsNegativeDimension) {
 }
 
 TEST(NpyParseErrors, RejectsShapeWhoseSizeOverflows) {
-    std::string msg = io_error_message(
-        npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", "xxxx"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}", "xxxx"));
     EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
 }
 
 TEST(NpyParseErrors, RejectsDimensionBeyondInt64) {
-    std::string msg = io_error_message(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,)}", ""));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999,)}", ""));
     EXPECT_NE(msg.find("too large"), std::string::npos) << msg;
 }
 
@@ -243,13 +252,14 @@ TEST(NpyParseErrors, DimensionsOfTwoToThe64AndMoreDoNotWrap) {
 }
 
 TEST(NpyParse, LargestInt64DimensionIsStillADimension) {
-    std::string msg = io_error_message(npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (9223372036854775807,)}", "x"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (9223372036854775807,)}", "x"));
     EXPECT_NE(msg.find("truncated"), std::string::npos) << msg;  // parsed, then found short
 }
 
 TEST(NpyParseErrors, RejectsMoreThanEightDimensions) {
-    std::string msg = io_error_message(
-        npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1)}", "x"));
+    std::string msg =
+        io_error_message(npy_v1("{'descr': '|u1', 'fortran_order': False, 'shape': (1, 1, 1, 1, 1, 1, 1, 1, 1)}", "x"));
     EXPECT_NE(msg.find("more than 8 dimensions"), std::string::npos) << msg;
 }
 
@@ -269,7 +279,8 @@ TEST(NpySerialise, RoundTripsEveryDtype) {
         const DType dt = static_cast<DType>(t);
         const std::size_t isz = jit::itemsize(dt);
         std::vector<unsigned char> data(6 * isz);
-        for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<unsigned char>(dt == DType::Bool ? i % 2 : i * 37 + 1);
+        for (std::size_t i = 0; i < data.size(); ++i)
+            data[i] = static_cast<unsigned char>(dt == DType::Bool ? i % 2 : i * 37 + 1);
         Array a = Array::from_host(data.data(), dt, {2, 3}, Backend::Cpu);
         Array b = jit::parse_npy(jit::to_npy_bytes(a), Backend::Cpu);
         EXPECT_EQ(b.dtype(), dt) << jit::dtype_name(dt);
@@ -405,7 +416,7 @@ TEST(NpyFiles, SaveThroughASymbolicLinkKeepsTheLinkAndTheMode) {
     jit::save_npy(link, Array::from(std::vector<float>{2, 3}, {}, Backend::Cpu));
     EXPECT_TRUE(std::filesystem::is_symlink(link));
     EXPECT_EQ(jit::load_npy(target, Backend::Cpu).to_vector<float>(), (std::vector<float>{2, 3}));
-    struct stat st{};
+    struct stat st {};
     ::stat(target.c_str(), &st);
     EXPECT_EQ(st.st_mode & 0777, 0600u);
 }

@@ -16,14 +16,14 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+using jit::cache::digest;
 using jit::cache::DiskCache;
 using jit::cache::DiskCacheOptions;
-using jit::cache::digest;
 using jit::cache::ImageCache;
 namespace fs = std::filesystem;
 
@@ -48,16 +48,12 @@ class ScopedEnv {
 public:
     ScopedEnv(const char* name, const char* value) : name_(name) {
         if (const char* old = std::getenv(name)) old_ = old;
-        if (value)
-            ::setenv(name, value, 1);
-        else
-            ::unsetenv(name);
+        if (value) ::setenv(name, value, 1);
+        else ::unsetenv(name);
     }
     ~ScopedEnv() {
-        if (old_)
-            ::setenv(name_, old_->c_str(), 1);
-        else
-            ::unsetenv(name_);
+        if (old_) ::setenv(name_, old_->c_str(), 1);
+        else ::unsetenv(name_);
     }
 
 private:
@@ -79,7 +75,10 @@ protected:
     TempDir tmp;
     std::vector<std::string> warnings;
     const std::string key = digest("kernel A");
-    const std::string image = std::string("\x7f" "ELF cubin bytes\0with a zero", 28);
+    const std::string image = std::string(
+        "\x7f"
+        "ELF cubin bytes\0with a zero",
+        28);
 };
 
 }  // namespace
@@ -221,7 +220,9 @@ void set_other_version(const std::string& path) {  // a version this build does 
     write_file(path, b);
 }
 void append_garbage(const std::string& path) { write_file(path, read_file(path) + "extra"); }
-void replace_with_text(const std::string& path) { write_file(path, "just some text that is long enough to hold a header, and more"); }
+void replace_with_text(const std::string& path) {
+    write_file(path, "just some text that is long enough to hold a header, and more");
+}
 
 TEST_F(BadFileTest, TruncatedFileIsRemoved) { expect_removed(truncate_to_half); }
 TEST_F(BadFileTest, TruncatedFileIsRecompiled) { expect_recovery(truncate_to_half); }

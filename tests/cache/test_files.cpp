@@ -66,7 +66,7 @@ std::vector<std::string> temporaries_in(const std::string& dir) {
 }
 
 mode_t mode_of(const std::string& p) {
-    struct stat st{};
+    struct stat st {};
     ::lstat(p.c_str(), &st);
     return st.st_mode;
 }
@@ -236,8 +236,8 @@ TEST(UserPaths, SymbolicLinkIsWrittenThroughToItsFinalTarget) {
     fs::create_directories(tmp / "real");
     write_file(tmp / "real/data", "old");
     ASSERT_EQ(::chmod((tmp / "real/data").c_str(), 0640), 0);
-    fs::create_symlink("real/data", tmp / "hop");      // relative
-    fs::create_symlink(tmp / "hop", tmp / "link");     // absolute, to another link
+    fs::create_symlink("real/data", tmp / "hop");   // relative
+    fs::create_symlink(tmp / "hop", tmp / "link");  // absolute, to another link
     files::write_file(tmp / "link", {"new"});
     EXPECT_TRUE(fs::is_symlink(tmp / "link"));
     EXPECT_TRUE(fs::is_symlink(tmp / "hop"));
@@ -293,12 +293,12 @@ TEST(UserPaths, RegularFileThroughProcFdIsAppendedNotReplaced) {
     TempDir tmp;
     write_file(tmp / "out", "before:");
     const int fd = ::open((tmp / "out").c_str(), O_WRONLY | O_APPEND);
-    struct stat before{};
+    struct stat before {};
     ::fstat(fd, &before);
     files::write_file("/proc/self/fd/" + std::to_string(fd), {"after"});
     ::close(fd);
     EXPECT_EQ(read_file(tmp / "out"), "before:after");
-    struct stat now{};
+    struct stat now {};
     ::stat((tmp / "out").c_str(), &now);
     EXPECT_EQ(now.st_ino, before.st_ino) << "the redirection's file is the same file";
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A shared library's soname is the one expected (docs/compatibility.md: the C ABI's versioning).
-#   soname_test.sh READELF LIBRARY EXPECTED_SONAME
+#   test_soname.sh READELF LIBRARY EXPECTED_SONAME
 set -euo pipefail
 readelf=$1 lib=$2 want=$3
 got=$("$readelf" -d "$lib" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')

@@ -40,8 +40,14 @@ bool eventually(F done) {
 TEST(MemoryCache, GetOrCreateThenHit) {
     MemoryCache<std::string, Value> cache(8);
     int runs = 0;
-    Value a = cache.get_or_create(std::string("k"), [&] { ++runs; return make("v"); });
-    Value b = cache.get_or_create(std::string_view("k"), [&] { ++runs; return make("other"); });
+    Value a = cache.get_or_create(std::string("k"), [&] {
+        ++runs;
+        return make("v");
+    });
+    Value b = cache.get_or_create(std::string_view("k"), [&] {
+        ++runs;
+        return make("other");
+    });
     EXPECT_EQ(runs, 1);
     EXPECT_EQ(a, b);
     auto s = cache.stats();
@@ -227,11 +233,23 @@ TEST(MemoryCacheFetch, CreatesOnceThenHitsWithoutAllocating) {
     MemoryCache<std::string, Value> cache(8);
     int runs = 0;
     bool created = false;
-    const Value& a = cache.fetch(std::string_view("k"), [&] { ++runs; return make("v"); }, &created);
+    const Value& a = cache.fetch(
+        std::string_view("k"),
+        [&] {
+            ++runs;
+            return make("v");
+        },
+        &created);
     EXPECT_TRUE(created);
     EXPECT_EQ(*a, "v");
     start_counting_allocations();
-    const Value& b = cache.fetch(std::string_view("k"), [&] { ++runs; return make("other"); }, &created);
+    const Value& b = cache.fetch(
+        std::string_view("k"),
+        [&] {
+            ++runs;
+            return make("other");
+        },
+        &created);
     EXPECT_EQ(stop_counting_allocations(), 0u);
     EXPECT_FALSE(created);
     EXPECT_EQ(*b, "v");
@@ -278,7 +296,12 @@ TEST(MemoryCacheFetch, FetchedEntriesSurviveEvictionOfColderOnes) {
         cache.get_or_create(100 + round, [round] { return round; });
     }
     int runs = 0;
-    EXPECT_EQ(cache.fetch(0, [&] { ++runs; return -1; }), 0);
+    EXPECT_EQ(cache.fetch(0,
+                          [&] {
+                              ++runs;
+                              return -1;
+                          }),
+              0);
     EXPECT_EQ(runs, 0) << "the hot entry was evicted";
     EXPECT_EQ(cache.size(), 3u);
 }
@@ -286,9 +309,15 @@ TEST(MemoryCacheFetch, FetchedEntriesSurviveEvictionOfColderOnes) {
 TEST(MemoryCacheFetch, ZeroCapacityCreatesEveryTimeAndHoldsTheValueUntilTheNextCall) {
     MemoryCache<int, Value> cache(0);
     int runs = 0;
-    const Value& v = cache.fetch(1, [&] { ++runs; return make("v"); });
+    const Value& v = cache.fetch(1, [&] {
+        ++runs;
+        return make("v");
+    });
     EXPECT_EQ(*v, "v");
-    cache.fetch(1, [&] { ++runs; return make("w"); });
+    cache.fetch(1, [&] {
+        ++runs;
+        return make("w");
+    });
     EXPECT_EQ(runs, 2);
     EXPECT_EQ(cache.size(), 0u);
 }
@@ -301,11 +330,13 @@ TEST(MemoryCacheFetch, ThreadsShareOneCreationAndCountTheirHits) {
     for (int t = 0; t < kThreads; ++t)
         threads.emplace_back([&] {
             for (int i = 0; i < kCalls; ++i)
-                EXPECT_EQ(cache.fetch(std::string("k"), [&] {
-                    ++runs;
-                    std::this_thread::sleep_for(10ms);
-                    return 7;
-                }), 7);
+                EXPECT_EQ(cache.fetch(std::string("k"),
+                                      [&] {
+                                          ++runs;
+                                          std::this_thread::sleep_for(10ms);
+                                          return 7;
+                                      }),
+                          7);
         });
     for (auto& th : threads) th.join();
     EXPECT_EQ(runs, 1);
@@ -344,15 +375,22 @@ TEST(MemoryCacheFetch, AWaiterWhoseCreatorFailedCreatesForItself) {
     MemoryCache<std::string, int> cache(8);
     std::atomic<bool> release{false};
     std::thread creator([&] {
-        EXPECT_THROW(cache.fetch(std::string("k"), [&]() -> int {
-            while (!release) std::this_thread::sleep_for(1ms);
-            throw std::runtime_error("stopped");
-        }), std::runtime_error);
+        EXPECT_THROW(cache.fetch(std::string("k"),
+                                 [&]() -> int {
+                                     while (!release) std::this_thread::sleep_for(1ms);
+                                     throw std::runtime_error("stopped");
+                                 }),
+                     std::runtime_error);
     });
     ASSERT_TRUE(eventually([&] { return cache.stats().misses == 1; }));
     std::thread waiter([&] {
         int runs = 0;
-        EXPECT_EQ(cache.fetch(std::string("k"), [&] { ++runs; return 5; }), 5);  // its own creation
+        EXPECT_EQ(cache.fetch(std::string("k"),
+                              [&] {
+                                  ++runs;
+                                  return 5;
+                              }),
+                  5);  // its own creation
         EXPECT_EQ(runs, 1);
     });
     ASSERT_TRUE(eventually([&] { return cache.stats().coalesced == 1; }));

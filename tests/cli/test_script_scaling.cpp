@@ -32,7 +32,8 @@ Work statement_work(int live) {
     jit::cli::Session s(o);
     s.run("x = arange(3.0)", {});
     const Array v = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
-    for (int i = 0; i < live; ++i) s.env().insert_or_assign("a_live_variable_of_a_long_script_" + std::to_string(i), Arg(v));
+    for (int i = 0; i < live; ++i)
+        s.env().insert_or_assign("a_live_variable_of_a_long_script_" + std::to_string(i), Arg(v));
     Work w;
     jit::test::start_counting_allocations();
     s.run("y = x * 2 + 1", {});

@@ -33,8 +33,8 @@ using namespace jit::cli;
 // ---- arguments
 
 TEST(CliArgs, CollectsOptionsInOrder) {
-    CliOptions o = parse_args({"--backend", "cpu", "--load", "a=a.npy", "-e", "b = a", "-ec = b", "script.jx",
-                               "--save=c=out.npy", "-v"});
+    CliOptions o = parse_args(
+        {"--backend", "cpu", "--load", "a=a.npy", "-e", "b = a", "-ec = b", "script.jx", "--save=c=out.npy", "-v"});
     EXPECT_EQ(o.mode, CliOptions::Mode::Run);
     EXPECT_EQ(o.backend, Backend::Cpu);
     ASSERT_EQ(o.loads.size(), 1u);
@@ -47,26 +47,18 @@ TEST(CliArgs, CollectsOptionsInOrder) {
     EXPECT_TRUE(o.verbose);
 }
 
-TEST(CliArgs, DashIsStandardInput) {
-    EXPECT_EQ(parse_args({"-"}).script, "-");
-}
+TEST(CliArgs, DashIsStandardInput) { EXPECT_EQ(parse_args({"-"}).script, "-"); }
 
-TEST(CliArgs, DoubleDashEndsOptions) {
-    EXPECT_EQ(parse_args({"--", "-weird.jx"}).script, "-weird.jx");
-}
+TEST(CliArgs, DoubleDashEndsOptions) { EXPECT_EQ(parse_args({"--", "-weird.jx"}).script, "-weird.jx"); }
 
-TEST(CliArgs, UnknownOptionIsUsageError) {
-    EXPECT_THROW(parse_args({"--nope"}), UsageError);
-}
+TEST(CliArgs, UnknownOptionIsUsageError) { EXPECT_THROW(parse_args({"--nope"}), UsageError); }
 
 TEST(CliArgs, MissingValueIsUsageError) {
     EXPECT_THROW(parse_args({"-e"}), UsageError);
     EXPECT_THROW(parse_args({"--load"}), UsageError);
 }
 
-TEST(CliArgs, TwoScriptsAreUsageError) {
-    EXPECT_THROW(parse_args({"a.jx", "b.jx"}), UsageError);
-}
+TEST(CliArgs, TwoScriptsAreUsageError) { EXPECT_THROW(parse_args({"a.jx", "b.jx"}), UsageError); }
 
 TEST(CliArgs, BadNameFileIsUsageError) {
     EXPECT_THROW(parse_name_file("x", "--save"), UsageError);
@@ -190,7 +182,8 @@ TEST(CliFormat, Complex) {
 
 TEST(CliFormat, ZeroDimensional) {
     const double v = 2.5;
-    EXPECT_EQ(format_array(Array::from_host(&v, DType::Float64, {}, Backend::Cpu)), "array(2.5, dtype=float64)  # shape ()");
+    EXPECT_EQ(format_array(Array::from_host(&v, DType::Float64, {}, Backend::Cpu)),
+              "array(2.5, dtype=float64)  # shape ()");
 }
 
 TEST(CliFormat, Empty) {
@@ -233,7 +226,7 @@ TEST(CliFormat, Float16ShortestDigits) {
 TEST(CliHostValues, HalfRoundsToNearestEven) {
     EXPECT_EQ(double_to_half(1.0), 0x3C00);
     EXPECT_EQ(double_to_half(65504.0), 0x7BFF);
-    EXPECT_EQ(double_to_half(65520.0), 0x7C00);  // rounds up to infinity
+    EXPECT_EQ(double_to_half(65520.0), 0x7C00);        // rounds up to infinity
     EXPECT_EQ(double_to_half(1.0 + 0x1p-11), 0x3C00);  // halfway: to even
     EXPECT_EQ(double_to_half(1.0 + 3 * 0x1p-11), 0x3C02);
     EXPECT_EQ(double_to_half(0x1p-24), 0x0001);  // smallest subnormal
@@ -361,8 +354,15 @@ TEST(CliArgs, EveryOptionOfTheTableParses) {
         std::vector<std::string> args{opt};
         if (takes_value) {
             const std::string arg = name.substr(name.find(' ') + 1);
-            args.push_back(arg == "B" ? "cpu" : arg == "N" ? "2" : arg == "on|off" ? "off" : arg == "MODE" ? "direct"
-                           : arg == "KIND" ? "base" : arg == "NAME=FILE" ? "x=x.npy" : arg == "SIZE" ? "4GiB" : arg == "GBS" ? "20" : "value");
+            args.push_back(arg == "B"           ? "cpu"
+                           : arg == "N"         ? "2"
+                           : arg == "on|off"    ? "off"
+                           : arg == "MODE"      ? "direct"
+                           : arg == "KIND"      ? "base"
+                           : arg == "NAME=FILE" ? "x=x.npy"
+                           : arg == "SIZE"      ? "4GiB"
+                           : arg == "GBS"       ? "20"
+                                                : "value");
         }
         EXPECT_NO_THROW(jit::cli::parse_args(args)) << opt;
     }
@@ -382,13 +382,14 @@ TEST(CliArgs, ThreadsAndTimeAndQuiet) {
 TEST(CliArgs, DeviceIsAnOrdinalThatReachesTheRuntimeOptions) {
     EXPECT_EQ(jit::cli::runtime_options(jit::cli::parse_args({"--device", "1", "-e", "1"})).device, 1);
     EXPECT_EQ(jit::cli::parse_args({"--device=0"}).device, 0);
-    for (const char* bad : {"-1", "one", "1.0", ""}) EXPECT_THROW(jit::cli::parse_args({"--device", bad}), jit::cli::UsageError) << bad;
+    for (const char* bad : {"-1", "one", "1.0", ""})
+        EXPECT_THROW(jit::cli::parse_args({"--device", bad}), jit::cli::UsageError) << bad;
 }
 
 TEST(CliArgs, OptionsReachTheRuntimeOptions) {
     const jit::cli::CliOptions o =
-        jit::cli::parse_args({"--threads", "2", "--no-disk-cache", "--fast-math", "--tiered", "off", "--cache-dir", "/tmp/c",
-                         "--nvrtc-options", "-lineinfo --Ofast-compile=max", "--show-kernels"});
+        jit::cli::parse_args({"--threads", "2", "--no-disk-cache", "--fast-math", "--tiered", "off", "--cache-dir",
+                              "/tmp/c", "--nvrtc-options", "-lineinfo --Ofast-compile=max", "--show-kernels"});
     const jit::RuntimeOptions r = jit::cli::runtime_options(o);
     EXPECT_EQ(r.cpu_threads, 2);
     EXPECT_FALSE(r.disk_cache);

@@ -18,9 +18,9 @@ namespace {
 
 using namespace jit;
 
-#define REQUIRE_GPU()                                                 \
-    do {                                                              \
-        std::string why;                                              \
+#define REQUIRE_GPU()                                                   \
+    do {                                                                \
+        std::string why;                                                \
         if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA: " << why; \
     } while (0)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the build into a temporary prefix, then builds and runs an out-of-tree consumer with
 # find_package(jitexpr CONFIG REQUIRED), and a C program with pkg-config's flags.
-#   package_test.sh CMAKE BUILD_DIR WORK_DIR CONSUMER_SOURCE GENERATOR [EXTRA_FLAGS]
+#   test_package.sh CMAKE BUILD_DIR WORK_DIR CONSUMER_SOURCE GENERATOR [EXTRA_FLAGS]
 set -euo pipefail
 cmake=$1 build=$2 work=$3 consumer=$4 generator=$5 flags=${6:-}
 rm -rf "$work"

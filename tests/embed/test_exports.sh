@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The shared C library exports exactly the functions that include/jit/c_api.h declares: no C++
 # symbol of jitexpr or of the static libraries linked into it.
-#   exports_test.sh NM LIBRARY HEADER
+#   test_exports.sh NM LIBRARY HEADER
 set -euo pipefail
 nm=$1 lib=$2 header=$3
 exported=$("$nm" -D --defined-only "$lib" | awk '{print $NF}' | sed 's/@.*//' | sort -u)

@@ -26,21 +26,21 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+using jit::cache::digest;
 using jit::cache::DiskCache;
 using jit::cache::DiskCacheOptions;
-using jit::cache::digest;
 namespace fs = std::filesystem;
 
 namespace {
 
 // Checks inside the child process: a failed one is printed on stderr and counted.
 int g_failures = 0;
-#define CHILD_CHECK(cond)                                                                \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
+#define CHILD_CHECK(cond)                                                                 \
+    do {                                                                                  \
+        if (!(cond)) {                                                                    \
             std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            ++g_failures;                                                                \
-        }                                                                                \
+            ++g_failures;                                                                 \
+        }                                                                                 \
     } while (0)
 
 // Runs `body` in a forked child and expects it to finish with every check passed. The file
@@ -97,7 +97,8 @@ DiskCacheOptions options(const std::string& dir, std::vector<std::string>* warni
 std::vector<std::string> files_under(const std::string& dir) {
     std::vector<std::string> out;
     std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator(); it.increment(ec))
+    for (auto it = fs::recursive_directory_iterator(dir, ec); it != fs::recursive_directory_iterator();
+         it.increment(ec))
         if (it->is_regular_file(ec)) out.push_back(it->path().filename().string());
     return out;
 }

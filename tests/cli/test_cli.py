@@ -2,7 +2,7 @@
 """The jitexpr script interface, run as a subprocess: .npy round trips against NumPy, -e,
 SCRIPT, stdin, constructors, printing, exit statuses, error messages, --save behaviour.
 
-usage: cli_test.py PATH/TO/jitexpr [unittest options]
+usage: test_cli.py PATH/TO/jitexpr [unittest options]
 Exits 77 (CTest: skipped) when NumPy is not installed.
 """
 import os
@@ -17,7 +17,7 @@ import unittest
 try:
     import numpy as np
 except ImportError:  # pragma: no cover
-    print("cli_test.py: NumPy is not installed; skipping")
+    print("test_cli.py: NumPy is not installed; skipping")
     sys.exit(77)
 
 JITEXPR = None

@@ -2,7 +2,7 @@
 """The jitexpr REPL through a real pseudo-terminal (pexpect): editing, history recall and
 persistence, tab completion, Ctrl-C, errors, multi-line input, Ctrl-D.
 
-usage: repl_test.py PATH/TO/jitexpr [unittest options]
+usage: test_repl.py PATH/TO/jitexpr [unittest options]
 Exits 77 (CTest: skipped) when pexpect is not installed. Tests of line editing skip when the
 binary was built without readline.
 """
@@ -16,7 +16,7 @@ import unittest
 try:
     import pexpect
 except ImportError:  # pragma: no cover
-    print("repl_test.py: pexpect is not installed; skipping")
+    print("test_repl.py: pexpect is not installed; skipping")
     sys.exit(77)
 
 JITEXPR = None

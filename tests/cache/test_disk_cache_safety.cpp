@@ -26,9 +26,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+using jit::cache::digest;
 using jit::cache::DiskCache;
 using jit::cache::DiskCacheOptions;
-using jit::cache::digest;
 namespace fs = std::filesystem;
 
 namespace {
@@ -92,7 +92,10 @@ protected:
     TempDir tmp;
     std::vector<std::string> warnings;
     const std::string key = digest("kernel A");
-    const std::string image = std::string("\x7f" "ELF cubin bytes\0with a zero", 28);
+    const std::string image = std::string(
+        "\x7f"
+        "ELF cubin bytes\0with a zero",
+        28);
 };
 
 }  // namespace
@@ -228,7 +231,7 @@ TEST_F(CacheSafety, FifoInPlaceOfAnEntryNeverBlocks) {
         ok &= cache.stats().entries == 0;
         return ok;
     }));
-    struct stat st{};
+    struct stat st {};
     ASSERT_EQ(::lstat(path.c_str(), &st), 0);
     EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }

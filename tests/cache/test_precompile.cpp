@@ -13,12 +13,12 @@
 
 #include <sys/wait.h>
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -87,15 +87,16 @@ int precompile_sm90(const TempDir& dir, const std::string& programs) {
 TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
     TempDir dir;
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(precompile_sm90(dir, "# two programs\n"
-                                   "c = a*2 + b ; a: float32[N], b: float32[N]\n"
-                                   "\n"
-                                   "m = x - mean(x, axis=0) ; x: float64[100, 7]\n"),
+    ASSERT_EQ(precompile_sm90(dir,
+                              "# two programs\n"
+                              "c = a*2 + b ; a: float32[N], b: float32[N]\n"
+                              "\n"
+                              "m = x - mean(x, axis=0) ; x: float64[100, 7]\n"),
               0);
 
     // The symbolic N: any size gives the same kernels, so the runtime's key for 1000 elements.
-    std::vector<std::string> expected = keys("c = a*2 + b", {{"a", array(DType::Float32, {1000})},
-                                                              {"b", array(DType::Float32, {1000})}});
+    std::vector<std::string> expected =
+        keys("c = a*2 + b", {{"a", array(DType::Float32, {1000})}, {"b", array(DType::Float32, {1000})}});
     const auto second = keys("m = x - mean(x, axis=0)", {{"x", array(DType::Float64, {100, 7})}});
     ASSERT_EQ(second.size(), 2u);  // the reduction, then the subtraction
     expected.insert(expected.end(), second.begin(), second.end());
@@ -130,8 +131,9 @@ TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
 TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
     TempDir dir;
     const std::string cache_dir = dir / "cache";
-    ASSERT_EQ(precompile_sm90(dir, "y = x*2 + 1 ; x: float32[N, M][:, ::2]\n"
-                                   "y = x - 1 ; x: float64[N, M][::-1]\n"),
+    ASSERT_EQ(precompile_sm90(dir,
+                              "y = x*2 + 1 ; x: float32[N, M][:, ::2]\n"
+                              "y = x - 1 ; x: float64[N, M][::-1]\n"),
               0);
     // What the runtime sees for a[:, ::2] of a C-contiguous (1000, 300) float32 array and
     // a[::-1] of a (40, 70) float64 one.
@@ -140,7 +142,8 @@ TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {
     dsl::Binding reversed = array(DType::Float64, {40, 70});
     reversed.strides = {-70, 1};
     cache::DiskCache disk = open_disk(cache_dir);
-    for (const auto& [text, x] : {std::pair{std::string("y = x*2 + 1"), stepped}, std::pair{std::string("y = x - 1"), reversed}}) {
+    for (const auto& [text, x] :
+         {std::pair{std::string("y = x*2 + 1"), stepped}, std::pair{std::string("y = x - 1"), reversed}}) {
         const auto k = kernels(text, {{"x", x}});
         ASSERT_EQ(k.size(), 1u);
         EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Strided) << text;
@@ -194,13 +197,14 @@ TEST(Precompile, AsksForTheKeysOfTheKernelsPreparationLoadsForEveryLayoutClass) 
         EXPECT_EQ(reported, prepared) << lp.text;
     }
     EXPECT_EQ(kinds, (std::set<codegen::KernelKind>{codegen::KernelKind::Flat, codegen::KernelKind::Strided,
-                                                     codegen::KernelKind::Tiled, codegen::KernelKind::ReduceAll,
-                                                     codegen::KernelKind::ReduceAxis}));
+                                                    codegen::KernelKind::Tiled, codegen::KernelKind::ReduceAll,
+                                                    codegen::KernelKind::ReduceAxis}));
 }
 
 TEST(Precompile, RejectsAStepOfZeroAndTooManySlices) {
     TempDir dir;
-    for (const char* decl : {"x: float32[N][::0]", "x: float32[N][:, :]", "x: float32[N][1:2]", "x: float32[N, M][::2].T"}) {
+    for (const char* decl :
+         {"x: float32[N][::0]", "x: float32[N][:, :]", "x: float32[N][1:2]", "x: float32[N, M][::2].T"}) {
         {
             std::ofstream f(dir / "bad.txt");
             f << "y = x + 1 ; " << decl << "\n";

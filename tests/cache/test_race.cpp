@@ -27,7 +27,7 @@ TEST(DiskCacheRace, EightProcessesOnAnEmptyDirectory) {
 
     std::vector<pid_t> pids;
     for (int i = 0; i < kProcesses; ++i) {
-        std::vector<std::string> args = {CACHE_RACE_HELPER, dir, std::to_string(i), std::to_string(kRounds),
+        std::vector<std::string> args = {CACHE_RACE_HELPER,        dir,      std::to_string(i), std::to_string(kRounds),
                                          std::to_string(start_ns), max_bytes};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
@@ -40,7 +40,8 @@ TEST(DiskCacheRace, EightProcessesOnAnEmptyDirectory) {
     for (int i = 0; i < kProcesses; ++i) {
         int status = 0;
         ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "process " << i << " failed (status " << status << ")";
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+            << "process " << i << " failed (status " << status << ")";
     }
 
     jit::cache::DiskCacheOptions options;

@@ -7,7 +7,7 @@ messages a person can act on.
 Anything that could replace a device runs inside a private mount namespace whose /dev is a
 fresh tmpfs (`unshare -m`, root only; skipped otherwise): never the real /dev.
 
-usage: reliability_test.py PATH/TO/jitexpr [unittest options]
+usage: test_reliability.py PATH/TO/jitexpr [unittest options]
 Exits 77 (CTest: skipped) when NumPy is not installed.
 """
 import io
@@ -25,7 +25,7 @@ import unittest
 try:
     import numpy as np
 except ImportError:  # pragma: no cover
-    print("reliability_test.py: NumPy is not installed; skipping")
+    print("test_reliability.py: NumPy is not installed; skipping")
     sys.exit(77)
 
 JITEXPR = None
