@@ -51,6 +51,18 @@ def run(args, env=None, timeout=120, text=True, **kw):
                           timeout=timeout, **kw)
 
 
+def catches_sigint(p, timeout=30):
+    """Whether process p catches SIGINT (its SigCgt mask in /proc) within `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and p.poll() is None:
+        with open(f"/proc/{p.pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:") and int(line.split()[1], 16) & (1 << (signal.SIGINT - 1)):
+                    return True
+        time.sleep(0.01)
+    return False
+
+
 def temporaries(folder):
     return [n for n in os.listdir(folder) if n.startswith(TEMP_PREFIX)]
 
@@ -182,6 +194,9 @@ class Streams(Base):
         os.mkfifo(fifo)
         p = subprocess.Popen([JITEXPR, "--load", "x=" + fifo, "-e", "x"], env=environment(),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        # Ctrl-C before the CLI has installed its handler ends it by the signal, as any program; so
+        # wait until it catches SIGINT (a slow, sanitized start can take longer than any fixed sleep).
+        self.assertTrue(catches_sigint(p), "the CLI never installed its SIGINT handler")
         time.sleep(0.3)
         self.assertIsNone(p.poll(), "it waits for a writer, as any reader does")
         p.send_signal(signal.SIGINT)
