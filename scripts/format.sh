@@ -3,8 +3,9 @@
 #   scripts/format.sh            rewrite the files in place
 #   scripts/format.sh --check    change nothing; list the files that are not formatted, exit 1 if any
 #                                (ctest's `format` test; it skips, exit 77, without clang-format 14+)
-# dsl/semantics.h is left as written: its bytes are embedded in every generated kernel, so
-# reformatting it would change the golden kernels and every disk-cache key.
+# Left as written: dsl/semantics.h (its bytes are embedded in every generated kernel, so
+# reformatting it would change the golden kernels and every disk-cache key) and golden files
+# (tests/*/golden/: generated output the tests compare byte for byte).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cf=${CLANG_FORMAT:-clang-format}
@@ -17,7 +18,7 @@ if [ -z "$major" ] || [ "$major" -lt 14 ]; then
   echo "format.sh: $cf is version ${major:-unknown}; the house style needs 14 or newer; skipping" >&2
   exit 77
 fi
-mapfile -t files < <(git ls-files -- '*.c' '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh' | grep -v '^dsl/semantics\.h$')
+mapfile -t files < <(git ls-files -- '*.c' '*.cpp' '*.h' '*.hpp' '*.cu' '*.cuh' | grep -v -e '^dsl/semantics\.h$' -e '/golden/')
 if [ "${1:-}" = --check ]; then
   bad=0
   for f in "${files[@]}"; do
