@@ -94,7 +94,7 @@ std::string CompactEmitter::kernel(KernelSource& k) {
     s += "    const long long chunk = (n + gridDim.x - 1) / gridDim.x;\n";
     s += "    const long long begin = static_cast<long long>(blockIdx.x) * chunk;\n";
     s += "    const long long end = begin + chunk < n ? begin + chunk : n;\n";
-    s += "    long long c = 0;\n";
+    s += "    long long selected = 0;\n";
     s += "    for (long long t = begin; t < end; t += blockDim.x) {\n";
     s += "        const long long i = t + threadIdx.x;\n";
     s += "        bool f = false;\n";
@@ -102,11 +102,11 @@ std::string CompactEmitter::kernel(KernelSource& k) {
     s += value_decls("            ");
     s += element("            ");
     s += "        }\n";
-    s += "        c += __syncthreads_count(f);\n";
+    s += "        selected += __syncthreads_count(f);\n";
     s += "    }\n";
     s += "    __shared__ bool last;\n";
     s += "    if (threadIdx.x == 0) {\n";
-    s += "        counts[blockIdx.x] = c;\n";
+    s += "        counts[blockIdx.x] = selected;\n";
     s += "        __threadfence();\n";
     s += "        last = atomicAdd(ticket, 1u) == gridDim.x - 1u;\n";
     s += "    }\n";

@@ -1127,7 +1127,12 @@ private:
     ir::NodeId compact(const Val& v, SourceSpan span) {
         const Shape full = broadcast(shape(v), node(v.mask).shape, span);
         const ir::NodeId values = shape(v) == full ? v.node : fresh(v.node, full, span);
-        const ir::NodeId mask = node(v.mask).shape == full ? v.mask : fresh(v.mask, full, span);
+        // One broadcast mask node per mask and shape: selections by one mask share a stage.
+        std::string key = std::to_string(v.mask.value());
+        for (const std::int64_t e : full) key += fmt::format(",{}", e);
+        auto [it, fresh_mask] = compact_masks_.try_emplace(std::move(key), v.mask);
+        if (fresh_mask && node(v.mask).shape != full) it->second = fresh(v.mask, full, span);
+        const ir::NodeId mask = it->second;
         Node c;
         c.kind = NodeKind::Compact;
         c.dtype = node(values).dtype;
@@ -1860,6 +1865,7 @@ private:
         SourceSpan span;
     };
     std::vector<PendingCheck> checks_;
+    std::map<std::string, ir::NodeId> compact_masks_;  // a Compact node's mask by mask node and shape
 };
 
 void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,

@@ -84,6 +84,14 @@ def test_selection_matches_numpy(text, dtype, mask, layout):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("text", REDUCE)
 def test_reduction_of_selection_matches_numpy(text, dtype, mask, layout):
+    if np.dtype(dtype).kind == "c" and text.split("(")[0] in ("min", "max", "ptp"):
+        pytest.skip("jitexpr's min, max and ptp take no complex values (docs/language.md, reductions)")
+    if dtype == "bool" and text.startswith("ptp") and mask == "none":
+        # NumPy finds the empty array before the bool subtract; jitexpr types the program before
+        # any data is seen: a TypeError here, as for every bool ptp (tested with the other masks).
+        with pytest.raises(TypeError):
+            jx.evaluate(text, names_for(dtype, mask, layout), backend="cpu")
+        return
     check(text, names_for(dtype, mask, layout))
 
 
