@@ -5,8 +5,7 @@ __device__ __forceinline__ float jx_compute(const float a_in0) {
 }
 
 // full reduction: per-thread accumulation, block reduce, partials, last block combines in order
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const long long n, void* __restrict__ ws) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const long long n, void* __restrict__ ws) {
     using R = jx::red::ReduceMax<float>;
     float* partial = static_cast<float*>(ws);
     unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + 8192);
@@ -45,9 +44,7 @@ __device__ __forceinline__ bool jx_compute(const float a_in0, const float a_buf1
 }
 
 // full reduction: per-thread accumulation, block reduce, partials, last block combines in order
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const float* __restrict__ in0, const float* __restrict__ buf1, jx::i64* __restrict__ out0,
-              const long long n, void* __restrict__ ws) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, const float* __restrict__ buf1, jx::i64* __restrict__ out0, const long long n, void* __restrict__ ws) {
     using R = jx::red::ArgFirst<jx::i64>;
     jx::i64* partial = static_cast<jx::i64*>(ws);
     unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + 16384);

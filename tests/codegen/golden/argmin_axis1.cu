@@ -7,18 +7,13 @@ __device__ __forceinline__ float jx_compute(const float a_in0) {
 }
 
 // axis reduction over the last axis: one warp per output element
-struct jx_layout {
-    long long shape[2];
-    long long stride[2][2];
-};
+struct jx_layout { long long shape[2]; long long stride[2][2]; };
 
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) {
     using R = jx::red::ReduceMin<float>;
     long long outputs = 1;
 #pragma unroll
-    for (int d = 0; d < 2; ++d)
-        if (d != 1) outputs *= L.shape[d];
+    for (int d = 0; d < 2; ++d) if (d != 1) outputs *= L.shape[d];
     const long long len = L.shape[1];
     const long long gid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long gsize = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -58,19 +53,13 @@ __device__ __forceinline__ bool jx_compute(const float a_in0, const float a_buf1
 }
 
 // axis reduction over the last axis: one warp per output element
-struct jx_layout {
-    long long shape[2];
-    long long stride[3][2];
-};
+struct jx_layout { long long shape[2]; long long stride[3][2]; };
 
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const float* __restrict__ in0, const float* __restrict__ buf1, jx::i64* __restrict__ out0,
-              const jx_layout L) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, const float* __restrict__ buf1, jx::i64* __restrict__ out0, const jx_layout L) {
     using R = jx::red::ArgFirst<jx::i64>;
     long long outputs = 1;
 #pragma unroll
-    for (int d = 0; d < 2; ++d)
-        if (d != 1) outputs *= L.shape[d];
+    for (int d = 0; d < 2; ++d) if (d != 1) outputs *= L.shape[d];
     const long long len = L.shape[1];
     const long long gid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long gsize = static_cast<long long>(gridDim.x) * blockDim.x;
@@ -92,8 +81,7 @@ extern "C" __global__ void __launch_bounds__(256)
         const long long t0 = L.stride[0][1];
         const long long t1 = L.stride[1][1];
         jx::i64 acc = R::identity();
-        for (long long j = lane; j < len; j += 32)
-            acc = R::combine(acc, R::leaf(jx_compute(in0[p0 + j * t0], buf1[p1 + j * t1]), j));
+        for (long long j = lane; j < len; j += 32) acc = R::combine(acc, R::leaf(jx_compute(in0[p0 + j * t0], buf1[p1 + j * t1]), j));
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) acc = R::combine(acc, jx_shfl_down(acc, d));
         if (lane == 0) out0[p2] = acc;

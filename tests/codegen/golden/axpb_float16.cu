@@ -9,9 +9,7 @@ __device__ __forceinline__ void jx_compute(const jx::u16 a_in0, const jx::u16 a_
 }
 
 // flat: contiguous or single-element arrays over one index
-extern "C" __global__ void __launch_bounds__(256)
-    jx_flat(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0,
-            const long long n, const int vectors) {
+extern "C" __global__ void __launch_bounds__(256) jx_flat(const jx::u16* __restrict__ in0, const jx::u16* __restrict__ in1, jx::u16* __restrict__ out0, const long long n, const int vectors) {
     using I = int;
     const I count = static_cast<I>(n);
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);

@@ -7,14 +7,10 @@ __device__ __forceinline__ void jx_compute(const float a_in0, const float a_in1,
 }
 
 // strided: rows of the last axis; per-row offsets once, the last axis walked by threads
-struct jx_layout {
-    long long shape[2];
-    long long stride[3][2];
-};
+struct jx_layout { long long shape[2]; long long stride[3][2]; };
 
 template <class I>
-__device__ __forceinline__ void jx_rows(const float* __restrict__ in0, const float* __restrict__ in1,
-                                        float* __restrict__ out0, const jx_layout& L, const int vectors) {
+__device__ __forceinline__ void jx_rows(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const jx_layout& L, const int vectors) {
     I rows = 1;
 #pragma unroll
     for (int d = 0; d < 1; ++d) rows *= static_cast<I>(L.shape[d]);
@@ -52,13 +48,5 @@ __device__ __forceinline__ void jx_rows(const float* __restrict__ in0, const flo
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    jx_rows_i64(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0,
-                const jx_layout L, const int vectors) {
-    jx_rows<long long>(in0, in1, out0, L, vectors);
-}
-extern "C" __global__ void __launch_bounds__(256)
-    jx_rows_i32(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0,
-                const jx_layout L, const int vectors) {
-    jx_rows<int>(in0, in1, out0, L, vectors);
-}
+extern "C" __global__ void __launch_bounds__(256) jx_rows_i64(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const jx_layout L, const int vectors) { jx_rows<long long>(in0, in1, out0, L, vectors); }
+extern "C" __global__ void __launch_bounds__(256) jx_rows_i32(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, const jx_layout L, const int vectors) { jx_rows<int>(in0, in1, out0, L, vectors); }

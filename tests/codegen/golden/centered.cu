@@ -5,8 +5,7 @@ __device__ __forceinline__ double jx_compute(const double a_in0) {
 }
 
 // full reduction: per-thread accumulation, block reduce, partials, last block combines in order
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const double* __restrict__ in0, double* __restrict__ out0, const long long n, void* __restrict__ ws) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __restrict__ in0, double* __restrict__ out0, const long long n, void* __restrict__ ws) {
     using R = jx::red::Sum<double>;
     double* partial = static_cast<double*>(ws);
     unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + 16384);
@@ -41,9 +40,7 @@ __device__ __forceinline__ void jx_compute(const double a_in0, const double a_bu
 }
 
 // flat: contiguous or single-element arrays over one index
-extern "C" __global__ void __launch_bounds__(256)
-    jx_flat(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0,
-            const long long n, const int vectors) {
+extern "C" __global__ void __launch_bounds__(256) jx_flat(const double* __restrict__ in0, const double* __restrict__ buf1, double* __restrict__ out0, const long long n, const int vectors) {
     using I = int;
     const I count = static_cast<I>(n);
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);

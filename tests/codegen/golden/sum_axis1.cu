@@ -5,18 +5,13 @@ __device__ __forceinline__ float jx_compute(const float a_in0) {
 }
 
 // axis reduction over the last axis: one warp per output element
-struct jx_layout {
-    long long shape[2];
-    long long stride[2][2];
-};
+struct jx_layout { long long shape[2]; long long stride[2][2]; };
 
-extern "C" __global__ void __launch_bounds__(256)
-    jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L) {
     using R = jx::red::Sum<float>;
     long long outputs = 1;
 #pragma unroll
-    for (int d = 0; d < 2; ++d)
-        if (d != 1) outputs *= L.shape[d];
+    for (int d = 0; d < 2; ++d) if (d != 1) outputs *= L.shape[d];
     const long long len = L.shape[1];
     const long long gid = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long gsize = static_cast<long long>(gridDim.x) * blockDim.x;

@@ -8,8 +8,7 @@ __device__ __forceinline__ float jx_compute(const float a_in0, const double s0) 
 }
 
 // full reduction: per-thread accumulation, block reduce, partials, last block combines in order
-extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0,
-                                                            const double s0, const long long n, void* __restrict__ ws) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restrict__ in0, float* __restrict__ out0, const double s0, const long long n, void* __restrict__ ws) {
     using R = jx::red::Sum<float>;
     float* partial = static_cast<float*>(ws);
     unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + 8192);

@@ -7,14 +7,10 @@ __device__ __forceinline__ void jx_compute(const float a_in0, float& r_out0) {
 }
 
 // tiled: 64x64 tiles of the last two axes; inputs contiguous along the second-last axis pass through shared memory
-struct jx_layout {
-    long long shape[2];
-    long long stride[2][2];
-};
+struct jx_layout { long long shape[2]; long long stride[2][2]; };
 
 template <class I>
-__device__ __forceinline__ void jx_tiles(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout& L,
-                                         const int vectors) {
+__device__ __forceinline__ void jx_tiles(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout& L, const int vectors) {
     __shared__ float sh_in0[64][65];
     const I nr = static_cast<I>(L.shape[0]);
     const I nc = static_cast<I>(L.shape[1]);
@@ -43,8 +39,7 @@ __device__ __forceinline__ void jx_tiles(const float* __restrict__ in0, float* _
                 for (int j = vr; j < 64; j += 16) {
                     const I lc = c0 + j;
                     if (lr < nr && lc < nc) {
-                        const jx_vec<float, 4> x_in0 =
-                            *reinterpret_cast<const jx_vec<float, 4>*>(in0 + p0 + lr + lc * t0);
+                        const jx_vec<float, 4> x_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + p0 + lr + lc * t0);
 #pragma unroll
                         for (int e = 0; e < 4; ++e) sh_in0[j][vl * 4 + e] = x_in0.v[e];
                     }
@@ -90,11 +85,5 @@ __device__ __forceinline__ void jx_tiles(const float* __restrict__ in0, float* _
     }
 }
 
-extern "C" __global__ void __launch_bounds__(256)
-    jx_tiles_i64(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L, const int vectors) {
-    jx_tiles<long long>(in0, out0, L, vectors);
-}
-extern "C" __global__ void __launch_bounds__(256)
-    jx_tiles_i32(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L, const int vectors) {
-    jx_tiles<int>(in0, out0, L, vectors);
-}
+extern "C" __global__ void __launch_bounds__(256) jx_tiles_i64(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L, const int vectors) { jx_tiles<long long>(in0, out0, L, vectors); }
+extern "C" __global__ void __launch_bounds__(256) jx_tiles_i32(const float* __restrict__ in0, float* __restrict__ out0, const jx_layout L, const int vectors) { jx_tiles<int>(in0, out0, L, vectors); }
