@@ -98,6 +98,8 @@ bool fits(const ir::Value& v, DType t) {
 }
 
 struct Val {
+    Val() = default;
+    Val(ir::NodeId n, Weak w) : node(n), weak(w) {}
     ir::NodeId node;
     Weak weak = Weak::None;
     // A boolean-mask selection (b[m]) not yet stored: `node` holds the values before selection
