@@ -93,15 +93,16 @@ CheckedProgram check(std::string_view text, const Specs& names) {
         const ir::Node& n = p.node(od.node);
         auto it = std::find_if(out.assigned.begin(), out.assigned.end(),
                                [&](const CheckedValue& v) { return v.name == od.name; });
-        if (it == out.assigned.end()) out.assigned.push_back(CheckedValue{od.name, n.dtype, n.shape});
-        else *it = CheckedValue{od.name, n.dtype, n.shape};
+        const CheckedValue v{od.name, n.dtype, n.shape, n.kind == ir::NodeKind::Compact};
+        if (it == out.assigned.end()) out.assigned.push_back(v);
+        else *it = v;
     }
     if (p.result.valid()) {
         const ir::Node& n = p.node(p.result);
         std::string name;
         const syntax::Statement& last = module.statements.back();
         if (!last.target.empty()) name = last.more_targets.empty() ? last.target : last.more_targets.back().name;
-        out.result = CheckedValue{name, n.dtype, n.shape};
+        out.result = CheckedValue{name, n.dtype, n.shape, n.kind == ir::NodeKind::Compact};
     }
     return out;
 }

@@ -147,6 +147,29 @@ void bind_scalars(const ir::Program& p, const Environment& env, boost::container
     }
 }
 
+// The arrays of a program's outputs whose length the data decides (boolean-mask selections),
+// made when the backend has counted: fresh storage of the runtime's backend.
+class ResultAllocator final : public detail::OutputAllocator {
+public:
+    ResultAllocator(const std::vector<Array>& prototypes, bool default_stream)
+        : prototypes_(prototypes), default_stream_(default_stream) {}
+    Array allocate(std::size_t output, const Shape& shape) override {
+        const Array& proto = prototypes_.at(output);
+        return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+    }
+
+private:
+    const std::vector<Array>& prototypes_;
+    bool default_stream_;
+};
+
+// The conditions only the data decides (ir::RunCheck), once the program has run: min() of a
+// selection that selected nothing is a ValueError pointing at the call.
+void enforce_checks(const ir::Program& p, std::span<const Array> outputs) {
+    for (const ir::RunCheck& c : p.checks)
+        if (!outputs[static_cast<std::size_t>(c.output)].item<bool>()) throw ValueError(c.message, p.text, c.span);
+}
+
 }  // namespace
 
 // Makes the runtime's CUDA device current on this thread for one call (nothing on the CPU):
@@ -615,6 +638,10 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     OnDevice on(backend, device);
     const Entry* e = &entry(text, *f, env, timing, control);
     const ir::Program& p = e->plan.program;
+    for (const ir::OutputDecl& od : p.outputs)  // run_into's out= cannot be sized for the data's length
+        if (od.name == kOutName && p.is_dynamic(od.node))
+            throw ValueError("out= cannot take a boolean-mask selection: its length is known only when it runs", text,
+                             p.node(od.node).span);
 
     const auto t_run = timing ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
@@ -627,6 +654,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
+        if (p.is_dynamic(od.node)) continue;  // the backend has it made once it has counted
         if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
@@ -640,6 +668,8 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
     ra.outputs = std::span<Array>(outputs.data(), outputs.size());
     ra.stream = stream;
     ra.control = control;
+    ResultAllocator allocate(e->output_shapes, stream == nullptr);
+    ra.allocate = &allocate;
     boost::container::small_vector<bool, 8> started(p.outputs.size(), false);
     ra.started_outputs = started.data();
     try {
@@ -662,6 +692,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         core::copy(target, outputs[o], stream);
         outputs[o] = target;
     }
+    enforce_checks(p, std::span<const Array>(outputs.data(), outputs.size()));
     if (timing) {
         if (backend == Backend::Cuda) cuda::synchronize(stream);
         timing->run_ms = ms_since(t_run);
@@ -1137,6 +1168,14 @@ std::string ms_at(std::uint64_t bytes, double gbs) {
     return ms < 1 ? fmt::format("{:.2f} us", ms * 1e3) : fmt::format("{:.2f} ms", ms);
 }
 
+// A node's shape as explain shows it: a compaction's first extent is the data's ("(<= 1000, 3)").
+std::string node_shape_text(const ir::Node& n) {
+    if (n.kind != ir::NodeKind::Compact) return shape_text(n.shape);
+    std::string t = fmt::format("(<= {}", n.shape[0]);
+    for (std::size_t i = 1; i < n.shape.size(); ++i) t += fmt::format(", {}", n.shape[i]);
+    return t + (n.shape.size() == 1 ? ",)" : ")");
+}
+
 std::uint64_t node_bytes(const ir::Node& n) {
     return static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);
 }
@@ -1154,6 +1193,8 @@ std::string stored_name(const ir::Plan& plan, ir::NodeId node) {
     const std::int32_t o = plan.schedule.output_of[node];
     if (o < 0) return "a temporary";
     const ir::OutputDecl& od = plan.program.outputs[static_cast<std::size_t>(o)];
+    for (const ir::RunCheck& c : plan.program.checks)
+        if (c.output == o) return "a run-time check (whether the selection is empty)";
     return od.name.empty() ? std::string("the result") : od.name;
 }
 
@@ -1170,7 +1211,8 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
         for (int a = 0; a < node.nargs; ++a) todo.push_back(node.args[a]);
         order.push_back(n);
         t.written += node_bytes(node);
-        t.writes.push_back(fmt::format("{} {}", stored_name(plan, n), mb(node_bytes(node))));
+        t.writes.push_back(fmt::format("{} {}{}", stored_name(plan, n),
+                                       node.kind == ir::NodeKind::Compact ? "up to " : "", mb(node_bytes(node))));
     };
     if (st.kind == ir::Stage::Kind::Reduce) root(st.reduce);
     else
@@ -1254,12 +1296,15 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
             for (const ir::OutputDecl& od : p.outputs)
                 if (od.name == st.target) {
                     const ir::Node& n = p.node(od.node);
-                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(n.dtype), shape_text(n.shape),
-                                       od.alias_input >= 0 ? "in place into the existing array" : "a new array");
+                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(n.dtype), node_shape_text(n),
+                                       od.alias_input >= 0 ? "in place into the existing array"
+                                       : n.kind == ir::NodeKind::Compact
+                                           ? "a new array (a boolean-mask selection: its length is the data's)"
+                                           : "a new array");
                 }
         } else if (line == module.statements.size() && p.result.valid()) {
             const ir::Node& n = p.node(p.result);
-            made = fmt::format("-> the value, {} {}", dtype_name(n.dtype), shape_text(n.shape));
+            made = fmt::format("-> the value, {} {}", dtype_name(n.dtype), node_shape_text(n));
         }
         out += fmt::format("  {:>2}: {}{}{}\n", line, shown, made.empty() ? "" : "   ", made);
     }
@@ -1368,6 +1413,13 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
                 fmt::format("  stage {}: reduction {} over {}{}, into {}", s, ir::spelling(r.op), shape_text(st.shape),
                             r.axis >= 0 ? fmt::format(" along axis {}", r.axis) : std::string(" (every element)"),
                             stored_name(plan, st.reduce));
+        } else if (st.kind == ir::Stage::Kind::Compact) {
+            std::vector<std::string> names;
+            for (ir::NodeId n : st.stores) names.push_back(stored_name(plan, n));
+            out += fmt::format(
+                "  stage {}: compaction (boolean-mask selection) over {}, stores {} where the mask is true, in C "
+                "order (the result's length is counted when it runs)",
+                s, shape_text(st.shape), join(names));
         } else {
             std::vector<std::string> names;
             for (ir::NodeId n : st.stores) names.push_back(stored_name(plan, n));

@@ -20,12 +20,24 @@
 
 namespace jit::detail {
 
+// Makes the arrays of outputs whose first extent the data decides (a boolean-mask selection,
+// ir::NodeKind::Compact): the backend counts first, then asks for the array.
+class OutputAllocator {
+public:
+    virtual ~OutputAllocator() = default;
+    // A new C-contiguous array of output `output`'s dtype, of `shape`, on the backend's device.
+    virtual Array allocate(std::size_t output, const Shape& shape) = 0;
+};
+
 struct RunArgs {
-    std::span<const Array> inputs;       // one per Program::inputs, shapes/strides as declared
-    std::span<const ir::Value> scalars;  // one per Program::scalars, already of the declared dtype
-    std::span<Array> outputs;            // one per Program::outputs, allocated (or the aliased
-                                         // input's memory), shape of the output node; may be strided
-    void* stream = nullptr;              // CUstream for CUDA (nullptr: the default stream)
+    std::span<const Array> inputs;        // one per Program::inputs, shapes/strides as declared
+    std::span<const ir::Value> scalars;   // one per Program::scalars, already of the declared dtype
+    std::span<Array> outputs;             // one per Program::outputs, allocated (or the aliased
+                                          // input's memory), shape of the output node; may be strided.
+                                          // A Compact output is empty: the backend sets it from
+                                          // allocate once it has counted.
+    OutputAllocator* allocate = nullptr;  // for Compact outputs (required when there are any)
+    void* stream = nullptr;               // CUstream for CUDA (nullptr: the default stream)
     // Stop requests and progress (null: none). A backend that sees stop_requested() at a safe
     // point throws CancelledError; work it has not started is never started.
     CallControl* control = nullptr;

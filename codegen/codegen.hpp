@@ -22,6 +22,13 @@
 //                every run.
 //   ReduceAxis   one output element per warp (reduced axis is the last one: coalesced lanes) or
 //                per thread (another axis: adjacent threads read adjacent memory).
+//   Compact      a boolean-mask selection (Stage::Kind::Compact), order-preserving, two entry
+//                points over one grid of blocks, block b owning a contiguous range of the
+//                iteration space (C order): jx_count counts the mask's true elements of each
+//                range into the workspace and the last block (atomic ticket) sums them; the
+//                host reads that total, has the outputs allocated, and jx_scatter adds the
+//                counts of the blocks before its own and writes each tile's selected values at
+//                their prefix (warp ballots, then the warps' counts in shared memory).
 #pragma once
 
 #include "dsl/ir.hpp"
@@ -52,7 +59,8 @@ struct Param {
         Scalar,      // by value: register type of `dtype` (float for float16/bfloat16, jx::c64 ...)
         Count,       // long long: elements of the iteration space (Flat, ReduceAll flat)
         Layout,      // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
-        Workspace,   // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter
+        Workspace,   // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter;
+                     // Compact: max_blocks 64-bit counts, the total, then the counter
         VectorFlag,  // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
     };
     Kind kind = Kind::Array;
@@ -66,7 +74,9 @@ struct Param {
     std::int32_t layout_row = -1;  // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
-enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis };
+enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis, Compact };
+// The entry points of a Compact kernel (KernelSource::entries).
+enum CompactEntry : int { kCompactCount = 0, kCompactScatter = 1 };
 
 // Entry points of Strided and Tiled kernels (KernelSource::entries): the same body with 64-bit
 // and with 32-bit indices. Flat, ReduceAll and ReduceAxis kernels have one entry.
@@ -83,9 +93,10 @@ struct LaunchPolicy {
     int tile = 0;                          // Tiled: edge of the square tile of the last two axes
     int axis = -1;                         // ReduceAxis: the reduced axis of the iteration space
     bool warp_per_output = false;          // ReduceAxis: a warp per output (else a thread)
-    int max_blocks = 0;                    // ReduceAll: grid cap = number of partial slots
+    int max_blocks = 0;                    // ReduceAll, Compact: grid cap = number of partial slots
     int partial_bytes = 0;                 // ReduceAll: bytes of one partial (the accumulator type)
     std::size_t workspace_bytes() const {  // ReduceAll: partials, then the counter
+        if (kind == KernelKind::Compact) return static_cast<std::size_t>(max_blocks + 1) * 8 + 16;
         if (kind != KernelKind::ReduceAll) return 0;
         std::size_t p = static_cast<std::size_t>(max_blocks) * static_cast<std::size_t>(partial_bytes);
         p = (p + 15) / 16 * 16;

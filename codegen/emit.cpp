@@ -278,6 +278,13 @@ void StageEmitter::collect() {
         const ir::Node& r = p_.node(st_.reduce);
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1) internal("reduce stage without a Reduce node");
         visit(r.args[0]);
+    } else if (is_compact_stage()) {
+        if (st_.stores.empty()) internal("compact stage stores nothing");
+        visit(p_.node(st_.stores[0]).args[1]);  // the mask, then the values of each selection
+        for (auto n : st_.stores) {
+            if (p_.node(n).kind != ir::NodeKind::Compact) internal("compact stage stores no Compact node");
+            visit(p_.node(n).args[0]);
+        }
     } else {
         if (st_.stores.empty()) internal("elementwise stage stores nothing");
         for (auto n : st_.stores) visit(n);
@@ -350,7 +357,7 @@ std::string StageEmitter::compute_function() {
         sep();
         params += fmt::format("const {} s{}", reg_type(p_.scalars[static_cast<std::size_t>(s)].dtype), s);
     }
-    std::string ret = "void";
+    std::string ret = is_compact_stage() ? "bool" : "void";
     if (is_reduce_stage()) {
         ret = reg_type(p_.node(p_.node(st_.reduce).args[0]).dtype);
     } else {
@@ -364,6 +371,11 @@ std::string StageEmitter::compute_function() {
         if (needed_[n]) out += "    " + node_line(n) + "\n";
     if (is_reduce_stage()) {
         out += fmt::format("    return v{};\n", p_.node(st_.reduce).args[0]);
+    } else if (is_compact_stage()) {
+        for (auto& w : writes_)
+            out += fmt::format("    r_{} = {};\n", w.name,
+                               store_conv(w.dtype, fmt::format("v{}", p_.node(w.node).args[0])));
+        out += fmt::format("    return v{};\n", p_.node(st_.stores[0]).args[1]);
     } else {
         for (auto& w : writes_)
             out += fmt::format("    r_{} = {};\n", w.name, store_conv(w.dtype, fmt::format("v{}", w.node)));
@@ -422,6 +434,7 @@ std::string StageEmitter::node_line(ir::NodeId n) {
                 break;
             }
             case ir::NodeKind::Reduce: internal("unexpected Reduce node");
+            case ir::NodeKind::Compact: internal("a Compact node read as a value");
         }
     }
     return fmt::format("const {} v{} = {};", t, n, e);
@@ -625,6 +638,8 @@ Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const Emi
         const int stage = static_cast<int>(i);
         if (schedule.stages[i].kind == ir::Stage::Kind::Reduce)
             out.kernels.push_back(emitter::ReduceEmitter(program, schedule, stage, options).run());
+        else if (schedule.stages[i].kind == ir::Stage::Kind::Compact)
+            out.kernels.push_back(emitter::CompactEmitter(program, schedule, stage, options).run());
         else out.kernels.push_back(emitter::ElementwiseEmitter(program, schedule, stage, options).run());
         h = fnv1a(out.kernels.back().key, h);
     }

@@ -79,6 +79,7 @@ protected:
     virtual std::string kernel(KernelSource& k) = 0;
 
     bool is_reduce_stage() const { return st_.kind == ir::Stage::Kind::Reduce; }
+    bool is_compact_stage() const { return st_.kind == ir::Stage::Kind::Compact; }
     // The ops this stage computes and the kinds of value it touches (after collect()).
     SemanticsNeeds semantics_needs() const;
     // A node read from an earlier stage's buffer rather than recomputed.
@@ -189,6 +190,17 @@ private:
     std::string reduce_axis_kernel(KernelSource& k);
 
     bool flat_reads_ = true;
+};
+
+// Compact kernels: the boolean-mask selections (emit_compact.cpp). jx_compute returns the mask
+// and gives the values of every Compact node of the stage.
+class CompactEmitter final : public StageEmitter {
+public:
+    using StageEmitter::StageEmitter;
+
+private:
+    void choose_kind() override { kind_ = KernelKind::Compact; }
+    std::string kernel(KernelSource& k) override;
 };
 
 }  // namespace jit::codegen::emitter

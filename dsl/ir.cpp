@@ -183,6 +183,12 @@ bool Program::has_reductions() const {
     return false;
 }
 
+bool Program::has_compactions() const {
+    for (const Node& n : nodes)
+        if (n.kind == NodeKind::Compact) return true;
+    return false;
+}
+
 namespace {
 std::string shape_key(const Shape& s) {
     std::string r = "(";
@@ -207,6 +213,7 @@ std::string node_text(const Program& p, const Node& n, bool with_names) {
             break;
         case NodeKind::Const: r = fmt::format("const {}", n.value.to_string()); break;
         case NodeKind::Cast: r = fmt::format("cast %{}", n.args[0]); break;
+        case NodeKind::Compact: r = fmt::format("compact %{} where %{} axes={}", n.args[0], n.args[1], n.axis); break;
         case NodeKind::Op:
         case NodeKind::Reduce: {
             r = std::string(info(n.op).id);
@@ -231,6 +238,7 @@ std::string Program::canonical() const {
     for (const ScalarDecl& s : scalars) r += fmt::format("sc {}\n", dtype_name(s.dtype));
     for (std::size_t i = 0; i < nodes.size(); ++i) r += fmt::format("%{} = {}\n", i, node_text(*this, nodes[i], false));
     for (const OutputDecl& o : outputs) r += fmt::format("out %{} alias {}\n", o.node, o.alias_input);
+    for (const RunCheck& c : checks) r += fmt::format("check out {}\n", c.output);
     return r;
 }
 
@@ -240,6 +248,7 @@ std::string dump(const Program& p) {
     for (const OutputDecl& o : p.outputs)
         r += fmt::format("{} <- %{}{}\n", o.name.empty() ? "(value)" : o.name, o.node,
                          o.alias_input >= 0 ? fmt::format(" (in place into input {})", o.alias_input) : "");
+    for (const RunCheck& c : p.checks) r += fmt::format("check output {}: {}\n", c.output, c.message);
     return r;
 }
 

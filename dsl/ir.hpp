@@ -14,6 +14,12 @@
 //   * float16/bfloat16 values are computed in float32 and rounded when stored to memory or
 //     when a Cast leaves or enters a 16-bit float type (explicit or from promotion);
 //   * integer arithmetic wraps; integer // and % by zero give 0.
+//   * Compact nodes (boolean-mask selection, b[m]): args[0] the values and args[1] the Bool
+//     mask, both of one shape S (the stage's iteration space); `axis` is k, the number of
+//     leading axes of S the mask selects along (the mask is constant along S[k:]). The node's
+//     shape is (prod(S[:k]), S[k:]...): the most the selection can hold. Its first extent is
+//     decided by the data (the number of true mask rows) and known only when the program runs.
+//     A Compact node is only ever an output: no node reads it.
 // User names never reach a backend's generated code: inputs, scalars and outputs are referred
 // to by index; the names are kept only for diagnostics and binding.
 #pragma once
@@ -122,12 +128,13 @@ private:
 };
 
 enum class NodeKind : std::uint8_t {
-    Input,   // slot: index into Program::inputs (an array read with broadcasting)
-    Scalar,  // slot: index into Program::scalars (a host value passed as a kernel parameter)
-    Const,   // value
-    Op,      // op, args
-    Cast,    // args[0] converted to dtype
-    Reduce,  // op (a Reduction), args[0], axis (-1: every element)
+    Input,    // slot: index into Program::inputs (an array read with broadcasting)
+    Scalar,   // slot: index into Program::scalars (a host value passed as a kernel parameter)
+    Const,    // value
+    Op,       // op, args
+    Cast,     // args[0] converted to dtype
+    Reduce,   // op (a Reduction), args[0], axis (-1: every element)
+    Compact,  // args[0] where args[1] (a boolean-mask selection), axis: the mask's axes
 };
 
 struct Node {
@@ -174,11 +181,22 @@ struct OutputDecl {
     std::int32_t alias_input = -1;  // >= 0: writes in place into that input's memory
 };
 
+// A condition only the data can decide, checked after the program has run (min() of a
+// boolean-mask selection that selects nothing is NumPy's ValueError): `output` is a 0-d Bool
+// output (unnamed, never bound to a name) that must be true, else a ValueError with `message`
+// pointing at `span`.
+struct RunCheck {
+    std::int32_t output = -1;
+    std::string message;
+    SourceSpan span;
+};
+
 struct Program {
     std::vector<Node> nodes;
     std::vector<InputDecl> inputs;
     std::vector<ScalarDecl> scalars;
     std::vector<OutputDecl> outputs;
+    std::vector<RunCheck> checks;
     NodeId result;     // node of the last statement (what eval returns), or none
     std::string text;  // the user's text, for messages
 
@@ -186,6 +204,9 @@ struct Program {
     Node& node(NodeId n) { return nodes[n.index()]; }
     NodeIds ids() const { return NodeIds(nodes.size()); }
     bool has_reductions() const;
+    // Whether an output's first extent is decided by the data (a Compact node).
+    bool is_dynamic(NodeId n) const { return node(n).kind == NodeKind::Compact; }
+    bool has_compactions() const;
     // Stable text of the program without names: equal for programs that compute the same thing
     // with the same dtypes and shapes. Used in cache keys and golden tests.
     std::string canonical() const;

@@ -98,8 +98,18 @@ bool fits(const ir::Value& v, DType t) {
 }
 
 struct Val {
+    Val() = default;
+    Val(ir::NodeId n, Weak w) : node(n), weak(w) {}
     ir::NodeId node;
     Weak weak = Weak::None;
+    // A boolean-mask selection (b[m]) not yet stored: `node` holds the values before selection
+    // (over the full shape S), `mask` the Bool mask with S's rank (extent 1 past its own axes),
+    // `mask_axes` the number k of leading axes of S it selects along. Element-wise work is
+    // done on the values (so (b * 2)[m] is b[m] * 2, one pass), a reduction becomes a masked one
+    // (sum(b[m]) is sum(where(m, b, 0))), and only a selection stored as a value is compacted.
+    ir::NodeId mask;
+    std::int32_t mask_axes = 0;
+    bool selected() const { return mask.valid(); }
 };
 
 // An integer literal (or literal-only expression) that fits no integer dtype, such as 2**64:
@@ -121,6 +131,12 @@ public:
 
     ir::Program run(const syntax::Module& m) {
         for (std::size_t s = 0; s < m.statements.size(); ++s) statement(m.statements[s], s + 1 == m.statements.size());
+        // The run-time checks, as unnamed outputs after every other.
+        for (PendingCheck& c : checks_) {
+            p_.checks.push_back(
+                ir::RunCheck{static_cast<std::int32_t>(p_.outputs.size()), std::move(c.message), c.span});
+            p_.outputs.push_back(ir::OutputDecl{"", c.node, -1});
+        }
         return std::move(p_);
     }
 
@@ -254,6 +270,11 @@ private:
 
     // ---- operators
     Val binary(Op op, const Val& a, const Val& b, SourceSpan span) {
+        if (a.selected() || b.selected()) {
+            Val x = a, y = b;
+            const Sel sel = unselect({&x, &y}, span);
+            return reselect(binary(op, x, y, span), sel);
+        }
         if (ir::info(op).rule == ir::Rule::Compare)
             if (auto r = integer_compare(op, a, b, span)) return *r;
         Weak weak = Weak::None;
@@ -396,6 +417,11 @@ private:
     }
 
     Val unary(Op op, const Val& a, SourceSpan span) {
+        if (a.selected()) {
+            Val x = a;
+            const Sel sel = unselect({&x}, span);
+            return reselect(unary(op, x, span), sel);
+        }
         const Node& n = node(a.node);
         if (op == Op::Neg && a.weak != Weak::None && n.kind == NodeKind::Const && !is_bool(n.dtype)) {
             ir::Value v = n.value;  // fold -literal so that it stays an exact weak constant
@@ -446,7 +472,70 @@ private:
                                          big->second.digits[0] == '-' ? "int64 holds down to -9223372036854775808"
                                                                       : "uint64 holds up to 18446744073709551615"),
                              text_, node(v.node).span);
-        return Val{v.node, Weak::None};
+        return typed(v);
+    }
+    // v typed (not weak), a selection staying one.
+    static Val typed(Val v) {
+        v.weak = Weak::None;
+        return v;
+    }
+
+    // ---- boolean-mask selections (see Val::mask)
+    struct Sel {
+        ir::NodeId mask;
+        std::int32_t axes = 0;
+    };
+    // Whether two nodes compute the same value (the masks of b[a > 0] + c[a > 0] are two nodes).
+    bool same_value(ir::NodeId a, ir::NodeId b) const {
+        if (a == b) return true;
+        const Node& x = node(a);
+        const Node& y = node(b);
+        if (x.kind != y.kind || x.dtype != y.dtype || x.shape != y.shape || x.nargs != y.nargs || x.slot != y.slot ||
+            x.axis != y.axis)
+            return false;
+        if ((x.kind == NodeKind::Op || x.kind == NodeKind::Reduce) && x.op != y.op) return false;
+        if (x.kind == NodeKind::Const && x.value.to_string() != y.value.to_string()) return false;
+        for (int k = 0; k < x.nargs; ++k)
+            if (!same_value(x.args[k], y.args[k])) return false;
+        return true;
+    }
+    // The operands of an element-wise operation of which some are selections, rewritten to their
+    // values before selection; returns the mask they share. Another operand must broadcast
+    // without meeting the selection's first axis, whose length only the data knows: fewer
+    // dimensions than the selection, or as many with extent 1 first.
+    Sel unselect(std::initializer_list<Val*> vals, SourceSpan span) {
+        Sel sel;
+        for (Val* v : vals) {
+            if (!v->selected()) continue;
+            if (!sel.mask.valid()) {
+                sel = Sel{v->mask, v->mask_axes};
+            } else if (sel.axes != v->mask_axes || !same_value(sel.mask, v->mask)) {
+                throw ValueError(
+                    "operands selected by different boolean masks: their lengths are known only when the program "
+                    "runs (select once: (b + c)[m])",
+                    text_, span);
+            }
+        }
+        const std::size_t rank = 1 + node(sel.mask).shape.size() - static_cast<std::size_t>(sel.axes);
+        for (Val* v : vals) {
+            if (v->selected()) {
+                v->mask = ir::NodeId();
+                v->mask_axes = 0;
+                continue;
+            }
+            const Shape& x = shape(*v);
+            if (x.size() < rank || (x.size() == rank && x[0] == 1)) continue;
+            throw ShapeError(fmt::format("a boolean-mask selection, whose length the data decides, does not broadcast "
+                                         "with shape {}",
+                                         shape_to_string(x)),
+                             text_, span);
+        }
+        return sel;
+    }
+    static Val reselect(Val v, const Sel& s) {
+        v.mask = s.mask;
+        v.mask_axes = s.axes;
+        return v;
     }
 
     std::optional<double> unshadowed_constant(std::string_view name) const {
@@ -589,6 +678,11 @@ private:
     }
 
     Val where(const Val& c, const Val& x, const Val& y, SourceSpan span) {
+        if (c.selected() || x.selected() || y.selected()) {
+            Val c1 = c, x1 = x, y1 = y;
+            const Sel sel = unselect({&c1, &x1, &y1}, span);
+            return reselect(where(c1, x1, y1, span), sel);
+        }
         const ir::NodeId cb = cast(c, DType::Bool, span);
         Weak weak = Weak::None;
         const DType p = promote_all({&x, &y}, &weak);
@@ -619,8 +713,12 @@ private:
                 // A literal must fit an integer dtype it is cast to (np.uint8(300) is an error);
                 // arrays and host scalars convert with NumPy's casting.
                 if (several) not_several(*several);
-                const Val a = expr(*e.operands[0]);
+                Val a = expr(*e.operands[0]);
                 const bool literal_int = a.weak == Weak::Int && node(a.node).kind == NodeKind::Const;
+                if (a.selected()) {
+                    const Sel sel = unselect({&a}, e.span);
+                    return {reselect(Val{cast(Val{a.node, Weak::None}, *t, e.span), Weak::None}, sel)};
+                }
                 return {Val{cast(Val{a.node, literal_int ? Weak::Int : Weak::None}, *t, e.span), Weak::None}};
             }
         }
@@ -683,25 +781,35 @@ private:
             for (std::size_t k = res.first; k < res.first + res.count; ++k) {
                 const Op op = ir::op_table()[k].op;
                 out.push_back(fn->arity == 1 ? unary(op, strong(args[0]), e.span)
-                                             : Val{binary(op, args[0], args[1], e.span).node, Weak::None});
+                                             : typed(binary(op, args[0], args[1], e.span)));
             }
             return out;
         }
         if (ir::info(fn->op).rule == ir::Rule::Ldexp) return {ldexp(args[0], args[1], e)};
         switch (fn->arity) {
             case 1: return {unary(fn->op, strong(args[0]), e.span)};
-            case 2: return {Val{binary(fn->op, args[0], args[1], e.span).node, Weak::None}};  // power(): typed
+            case 2: return {typed(binary(fn->op, args[0], args[1], e.span))};  // power(): typed
             default: break;
         }
         if (fn->op == Op::Where) return {where(args[0], args[1], args[2], e.span)};
         // clip(x, lo, hi)
+        if (args[0].selected() || args[1].selected() || args[2].selected()) {
+            std::vector<Val> plain = args;
+            const Sel sel = unselect({&plain[0], &plain[1], &plain[2]}, e.span);
+            return {reselect(clip(*fn, plain, e), sel)};
+        }
+        return {clip(*fn, args, e)};
+    }
+
+    Val clip(const ir::OpInfo& fnr, const std::vector<Val>& args, const Expr& e) {
+        const ir::OpInfo* fn = &fnr;
         Weak weak = Weak::None;
         const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);
         const Typed t = rule(fn->op, p, e.span);
         const ir::NodeId x = cast(args[0], t.operand, e.span), lo = cast(args[1], t.operand, e.span),
                          hi = cast(args[2], t.operand, e.span);
         Shape s = broadcast(broadcast(node(x).shape, node(lo).shape, e.span), node(hi).shape, e.span);
-        return {Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None}};  // a ufunc: typed
+        return Val{op_node(fn->op, t.result, std::move(s), {x, lo, hi}, e.span), Weak::None};  // a ufunc: typed
     }
 
     // `a, b = f(x)`, for a message (not the call's own text: a caller may have rewritten parts
@@ -728,6 +836,11 @@ private:
     // promoted with x1: it must be bool or an integer int64 holds (a Python integer one int32
     // holds), and a Python number x1 takes x2's dtype first (ldexp(3, i8) is float16).
     Val ldexp(const Val& x, const Val& n, const Expr& e) {
+        if (x.selected() || n.selected()) {
+            Val x1 = x, n1 = n;
+            const Sel sel = unselect({&x1, &n1}, e.span);
+            return reselect(ldexp(x1, n1, e), sel);
+        }
         const SourceSpan n_span = e.operands.at(1)->span;
         Val xv = x, nv = n;
         if (nv.weak != Weak::None) {
@@ -841,7 +954,10 @@ private:
         if (!folder_.is_literal(e)) {
             const Val v = expr(e);
             if (is_bool(dt(v)) && !in_slice)
-                throw ValueError("boolean mask selection (a[a > 0]) is not supported yet", text_, e.span);
+                throw ValueError(
+                    "a boolean mask must be the only index (b[m]); with other indices (b[m, 0], b[:, m]) "
+                    "it is not supported",
+                    text_, e.span);
             throw ValueError(fmt::format("{} must be a constant integer: jitexpr indexes with constant bounds "
                                          "(integer-array indexing is not supported)",
                                          in_slice ? "a slice bound" : "an index"),
@@ -865,6 +981,18 @@ private:
     Val subscript(const Expr& e) {
         const Val base = expr(*e.operands.at(0));
         if (base.weak != Weak::None) type_error("a scalar cannot be indexed (only arrays are)", e.operands[0]->span);
+        if (e.index.size() == 1 && e.index[0].kind == syntax::IndexItem::Kind::Index) {
+            const Expr& x = *e.operands.at(static_cast<std::size_t>(e.index[0].start));
+            if (!is_none(x) && !folder_.is_literal(x)) {
+                const Val m = expr(x);
+                if (is_bool(dt(m))) return mask_select(base, m, e, x);
+            }
+        }
+        if (base.selected())
+            throw ValueError(
+                "a boolean-mask selection cannot be indexed again (index the array and its mask before selecting: "
+                "b[1:][m[1:]])",
+                text_, e.span);
         const Shape& in = shape(base);
         const auto nd = static_cast<std::int64_t>(in.size());
         // The items: how many axes they consume, and a single ellipsis.
@@ -956,6 +1084,72 @@ private:
     }
 
     static bool is_none(const Expr& x) { return x.kind == ExprKind::Name && x.text == "None"; }
+
+    // b[m] for a bool array m: NumPy's rules (m's shape is that of b's leading axes), the
+    // selection kept as a masked value (Val::mask) until it is reduced or stored.
+    Val mask_select(const Val& base, const Val& m, const Expr& e, const Expr& mx) {
+        if (base.selected())
+            throw ValueError("a boolean-mask selection cannot be indexed again (combine the masks: b[m1 & m2])", text_,
+                             e.span);
+        if (m.selected())
+            throw ValueError("a mask cannot itself be a boolean-mask selection (combine the masks: b[m1 & m2])", text_,
+                             mx.span);
+        const Shape ms = shape(m);
+        const Shape bs = shape(base);
+        if (m.weak != Weak::None || ms.empty())
+            throw ValueError("a 0-d boolean index (b[flag]) is not supported: a mask is a bool array", text_, mx.span);
+        if (ms.size() > bs.size())
+            throw IndexError(fmt::format("too many indices for array: array is {}-dimensional, but {} were indexed",
+                                         bs.size(), ms.size()),
+                             text_, mx.span);
+        for (std::size_t d = 0; d < ms.size(); ++d)
+            if (ms[d] != bs[d])
+                throw IndexError(fmt::format("boolean index did not match indexed array along axis {}; size of axis is "
+                                             "{} but size of corresponding boolean axis is {}",
+                                             d, bs[d], ms[d]),
+                                 text_, mx.span);
+        // The mask with the array's other axes as extent 1, so that it broadcasts over them.
+        ir::NodeId mk = m.node;
+        if (ms.size() < bs.size()) {
+            View v;
+            v.out = ms;
+            v.out.resize(bs.size(), 1);
+            for (std::size_t d = 0; d < ms.size(); ++d) v.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(d)});
+            view_memo_.clear();
+            mk = view_of(m.node, v, mx.span);
+        }
+        Val r{base.node, Weak::None};
+        r.mask = mk;
+        r.mask_axes = static_cast<std::int32_t>(ms.size());
+        return r;
+    }
+
+    // A selection stored to memory: the Compact node of its values where its mask is true, both
+    // over their common shape.
+    ir::NodeId compact(const Val& v, SourceSpan span) {
+        const Shape full = broadcast(shape(v), node(v.mask).shape, span);
+        const ir::NodeId values = shape(v) == full ? v.node : fresh(v.node, full, span);
+        // One broadcast mask node per mask and shape: selections by one mask share a stage.
+        std::string key = std::to_string(v.mask.value());
+        for (const std::int64_t e : full) key += fmt::format(",{}", e);
+        auto [it, fresh_mask] = compact_masks_.try_emplace(std::move(key), v.mask);
+        if (fresh_mask && node(v.mask).shape != full) it->second = fresh(v.mask, full, span);
+        const ir::NodeId mask = it->second;
+        Node c;
+        c.kind = NodeKind::Compact;
+        c.dtype = node(values).dtype;
+        c.shape.assign(1, 1);
+        for (std::size_t d = 0; d < full.size(); ++d) {
+            if (static_cast<std::int32_t>(d) < v.mask_axes) c.shape[0] *= full[d];
+            else c.shape.push_back(full[d]);
+        }
+        c.args[0] = values;
+        c.args[1] = mask;
+        c.nargs = 2;
+        c.axis = v.mask_axes;
+        c.span = span;
+        return add(std::move(c));
+    }
 
     static std::int64_t count_consumed(const Expr& e) {
         std::int64_t k = 0;
@@ -1213,6 +1407,7 @@ private:
             return it == given.end() ? nullptr : it->second;
         };
         const Val a = strong(expr(*e.operands[0]));
+        if (a.selected()) return masked_reduction(op, fname, a, arg, span);
         const Shape in = shape(a);
         Typed t = rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
         const Axes ax =
@@ -1290,6 +1485,167 @@ private:
             default: r = reduce_nodes(op, x, t.result, ax, keep, span); break;
         }
         if (half && node(r).dtype != half_result) r = cast(Val{r, Weak::None}, half_result, span);
+        return Val{r, Weak::None};
+    }
+
+    // The most or least value of dtype t: the identity of min (max: false) and max (true).
+    static ir::Value extreme(DType t, bool largest) {
+        if (is_bool(t)) return ir::Value::of_bool(largest);
+        if (is_inexact(t))
+            return ir::Value::of_float(largest ? std::numeric_limits<double>::infinity()
+                                               : -std::numeric_limits<double>::infinity())
+                .cast(t);
+        const int bits = static_cast<int>(itemsize(t)) * 8;
+        if (is_unsigned_int(t))
+            return ir::Value::of_uint(largest ? (bits == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1) : 0,
+                                      t);
+        const std::int64_t hi =
+            bits == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t{1} << (bits - 1)) - 1;
+        return ir::Value::of_int(largest ? hi : -hi - 1, t);
+    }
+
+    // A reduction of a boolean-mask selection (sum(b[m]), mean(b[a > 0]), ...): a reduction of
+    // the values before selection with the unselected ones made neutral (sum(where(m, b, 0)),
+    // min with the dtype's largest value, a mean divided by the mask's count), fused with the
+    // mask and the values in one pass; nothing is compacted. Over every element, or along the
+    // selection's first axis (axis=0: the mask's axes); min and max of an empty selection are
+    // NumPy's ValueError, raised when the program has run (ir::RunCheck).
+    template <class Arg>
+    Val masked_reduction(Op op, const std::string& fname, const Val& a, Arg&& arg, SourceSpan span) {
+        const ir::NodeId mask = a.mask;
+        const auto k = static_cast<std::size_t>(a.mask_axes);
+        const Val x0{a.node, Weak::None};
+        const Shape full = shape(x0);
+        const auto rank = static_cast<std::int32_t>(1 + full.size() - k);  // the selection's dimensions
+        Typed t = rule(op, dt(x0), span);
+        const Axes sel_axes = axes_of(arg("axis"), rank, op == Op::ArgMin || op == Op::ArgMax, fname);
+        const bool keep = keepdims_of(arg("keepdims"));
+        const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
+        const Op base_op = op == Op::Average && !arg("weights") ? Op::Mean : op;
+        if (op == Op::ArgMin || op == Op::ArgMax || base_op == Op::Average)
+            throw ValueError(
+                fmt::format("{}() of a boolean-mask selection is not supported (only sum, prod, mean, min, "
+                            "max, ptp, any, all, count_nonzero, var, std and their nan-forms)",
+                            fname),
+                text_, span);
+        Axes ax;  // over the values before selection
+        if (!sel_axes.all) {
+            if (sel_axes.list.front() != 0)
+                throw ValueError(fmt::format("{}() of a boolean-mask selection along axis {} is not supported: the "
+                                             "result would keep the selected axis, whose length the data decides "
+                                             "(reduce along axis 0, or over every element)",
+                                             fname, sel_axes.list.front()),
+                                 text_, span);
+            ax.all = false;
+            for (std::size_t d = 0; d < k; ++d) ax.list.push_back(static_cast<std::int32_t>(d));
+            for (std::size_t j = 1; j < sel_axes.list.size(); ++j)
+                ax.list.push_back(sel_axes.list[j] - 1 + static_cast<std::int32_t>(k));
+            if (ax.list.size() == full.size()) ax = Axes{};
+        }
+        if (keep && k > 1)
+            throw ValueError("keepdims=True on a selection by a mask of several axes is not supported", text_, span);
+        ir::NodeId x = cast(x0, t.operand, span);
+        // 16-bit floats: the means and statistics in float32, rounded once at the end.
+        const DType final_result = t.result;
+        const bool half = (t.operand == DType::Float16 || t.operand == DType::BFloat16) &&
+                          (base_op == Op::Mean || base_op == Op::NanMean || ir::info(op).rule == ir::Rule::VarReduce);
+        if (half) {
+            x = cast(Val{x, Weak::None}, DType::Float32, span);
+            t = Typed{DType::Float32, DType::Float32};
+        }
+        const bool floating = is_inexact(t.operand);
+        const bool nan_form = op == Op::NanSum || op == Op::NanProd || op == Op::NanMean || op == Op::NanMin ||
+                              op == Op::NanMax || op == Op::NanVar || op == Op::NanStd;
+        // The elements that count: the selected ones (and not NaN, for the nan-forms).
+        ir::NodeId counted = mask;
+        if (nan_form && floating)
+            counted =
+                binop(Op::And, mask, op_node(Op::Not, DType::Bool, node(x).shape, {isnan_of(x, span)}, span), span);
+        auto full_shape = [&](ir::NodeId m) { return node(m).shape == full ? m : cast_to_shape(m, full, span); };
+        auto count = [&](DType d, bool keepdims) {
+            const ir::NodeId ones = cast(Val{full_shape(counted), Weak::None}, DType::Int64, span);
+            return cast(Val{reduce_nodes(Op::Sum, ones, DType::Int64, ax, keepdims, span), Weak::None}, d, span);
+        };
+        auto neutral = [&](double v) { return select(counted, x, const_of(v, t.operand, span), span); };
+        auto require_selection = [&] {
+            const ir::NodeId any = reduce_nodes(Op::Any, full_shape(mask), DType::Bool, Axes{}, false, span);
+            checks_.push_back(
+                PendingCheck{any, fmt::format("{}() of an empty array has no value", ir::spelling(op)), span});
+        };
+        ir::NodeId r;
+        switch (op) {
+            case Op::Sum:
+            case Op::NanSum: r = reduce_nodes(Op::Sum, neutral(0), t.result, ax, keep, span); break;
+            case Op::Prod:
+            case Op::NanProd: r = reduce_nodes(Op::Prod, neutral(1), t.result, ax, keep, span); break;
+            case Op::Mean:
+            case Op::NanMean:
+            case Op::Average:
+                r = binop(Op::Div, reduce_nodes(Op::Sum, neutral(0), t.result, ax, keep, span), count(t.result, keep),
+                          span);
+                break;
+            case Op::ReduceMin:
+            case Op::ReduceMax:
+            case Op::NanMin:
+            case Op::NanMax:
+            case Op::Ptp: {
+                require_selection();
+                auto extreme_of = [&](bool largest) {
+                    const Op red = largest ? Op::ReduceMax : Op::ReduceMin;
+                    const ir::NodeId id = constant(extreme(t.operand, !largest), span);
+                    return reduce_nodes(red, select(counted, x, id, span), t.result, ax, keep, span);
+                };
+                if (op == Op::Ptp) {
+                    r = binop(Op::Sub, extreme_of(true), extreme_of(false), span);
+                } else {
+                    r = extreme_of(op == Op::ReduceMax || op == Op::NanMax);
+                    if (nan_form && floating) {  // NaN where every selected element is NaN
+                        const ir::NodeId some = reduce_nodes(Op::Any, full_shape(counted), DType::Bool, ax, keep, span);
+                        r = select(op_node(Op::Not, DType::Bool, node(some).shape, {some}, span),
+                                   const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span), r, span);
+                    }
+                }
+                break;
+            }
+            case Op::Any:
+                r = reduce_nodes(Op::Any, full_shape(binop(Op::And, mask, x, span)), DType::Bool, ax, keep, span);
+                break;
+            case Op::All: {
+                const ir::NodeId skip = op_node(Op::Not, DType::Bool, node(mask).shape, {mask}, span);
+                r = reduce_nodes(Op::All, full_shape(binop(Op::Or, skip, x, span)), DType::Bool, ax, keep, span);
+                break;
+            }
+            case Op::CountNonzero: {
+                const ir::NodeId nz = binop(Op::And, mask, cast(x0, DType::Bool, span), span);
+                const ir::NodeId ones = cast(Val{full_shape(nz), Weak::None}, DType::Int64, span);
+                r = reduce_nodes(Op::Sum, ones, DType::Int64, ax, keep, span);
+                break;
+            }
+            case Op::Var:
+            case Op::Std:
+            case Op::NanVar:
+            case Op::NanStd: {
+                const ir::NodeId zero = const_of(0, t.operand, span);
+                const ir::NodeId cnt_k = count(t.operand, true);
+                const ir::NodeId m =
+                    binop(Op::Div, reduce_nodes(Op::Sum, neutral(0), t.operand, ax, true, span), cnt_k, span);
+                const ir::NodeId dev = select(counted, binop(Op::Sub, x, m, span), zero, span);
+                const ir::NodeId sq = reduce_nodes(Op::Sum, abs2(full_shape(dev), span), t.result, ax, keep, span);
+                const ir::NodeId dof = binop(Op::Sub, count(t.result, keep), const_of(ddof, t.result, span), span);
+                if (nan_form) {  // NaN where no degree of freedom is left
+                    const ir::NodeId bad = binop(Op::Le, dof, const_of(0, t.result, span), span);
+                    r = select(bad, const_of(std::numeric_limits<double>::quiet_NaN(), t.result, span),
+                               binop(Op::Div, sq, dof, span), span);
+                } else {  // NumPy's max(n - ddof, 0)
+                    r = binop(Op::Div, sq, binop(Op::Maximum, dof, const_of(0, t.result, span), span), span);
+                }
+                if (op == Op::Std || op == Op::NanStd) r = op_node(Op::Sqrt, t.result, node(r).shape, {r}, span);
+                break;
+            }
+            default:
+                throw ValueError(fmt::format("{}() of a boolean-mask selection is not supported", fname), text_, span);
+        }
+        if (node(r).dtype != final_result) r = cast(Val{r, Weak::None}, final_result, span);
         return Val{r, Weak::None};
     }
 
@@ -1386,7 +1742,12 @@ private:
         const Val v = expr(*st.value);
         if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
         if (st.target.empty()) {
-            if (last) {
+            if (last && v.selected()) {
+                const ir::NodeId n = compact(v, st.span);
+                p_.outputs.push_back(ir::OutputDecl{"", n, -1});
+                output_nodes_.insert(n);
+                p_.result = n;
+            } else if (last) {
                 ir::NodeId n = v.node;
                 const NodeKind k = node(n).kind;
                 if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n))
@@ -1408,6 +1769,23 @@ private:
             // Allowed (a variable may shadow a function name only as a variable), but warn by error:
             // calling it later would be ambiguous. Keep it simple: forbid.
             throw NameError(fmt::format("cannot assign to '{}': it is a function name", target), text_, target_span);
+        }
+        if (v.selected()) {
+            // A selection's length is the data's: the name is bound to a new array (never written
+            // in place), and later statements read it as the selection it is (sum(c) stays fused).
+            const ir::NodeId n = compact(v, st.span);
+            std::erase_if(p_.outputs, [&](const ir::OutputDecl& o) {
+                if (o.name != target) return false;
+                output_nodes_.erase(o.node);
+                return true;
+            });
+            alias_of_.erase(target);
+            alias_binding_.erase(target);
+            p_.outputs.push_back(ir::OutputDecl{target, n, -1});
+            output_nodes_.insert(n);
+            locals_[target] = typed(v);
+            if (last) p_.result = n;
+            return;
         }
         ir::NodeId n = v.node;
         std::int32_t alias = -1;
@@ -1483,6 +1861,13 @@ private:
     LiteralFolder folder_;
     std::map<std::string, ir::NodeId> view_memo_;    // one subscript's views of nodes
     std::map<std::string, ir::NodeId> view_inputs_;  // view inputs by name, offset, shape, strides
+    struct PendingCheck {
+        ir::NodeId node;  // a 0-d Bool that must be true when the program has run
+        std::string message;
+        SourceSpan span;
+    };
+    std::vector<PendingCheck> checks_;
+    std::map<std::string, ir::NodeId> compact_masks_;  // a Compact node's mask by mask node and shape
 };
 
 void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,

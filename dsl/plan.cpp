@@ -62,7 +62,7 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
                                 p.inputs[alias].shape == st.shape);
         for (std::size_t k = 0; k < s.stages.size() && ok; ++k)
             if (static_cast<std::int32_t>(k) != stage && reads[k][alias] &&
-                (reduce || s.stages[k].kind == ir::Stage::Kind::Elementwise))
+                (reduce || s.stages[k].kind != ir::Stage::Kind::Reduce))
                 ok = false;
         // A view of the same array (a = a[::-1]) reads other elements than the one written.
         for (std::size_t k = 0; k < s.stages.size() && ok; ++k)

@@ -6,6 +6,35 @@
 
 namespace jit::ir {
 
+namespace {
+// Compact stages, in output order: one per mask node and iteration space (the Compact nodes
+// of b[m] and (b * 2)[m] share the pass that evaluates m).
+void add_compact_stages(const Program& p, Schedule& s) {
+    for (const OutputDecl& od : p.outputs) {
+        const NodeId node = od.node;
+        const Node& nd = p.node(node);
+        if (nd.kind != NodeKind::Compact || s.stored_by[node] >= 0) continue;
+        const Shape& space = p.node(nd.args[0]).shape;
+        std::int32_t stage = -1;
+        for (std::size_t k = 0; k < s.stages.size(); ++k) {
+            const Stage& st = s.stages[k];
+            if (st.kind == Stage::Kind::Compact && st.shape == space && p.node(st.stores[0]).args[1] == nd.args[1] &&
+                p.node(st.stores[0]).axis == nd.axis)
+                stage = static_cast<std::int32_t>(k);
+        }
+        if (stage < 0) {
+            Stage st;
+            st.kind = Stage::Kind::Compact;
+            st.shape = space;
+            stage = static_cast<std::int32_t>(s.stages.size());
+            s.stages.push_back(std::move(st));
+        }
+        s.stages[static_cast<std::size_t>(stage)].stores.push_back(node);
+        s.stored_by[node] = stage;
+    }
+}
+}  // namespace
+
 Schedule schedule(const Program& p) {
     Schedule s;
     const std::size_t n = p.nodes.size();
@@ -27,6 +56,7 @@ Schedule schedule(const Program& p) {
         s.stages.push_back(std::move(st));
         if (s.output_of[i] < 0) s.temps.push_back(i);
     }
+    add_compact_stages(p, s);
     // Then the other outputs, one stage per distinct shape, in output order.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const NodeId node = p.outputs[o].node;
@@ -87,6 +117,8 @@ private:
 };
 
 bool computed(const Node& n) { return n.kind == NodeKind::Op || n.kind == NodeKind::Cast; }
+// A node whose operands a stage computes inline, and so counts against the limit.
+bool costed(const Node& n) { return computed(n) || n.kind == NodeKind::Compact; }
 
 }  // namespace
 
@@ -139,7 +171,7 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     };
     for (const NodeId i : p.ids()) {
         const Node& nd = p.node(i);
-        if (!live[i] || !computed(nd)) continue;
+        if (!live[i] || !costed(nd)) continue;
         std::size_t c = bound(nd);
         if (c > max_nodes) {
             const std::size_t exact = closure.of(i, max_nodes).size();
@@ -180,6 +212,12 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         r.stored_by[node] = static_cast<std::int32_t>(r.stages.size());
         r.stages.push_back(std::move(st));
         if (r.output_of[node] < 0) r.temps.push_back(node);
+    }
+    // Compact stages as they were (each Compact node fits: the spilling above saw to it).
+    for (const Stage& old : s.stages) {
+        if (old.kind != Stage::Kind::Compact) continue;
+        for (const NodeId x : old.stores) r.stored_by[x] = static_cast<std::int32_t>(r.stages.size());
+        r.stages.push_back(old);
     }
     // Then the outputs of each former element-wise stage, divided where together they would
     // compute more than the limit (each alone fits: the spilling above saw to it).

@@ -8,6 +8,11 @@
 //   * Stages run in order; Reduce stages come first (in node order), so a stage only reads
 //     values of earlier stages. A Reduce result used by later expressions is read from its
 //     buffer (an output, or a temporary) with broadcasting, like an input.
+//   * Compact nodes (boolean-mask selections) sharing one mask and iteration space share a
+//     Compact stage, after the reductions: it evaluates the mask and the values over the
+//     space and writes the values where the mask is true, in C order, packed. How many that
+//     is the data decides: the stage's outputs are allocated by the backend once it has
+//     counted (detail::RunArgs::allocate).
 //   * Everything else (inputs, scalars, constants, casts, ops) is computed inline in registers,
 //     recomputed in every stage that needs it.
 #pragma once
@@ -21,10 +26,11 @@
 namespace jit::ir {
 
 struct Stage {
-    enum class Kind : std::uint8_t { Elementwise, Reduce };
+    enum class Kind : std::uint8_t { Elementwise, Reduce, Compact };
     Kind kind = Kind::Elementwise;
-    Shape shape;                 // iteration space (Reduce: the shape of the operand)
-    std::vector<NodeId> stores;  // Elementwise: nodes written to memory, in output order
+    Shape shape;                 // iteration space (Reduce: the shape of the operand; Compact: of the values)
+    std::vector<NodeId> stores;  // Elementwise: nodes written to memory, in output order; Compact: the
+                                 // Compact nodes, all of one mask (args[1]) and one `axis`
     NodeId reduce;               // Reduce: the Reduce node
 };
 

@@ -25,6 +25,7 @@ std::string describe(const Program& p, NodeId n) {
         case NodeKind::Op:
         case NodeKind::Reduce: return fmt::format("node {} ({})", n, info(nd.op).id);
         case NodeKind::Cast: return fmt::format("node {} (cast to {})", n, dtype_name(nd.dtype));
+        case NodeKind::Compact: return fmt::format("node {} (compaction)", n);
     }
     return fmt::format("node {}", n);
 }
@@ -190,6 +191,29 @@ void check_node(const Program& p, NodeId n) {
                                    dtype_name(x.dtype)));
             return;
         }
+        case NodeKind::Compact: {
+            arity_is(2);
+            const Node& v = p.node(nd.args[0]);
+            const Node& m = p.node(nd.args[1]);
+            if (m.dtype != DType::Bool)
+                broken(fmt::format("{}: a mask of {}, not bool", describe(p, n), dtype_name(m.dtype)));
+            if (v.dtype != nd.dtype)
+                broken(fmt::format("{}: dtype {} from values of {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(v.dtype)));
+            if (m.shape != v.shape)
+                broken(fmt::format("{}: mask of shape {} over values of shape {}", describe(p, n),
+                                   shape_to_string(m.shape), shape_to_string(v.shape)));
+            const auto k = static_cast<std::size_t>(nd.axis);
+            if (nd.axis < 1 || k > v.shape.size())
+                broken(fmt::format("{}: {} mask axes over {} dimensions", describe(p, n), nd.axis, v.shape.size()));
+            Shape want{1};
+            for (std::size_t d = 0; d < v.shape.size(); ++d) {
+                if (d < k) want[0] *= v.shape[d];
+                else want.push_back(v.shape[d]);
+            }
+            shape_is(want, "the most its values can select");
+            return;
+        }
     }
     broken(fmt::format("node {}: unknown kind", n));
 }
@@ -207,6 +231,25 @@ void verify(const Program& p) {
             broken(fmt::format("output {} aliases input {} of {}", o, od.alias_input, p.inputs.size()));
     }
     if (p.result != NodeId() && !valid(p.result)) broken(fmt::format("the result is node {}", p.result));
+    // Compact nodes are outputs only: nothing reads a value whose length the data decides.
+    for (const NodeId n : p.ids())
+        for (int a = 0; a < p.node(n).nargs; ++a)
+            if (p.node(p.node(n).args[a]).kind == NodeKind::Compact)
+                broken(fmt::format("{} reads {}", describe(p, n), describe(p, p.node(n).args[a])));
+    for (const NodeId n : p.ids()) {
+        if (p.node(n).kind != NodeKind::Compact) continue;
+        bool out = false;
+        for (const OutputDecl& od : p.outputs) out = out || (od.node == n && od.alias_input < 0);
+        if (!out) broken(fmt::format("{} is no output of its own (or one written in place)", describe(p, n)));
+    }
+    for (const RunCheck& c : p.checks) {
+        if (c.output < 0 || static_cast<std::size_t>(c.output) >= p.outputs.size())
+            broken(fmt::format("a run-time check of output {} of {}", c.output, p.outputs.size()));
+        const OutputDecl& od = p.outputs[static_cast<std::size_t>(c.output)];
+        const Node& nd = p.node(od.node);
+        if (!od.name.empty() || od.alias_input >= 0 || nd.dtype != DType::Bool || !nd.shape.empty())
+            broken(fmt::format("run-time check of output {}: not an unnamed 0-d bool", c.output));
+    }
 }
 
 void verify(const Program& p, const Schedule& s) {
@@ -227,7 +270,21 @@ void verify(const Program& p, const Schedule& s) {
                                    s.stored_by[n]));
             ++stores[n];
         };
-        if (st.kind == Stage::Kind::Reduce) {
+        if (st.kind == Stage::Kind::Compact) {
+            if (st.stores.empty()) broken(fmt::format("compact stage {} stores nothing", k));
+            for (const NodeId n : st.stores) {
+                stored_here(n);
+                const Node& nd = p.node(n);
+                if (nd.kind != NodeKind::Compact) broken(fmt::format("compact stage {} stores {}", k, describe(p, n)));
+                const Node& first = p.node(st.stores[0]);
+                if (nd.args[1] != first.args[1] || nd.axis != first.axis)
+                    broken(fmt::format("compact stage {} stores selections by different masks", k));
+                if (p.node(nd.args[0]).shape != st.shape)
+                    broken(fmt::format("compact stage {} over {} selects from {} of shape {}", k,
+                                       shape_to_string(st.shape), describe(p, nd.args[0]),
+                                       shape_to_string(p.node(nd.args[0]).shape)));
+            }
+        } else if (st.kind == Stage::Kind::Reduce) {
             if (!st.reduce.valid() || st.reduce.index() >= nn || p.node(st.reduce).kind != NodeKind::Reduce)
                 broken(fmt::format("reduce stage {} without a Reduce node", k));
             if (!st.stores.empty()) broken(fmt::format("reduce stage {} stores element-wise values too", k));
@@ -251,8 +308,11 @@ void verify(const Program& p, const Schedule& s) {
             broken(fmt::format("{} is stored by stage {} of {}", describe(p, n), by, nstages));
         if ((by >= 0) != (stores[n] == 1))
             broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, n), by, stores[n]));
-        if (p.node(n).kind == NodeKind::Reduce && by < 0)
+        if ((p.node(n).kind == NodeKind::Reduce || p.node(n).kind == NodeKind::Compact) && by < 0)
             broken(fmt::format("{} is stored by no stage", describe(p, n)));
+        if (p.node(n).kind == NodeKind::Compact && by >= 0 &&
+            s.stages[static_cast<std::size_t>(by)].kind != Stage::Kind::Compact)
+            broken(fmt::format("{} is stored by stage {}, which is no compact stage", describe(p, n), by));
     }
     // Outputs: output_of names each output's node, every output is stored.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {

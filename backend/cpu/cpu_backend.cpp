@@ -120,6 +120,8 @@ struct StagePlan {
     DType dtype = DType::Float64;  // the reduction's register dtype (Bool for Any/All)
     int output = -1;               // args.outputs index, or -1 for a temporary
     int temp = -1;                 // index into Schedule::temps
+    // Compact stages: value_slot holds the mask; per Compact node, where its values are.
+    std::vector<StorePlan> compacts;
 };
 
 bool is_fill(const ir::Node& n) { return n.kind == ir::NodeKind::Const || n.kind == ir::NodeKind::Scalar; }
@@ -134,9 +136,10 @@ DType operand_dtype(const ir::Program& p, const ir::Node& n) {
 // ones found).
 class StagePlanner {
 public:
+    // mask_only: a Compact stage's counting pass (the mask alone).
     StagePlanner(const ir::Program& program, const ir::Schedule& schedule, const ir::Stage& stage,
-                 const KernelTable& kt)
-        : p(program), s(schedule), stage(stage), kt(kt) {
+                 const KernelTable& kt, bool mask_only = false)
+        : p(program), s(schedule), stage(stage), kt(kt), mask_only(mask_only) {
         sp.kind = stage.kind;
         sp.shape = stage.shape;
     }
@@ -176,6 +179,7 @@ private:
     const ir::Schedule& s;
     const ir::Stage& stage;
     const KernelTable& kt;
+    bool mask_only = false;
     StagePlan sp;
     std::vector<ir::NodeId> roots;  // what the stage stores, or its reduction's operand
     ir::NodeMap<char> need;         // the roots need it
@@ -217,6 +221,14 @@ void StagePlanner::find_roots() {
             sp.temp = static_cast<int>(it - s.temps.begin());
         }
         roots.push_back(r.args[0]);
+    } else if (stage.kind == ir::Stage::Kind::Compact) {
+        roots.push_back(p.node(stage.stores.at(0)).args[1]);  // the mask
+        if (!mask_only)
+            for (const ir::NodeId n : stage.stores) {
+                if (p.node(n).kind != ir::NodeKind::Compact || s.output_of[n] < 0)
+                    throw InternalError("cpu backend: compact stage stores a node that is no compacted output");
+                roots.push_back(p.node(n).args[0]);
+            }
     } else {
         for (const ir::NodeId n : stage.stores) {
             const int out = s.output_of[n];
@@ -401,6 +413,7 @@ void StagePlanner::select_instructions() {
                 ins.nin = 1;
                 break;
             }
+            case ir::NodeKind::Compact: throw InternalError("cpu backend: a Compact node read as a value");
         }
         ir::NodeId rd[3];
         const int nr = reads(n, rd);
@@ -442,6 +455,17 @@ void StagePlanner::mark_full_fills() {
 void StagePlanner::plan_stores() {
     if (stage.kind == ir::Stage::Kind::Reduce) {
         sp.value_slot = slot[roots[0]];
+    } else if (stage.kind == ir::Stage::Kind::Compact) {
+        sp.value_slot = slot[roots[0]];
+        if (!mask_only)
+            for (const ir::NodeId n : stage.stores) {
+                StorePlan st;
+                st.node = n;
+                st.slot = slot[p.node(n).args[0]];
+                st.dtype = p.node(n).dtype;
+                st.output = s.output_of[n];
+                sp.compacts.push_back(st);
+            }
     } else {
         for (const ir::NodeId n : stage.stores) {
             StorePlan st;
@@ -456,8 +480,9 @@ void StagePlanner::plan_stores() {
     }
 }
 
-StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt) {
-    return StagePlanner(p, s, stage, kt).run();
+StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt,
+                     bool mask_only = false) {
+    return StagePlanner(p, s, stage, kt, mask_only).run();
 }
 
 }  // namespace
@@ -603,7 +628,11 @@ class CpuPrepared final : public detail::Prepared {
 public:
     CpuPrepared(const ir::Program& p, const ir::Schedule& s, ThreadPool* pool)
         : program_(p), schedule_(s), kt_(kernels()), pool_(pool) {
-        for (const auto& st : s.stages) plans_.push_back(plan_stage(program_, schedule_, st, kt_));
+        for (const auto& st : s.stages) {
+            plans_.push_back(plan_stage(program_, schedule_, st, kt_));
+            count_plans_.push_back(st.kind == ir::Stage::Kind::Compact ? plan_stage(program_, schedule_, st, kt_, true)
+                                                                       : StagePlan{});
+        }
         for (const auto& o : p.outputs)
             if (o.alias_input >= 0) aliased_inputs_.push_back(o.alias_input);
         for (std::size_t i = 0; i < plans_.size();) {
@@ -624,8 +653,9 @@ public:
             const StagePlan& sp = plans_[k];
             detail::KernelReport r;
             r.stage = static_cast<int>(k);
-            r.kind =
-                sp.kind == ir::Stage::Kind::Reduce ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks") : "blocks";
+            r.kind = sp.kind == ir::Stage::Kind::Reduce    ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
+                     : sp.kind == ir::Stage::Kind::Compact ? "compact blocks"
+                                                           : "blocks";
             r.index = "64-bit";
             // The widest value the stage holds in registers decides the lanes of its loops.
             std::size_t widest = 1;
@@ -654,6 +684,11 @@ public:
             r.detail =
                 fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}", sp.code.size(),
                             sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s", kt_.name);
+            if (sp.kind == ir::Stage::Kind::Compact)
+                r.detail += fmt::format(
+                    "; two passes: the mask's true elements counted per block ({} instruction{}), the result "
+                    "allocated for their total, then each block's selected values written at its offset (C order)",
+                    count_plans_[k].code.size(), count_plans_[k].code.size() == 1 ? "" : "s");
             if (last > first && shape_size(plans_[first].shape) > kBlock) {
                 r.detail += fmt::format("; stages {}-{} run in one pass", first, last);
                 r.pass = static_cast<int>(first);
@@ -685,6 +720,9 @@ private:
     void bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const;
     void run_elementwise(const StagePlan& sp, const Bound& b) const;
     void run_reduce(const StagePlan& sp, const Bound& b) const;
+    // A Compact stage: counts the mask per block, has the outputs allocated for the total, then
+    // writes each block's selected values at the count of the blocks before it.
+    void run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const;
     void combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const;
     // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
     void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
@@ -707,6 +745,7 @@ private:
     const KernelTable& kt_;
     ThreadPool* pool_;
     std::vector<StagePlan> plans_;
+    std::vector<StagePlan> count_plans_;  // per stage: a Compact stage's counting pass (else empty)
     std::vector<int> aliased_inputs_;
     // Per stage: the end of the group it starts (its own index + 1 when alone). A group is a run
     // of consecutive stages over one iteration space, each element-wise or a reduction of every
@@ -981,6 +1020,8 @@ bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
     const StagePlan& sp = plans_[j];
     if (sp.shape != plans_[first].shape) return false;
     for (std::size_t k = first; k <= j; ++k)
+        if (plans_[k].kind == ir::Stage::Kind::Compact) return false;  // two passes of its own
+    for (std::size_t k = first; k <= j; ++k)
         if (plans_[k].kind == ir::Stage::Kind::Reduce && plans_[k].axis >= 0) return false;
     // An input that an output overwrites in place is read by stage by stage only (the group's
     // stages would read and write it in one pass); any other load of the group is safe.
@@ -1158,6 +1199,73 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     });
 }
 
+void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const {
+    const detail::RunArgs& args = *ctx.args;
+    const StagePlan& cp = count_plans_[stage];
+    const StagePlan& sp = plans_[stage];
+    if (!args.allocate) throw InternalError("cpu backend: a compaction without an output allocator");
+    // Pass 1: the mask's true elements per block (blocks as every pass cuts them: C order).
+    bind(cp, ctx, b);
+    const i64 n = b.space.size;
+    const i64 blocks = (n + kBlock - 1) / kBlock;
+    std::vector<i64> before(static_cast<std::size_t>(blocks) + 1, 0);  // then: true elements before each block
+    parallel(blocks, n, args.control, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(cp.nslots * cp.slot_bytes));
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(cp.nslots), nullptr);
+        fill(cp, ctx, scratch, ptr.data());
+        for (i64 b0 = 0, b1 = 0; next(b0, b1);)
+            for (i64 blk = b0; blk < b1; ++blk) {
+                const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
+                eval_block(cp, b, scratch, ptr.data(), start, len);
+                const auto* m = static_cast<const bool*>(ptr[cp.value_slot]);
+                i64 c = 0;
+                for (i64 i = 0; i < len; ++i) c += m[i] ? 1 : 0;
+                before[static_cast<std::size_t>(blk) + 1] = c;
+            }
+    });
+    for (std::size_t i = 1; i < before.size(); ++i) before[i] += before[i - 1];
+    const i64 total = before.back();
+    // The outputs, now that their length is known: (true mask rows, the values' other axes).
+    for (const StorePlan& st : sp.compacts) {
+        const ir::Node& nd = program_.node(st.node);
+        Shape shape = nd.shape;
+        const i64 inner = shape_size(Shape(shape.begin() + 1, shape.end()));
+        shape[0] = inner == 0 ? 0 : total / inner;
+        args.outputs[static_cast<std::size_t>(st.output)] =
+            args.allocate->allocate(static_cast<std::size_t>(st.output), shape);
+        if (args.started_outputs) args.started_outputs[st.output] = true;
+    }
+    if (total == 0) return;
+    // Pass 2: each block's selected values, packed, at the count of the blocks before it.
+    bind(sp, ctx, b);
+    if (b.space.size != n) throw InternalError("cpu backend: the passes of a compaction differ in size");
+    parallel(blocks, n * static_cast<i64>(sp.compacts.size()), args.control, [&](auto&& next) {
+        const std::size_t slots_bytes = static_cast<std::size_t>(sp.nslots * sp.slot_bytes);
+        std::byte* scratch = thread_scratch(slots_bytes + static_cast<std::size_t>(kBlock * kMaxRegBytes));
+        std::byte* packed = scratch + slots_bytes;
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        fill(sp, ctx, scratch, ptr.data());
+        for (i64 b0 = 0, b1 = 0; next(b0, b1);)
+            for (i64 blk = b0; blk < b1; ++blk) {
+                const i64 at = before[static_cast<std::size_t>(blk)];
+                if (before[static_cast<std::size_t>(blk) + 1] == at) continue;  // nothing selected here
+                const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
+                eval_block(sp, b, scratch, ptr.data(), start, len);
+                const auto* m = static_cast<const bool*>(ptr[sp.value_slot]);
+                for (const StorePlan& st : sp.compacts) {
+                    const i64 rs = reg_size(st.dtype);
+                    const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
+                    i64 w = 0;
+                    for (i64 i = 0; i < len; ++i)
+                        if (m[i]) std::memcpy(packed + (w++) * rs, src + i * rs, static_cast<std::size_t>(rs));
+                    const Array& out = args.outputs[static_cast<std::size_t>(st.output)];
+                    char* dst = static_cast<char*>(out.data()) + at * static_cast<i64>(itemsize(st.dtype));
+                    kt_.store[static_cast<int>(st.dtype)](packed, dst, 1, w);
+                }
+            }
+    });
+}
+
 void CpuPrepared::run(const detail::RunArgs& args) {
     if (args.inputs.size() != program_.inputs.size())
         throw ArgumentError(
@@ -1171,8 +1279,13 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     for (const Array& a : args.inputs)
         if (a.backend() != Backend::Cpu)
             throw ArgumentError("the CPU backend needs inputs in host memory: " + a.describe());
+    for (std::size_t o = 0; o < args.outputs.size(); ++o)
+        if (args.outputs[o].defined() != !program_.is_dynamic(program_.outputs[o].node))
+            throw ArgumentError(
+                fmt::format("output {} is {}", o,
+                            args.outputs[o].defined() ? "given, but the data decides its length" : "not given"));
     for (const Array& a : args.outputs)
-        if (a.backend() != Backend::Cpu)
+        if (a.defined() && a.backend() != Backend::Cpu)
             throw ArgumentError("the CPU backend needs outputs in host memory: " + a.describe());
 
     // Host storage like an array's: not zero-filled (every element is written before it is
@@ -1221,6 +1334,10 @@ void CpuPrepared::run(const detail::RunArgs& args) {
         }
         if (args.started_outputs)  // a reduction marks its output where it starts writing it (run_reduce)
             for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
+        if (sp.kind == ir::Stage::Kind::Compact) {
+            run_compact(si, ctx, b);
+            continue;
+        }
         bind(sp, ctx, b);
         if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else run_elementwise(sp, b);

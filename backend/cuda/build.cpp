@@ -47,9 +47,11 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
                 r.kind = fmt::format("reduce-axis (axis {}, a {} per output)", l.axis,
                                      l.warp_per_output ? "warp" : "thread");
                 break;
+            case KernelKind::Compact: r.kind = "compact (count, then an order-preserving scatter)"; break;
         }
         if (l.kind == KernelKind::Flat) r.index = l.index_bits == 32 ? "32-bit" : "64-bit";
-        else if (k.entries.size() == 2) r.index = "32-bit when every offset fits, else 64-bit";
+        else if (k.entries.size() == 2 && l.kind != KernelKind::Compact)
+            r.index = "32-bit when every offset fits, else 64-bit";
         else r.index = "64-bit";
         // The widest element the kernel stores or loads with vectors decides the width.
         std::size_t widest = 0;
@@ -62,6 +64,12 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
         if (k.ptx) r.detail += ", PTX assembled by nvJitLink";
         if (l.kind == KernelKind::ReduceAll)
             r.detail += fmt::format(", at most {} blocks, combined in a fixed order", l.max_blocks);
+        if (l.kind == KernelKind::Compact)
+            r.detail += fmt::format(
+                ", two launches over at most {} blocks (a contiguous range each): jx_count counts the mask per "
+                "block and totals it, the host reads the total (the stream is synchronised) and allocates the "
+                "result, jx_scatter writes each block's selected values at the counts before it",
+                l.max_blocks);
         (void)plan;
         out.push_back(std::move(r));
     }

@@ -114,7 +114,8 @@ public:
         std::size_t off = 0;
         auto align = [](std::size_t x) { return (x + 255) / 256 * 256; };
         for (auto& l : main_.kernels) {
-            if (l.kernel->launch.kind != KernelKind::ReduceAll) continue;
+            if (l.kernel->launch.kind != KernelKind::ReduceAll && l.kernel->launch.kind != KernelKind::Compact)
+                continue;
             l.workspace_offset = off;
             off += align(l.kernel->launch.workspace_bytes());
         }
@@ -329,6 +330,14 @@ private:
         for (std::size_t o = 0; o < args.outputs.size(); ++o) {
             const Array& a = args.outputs[o];
             const ir::Node& n = program_.node(program_.outputs[o].node);
+            if (program_.is_dynamic(program_.outputs[o].node)) {  // made once its kernel has counted
+                if (a.defined() || !args.allocate)
+                    throw ArgumentError(
+                        fmt::format("cuda backend: output {} has the data's length: it is made by "
+                                    "the backend, through RunArgs::allocate",
+                                    o));
+                continue;
+            }
             if (a.backend() != Backend::Cuda || a.device() != device_)
                 throw DeviceMismatchError(
                     fmt::format("cuda backend: output {} is on {}, not cuda device {}", o, a.place(), device_));

@@ -142,8 +142,83 @@ void Launcher::write_row(const KernelSource& k, const Param& p, const detail::Ru
     }
 }
 
+void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const {
+    const KernelSource& k = *l.kernel;
+    const ir::Stage& st = schedule.stages[static_cast<std::size_t>(k.stage)];
+    const std::int64_t n = shape_size(st.shape);
+    const unsigned block = static_cast<unsigned>(k.launch.block);
+    if (!args.allocate) throw InternalError("cuda backend: a compaction without an output allocator");
+    void* wsp = static_cast<char*>(ws.base) + l.workspace_offset;
+    std::int64_t total = 0;
+    const std::int64_t limit =
+        std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count) * (2048 / block));
+    const unsigned grid = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
+    // Parameters: outputs null until they exist (jx_count writes none).
+    const std::size_t np = k.params.size();
+    std::vector<std::array<unsigned char, 16>> values(np);
+    std::vector<void*> argv(np);
+    std::vector<std::int64_t> layout(l.layout.begin(), l.layout.end());
+    auto pack = [&] {
+        for (std::size_t i = 0; i < np; ++i) {
+            const Param& p = k.params[i];
+            unsigned char* slot = values[i].data();
+            switch (p.kind) {
+                case Param::Kind::Array: {
+                    void* ptr = nullptr;
+                    if (!p.written) {
+                        ptr = array_pointer(p, args, ws);
+                    } else {
+                        const Array& a = args.outputs[static_cast<std::size_t>(schedule.output_of[p.array.node()])];
+                        ptr = a.defined() ? a.data() : nullptr;
+                    }
+                    std::memcpy(slot, &ptr, sizeof ptr);
+                    break;
+                }
+                case Param::Kind::Scalar:
+                    pack_scalar(args.scalars[static_cast<std::size_t>(p.scalar)], p.dtype, slot);
+                    break;
+                case Param::Kind::Count: {
+                    long long c = n;
+                    std::memcpy(slot, &c, sizeof c);
+                    break;
+                }
+                case Param::Kind::Workspace: std::memcpy(slot, &wsp, sizeof wsp); break;
+                case Param::Kind::Layout:
+                case Param::Kind::VectorFlag: break;
+            }
+            argv[i] = p.kind == Param::Kind::Layout ? static_cast<void*>(layout.data()) : static_cast<void*>(slot);
+        }
+    };
+    LaunchConfig cfg;
+    cfg.stream = args.stream;
+    cfg.block[0] = block;
+    cfg.grid[0] = grid;
+    if (n > 0) {
+        pack();
+        cuda::launch(l.fn[codegen::kCompactCount], cfg, argv.data());
+        cuda::copy_to_host(&total, static_cast<char*>(wsp) + static_cast<std::size_t>(k.launch.max_blocks) * 8,
+                           sizeof total, args.stream);
+        cuda::synchronize(args.stream);
+    }
+    for (const ir::NodeId node : st.stores) {
+        const std::int32_t o = schedule.output_of[node];
+        Shape shape = program.node(node).shape;
+        const std::int64_t inner = shape_size(Shape(shape.begin() + 1, shape.end()));
+        shape[0] = inner == 0 ? 0 : total / inner;
+        args.outputs[static_cast<std::size_t>(o)] = args.allocate->allocate(static_cast<std::size_t>(o), shape);
+        if (args.started_outputs) args.started_outputs[o] = true;
+    }
+    if (total == 0) return;
+    pack();
+    cuda::launch(l.fn[codegen::kCompactScatter], cfg, argv.data());
+}
+
 void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const {
     const KernelSource& k = *l.kernel;
+    if (k.launch.kind == KernelKind::Compact) {
+        launch_compact(l, args, ws);
+        return;
+    }
     const ir::Stage& st = schedule.stages[static_cast<std::size_t>(k.stage)];
     const std::int64_t n = shape_size(st.shape);
     const unsigned block = static_cast<unsigned>(k.launch.block);
@@ -274,6 +349,7 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
             break;
         }
+        case KernelKind::Compact: throw InternalError("cuda backend: a compaction launched as one kernel");
         case KernelKind::ReduceAxis: {
             const std::int64_t len = st.shape[static_cast<std::size_t>(k.launch.axis)];
             const std::int64_t outputs = len == 0 ? shape_size(program.node(st.reduce).shape) : n / len;

@@ -27,7 +27,7 @@ struct Loaded {
     ModulePtr module;
     std::array<void*, 2> fn{};
     std::vector<std::int64_t> layout;  // shape then read rows; write rows filled per run
-    std::size_t workspace_offset = 0;  // ReduceAll
+    std::size_t workspace_offset = 0;  // ReduceAll, Compact
 };
 
 struct Variant {
@@ -61,6 +61,9 @@ private:
     // Whether every offset a Strided or Tiled kernel forms (and `counts`, the largest loop bound
     // plus step) fits a 32-bit signed index.
     static bool fits_int32(const codegen::KernelSource& k, const std::int64_t* layout, std::int64_t counts);
+    // A Compact kernel: jx_count, the total read back (the stream is synchronised), the outputs
+    // made through args.allocate, then jx_scatter into them.
+    void launch_compact(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const;
 };
 
 }  // namespace jit::cuda

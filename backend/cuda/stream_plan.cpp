@@ -101,6 +101,10 @@ ChunkPlan plan_stream(const Request& r) {
     ChunkPlan p;
     const ir::Program& prog = *r.program;
     if (prog.outputs.empty()) return refuse(std::move(p), "the program has no output");
+    if (prog.has_compactions())
+        return refuse(std::move(p), "a boolean-mask selection's length is known only once all of its data is read");
+    if (!prog.checks.empty())
+        return refuse(std::move(p), "a reduction of a boolean-mask selection is checked once all of its data is read");
 
     // S: the shape of the element-wise outputs and of what the reductions read.
     bool have_shape = false;

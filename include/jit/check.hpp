@@ -42,6 +42,9 @@ struct CheckedValue {
     std::string name;  // empty for the value of a last statement that assigns nothing
     DType dtype = DType::Float64;
     Shape shape;
+    // A boolean-mask selection (b[a > 0]): shape[0] is the most it can hold, its length is the
+    // data's (known only when the program runs).
+    bool length_from_data = false;
 };
 
 struct CheckedProgram {

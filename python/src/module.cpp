@@ -29,6 +29,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -2261,6 +2262,8 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
     auto value = [](const jit::CheckedValue& v) {
         nb::list shape;
         for (auto e : v.shape) shape.append(e);
+        // A boolean-mask selection's length is the data's: NaN, as dask writes an unknown extent.
+        if (v.length_from_data && !v.shape.empty()) shape[0] = nb::float_(std::numeric_limits<double>::quiet_NaN());
         return nb::make_tuple(nb::str(v.name.c_str()), nb::str(std::string(jit::dtype_name(v.dtype)).c_str()),
                               nb::tuple(shape));
     };

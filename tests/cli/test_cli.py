@@ -452,6 +452,17 @@ class Indexing(Base):
         np.save(self.path("m.npy"), m)
         self.assertSameArray(self.value_of(["--load", "m=" + self.path("m.npy"), "-e", "r = m[1:, ::-2]"]), m[1:, ::-2])
 
+    def test_a_boolean_mask_selection_is_saved_with_the_datas_length(self):
+        a = sample("float64", (50,), seed=6)
+        b = sample("int32", (50,), seed=7)
+        np.save(self.path("a.npy"), a)
+        np.save(self.path("b.npy"), b)
+        args = ["--load", "a=" + self.path("a.npy"), "--load", "b=" + self.path("b.npy")]
+        self.assertSameArray(self.value_of(args + ["-e", "r = b[(a > 0) & (b < 0)]"]), b[(a > 0) & (b < 0)])
+        self.assertSameArray(self.value_of(args + ["-e", "r = a[a > 1000]"]), a[a > 1000])
+        got = self.value_of(args + ["-e", "r = mean(a[b > 0])"])
+        np.testing.assert_allclose(got, np.mean(a[b > 0]), rtol=1e-12)
+
     def test_an_index_past_the_end_is_an_index_error_with_a_caret(self):
         r = run(["-e", "a = arange(4)", "-e", "a[4]"])
         self.assertNotEqual(r.returncode, 0)

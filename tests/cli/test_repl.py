@@ -101,6 +101,15 @@ class Repl(ReplBase):
         self.line(c, "a[-1]", "array(5, dtype=int64)")
         self.line(c, "a[6]", "index 6 is out of bounds for axis 0 with size 6")
 
+    def test_boolean_mask_selection(self):
+        c = self.spawn()
+        self.line(c, "a = arange(6) - 2", "")
+        self.line(c, "a[a > 0]", "array([1, 2, 3], dtype=int64)")
+        self.line(c, "s = a[a > 10]", "")
+        self.line(c, "s", "array([], dtype=int64)")
+        self.line(c, "sum(a[a > 0] * 2)", "array(12, dtype=int64)")
+        self.line(c, "min(a[a > 10])", "min() of an empty array has no value")
+
     def test_a_byte_order_mark_on_the_first_line_is_skipped(self):
         c = self.spawn()
         self.line(c, "\ufeffq + 1", "line 1: q + 1\r\n        ^")

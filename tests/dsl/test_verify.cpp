@@ -165,3 +165,40 @@ TEST(Verify, RejectsAnInputNodeThatDisagreesWithItsDeclaration) {
 }
 
 }  // namespace
+
+TEST(Verify, AcceptsBooleanMaskSelectionsAndTheirSplitSchedules) {
+    for (const char* text : {"b[m]", "b[(b > 0) & m] * 2", "sum(b[m])", "min(b[b > 0])", "c = b[m]\nd = (b + 1)[m]",
+                             "u[u[:, 0] > 1]", "mean(b[m], axis=0)"}) {
+        SCOPED_TRACE(text);
+        EXPECT_EQ(failure(plan(text)), "");
+    }
+    std::string text = "y = (b";
+    for (int k = 0; k < 100; ++k) text += " + sin(b) * " + std::to_string(k);
+    text += ")[m]";
+    const ir::Plan p = plan(text, 64);
+    EXPECT_EQ(failure(p), "");
+}
+
+TEST(Verify, RejectsANodeThatReadsACompaction) {
+    ir::Plan p = plan("b[m]");
+    ir::NodeId compact;
+    for (const ir::NodeId n : p.program.ids())
+        if (p.program.node(n).kind == ir::NodeKind::Compact) compact = n;
+    ASSERT_TRUE(compact.valid());
+    ir::Node reader;
+    reader.kind = ir::NodeKind::Cast;
+    reader.dtype = DType::Float64;
+    reader.shape = p.program.node(compact).shape;
+    reader.args[0] = compact;
+    reader.nargs = 1;
+    p.program.nodes.push_back(reader);
+    p.schedule.stored_by.assign(p.program.nodes.size(), -1);
+    EXPECT_NE(failure(p).find("reads node"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsACompactionWhoseMaskIsNotBool) {
+    ir::Plan p = plan("b[m]");
+    for (ir::Node& n : p.program.nodes)
+        if (n.kind == ir::NodeKind::Compact) n.args[1] = n.args[0];  // the float64 values as the mask
+    EXPECT_NE(failure(p).find("a mask of float64, not bool"), std::string::npos) << failure(p);
+}

@@ -569,6 +569,28 @@ TEST(CApiLanguage, SlicesAreViewsAndAnIndexPastTheEndIsAnIndexError) {
     EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_INDEX), "index");
 }
 
+TEST(CApiLanguage, AMaskSelectsWithTheDatasLengthAndAMismatchIsAnIndexError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor a, m;
+    host_tensor(a, std::vector<std::int64_t>{1, -4, 9, -16, 25});
+    host_tensor(m, std::vector<std::int64_t>{1, 0, 1});
+    const jitexpr_arg args[] = {tensor_arg(&a.managed)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a[a > 0] * 2", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr d(out);
+    ASSERT_EQ(out->dl_tensor.ndim, 1);
+    EXPECT_EQ(out->dl_tensor.shape[0], 3);
+    EXPECT_EQ(values<std::int64_t>(out), (std::vector<std::int64_t>{2, 18, 50}));
+    const jitexpr_arg am[] = {tensor_arg(&a.managed), tensor_arg(&m.managed)};
+    DLManagedTensor* bad = nullptr;
+    EXPECT_EQ(jitexpr_eval(rt.get(), "a[m > 0]", 2, am, &bad), JITEXPR_ERROR_INDEX);
+    EXPECT_EQ(bad, nullptr);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("boolean index did not match indexed array along axis 0"),
+              std::string::npos)
+        << jitexpr_last_error();
+    EXPECT_EQ(jitexpr_eval(rt.get(), "min(a[a > 100])", 1, args, &bad), JITEXPR_ERROR_VALUE);
+}
+
 TEST(CApiLanguage, AByteOrderMarkIsSkippedAndErrorsPointAtTheirColumn) {
     RuntimePtr rt = cpu_runtime();
     DLManagedTensor* out = nullptr;

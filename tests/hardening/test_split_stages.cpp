@@ -66,7 +66,8 @@ public:
                 }
                 return out;
             }
-            case ir::NodeKind::Scalar: break;
+            case ir::NodeKind::Scalar:
+            case ir::NodeKind::Compact: break;  // the programs here have no scalars or selections
         }
         ADD_FAILURE() << "interpreter: unsupported node kind";
         return out;
