@@ -7,6 +7,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,31 @@ void BM_RunHit(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_RunHit)->Arg(0)->Arg(10000)->UseRealTime();
+
+// What one jitexpr.evaluate("a*2+b", a=a, b=b) of the Python package asks of the C++ runtime:
+// run() of the expression over an environment of two float32 arrays of n elements, a new
+// result each call (bench/python_host.py --peers puts the Python figures beside these).
+Array filled(std::int64_t n, float v) {
+    return Array::from(std::vector<float>(static_cast<std::size_t>(n), v), {}, Backend::Cpu);
+}
+
+void BM_RunExprHit(benchmark::State& state) {
+    jit::Environment env{{"a", filled(state.range(0), 1.5f)}, {"b", filled(state.range(0), 2.5f)}};
+    runtime().run("a*2+b", env);
+    for (auto _ : state) benchmark::DoNotOptimize(runtime().run("a*2+b", env));
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RunExprHit)->Arg(1)->Arg(16)->Arg(1024)->UseRealTime();
+
+// The same into an existing array (jitexpr.evaluate(..., out=out)).
+void BM_RunIntoHit(benchmark::State& state) {
+    jit::Environment env{{"a", filled(state.range(0), 1.5f)}, {"b", filled(state.range(0), 2.5f)}};
+    const Array out = filled(state.range(0), 0.f);
+    runtime().run_into("a*2+b", env, out);
+    for (auto _ : state) benchmark::DoNotOptimize(runtime().run_into("a*2+b", env, out));
+    state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RunIntoHit)->Arg(1)->Arg(16)->Arg(1024)->UseRealTime();
 
 }  // namespace
 

@@ -154,47 +154,11 @@ def _to_library(result):
     return result
 
 
-def evaluate(ex: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, out: Any = None,
-             backend: Optional[str] = None, stream: Optional[int] = None, device: Optional[int] = None,
-             _frame_depth: int = 1, **names: Any) -> Any:
-    """Evaluates the expression (or program) ``ex`` and returns its value.
-
-    Variables are bound by name: first from the keywords, then from ``local_dict`` (a mapping)
-    or, without one, the caller's local variables, then the caller's globals::
-
-        c = jitexpr.evaluate("a * 2 + b")             # a, b from the caller's frame
-        c = jitexpr.evaluate("a * 2 + b", a=x, b=y)   # keywords
-        c = jitexpr.evaluate("a * 2 + b", {"a": x, "b": y})
-
-    ``ex`` is one expression or several statements (``t = a*2; t + b``): the value of the last
-    one is returned. A variable named ``pi``, ``e``, ``inf`` or ``nan`` shadows the constant.
-    The keyword names ``out``, ``backend``, ``stream`` and ``device`` are this function's own: bind
-    variables of those names through ``local_dict``.
-
-    Values: NumPy arrays (any strides, 0-d), NumPy scalars (strongly typed, as in NumPy 2),
-    Python scalars (weakly typed: ``float32_array * 2.5`` stays float32), anything with
-    ``__cuda_array_interface__`` or ``__dlpack__`` (CuPy, PyTorch, JAX, Numba), Arrow columns
-    (``__arrow_c_array__``/``__arrow_c_stream__``: pyarrow, Polars, DuckDB results; nulls
-    propagate) and whatever ``numpy.asarray`` takes.
-
-    Where it runs: on the CPU for host data, on CUDA for device data, on the producer's current
-    stream (CuPy's, PyTorch's) unless ``stream=`` (a ``cudaStream_t`` as an int) is given. Host
-    and device inputs together are an error unless ``backend='cuda'`` (or ``'cpu'``) asks for
-    the copies. The CUDA device: ``device=N`` (an ordinal; it also asks for the copies of inputs
-    that are elsewhere), else the device of the device inputs, else the current device of CuPy
-    (or PyTorch), else ``JITEXPR_DEVICE`` or 0. Device inputs on two GPUs without ``device=`` are
-    a DeviceMismatchError (an ArgumentError), as host and device inputs are.
-
-    Returns a NumPy array owning jitexpr's memory for host results (0-d for reductions), the
-    input library's array for device results (CuPy in, CuPy out), a pyarrow.Array / polars.Series
-    for Arrow inputs, or ``out`` itself when given: the value is written into ``out`` in place
-    (same-kind casting, broadcast to its shape).
-
-    Raises jitexpr.ParseError (a SyntaxError), NameError, TypeError, ShapeError (a ValueError),
-    ValueError, ArgumentError, with the line and a caret under the cause.
-    """
-    r = _core.evaluate_named(ex, local_dict, out, backend, stream, device, _frame_depth, names)
-    return r if type(r) is not Tensor else _to_library(r)
+# jitexpr.evaluate is the extension's own function (python/src/module.cpp, py_evaluate: the
+# keywords are read from the call itself, with no Python frame in between; its docstring is
+# there); a Tensor result goes through _to_library, as here.
+_core.set_to_library(_to_library)
+evaluate = _core.evaluate_fast
 
 
 def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,

@@ -918,14 +918,56 @@ using Token = jit::CancelToken;
 struct Token {};
 #endif
 
+#if JITEXPR_PY_HAVE_CANCEL
+bool poll_signals() {
+    nb::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;  // leaves KeyboardInterrupt set on this thread
+}
+
+// The token of the call in flight on this thread: made once per thread and reset per call (a
+// token's shared state and poll function are allocations a call need not pay for). A call made
+// while another is in flight on the same thread (from a signal handler the poll runs, or a
+// finaliser) gets a token of its own.
+struct TokenSlot {
+    std::optional<jit::CancelToken> token;
+    bool busy = false;
+};
+
+class CallToken {
+public:
+    CallToken() {
+        thread_local TokenSlot slot;
+        if (!slot.busy) {
+            if (!slot.token) slot.token.emplace(&poll_signals);
+            slot.token->reset();
+            slot.busy = true;
+            slot_ = &slot;
+            token_ = &*slot.token;
+        } else {
+            own_.emplace(&poll_signals);
+            token_ = &*own_;
+        }
+    }
+    ~CallToken() {
+        if (slot_) slot_->busy = false;
+    }
+    CallToken(const CallToken&) = delete;
+    CallToken& operator=(const CallToken&) = delete;
+    const jit::CancelToken* get() const { return token_; }
+
+private:
+    TokenSlot* slot_ = nullptr;
+    std::optional<jit::CancelToken> own_;
+    const jit::CancelToken* token_ = nullptr;
+};
+#endif
+
 template <class Work>
 jit::Array call_released(Work&& work) {
     jit::Array r;
 #if JITEXPR_PY_HAVE_CANCEL
-    jit::CancelToken token([] {
-        nb::gil_scoped_acquire gil;
-        return PyErr_CheckSignals() != 0;  // leaves KeyboardInterrupt set on this thread
-    });
+    CallToken call_token;
+    const jit::CancelToken& token = *call_token.get();
     try {
         nb::gil_scoped_release release;
         r = work(&token);
@@ -944,8 +986,7 @@ jit::Array call_released(Work&& work) {
 }
 
 // rt->run with the cancel token when there is one.
-jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, void* stream,
-                    const Token* token) {
+jit::Array run_with(jit::Runtime& rt, std::string_view text, jit::Environment& env, void* stream, const Token* token) {
 #if JITEXPR_PY_HAVE_CANCEL
     if (token) {
         jit::CallOptions o;
@@ -962,7 +1003,7 @@ jit::Array run_with(jit::Runtime& rt, const std::string& text, jit::Environment&
 // rt->run_into likewise. `atomic`: out is written through a temporary and copied in only once
 // the whole program has run (CallOptions::in_place_all_or_nothing), so a stopped call leaves it
 // untouched; otherwise the call is not stopped (it finishes, and a Ctrl-C is raised after it).
-jit::Array run_into_with(jit::Runtime& rt, const std::string& text, jit::Environment& env, const jit::Array& out,
+jit::Array run_into_with(jit::Runtime& rt, std::string_view text, jit::Environment& env, const jit::Array& out,
                          void* stream, const Token* token, bool atomic) {
 #if JITEXPR_PY_HAVE_CANCEL
     if (token && atomic) {
@@ -989,16 +1030,20 @@ jit::Array run_into_with(jit::Runtime& rt, const std::string& text, jit::Environ
 constexpr double kQuickMs = 80.0;
 constexpr std::int64_t kUnknownLong = std::int64_t{1} << 22;
 
+struct TextHash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
+};
 struct OutRates {
     std::mutex m;
-    std::unordered_map<std::string, double> ns_per_element;
+    std::unordered_map<std::string, double, TextHash, std::equal_to<>> ns_per_element;
 };
 OutRates& out_rates() {
     static OutRates* r = new OutRates;  // never destroyed: calls may end during interpreter exit
     return *r;
 }
 
-bool predicted_long(const std::string& text, std::int64_t n) {
+bool predicted_long(std::string_view text, std::int64_t n) {
     OutRates& r = out_rates();
     std::lock_guard lock(r.m);
     auto it = r.ns_per_element.find(text);
@@ -1006,7 +1051,7 @@ bool predicted_long(const std::string& text, std::int64_t n) {
     return it->second * static_cast<double>(n) / 1e6 > kQuickMs;
 }
 
-void note_rate(const std::string& text, std::int64_t n, double ms, bool through_temporary) {
+void note_rate(std::string_view text, std::int64_t n, double ms, bool through_temporary) {
     if (n <= 0) return;
     // A call through a temporary also paid for its copy: count its work only (the copy moves
     // two of the bytes a streaming expression moves three or more of).
@@ -1014,7 +1059,8 @@ void note_rate(const std::string& text, std::int64_t n, double ms, bool through_
     OutRates& r = out_rates();
     std::lock_guard lock(r.m);
     if (r.ns_per_element.size() > 4096) r.ns_per_element.clear();
-    r.ns_per_element[text] = ns;
+    if (auto it = r.ns_per_element.find(text); it != r.ns_per_element.end()) it->second = ns;
+    else r.ns_per_element.emplace(std::string(text), ns);
 }
 
 struct Call {
@@ -1036,6 +1082,82 @@ std::string device_text(const jit::Array& a) {
 
 // (name, value) pairs, borrowed from the caller's dict or from what evaluate_named bound.
 using Items = std::vector<std::pair<nb::handle, nb::handle>>;
+
+// What one evaluate call works in: the bindings, the objects held for the call, the
+// environment handed to the runtime. One per thread, kept from call to call so that a call over
+// the same names allocates nothing here (the vectors keep their capacity, the environment its
+// nodes); everything it refers to is let go of when the call ends, so that no thread keeps the
+// caller's arrays (or results) alive. A call made while another is in flight on the same thread
+// (from a signal handler, a finaliser, a __dlpack__ of the caller's) gets a fresh one.
+struct Scratch {
+    Items items;
+    std::vector<nb::object> keep;
+    std::vector<PyObject*> missing;
+    Call call;
+    jit::Environment env;
+    bool busy = false;
+
+    // Names of `call.bound` only, in the environment: stale names of another program are
+    // dropped (a stale binding would change the program), the others rebound in place.
+    jit::Environment& bind_env() {
+        for (auto it = env.begin(); it != env.end();) {
+            bool used = false;
+            for (const auto& nb_ : call.bound)
+                if (nb_.first == it->first) {
+                    used = true;
+                    break;
+                }
+            it = used ? std::next(it) : env.erase(it);
+        }
+        for (auto& [n, b] : call.bound) {
+            if (auto it = env.find(n); it != env.end()) it->second = b.arg;
+            else env.emplace(n, b.arg);
+        }
+        return env;
+    }
+    void release() {
+        for (auto& kv : env) kv.second = jit::Arg(false);
+        call.bound.clear();
+        call.runtime.reset();
+        call.stream = 0;
+        call.library.clear();
+        call.any_arrow = call.any_validity = false;
+        call.backend = jit::Backend::Cpu;
+        items.clear();
+        missing.clear();
+        // Letting go of objects may run Python code (finalisers) that evaluates: such a call,
+        // made while this Scratch is still busy, works in one of its own.
+        call.hold.clear();
+        keep.clear();
+    }
+};
+
+// The thread's Scratch for the length of one call (or a fresh one for a nested call).
+class ScratchLease {
+public:
+    ScratchLease() {
+        thread_local Scratch mine;
+        if (!mine.busy) {
+            mine.busy = true;
+            s_ = &mine;
+        } else {
+            own_ = std::make_unique<Scratch>();
+            s_ = own_.get();
+        }
+    }
+    ~ScratchLease() {
+        s_->release();
+        s_->busy = false;
+    }
+    ScratchLease(const ScratchLease&) = delete;
+    ScratchLease& operator=(const ScratchLease&) = delete;
+    Scratch& operator*() const { return *s_; }
+    Scratch* operator->() const { return s_; }
+
+private:
+    Scratch* s_ = nullptr;
+    std::unique_ptr<Scratch> own_;
+};
 
 Items items_of(nb::dict names) {
     Items items;
@@ -1157,13 +1279,12 @@ nb::object to_python(const jit::Array& r0, const Call& c) {
     return o;
 }
 
-nb::object evaluate_items(const std::string& text, const Items& names, nb::handle out, nb::handle backend,
-                          nb::handle stream, nb::handle runtime, bool as_tensor, nb::handle device) {
-    Call c;
+nb::object evaluate_items(std::string_view text, const Items& names, nb::handle out, nb::handle backend,
+                          nb::handle stream, nb::handle runtime, bool as_tensor, nb::handle device, Scratch& sc) {
+    Call& c = sc.call;
     prepare(c, names, backend, stream, runtime, device);
     std::shared_ptr<jit::Runtime> rt = c.runtime->get();
-    jit::Environment env;
-    for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
+    jit::Environment& env = sc.bind_env();
     if (c.any_arrow) {
         if (!out.is_none())
             throw jit::ArgumentError("out= is not taken with Arrow inputs (Arrow buffers are immutable)");
@@ -1188,8 +1309,7 @@ nb::object evaluate_items(const std::string& text, const Items& names, nb::handl
     }
     if (!out.is_none()) {
         Bound ob;
-        std::vector<nb::object> hold;
-        bind_value(out, "out", ob, hold, c.stream, true);
+        bind_value(out, "out", ob, c.hold, c.stream, true);
         if (!ob.arg.is_array() || ob.place == Place::Scalar) type_error("out must be an array");
         if (ob.read_only) {
             PyErr_SetString(PyExc_ValueError, "out is read-only");
@@ -1257,7 +1377,9 @@ nb::object evaluate_items(const std::string& text, const Items& names, nb::handl
 
 nb::object evaluate(const std::string& text, nb::dict names, nb::handle out, nb::handle backend, nb::handle stream,
                     nb::handle runtime, bool as_tensor, nb::handle device) {
-    return evaluate_items(text, items_of(names), out, backend, stream, runtime, as_tensor, device);
+    ScratchLease sc;
+    for (auto [k, v] : names) sc->items.emplace_back(k, v);
+    return evaluate_items(text, sc->items, out, backend, stream, runtime, as_tensor, device, *sc);
 }
 
 // ------------------------------------------------------------------------------- binding by name
@@ -1288,6 +1410,24 @@ nb::object names_of(PyObject* text) {
         !PyTuple_Check(PyTuple_GET_ITEM(r, 1)))
         throw jit::InternalError("jitexpr._api._names_of returned something other than two tuples");
     if (PyUnicode_CheckExact(text)) {  // (a str subclass may hash as it likes: not kept)
+        // The names interned, as the keywords of a call site are: a keyword is then found by
+        // its pointer (Keywords::get).
+        nb::list groups;
+        for (int g = 0; g < 2; ++g) {
+            PyObject* names = PyTuple_GET_ITEM(r, g);
+            const Py_ssize_t k = PyTuple_GET_SIZE(names);
+            nb::object fresh = nb::steal(PyTuple_New(k));
+            if (!fresh.is_valid()) throw nb::python_error();
+            for (Py_ssize_t i = 0; i < k; ++i) {
+                PyObject* n = PyTuple_GET_ITEM(names, i);
+                Py_INCREF(n);
+                if (PyUnicode_CheckExact(n)) PyUnicode_InternInPlace(&n);
+                PyTuple_SET_ITEM(fresh.ptr(), i, n);
+            }
+            groups.append(fresh);
+        }
+        held = nb::make_tuple(groups[0], groups[1]);
+        r = held.ptr();
         if (PyDict_GET_SIZE(g_texts) >= kMaxTexts) PyDict_Clear(g_texts);
         if (PyDict_SetItem(g_texts, text, r) < 0) throw nb::python_error();
     }
@@ -1331,28 +1471,51 @@ nb::object frame_above(int depth) {
     return frame;
 }
 
+// The variables a call gives by keyword: a dict (Kernel calls, evaluate_named), or the keywords
+// of a vectorcall (jitexpr.evaluate), less the ones that are the function's own (`skip`).
+struct Keywords {
+    PyObject* dict = nullptr;
+    PyObject* const* values = nullptr;
+    PyObject* kwnames = nullptr;
+    const bool* skip = nullptr;
+    Py_ssize_t count = 0;
+    bool any = false;
+
+    // The value given for `name` (borrowed), or null.
+    PyObject* get(PyObject* name) const {
+        if (dict) {
+            PyObject* v = PyDict_GetItemWithError(dict, name);
+            if (!v && PyErr_Occurred()) throw nb::python_error();
+            return v;
+        }
+        for (Py_ssize_t i = 0; i < count; ++i)  // call sites' keywords are interned, as the names are
+            if (!skip[i] && PyTuple_GET_ITEM(kwnames, i) == name) return values[i];
+        for (Py_ssize_t i = 0; i < count; ++i) {  // keywords from a ** of some other strings
+            PyObject* k = PyTuple_GET_ITEM(kwnames, i);
+            if (!skip[i] && !PyUnicode_CHECK_INTERNED(k) && PyUnicode_Compare(k, name) == 0) return values[i];
+        }
+        return nullptr;
+    }
+};
+
 // jitexpr._api._bind in C++, into `items` (the values borrowed from the dicts and frame, which
 // `keep` holds): each name `text` reads, then each named constant it mentions, from the
 // keywords, else local_dict; those neither gives from the frame `depth` levels up: its locals
 // (unless a local_dict was given), then its globals; a constant's name that the frame binds to
 // a module or a callable is not a variable. Names bound nowhere are left out (the checker then
 // reports them with a caret).
-void bind_names(PyObject* text, nb::dict names, nb::handle local_dict, int depth, Items& items,
-                std::vector<nb::object>& keep) {
+void bind_names(PyObject* text, const Keywords& names, nb::handle local_dict, int depth, Items& items,
+                std::vector<nb::object>& keep, std::vector<PyObject*>& missing) {
     nb::object entry = names_of(text);
     keep.push_back(entry);  // holds the names (the cache may be cleared by another call)
     PyObject* groups[2] = {PyTuple_GET_ITEM(entry.ptr(), 0), PyTuple_GET_ITEM(entry.ptr(), 1)};
     const bool have_local = !local_dict.is_none();
-    const bool have_names = PyDict_GET_SIZE(names.ptr()) > 0;
-    std::vector<PyObject*> missing;
+    const bool have_names = names.any;
     for (PyObject* g : groups) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g); ++i) {
             PyObject* n = PyTuple_GET_ITEM(g, i);
             PyObject* v = nullptr;
-            if (have_names) {  // the call's own keyword dict: alive for the call
-                v = PyDict_GetItemWithError(names.ptr(), n);
-                if (!v && PyErr_Occurred()) throw nb::python_error();
-            }
+            if (have_names) v = names.get(n);  // the call's own keywords: alive for the call
             if (!v && have_local) {
                 if (nb::object got = lookup(local_dict.ptr(), n); got.is_valid()) {
                     v = got.ptr();
@@ -1441,19 +1604,213 @@ void check_signature(const Items& items, nb::dict signature) {
     }
 }
 
-nb::object evaluate_named(nb::handle text, nb::handle local_dict, nb::handle out, nb::handle backend, nb::handle stream,
-                          nb::handle device, int depth, nb::dict names, nb::handle signature) {
-    Items items;
-    std::vector<nb::object> keep;
-    items.reserve(8);
-    bind_names(text.ptr(), names, local_dict, depth, items, keep);
-    if (!signature.is_none()) check_signature(items, nb::borrow<nb::dict>(signature));
+nb::object evaluate_keywords(nb::handle text, nb::handle local_dict, nb::handle out, nb::handle backend,
+                             nb::handle stream, nb::handle device, int depth, const Keywords& names,
+                             nb::handle signature) {
+    ScratchLease sc;
+    bind_names(text.ptr(), names, local_dict, depth, sc->items, sc->keep, sc->missing);
+    if (!signature.is_none()) check_signature(sc->items, nb::borrow<nb::dict>(signature));
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
     if (!utf8) throw nb::python_error();
-    return evaluate_items(std::string(utf8, static_cast<std::size_t>(size)), items, out, backend, stream, nb::none(),
-                          false, device);
+    return evaluate_items(std::string_view(utf8, static_cast<std::size_t>(size)), sc->items, out, backend, stream,
+                          nb::none(), false, device, *sc);
 }
+
+nb::object evaluate_named(nb::handle text, nb::handle local_dict, nb::handle out, nb::handle backend, nb::handle stream,
+                          nb::handle device, int depth, nb::dict names, nb::handle signature) {
+    Keywords kw;
+    kw.dict = names.ptr();
+    kw.any = PyDict_GET_SIZE(names.ptr()) > 0;
+    return evaluate_keywords(text, local_dict, out, backend, stream, device, depth, kw, signature);
+}
+
+// ------------------------------------------------------------------------------- jitexpr.evaluate
+
+// python/jitexpr/_api.py's _to_library (a Tensor result into its inputs' library), handed over at import.
+PyObject* g_to_library = nullptr;
+
+// A C++ exception as the Python error nanobind would have raised for it (this function is called
+// by Python directly, not through nanobind's dispatch): jitexpr's errors through `translate`,
+// nanobind's and the standard library's as nanobind's default translator maps them.
+PyObject* raise_current() noexcept {
+    try {
+        throw;
+    } catch (nb::python_error& e) {
+        e.restore();
+    } catch (const nb::builtin_exception& e) {
+        PyObject* t = PyExc_RuntimeError;
+        switch (e.type()) {
+            case nb::exception_type::stop_iteration: t = PyExc_StopIteration; break;
+            case nb::exception_type::index_error: t = PyExc_IndexError; break;
+            case nb::exception_type::key_error: t = PyExc_KeyError; break;
+            case nb::exception_type::value_error: t = PyExc_ValueError; break;
+            case nb::exception_type::type_error: t = PyExc_TypeError; break;
+            case nb::exception_type::buffer_error: t = PyExc_BufferError; break;
+            case nb::exception_type::import_error: t = PyExc_ImportError; break;
+            case nb::exception_type::attribute_error: t = PyExc_AttributeError; break;
+            default: break;
+        }
+        PyErr_SetString(t, e.what());
+    } catch (const jit::Error&) {
+        translate(std::current_exception(), nullptr);
+    } catch (const std::bad_alloc& e) {
+        PyErr_SetString(PyExc_MemoryError, e.what());
+    } catch (const std::domain_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::invalid_argument& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::length_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::out_of_range& e) {
+        PyErr_SetString(PyExc_IndexError, e.what());
+    } catch (const std::range_error& e) {
+        PyErr_SetString(PyExc_ValueError, e.what());
+    } catch (const std::overflow_error& e) {
+        PyErr_SetString(PyExc_OverflowError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_SystemError, "jitexpr: an unknown C++ exception");
+    }
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_SystemError, "jitexpr: an exception that was not translated");
+    return nullptr;
+}
+
+// The keyword arguments that are evaluate's own (interned, compared by pointer first).
+struct OwnKeywords {
+    PyObject* local_dict = interned("local_dict");
+    PyObject* out = interned("out");
+    PyObject* backend = interned("backend");
+    PyObject* stream = interned("stream");
+    PyObject* device = interned("device");
+    PyObject* frame_depth = interned("_frame_depth");
+};
+const OwnKeywords& own_keywords() {
+    static const OwnKeywords* k = new OwnKeywords;  // never destroyed: used until the interpreter ends
+    return *k;
+}
+
+bool same_name(PyObject* a, PyObject* b) {
+    return a == b || (!PyUnicode_CHECK_INTERNED(a) && PyUnicode_Compare(a, b) == 0);
+}
+
+// jitexpr.evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None, device=None,
+// **names), called by Python directly (METH_FASTCALL | METH_KEYWORDS): the keywords are read
+// where the caller put them, with no dict, no Python frame and no second call in between.
+// Behaves as the Python function it replaces did: the names bound as bind_names binds them
+// (keywords, then local_dict or the caller's frame), Tensor results through _to_library.
+PyObject* py_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+    try {
+        const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+        if (nargs < 1) {
+            PyErr_SetString(PyExc_TypeError, "evaluate() missing 1 required positional argument: 'ex'");
+            return nullptr;
+        }
+        if (nargs > 2) {
+            PyErr_Format(PyExc_TypeError, "evaluate() takes from 1 to 2 positional arguments but %zd were given",
+                         nargs);
+            return nullptr;
+        }
+        PyObject* local_dict = nargs > 1 ? args[1] : Py_None;
+        PyObject *out = Py_None, *backend = Py_None, *stream = Py_None, *device = Py_None;
+        long frame_depth = 1;
+        constexpr Py_ssize_t kInline = 32;
+        bool skip_inline[kInline];
+        std::unique_ptr<bool[]> skip_heap;
+        Keywords kw;
+        if (kwnames) {
+            kw.kwnames = kwnames;
+            kw.values = args + nargs;
+            kw.count = PyTuple_GET_SIZE(kwnames);
+            bool* skip = skip_inline;
+            if (kw.count > kInline) {
+                skip_heap.reset(new bool[static_cast<std::size_t>(kw.count)]);
+                skip = skip_heap.get();
+            }
+            kw.skip = skip;
+            const OwnKeywords& own = own_keywords();
+            for (Py_ssize_t i = 0; i < kw.count; ++i) {
+                PyObject* k = PyTuple_GET_ITEM(kwnames, i);
+                PyObject* v = kw.values[i];
+                skip[i] = true;
+                if (same_name(k, own.out)) out = v;
+                else if (same_name(k, own.backend)) backend = v;
+                else if (same_name(k, own.stream)) stream = v;
+                else if (same_name(k, own.device)) device = v;
+                else if (same_name(k, own.local_dict)) {
+                    if (nargs > 1) {
+                        PyErr_SetString(PyExc_TypeError, "evaluate() got multiple values for argument 'local_dict'");
+                        return nullptr;
+                    }
+                    local_dict = v;
+                } else if (same_name(k, own.frame_depth)) {
+                    frame_depth = PyLong_AsLong(v);
+                    if (frame_depth == -1 && PyErr_Occurred()) return nullptr;
+                } else {
+                    skip[i] = false;
+                    kw.any = true;
+                }
+            }
+        }
+        // _frame_depth counts from evaluate itself (1: its caller); this function has no frame
+        // of its own, so the caller's is the innermost.
+        const int depth = frame_depth > 1 ? static_cast<int>(frame_depth - 1) : 0;
+        nb::object r = evaluate_keywords(args[0], local_dict, out, backend, stream, device, depth, kw, nb::none());
+        if (g_to_library && nb::isinstance<Tensor>(r)) {
+            PyObject* lib = PyObject_CallOneArg(g_to_library, r.ptr());
+            if (!lib) return nullptr;
+            return lib;
+        }
+        return r.release().ptr();
+    } catch (...) {
+        return raise_current();
+    }
+}
+
+// jitexpr.evaluate's docstring (its signature first, for inspect.signature and help()).
+const char* const kEvaluateDoc =
+    R"doc(evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None, device=None, **names)
+--
+
+Evaluates the expression (or program) ``ex`` and returns its value.
+
+Variables are bound by name: first from the keywords, then from ``local_dict`` (a mapping)
+or, without one, the caller's local variables, then the caller's globals::
+
+    c = jitexpr.evaluate("a * 2 + b")             # a, b from the caller's frame
+    c = jitexpr.evaluate("a * 2 + b", a=x, b=y)   # keywords
+    c = jitexpr.evaluate("a * 2 + b", {"a": x, "b": y})
+
+``ex`` is one expression or several statements (``t = a*2; t + b``): the value of the last
+one is returned. A variable named ``pi``, ``e``, ``inf`` or ``nan`` shadows the constant.
+The keyword names ``out``, ``backend``, ``stream`` and ``device`` are this function's own: bind
+variables of those names through ``local_dict``.
+
+Values: NumPy arrays (any strides, 0-d), NumPy scalars (strongly typed, as in NumPy 2),
+Python scalars (weakly typed: ``float32_array * 2.5`` stays float32), anything with
+``__cuda_array_interface__`` or ``__dlpack__`` (CuPy, PyTorch, JAX, Numba), Arrow columns
+(``__arrow_c_array__``/``__arrow_c_stream__``: pyarrow, Polars, DuckDB results; nulls
+propagate) and whatever ``numpy.asarray`` takes.
+
+Where it runs: on the CPU for host data, on CUDA for device data, on the producer's current
+stream (CuPy's, PyTorch's) unless ``stream=`` (a ``cudaStream_t`` as an int) is given. Host
+and device inputs together are an error unless ``backend='cuda'`` (or ``'cpu'``) asks for
+the copies. The CUDA device: ``device=N`` (an ordinal; it also asks for the copies of inputs
+that are elsewhere), else the device of the device inputs, else the current device of CuPy
+(or PyTorch), else ``JITEXPR_DEVICE`` or 0. Device inputs on two GPUs without ``device=`` are
+a DeviceMismatchError (an ArgumentError), as host and device inputs are.
+
+Returns a NumPy array owning jitexpr's memory for host results (0-d for reductions), the
+input library's array for device results (CuPy in, CuPy out), a pyarrow.Array / polars.Series
+for Arrow inputs, or ``out`` itself when given: the value is written into ``out`` in place
+(same-kind casting, broadcast to its shape).
+
+Raises jitexpr.ParseError (a SyntaxError), NameError, TypeError, ShapeError (a ValueError),
+ValueError, ArgumentError, with the line and a caret under the cause.
+)doc";
+PyMethodDef g_evaluate_def = {"evaluate", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&py_evaluate)),
+                              METH_FASTCALL | METH_KEYWORDS, kEvaluateDoc};
 
 // jx.run: every name the program assigns, by name.
 nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime,
@@ -1978,6 +2335,17 @@ NB_MODULE(_jitexpr, m) {
           "stream"_a = nb::none(), "runtime"_a = nb::none(), "as_tensor"_a = false, "device"_a = nb::none());
     m.def("evaluate_named", &evaluate_named, "text"_a, "local_dict"_a.none(), "out"_a.none(), "backend"_a.none(),
           "stream"_a.none(), "device"_a.none(), "depth"_a, "names"_a, "signature"_a.none() = nb::none());
+    {
+        // jitexpr.evaluate: a plain CPython function (see py_evaluate), named as the package's.
+        nb::object module_name = nb::str("jitexpr");
+        PyObject* f = PyCFunction_NewEx(&g_evaluate_def, nullptr, module_name.ptr());
+        if (!f) throw nb::python_error();
+        m.attr("evaluate_fast") = nb::steal(f);
+    }
+    m.def("set_to_library", [](nb::handle f) {
+        Py_XINCREF(f.ptr());
+        g_to_library = f.ptr();  // kept for the life of the process
+    });
     m.def("set_names_of", [](nb::handle f) {
         Py_XINCREF(f.ptr());
         g_names_of = f.ptr();  // kept for the life of the process
