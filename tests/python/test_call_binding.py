@@ -1,0 +1,116 @@
+"""jitexpr.evaluate as the extension's own function (py_evaluate in python/src/module.cpp): the
+call's shape is checked as Python checks a function's, keywords from any source bind, and the
+per-thread state a call reuses keeps nothing alive and is never shared by two calls at once."""
+import gc
+import inspect
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import jitexpr as jx
+
+
+def test_its_signature_is_the_documented_one():
+    sig = inspect.signature(jx.evaluate)
+    assert list(sig.parameters) == ["ex", "local_dict", "out", "backend", "stream", "device", "names"]
+    assert sig.parameters["ex"].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert sig.parameters["names"].kind is inspect.Parameter.VAR_KEYWORD
+    assert "Evaluates the expression" in jx.evaluate.__doc__
+    assert jx.evaluate.__module__ == "jitexpr"
+
+
+def test_no_expression_is_a_type_error():
+    with pytest.raises(TypeError, match="missing 1 required positional argument: 'ex'"):
+        jx.evaluate()
+
+
+def test_three_positional_arguments_are_a_type_error():
+    with pytest.raises(TypeError, match="from 1 to 2 positional arguments but 3 were given"):
+        jx.evaluate("a", {"a": 1.0}, np.empty(1))
+
+
+def test_local_dict_given_twice_is_a_type_error():
+    with pytest.raises(TypeError, match="multiple values for argument 'local_dict'"):
+        jx.evaluate("a", {"a": 1.0}, local_dict={"a": 2.0})
+
+
+def test_local_dict_by_keyword_binds():
+    a = np.arange(3.0)
+    np.testing.assert_array_equal(jx.evaluate("x + 1", local_dict={"x": a}), a + 1)
+
+
+def test_keywords_from_a_mapping_of_fresh_strings_bind():
+    # Keyword names that are not interned (built at run time) are found by value.
+    a = np.arange(4.0)
+    names = {"".join(["al", "pha"]): a, "".join(["be", "ta"]): 2.0}
+    np.testing.assert_array_equal(jx.evaluate("alpha * beta", **names), a * 2.0)
+
+
+def test_reserved_keywords_built_at_run_time_are_still_reserved():
+    a = np.arange(3.0)
+    out = np.empty(3)
+    r = jx.evaluate("a * 2", a=a, **{"".join(["o", "ut"]): out})
+    assert r is out
+    np.testing.assert_array_equal(out, a * 2)
+
+
+def test_a_keyword_the_expression_does_not_read_is_ignored():
+    np.testing.assert_array_equal(jx.evaluate("a + 1", a=np.ones(2), unused=3), np.full(2, 2.0))
+
+
+def test_frame_depth_reaches_the_frame_above_the_caller():
+    def helper():
+        return jx.evaluate("v * 2", _frame_depth=2)
+
+    v = np.arange(3.0)
+    np.testing.assert_array_equal(helper(), v * 2)
+
+
+def test_a_call_keeps_no_reference_to_its_inputs_or_result():
+    a = np.arange(8.0)
+    b = np.ones(8)
+    r = jx.evaluate("t = a * 2; t + b", a=a, b=b)
+    refs = [weakref.ref(x) for x in (a, b, r)]
+    del a, b, r
+    gc.collect()
+    assert [w() for w in refs] == [None, None, None]
+
+
+def test_a_call_made_while_another_binds_on_the_same_thread_gets_its_own_state():
+    # A value whose __array__ evaluates: the inner call runs while the outer one is binding.
+    class Evaluating:
+        def __array__(self, dtype=None, copy=None):
+            return jx.evaluate("p + 10", p=np.arange(3.0))
+
+    x = np.arange(3.0)
+    r = jx.evaluate("x + y", x=x, y=Evaluating())
+    np.testing.assert_array_equal(r, x + np.arange(3.0) + 10)
+    np.testing.assert_array_equal(jx.evaluate("x * 3", x=x), x * 3)
+
+
+def test_calls_from_many_threads_bind_their_own_names():
+    errors = []
+
+    def work(k):
+        try:
+            v = np.full(64, float(k))
+            for _ in range(200):
+                np.testing.assert_array_equal(jx.evaluate("v * 2 + k", v=v, k=k), v * 2 + k)
+        except Exception as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+
+
+def test_a_program_of_another_text_does_not_see_the_previous_calls_names():
+    # The environment is reused between calls: a name bound by the last call must not leak.
+    jx.evaluate("q = a * 2; q + 1", a=np.ones(3))
+    with pytest.raises(NameError):
+        jx.evaluate("q + 1")
