@@ -11,7 +11,7 @@ import re
 import sys
 import threading
 
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Mapping, Optional
 
 import numpy as np
 
@@ -239,12 +239,13 @@ class Kernel:
     def parameters(self):
         return list(self._params)
 
-    def __call__(self, local_dict: Optional[Mapping[str, Any]] = None, /, *, out: Any = None,
-                 backend: Optional[str] = None, stream: Optional[int] = None, **names: Any) -> Any:
-        # Names bound as evaluate binds them; with a signature, a value of another dtype is a
-        # jitexpr.TypeError ("'a' has dtype float64 but the kernel's signature says float32").
-        r = _core.evaluate_named(self._text, local_dict, out, backend, stream, None, 1, names, self._signature)
-        return r if type(r) is not Tensor else _to_library(r)
+    # __call__(local_dict=None, /, *, out=None, backend=None, stream=None, **names) is the
+    # extension's (python/src/module.cpp, py_kernel_call), installed below: names bound as
+    # evaluate binds them; with a signature, a value of another dtype is a jitexpr.TypeError
+    # ("'a' has dtype float64 but the kernel's signature says float32").
+    if TYPE_CHECKING:
+        def __call__(self, local_dict: Optional[Mapping[str, Any]] = None, /, *, out: Any = None,
+                     backend: Optional[str] = None, stream: Optional[int] = None, **names: Any) -> Any: ...
 
     def __reduce__(self):
         return (Kernel, (self._text, self._signature))
@@ -252,6 +253,9 @@ class Kernel:
     def __repr__(self):
         sig = "" if self._signature is None else f", signature={self._signature!r}"
         return f"jitexpr.Kernel({self._text!r}{sig})"
+
+
+Kernel.__call__ = _core.kernel_call_method(Kernel)
 
 
 def _probe(dtype_name):

@@ -1695,6 +1695,77 @@ bool same_name(PyObject* a, PyObject* b) {
     return a == b || (!PyUnicode_CHECK_INTERNED(a) && PyUnicode_Compare(a, b) == 0);
 }
 
+// The arguments of a vectorcall of evaluate or of a Kernel: the keywords that are the function's
+// own taken out, the others left in `kw` as variables.
+struct CallArgs {
+    PyObject* local_dict = Py_None;
+    PyObject *out = Py_None, *backend = Py_None, *stream = Py_None, *device = Py_None;
+    long frame_depth = 1;
+    Keywords kw;
+    static constexpr Py_ssize_t kInline = 32;
+    bool skip_inline[kInline];
+    std::unique_ptr<bool[]> skip_heap;
+};
+
+// `kernel`: a Kernel's __call__(local_dict=None, /, *, out=None, backend=None, stream=None,
+// **names), else evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None,
+// device=None, **names) (with the private _frame_depth). `args` are the positional arguments
+// after `ex` (or after the kernel). False with a TypeError set when the call does not fit.
+bool parse_call(const char* fname, bool kernel, PyObject* const* args, Py_ssize_t nargs, PyObject* const* kwvalues,
+                PyObject* kwnames, CallArgs& c) {
+    if (nargs > 1) {
+        if (kernel)
+            PyErr_Format(PyExc_TypeError, "%s() takes from 0 to 1 positional arguments but %zd were given", fname,
+                         nargs);
+        else
+            PyErr_Format(PyExc_TypeError, "%s() takes from 1 to 2 positional arguments but %zd were given", fname,
+                         nargs + 1);
+        return false;
+    }
+    if (nargs == 1) c.local_dict = args[0];
+    if (!kwnames) return true;
+    Keywords& kw = c.kw;
+    kw.kwnames = kwnames;
+    kw.values = kwvalues;
+    kw.count = PyTuple_GET_SIZE(kwnames);
+    bool* skip = c.skip_inline;
+    if (kw.count > CallArgs::kInline) {
+        c.skip_heap.reset(new bool[static_cast<std::size_t>(kw.count)]);
+        skip = c.skip_heap.get();
+    }
+    kw.skip = skip;
+    const OwnKeywords& own = own_keywords();
+    for (Py_ssize_t i = 0; i < kw.count; ++i) {
+        PyObject* k = PyTuple_GET_ITEM(kwnames, i);
+        PyObject* v = kw.values[i];
+        skip[i] = true;
+        if (same_name(k, own.out)) c.out = v;
+        else if (same_name(k, own.backend)) c.backend = v;
+        else if (same_name(k, own.stream)) c.stream = v;
+        else if (!kernel && same_name(k, own.device)) c.device = v;
+        else if (!kernel && same_name(k, own.local_dict)) {
+            if (nargs > 0) {
+                PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument 'local_dict'", fname);
+                return false;
+            }
+            c.local_dict = v;
+        } else if (!kernel && same_name(k, own.frame_depth)) {
+            c.frame_depth = PyLong_AsLong(v);
+            if (c.frame_depth == -1 && PyErr_Occurred()) return false;
+        } else {
+            skip[i] = false;
+            kw.any = true;
+        }
+    }
+    return true;
+}
+
+// A Tensor result into its inputs' library (_to_library); other results as they are.
+PyObject* result_to_python(nb::object r) {
+    if (g_to_library && nb::isinstance<Tensor>(r)) return PyObject_CallOneArg(g_to_library, r.ptr());
+    return r.release().ptr();
+}
+
 // jitexpr.evaluate(ex, /, local_dict=None, *, out=None, backend=None, stream=None, device=None,
 // **names), called by Python directly (METH_FASTCALL | METH_KEYWORDS): the keywords are read
 // where the caller put them, with no dict, no Python frame and no second call in between.
@@ -1707,62 +1778,34 @@ PyObject* py_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObj
             PyErr_SetString(PyExc_TypeError, "evaluate() missing 1 required positional argument: 'ex'");
             return nullptr;
         }
-        if (nargs > 2) {
-            PyErr_Format(PyExc_TypeError, "evaluate() takes from 1 to 2 positional arguments but %zd were given",
-                         nargs);
-            return nullptr;
-        }
-        PyObject* local_dict = nargs > 1 ? args[1] : Py_None;
-        PyObject *out = Py_None, *backend = Py_None, *stream = Py_None, *device = Py_None;
-        long frame_depth = 1;
-        constexpr Py_ssize_t kInline = 32;
-        bool skip_inline[kInline];
-        std::unique_ptr<bool[]> skip_heap;
-        Keywords kw;
-        if (kwnames) {
-            kw.kwnames = kwnames;
-            kw.values = args + nargs;
-            kw.count = PyTuple_GET_SIZE(kwnames);
-            bool* skip = skip_inline;
-            if (kw.count > kInline) {
-                skip_heap.reset(new bool[static_cast<std::size_t>(kw.count)]);
-                skip = skip_heap.get();
-            }
-            kw.skip = skip;
-            const OwnKeywords& own = own_keywords();
-            for (Py_ssize_t i = 0; i < kw.count; ++i) {
-                PyObject* k = PyTuple_GET_ITEM(kwnames, i);
-                PyObject* v = kw.values[i];
-                skip[i] = true;
-                if (same_name(k, own.out)) out = v;
-                else if (same_name(k, own.backend)) backend = v;
-                else if (same_name(k, own.stream)) stream = v;
-                else if (same_name(k, own.device)) device = v;
-                else if (same_name(k, own.local_dict)) {
-                    if (nargs > 1) {
-                        PyErr_SetString(PyExc_TypeError, "evaluate() got multiple values for argument 'local_dict'");
-                        return nullptr;
-                    }
-                    local_dict = v;
-                } else if (same_name(k, own.frame_depth)) {
-                    frame_depth = PyLong_AsLong(v);
-                    if (frame_depth == -1 && PyErr_Occurred()) return nullptr;
-                } else {
-                    skip[i] = false;
-                    kw.any = true;
-                }
-            }
-        }
+        CallArgs c;
+        if (!parse_call("evaluate", false, args + 1, nargs - 1, args + nargs, kwnames, c)) return nullptr;
         // _frame_depth counts from evaluate itself (1: its caller); this function has no frame
         // of its own, so the caller's is the innermost.
-        const int depth = frame_depth > 1 ? static_cast<int>(frame_depth - 1) : 0;
-        nb::object r = evaluate_keywords(args[0], local_dict, out, backend, stream, device, depth, kw, nb::none());
-        if (g_to_library && nb::isinstance<Tensor>(r)) {
-            PyObject* lib = PyObject_CallOneArg(g_to_library, r.ptr());
-            if (!lib) return nullptr;
-            return lib;
-        }
-        return r.release().ptr();
+        const int depth = c.frame_depth > 1 ? static_cast<int>(c.frame_depth - 1) : 0;
+        return result_to_python(
+            evaluate_keywords(args[0], c.local_dict, c.out, c.backend, c.stream, c.device, depth, c.kw, nb::none()));
+    } catch (...) {
+        return raise_current();
+    }
+}
+
+// Kernel.__call__(self, local_dict=None, /, *, out=None, backend=None, stream=None, **names) as
+// a method of the Kernel class (python/jitexpr/_api.py): its text and signature from the
+// kernel's slots, then as evaluate, with the signature checked against the bound dtypes.
+PyObject* py_kernel_call(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+    try {
+        static PyObject* text_name = interned("_text");
+        static PyObject* signature_name = interned("_signature");
+        CallArgs c;
+        const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+        if (!parse_call("__call__", true, args, nargs, args + nargs, kwnames, c)) return nullptr;
+        nb::object text = nb::steal(PyObject_GetAttr(self, text_name));
+        if (!text.is_valid()) return nullptr;
+        nb::object signature = nb::steal(PyObject_GetAttr(self, signature_name));
+        if (!signature.is_valid()) return nullptr;
+        return result_to_python(
+            evaluate_keywords(text, c.local_dict, c.out, c.backend, c.stream, nb::none(), 0, c.kw, signature));
     } catch (...) {
         return raise_current();
     }
@@ -1809,6 +1852,18 @@ for Arrow inputs, or ``out`` itself when given: the value is written into ``out`
 Raises jitexpr.ParseError (a SyntaxError), NameError, TypeError, ShapeError (a ValueError),
 ValueError, ArgumentError, with the line and a caret under the cause.
 )doc";
+// A Kernel's call, as the method that _api.Kernel installs as its __call__.
+const char* const kKernelCallDoc =
+    R"doc(__call__($self, local_dict=None, /, *, out=None, backend=None, stream=None, **names)
+--
+
+Evaluates the kernel's program: names bound as jitexpr.evaluate binds them (keywords, then
+local_dict or the caller's frame); with a signature, a value of another dtype is a
+jitexpr.TypeError.
+)doc";
+PyMethodDef g_kernel_call_def = {"__call__",
+                                 reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&py_kernel_call)),
+                                 METH_FASTCALL | METH_KEYWORDS, kKernelCallDoc};
 PyMethodDef g_evaluate_def = {"evaluate", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&py_evaluate)),
                               METH_FASTCALL | METH_KEYWORDS, kEvaluateDoc};
 
@@ -2342,6 +2397,13 @@ NB_MODULE(_jitexpr, m) {
         if (!f) throw nb::python_error();
         m.attr("evaluate_fast") = nb::steal(f);
     }
+    // Kernel.__call__ (a method descriptor of the Kernel class, which must be a type).
+    m.def("kernel_call_method", [](nb::handle cls) {
+        if (!PyType_Check(cls.ptr())) type_error("kernel_call_method takes a class");
+        PyObject* d = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &g_kernel_call_def);
+        if (!d) throw nb::python_error();
+        return nb::steal(d);
+    });
     m.def("set_to_library", [](nb::handle f) {
         Py_XINCREF(f.ptr());
         g_to_library = f.ptr();  // kept for the life of the process

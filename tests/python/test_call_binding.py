@@ -114,3 +114,17 @@ def test_a_program_of_another_text_does_not_see_the_previous_calls_names():
     jx.evaluate("q = a * 2; q + 1", a=np.ones(3))
     with pytest.raises(NameError):
         jx.evaluate("q + 1")
+
+
+def test_a_kernel_call_has_the_documented_signature_and_call_shape():
+    sig = inspect.signature(jx.Kernel.__call__)
+    assert list(sig.parameters) == ["self", "local_dict", "out", "backend", "stream", "names"]
+    k = jx.compile("a + 1")
+    with pytest.raises(TypeError, match="from 0 to 1 positional arguments but 2 were given"):
+        k({"a": 1.0}, {"a": 2.0})
+
+
+def test_a_kernel_takes_device_and_local_dict_as_variable_names():
+    # Only out, backend and stream are a kernel call's own keywords (local_dict is positional).
+    k = jx.compile("device + local_dict")
+    np.testing.assert_array_equal(k(device=np.ones(2), local_dict=np.full(2, 2.0)), np.full(2, 3.0))
