@@ -3,7 +3,8 @@
 asks of it, with the verdicts printed.
 
 - host cost per call at n = 1024 (a*2+b, float32; new output and out=): jitexpr.evaluate and a
-  jitexpr.compile kernel with CuPy inputs and with torch inputs, against CuPy's
+  jitexpr.compile kernel with CuPy inputs and with torch inputs, beside the C++ runtime's own
+  host cost of the same call (bench_gpu's BM_HostOverheadEvalText/Into, with --bench-gpu), against CuPy's
   ElementwiseKernel (on CuPy arrays, and on torch tensors handed over with cupy.from_dlpack as a
   torch user would), CuPy's own arithmetic and torch eager. Timed the same way for all: the
   median over rounds of the wall time of many calls, the stream synchronised once per round;
@@ -97,6 +98,26 @@ def cpp_eval(bench_gpu):
     return {k: statistics.median(v) for k, v in got.items()}
 
 
+def cpp_host(bench_gpu):
+    """{"eval new": us, "eval into": us} of bench_gpu's BM_HostOverheadEvalText / BM_HostOverheadInto
+    (the C++ runtime's host cost of the same call at n = 1024, batches of 200 calls timed on the
+    host): the median of 5 repetitions."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as f:
+        subprocess.run([bench_gpu, "--benchmark_filter=^BM_HostOverhead(EvalText|Into)(/|$)",
+                        f"--benchmark_out={f.name}", "--benchmark_out_format=json", "--benchmark_repetitions=5"],
+                       check=True, stdout=subprocess.DEVNULL)
+        with open(f.name) as fh:
+            runs = json.load(fh)["benchmarks"]
+    got = {}
+    for r in runs:
+        if r.get("run_type") != "iteration":
+            continue
+        key = "eval into" if r["name"].startswith("BM_HostOverheadInto") else "eval new"
+        unit = {"ns": 1e-3, "us": 1.0, "ms": 1e3}[r["time_unit"]]
+        got.setdefault(key, []).append(r["real_time"] * unit)
+    return {k: statistics.median(v) for k, v in got.items()}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench-gpu")
@@ -156,6 +177,14 @@ def main():
         syncs.update({name: tsync for name in tc})
     h = host_costs(cands, syncs, args.calls, args.rounds)
     rows["host_us"] = {name: round(v, 2) for name, v in h.items()}
+    if args.bench_gpu:
+        # The C++ runtime's own host cost of the same call: what the extension and Python add is
+        # the difference.
+        try:
+            for key, us in cpp_host(args.bench_gpu).items():
+                rows["host_us"][f"C++ {key} (bench_gpu BM_HostOverhead*)"] = round(us, 2)
+        except (subprocess.CalledProcessError, KeyError, ValueError) as e:
+            rows["host_us"]["C++ host cost"] = f"not measured: {e}"
     v = rows["verdicts"]
 
     def verdict(key, mine, theirs):

@@ -160,7 +160,8 @@ def cpp_costs(bench_hit, sizes):
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         subprocess.run([bench_hit, "--benchmark_filter=^BM_Run(Expr|Into)Hit/",
                         f"--benchmark_out={f.name}", "--benchmark_out_format=json", "--benchmark_repetitions=5",
-                        "--benchmark_min_time=0.2s"], check=True, stdout=subprocess.DEVNULL)
+                        "--benchmark_min_time=0.2"], check=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE)  # its context lines: in the error when it fails
         with open(f.name) as fh:
             runs = json.load(fh)["benchmarks"]
     got = {}
