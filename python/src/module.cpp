@@ -2624,9 +2624,12 @@ nb::dict outline_program(const std::string& text) {
     jit::Outline o = jit::outline(text);
     auto span = [](jit::SourceSpan s) { return nb::make_tuple(s.begin, s.end); };
     nb::list statements, reductions;
-    for (const auto& st : o.statements)
+    for (const auto& st : o.statements) {
+        nb::list more;  // `m, e = frexp(x)`: the targets after the first
+        for (const auto& t : st.more_targets) more.append(nb::str(t.c_str()));
         statements.append(
-            nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
+            nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span), more));
+    }
     for (const auto& r : o.reductions) {
         nb::list kw;
         for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
