@@ -1556,29 +1556,28 @@ void bind_names(PyObject* text, const BindSpec& spec, Items& items, std::vector<
     }
     if (missing.empty()) return;
     // The frame's globals (unless global_dict replaces them) and locals (unless local_dict does).
-    nb::object globals = nb::borrow(spec.global_dict);
-    nb::object locals;
+    nb::object frame_globals, locals;
     if (!have_local || !have_global) {
         nb::object frame = frame_above(spec.depth);
-        if (!have_global) {
-            globals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_globals));
-            if (!globals.is_valid()) throw nb::python_error();
-        }
+        frame_globals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_globals));
+        if (!frame_globals.is_valid()) throw nb::python_error();
         if (!have_local) {
             locals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_locals));
             if (!locals.is_valid()) throw nb::python_error();
         }
     }
+    nb::object globals = have_global ? nb::borrow(spec.global_dict) : frame_globals;
     // Before Python 3.13 f_locals is a snapshot dict holding references to the caller's
     // variables: let go of them once bound (numexpr does the same), except at module level,
-    // where it is the globals themselves. From 3.13 it is a write-through proxy, left alone.
+    // where it is the frame's globals themselves (whatever global_dict says). From 3.13 it is a
+    // write-through proxy, left alone.
     struct Clear {
         nb::object& l;
         nb::object& g;
         ~Clear() {
             if (l.is_valid() && PyDict_CheckExact(l.ptr()) && l.ptr() != g.ptr()) PyDict_Clear(l.ptr());
         }
-    } clear{locals, globals};
+    } clear{locals, frame_globals};
     PyObject* unbound = nullptr;
     for (std::size_t k = 0; k < missing.size(); ++k) {
         PyObject* n = missing[k];
@@ -2163,7 +2162,7 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
                 nb::object f = np.attr("copyto");
                 return f.release().ptr();  // kept for the life of the process
             }();
-            nb::object r = nb::borrow(copyto)(out, value, "casting"_a = casting_arg);
+            nb::borrow(copyto)(out, value, "casting"_a = casting_arg);
             result = nb::borrow(out);
         } else {
             PyObject* r = result_to_python(

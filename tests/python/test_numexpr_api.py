@@ -262,3 +262,13 @@ def test_a_variable_named_like_a_constant_shadows_it_from_every_source():
 def test_a_module_or_function_named_like_a_constant_is_not_a_variable():
     import math as e  # noqa: F401 - a module named e: not a variable
     assert float(jne.evaluate("e * 1")) == pytest.approx(np.e)
+
+
+@both
+def test_a_module_level_call_with_a_global_dict_leaves_the_modules_variables(ne, which):
+    # At module level the frame's locals are its globals: they are not cleared, whatever
+    # global_dict is given.
+    g = {"m": module(which, ne), "np": np}
+    exec("a = np.ones(3)\nr = m.evaluate('a + q', None, {'q': 1.0})", g)
+    assert "a" in g and "m" in g
+    np.testing.assert_array_equal(g["r"], np.full(3, 2.0))
