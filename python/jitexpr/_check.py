@@ -123,9 +123,11 @@ def check(ex, /, local_dict=None, *, _frame_depth=1, **names) -> ProgramInfo:
 
 
 def outline(text: str) -> dict:
-    """Statements and reduction calls of ``text`` with their character spans (parse only)::
+    """Statements and reduction calls of ``text`` with their character spans (parse only); a
+    statement's ``target`` is its first (or only) target, ``more_targets`` the names after it
+    (``m, e = frexp(x)``: target ``"m"``, more_targets ``["e"]``)::
 
-        {"statements": [(target, span, target_span, value_span)],
+        {"statements": [(target, span, target_span, value_span, more_targets)],
          "reductions": [(function, statement, span, operand_span, [(keyword, value_span)])]}
     """
     raw = _core.outline(text)
@@ -136,7 +138,7 @@ def outline(text: str) -> dict:
         b = text.encode("utf-8")
         conv = lambda s: (len(b[:s[0]].decode("utf-8", "ignore")), len(b[:s[1]].decode("utf-8", "ignore")))  # noqa: E731
     return {
-        "statements": [(t, conv(sp), conv(tsp), conv(vsp)) for t, sp, tsp, vsp in raw["statements"]],
+        "statements": [(t, conv(sp), conv(tsp), conv(vsp), list(more)) for t, sp, tsp, vsp, more in raw["statements"]],
         "reductions": [(f, int(st), conv(sp), conv(osp), [(k, conv(ks)) for k, ks in kw])
                        for f, st, sp, osp, kw in raw["reductions"]],
     }

@@ -25,9 +25,6 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
-import weakref
-
 import numpy as np
 
 from . import _api
@@ -48,9 +45,6 @@ version.version = __version__
 MAX_THREADS = 64
 __BLOCK_SIZE1__ = 1024
 use_vml = False
-
-_last = threading.local()
-
 
 def detect_number_of_cores() -> int:
     """The number of cores of this machine (numexpr.detect_number_of_cores)."""
@@ -115,71 +109,12 @@ def print_versions():
     print(f"CUDA: {'available' if cuda['available'] else 'not available: ' + cuda['reason']}")
 
 
-def _names_for(ex, local_dict, global_dict, depth):
-    """numexpr's getArguments: each name from local_dict (the caller's locals without one),
-    else global_dict (the caller's globals without one); KeyError when in neither."""
-    if not isinstance(ex, str):
-        raise ValueError("must specify expression as a string")
-    params, consts = _api._names_of(ex)
-    frame = sys._getframe(depth)
-    clear = False
-    if local_dict is None:
-        local_dict = frame.f_locals
-        clear = type(local_dict) is dict and local_dict is not frame.f_globals
-    if global_dict is None:
-        global_dict = frame.f_globals
-    del frame
-    try:
-        bound = {}
-        for n in params:
-            try:
-                bound[n] = local_dict[n]
-            except KeyError:
-                bound[n] = global_dict[n]
-        for n in consts:  # a variable named pi, e, inf or nan shadows the constant
-            if n in local_dict:
-                bound[n] = local_dict[n]
-            elif n in global_dict and not callable(global_dict[n]) and not isinstance(global_dict[n], type(sys)):
-                bound[n] = global_dict[n]
-        return bound
-    finally:
-        if clear:  # the snapshot of the caller's locals (before Python 3.13): no references kept
-            local_dict.clear()
-
-
-_checked = set()
-
-
-def _check_expression(ex):
-    if ex in _checked:
-        return
-    if not isinstance(ex, str):
-        raise ValueError("must specify expression as a string")
-    # numexpr refuses these before parsing (they would let Python's eval do more than compute);
-    # so does the drop-in, with numexpr's ValueError.
-    if ";" in ex or "[" in ex:
-        raise ValueError(f"Expression {ex} has forbidden control characters.")
-    if _core.targets(ex):
-        raise SyntaxError(f"invalid syntax: numexpr evaluates an expression, not an assignment: {ex!r}")
-    if len(_checked) > 4096:
-        _checked.clear()
-    _checked.add(ex)
-
-
-def _run(ex, bound, out, order, casting):
-    if out is not None and casting != "same_kind":
-        # Other casting rules: evaluated apart, then cast into out as NumPy's copyto casts.
-        r = _core.evaluate(ex, bound, None, None, None, None)
-        if not isinstance(r, np.ndarray):
-            r = np.asarray(r)
-        if r.shape != out.shape and np.broadcast_shapes(r.shape, out.shape) != out.shape:
-            raise ValueError(f"operands could not be broadcast together with shapes {out.shape} {r.shape}")
-        np.copyto(out, r, casting=casting)
-        return out
-    r = _api._to_library(_core.evaluate(ex, bound, out, None, None, None))
-    if order in ("F",) and isinstance(r, np.ndarray) and r.ndim > 1 and out is None:
-        r = np.asfortranarray(r)
-    return r
+# evaluate is the extension's own function (python/src/module.cpp, py_numexpr_evaluate), as
+# jitexpr.evaluate is: numexpr's arguments read from the call, the names bound by the extension's
+# one binding (bind_names) under numexpr's rules — local_dict, else the caller's locals, then
+# global_dict, else the caller's globals; a name in neither is numexpr's KeyError — and the
+# thread's last expression kept there for re_evaluate. Its docstring is there.
+evaluate = _core.numexpr_evaluate
 
 
 def validate(ex: str, local_dict=None, global_dict=None, out=None, order: str = "K", casting: str = "safe",
@@ -188,55 +123,31 @@ def validate(ex: str, local_dict=None, global_dict=None, out=None, order: str = 
     (on one-element arrays of the same dtypes and dimensions). Returns None on success (and
     keeps the expression for :func:`re_evaluate`), else the exception."""
     try:
-        _check_expression(ex)
-        bound = _names_for(ex, local_dict, global_dict, _frame_depth)
+        _core.numexpr_check(ex, kwargs)
+        # _frame_depth as numexpr counts it (2: validate's caller); the extension's function
+        # has no frame, so validate's own is the innermost.
+        bound = _core.numexpr_bind(ex, local_dict, global_dict, _frame_depth - 1)
         probe = {}
         for n, v in bound.items():
             a = v if isinstance(v, (bool, int, float, complex)) else np.asarray(v)
             probe[n] = a if not isinstance(a, np.ndarray) else np.ones((1,) * a.ndim, dtype=a.dtype)
         _core.evaluate(ex, probe, None, "cpu", None, None)
-        _last.ex = ex
-        _last.kwargs = {"out": None if out is None else weakref.ref(out), "order": order, "casting": casting}
+        _core.numexpr_keep_last(ex, out, order, casting)
     except Exception as e:  # numexpr returns the exception
         return e
     return None
 
 
-def evaluate(ex: str, local_dict=None, global_dict=None, out=None, order: str = "K", casting: str = "same_kind",
-             sanitize=None, _frame_depth: int = 3, disable_cache: bool = False, **kwargs):
-    """Evaluates the array expression ``ex`` (numexpr.evaluate).
-
-    ex: an expression such as ``"2*a + 3*b"``; its variables come from ``local_dict`` (else the
-        caller's locals), then ``global_dict`` (else the caller's globals).
-    out: an existing array to write the result into (same-kind casting under the default
-        ``casting``; its shape must hold the result).
-    order: 'K' (and 'C', 'A'): results are C-contiguous; 'F' gives a Fortran-ordered copy.
-    casting: for ``out``: 'same_kind' (default), or 'no', 'equiv', 'safe', 'unsafe' as NumPy.
-    sanitize: accepted for compatibility; jitexpr never hands the text to Python's eval (it has
-        its own parser), so there is nothing to sanitize.
-    disable_cache: accepted; jitexpr's caches hold no references to your arrays.
-
-    Returns a NumPy array (0-d for a reduction), or ``out``.
-    """
-    _check_expression(ex)
-    bound = _names_for(ex, local_dict, global_dict, _frame_depth - 1)
-    r = _run(ex, bound, out, order, casting)
-    _last.ex = ex
-    _last.kwargs = {"out": None if out is None else weakref.ref(out), "order": order, "casting": casting}
-    return r
-
-
 def re_evaluate(local_dict=None, global_dict=None, _frame_depth: int = 2):
     """Evaluates the last expression of :func:`evaluate` or :func:`validate` on this thread
     again, with the variables of now (numexpr.re_evaluate)."""
-    ex = getattr(_last, "ex", None)
-    if ex is None:
+    last = _core.numexpr_last()
+    if last is None:
         raise RuntimeError("A previous evaluate() execution was not found, please call `validate` or `evaluate` "
                            "once before `re_evaluate`")
-    kw = dict(_last.kwargs)
-    out = kw["out"]() if kw["out"] is not None else None
-    bound = _names_for(ex, local_dict, global_dict, _frame_depth)
-    return _run(ex, bound, out, kw["order"], kw["casting"])
+    ex, out, order, casting = last
+    # evaluate's _frame_depth 3 is its caller; from here, re_evaluate's caller is one more.
+    return evaluate(ex, local_dict, global_dict, out, order, casting, None, _frame_depth + 2)
 
 
 def install() -> None:

@@ -1435,12 +1435,22 @@ nb::object names_of(PyObject* text) {
     return held;
 }
 
-// mapping[name] when `name in mapping`, else a null object (a dict: without raising KeyError).
-nb::object lookup(PyObject* mapping, PyObject* name) {
+// mapping[name] when the mapping has it, else a null object: a dict without raising KeyError;
+// another mapping through `name in mapping` then mapping[name] (jitexpr's rule), or with
+// `by_getitem` through mapping[name] alone, a KeyError meaning "not there" (numexpr's rule:
+// a defaultdict gives its default).
+nb::object lookup(PyObject* mapping, PyObject* name, bool by_getitem = false) {
     if (PyDict_CheckExact(mapping)) {
         PyObject* v = PyDict_GetItemWithError(mapping, name);
         if (!v && PyErr_Occurred()) throw nb::python_error();
         return v ? nb::borrow(v) : nb::object();
+    }
+    if (by_getitem) {
+        PyObject* v = PyObject_GetItem(mapping, name);
+        if (v) return nb::steal(v);
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) throw nb::python_error();
+        PyErr_Clear();
+        return {};
     }
     const int in = PySequence_Contains(mapping, name);
     if (in < 0) throw nb::python_error();
@@ -1499,61 +1509,95 @@ struct Keywords {
     }
 };
 
-// jitexpr._api._bind in C++, into `items` (the values borrowed from the dicts and frame, which
+// Where a call's names come from, and what a name bound nowhere means (bind_names).
+struct BindSpec {
+    const Keywords* keywords = nullptr;  // jitexpr.evaluate's **names (null: none)
+    nb::handle local_dict;               // None: the frame's locals
+    nb::handle global_dict;              // None: the frame's globals
+    int depth = 0;                       // the frame: `depth` levels above the innermost Python frame
+    // numexpr's rules (jitexpr.numexpr): a parameter bound nowhere is a KeyError naming it, and a
+    // mapping other than a dict is read by mapping[name] alone (a KeyError: not there).
+    bool numexpr = false;
+};
+
+// The one binding of names to values, for jitexpr.evaluate, a Kernel's call and
+// jitexpr.numexpr.evaluate, into `items` (the values borrowed from the dicts and frame, which
 // `keep` holds): each name `text` reads, then each named constant it mentions, from the
 // keywords, else local_dict; those neither gives from the frame `depth` levels up: its locals
-// (unless a local_dict was given), then its globals; a constant's name that the frame binds to
-// a module or a callable is not a variable. Names bound nowhere are left out (the checker then
-// reports them with a caret).
-void bind_names(PyObject* text, const Keywords& names, nb::handle local_dict, int depth, Items& items,
-                std::vector<nb::object>& keep, std::vector<PyObject*>& missing) {
+// (unless a local_dict was given), then global_dict or else its globals. A constant's name that
+// the frame (or global_dict) binds to a module or a callable is not a variable. Names bound
+// nowhere are left out (the checker then reports them with a caret), except under numexpr's
+// rules, where a parameter bound nowhere is numexpr's KeyError.
+void bind_names(PyObject* text, const BindSpec& spec, Items& items, std::vector<nb::object>& keep,
+                std::vector<PyObject*>& missing) {
     nb::object entry = names_of(text);
     keep.push_back(entry);  // holds the names (the cache may be cleared by another call)
     PyObject* groups[2] = {PyTuple_GET_ITEM(entry.ptr(), 0), PyTuple_GET_ITEM(entry.ptr(), 1)};
-    const bool have_local = !local_dict.is_none();
-    const bool have_names = names.any;
+    const bool have_local = !spec.local_dict.is_none();
+    const bool have_global = !spec.global_dict.is_none();
+    const bool have_names = spec.keywords && spec.keywords->any;
+    std::size_t missing_params = 0;  // `missing` starts with the parameters bound by neither
     for (PyObject* g : groups) {
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(g); ++i) {
             PyObject* n = PyTuple_GET_ITEM(g, i);
             PyObject* v = nullptr;
-            if (have_names) v = names.get(n);  // the call's own keywords: alive for the call
+            if (have_names) v = spec.keywords->get(n);  // the call's own keywords: alive for the call
             if (!v && have_local) {
-                if (nb::object got = lookup(local_dict.ptr(), n); got.is_valid()) {
+                if (nb::object got = lookup(spec.local_dict.ptr(), n, spec.numexpr); got.is_valid()) {
                     v = got.ptr();
                     keep.push_back(std::move(got));  // held: the caller's dict may change meanwhile
                 }
             }
             if (v) items.emplace_back(n, v);
-            else missing.push_back(n);
+            else {
+                missing.push_back(n);
+                if (g == groups[0]) ++missing_params;
+            }
         }
     }
     if (missing.empty()) return;
-    nb::object frame = frame_above(depth);
-    nb::object globals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_globals));
-    if (!globals.is_valid()) throw nb::python_error();
-    nb::object locals;
-    if (!have_local) {
-        locals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_locals));
-        if (!locals.is_valid()) throw nb::python_error();
+    // The frame's globals (unless global_dict replaces them) and locals (unless local_dict does).
+    nb::object frame_globals, locals;
+    if (!have_local || !have_global) {
+        nb::object frame = frame_above(spec.depth);
+        frame_globals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_globals));
+        if (!frame_globals.is_valid()) throw nb::python_error();
+        if (!have_local) {
+            locals = nb::steal(PyObject_GetAttr(frame.ptr(), jitexpr_py::names().f_locals));
+            if (!locals.is_valid()) throw nb::python_error();
+        }
     }
-    frame.reset();
+    nb::object globals = have_global ? nb::borrow(spec.global_dict) : frame_globals;
     // Before Python 3.13 f_locals is a snapshot dict holding references to the caller's
     // variables: let go of them once bound (numexpr does the same), except at module level,
-    // where it is the globals themselves. From 3.13 it is a write-through proxy, left alone.
+    // where it is the frame's globals themselves (whatever global_dict says). From 3.13 it is a
+    // write-through proxy, left alone.
     struct Clear {
         nb::object& l;
         nb::object& g;
         ~Clear() {
             if (l.is_valid() && PyDict_CheckExact(l.ptr()) && l.ptr() != g.ptr()) PyDict_Clear(l.ptr());
         }
-    } clear{locals, globals};
-    for (PyObject* n : missing) {
-        nb::object v = locals.is_valid() ? lookup(locals.ptr(), n) : nb::object();
-        if (!v.is_valid()) v = lookup(globals.ptr(), n);
-        if (!v.is_valid()) continue;
-        if (is_constant_name(n) && (PyCallable_Check(v.ptr()) || PyModule_Check(v.ptr()))) continue;
+    } clear{locals, frame_globals};
+    PyObject* unbound = nullptr;
+    for (std::size_t k = 0; k < missing.size(); ++k) {
+        PyObject* n = missing[k];
+        const bool param = k < missing_params;
+        nb::object v = locals.is_valid() ? lookup(locals.ptr(), n, spec.numexpr) : nb::object();
+        if (!v.is_valid()) v = lookup(globals.ptr(), n, spec.numexpr);
+        if (v.is_valid() && is_constant_name(n) && (PyCallable_Check(v.ptr()) || PyModule_Check(v.ptr()))) continue;
+        if (!v.is_valid()) {
+            // numexpr's getArguments reads its names in sorted order: its KeyError names the
+            // least of those bound nowhere.
+            if (spec.numexpr && param && (!unbound || PyUnicode_Compare(n, unbound) < 0)) unbound = n;
+            continue;
+        }
         items.emplace_back(n, v);
         keep.push_back(std::move(v));  // the snapshot of the locals is cleared below
+    }
+    if (unbound) {
+        PyErr_SetObject(PyExc_KeyError, unbound);
+        throw nb::python_error();
     }
 }
 
@@ -1609,7 +1653,12 @@ nb::object evaluate_keywords(nb::handle text, nb::handle local_dict, nb::handle 
                              nb::handle stream, nb::handle device, int depth, const Keywords& names,
                              nb::handle signature) {
     ScratchLease sc;
-    bind_names(text.ptr(), names, local_dict, depth, sc->items, sc->keep, sc->missing);
+    BindSpec spec;
+    spec.keywords = &names;
+    spec.local_dict = local_dict;
+    spec.global_dict = nb::none();
+    spec.depth = depth;
+    bind_names(text.ptr(), spec, sc->items, sc->keep, sc->missing);
     if (!signature.is_none()) check_signature(sc->items, nb::borrow<nb::dict>(signature));
     Py_ssize_t size = 0;
     const char* utf8 = PyUnicode_AsUTF8AndSize(text.ptr(), &size);
@@ -1867,6 +1916,300 @@ PyMethodDef g_kernel_call_def = {"__call__",
                                  METH_FASTCALL | METH_KEYWORDS, kKernelCallDoc};
 PyMethodDef g_evaluate_def = {"evaluate", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&py_evaluate)),
                               METH_FASTCALL | METH_KEYWORDS, kEvaluateDoc};
+
+// ------------------------------------------------------------------------------- jitexpr.numexpr
+
+// jitexpr.numexpr.evaluate (python/jitexpr/numexpr.py) is this extension's function too: the
+// arguments are read from the call, the names bound by bind_names under numexpr's rules, and the
+// thread's last expression (for re_evaluate) kept in the thread state's dict, so that a call
+// costs what jitexpr.evaluate costs.
+
+// The texts that passed numexpr_check (exact str only; bounded as the names cache is).
+PyObject* g_numexpr_checked = nullptr;
+
+// What numexpr refuses before parsing, and what the drop-in refuses as numexpr does: a
+// non-string (ValueError), `;` and `[` (ValueError: "forbidden control characters"), an
+// assignment (SyntaxError); bad syntax is jitexpr's ParseError (a SyntaxError). Once per text.
+void numexpr_check_text(PyObject* ex) {
+    const bool exact = PyUnicode_CheckExact(ex);
+    if (exact && g_numexpr_checked) {
+        if (PyDict_GetItemWithError(g_numexpr_checked, ex)) return;
+        if (PyErr_Occurred()) throw nb::python_error();
+    }
+    if (!PyUnicode_Check(ex)) {
+        PyErr_SetString(PyExc_ValueError, "must specify expression as a string");
+        throw nb::python_error();
+    }
+    Py_ssize_t size = 0;
+    const char* utf8 = PyUnicode_AsUTF8AndSize(ex, &size);
+    if (!utf8) throw nb::python_error();
+    const std::string_view text(utf8, static_cast<std::size_t>(size));
+    if (text.find_first_of(";[") != std::string_view::npos) {
+        PyErr_Format(PyExc_ValueError, "Expression %U has forbidden control characters.", ex);
+        throw nb::python_error();
+    }
+    if (!jit::targets(text).empty()) {
+        PyErr_Format(PyExc_SyntaxError, "invalid syntax: numexpr evaluates an expression, not an assignment: %R", ex);
+        throw nb::python_error();
+    }
+    if (!exact) return;  // (a str subclass may hash as it likes: not kept)
+    if (!g_numexpr_checked) {
+        g_numexpr_checked = PyDict_New();
+        if (!g_numexpr_checked) throw nb::python_error();
+    }
+    if (PyDict_GET_SIZE(g_numexpr_checked) >= kMaxTexts) PyDict_Clear(g_numexpr_checked);
+    if (PyDict_SetItem(g_numexpr_checked, ex, Py_None) < 0) throw nb::python_error();
+}
+
+// numexpr's getContext: the keywords other than the function's own may be `optimization` and
+// `truediv`, with numexpr's values; anything else is numexpr's ValueError.
+void numexpr_check_context(PyObject* const* names, PyObject* const* values, Py_ssize_t count) {
+    static PyObject* optimization = interned("optimization");
+    static PyObject* truediv = interned("truediv");
+    static PyObject* optimizations = Py_BuildValue("(sss)", "none", "moderate", "aggressive");
+    static PyObject* truedivs = Py_BuildValue("(OOs)", Py_False, Py_True, "auto");
+    if (!optimizations || !truedivs) throw nb::python_error();
+    PyObject* unknown = nullptr;
+    for (PyObject* which : {optimization, truediv}) {
+        for (Py_ssize_t i = 0; i < count; ++i) {
+            if (!same_name(names[i], which)) continue;
+            PyObject* allowed = which == optimization ? optimizations : truedivs;
+            const int ok = PySequence_Contains(allowed, values[i]);
+            if (ok < 0) throw nb::python_error();
+            if (ok == 0) {
+                PyErr_Format(PyExc_ValueError, "'%U' must be one of %R", which, allowed);
+                throw nb::python_error();
+            }
+        }
+    }
+    for (Py_ssize_t i = 0; i < count; ++i)
+        if (!same_name(names[i], optimization) && !same_name(names[i], truediv)) unknown = names[i];
+    if (unknown) {  // numexpr names the last one (dict.popitem)
+        PyErr_Format(PyExc_ValueError, "Unknown keyword argument '%U'", unknown);
+        throw nb::python_error();
+    }
+}
+
+// The thread's last expression of evaluate or validate, for re_evaluate: (ex, a weak reference
+// to out or None, order, casting) in the thread state's dict (dropped with the thread).
+PyObject* numexpr_last_key() {
+    static PyObject* k = interned("jitexpr.numexpr.last");
+    return k;
+}
+
+// A weak reference to `out` (None for None): numexpr's TypeError for an out that takes none.
+nb::object numexpr_out_ref(nb::handle out) {
+    if (out.is_none()) return nb::none();
+    PyObject* r = PyWeakref_NewRef(out.ptr(), nullptr);
+    if (!r) throw nb::python_error();
+    return nb::steal(r);
+}
+
+void numexpr_keep_last(nb::handle ex, nb::handle out_ref, nb::handle order, nb::handle casting) {
+    PyObject* d = PyThreadState_GetDict();  // borrowed
+    if (!d) throw jit::InternalError("jitexpr.numexpr: no thread state dict");
+    nb::object last = nb::steal(PyTuple_Pack(4, ex.ptr(), out_ref.ptr(), order.ptr(), casting.ptr()));
+    if (!last.is_valid() || PyDict_SetItem(d, numexpr_last_key(), last.ptr()) < 0) throw nb::python_error();
+}
+
+// (ex, out or None, order, casting) of the thread's last expression, or None.
+nb::object numexpr_last() {
+    PyObject* d = PyThreadState_GetDict();
+    if (!d) return nb::none();
+    PyObject* last = PyDict_GetItemWithError(d, numexpr_last_key());  // borrowed
+    if (!last) {
+        if (PyErr_Occurred()) throw nb::python_error();
+        return nb::none();
+    }
+    PyObject* ref = PyTuple_GET_ITEM(last, 1);
+    nb::object out = ref == Py_None ? nb::none() : nb::borrow(PyWeakref_GetObject(ref));  // None once gone
+    return nb::make_tuple(nb::borrow(PyTuple_GET_ITEM(last, 0)), out, nb::borrow(PyTuple_GET_ITEM(last, 2)),
+                          nb::borrow(PyTuple_GET_ITEM(last, 3)));
+}
+
+// {name: value} for validate (python/jitexpr/numexpr.py): the names bound as evaluate binds them.
+nb::dict numexpr_bind(nb::handle ex, nb::handle local_dict, nb::handle global_dict, int depth) {
+    numexpr_check_text(ex.ptr());
+    Items items;
+    std::vector<nb::object> keep;
+    std::vector<PyObject*> missing;
+    BindSpec spec;
+    spec.local_dict = local_dict;
+    spec.global_dict = global_dict;
+    spec.depth = depth < 0 ? 0 : depth;
+    spec.numexpr = true;
+    bind_names(ex.ptr(), spec, items, keep, missing);
+    nb::dict d;
+    for (auto [k, v] : items) d[k] = v;
+    return d;
+}
+
+// numexpr.evaluate's parameters, in its order (all of them may be given by position).
+enum NeParam { kNeEx, kNeLocal, kNeGlobal, kNeOut, kNeOrder, kNeCasting, kNeSanitize, kNeDepth, kNeNoCache, kNeCount };
+struct NumexprParams {
+    PyObject* names[kNeCount] = {interned("ex"),       interned("local_dict"),   interned("global_dict"),
+                                 interned("out"),      interned("order"),        interned("casting"),
+                                 interned("sanitize"), interned("_frame_depth"), interned("disable_cache")};
+};
+PyObject* const* numexpr_param_names() {
+    static const NumexprParams* p = new NumexprParams;  // never destroyed: used until the interpreter ends
+    return p->names;
+}
+
+// jitexpr.numexpr.evaluate(ex, local_dict=None, global_dict=None, out=None, order='K',
+// casting='same_kind', sanitize=None, _frame_depth=3, disable_cache=False, **kwargs), called by
+// Python directly as jitexpr.evaluate is: numexpr 2.14's call, checks, frame lookup and errors.
+PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept {
+    try {
+        const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+        if (nargs > kNeCount) {
+            PyErr_Format(PyExc_TypeError, "evaluate() takes from 1 to %d positional arguments but %zd were given",
+                         int(kNeCount), nargs);
+            return nullptr;
+        }
+        PyObject* v[kNeCount] = {};
+        for (Py_ssize_t i = 0; i < nargs; ++i) v[i] = args[i];
+        // The keywords that are not evaluate's own (numexpr's context: optimization, truediv).
+        constexpr Py_ssize_t kInline = 8;
+        PyObject* extra_names_inline[kInline];
+        PyObject* extra_values_inline[kInline];
+        std::vector<PyObject*> extra_names_heap, extra_values_heap;
+        PyObject** extra_names = extra_names_inline;
+        PyObject** extra_values = extra_values_inline;
+        Py_ssize_t extras = 0;
+        const Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+        if (nkw > kInline) {
+            extra_names_heap.resize(static_cast<std::size_t>(nkw));
+            extra_values_heap.resize(static_cast<std::size_t>(nkw));
+            extra_names = extra_names_heap.data();
+            extra_values = extra_values_heap.data();
+        }
+        PyObject* const* params = numexpr_param_names();
+        for (Py_ssize_t i = 0; i < nkw; ++i) {
+            PyObject* k = PyTuple_GET_ITEM(kwnames, i);
+            int which = -1;
+            for (int p = 0; p < kNeCount && which < 0; ++p)
+                if (k == params[p]) which = p;
+            for (int p = 0; p < kNeCount && which < 0; ++p)
+                if (same_name(k, params[p])) which = p;
+            if (which < 0) {
+                extra_names[extras] = k;
+                extra_values[extras++] = args[nargs + i];
+                continue;
+            }
+            if (v[which]) {
+                PyErr_Format(PyExc_TypeError, "evaluate() got multiple values for argument '%U'", params[which]);
+                return nullptr;
+            }
+            v[which] = args[nargs + i];
+        }
+        if (!v[kNeEx]) {
+            PyErr_SetString(PyExc_TypeError, "evaluate() missing 1 required positional argument: 'ex'");
+            return nullptr;
+        }
+        static PyObject* order_k = interned("K");
+        static PyObject* same_kind = interned("same_kind");
+        nb::handle ex = v[kNeEx];
+        nb::handle local_dict = v[kNeLocal] ? v[kNeLocal] : Py_None;
+        nb::handle global_dict = v[kNeGlobal] ? v[kNeGlobal] : Py_None;
+        nb::handle out = v[kNeOut] ? v[kNeOut] : Py_None;
+        nb::handle order_arg = v[kNeOrder] ? v[kNeOrder] : order_k;
+        nb::handle casting_arg = v[kNeCasting] ? v[kNeCasting] : same_kind;
+        // numexpr's validate, in its order: the text is a str, the context, the text, the names.
+        if (!PyUnicode_Check(ex.ptr())) {
+            PyErr_SetString(PyExc_ValueError, "must specify expression as a string");
+            return nullptr;
+        }
+        if (extras) numexpr_check_context(extra_names, extra_values, extras);
+        numexpr_check_text(ex.ptr());
+        // _frame_depth counts as numexpr's does (3: evaluate's caller, from numexpr's getArguments
+        // under validate under evaluate); this function has no frame, so the caller's is the innermost.
+        long frame_depth = 3;
+        if (v[kNeDepth]) {
+            frame_depth = PyLong_AsLong(v[kNeDepth]);
+            if (frame_depth == -1 && PyErr_Occurred()) return nullptr;
+        }
+        bool keep_last = true;
+        if (v[kNeNoCache]) {
+            const int t = PyObject_IsTrue(v[kNeNoCache]);
+            if (t < 0) return nullptr;
+            keep_last = t == 0;  // numexpr's disable_cache: no last expression kept
+        }
+        ScratchLease sc;
+        BindSpec spec;
+        spec.local_dict = local_dict;
+        spec.global_dict = global_dict;
+        spec.depth = frame_depth > 3 ? static_cast<int>(frame_depth - 3) : 0;
+        spec.numexpr = true;
+        bind_names(ex.ptr(), spec, sc->items, sc->keep, sc->missing);
+        // order and casting as NumPy converts them (numexpr's errors are NumPy's).
+        NPY_ORDER order = NPY_KEEPORDER;
+        if (PyArray_OrderConverter(order_arg.ptr(), &order) != NPY_SUCCEED) return nullptr;
+        NPY_CASTING casting = NPY_SAME_KIND_CASTING;
+        if (PyArray_CastingConverter(casting_arg.ptr(), &casting) != NPY_SUCCEED) return nullptr;
+        nb::object out_ref = keep_last ? numexpr_out_ref(out) : nb::none();
+        Py_ssize_t size = 0;
+        const char* utf8 = PyUnicode_AsUTF8AndSize(ex.ptr(), &size);
+        if (!utf8) return nullptr;
+        const std::string_view text(utf8, static_cast<std::size_t>(size));
+        nb::object result;
+        if (!out.is_none() && casting != NPY_SAME_KIND_CASTING) {
+            // Other casting rules than the runtime's own: evaluated apart, then cast into out as
+            // NumPy's copyto casts (its TypeError and ValueError).
+            nb::object value =
+                evaluate_items(text, sc->items, nb::none(), nb::none(), nb::none(), nb::none(), false, nb::none(), *sc);
+            static PyObject* copyto = [] {
+                nb::object np = nb::module_::import_("numpy");
+                nb::object f = np.attr("copyto");
+                return f.release().ptr();  // kept for the life of the process
+            }();
+            nb::borrow(copyto)(out, value, "casting"_a = casting_arg);
+            result = nb::borrow(out);
+        } else {
+            PyObject* r = result_to_python(
+                evaluate_items(text, sc->items, out, nb::none(), nb::none(), nb::none(), false, nb::none(), *sc));
+            if (!r) return nullptr;
+            result = nb::steal(r);
+            if (order == NPY_FORTRANORDER && out.is_none() && PyArray_Check(r) &&
+                PyArray_NDIM(reinterpret_cast<PyArrayObject*>(r)) > 1 &&
+                !PyArray_IS_F_CONTIGUOUS(reinterpret_cast<PyArrayObject*>(r))) {
+                PyObject* f = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(r), NPY_FORTRANORDER);
+                if (!f) return nullptr;
+                result = nb::steal(f);
+            }
+        }
+        if (keep_last) numexpr_keep_last(ex, out_ref, order_arg, casting_arg);
+        return result.release().ptr();
+    } catch (...) {
+        return raise_current();
+    }
+}
+
+const char* const kNumexprEvaluateDoc =
+    R"doc(evaluate(ex, local_dict=None, global_dict=None, out=None, order='K', casting='same_kind', sanitize=None, _frame_depth=3, disable_cache=False, **kwargs)
+--
+
+Evaluates the array expression ``ex`` (numexpr.evaluate).
+
+ex: an expression such as ``"2*a + 3*b"``; its variables come from ``local_dict`` (else the
+    caller's locals), then ``global_dict`` (else the caller's globals); a variable found in
+    neither is a KeyError naming it.
+out: an existing array to write the result into (same-kind casting under the default
+    ``casting``; its shape must hold the result).
+order: 'K' (and 'C', 'A'): results are C-contiguous; 'F' gives a Fortran-ordered copy.
+casting: for ``out``: 'same_kind' (default), or 'no', 'equiv', 'safe', 'unsafe' as NumPy.
+sanitize: accepted for compatibility; jitexpr never hands the text to Python's eval (it has
+    its own parser), so there is nothing to sanitize.
+disable_cache: keeps no last expression for re_evaluate (jitexpr's caches hold no references
+    to your arrays either way).
+kwargs: numexpr's ``optimization`` and ``truediv``, accepted with numexpr's values; any other
+    keyword is numexpr's ValueError.
+
+Returns a NumPy array (0-d for a reduction), or ``out``.
+)doc";
+PyMethodDef g_numexpr_evaluate_def = {"evaluate",
+                                      reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&py_numexpr_evaluate)),
+                                      METH_FASTCALL | METH_KEYWORDS, kNumexprEvaluateDoc};
 
 // jx.run: every name the program assigns, by name.
 nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime,
@@ -2283,9 +2626,12 @@ nb::dict outline_program(const std::string& text) {
     jit::Outline o = jit::outline(text);
     auto span = [](jit::SourceSpan s) { return nb::make_tuple(s.begin, s.end); };
     nb::list statements, reductions;
-    for (const auto& st : o.statements)
+    for (const auto& st : o.statements) {
+        nb::list more;  // `m, e = frexp(x)`: the targets after the first
+        for (const auto& t : st.more_targets) more.append(nb::str(t.c_str()));
         statements.append(
-            nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span)));
+            nb::make_tuple(nb::str(st.target.c_str()), span(st.span), span(st.target_span), span(st.value_span), more));
+    }
     for (const auto& r : o.reductions) {
         nb::list kw;
         for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
@@ -2400,6 +2746,35 @@ NB_MODULE(_jitexpr, m) {
         if (!f) throw nb::python_error();
         m.attr("evaluate_fast") = nb::steal(f);
     }
+    {
+        // jitexpr.numexpr.evaluate: as jitexpr.evaluate (see py_numexpr_evaluate).
+        nb::object module_name = nb::str("jitexpr.numexpr");
+        PyObject* f = PyCFunction_NewEx(&g_numexpr_evaluate_def, nullptr, module_name.ptr());
+        if (!f) throw nb::python_error();
+        m.attr("numexpr_evaluate") = nb::steal(f);
+    }
+    m.def(
+        "numexpr_check",
+        [](nb::handle ex, nb::dict kwargs) {  // ex: any object (a non-str is numexpr's ValueError)
+            if (!PyUnicode_Check(ex.ptr())) {
+                PyErr_SetString(PyExc_ValueError, "must specify expression as a string");
+                throw nb::python_error();
+            }
+            std::vector<PyObject*> names, values;
+            for (auto [k, v] : kwargs) names.push_back(k.ptr()), values.push_back(v.ptr());
+            if (!names.empty())
+                numexpr_check_context(names.data(), values.data(), static_cast<Py_ssize_t>(names.size()));
+            numexpr_check_text(ex.ptr());
+        },
+        "ex"_a.none(), "kwargs"_a);
+    m.def("numexpr_bind", &numexpr_bind, "ex"_a.none(), "local_dict"_a.none(), "global_dict"_a.none(), "depth"_a);
+    m.def("numexpr_last", &numexpr_last);
+    m.def(
+        "numexpr_keep_last",
+        [](nb::handle ex, nb::handle out, nb::handle order, nb::handle casting) {
+            numexpr_keep_last(ex, numexpr_out_ref(out), order, casting);
+        },
+        "ex"_a.none(), "out"_a.none(), "order"_a.none(), "casting"_a.none());
     // Kernel.__call__ (a method descriptor of the Kernel class, which must be a type).
     m.def("kernel_call_method", [](nb::handle cls) {
         if (!PyType_Check(cls.ptr())) type_error("kernel_call_method takes a class");

@@ -411,7 +411,7 @@ def program(text, values, outputs=None):
     env = dict(values)
     taken = set(params) | set(info.assigned) | set(_api._names_of(text)[0])
     last = None
-    for s, (target, span, tspan, vspan) in enumerate(ol["statements"]):
+    for s, (target, span, tspan, vspan, more) in enumerate(ol["statements"]):
         mine = [r for r in reds if r["statement"] == s]
         placeholder = {}
 
@@ -432,6 +432,15 @@ def program(text, values, outputs=None):
         for r in top:
             compute(r)
         rest = _render(text, vspan, top, placeholder).strip()
+        if more:
+            # A function of several results (m, e = frexp(x)): one blockwise layer computing all
+            # of them in one task per block, one selection per result; the statement's value
+            # (for a program ending with it) is its last target's.
+            targets = [target] + list(more)
+            values_of = elementwise(f"{', '.join(targets)} = {rest}", env, outputs=targets)
+            env.update(values_of)
+            last = values_of[targets[-1]]
+            continue
         if rest in env and rest in placeholder.values():
             value = env[rest]
         else:

@@ -10,6 +10,7 @@ propagated (a row is null where any input is).
 
 from __future__ import annotations
 
+import builtins
 import numbers
 
 import numpy as np
@@ -73,7 +74,9 @@ class Partition:
     __slots__ = ("statements", "scalars", "columns", "result_dtypes", "series")
 
     def __init__(self, statements, scalars, columns, result_dtypes, series):
-        self.statements = tuple(statements)   # (target or "", expression text, names read)
+        # (target or "", expression text, names read); a statement of several targets
+        # (m, e = frexp(a)): (the targets as a tuple, the whole statement's text, names read)
+        self.statements = tuple(statements)
         self.scalars = dict(scalars)          # names bound to scalars from outside the frame
         self.columns = dict(columns)          # column -> dtype name it was checked with
         self.result_dtypes = dict(result_dtypes)  # target (or "") -> pandas dtype of the result
@@ -101,7 +104,14 @@ class Partition:
 
         out = None
         for target, text, reads in self.statements:
-            r = _api.evaluate(text, {n: value_of(n) for n in reads})
+            bound = {n: value_of(n) for n in reads}
+            if isinstance(target, tuple):
+                for t, r in zip(target, _several(text, target, bound)):
+                    out = _to_series(r, self.result_dtypes[t], part.index)
+                    derived[t] = out
+                    env[t] = _reader(out)
+                continue
+            r = _api.evaluate(text, bound)
             out = _to_series(r, self.result_dtypes[target or ""], part.index)
             if target:
                 derived[target] = out
@@ -109,6 +119,17 @@ class Partition:
         if self.series:
             return out
         return part.assign(**derived)
+
+
+def _several(text, targets, bound):
+    """The values of a statement of several targets (``m, e = frexp(a)``), in their order: one
+    kernel computing all of them (jitexpr.run) over NumPy columns; over columns with nulls, which
+    jitexpr.run does not take, each target through the Arrow path (nulls propagated), the
+    function then computed once per target."""
+    if not builtins.any(hasattr(v, "__arrow_c_array__") or hasattr(v, "__arrow_c_stream__") for v in bound.values()):
+        r = _api.run(text, bound)
+        return [r[t] for t in targets]
+    return [_api.evaluate(f"{text}; {t}", bound) for t in targets]
 
 
 def _reader(col):
@@ -191,32 +212,39 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
         specs[n] = spec_of(n, v)
     statements, result_dtypes = [], {}
     checked_columns = {}
-    for target, span, tspan, (vb, ve) in ol["statements"]:
+    for target, span, tspan, (vb, ve), more in ol["statements"]:
         text = program[vb:ve]
         reads = [n for n in _api._names_of(text)[0]] + [c for c in _api._names_of(text)[1] if c in specs]
         for n in reads:
             if n not in specs and n in columns:
                 raise JxTypeError(f"column '{n}' has dtype {meta[n].dtype}, which jitexpr does not take")
-        # Every column is bound (did-you-mean sees them); the statement's value is checked alone,
-        # so an assignment rebinds a column rather than writing into it.
-        res = check_specs(text, dict(specs)).result  # errors with the caret under the statement
-        if res.shape not in ((_ROWS,), ()):
-            raise ArgumentError(f"'{text}' does not give one value per row (shape {res.shape})")
+        targets = [target] + list(more) if more else [target]
+        if more:
+            # Several targets (m, e = frexp(a)): the statement checked whole, each target's dtype.
+            text = f"{', '.join(targets)} = {text}"
+            assigned = check_specs(text, dict(specs)).assigned  # errors with the caret under the statement
+            results = [assigned[t] for t in targets]
+        else:
+            # Every column is bound (did-you-mean sees them); the statement's value is checked
+            # alone, so an assignment rebinds a column rather than writing into it.
+            results = [check_specs(text, dict(specs)).result]  # errors with the caret under the statement
         kinds = {kinds_of.get(n, "numpy") for n in reads}
-        dtype = _result_dtype(np.dtype(res.dtype), kinds)
-        result_dtypes[target or ""] = dtype
         for n in reads:
             if n in columns and n not in checked_columns and n not in result_dtypes:
                 checked_columns[n] = specs[n][1]
-        statements.append((target, text, tuple(dict.fromkeys(reads))))
-        if target:
-            specs[target] = ("array", np.dtype(res.dtype).name, (_ROWS,))
-            kinds_of[target] = "arrow" if "arrow" in kinds else "masked" if "masked" in kinds else "numpy"
+        for t, res in zip(targets, results):
+            if res.shape not in ((_ROWS,), ()):
+                raise ArgumentError(f"'{text}' does not give one value per row (shape {res.shape})")
+            result_dtypes[t or ""] = _result_dtype(np.dtype(res.dtype), kinds)
+            if t:
+                specs[t] = ("array", np.dtype(res.dtype).name, (_ROWS,))
+                kinds_of[t] = "arrow" if "arrow" in kinds else "masked" if "masked" in kinds else "numpy"
+        statements.append((tuple(targets) if more else target, text, tuple(dict.fromkeys(reads))))
     series = not ol["statements"][-1][0]
     fn = Partition(statements, scalars, checked_columns, result_dtypes, series)
     if series:
         out_meta = pd.Series([], dtype=result_dtypes[""], index=meta.index[:0])
     else:
-        out_meta = meta.assign(**{t: pd.Series([], dtype=result_dtypes[t], index=meta.index[:0])
-                                  for t, _, _ in statements if t})
+        assigned = [t for ts, _, _ in statements for t in (ts if isinstance(ts, tuple) else (ts,)) if t]
+        out_meta = meta.assign(**{t: pd.Series([], dtype=result_dtypes[t], index=meta.index[:0]) for t in assigned})
     return df.map_partitions(fn, meta=out_meta, token="jitexpr-frame")
