@@ -156,6 +156,7 @@ void add_call(Groups& groups, const SemanticsNeeds& needs, const std::string& ex
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Result(Id, Arity) JX_PROBE_Function(Id, Arity)
 #define JX_PROBE_Reduction(Id, Arity)
+#define JX_PROBE_Scan(Id, Arity)
 #define JIT_OP(Id, Kind, Arity, ...) JX_PROBE_##Kind(Id, Arity)
 #include "dsl/ops.def"
 #undef JIT_OP
@@ -209,6 +210,7 @@ Groups every_call() {
 #define JX_CALLS_Function(Id) op_calls_all<Probe_##Id>(groups, AllTypes{});
 #define JX_CALLS_Result(Id) JX_CALLS_Function(Id)
 #define JX_CALLS_Reduction(Id)
+#define JX_CALLS_Scan(Id)
 #define JIT_OP(Id, Kind, ...) JX_CALLS_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP

@@ -198,6 +198,7 @@ void check_all_ops(const jit::cpu::KernelTable& kt, DType dt) {
 #define JX_CHECK_Function(Id, Arity) JX_CHECK(Id, Arity)
 #define JX_CHECK_Result(Id, Arity) JX_CHECK_Function(Id, Arity)
 #define JX_CHECK_Reduction(Id, Arity)
+#define JX_CHECK_Scan(Id, Arity)
 #define JX_CHECK(Id, Arity)                                                                                          \
     if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                                                  \
         check_kernel<T>(kt, ir::Op::Id, dt, 1, [](T x, T, T, bool) { return jx::op::Id(x); });                       \

@@ -199,7 +199,11 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
                 raise JxTypeError(f"column '{n}' has dtype {meta[n].dtype}, which jitexpr does not take")
         # Every column is bound (did-you-mean sees them); the statement's value is checked alone,
         # so an assignment rebinds a column rather than writing into it.
-        res = check_specs(text, dict(specs)).result  # errors with the caret under the statement
+        checked = check_specs(text, dict(specs))  # errors with the caret under the statement
+        if checked.scans:
+            raise ArgumentError(f"eval_frame is row by row: '{text}' has a scan (cumsum, ...), which runs across "
+                                f"rows and partitions; scan the result with Dask (.cumsum()) instead")
+        res = checked.result
         if res.shape not in ((_ROWS,), ()):
             raise ArgumentError(f"'{text}' does not give one value per row (shape {res.shape})")
         kinds = {kinds_of.get(n, "numpy") for n in reads}
