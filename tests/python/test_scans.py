@@ -152,7 +152,7 @@ def test_check_reports_scans():
 
 
 def test_functions_list_the_scans():
-    kinds = {names[0]: kind for kind, names, arity, doc in jx.functions()}
+    kinds = {names[0]: kind for kind, names, arity, doc in jx.functions() if names}
     assert all(kinds[f] == "scan" for f in FUNCTIONS)
 
 
