@@ -708,10 +708,10 @@ def reduce_(name, v, axis, ev):
     r = np.asarray(fn(a, axis=axis))
     if name in ("sum", "prod") and kind in HALF:
         r = np.asarray(fn(a, axis=axis, dtype=a.dtype))
-    if name in ("min", "max") and kind in HALF:
-        # jitexpr stores a reduction's result (rounded to its 16-bit dtype) and reads it back; the
-        # operand's chain stays in float32 (rounding commutes with min and max).
-        r = ev.round_to(r, kind)
+    if logical in HALF:
+        # jitexpr stores a reduction's result, rounded to its 16-bit dtype (a float16 product past
+        # 65504 is inf), and reads it back from there.
+        r = ev.round_to(r, logical)
     out = Arr(r.astype(ev.carrier(logical)), logical)
     if name in ("sum", "prod", "mean"):
         n = a.size if axis is None else a.shape[axis]
