@@ -88,6 +88,7 @@ CheckedProgram check(std::string_view text, const Specs& names) {
     };
     const ir::Program p = dsl::lower(module, text, lookup, bound);
     out.reduces = p.has_reductions();
+    out.scans = p.has_scans();
     for (const ir::OutputDecl& od : p.outputs) {
         if (od.name.empty()) continue;
         const ir::Node& n = p.node(od.node);

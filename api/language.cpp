@@ -18,6 +18,7 @@ const std::vector<FunctionInfo>& functions() {
             f.kind = i.kind == ir::OpKind::Operator   ? FunctionInfo::Kind::Operator
                      : i.kind == ir::OpKind::Function ? FunctionInfo::Kind::Function
                      : i.kind == ir::OpKind::Result   ? FunctionInfo::Kind::Result
+                     : i.kind == ir::OpKind::Scan     ? FunctionInfo::Kind::Scan
                                                       : FunctionInfo::Kind::Reduction;
             f.id = std::string(i.id);
             for (std::string_view names = i.names; !names.empty();) {

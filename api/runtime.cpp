@@ -1214,7 +1214,7 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
         t.writes.push_back(fmt::format("{} {}{}", stored_name(plan, n),
                                        node.kind == ir::NodeKind::Compact ? "up to " : "", mb(node_bytes(node))));
     };
-    if (st.kind == ir::Stage::Kind::Reduce) root(st.reduce);
+    if (st.kind != ir::Stage::Kind::Elementwise) root(st.reduce);
     else
         for (ir::NodeId n : st.stores) {
             seen[n] = 1;
@@ -1231,7 +1231,7 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
         // Read from memory where every backend reads it (dsl/plan.cpp): a Reduce result or a
         // spilled node another stage stores; anything else is computed again here.
         const std::int32_t by = plan.schedule.stored_by[n];
-        const bool from_memory = node.kind == ir::NodeKind::Reduce || plan.schedule.is_spilled(n);
+        const bool from_memory = ir::is_stage_root(node.kind) || plan.schedule.is_spilled(n);
         if (from_memory && by >= 0 && by != static_cast<std::int32_t>(s)) {
             t.read += node_bytes(node);
             t.reads.emplace_back(stored_name(plan, n), node_bytes(node));
@@ -1252,9 +1252,9 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
     for (ir::NodeId n : order) {
         const ir::Node& node = p.node(n);
         const std::int32_t by = plan.schedule.stored_by[n];
-        const bool from_memory = node.kind == ir::NodeKind::Reduce || plan.schedule.is_spilled(n);
+        const bool from_memory = ir::is_stage_root(node.kind) || plan.schedule.is_spilled(n);
         if (from_memory && by >= 0 && by != static_cast<std::int32_t>(s)) continue;
-        if (node.kind != ir::NodeKind::Op && node.kind != ir::NodeKind::Reduce) continue;
+        if (node.kind != ir::NodeKind::Op && !ir::is_stage_root(node.kind)) continue;
         ++t.inline_ops;
         const std::string sp(ir::spelling(node.op));
         if (std::find(t.ops.begin(), t.ops.end(), sp) == t.ops.end()) t.ops.push_back(sp);
@@ -1420,6 +1420,12 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
                 "  stage {}: compaction (boolean-mask selection) over {}, stores {} where the mask is true, in C "
                 "order (the result's length is counted when it runs)",
                 s, shape_text(st.shape), join(names));
+        } else if (st.kind == ir::Stage::Kind::Scan) {
+            const ir::Node& r = p.node(st.reduce);
+            out += fmt::format(
+                "  stage {}: scan {} over {}{}, into {}", s, ir::spelling(r.op), shape_text(st.shape),
+                r.axis >= 0 ? fmt::format(" along axis {}", r.axis) : std::string(" (every element, in order)"),
+                stored_name(plan, st.reduce));
         } else {
             std::vector<std::string> names;
             for (ir::NodeId n : st.stores) names.push_back(stored_name(plan, n));

@@ -242,6 +242,20 @@ bool has_subscript(const parsed::Expr& e) {
     return false;
 }
 
+// Whether `e` calls a scan (cumsum, ...): over split rows each shard would scan its own alone.
+bool has_scan(const parsed::Expr& e) {
+    if (e.kind == parsed::ExprKind::Call)
+        for (const FunctionInfo& f : functions())
+            if (f.kind == FunctionInfo::Kind::Scan &&
+                std::find(f.names.begin(), f.names.end(), e.text) != f.names.end())
+                return true;
+    for (const auto& o : e.operands)
+        if (has_scan(*o)) return true;
+    for (const auto& k : e.keywords)
+        if (has_scan(*k.value)) return true;
+    return false;
+}
+
 }  // namespace
 
 ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
@@ -360,6 +374,13 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                 need(!ps.value || !has_subscript(*ps.value),
                      fmt::format("'{}' indexes or slices an array (a[...]); sharded evaluation over split inputs does "
                                  "not take slices: evaluate it as a program of its own",
+                                 plan.name.empty() ? value : plan.name));
+        // A running sum over the rows of one shard is not the running sum over all of them.
+        if (reads_split)
+            for (const auto& ps : parsed::parse(value).statements)
+                need(!ps.value || !has_scan(*ps.value),
+                     fmt::format("'{}' has a scan (cumsum, cumprod, ...); sharded evaluation over split inputs does "
+                                 "not take scans: evaluate it as a program of its own",
                                  plan.name.empty() ? value : plan.name));
         std::vector<const OutlineReduction*> reductions;
         for (const auto& r : outline.reductions)

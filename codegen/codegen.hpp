@@ -29,6 +29,18 @@
 //                host reads that total, has the outputs allocated, and jx_scatter adds the
 //                counts of the blocks before its own and writes each tile's selected values at
 //                their prefix (warp ballots, then the warps' counts in shared memory).
+//   ScanAxis     a scan along the last axis (of 32 elements or more): one block per row
+//                (grid-stride over rows), tiles of blockDim.x elements scanned block-wide (warp
+//                shuffles, then the warps' totals), the running value carried from tile to tile;
+//                along another axis, or short rows: a thread per row, in order (along an outer
+//                axis adjacent threads read adjacent memory). Fixed order: the same bits every run.
+//   ScanAll      a scan over every element (C order, 1-d result): two launches of one kernel.
+//                Phase 0: each block scans its chunk (one chunk per block, the grid a function
+//                of the element count and the device) without storing and writes its total;
+//                the last block (atomic ticket) turns the totals into inclusive prefixes, in
+//                block order. Phase 1: each block scans its chunk again from the prefix of the
+//                chunks before it and stores. Reads the operand twice, writes once; no
+//                look-back whose order depends on timing, so float results repeat bit for bit.
 #pragma once
 
 #include "dsl/ir.hpp"
@@ -59,9 +71,11 @@ struct Param {
         Scalar,      // by value: register type of `dtype` (float for float16/bfloat16, jx::c64 ...)
         Count,       // long long: elements of the iteration space (Flat, ReduceAll flat)
         Layout,      // jx_layout by value: long long shape[ndim]; long long stride[arrays][ndim]
-        Workspace,   // void*: ReduceAll partials (max_blocks * partial_bytes) then a 32-bit counter;
+        Workspace,   // void*: ReduceAll/ScanAll partials (max_blocks * partial_bytes) then a 32-bit counter;
                      // Compact: max_blocks 64-bit counts, the total, then the counter
         VectorFlag,  // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
+        Phase,       // int: ScanAll's launch, 0 (chunk totals and their prefixes) then 1 (the scan)
+        OutStride,   // long long: ScanAll, elements between consecutive elements of the 1-d result
     };
     Kind kind = Kind::Array;
     ArrayRef array;                // Array
@@ -74,7 +88,7 @@ struct Param {
     std::int32_t layout_row = -1;  // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
-enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis, Compact };
+enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis, Compact, ScanAll, ScanAxis };
 // The entry points of a Compact kernel (KernelSource::entries).
 enum CompactEntry : int { kCompactCount = 0, kCompactScatter = 1 };
 
@@ -91,13 +105,14 @@ struct LaunchPolicy {
     int ndim = 0;                          // Layout: dims of the iteration space
     int layout_rows = 0;                   // Layout: stride rows (one per array with layout_row >= 0)
     int tile = 0;                          // Tiled: edge of the square tile of the last two axes
-    int axis = -1;                         // ReduceAxis: the reduced axis of the iteration space
+    int axis = -1;                         // ReduceAxis, ScanAxis: the reduced (scanned) axis of the iteration space
     bool warp_per_output = false;          // ReduceAxis: a warp per output (else a thread)
-    int max_blocks = 0;                    // ReduceAll, Compact: grid cap = number of partial slots
-    int partial_bytes = 0;                 // ReduceAll: bytes of one partial (the accumulator type)
-    std::size_t workspace_bytes() const {  // ReduceAll: partials, then the counter
+    bool block_per_row = false;            // ScanAxis: a block per scanned row (else a thread)
+    int max_blocks = 0;                    // ReduceAll, ScanAll, Compact: grid cap = number of partial slots
+    int partial_bytes = 0;                 // ReduceAll, ScanAll: bytes of one partial (the accumulator type)
+    std::size_t workspace_bytes() const {  // ReduceAll, ScanAll: partials, then the counter
         if (kind == KernelKind::Compact) return static_cast<std::size_t>(max_blocks + 1) * 8 + 16;
-        if (kind != KernelKind::ReduceAll) return 0;
+        if (kind != KernelKind::ReduceAll && kind != KernelKind::ScanAll) return 0;
         std::size_t p = static_cast<std::size_t>(max_blocks) * static_cast<std::size_t>(partial_bytes);
         p = (p + 15) / 16 * 16;
         return p + 16;

@@ -236,10 +236,11 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
         if (node.kind == ir::NodeKind::Input) touch(p_.inputs.at(static_cast<std::size_t>(node.slot)).dtype);
         if (node.kind == ir::NodeKind::Scalar) touch(p_.scalars.at(static_cast<std::size_t>(node.slot)).dtype);
     }
-    if (is_reduce_stage()) {
+    if (is_root_stage()) {
         const ir::Node& r = p_.node(st_.reduce);
         touch(r.dtype);
-        needs.ops.push_back(r.op);
+        // A scan runs its accumulator's functor (jx::red::Sum for cumsum).
+        needs.ops.push_back(r.kind == ir::NodeKind::Scan ? ir::info(r.op).accumulate : r.op);
     }
     for (const auto& w : writes_) touch(w.dtype);
     for (const auto& r : reads_) touch(r.dtype);
@@ -249,7 +250,7 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
 // A node read from an earlier stage's buffer rather than recomputed.
 bool StageEmitter::is_buffer(ir::NodeId n) const {
     if (s_.is_spilled(n)) return s_.stored_by[n] != stage_index_;
-    return p_.node(n).kind == ir::NodeKind::Reduce && n != st_.reduce;
+    return ir::is_stage_root(p_.node(n).kind) && n != st_.reduce;
 }
 
 // Marks `root` and every node it reads in this stage. An explicit stack, not recursion: a
@@ -264,7 +265,7 @@ void StageEmitter::visit(ir::NodeId root) {
         needed_[n] = 1;
         const ir::Node& node = p_.node(n);
         if (is_buffer(n)) continue;
-        if (node.kind == ir::NodeKind::Reduce) internal("nested reduction in a stage");
+        if (ir::is_stage_root(node.kind)) internal("nested reduction or scan in a stage");
         for (int a = 0; a < node.nargs; ++a) {
             if (node.args[a] >= n) internal("nodes are not in topological order");
             stack.push_back(node.args[a]);
@@ -274,9 +275,10 @@ void StageEmitter::visit(ir::NodeId root) {
 
 void StageEmitter::collect() {
     needed_.assign(p_.nodes.size(), 0);
-    if (is_reduce_stage()) {
+    if (is_root_stage()) {
         const ir::Node& r = p_.node(st_.reduce);
-        if (r.kind != ir::NodeKind::Reduce || r.nargs != 1) internal("reduce stage without a Reduce node");
+        const auto want = st_.kind == ir::Stage::Kind::Scan ? ir::NodeKind::Scan : ir::NodeKind::Reduce;
+        if (r.kind != want || r.nargs != 1) internal("reduce or scan stage without its node");
         visit(r.args[0]);
     } else if (is_compact_stage()) {
         if (st_.stores.empty()) internal("compact stage stores nothing");
@@ -328,7 +330,7 @@ void StageEmitter::collect() {
         if (o < 0) return -1;
         return p_.outputs.at(static_cast<std::size_t>(o)).alias_input;
     };
-    const std::vector<ir::NodeId> stores = is_reduce_stage() ? std::vector<ir::NodeId>{st_.reduce} : st_.stores;
+    const std::vector<ir::NodeId> stores = is_root_stage() ? std::vector<ir::NodeId>{st_.reduce} : st_.stores;
     for (auto n : stores) {
         const ir::Node& node = p_.node(n);
         WriteArray w{n, node.dtype, fmt::format("out{}", writes_.size()), contiguous_strides(node.shape)};
@@ -358,7 +360,7 @@ std::string StageEmitter::compute_function() {
         params += fmt::format("const {} s{}", reg_type(p_.scalars[static_cast<std::size_t>(s)].dtype), s);
     }
     std::string ret = is_compact_stage() ? "bool" : "void";
-    if (is_reduce_stage()) {
+    if (is_root_stage()) {
         ret = reg_type(p_.node(p_.node(st_.reduce).args[0]).dtype);
     } else {
         for (auto& w : writes_) {
@@ -369,7 +371,7 @@ std::string StageEmitter::compute_function() {
     std::string out = fmt::format("__device__ __forceinline__ {} jx_compute({}) {{\n", ret, params);
     for (const ir::NodeId n : p_.ids())
         if (needed_[n]) out += "    " + node_line(n) + "\n";
-    if (is_reduce_stage()) {
+    if (is_root_stage()) {
         out += fmt::format("    return v{};\n", p_.node(st_.reduce).args[0]);
     } else if (is_compact_stage()) {
         for (auto& w : writes_)
@@ -435,6 +437,7 @@ std::string StageEmitter::node_line(ir::NodeId n) {
             }
             case ir::NodeKind::Reduce: internal("unexpected Reduce node");
             case ir::NodeKind::Compact: internal("a Compact node read as a value");
+            case ir::NodeKind::Scan: internal("unexpected Scan node");
         }
     }
     return fmt::format("const {} v{} = {};", t, n, e);
@@ -640,6 +643,8 @@ Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const Emi
             out.kernels.push_back(emitter::ReduceEmitter(program, schedule, stage, options).run());
         else if (schedule.stages[i].kind == ir::Stage::Kind::Compact)
             out.kernels.push_back(emitter::CompactEmitter(program, schedule, stage, options).run());
+        else if (schedule.stages[i].kind == ir::Stage::Kind::Scan)
+            out.kernels.push_back(emitter::ScanEmitter(program, schedule, stage, options).run());
         else out.kernels.push_back(emitter::ElementwiseEmitter(program, schedule, stage, options).run());
         h = fnv1a(out.kernels.back().key, h);
     }

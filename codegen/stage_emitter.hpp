@@ -1,9 +1,10 @@
 // jitexpr — the kernel emitters behind codegen::emit (internal to codegen/): one kernel per stage.
 //
 // StageEmitter holds what every kernel kind shares: the values a stage reads and writes, the
-// per-element function jx_compute, parameters, and the kernel's source and key. Its two kinds:
+// per-element function jx_compute, parameters, and the kernel's source and key. Its kinds:
 // ElementwiseEmitter (emit_elementwise.cpp) writes Flat, Strided and Tiled kernels,
-// ReduceEmitter (emit_reduce.cpp) ReduceAll and ReduceAxis ones. A new kernel kind is a
+// ReduceEmitter (emit_reduce.cpp) ReduceAll and ReduceAxis ones, ScanEmitter (emit_scan.cpp)
+// ScanAll and ScanAxis ones. A new kernel kind is a
 // KernelKind, its kernel function in one of them (or a new subclass), and its launch shape in
 // backend/cuda/launch.cpp.
 #pragma once
@@ -80,6 +81,8 @@ protected:
 
     bool is_reduce_stage() const { return st_.kind == ir::Stage::Kind::Reduce; }
     bool is_compact_stage() const { return st_.kind == ir::Stage::Kind::Compact; }
+    // A Reduce or Scan stage: jx_compute returns its node's operand, and the node is what it writes.
+    bool is_root_stage() const { return st_.kind == ir::Stage::Kind::Reduce || st_.kind == ir::Stage::Kind::Scan; }
     // The ops this stage computes and the kinds of value it touches (after collect()).
     SemanticsNeeds semantics_needs() const;
     // A node read from an earlier stage's buffer rather than recomputed.
@@ -201,6 +204,23 @@ public:
 private:
     void choose_kind() override { kind_ = KernelKind::Compact; }
     std::string kernel(KernelSource& k) override;
+};
+
+// ScanAll and ScanAxis kernels: the scan stages.
+class ScanEmitter final : public StageEmitter {
+public:
+    using StageEmitter::StageEmitter;
+
+private:
+    void choose_kind() override;
+    std::string kernel(KernelSource& k) override;
+    // The scan's functor (jx_scan_op: identity and combine, a 16-bit float rounded at every
+    // step) and the block-wide inclusive scan over it.
+    std::string helpers() const;
+    std::string scan_all_kernel(KernelSource& k);
+    std::string scan_axis_kernel(KernelSource& k);
+
+    bool flat_reads_ = true;
 };
 
 }  // namespace jit::codegen::emitter

@@ -189,6 +189,12 @@ bool Program::has_compactions() const {
     return false;
 }
 
+bool Program::has_scans() const {
+    for (const Node& n : nodes)
+        if (n.kind == NodeKind::Scan) return true;
+    return false;
+}
+
 namespace {
 std::string shape_key(const Shape& s) {
     std::string r = "(";
@@ -215,10 +221,11 @@ std::string node_text(const Program& p, const Node& n, bool with_names) {
         case NodeKind::Cast: r = fmt::format("cast %{}", n.args[0]); break;
         case NodeKind::Compact: r = fmt::format("compact %{} where %{} axes={}", n.args[0], n.args[1], n.axis); break;
         case NodeKind::Op:
-        case NodeKind::Reduce: {
+        case NodeKind::Reduce:
+        case NodeKind::Scan: {
             r = std::string(info(n.op).id);
             for (int a = 0; a < n.nargs; ++a) r += fmt::format(" %{}", n.args[a]);
-            if (n.kind == NodeKind::Reduce) r += fmt::format(" axis={}", n.axis);
+            if (n.kind != NodeKind::Op) r += fmt::format(" axis={}", n.axis);
             break;
         }
     }
@@ -355,6 +362,14 @@ std::string op_reference_markdown() {
          "| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())
         if (i.kind == OpKind::Reduction && !i.names.empty())
+            r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
+    r += "\n### Scans\n\n`f(x)` runs over every element in C order and gives a 1-d result (a 0-d `x` gives one "
+         "element); `f(x, axis=k)` or `f(x, k)` runs along axis `k` (negative counts from the end) and keeps `x`'s "
+         "shape; `axis=None` is `f(x)`. Each is computed in one pass with its element-wise operand, as "
+         "NumPy computes it: every step rounded to the result dtype.\n\n"
+         "| name | meaning | dtypes |\n|---|---|---|\n";
+    for (const OpInfo& i : op_table())
+        if (i.kind == OpKind::Scan)
             r += fmt::format("| {} | {} | {} |\n", names_text(i.names), i.doc, rule_text(i.rule));
     return r;
 }

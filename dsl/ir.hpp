@@ -11,6 +11,10 @@
 //       - Abs/Real/Imag on complex: operand complex, node its real dtype;
 //   * Reduce nodes: operand dtype == node dtype, except Any/All (operand Bool);
 //     Mean divides by the count in the node's dtype;
+//   * Scan nodes (CumSum, CumProd): operand dtype == node dtype; axis >= 0: the running fold
+//     along that axis, node shape == operand shape; axis -1: over every element in C order,
+//     node shape {operand's element count}. Each step is rounded to the node's dtype (a 16-bit
+//     float accumulates in its own format, as NumPy);
 //   * float16/bfloat16 values are computed in float32 and rounded when stored to memory or
 //     when a Cast leaves or enters a 16-bit float type (explicit or from promotion);
 //   * integer arithmetic wraps; integer // and % by zero give 0.
@@ -135,7 +139,12 @@ enum class NodeKind : std::uint8_t {
     Cast,     // args[0] converted to dtype
     Reduce,   // op (a Reduction), args[0], axis (-1: every element)
     Compact,  // args[0] where args[1] (a boolean-mask selection), axis: the mask's axes
+    Scan,     // op (a Scan), args[0], axis (-1: every element in C order, a 1-d result)
 };
+
+// Reduce and Scan nodes: each is computed by a stage of its own, which computes its operand
+// inline; every other stage reads its value from that stage's buffer.
+constexpr bool is_stage_root(NodeKind k) { return k == NodeKind::Reduce || k == NodeKind::Scan; }
 
 struct Node {
     NodeKind kind = NodeKind::Const;
@@ -203,7 +212,8 @@ struct Program {
     const Node& node(NodeId n) const { return nodes[n.index()]; }
     Node& node(NodeId n) { return nodes[n.index()]; }
     NodeIds ids() const { return NodeIds(nodes.size()); }
-    bool has_reductions() const;
+    bool has_reductions() const;  // Reduce nodes
+    bool has_scans() const;       // Scan nodes
     // Whether an output's first extent is decided by the data (a Compact node).
     bool is_dynamic(NodeId n) const { return node(n).kind == NodeKind::Compact; }
     bool has_compactions() const;

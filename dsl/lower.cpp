@@ -733,12 +733,12 @@ private:
         }
         const ir::OpInfo* fn = nullptr;
         for (const ir::OpInfo* c : candidates)
-            if (static_cast<std::size_t>(c->arity) == nargs && c->kind != OpKind::Reduction) fn = c;
-        // A reduction takes its axis (and a statistic its other arguments) positionally too;
-        // max(x, y) stays the element-wise maximum.
+            if (static_cast<std::size_t>(c->arity) == nargs && !takes_axis(*c)) fn = c;
+        // A reduction or scan takes its axis (and a statistic its other arguments) positionally
+        // too; max(x, y) stays the element-wise maximum.
         if (!fn && nargs >= 1)
             for (const ir::OpInfo* c : candidates)
-                if (c->kind == OpKind::Reduction) fn = c;
+                if (takes_axis(*c)) fn = c;
         if (!fn) {
             std::string arities;
             for (const ir::OpInfo* c : candidates)
@@ -761,7 +761,8 @@ private:
                            SourceSpan{several->target_span.begin, several->more_targets.back().span.end});
         }
         if (fn->kind == OpKind::Reduction) return {reduction_call(*fn, e)};
-        // Keywords: only on reductions.
+        if (fn->kind == OpKind::Scan) return {scan_call(*fn, e)};
+        // Keywords: only on reductions and scans.
         if (!e.keywords.empty())
             throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name),
                             text_, e.keywords[0].name_span);
@@ -894,8 +895,10 @@ private:
         if (op == Op::Average) return {"axis", "weights"};
         return {"axis"};
     }
+    static bool takes_axis(const ir::OpInfo& i) { return i.kind == OpKind::Reduction || i.kind == OpKind::Scan; }
     static bool takes_keyword(Op op, std::string_view k) {
-        if (k == "axis" || k == "keepdims") return true;
+        if (k == "axis") return true;
+        if (k == "keepdims") return ir::info(op).kind == OpKind::Reduction;
         if (k == "ddof") return takes_ddof(op);
         if (k == "weights") return op == Op::Average;
         return false;
@@ -1382,10 +1385,11 @@ private:
         return binop(Op::Add, binop(Op::Mul, re, re, span), binop(Op::Mul, im, im, span), span);
     }
 
-    Val reduction_call(const ir::OpInfo& fn, const Expr& e) {
+    // The arguments after the array of a reduction's or scan's call, by parameter name:
+    // positional ones (positional_params) and keywords (takes_keyword), each given once.
+    std::map<std::string_view, const Expr*> axis_call_arguments(const ir::OpInfo& fn, const Expr& e) const {
         const std::string& fname = e.text;
         const Op op = fn.op;
-        const SourceSpan span = e.span;
         const auto params = positional_params(op);
         if (e.operands.size() > params.size() + 1)
             throw NameError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname,
@@ -1402,6 +1406,14 @@ private:
                                 k.name_span);
             given[k.name] = k.value.get();
         }
+        return given;
+    }
+
+    Val reduction_call(const ir::OpInfo& fn, const Expr& e) {
+        const std::string& fname = e.text;
+        const Op op = fn.op;
+        const SourceSpan span = e.span;
+        const std::map<std::string_view, const Expr*> given = axis_call_arguments(fn, e);
         auto arg = [&](std::string_view n) -> const Expr* {
             const auto it = given.find(n);
             return it == given.end() ? nullptr : it->second;
@@ -1647,6 +1659,38 @@ private:
         }
         if (node(r).dtype != final_result) r = cast(Val{r, Weak::None}, final_result, span);
         return Val{r, Weak::None};
+    }
+
+    // cumsum(x), cumsum(x, axis), cumsum(x, axis=k | None) and the other scans: one Scan node
+    // over x's expression (the stage that scans computes it), NumPy's dtypes (those of sum and
+    // prod). Without an axis, or on a 0-d or 1-d x, the scan runs over every element in C order
+    // and gives a 1-d result (NumPy takes a 0-d x as 1-d, so its axis may be 0 or -1).
+    // nancumsum/nancumprod scan x with NaN replaced by 0/1 first (what NumPy does).
+    Val scan_call(const ir::OpInfo& fn, const Expr& e) {
+        const std::string& fname = e.text;
+        const Op op = fn.op;
+        const SourceSpan span = e.span;
+        const std::map<std::string_view, const Expr*> given = axis_call_arguments(fn, e);
+        const auto axis = given.find("axis");
+        const Val a = strong(expr(*e.operands[0]));
+        const Shape in = shape(a);
+        const Typed t = rule(op, dt(a), span);  // the operand's dtype first, as for a reduction
+        const auto nd = static_cast<std::int32_t>(std::max<std::size_t>(1, in.size()));
+        const Axes ax = axes_of(axis == given.end() ? nullptr : axis->second, nd, true, fname);
+        ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
+        const bool product = ir::info(op).accumulate == Op::Prod;
+        if (ir::info(op).finish == ir::Finish::Lowered && is_inexact(t.operand))
+            x = select(isnan_of(x, span), const_of(product ? 1 : 0, t.operand, span), x, span);
+        Node n;
+        n.kind = NodeKind::Scan;
+        n.op = product ? Op::CumProd : Op::CumSum;
+        n.dtype = t.result;
+        n.args[0] = x;
+        n.nargs = 1;
+        n.axis = ax.all || in.size() <= 1 ? -1 : ax.list.at(0);
+        n.shape = n.axis < 0 ? Shape{shape_size(in)} : in;
+        n.span = span;
+        return Val{add(std::move(n)), Weak::None};
     }
 
     // The number of elements where `mask` is false, in dtype t, shaped as a reduction over ax.

@@ -10,8 +10,9 @@
 
 namespace jit::ir {
 
-// Result: one result of a function of several (`m, e = frexp(x)`; dsl/ops.def).
-enum class OpKind : std::uint8_t { Operator, Function, Reduction, Result };
+// Result: one result of a function of several (`m, e = frexp(x)`; dsl/ops.def). Scan: a running
+// fold along an axis (cumsum).
+enum class OpKind : std::uint8_t { Operator, Function, Reduction, Result, Scan };
 
 enum class Rule : std::uint8_t {
     Arith,
@@ -79,8 +80,8 @@ struct OpInfo {
     std::string_view token;  // an operator's token ("+"), else ""
     int prec;                // an operator's binding strength (dsl/ops.def), else 0
     std::string_view names;  // "arcsin|asin" or ""
-    Op accumulate;           // a reduction's accumulator (jx::red::<id of accumulate>); else op
-    Finish finish;           // a reduction's last step; else Keep
+    Op accumulate;           // a reduction's or scan's accumulator (jx::red::<id of accumulate>); else op
+    Finish finish;           // a reduction's last step (a scan: Keep or Lowered); else Keep
     std::string_view doc;
 };
 
@@ -156,10 +157,12 @@ constexpr bool table_is_consistent() {
             for (std::size_t j = 0; j < kNumOps; ++j)
                 if (kOpTable[j].kind != OpKind::Result && kOpTable[j].names == i.names) return false;
         }
-        if (i.kind == OpKind::Reduction) {
+        if (i.kind == OpKind::Reduction || i.kind == OpKind::Scan) {
             const OpInfo& a = kOpTable[static_cast<std::size_t>(i.accumulate)];
             if (i.arity != 1 || a.kind != OpKind::Reduction || a.accumulate != a.op || a.finish != Finish::Keep)
                 return false;
+            // A scan carries a running value: it is kept or its operand rewritten, never divided.
+            if (i.kind == OpKind::Scan && (i.names.empty() || i.finish == Finish::DivideByCount)) return false;
         } else if (i.accumulate != i.op || i.finish != Finish::Keep) {
             return false;
         }

@@ -20,7 +20,7 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
         seen.assign(p.nodes.size(), 0);
         const ir::Stage& st = s.stages[k];
         stack.clear();
-        if (st.kind == ir::Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.kind != ir::Stage::Kind::Elementwise) stack.push_back(p.node(st.reduce).args[0]);
         for (auto n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const ir::NodeId n = stack.back();
@@ -29,7 +29,7 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
             seen[n] = 1;
             const ir::Node& nd = p.node(n);
             const std::int32_t by = s.stored_by[n];
-            const bool from_memory = nd.kind == ir::NodeKind::Reduce || s.is_spilled(n);
+            const bool from_memory = ir::is_stage_root(nd.kind) || s.is_spilled(n);
             if (from_memory && by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
             if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
@@ -54,8 +54,10 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
         const std::size_t alias = static_cast<std::size_t>(od.alias_input);
         // A reduction writes its result after reading all of its operand, so it may write
         // into an array that no stage reads (`s = sum(x)` into an existing s: no copy,
-        // nothing allocated, and so capturable into a CUDA graph).
-        const bool reduce = st.kind == ir::Stage::Kind::Reduce;
+        // nothing allocated, and so capturable into a CUDA graph). A scan likewise, into an
+        // array it does not read itself (its kernels read a tile before writing it, but a
+        // two-pass scan reads its operand twice).
+        const bool reduce = st.kind != ir::Stage::Kind::Elementwise;
         bool ok = p.inputs[alias].shape == p.node(od.node).shape &&
                   (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
                           : (st.stores.size() == 1 || !reads[static_cast<std::size_t>(stage)][alias]) &&

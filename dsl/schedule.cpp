@@ -44,12 +44,12 @@ Schedule schedule(const Program& p) {
         const NodeId node = p.outputs[o].node;
         if (s.output_of[node] < 0) s.output_of[node] = static_cast<std::int32_t>(o);
     }
-    // Reductions first, in node order: each reads only inputs and earlier reductions.
+    // Reductions and scans first, in node order: each reads only inputs and earlier ones.
     for (const NodeId i : p.ids()) {
         const Node& nd = p.node(i);
-        if (nd.kind != NodeKind::Reduce) continue;
+        if (!is_stage_root(nd.kind)) continue;
         Stage st;
-        st.kind = Stage::Kind::Reduce;
+        st.kind = nd.kind == NodeKind::Scan ? Stage::Kind::Scan : Stage::Kind::Reduce;
         st.shape = p.node(nd.args[0]).shape;
         st.reduce = i;
         s.stored_by[i] = static_cast<std::int32_t>(s.stages.size());
@@ -60,7 +60,7 @@ Schedule schedule(const Program& p) {
     // Then the other outputs, one stage per distinct shape, in output order.
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const NodeId node = p.outputs[o].node;
-        if (s.stored_by[node] >= 0) continue;  // a reduction, or stored already
+        if (s.stored_by[node] >= 0) continue;  // a reduction or scan, or stored already
         const Shape& shape = p.node(node).shape;
         std::int32_t stage = -1;
         for (std::size_t k = 0; k < s.stages.size(); ++k)
@@ -82,7 +82,7 @@ Schedule schedule(const Program& p) {
 namespace {
 
 // Nodes a stage computes inline for `root`: the root and its operands, transitively, stopping at
-// values read from memory (Reduce results, spilled nodes; each counts one: the load).
+// values read from memory (Reduce and Scan results, spilled nodes; each counts one: the load).
 class Closure {
 public:
     Closure(const Program& p, const NodeMap<std::uint8_t>& spilled)
@@ -101,8 +101,8 @@ public:
             m = stamp_;
             found_.push_back(x);
             const Node& nd = p_.node(x);
-            // Read from memory; a Reduce root too (its operand belongs to its own stage).
-            if (nd.kind == NodeKind::Reduce || (x != root && spilled_[x])) continue;
+            // Read from memory; a Reduce or Scan root too (its operand belongs to its own stage).
+            if (is_stage_root(nd.kind) || (x != root && spilled_[x])) continue;
             for (int a = 0; a < nd.nargs; ++a) stack_.push_back(nd.args[a]);
         }
         return found_;
@@ -135,7 +135,7 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
         std::vector<NodeId> stack;
         for (const auto& o : p.outputs) stack.push_back(o.node);
         for (const NodeId i : p.ids())
-            if (p.node(i).kind == NodeKind::Reduce) stack.push_back(i);
+            if (is_stage_root(p.node(i).kind)) stack.push_back(i);
         while (!stack.empty()) {
             const NodeId x = stack.back();
             stack.pop_back();
@@ -157,9 +157,7 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     NodeMap<std::uint8_t> spilled(n, 0);
     NodeMap<std::size_t> cost(n, 1);
     Closure closure(p, spilled);
-    auto read_cost = [&](NodeId a) {
-        return p.node(a).kind == NodeKind::Reduce || spilled[a] ? std::size_t{1} : cost[a];
-    };
+    auto read_cost = [&](NodeId a) { return is_stage_root(p.node(a).kind) || spilled[a] ? std::size_t{1} : cost[a]; };
     auto bound = [&](const Node& nd) {
         std::size_t c = 1;
         for (int a = 0; a < nd.nargs; ++a) {
@@ -194,12 +192,12 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     Schedule r;
     r.stored_by.assign(n, -1);
     r.output_of = s.output_of;
-    // Reductions and spilled nodes in node order: each reads only what lower nodes hold.
+    // Reductions, scans and spilled nodes in node order: each reads only what lower nodes hold.
     for (const NodeId node : p.ids()) {
         const Node& nd = p.node(node);
         Stage st;
-        if (nd.kind == NodeKind::Reduce) {
-            st.kind = Stage::Kind::Reduce;
+        if (is_stage_root(nd.kind)) {
+            st.kind = nd.kind == NodeKind::Scan ? Stage::Kind::Scan : Stage::Kind::Reduce;
             st.shape = p.node(nd.args[0]).shape;
             st.reduce = node;
         } else if (spilled[node]) {
@@ -269,7 +267,7 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
         const Stage& st = s.stages[k];
         const auto stage = static_cast<std::int32_t>(k);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.kind != Stage::Kind::Elementwise) stack.push_back(p.node(st.reduce).args[0]);
         for (auto x : st.stores) stack.push_back(x);
         while (!stack.empty()) {
             const NodeId x = stack.back();
@@ -279,11 +277,11 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
             m = static_cast<std::uint32_t>(k + 1);
             const Node& nd = p.node(x);
             const std::int32_t by = s.stored_by[x];
-            if ((nd.kind == NodeKind::Reduce || s.is_spilled(x)) && by != stage) {
+            if ((is_stage_root(nd.kind) || s.is_spilled(x)) && by != stage) {
                 last_read[x] = std::max(last_read[x], stage);
                 continue;
             }
-            if (nd.kind == NodeKind::Reduce) continue;
+            if (is_stage_root(nd.kind)) continue;
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
         }
     }

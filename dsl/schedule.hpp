@@ -2,12 +2,13 @@
 // that they agree on what is fused and what is stored.
 //
 //   * Every Reduce node is its own Reduce stage: its operand's expression is evaluated inline,
-//     fused into the reduction, over the operand's shape.
+//     fused into the reduction, over the operand's shape. Every Scan node likewise is its own
+//     Scan stage (the operand fused into the scan); what reads a scan's value is a later stage.
 //   * Every other output is stored by an Elementwise stage; outputs of one shape share a stage
 //     (one kernel writes them all).
-//   * Stages run in order; Reduce stages come first (in node order), so a stage only reads
-//     values of earlier stages. A Reduce result used by later expressions is read from its
-//     buffer (an output, or a temporary) with broadcasting, like an input.
+//   * Stages run in order; Reduce and Scan stages come first (in node order), so a stage only
+//     reads values of earlier stages. A Reduce or Scan result used by later expressions is read
+//     from its buffer (an output, or a temporary) with broadcasting, like an input.
 //   * Compact nodes (boolean-mask selections) sharing one mask and iteration space share a
 //     Compact stage, after the reductions: it evaluates the mask and the values over the
 //     space and writes the values where the mask is true, in C order, packed. How many that
@@ -26,12 +27,12 @@
 namespace jit::ir {
 
 struct Stage {
-    enum class Kind : std::uint8_t { Elementwise, Reduce, Compact };
+    enum class Kind : std::uint8_t { Elementwise, Reduce, Compact, Scan };
     Kind kind = Kind::Elementwise;
-    Shape shape;                 // iteration space (Reduce: the shape of the operand; Compact: of the values)
+    Shape shape;                 // iteration space (Reduce, Scan: the shape of the operand; Compact: of the values)
     std::vector<NodeId> stores;  // Elementwise: nodes written to memory, in output order; Compact: the
                                  // Compact nodes, all of one mask (args[1]) and one `axis`
-    NodeId reduce;               // Reduce: the Reduce node
+    NodeId reduce;               // Reduce: the Reduce node; Scan: the Scan node
 };
 
 struct Schedule {
@@ -42,7 +43,7 @@ struct Schedule {
     // several outputs (c = a + b; d = c): the first one is recorded here and the others are
     // copies the API layer makes.
     NodeMap<std::int32_t> output_of;
-    // Stored nodes that are not outputs (Reduce results read by later stages, and nodes
+    // Stored nodes that are not outputs (Reduce and Scan results read by later stages, and nodes
     // split_large_stages stores): each needs a temporary buffer of the node's dtype and shape,
     // C-contiguous.
     std::vector<NodeId> temps;

@@ -23,7 +23,8 @@ std::string describe(const Program& p, NodeId n) {
         case NodeKind::Scalar: return fmt::format("node {} (scalar {})", n, nd.slot);
         case NodeKind::Const: return fmt::format("node {} (constant)", n);
         case NodeKind::Op:
-        case NodeKind::Reduce: return fmt::format("node {} ({})", n, info(nd.op).id);
+        case NodeKind::Reduce:
+        case NodeKind::Scan: return fmt::format("node {} ({})", n, info(nd.op).id);
         case NodeKind::Cast: return fmt::format("node {} (cast to {})", n, dtype_name(nd.dtype));
         case NodeKind::Compact: return fmt::format("node {} (compaction)", n);
     }
@@ -147,6 +148,7 @@ void check_node(const Program& p, NodeId n) {
         case NodeKind::Op: {
             const OpInfo& i = info(nd.op);
             if (i.kind == OpKind::Reduction) broken(fmt::format("{}: a reduction in an Op node", describe(p, n)));
+            if (i.kind == OpKind::Scan) broken(fmt::format("{}: a scan in an Op node", describe(p, n)));
             arity_is(i.arity);
             Shape s;
             for (int k = 0; k < nd.nargs; ++k) {
@@ -212,6 +214,29 @@ void check_node(const Program& p, NodeId n) {
                 else want.push_back(v.shape[d]);
             }
             shape_is(want, "the most its values can select");
+            return;
+        }
+        case NodeKind::Scan: {
+            const OpInfo& i = info(nd.op);
+            if (i.kind != OpKind::Scan) broken(fmt::format("{}: not a scan in a Scan node", describe(p, n)));
+            if (i.finish != Finish::Keep)
+                broken(fmt::format("{}: a NaN-ignoring scan should have been lowered", describe(p, n)));
+            arity_is(1);
+            const Node& x = p.node(nd.args[0]);
+            const auto nd_in = static_cast<std::int32_t>(x.shape.size());
+            if (nd.axis < -1 || nd.axis >= nd_in)
+                broken(fmt::format("{}: axis {} of an operand of {} dimensions", describe(p, n), nd.axis, nd_in));
+            // Along an axis: the operand's shape; over every element: one axis of them all.
+            if (nd.axis >= 0) shape_is(x.shape, "its operand's");
+            else shape_is(Shape{shape_size(x.shape)}, "one axis of its operand's elements");
+            if (x.dtype != nd.dtype)
+                broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype),
+                                   dtype_name(x.dtype)));
+            // NumPy's result dtypes (SumProd): a scan of bool or a narrow integer is lowered to an
+            // int64 (uint64) one.
+            if (nd.dtype == DType::Bool ||
+                ((is_signed_int(nd.dtype) || is_unsigned_int(nd.dtype)) && itemsize(nd.dtype) != 8))
+                broken(fmt::format("{}: a scan of {}, which NumPy widens", describe(p, n), dtype_name(nd.dtype)));
             return;
         }
     }
@@ -284,13 +309,16 @@ void verify(const Program& p, const Schedule& s) {
                                        shape_to_string(st.shape), describe(p, nd.args[0]),
                                        shape_to_string(p.node(nd.args[0]).shape)));
             }
-        } else if (st.kind == Stage::Kind::Reduce) {
-            if (!st.reduce.valid() || st.reduce.index() >= nn || p.node(st.reduce).kind != NodeKind::Reduce)
-                broken(fmt::format("reduce stage {} without a Reduce node", k));
-            if (!st.stores.empty()) broken(fmt::format("reduce stage {} stores element-wise values too", k));
+        } else if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) {
+            const bool scan = st.kind == Stage::Kind::Scan;
+            const char* what = scan ? "scan" : "reduce";
+            if (!st.reduce.valid() || st.reduce.index() >= nn ||
+                p.node(st.reduce).kind != (scan ? NodeKind::Scan : NodeKind::Reduce))
+                broken(fmt::format("{} stage {} without a {} node", what, k, scan ? "Scan" : "Reduce"));
+            if (!st.stores.empty()) broken(fmt::format("{} stage {} stores element-wise values too", what, k));
             stored_here(st.reduce);
             if (st.shape != p.node(p.node(st.reduce).args[0]).shape)
-                broken(fmt::format("reduce stage {} iterates {}, its operand has {}", k, shape_to_string(st.shape),
+                broken(fmt::format("{} stage {} iterates {}, its operand has {}", what, k, shape_to_string(st.shape),
                                    shape_to_string(p.node(p.node(st.reduce).args[0]).shape)));
         } else {
             if (st.stores.empty()) broken(fmt::format("element-wise stage {} stores nothing", k));
@@ -308,7 +336,7 @@ void verify(const Program& p, const Schedule& s) {
             broken(fmt::format("{} is stored by stage {} of {}", describe(p, n), by, nstages));
         if ((by >= 0) != (stores[n] == 1))
             broken(fmt::format("{}: stored_by {}, stored {} times", describe(p, n), by, stores[n]));
-        if ((p.node(n).kind == NodeKind::Reduce || p.node(n).kind == NodeKind::Compact) && by < 0)
+        if ((is_stage_root(p.node(n).kind) || p.node(n).kind == NodeKind::Compact) && by < 0)
             broken(fmt::format("{} is stored by no stage", describe(p, n)));
         if (p.node(n).kind == NodeKind::Compact && by >= 0 &&
             s.stages[static_cast<std::size_t>(by)].kind != Stage::Kind::Compact)
@@ -338,15 +366,15 @@ void verify(const Program& p, const Schedule& s) {
         const bool needs = s.stored_by[n] >= 0 && s.output_of[n] < 0;
         if (temp[n] != (needs ? 1 : 0)) broken(fmt::format("{}: {} temporaries", describe(p, n), temp[n]));
     }
-    // Each stage reads from memory (Reduce results, spilled nodes stored elsewhere) only what an
-    // earlier stage stored.
+    // Each stage reads from memory (Reduce and Scan results, spilled nodes stored elsewhere) only
+    // what an earlier stage stored.
     NodeMap<char> seen;
     std::vector<NodeId> stack;
     for (std::int32_t k = 0; k < nstages; ++k) {
         const Stage& st = s.stages[static_cast<std::size_t>(k)];
         seen.assign(nn, 0);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.kind != Stage::Kind::Elementwise) stack.push_back(p.node(st.reduce).args[0]);
         for (const NodeId n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const NodeId n = stack.back();
@@ -355,7 +383,7 @@ void verify(const Program& p, const Schedule& s) {
             seen[n] = 1;
             const Node& nd = p.node(n);
             const std::int32_t by = s.stored_by[n];
-            if ((nd.kind == NodeKind::Reduce || s.is_spilled(n)) && by != k) {
+            if ((is_stage_root(nd.kind) || s.is_spilled(n)) && by != k) {
                 if (by > k)
                     broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
                 continue;

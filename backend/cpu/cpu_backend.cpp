@@ -9,7 +9,9 @@
 //
 // Run: the iteration space of a stage is split into blocks of kBlock elements; blocks are split
 // in contiguous chunks over the thread pool. Block boundaries never depend on the thread count,
-// so results (reductions included) are bitwise the same with 1 or N threads.
+// so results (reductions included) are bitwise the same with 1 or N threads. A scan stage runs
+// its rows in parallel and each row in order, element after element (NumPy's order: the same
+// rounding as NumPy's cumsum).
 #include "backend/cpu/cpu_backend.hpp"
 
 #include "backend/cpu/kernels.hpp"
@@ -87,9 +89,9 @@ struct Instr {
 };
 
 struct LoadPlan {
-    bool is_input = true;  // else an earlier stage's buffer (a Reduce node)
+    bool is_input = true;  // else an earlier stage's buffer (a Reduce or Scan node)
     int input = -1;        // is_input: the input's index
-    ir::NodeId node;       // else: the Reduce node
+    ir::NodeId node;       // else: the Reduce or Scan node
     DType dtype = DType::Float32;
 };
 
@@ -102,7 +104,7 @@ struct StorePlan {
 
 struct StagePlan {
     ir::Stage::Kind kind = ir::Stage::Kind::Elementwise;
-    Shape shape;  // iteration space (Reduce: the operand's shape)
+    Shape shape;  // iteration space (Reduce, Scan: the operand's shape)
     std::vector<LoadPlan> loads;
     std::vector<Instr> fills;  // run once per run and thread
     std::vector<Instr> code;   // per block
@@ -111,7 +113,7 @@ struct StagePlan {
     // Bytes between consecutive slots: a block of the widest register type of the stage, plus
     // one cache line so that slots do not all start at the same L1 set.
     i64 slot_bytes = 0;
-    // Reduce stages
+    // Reduce and Scan stages (a scan: its node, its accumulator's slot, -1 for every element)
     ir::NodeId reduce_node;
     int axis = -1;
     Red red = Red::Sum;
@@ -193,7 +195,29 @@ private:
 
 // The roots of the stage; for a Reduce stage, its reduction and where the result goes.
 void StagePlanner::find_roots() {
-    if (stage.kind == ir::Stage::Kind::Reduce) {
+    if (stage.kind == ir::Stage::Kind::Scan) {
+        const ir::Node& r = p.node(stage.reduce);
+        if (r.kind != ir::NodeKind::Scan || r.nargs != 1)
+            throw InternalError("cpu backend: scan stage without a Scan node");
+        sp.reduce_node = stage.reduce;
+        sp.red = red_slot(r.op);
+        if (sp.red != Red::Sum && sp.red != Red::Prod)
+            throw InternalError(fmt::format("cpu backend: {} is not a scan", ir::info(r.op).id));
+        sp.dtype = r.dtype;
+        sp.axis = r.axis;
+        sp.shape = p.node(r.args[0]).shape;
+        if (sp.axis >= static_cast<int>(sp.shape.size()))
+            throw InternalError(fmt::format("cpu backend: scan axis {} out of range", sp.axis));
+        if (p.node(r.args[0]).dtype != r.dtype)
+            throw InternalError("cpu backend: scan operand dtype differs from the result's");
+        sp.output = s.output_of[stage.reduce];
+        if (sp.output < 0) {
+            auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
+            if (it == s.temps.end()) throw InternalError("cpu backend: scan result has no buffer");
+            sp.temp = static_cast<int>(it - s.temps.begin());
+        }
+        roots.push_back(r.args[0]);
+    } else if (stage.kind == ir::Stage::Kind::Reduce) {
         const ir::Node& r = p.node(stage.reduce);
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
             throw InternalError("cpu backend: reduce stage without a Reduce node");
@@ -238,8 +262,8 @@ void StagePlanner::find_roots() {
     }
 }
 
-// Nodes needed, in node (topological) order. Reduce nodes other than this stage's own are
-// read from their buffers and not descended into.
+// Nodes needed, in node (topological) order. Reduce and Scan nodes other than this stage's own
+// are read from their buffers and not descended into.
 void StagePlanner::mark_needed() {
     need.assign(p.nodes.size(), 0);
     std::vector<ir::NodeId> stack(roots.begin(), roots.end());
@@ -365,7 +389,8 @@ void StagePlanner::select_instructions() {
                 sp.fills.push_back(ins);
                 continue;
             case ir::NodeKind::Input:
-            case ir::NodeKind::Reduce: {
+            case ir::NodeKind::Reduce:
+            case ir::NodeKind::Scan: {
                 LoadPlan lp;
                 lp.is_input = nd.kind == ir::NodeKind::Input;
                 if (lp.is_input) lp.input = nd.slot;
@@ -453,7 +478,7 @@ void StagePlanner::mark_full_fills() {
 
 // Where the stored values (or the reduction's operand) are found once the code has run.
 void StagePlanner::plan_stores() {
-    if (stage.kind == ir::Stage::Kind::Reduce) {
+    if (stage.kind != ir::Stage::Kind::Elementwise) {
         sp.value_slot = slot[roots[0]];
     } else if (stage.kind == ir::Stage::Kind::Compact) {
         sp.value_slot = slot[roots[0]];
@@ -623,6 +648,50 @@ std::byte* thread_scratch(std::size_t bytes) {
     return buf.empty() ? nullptr : buf.data()->b;
 }
 
+// ---------------------------------------------------------------- scans
+// out[i] = *carry = combine(*carry, in[i]), i < n, in order, over register values; with
+// `first`, in[0] starts the row (out[0] = in[0], not identity + in[0]: -0.0 stays -0.0, as in
+// NumPy). A 16-bit float's running value is rounded to its format at every step (NumPy's
+// float16 cumsum).
+using ScanFn = void (*)(const void* in, i64 n, void* out, void* carry, bool first);
+
+template <class R, class T, DType D>
+void kscan(const void* in, i64 n, void* out, void* carry, bool first) {
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    T c;
+    std::memcpy(&c, carry, sizeof c);
+    for (i64 i = 0; i < n; ++i) {
+        c = first && i == 0 ? x[0] : R::combine(c, x[i]);
+        if constexpr (D == DType::Float16) c = jx::round_f16(c);
+        else if constexpr (D == DType::BFloat16) c = jx::round_bf16(c);
+        y[i] = c;
+    }
+    std::memcpy(carry, &c, sizeof c);
+}
+
+template <class T, DType D>
+ScanFn scan_of(Red r) {
+    return r == Red::Prod ? &kscan<jx::red::Prod<T>, T, D> : &kscan<jx::red::Sum<T>, T, D>;
+}
+
+// The scan of accumulator slot `r` (Sum or Prod) over register values of `t`; null for the
+// dtypes lowering never scans (bool and the narrow integers become int64 or uint64 first).
+ScanFn scan_kernel(Red r, DType t) {
+    if (r != Red::Sum && r != Red::Prod) return nullptr;
+    switch (t) {
+        case DType::Int64: return scan_of<jx::i64, DType::Int64>(r);
+        case DType::UInt64: return scan_of<jx::u64, DType::UInt64>(r);
+        case DType::Float16: return scan_of<float, DType::Float16>(r);
+        case DType::BFloat16: return scan_of<float, DType::BFloat16>(r);
+        case DType::Float32: return scan_of<float, DType::Float32>(r);
+        case DType::Float64: return scan_of<double, DType::Float64>(r);
+        case DType::Complex64: return scan_of<jx::c64, DType::Complex64>(r);
+        case DType::Complex128: return scan_of<jx::c128, DType::Complex128>(r);
+        default: return nullptr;
+    }
+}
+
 // ---------------------------------------------------------------- the prepared program
 class CpuPrepared final : public detail::Prepared {
 public:
@@ -655,16 +724,19 @@ public:
             r.stage = static_cast<int>(k);
             r.kind = sp.kind == ir::Stage::Kind::Reduce    ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
                      : sp.kind == ir::Stage::Kind::Compact ? "compact blocks"
+                     : sp.kind == ir::Stage::Kind::Scan    ? (sp.axis >= 0 ? "scan rows" : "scan in order")
                                                            : "blocks";
             r.index = "64-bit";
             // The widest value the stage holds in registers decides the lanes of its loops.
             std::size_t widest = 1;
             for (const StorePlan& st : sp.stores) widest = std::max(widest, itemsize(st.dtype));
             for (const LoadPlan& lp : sp.loads) widest = std::max(widest, itemsize(lp.dtype));
-            if (sp.kind == ir::Stage::Kind::Reduce) widest = std::max(widest, itemsize(sp.dtype));
+            if (sp.kind != ir::Stage::Kind::Elementwise) widest = std::max(widest, itemsize(sp.dtype));
             r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)",
                                           32 / std::min<std::size_t>(widest, 32), widest)
                             : std::string("portable loops (as the compiler vectorises them)");
+            // The operand's instructions run over blocks; the scan itself goes element after element.
+            if (sp.kind == ir::Stage::Kind::Scan) r.vector += "; the scan itself in order, one element after another";
             r.tier = "-";
             r.cache = "nothing to compile (block kernels built in)";
             int fused = 0;
@@ -708,8 +780,9 @@ private:
         Space space;
         std::vector<Operand> loads;
         std::vector<Operand> stores;
-        // Reduce
+        // Reduce, Scan
         i64 rows = 1, row_len = 0;
+        Operand scan_out;  // Scan: the result over the (collapsed) iteration space
         char* out_base = nullptr;
         Shape out_shape;
         Strides out_strides;
@@ -723,6 +796,7 @@ private:
     // A Compact stage: counts the mask per block, has the outputs allocated for the total, then
     // writes each block's selected values at the count of the blocks before it.
     void run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const;
+    void run_scan(const StagePlan& sp, const Bound& b) const;
     void combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const;
     // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
     void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
@@ -873,7 +947,54 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     b.row_len = 0;
     b.out_base = nullptr;
     b.out_item = 0;
-    if (sp.kind == ir::Stage::Kind::Reduce) {
+    if (sp.kind == ir::Stage::Kind::Scan) {
+        // The result over the iteration space: along an axis it has the operand's shape; over
+        // every element it is 1-d, element k the k-th of the operand in C order.
+        const ir::Node& r = program_.node(sp.reduce_node);
+        Operand& o = b.scan_out;
+        o.item = static_cast<i64>(itemsize(r.dtype));
+        Strides rs;
+        if (sp.output >= 0) {
+            const Array& a = args.outputs[static_cast<std::size_t>(sp.output)];
+            if (a.dtype() != r.dtype || a.shape() != r.shape)
+                throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", sp.output,
+                                                dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
+                                                shape_to_string(r.shape)));
+            o.base = static_cast<const char*>(a.data());
+            rs.assign(a.strides().begin(), a.strides().end());
+        } else {
+            o.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)]->data());
+            rs = contiguous_strides(r.shape);
+        }
+        if (sp.axis >= 0) {
+            o.strides.assign(rs.begin(), rs.end());
+        } else {
+            o.strides.assign(shape.size(), 0);
+            i64 step = rs.empty() ? 1 : rs[0];
+            for (std::size_t k = shape.size(); k-- > 0;) {
+                o.strides[k] = step;
+                step *= shape[k];
+            }
+        }
+        const i64 n = shape_size(shape);
+        if (sp.axis >= 0) {
+            const std::size_t ax = static_cast<std::size_t>(sp.axis);
+            b.row_len = shape[ax];
+            b.rows = b.row_len == 0 ? 0 : n / b.row_len;
+            auto move_last = [&](auto& v) {
+                auto x = v[ax];
+                v.erase(v.begin() + sp.axis);
+                v.push_back(x);
+            };
+            move_last(shape);
+            for (std::size_t i = 0; i < sp.loads.size(); ++i) move_last(b.loads[i].strides);
+            move_last(o.strides);
+            keep_last = true;
+        } else {
+            b.row_len = n;
+            b.rows = 1;
+        }
+    } else if (sp.kind == ir::Stage::Kind::Reduce) {
         const i64 n = shape_size(shape);
         if (sp.axis >= 0) {
             // Move the reduced axis last: each row of the iteration space is one result.
@@ -918,6 +1039,7 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     boost::container::small_vector<Strides*, 16> all;
     for (std::size_t i = 0; i < sp.loads.size(); ++i) all.push_back(&b.loads[i].strides);
     for (std::size_t i = 0; i < sp.stores.size(); ++i) all.push_back(&b.stores[i].strides);
+    if (sp.kind == ir::Stage::Kind::Scan) all.push_back(&b.scan_out.strides);
     collapse(shape, std::span<Strides* const>(all.data(), all.size()), keep_last);
     b.space.size = shape_size(shape);
     const bool flat = shape.size() <= 1;
@@ -1022,7 +1144,9 @@ bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
     for (std::size_t k = first; k <= j; ++k)
         if (plans_[k].kind == ir::Stage::Kind::Compact) return false;  // two passes of its own
     for (std::size_t k = first; k <= j; ++k)
-        if (plans_[k].kind == ir::Stage::Kind::Reduce && plans_[k].axis >= 0) return false;
+        if ((plans_[k].kind == ir::Stage::Kind::Reduce && plans_[k].axis >= 0) ||
+            plans_[k].kind == ir::Stage::Kind::Scan)
+            return false;
     // An input that an output overwrites in place is read by stage by stage only (the group's
     // stages would read and write it in one pass); any other load of the group is safe.
     for (std::size_t k = first; k <= j; ++k)
@@ -1266,6 +1390,61 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
     });
 }
 
+void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
+    const ScanFn scan = scan_kernel(sp.red, sp.dtype);
+    if (!scan) throw InternalError(fmt::format("cpu backend: no scan for {}", dtype_name(sp.dtype)));
+    const DType rd = program_.node(sp.reduce_node).dtype;
+    const StoreFn store = kt_.store[static_cast<int>(rd)];
+    const IdentityFn identity = kt_.identity[static_cast<int>(sp.red)][static_cast<int>(sp.dtype)];
+    const i64 rs = reg_size(sp.dtype);
+    const i64 rows = b.rows, L = b.row_len;
+    if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+    if (rows == 0 || L == 0 || b.space.size == 0) return;
+    Ctx ctx{b.args, nullptr};
+    const Operand& out = b.scan_out;
+    char* const out_base = const_cast<char*>(out.base);
+    // The scanned values of flat positions [start, start + len) go to the result.
+    auto put = [&](const std::byte* vals, i64 start, i64 len) {
+        walk(b.space.shape, out.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+            store(vals + done * rs, out_base + off * out.item, stride, run);
+        });
+    };
+    // Short rows: whole rows packed into each block; long rows: a row per unit, its blocks in
+    // order with the running value carried from one to the next.
+    const bool short_rows = L <= kBlock;
+    const i64 per_block = short_rows ? kBlock / L : 1;
+    const i64 units = (rows + per_block - 1) / per_block;
+    const std::size_t scratch_bytes = static_cast<std::size_t>((sp.nslots + 1) * sp.slot_bytes);
+    parallel(units, b.space.size, b.args->control, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(scratch_bytes);
+        std::byte* result = scratch + sp.nslots * sp.slot_bytes;  // one block of scanned values
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        fill(sp, ctx, scratch, ptr.data());
+        alignas(16) std::byte carry[16];
+        for (i64 u0 = 0, u1 = 0; next(u0, u1);)
+            for (i64 u = u0; u < u1; ++u) {
+                if (short_rows) {
+                    const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
+                    eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
+                    const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
+                    for (i64 row = r0; row < r1; ++row) {
+                        identity(carry);
+                        scan(vals + (row - r0) * L * rs, L, result + (row - r0) * L * rs, carry, true);
+                    }
+                    put(result, r0 * L, (r1 - r0) * L);
+                    continue;
+                }
+                identity(carry);
+                for (i64 j = 0; j < L; j += kBlock) {
+                    const i64 start = u * L + j, len = std::min(kBlock, L - j);
+                    eval_block(sp, b, scratch, ptr.data(), start, len);
+                    scan(ptr[sp.value_slot], len, result, carry, j == 0);
+                    put(result, start, len);
+                }
+            }
+    });
+}
+
 void CpuPrepared::run(const detail::RunArgs& args) {
     if (args.inputs.size() != program_.inputs.size())
         throw ArgumentError(
@@ -1340,6 +1519,7 @@ void CpuPrepared::run(const detail::RunArgs& args) {
         }
         bind(sp, ctx, b);
         if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
+        else if (sp.kind == ir::Stage::Kind::Scan) run_scan(sp, b);
         else run_elementwise(sp, b);
     }
 }

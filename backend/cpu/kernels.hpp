@@ -73,6 +73,7 @@ enum class Red : std::uint8_t {
 #define JX_RED_Function(Id)
 #define JX_RED_Result(Id) JX_RED_Function(Id)
 #define JX_RED_Reduction(Id) Id,
+#define JX_RED_Scan(Id)
 #define JIT_OP(Id, Kind, ...) JX_RED_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
@@ -97,6 +98,7 @@ constexpr Red red_of_op(ir::Op op) {
 #undef JX_RED_Function
 #undef JX_RED_Result
 #undef JX_RED_Reduction
+#undef JX_RED_Scan
 // The kernels a reduction runs: its accumulator's (dsl/ops.def, Accumulate).
 constexpr Red red_slot(ir::Op op) { return red_of_op(ir::info(op).accumulate); }
 // Bytes of a slot's accumulator for operands of register dtype `t` (ArgFirst: an int64 position).

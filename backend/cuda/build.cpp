@@ -48,6 +48,10 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
                                      l.warp_per_output ? "warp" : "thread");
                 break;
             case KernelKind::Compact: r.kind = "compact (count, then an order-preserving scatter)"; break;
+            case KernelKind::ScanAll: r.kind = "scan-all (two passes: chunk totals, then the scan)"; break;
+            case KernelKind::ScanAxis:
+                r.kind = fmt::format("scan-axis (axis {}, a {} per row)", l.axis, l.block_per_row ? "block" : "thread");
+                break;
         }
         if (l.kind == KernelKind::Flat) r.index = l.index_bits == 32 ? "32-bit" : "64-bit";
         else if (k.entries.size() == 2 && l.kind != KernelKind::Compact)
@@ -62,7 +66,7 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
         else r.vector = "none (one element per thread and step)";
         r.detail = fmt::format("{} threads per block", l.block);
         if (k.ptx) r.detail += ", PTX assembled by nvJitLink";
-        if (l.kind == KernelKind::ReduceAll)
+        if (l.kind == KernelKind::ReduceAll || l.kind == KernelKind::ScanAll)
             r.detail += fmt::format(", at most {} blocks, combined in a fixed order", l.max_blocks);
         if (l.kind == KernelKind::Compact)
             r.detail += fmt::format(

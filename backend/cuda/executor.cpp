@@ -110,12 +110,11 @@ public:
             load(main_, &info_, ctl);
             info_.load_ms += found_load_ms;
         }
-        // Workspace: per ReduceAll kernel its partials and counter, then each temporary.
+        // Workspace: per ReduceAll, ScanAll and Compact kernel its partials (counts) and counter, then each temporary.
         std::size_t off = 0;
         auto align = [](std::size_t x) { return (x + 255) / 256 * 256; };
         for (auto& l : main_.kernels) {
-            if (l.kernel->launch.kind != KernelKind::ReduceAll && l.kernel->launch.kind != KernelKind::Compact)
-                continue;
+            if (l.kernel->launch.workspace_bytes() == 0) continue;
             l.workspace_offset = off;
             off += align(l.kernel->launch.workspace_bytes());
         }

@@ -231,7 +231,8 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
     if (!l.layout.empty()) scratch.layout.assign(l.layout.begin(), l.layout.end());
 
     bool aligned = k.launch.vec > 1;
-    unsigned char* flag_slot = nullptr;  // the VectorFlag argument, set once the layout is known
+    unsigned char* flag_slot = nullptr;   // the VectorFlag argument, set once the layout is known
+    unsigned char* phase_slot = nullptr;  // ScanAll's Phase argument, set before each of its launches
     for (std::size_t i = 0; i < np; ++i) {
         const Param& p = k.params[i];
         unsigned char* slot = scratch.values[i].data();
@@ -266,6 +267,21 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             }
             case Param::Kind::Layout: break;
             case Param::Kind::VectorFlag: flag_slot = slot; break;
+            case Param::Kind::Phase: phase_slot = slot; break;
+            case Param::Kind::OutStride: {
+                // The 1-d result's stride: the output array's, or 1 (a temporary is contiguous).
+                long long os = 1;
+                for (const Param& w : k.params)
+                    if (w.kind == Param::Kind::Array && w.written) {
+                        const std::int32_t o = schedule.output_of[w.array.node()];
+                        if (o >= 0) {
+                            const Array& a = args.outputs[static_cast<std::size_t>(o)];
+                            if (a.strides().size() == 1) os = a.strides()[0];
+                        }
+                    }
+                std::memcpy(slot, &os, sizeof os);
+                break;
+            }
         }
         scratch.argv[i] =
             p.kind == Param::Kind::Layout ? static_cast<void*>(scratch.layout.data()) : static_cast<void*>(slot);
@@ -350,6 +366,29 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             break;
         }
         case KernelKind::Compact: throw InternalError("cuda backend: a compaction launched as one kernel");
+        case KernelKind::ScanAll: {
+            if (n == 0) return;
+            // The grid, and so each block's chunk, depends only on n and the device: the same
+            // association of a float scan on every run.
+            const std::int64_t limit =
+                std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count) * (2048 / block));
+            cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
+            if (!phase_slot) throw InternalError("cuda backend: a scan kernel without its phase parameter");
+            const int first = 0, second = 1;
+            std::memcpy(phase_slot, &first, sizeof first);
+            cuda::launch(fn, cfg, scratch.argv.data());  // chunk totals and their prefixes
+            std::memcpy(phase_slot, &second, sizeof second);
+            break;  // then the scan itself
+        }
+        case KernelKind::ScanAxis: {
+            if (n == 0) return;
+            const std::int64_t len = st.shape[static_cast<std::size_t>(k.launch.axis)];
+            const std::int64_t rows = n / len;
+            const std::int64_t units = k.launch.block_per_row ? rows : div_up(rows, block);
+            cfg.grid[0] =
+                static_cast<unsigned>(std::clamp<std::int64_t>(units, 1, std::min<std::int64_t>(cap, 0x7fffffff)));
+            break;
+        }
         case KernelKind::ReduceAxis: {
             const std::int64_t len = st.shape[static_cast<std::size_t>(k.launch.axis)];
             const std::int64_t outputs = len == 0 ? shape_size(program.node(st.reduce).shape) : n / len;

@@ -127,6 +127,8 @@ ChunkPlan plan_stream(const Request& r) {
                 return refuse(std::move(p),
                               "a reduction's value is used in further arithmetic (it needs every chunk first)");
         }
+        if (node.kind == ir::NodeKind::Scan)
+            return refuse(std::move(p), "a scan (cumsum, cumprod) is not streamed (each chunk needs the ones before)");
         if (node.kind == ir::NodeKind::Reduce) {
             if (node.axis >= 0) return refuse(std::move(p), "a reduction along one axis is not streamed");
             if (ir::info(node.op).rule == ir::Rule::ArgFirst)

@@ -7,7 +7,7 @@ evaluated by jitexpr and by NumPy 2, and the smallest program that tells them ap
     fuzz_numpy.py --driver cli --binary build/tools/jitexpr --minutes 5
     fuzz_numpy.py --library ... --seed 7 --case 1234 -v                         # one case again
 
-Each case is a random expression (operators, functions, where/?:, casts, reductions) over 1-3
+Each case is a random expression (operators, functions, where/?:, casts, reductions, scans) over 1-3
 arrays of random dtypes (all 15: bool, the integers, float16, bfloat16, float32, float64,
 complex64, complex128) and shapes (0-d, empty, broadcasting, and for the Python driver strided
 and transposed views), host scalars (weakly typed Python bool/int/float/complex) and literals
@@ -71,6 +71,7 @@ FUNCS = {
 NP_NAME = {"abs": "absolute", "conj": "conjugate"}
 COMPLEX_INEXACT = ("sqrt", "abs", "sign")
 REDUCTIONS = ["sum", "prod", "mean", "min", "max", "any", "all"]
+SCANS = ["cumsum", "cumprod", "nancumsum", "nancumprod"]
 TRANS_ULPS = 4  # what jitexpr promises for a function not correctly rounded (and a float power)
 BINOPS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=", ">=", ">",
           "and", "or"]
@@ -448,6 +449,8 @@ def evaluate(node, ev):
         return cast(node[1], evaluate(node[2], ev), ev)
     if k == "reduce":
         return reduce_(node[1], evaluate(node[2], ev), node[3], ev)
+    if k == "scan":
+        return scan_(node[1], evaluate(node[2], ev), node[3], ev)
     raise AssertionError(node)
 
 
@@ -705,11 +708,47 @@ def reduce_(name, v, axis, ev):
     r = np.asarray(fn(a, axis=axis))
     if name in ("sum", "prod") and kind in HALF:
         r = np.asarray(fn(a, axis=axis, dtype=a.dtype))
+    if logical in HALF:
+        # jitexpr stores a reduction's result, rounded to its 16-bit dtype (a float16 product past
+        # 65504 is inf), and reads it back from there.
+        r = ev.round_to(r, logical)
     out = Arr(r.astype(ev.carrier(logical)), logical)
     if name in ("sum", "prod", "mean"):
         n = a.size if axis is None else a.shape[axis]
         out = ev.inexact(out, 2 * max(1, n))
     return out
+
+
+def scan_(name, v, axis, ev):
+    """NumPy's cumsum/cumprod/nancumsum/nancumprod: a 0-d operand is taken as 1-d, no axis
+    flattens in C order; each step rounded to the result dtype (a 16-bit float accumulates in
+    its own format, done here step by step since NumPy has no bfloat16)."""
+    v = strongify(v, ev)
+    kind = v.dtype
+    a = np.atleast_1d(v.a)
+    nd = a.ndim
+    if axis is not None and not -nd <= axis < nd:
+        raise RefError("shape")
+    prod = name.endswith("prod")
+    logical = ev.logical(lambda p: getattr(np, name)(np.zeros((2,) * nd, dtype=np.asarray(p).dtype)), [v])
+    if name.startswith("nan") and np.asarray(a).dtype.kind in "fc":
+        a = np.where(np.isnan(a), 1 if prod else 0, a)
+    x = a.reshape(-1) if axis is None else np.moveaxis(a, axis, -1)
+    if kind in HALF:
+        x = ev.round_to(x, kind)
+        out = np.empty_like(x)
+        acc = np.full(x.shape[:-1], 1 if prod else 0, dtype=x.dtype)
+        for j in range(x.shape[-1]):
+            acc = ev.round_to(acc * x[..., j] if prod else acc + x[..., j], kind)
+            out[..., j] = acc
+        r = out
+    else:
+        r = (np.cumprod if prod else np.cumsum)(x, axis=-1)
+    if axis is not None:
+        r = np.moveaxis(r, -1, axis)
+    out = Arr(np.asarray(r).astype(ev.carrier(logical)), logical)
+    n = x.shape[-1] if x.ndim else 1
+    return ev.inexact(out, 2 * max(1, n))
 
 
 # --- the generator -------------------------------------------------------------------------------
@@ -830,6 +869,8 @@ class Generator:
         if r < 0.90:
             return ("cast", str(rng.choice(CASTS)), sub())
         axis = None if rng.random() < 0.5 else int(rng.integers(-2, 3))
+        if rng.random() < 0.25:
+            return ("scan", str(rng.choice(SCANS)), sub(), axis)
         return ("reduce", str(rng.choice(REDUCTIONS)), sub(), axis)
 
 
@@ -867,7 +908,7 @@ def text(n):
         return f"({text(n[1])} ? {text(n[2])} : {text(n[3])})"
     if k == "cast":
         return f"{n[1]}({text(n[2])})"
-    if k == "reduce":
+    if k in ("reduce", "scan"):
         return f"{n[1]}({text(n[2])})" if n[3] is None else f"{n[1]}({text(n[2])}, axis={n[3]})"
     raise AssertionError(n)
 
@@ -882,7 +923,7 @@ def children(n):
         return list(n[2])
     if k in ("where", "tern"):
         return list(n[1:])
-    if k in ("cast", "reduce"):
+    if k in ("cast", "reduce", "scan"):
         return [n[2]]
     return []
 
@@ -895,7 +936,7 @@ def inexact_ops(n):
         own = 1
     if k == "bin" and n[1] == "**":
         own = 1
-    if k == "reduce" and n[1] in ("sum", "prod", "mean"):
+    if (k == "reduce" and n[1] in ("sum", "prod", "mean")) or k == "scan":
         own = 4
     return own + sum(inexact_ops(c) for c in children(n))
 
@@ -1091,7 +1132,7 @@ def shrink(driver, tree, names, why):
             for i in range(1, 4):
                 for c in replacements(t[i]):
                     yield t[:i] + (c,) + t[i + 1:]
-        elif k in ("cast", "reduce"):
+        elif k in ("cast", "reduce", "scan"):
             for c in replacements(t[2]):
                 yield t[:2] + (c,) + t[3:]
 

@@ -52,6 +52,7 @@ struct CheckedProgram {
     std::vector<CheckedValue> assigned;   // every assigned name, its last value, in order of first assignment
     std::optional<CheckedValue> result;   // the last statement's value; none for an empty program
     bool reduces = false;                 // whether any statement reduces (sum, mean, ...)
+    bool scans = false;                   // whether any statement has a scan (cumsum, cumprod, ...)
 };
 
 // Parses and checks `text` with the names bound as `names` says. Throws what Runtime::run

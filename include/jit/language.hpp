@@ -16,8 +16,9 @@ namespace jit {
 
 struct FunctionInfo {
     // Result: one result of a function of several (`m, e = frexp(x)`); the function's entries
-    // are adjacent, one per result in the order of the targets, and share its names.
-    enum class Kind : std::uint8_t { Operator, Function, Reduction, Result };
+    // are adjacent, one per result in the order of the targets, and share its names. Scan: a
+    // running fold along an axis (cumsum).
+    enum class Kind : std::uint8_t { Operator, Function, Reduction, Result, Scan };
     Kind kind = Kind::Function;
     std::string id;                  // "Arcsin"
     std::vector<std::string> names;  // "arcsin", "asin"; operators: their ufunc names ("add"), if any
@@ -25,7 +26,7 @@ struct FunctionInfo {
     int arity = 0;
     std::string doc;
 };
-// Every operator, function and reduction of the language, in the op table's order.
+// Every operator, function, reduction and scan of the language, in the op table's order.
 const std::vector<FunctionInfo>& functions();
 // Every name the language knows (functions, dtype names used as casts, constants), sorted.
 std::vector<std::string> builtin_names();

@@ -33,7 +33,7 @@ __version__ = _jitexpr.__version__
 
 def functions():
     """The language's operators, functions and reductions, in the op table's order: a list of
-    (kind, names, arity, doc), kind "operator", "function", "reduction" or "result" (one result of
+    (kind, names, arity, doc), kind "operator", "function", "reduction", "scan" or "result" (one result of
     a function of several, such as frexp: its rows are adjacent, in the order of the targets of
     `m, e = frexp(x)`); names is what a program calls it by (empty for operators without one)."""
     return [(k, list(n), a, d) for k, n, a, d in _jitexpr.functions()]

@@ -30,11 +30,13 @@ class ValueInfo(NamedTuple):
 class ProgramInfo(NamedTuple):
     """What :func:`check` found: ``parameters`` (names read before assigned, in order),
     ``assigned`` ({name: ValueInfo} of every assigned name's last value, in order), ``result``
-    (the last statement's value; None for an empty program), ``reduces`` (any reduction)."""
+    (the last statement's value; None for an empty program), ``reduces`` (any reduction),
+    ``scans`` (any scan: cumsum, cumprod, nancumsum, nancumprod)."""
     parameters: list
     assigned: dict
     result: ValueInfo | None
     reduces: bool
+    scans: bool = False
 
 
 _SCALAR_TYPES = {builtins.bool: "bool", builtins.int: "int64", builtins.float: "float64", builtins.complex: "complex128"}
@@ -101,7 +103,8 @@ def check_specs(text, specs) -> ProgramInfo:
         raise ArgumentError(f"the program must be a str, not {type(text).__name__}")
     r = _core.check(text, specs)
     return ProgramInfo(list(r["parameters"]), {t[0]: _info(t) for t in r["assigned"]},
-                       None if r["result"] is None else _info(r["result"]), bool(r["reduces"]))
+                       None if r["result"] is None else _info(r["result"]), bool(r["reduces"]),
+                       bool(r["scans"]))
 
 
 def check(ex, /, local_dict=None, *, _frame_depth=1, **names) -> ProgramInfo:

@@ -2618,6 +2618,7 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
     d["assigned"] = assigned;
     d["result"] = p.result ? nb::object(value(*p.result)) : nb::none();
     d["reduces"] = p.reduces;
+    d["scans"] = p.scans;
     return d;
 }
 
@@ -2809,6 +2810,7 @@ NB_MODULE(_jitexpr, m) {
             const char* kind = f.kind == jit::FunctionInfo::Kind::Operator   ? "operator"
                                : f.kind == jit::FunctionInfo::Kind::Function ? "function"
                                : f.kind == jit::FunctionInfo::Kind::Result   ? "result"
+                               : f.kind == jit::FunctionInfo::Kind::Scan     ? "scan"
                                                                              : "reduction";
             nb::list names;
             for (const auto& n : f.names) names.append(nb::str(n.c_str()));

@@ -153,6 +153,14 @@ TEST_F(ShardedEval, AReductionInsideAnExpressionIsRefusedBeforeAnythingRuns) {
     EXPECT_NE(m.find("make it a statement of its own"), std::string::npos) << m;
 }
 
+TEST_F(ShardedEval, AScanOverSplitRowsIsRefused) {
+    // Each shard would scan its own rows alone: cumsum(a, axis=0) restarts at every shard.
+    for (const char* text : {"cumsum(a, axis=0)", "c = cumsum(a) * 2", "sum(cumprod(a, 1))"}) {
+        const std::string m = argument_error([&] { two.eval(text, {{"a", sa}}); });
+        EXPECT_NE(m.find("has a scan"), std::string::npos) << text << ": " << m;
+    }
+}
+
 TEST_F(ShardedEval, ReadingACombinedValueIsRefused) {
     const std::string m = argument_error([&] { two.eval("s = sum(a); t = a - s", {{"a", sa}}); });
     EXPECT_NE(m.find("second program"), std::string::npos) << m;

@@ -161,6 +161,19 @@ class Statements(Base):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout, "array(10, dtype=int64)  # shape ()\n")
 
+    def test_scan_prints_its_running_values(self):
+        r = run(["-e", "m = ones((2, 3), dtype=int8); cumsum(m * 2, axis=1); cumsum(m)"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array([[2, 4, 6],", "       [2, 4, 6]], dtype=int64)  # shape (2, 3)",
+                          "array([1, 2, 3, 4, 5, 6], dtype=int64)  # shape (6,)"])
+
+    def test_scan_axis_out_of_range_has_a_caret(self):
+        r = run(["-e", "cumsum(ones((2, 3)), axis=2)"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("axis 2 is out of bounds for an array of 2 dimensions", r.stderr)
+        self.assertIn("^", r.stderr)
+
     def test_large_array_is_summarised(self):
         r = run(["-e", "arange(2000)"])
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -161,6 +161,7 @@ bool eval(const Case& c, std::string* got) {
 #define JX_EVAL_Function(Id, Arity) JX_EVAL(Id, Arity)
 #define JX_EVAL_Result(Id, Arity) JX_EVAL_Function(Id, Arity)
 #define JX_EVAL_Reduction(Id, Arity)
+#define JX_EVAL_Scan(Id, Arity)
 #define JX_EVAL(Id, Arity)                                                              \
     if (c.op == #Id) {                                                                  \
         if constexpr (Arity == 1 && requires(T x) { jx::op::Id(x); }) {                 \

@@ -52,6 +52,7 @@ using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::
 #define JX_PROBE_Function(Id, Arity) JX_PROBE(Id, Arity)
 #define JX_PROBE_Result(Id, Arity) JX_PROBE_Function(Id, Arity)
 #define JX_PROBE_Reduction(Id, Arity)
+#define JX_PROBE_Scan(Id, Arity)
 #define JX_PROBE(Id, Arity)                                                                       \
     struct Probe_##Id {                                                                           \
         static constexpr const char* name = #Id;                                                  \
@@ -133,6 +134,7 @@ std::string kernel_source(int* calls) {
 #define JX_EMIT_Function(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
 #define JX_EMIT_Result(Id) JX_EMIT_Function(Id)
 #define JX_EMIT_Reduction(Id)
+#define JX_EMIT_Scan(Id)
 #define JIT_OP(Id, Kind, ...) JX_EMIT_##Kind(Id)
 #include "dsl/ops.def"
 #undef JIT_OP
@@ -178,6 +180,7 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
 #define JX_CHECK_Function(Id) JX_CHECK(Id)
 #define JX_CHECK_Result(Id) JX_CHECK_Function(Id)
 #define JX_CHECK_Reduction(Id)
+#define JX_CHECK_Scan(Id)
 #define JX_CHECK(Id)                                                 \
     if (src.find("jx::op::" #Id "(") == std::string::npos) {         \
         ADD_FAILURE() << "no jx::op::" #Id " overload for any type"; \

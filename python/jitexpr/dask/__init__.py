@@ -78,6 +78,10 @@ def reduce(kind, ex, /, local_dict=None, *, axis=None, keepdims=False, ddof=0, s
     from .._check import check_specs
     params = _array._params_in(text, values)
     info = check_specs(text, _array._specs({n: values[n] for n in params}))
+    if info.scans:
+        from .._errors import ArgumentError
+        raise ArgumentError(f"{kind}() of a scan (cumsum, ...): jitexpr.dask evaluates one block at a time, and a "
+                            f"scan runs across blocks; scan with dask.array.cumsum instead")
     if info.reduces:
         # The operand has reductions of its own (std("a - mean(a)")): those first.
         staged = _array.program(text, values)

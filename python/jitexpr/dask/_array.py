@@ -401,6 +401,9 @@ def program(text, values, outputs=None):
         if n in values and n in params and (_is_dask(values[n]) or isinstance(values[n], np.ndarray)):
             raise ArgumentError(f"'{n}' is assigned, but it is an input: Dask arrays are not written in place; "
                                 f"assign to a new name")
+    if info.scans:
+        raise ArgumentError("a scan (cumsum, cumprod, nancumsum, nancumprod) runs across Dask's blocks, which "
+                            "jitexpr.dask evaluates one at a time; scan the result with dask.array.cumsum instead")
     if not info.reduces:
         if outputs is None:
             return elementwise(text, values)

@@ -222,12 +222,16 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
         if more:
             # Several targets (m, e = frexp(a)): the statement checked whole, each target's dtype.
             text = f"{', '.join(targets)} = {text}"
-            assigned = check_specs(text, dict(specs)).assigned  # errors with the caret under the statement
-            results = [assigned[t] for t in targets]
+            checked = check_specs(text, dict(specs))  # errors with the caret under the statement
+            results = [checked.assigned[t] for t in targets]
         else:
             # Every column is bound (did-you-mean sees them); the statement's value is checked
             # alone, so an assignment rebinds a column rather than writing into it.
-            results = [check_specs(text, dict(specs)).result]  # errors with the caret under the statement
+            checked = check_specs(text, dict(specs))  # errors with the caret under the statement
+            results = [checked.result]
+        if checked.scans:
+            raise ArgumentError(f"eval_frame is row by row: '{text}' has a scan (cumsum, ...), which runs across "
+                                f"rows and partitions; scan the result with Dask (.cumsum()) instead")
         kinds = {kinds_of.get(n, "numpy") for n in reads}
         for n in reads:
             if n in columns and n not in checked_columns and n not in result_dtypes:
