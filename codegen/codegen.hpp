@@ -22,6 +22,10 @@
 //                every run.
 //   ReduceAxis   one output element per warp (reduced axis is the last one: coalesced lanes) or
 //                per thread (another axis: adjacent threads read adjacent memory).
+//   Select       an OrderStat (median, quantile): one block per row of the reduced axes, a radix
+//                select over ordered keys (8 bits a pass, a shared histogram) for each rank
+//                needed; the row's expression is evaluated again in each pass (no workspace);
+//                the result, a temporary, is written in C order.
 #pragma once
 
 #include "dsl/ir.hpp"
@@ -66,7 +70,7 @@ struct Param {
     std::int32_t layout_row = -1;  // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
-enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis };
+enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis, Select };
 
 // Entry points of Strided and Tiled kernels (KernelSource::entries): the same body with 64-bit
 // and with 32-bit indices. Flat, ReduceAll and ReduceAxis kernels have one entry.
@@ -82,6 +86,7 @@ struct LaunchPolicy {
     int layout_rows = 0;                   // Layout: stride rows (one per array with layout_row >= 0)
     int tile = 0;                          // Tiled: edge of the square tile of the last two axes
     int axis = -1;                         // ReduceAxis: the reduced axis of the iteration space
+    std::uint32_t select_axes = 0;         // Select: bit d set for each reduced axis of the iteration space
     bool warp_per_output = false;          // ReduceAxis: a warp per output (else a thread)
     int max_blocks = 0;                    // ReduceAll: grid cap = number of partial slots
     int partial_bytes = 0;                 // ReduceAll: bytes of one partial (the accumulator type)

@@ -54,7 +54,10 @@ enum class Rule : std::uint8_t {
     VarReduce,
     ArgReduce,
     CountReduce,
-    PtpReduce
+    PtpReduce,
+    MedianReduce,
+    QuantileReduce,
+    OrderStat
 };
 
 // What a reduction does with its accumulated value.
@@ -62,6 +65,7 @@ enum class Finish : std::uint8_t {
     Keep,           // the accumulator is the result
     DivideByCount,  // divided by the number of elements reduced, in the result's dtype (mean)
     Lowered,        // expanded by dsl/lower.cpp into other reductions and ops; never in a Program
+    Select,         // no accumulator: the elements of given ranks of each row (OrderStat)
 };
 
 enum class Op : std::uint16_t {
@@ -158,7 +162,8 @@ constexpr bool table_is_consistent() {
         }
         if (i.kind == OpKind::Reduction) {
             const OpInfo& a = kOpTable[static_cast<std::size_t>(i.accumulate)];
-            if (i.arity != 1 || a.kind != OpKind::Reduction || a.accumulate != a.op || a.finish != Finish::Keep)
+            if (i.arity != 1 || a.kind != OpKind::Reduction || a.accumulate != a.op ||
+                (a.finish != Finish::Keep && a.finish != Finish::Select))
                 return false;
         } else if (i.accumulate != i.op || i.finish != Finish::Keep) {
             return false;

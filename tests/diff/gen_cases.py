@@ -421,6 +421,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gen_reduce_cases  # noqa: E402
 
 gen_reduce_cases.add(save, lines, values, rng)
+# order statistics (median, percentile, quantile, nan*) and complex fmax/fmin
+import gen_quantile_cases  # noqa: E402
+
+gen_quantile_cases.add(save, lines, values, rng)
 
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")
