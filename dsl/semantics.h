@@ -1168,8 +1168,8 @@ template <class T> JX_HD en<is_intb<T>::value, T> Fmin(T a, T b) { return a <= b
 template <class T> JX_HD en<is_flt<T>::value, T> Fmax(T a, T b) { return (a >= b || b != b) ? a : b; }
 template <class T> JX_HD en<is_flt<T>::value, T> Fmin(T a, T b) { return (a <= b || b != b) ? a : b; }
 // complex: NumPy's lexicographic order; a NaN (in either part) gives way as in the real loops
-template <class R> JX_HD cx<R> Fmax(cx<R> a, cx<R> b) { return (chasnan(b) || cge(a, b)) ? a : b; }
-template <class R> JX_HD cx<R> Fmin(cx<R> a, cx<R> b) { return (chasnan(b) || cle(a, b)) ? a : b; }
+template <class R> JX_HD cx<R> Fmax(cx<R> a, cx<R> b) { return (chasnan(b) || (!chasnan(a) && cge(a, b))) ? a : b; }
+template <class R> JX_HD cx<R> Fmin(cx<R> a, cx<R> b) { return (chasnan(b) || (!chasnan(a) && cle(a, b))) ? a : b; }
 
 // @section power
 // @ops FloatPower
