@@ -47,8 +47,13 @@ void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>
             red.operand = e.operands.at(0)->span;
             // Positional arguments after the operand are listed under their keywords' names.
             static constexpr const char* kAverage[] = {"axis", "weights"};
+            static constexpr const char* kQuantile[] = {"q", "axis"};
+            const bool q = r->op == ir::Op::Percentile || r->op == ir::Op::Quantile || r->op == ir::Op::NanPercentile ||
+                           r->op == ir::Op::NanQuantile;
             for (std::size_t a = 1; a < e.operands.size() && a <= 2; ++a)
-                if (a == 1 || r->op == ir::Op::Average) red.keywords.emplace_back(kAverage[a - 1], e.operands[a]->span);
+                if (q) red.keywords.emplace_back(kQuantile[a - 1], e.operands[a]->span);
+                else if (a == 1 || r->op == ir::Op::Average)
+                    red.keywords.emplace_back(kAverage[a - 1], e.operands[a]->span);
             for (const syntax::Keyword& k : e.keywords)
                 red.keywords.emplace_back(k.name, k.value ? k.value->span : k.name_span);
             out.push_back(std::move(red));

@@ -1407,7 +1407,20 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
     for (std::size_t s = 0; s < plan.schedule.stages.size(); ++s) {
         const ir::Stage& st = plan.schedule.stages[s];
         const StageTraffic t = stage_traffic(plan, s);
-        if (st.kind == ir::Stage::Kind::Reduce) {
+        if (st.kind == ir::Stage::Kind::Reduce && p.node(st.reduce).op == ir::Op::OrderStat) {
+            // A selection: which statistic, of which q, along which axes.
+            const ir::Node& r = p.node(st.reduce);
+            const ir::OrderStatDecl& d = p.order_stats.at(static_cast<std::size_t>(r.slot));
+            std::vector<std::string> axes, qs;
+            for (std::size_t a = 0; a < st.shape.size(); ++a)
+                if ((d.axes >> a) & 1u) axes.push_back(std::to_string(a));
+            for (const double q : d.q) qs.push_back(fmt::format("{}", q));
+            out += fmt::format(
+                "  stage {}: order statistic ({}{}) over {} along axes ({}), a selection per row, "
+                "into {}",
+                s, d.median ? "median" : fmt::format("linear quantile, q {}", join(qs)),
+                d.skip_nan ? ", NaN left out" : "", shape_text(st.shape), join(axes), stored_name(plan, st.reduce));
+        } else if (st.kind == ir::Stage::Kind::Reduce) {
             const ir::Node& r = p.node(st.reduce);
             out +=
                 fmt::format("  stage {}: reduction {} over {}{}, into {}", s, ir::spelling(r.op), shape_text(st.shape),

@@ -41,6 +41,10 @@
 //                block order. Phase 1: each block scans its chunk again from the prefix of the
 //                chunks before it and stores. Reads the operand twice, writes once; no
 //                look-back whose order depends on timing, so float results repeat bit for bit.
+//   Select       an OrderStat (median, quantile): one block per row of the reduced axes, a radix
+//                select over ordered keys (8 bits a pass, a shared histogram) for each rank
+//                needed; the row's expression is evaluated again in each pass (no workspace);
+//                the result, a temporary, is written in C order.
 #pragma once
 
 #include "dsl/ir.hpp"
@@ -88,7 +92,17 @@ struct Param {
     std::int32_t layout_row = -1;  // Array (Strided/ReduceAll strided/ReduceAxis): stride row
 };
 
-enum class KernelKind : std::uint8_t { Flat, Strided, Tiled, ReduceAll, ReduceAxis, Compact, ScanAll, ScanAxis };
+enum class KernelKind : std::uint8_t {
+    Flat,
+    Strided,
+    Tiled,
+    ReduceAll,
+    ReduceAxis,
+    Compact,
+    ScanAll,
+    ScanAxis,
+    Select
+};
 // The entry points of a Compact kernel (KernelSource::entries).
 enum CompactEntry : int { kCompactCount = 0, kCompactScatter = 1 };
 
@@ -106,6 +120,7 @@ struct LaunchPolicy {
     int layout_rows = 0;                   // Layout: stride rows (one per array with layout_row >= 0)
     int tile = 0;                          // Tiled: edge of the square tile of the last two axes
     int axis = -1;                         // ReduceAxis, ScanAxis: the reduced (scanned) axis of the iteration space
+    std::uint32_t select_axes = 0;         // Select: bit d set for each reduced axis of the iteration space
     bool warp_per_output = false;          // ReduceAxis: a warp per output (else a thread)
     bool block_per_row = false;            // ScanAxis: a block per scanned row (else a thread)
     int max_blocks = 0;                    // ReduceAll, ScanAll, Compact: grid cap = number of partial slots

@@ -11,7 +11,9 @@ namespace jit::codegen::emitter {
 void ReduceEmitter::choose_kind() {
     const ir::Node& r = p_.node(st_.reduce);
     const int nd = static_cast<int>(st_.shape.size());
-    if (r.axis < 0 || nd <= 1) {
+    if (ir::info(r.op).finish == ir::Finish::Select) {
+        kind_ = KernelKind::Select;
+    } else if (r.axis < 0 || nd <= 1) {
         kind_ = KernelKind::ReduceAll;
         flat_reads_ = true;
         for (auto& a : reads_) flat_reads_ = flat_reads_ && same_flat(a.shape, a.strides, st_.shape);
@@ -23,6 +25,7 @@ void ReduceEmitter::choose_kind() {
 }
 
 std::string ReduceEmitter::kernel(KernelSource& k) {
+    if (kind_ == KernelKind::Select) return select_kernel(k);
     return kind_ == KernelKind::ReduceAll ? reduce_all_kernel(k) : reduce_axis_kernel(k);
 }
 

@@ -178,7 +178,7 @@ private:
     int tile_ = 32;  // Tiled: tile edge
 };
 
-// ReduceAll and ReduceAxis kernels: the reduction stages.
+// ReduceAll and ReduceAxis kernels: the reduction stages; Select kernels: the order statistics.
 class ReduceEmitter final : public StageEmitter {
 public:
     using StageEmitter::StageEmitter;
@@ -191,6 +191,8 @@ private:
     std::string leaf(const std::string& value, const std::string& pos) const;
     std::string reduce_all_kernel(KernelSource& k);
     std::string reduce_axis_kernel(KernelSource& k);
+    // An OrderStat stage (emit_select.cpp).
+    std::string select_kernel(KernelSource& k);
 
     bool flat_reads_ = true;
 };

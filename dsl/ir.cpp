@@ -206,6 +206,24 @@ std::string shape_key(const Shape& s) {
     return r;
 }
 
+// An OrderStat node's selection (Program::order_stats), as exact text: part of the cache key.
+std::string order_stat_text(const Program& p, const Node& n) {
+    if (n.slot < 0 || static_cast<std::size_t>(n.slot) >= p.order_stats.size()) return " stat=?";
+    const OrderStatDecl& d = p.order_stats[static_cast<std::size_t>(n.slot)];
+    std::string r =
+        fmt::format(" stat={} axes=0x{:x}{}{}{} q=[",
+                    d.median ? "median"
+                    : d.take ? "take"
+                             : "linear",
+                    d.axes, d.keepdims ? " keepdims" : "", d.skip_nan ? " skipnan" : "", d.q_axis ? " qaxis" : "");
+    for (std::size_t k = 0; k < d.q.size(); ++k) {
+        if (k) r += ',';
+        r += Value::of_float(d.q[k]).to_string();
+    }
+    r += ']';
+    return r;
+}
+
 std::string node_text(const Program& p, const Node& n, bool with_names) {
     std::string r;
     switch (n.kind) {
@@ -226,6 +244,7 @@ std::string node_text(const Program& p, const Node& n, bool with_names) {
             r = std::string(info(n.op).id);
             for (int a = 0; a < n.nargs; ++a) r += fmt::format(" %{}", n.args[a]);
             if (n.kind != NodeKind::Op) r += fmt::format(" axis={}", n.axis);
+            if (n.kind == NodeKind::Reduce && n.op == Op::OrderStat) r += order_stat_text(p, n);
             break;
         }
     }
@@ -310,6 +329,11 @@ std::string_view rule_text(Rule r) {
         case Rule::Ldexp: return "x1 as float functions; x2 bool or an integer int64 holds (a literal: int32)";
         case Rule::BitCount: return "integers and bool; gives uint8";
         case Rule::FrexpExponent: return "as float functions; gives int32";
+        case Rule::MedianReduce: return "bool and integers give float64; complex allowed";
+        case Rule::QuantileReduce:
+            return "integers give float64, a tuple q float64; not bool, not complex; percentile and quantile of an "
+                   "empty array are an error";
+        case Rule::OrderStat: return "the operand's dtype; gives the statistic's";
     }
     return "";
 }
@@ -358,7 +382,10 @@ std::string op_reference_markdown() {
          "axis `k` (negative counts from the end), `f(x, axis=(j, k))` several axes and `axis=None` every one; "
          "`keepdims=True` keeps each reduced axis with extent 1. `var`, `std`, `nanvar` and `nanstd` take "
          "`ddof=` (default 0), `average` takes `weights=`. `min`/`max` with two arguments are the element-wise "
-         "`minimum`/`maximum`; `amin(x, 1)` is the reduction along axis 1.\n\n"
+         "`minimum`/`maximum`; `amin(x, 1)` is the reduction along axis 1. `percentile(x, q)` and "
+         "`quantile(x, q)` (and their nan* forms) take q second, a number literal or a tuple of them (the "
+         "result then has a leading axis of one entry per q), and use NumPy's default method ('linear'); "
+         "where NumPy warns (an empty or all-NaN row) the result is NaN without a warning.\n\n"
          "| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())
         if (i.kind == OpKind::Reduction && !i.names.empty())

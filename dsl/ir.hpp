@@ -137,7 +137,7 @@ enum class NodeKind : std::uint8_t {
     Const,    // value
     Op,       // op, args
     Cast,     // args[0] converted to dtype
-    Reduce,   // op (a Reduction), args[0], axis (-1: every element)
+    Reduce,   // op (a Reduction), args[0], axis (-1: every element); OrderStat: slot (see OrderStatDecl)
     Compact,  // args[0] where args[1] (a boolean-mask selection), axis: the mask's axes
     Scan,     // op (a Scan), args[0], axis (-1: every element in C order, a 1-d result)
 };
@@ -200,6 +200,26 @@ struct RunCheck {
     SourceSpan span;
 };
 
+// What an OrderStat node (a Reduce node; its `slot` indexes Program::order_stats) computes. Its
+// operand is read in its own dtype; a row is the operand's elements along the reduced axes (in
+// C order of those axes), one row per element of the other axes. Per row and per q, the
+// statistic of the row's elements; the node's shape is (q.size(),) when q_axis, then the
+// operand's shape without the reduced axes (with extent 1 where keepdims). Its dtype is the
+// statistic's: float64 for integer and bool operands, else the operand's (float64 for a float
+// operand with q_axis: NumPy's array q). The node is never an output itself (lowering copies
+// it), so its buffer is always a C-contiguous temporary.
+struct OrderStatDecl {
+    std::vector<double> q;   // fractions in [0, 1], in result order (median: 0.5)
+    bool q_axis = false;     // q given as a tuple: the result's leading axis
+    std::uint32_t axes = 0;  // bit d: operand axis d is reduced (never 0 for an operand of >= 1 axis)
+    bool keepdims = false;
+    bool skip_nan = false;  // nanmedian, nanpercentile, nanquantile: NaNs are left out of each row
+    bool median = false;    // NumPy's median: the mean of the middle one or two (else linear interpolation)
+    // quantile of q given as Python integers only (0 or 1: NumPy's integer virtual index): the
+    // first or last element itself, in the operand's dtype (bool too), no interpolation.
+    bool take = false;
+};
+
 struct Program {
     std::vector<Node> nodes;
     std::vector<InputDecl> inputs;
@@ -208,6 +228,8 @@ struct Program {
     std::vector<RunCheck> checks;
     NodeId result;     // node of the last statement (what eval returns), or none
     std::string text;  // the user's text, for messages
+    // What each OrderStat node selects, indexed by the node's `slot`.
+    std::vector<OrderStatDecl> order_stats;
 
     const Node& node(NodeId n) const { return nodes[n.index()]; }
     Node& node(NodeId n) { return nodes[n.index()]; }

@@ -893,14 +893,20 @@ private:
     // NumPy's positional parameters after the array (only those jitexpr reads).
     static std::vector<std::string_view> positional_params(Op op) {
         if (op == Op::Average) return {"axis", "weights"};
+        if (takes_q(op)) return {"q", "axis"};
         return {"axis"};
     }
     static bool takes_axis(const ir::OpInfo& i) { return i.kind == OpKind::Reduction || i.kind == OpKind::Scan; }
+    static bool takes_q(Op op) {
+        return op == Op::Percentile || op == Op::Quantile || op == Op::NanPercentile || op == Op::NanQuantile;
+    }
+    static bool is_order_stat(Op op) { return takes_q(op) || op == Op::Median || op == Op::NanMedian; }
     static bool takes_keyword(Op op, std::string_view k) {
         if (k == "axis") return true;
         if (k == "keepdims") return ir::info(op).kind == OpKind::Reduction;
         if (k == "ddof") return takes_ddof(op);
         if (k == "weights") return op == Op::Average;
+        if (k == "q") return takes_q(op);
         return false;
     }
 
@@ -1421,6 +1427,7 @@ private:
         const Val a = strong(expr(*e.operands[0]));
         if (a.selected()) return masked_reduction(op, fname, a, arg, span);
         const Shape in = shape(a);
+        if (is_order_stat(op)) return order_statistic(op, a, arg, fname, span);
         Typed t = rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
         const Axes ax =
             axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
@@ -1691,6 +1698,101 @@ private:
         n.shape = n.axis < 0 ? Shape{shape_size(in)} : in;
         n.span = span;
         return Val{add(std::move(n)), Weak::None};
+    }
+
+    // median, percentile, quantile and their nan* forms: one OrderStat node (a selection of each
+    // row's elements; its q, axes and NaN rule in Program::order_stats) over the operand in its own
+    // dtype, fused with the operand's expression, and a copy of it as the value (the node itself
+    // is never an output, so that its buffer is a C-contiguous temporary on every backend).
+    template <class Arg>
+    Val order_statistic(Op op, const Val& a, Arg&& arg, const std::string& fname, SourceSpan span) {
+        const Shape in = shape(a);
+        const bool percent = op == Op::Percentile || op == Op::NanPercentile;
+        std::vector<double> qs;
+        bool q_axis = false;
+        // quantile's q of Python integers only (0 or 1; NumPy's integer virtual index) takes the
+        // element itself, in the operand's dtype, bool included; percentile divides q first.
+        bool take = false;
+        if (takes_q(op) && !percent && arg("q")) {
+            const Expr* qe = arg("q");
+            auto integral = [](const Expr* x) {
+                if (x->kind == ExprKind::Unary && x->ops.at(0) == Op::Neg) x = x->operands.at(0).get();
+                return x->kind == ExprKind::Int || x->kind == ExprKind::Bool;
+            };
+            take = qe->kind == ExprKind::Tuple ? std::all_of(qe->operands.begin(), qe->operands.end(),
+                                                             [&](const auto& o) { return integral(o.get()); })
+                                               : integral(qe);
+        }
+        const Typed t = take && is_bool(dt(a)) ? Typed{DType::Bool, DType::Bool} : rule(op, dt(a), span);
+        if (takes_q(op)) {
+            const Expr* qe = arg("q");
+            if (!qe)
+                throw NameError(fmt::format("{}() missing 1 required positional argument: 'q'", fname), text_, span);
+            std::vector<const Expr*> items;
+            if (qe->kind == ExprKind::Tuple) {
+                q_axis = true;
+                for (const auto& o : qe->operands) items.push_back(o.get());
+            } else {
+                items.push_back(qe);
+            }
+            for (const Expr* it : items) {
+                double v = it->kind == ExprKind::Bool ? (it->bool_value ? 1.0 : 0.0) : number_of(*it, "q");
+                if (percent) v = v / 100.0;  // np.true_divide(q, 100), then the range check
+                if (!(v >= 0.0 && v <= 1.0))
+                    throw ValueError(
+                        percent ? "Percentiles must be in the range [0, 100]" : "Quantiles must be in the range [0, 1]",
+                        text_, it->span);
+                qs.push_back(v);
+            }
+        } else {
+            qs.push_back(0.5);
+        }
+        const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), false, fname);
+        const bool keep = keepdims_of(arg("keepdims"));
+        const bool median = op == Op::Median || op == Op::NanMedian;
+        const bool skip_nan =
+            (op == Op::NanMedian || op == Op::NanPercentile || op == Op::NanQuantile) && is_inexact(t.operand);
+        // NumPy indexes the last element of an empty row (quantile's index -1); its nan* forms and
+        // the median (a mean of nothing) give NaN instead.
+        const bool nan_form = op == Op::NanPercentile || op == Op::NanQuantile;
+        if (!median && (!nan_form || (take && !is_inexact(t.operand))) && reduced_count(in, ax) == 0)
+            throw IndexError(
+                fmt::format("{}() of an empty array: index -1 is out of bounds for axis 0 with size 0", fname), text_,
+                span);
+        ir::OrderStatDecl d;
+        d.q = std::move(qs);
+        d.q_axis = q_axis;
+        for (std::size_t k = 0; k < in.size(); ++k)
+            if (ax.has(k)) d.axes |= 1u << k;
+        d.keepdims = keep;
+        ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
+        if (in.empty()) {
+            // A 0-d value is a row of one element: seen as shape (1,) (a broadcasting cast), so
+            // that every backend has an axis to select along; the result has no axis to keep.
+            x = fresh(x, Shape{1}, span);
+            d.axes = 1u;
+            d.keepdims = false;
+        }
+        d.skip_nan = skip_nan;
+        d.median = median;
+        d.take = take;
+        Shape s;
+        if (q_axis) s.push_back(static_cast<std::int64_t>(d.q.size()));
+        for (const std::int64_t e : reduced_shape(in, ax, keep)) s.push_back(e);
+        Node n;
+        n.kind = NodeKind::Reduce;
+        n.op = Op::OrderStat;
+        n.dtype = take                            ? t.operand
+                  : q_axis && is_float(t.operand) ? DType::Float64
+                                                  : t.result;  // an array q is float64
+        n.shape = s;
+        n.args[0] = x;
+        n.nargs = 1;
+        n.slot = static_cast<std::int32_t>(p_.order_stats.size());
+        n.span = span;
+        p_.order_stats.push_back(std::move(d));
+        const ir::NodeId r = add(std::move(n));
+        return Val{fresh(r, s, span), Weak::None};
     }
 
     // The number of elements where `mask` is false, in dtype t, shaped as a reduction over ax.

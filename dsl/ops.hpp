@@ -55,7 +55,10 @@ enum class Rule : std::uint8_t {
     VarReduce,
     ArgReduce,
     CountReduce,
-    PtpReduce
+    PtpReduce,
+    MedianReduce,
+    QuantileReduce,
+    OrderStat
 };
 
 // What a reduction does with its accumulated value.
@@ -63,6 +66,7 @@ enum class Finish : std::uint8_t {
     Keep,           // the accumulator is the result
     DivideByCount,  // divided by the number of elements reduced, in the result's dtype (mean)
     Lowered,        // expanded by dsl/lower.cpp into other reductions and ops; never in a Program
+    Select,         // no accumulator: the elements of given ranks of each row (OrderStat)
 };
 
 enum class Op : std::uint16_t {
@@ -159,7 +163,8 @@ constexpr bool table_is_consistent() {
         }
         if (i.kind == OpKind::Reduction || i.kind == OpKind::Scan) {
             const OpInfo& a = kOpTable[static_cast<std::size_t>(i.accumulate)];
-            if (i.arity != 1 || a.kind != OpKind::Reduction || a.accumulate != a.op || a.finish != Finish::Keep)
+            if (i.arity != 1 || a.kind != OpKind::Reduction || a.accumulate != a.op ||
+                (a.finish != Finish::Keep && a.finish != Finish::Select))
                 return false;
             // A scan carries a running value: it is kept or its operand rewritten, never divided.
             if (i.kind == OpKind::Scan && (i.names.empty() || i.finish == Finish::DivideByCount)) return false;

@@ -1167,6 +1167,9 @@ template <class T> JX_HD en<is_intb<T>::value, T> Fmax(T a, T b) { return a >= b
 template <class T> JX_HD en<is_intb<T>::value, T> Fmin(T a, T b) { return a <= b ? a : b; }
 template <class T> JX_HD en<is_flt<T>::value, T> Fmax(T a, T b) { return (a >= b || b != b) ? a : b; }
 template <class T> JX_HD en<is_flt<T>::value, T> Fmin(T a, T b) { return (a <= b || b != b) ? a : b; }
+// complex: NumPy's lexicographic order; a NaN (in either part) gives way as in the real loops
+template <class R> JX_HD cx<R> Fmax(cx<R> a, cx<R> b) { return (chasnan(b) || (!chasnan(a) && cge(a, b))) ? a : b; }
+template <class R> JX_HD cx<R> Fmin(cx<R> a, cx<R> b) { return (chasnan(b) || (!chasnan(a) && cle(a, b))) ? a : b; }
 
 // @section power
 // @ops FloatPower
@@ -1309,6 +1312,169 @@ template <class T = bool> struct ArgFirst {
     static JX_HD long long combine(long long a, long long b) { return b < a ? b : a; }
 };
 }  // namespace red
+
+// @section orderstat
+// @needs arith half
+// @ops OrderStat
+// ================================================================ order statistics
+// What OrderStat (median, percentile, quantile and their nan* forms; dsl/ops.def) computes from
+// the elements it selects, the same on the host and the device. A row's elements are ordered by
+// key(): an unsigned integer whose order is NumPy's sort order (-0.0 before +0.0, every NaN
+// last, one key for all NaNs); the backends find the elements of the ranks they need (the k-th
+// smallest key) and give them to median() or lerp(). H says how the element type is carried: 0
+// as itself, 1 float16 and 2 bfloat16 (in a float, each operation rounded as NumPy's).
+namespace red {
+template <class T> struct OrderStat;  // no accumulator (declared for the tables over every reduction)
+}  // namespace red
+namespace sel {
+template <int H> JX_HD float rnd(float v) {
+    if (H == 1) return round_f16(v);
+    if (H == 2) return round_bf16(v);
+    return v;
+}
+template <int H> JX_HD double rnd(double v) { return v; }
+template <int H> JX_HD float rnd_from(double v, float) {
+    if (H == 1) return round_f16(v);
+    if (H == 2) return round_bf16(v);
+    return (float)v;
+}
+template <int H> JX_HD double rnd_from(double v, double) { return v; }
+
+// Keys: 32 significant bits for types of up to 32 bits (floats of 16 bits are carried as float),
+// 64 for the others. decode() inverts key() (a NaN key gives a quiet NaN).
+JX_HD u64 key(bool x) { return x ? 1u : 0u; }
+template <class T> JX_HD en<is_uint<T>::value, u64> key(T x) { return (u64)x; }
+template <class T> JX_HD en<is_sint<T>::value && (int_traits<T>::bits < 64), u64> key(T x) {
+    return (u64)((u32)(i32)x ^ 0x80000000u);
+}
+JX_HD u64 key(i64 x) { return (u64)x ^ 0x8000000000000000ull; }
+JX_HD u64 key(float x) {
+    if (x != x) return 0xffffffffull;
+    const u32 b = fbits(x);
+    return (u64)((b & 0x80000000u) ? ~b : (b | 0x80000000u));
+}
+JX_HD u64 key(double x) {
+    if (x != x) return 0xffffffffffffffffull;
+    const u64 b = dbits(x);
+    return (b & 0x8000000000000000ull) ? ~b : (b | 0x8000000000000000ull);
+}
+template <class T> struct key_bits { static constexpr int value = sizeof(T) > 4 ? 64 : 32; };
+template <class R> struct key_bits<cx<R>> { static constexpr int value = key_bits<R>::value; };
+// Words of a key: complex values order by the real part's key, then the imaginary part's.
+template <class T> struct key_words { static constexpr int value = 1; };
+template <class R> struct key_words<cx<R>> { static constexpr int value = 2; };
+template <class T> JX_HD en<is_bool<T>::value, T> decode(u64 k) { return k != 0; }
+template <class T> JX_HD en<is_uint<T>::value, T> decode(u64 k) { return (T)k; }
+template <class T> JX_HD en<is_sint<T>::value && (int_traits<T>::bits < 64), T> decode(u64 k) {
+    return (T)(i32)((u32)k ^ 0x80000000u);
+}
+template <class T> JX_HD en<same<T, i64>::value, T> decode(u64 k) { return (i64)(k ^ 0x8000000000000000ull); }
+template <class T> JX_HD en<same<T, float>::value, T> decode(u64 k) {
+    const u32 b = (u32)k;
+    return ffrom((b & 0x80000000u) ? (b & 0x7fffffffu) : ~b);
+}
+template <class T> JX_HD en<same<T, double>::value, T> decode(u64 k) {
+    return dfrom((k & 0x8000000000000000ull) ? (k & 0x7fffffffffffffffull) : ~k);
+}
+template <class T> JX_HD en<is_fc<T>::value, bool> isnan(T x) {
+    if constexpr (is_cplx<T>::value) return x.re != x.re || x.im != x.im;
+    else return x != x;
+}
+template <class T> JX_HD en<!is_fc<T>::value, bool> isnan(T) { return false; }
+template <class T> JX_HD en<!is_cplx<T>::value, u64> key_word(T x, int) { return key(x); }
+// (complex parts with -0.0 made +0.0 first, see canon: NumPy's complex order has -0.0 == 0.0)
+template <class R> JX_HD u64 key_word(cx<R> x, int w) { return w == 0 ? key(x.re + (R)0) : key(x.im + (R)0); }
+// The value a row holds for selection: itself; a complex value with -0.0 parts made +0.0, so that
+// the order of parts that compare equal (NumPy's lexicographic compare) is one of keys.
+template <class T> JX_HD en<!is_cplx<T>::value, T> canon(T x) { return x; }
+template <class R> JX_HD cx<R> canon(cx<R> x) { return cx<R>{x.re + (R)0, x.im + (R)0}; }
+template <class T> JX_HD en<!is_cplx<T>::value, T> decode_key(u64 k, u64) { return decode<T>(k); }
+template <class T> JX_HD en<is_cplx<T>::value, T> decode_key(u64 re, u64 im) {
+    using E = typename real_of<T>::type;
+    return T{decode<E>(re), decode<E>(im)};
+}
+// NumPy's complex sort order with NaNs (npysort's): values without NaN lexicographically, then
+// x+nanj, then nan+yj, then nan+nanj (a row's last element, the median of a row with a NaN).
+template <class R> JX_HD bool sort_less(cx<R> a, cx<R> b) {
+    const bool ar = a.re != a.re, ai = a.im != a.im, br = b.re != b.re, bi = b.im != b.im;
+    if (a.re < b.re) return !ai || bi;
+    if (a.re > b.re) return bi && !ai;
+    if (a.re == b.re || (ar && br)) return a.im < b.im || (bi && !ai);
+    return br;
+}
+// NumPy's complex sort order for values without NaN: by the real part, then the imaginary.
+template <class R> JX_HD bool less(cx<R> a, cx<R> b) {
+    return key_word(a, 0) < key_word(b, 0) || (key_word(a, 0) == key_word(b, 0) && key_word(a, 1) < key_word(b, 1));
+}
+template <class T> JX_HD en<!is_cplx<T>::value, bool> less(T a, T b) { return key(a) < key(b); }
+
+// The ranks quantile q of n > 0 ordered elements interpolates between (NumPy's 'linear'
+// method): lo and hi = lo + 1, or the last one twice, and the weight t of hi.
+struct Ranks {
+    long long lo, hi;
+    double t;
+};
+JX_HD Ranks ranks(long long n, double q) {
+    const double v = (double)(n - 1) * q;
+    if (v >= (double)(n - 1)) return Ranks{n - 1, n - 1, v + 1.0};  // NumPy's index -1: t = v - (-1)
+    const double f = m::floor(v);
+    const long long lo = (long long)f;
+    return Ranks{lo, lo + 1, v - f};
+}
+
+// NumPy's _lerp(a, b, t) of the selected neighbours: a + (b - a) * t, or b - (b - a) * (1 - t)
+// where t >= 0.5. R (the result) is T for a float T and a Python-number q (every step rounded
+// to T, t to T first), else double (b - a in T, wrapping for integers, then in double).
+template <class R, int H, class T> JX_HD R lerp(T a, T b, double t) {
+    if constexpr (same<R, T>::value && is_flt<T>::value) {
+        const T d = rnd<H>(op::Sub(b, a));
+        if (t >= 0.5) return rnd<H>(b - rnd<H>(d * rnd_from<H>(1.0 - t, T())));
+        return rnd<H>(a + rnd<H>(d * rnd_from<H>(t, T())));
+    } else {
+        double d;
+        if constexpr (is_flt<T>::value) d = (double)rnd<H>(op::Sub(b, a));
+        else d = (double)op::Sub(b, a);
+        if (t >= 0.5) return (double)b - d * (1.0 - t);
+        return (double)a + d * t;
+    }
+}
+
+// NumPy's median: the mean of the middle element (one == 1) or the middle two, in the mean's
+// dtype: float64 for bool and integers, float32 for float16 (then rounded), else T.
+template <class R, int H, class T> JX_HD R median(T a, T b, bool one) {
+    if constexpr (is_cplx<T>::value) {
+        // NumPy's complex division loop by (c + 0j): rat = 0, scl = 1 / c.
+        using E = typename real_of<T>::type;
+        const T s = one ? a : op::Add(a, b);
+        const E scl = (E)1 / (E)(one ? 1 : 2);
+        return T{(s.re + s.im * (E)0) * scl, (s.im - s.re * (E)0) * scl};
+    } else if constexpr (is_flt<T>::value) {
+        const T s = one ? a : a + b;  // float16's mean adds in float32 (the float carrying it)
+        return rnd<H>(s / (T)(one ? 1 : 2));
+    } else {
+        const double s = one ? (double)a : (double)a + (double)b;
+        return s / (one ? 1.0 : 2.0);
+    }
+}
+// A row whose every element is NaN (the nan* forms): NaN (complex: NaN + 0j, NumPy's fill).
+template <class R> JX_HD R all_nan_of() {
+    if constexpr (is_cplx<R>::value) {
+        using E = typename real_of<R>::type;
+        return R{qnan<E>(), (E)0};
+    } else {
+        return qnan<R>();
+    }
+}
+// The value of a row without elements (NumPy's mean of nothing, 0 / 0) or with a NaN (a real R).
+template <class R> JX_HD R nan_of() {
+    if constexpr (is_cplx<R>::value) {
+        using E = typename real_of<R>::type;  // NumPy's complex 0 / 0: NaN in both parts
+        return R{qnan<E>(), qnan<E>()};
+    } else {
+        return qnan<R>();
+    }
+}
+}  // namespace sel
 
 // @section base
 }  // namespace jx

@@ -179,7 +179,7 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
                 return Typed{DType::Float16, DType::Float16};  // NumPy rounds bool via rint
             return Typed{p, p};
         case Rule::MinMax:
-            if (is_complex(p)) return reject(what);
+            if (is_complex(p) && op != Op::Fmax && op != Op::Fmin) return reject(what);
             return Typed{p, p};
         case Rule::AbsUnary: return Typed{p, real_of(p)};
         case Rule::SignUnary:
@@ -241,6 +241,14 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
         case Rule::FrexpExponent:
             if (is_complex(p)) return reject(what);
             return Typed{float_for(p), DType::Int32};
+        case Rule::MedianReduce:
+            if (is_bool(p) || is_integer(p)) return Typed{p, DType::Float64};
+            return Typed{p, p};
+        case Rule::QuantileReduce:
+            if (is_bool(p) || is_complex(p)) return reject(what);
+            if (is_integer(p)) return Typed{p, DType::Float64};
+            return Typed{p, p};
+        case Rule::OrderStat: return Typed{p, is_bool(p) || is_integer(p) ? DType::Float64 : p};
     }
     return Typed{p, p};
 }

@@ -43,6 +43,43 @@ std::optional<Shape> broadcast(const Shape& a, const Shape& b) {
     return r;
 }
 
+// An OrderStat node against its Program::order_stats entry (dsl/ir.hpp, OrderStatDecl).
+void check_order_stat(const Program& p, NodeId n) {
+    const Node& nd = p.node(n);
+    if (nd.axis != -1)
+        broken(fmt::format("{}: axis {} (its axes are in Program::order_stats)", describe(p, n), nd.axis));
+    if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.order_stats.size())
+        broken(fmt::format("{}: order statistic {} of {}", describe(p, n), nd.slot, p.order_stats.size()));
+    const OrderStatDecl& d = p.order_stats[static_cast<std::size_t>(nd.slot)];
+    const Node& x = p.node(nd.args[0]);
+    const std::size_t nd_in = x.shape.size();
+    if (d.q.empty()) broken(fmt::format("{}: no q", describe(p, n)));
+    if (d.median && (d.q.size() != 1 || d.q[0] != 0.5 || d.q_axis))
+        broken(fmt::format("{}: a median of q other than 0.5", describe(p, n)));
+    for (const double q : d.q)
+        if (!(q >= 0.0 && q <= 1.0)) broken(fmt::format("{}: q {} outside [0, 1]", describe(p, n), q));
+    if ((nd_in < 32 && (d.axes >> nd_in) != 0) || (nd_in > 0 && d.axes == 0))
+        broken(fmt::format("{}: axes 0x{:x} of an operand of {} dimensions", describe(p, n), d.axes, nd_in));
+    Shape want;
+    if (d.q_axis) want.push_back(static_cast<std::int64_t>(d.q.size()));
+    for (std::size_t k = 0; k < nd_in; ++k) {
+        if (!((d.axes >> k) & 1u)) want.push_back(x.shape[k]);
+        else if (d.keepdims) want.push_back(1);
+    }
+    if (nd.shape != want)
+        broken(fmt::format("{}: shape {}, its operand and selection give {}", describe(p, n), shape_to_string(nd.shape),
+                           shape_to_string(want)));
+    if (d.take && (d.median || std::any_of(d.q.begin(), d.q.end(), [](double q) { return q != 0.0 && q != 1.0; })))
+        broken(fmt::format("{}: an element taken at q other than 0 or 1", describe(p, n)));
+    const bool integral = is_bool(x.dtype) || is_integer(x.dtype);
+    const DType result = d.take ? x.dtype : integral || (d.q_axis && is_float(x.dtype)) ? DType::Float64 : x.dtype;
+    if (nd.dtype != result || (is_complex(x.dtype) && !d.median) || (is_bool(x.dtype) && !d.median && !d.take))
+        broken(fmt::format("{}: dtype {} from an operand of {}", describe(p, n), dtype_name(nd.dtype),
+                           dtype_name(x.dtype)));
+    for (const OutputDecl& o : p.outputs)
+        if (o.node == n) broken(fmt::format("{}: an order statistic that is an output itself", describe(p, n)));
+}
+
 // The dtypes an op node's operands must have, given its own dtype (dsl/ir.hpp's list).
 void check_operand_dtypes(const Program& p, NodeId n) {
     const Node& nd = p.node(n);
@@ -167,6 +204,10 @@ void check_node(const Program& p, NodeId n) {
             if (i.finish == Finish::Lowered)
                 broken(fmt::format("{}: a statistic lowering should have expanded", describe(p, n)));
             arity_is(1);
+            if (i.finish == Finish::Select) {
+                check_order_stat(p, n);
+                return;
+            }
             const Node& x = p.node(nd.args[0]);
             const auto nd_in = static_cast<std::int32_t>(x.shape.size());
             if (nd.axis < -1 || nd.axis >= nd_in)

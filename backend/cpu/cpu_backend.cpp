@@ -124,6 +124,7 @@ struct StagePlan {
     int temp = -1;                 // index into Schedule::temps
     // Compact stages: value_slot holds the mask; per Compact node, where its values are.
     std::vector<StorePlan> compacts;
+    int select = -1;  // an OrderStat stage: its index into Program::order_stats (run_select)
 };
 
 bool is_fill(const ir::Node& n) { return n.kind == ir::NodeKind::Const || n.kind == ir::NodeKind::Scalar; }
@@ -222,6 +223,23 @@ void StagePlanner::find_roots() {
         if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
             throw InternalError("cpu backend: reduce stage without a Reduce node");
         sp.reduce_node = stage.reduce;
+        if (ir::info(r.op).finish == ir::Finish::Select) {
+            // A selection (run_select): the operand's values, no accumulator kernels.
+            sp.select = r.slot;
+            sp.dtype = p.node(r.args[0]).dtype;
+            if (r.slot < 0 || static_cast<std::size_t>(r.slot) >= p.order_stats.size())
+                throw InternalError("cpu backend: an order statistic without its description");
+            sp.shape = p.node(r.args[0]).shape;
+            const int out = s.output_of[stage.reduce];
+            sp.output = out;
+            if (out < 0) {
+                auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
+                if (it == s.temps.end()) throw InternalError("cpu backend: order statistic has no buffer");
+                sp.temp = static_cast<int>(it - s.temps.begin());
+            }
+            roots.push_back(r.args[0]);
+            return;
+        }
         sp.red = red_slot(r.op);
         if (sp.red == Red::Count)
             throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
@@ -722,7 +740,8 @@ public:
             const StagePlan& sp = plans_[k];
             detail::KernelReport r;
             r.stage = static_cast<int>(k);
-            r.kind = sp.kind == ir::Stage::Kind::Reduce    ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
+            r.kind = sp.select >= 0                        ? "select rows"
+                     : sp.kind == ir::Stage::Kind::Reduce  ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
                      : sp.kind == ir::Stage::Kind::Compact ? "compact blocks"
                      : sp.kind == ir::Stage::Kind::Scan    ? (sp.axis >= 0 ? "scan rows" : "scan in order")
                                                            : "blocks";
@@ -797,6 +816,10 @@ private:
     // writes each block's selected values at the count of the blocks before it.
     void run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const;
     void run_scan(const StagePlan& sp, const Bound& b) const;
+    // An OrderStat stage: per row, the operand's values gathered block by block, then selected.
+    void run_select(const StagePlan& sp, const Bound& b) const;
+    template <class T, int H, class R>
+    void select_rows(const StagePlan& sp, const Bound& b) const;
     void combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const;
     // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
     void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
@@ -996,7 +1019,26 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
         }
     } else if (sp.kind == ir::Stage::Kind::Reduce) {
         const i64 n = shape_size(shape);
-        if (sp.axis >= 0) {
+        if (sp.select >= 0) {
+            // The reduced axes last, in order: each row of the iteration space is one row of
+            // the statistic (its elements in C order of the reduced axes).
+            const std::uint32_t axes = program_.order_stats[static_cast<std::size_t>(sp.select)].axes;
+            const std::size_t nd = shape.size();
+            b.row_len = 1;
+            b.rows = 1;
+            for (std::size_t d = 0; d < nd; ++d) ((axes >> d) & 1u ? b.row_len : b.rows) *= shape[d];
+            auto reorder = [&](auto& v) {
+                auto kept = v;
+                kept.clear();
+                auto moved = kept;
+                for (std::size_t d = 0; d < nd; ++d) ((axes >> d) & 1u ? moved : kept).push_back(v[d]);
+                for (auto x : moved) kept.push_back(x);
+                v.assign(kept.begin(), kept.end());
+            };
+            reorder(shape);
+            for (std::size_t i = 0; i < sp.loads.size(); ++i) reorder(b.loads[i].strides);
+            keep_last = true;
+        } else if (sp.axis >= 0) {
             // Move the reduced axis last: each row of the iteration space is one result.
             const std::size_t ax = static_cast<std::size_t>(sp.axis);
             b.row_len = shape[ax];
@@ -1144,7 +1186,7 @@ bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
     for (std::size_t k = first; k <= j; ++k)
         if (plans_[k].kind == ir::Stage::Kind::Compact) return false;  // two passes of its own
     for (std::size_t k = first; k <= j; ++k)
-        if ((plans_[k].kind == ir::Stage::Kind::Reduce && plans_[k].axis >= 0) ||
+        if ((plans_[k].kind == ir::Stage::Kind::Reduce && (plans_[k].axis >= 0 || plans_[k].select >= 0)) ||
             plans_[k].kind == ir::Stage::Kind::Scan)
             return false;
     // An input that an output overwrites in place is read by stage by stage only (the group's
@@ -1445,6 +1487,132 @@ void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
     });
 }
 
+template <class T, int H, class R>
+void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
+    const ir::OrderStatDecl& d = program_.order_stats[static_cast<std::size_t>(sp.select)];
+    const ir::Node& rnode = program_.node(sp.reduce_node);
+    const StoreFn store = kt_.store[static_cast<int>(rnode.dtype)];
+    const i64 rows = b.rows, L = b.row_len;
+    const i64 nq = static_cast<i64>(d.q.size());
+    Ctx ctx{b.args, nullptr};
+    if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+    auto put = [&](i64 qi, i64 row, R v) {
+        const i64 flat = qi * rows + row;
+        store(&v, b.out_base + offset_of(flat, b.out_shape, b.out_strides) * b.out_item, 1, 1);
+    };
+    auto less = [](const T& x, const T& y) { return jx::sel::less(x, y); };
+    if (rows == 0) return;
+    // Whole rows per unit, at least one, about a block of elements.
+    const i64 per_unit = L == 0 ? rows : std::max<i64>(1, kBlock / L);
+    const i64 units = (rows + per_unit - 1) / per_unit;
+    parallel(units, std::max<i64>(b.space.size, rows), b.args->control, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(sp.nslots), nullptr);
+        fill(sp, ctx, scratch, ptr.data());
+        std::unique_ptr<T[]> vals;  // not a std::vector: no vector<bool>
+        i64 cap = 0;
+        for (i64 u0 = 0, u1 = 0; next(u0, u1);)
+            for (i64 u = u0; u < u1; ++u) {
+                const i64 r0 = u * per_unit, r1 = std::min(rows, r0 + per_unit);
+                const i64 total = (r1 - r0) * L;
+                if (total > cap) {
+                    vals.reset(new T[static_cast<std::size_t>(total)]);
+                    cap = total;
+                }
+                for (i64 done = 0; done < total;) {
+                    const i64 len = std::min(kBlock, total - done);
+                    eval_block(sp, b, scratch, ptr.data(), r0 * L + done, len);
+                    std::memcpy(vals.get() + done, ptr[sp.value_slot], static_cast<std::size_t>(len) * sizeof(T));
+                    if constexpr (jx::is_cplx<T>::value)
+                        for (i64 k = done; k < done + len; ++k) vals[k] = jx::sel::canon(vals[k]);
+                    done += len;
+                }
+                for (i64 row = r0; row < r1; ++row) {
+                    T* v = vals.get() + (row - r0) * L;
+                    i64 n = L;
+                    bool nan = false;
+                    if (d.skip_nan) n = std::partition(v, v + L, [](const T& x) { return !jx::sel::isnan(x); }) - v;
+                    else nan = std::any_of(v, v + L, [](const T& x) { return jx::sel::isnan(x); });
+                    for (i64 qi = 0; qi < nq; ++qi) {
+                        R r;
+                        const i64 end = d.q[static_cast<std::size_t>(qi)] == 0.0 ? 0 : n - 1;  // d.take's rank
+                        if constexpr (!jx::is_fc<R>::value) {
+                            // quantile of an integer q (0 or 1) in the operand's integer or bool dtype
+                            if (!d.take || n == 0) throw InternalError("cpu backend: an integer order statistic");
+                            std::nth_element(v, v + end, v + n, less);
+                            r = v[end];
+                        } else if (nan) {
+                            // NumPy gives the row's last element in sorted order: a NaN.
+                            if constexpr (jx::is_cplx<T>::value)
+                                r = *std::max_element(v, v + L, [](T x, T y) { return jx::sel::sort_less(x, y); });
+                            else r = jx::sel::nan_of<R>();
+                        } else if (n == 0) {
+                            r = L == 0 ? jx::sel::nan_of<R>() : jx::sel::all_nan_of<R>();
+                        } else if (d.take) {
+                            // quantile of an integer q (NumPy's integer virtual index): the element itself
+                            std::nth_element(v, v + end, v + n, less);
+                            r = static_cast<R>(v[end]);
+                        } else if (d.median) {
+                            const i64 k = (n - 1) / 2;
+                            std::nth_element(v, v + k, v + n, less);
+                            const T a = v[k];
+                            const bool one = n % 2 == 1;
+                            const T c = one ? a : *std::min_element(v + k + 1, v + n, less);
+                            r = jx::sel::median<R, H>(a, c, one);
+                        } else if constexpr (jx::is_cplx<T>::value || jx::is_bool<T>::value) {
+                            throw InternalError("cpu backend: a quantile of complex or bool values");
+                        } else {
+                            const jx::sel::Ranks k = jx::sel::ranks(n, d.q[static_cast<std::size_t>(qi)]);
+                            std::nth_element(v, v + k.lo, v + n, less);
+                            const T a = v[k.lo];
+                            const T c = k.hi == k.lo ? a : *std::min_element(v + k.lo + 1, v + n, less);
+                            r = jx::sel::lerp<R, H>(a, c, k.t);
+                        }
+                        put(qi, row, r);
+                    }
+                }
+            }
+    });
+}
+
+void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
+    const DType rd = program_.node(sp.reduce_node).dtype;
+    const bool wide = rd == DType::Float64;
+    if (rd == sp.dtype && !is_inexact(rd)) {
+        // quantile of an integer q: the element in the operand's own integer or bool dtype
+        switch (sp.dtype) {
+            case DType::Bool: return select_rows<bool, 0, bool>(sp, b);
+            case DType::Int8: return select_rows<jx::i8, 0, jx::i8>(sp, b);
+            case DType::Int16: return select_rows<jx::i16, 0, jx::i16>(sp, b);
+            case DType::Int32: return select_rows<jx::i32, 0, jx::i32>(sp, b);
+            case DType::Int64: return select_rows<jx::i64, 0, jx::i64>(sp, b);
+            case DType::UInt8: return select_rows<jx::u8, 0, jx::u8>(sp, b);
+            case DType::UInt16: return select_rows<jx::u16, 0, jx::u16>(sp, b);
+            case DType::UInt32: return select_rows<jx::u32, 0, jx::u32>(sp, b);
+            case DType::UInt64: return select_rows<jx::u64, 0, jx::u64>(sp, b);
+            default: break;
+        }
+    }
+    switch (sp.dtype) {
+        case DType::Bool: return select_rows<bool, 0, double>(sp, b);
+        case DType::Int8: return select_rows<jx::i8, 0, double>(sp, b);
+        case DType::Int16: return select_rows<jx::i16, 0, double>(sp, b);
+        case DType::Int32: return select_rows<jx::i32, 0, double>(sp, b);
+        case DType::Int64: return select_rows<jx::i64, 0, double>(sp, b);
+        case DType::UInt8: return select_rows<jx::u8, 0, double>(sp, b);
+        case DType::UInt16: return select_rows<jx::u16, 0, double>(sp, b);
+        case DType::UInt32: return select_rows<jx::u32, 0, double>(sp, b);
+        case DType::UInt64: return select_rows<jx::u64, 0, double>(sp, b);
+        case DType::Float16: return wide ? select_rows<float, 1, double>(sp, b) : select_rows<float, 1, float>(sp, b);
+        case DType::BFloat16: return wide ? select_rows<float, 2, double>(sp, b) : select_rows<float, 2, float>(sp, b);
+        case DType::Float32: return wide ? select_rows<float, 0, double>(sp, b) : select_rows<float, 0, float>(sp, b);
+        case DType::Float64: return select_rows<double, 0, double>(sp, b);
+        case DType::Complex64: return select_rows<jx::c64, 0, jx::c64>(sp, b);
+        case DType::Complex128: return select_rows<jx::c128, 0, jx::c128>(sp, b);
+    }
+    throw InternalError("cpu backend: an order statistic of an unknown dtype");
+}
+
 void CpuPrepared::run(const detail::RunArgs& args) {
     if (args.inputs.size() != program_.inputs.size())
         throw ArgumentError(
@@ -1518,7 +1686,8 @@ void CpuPrepared::run(const detail::RunArgs& args) {
             continue;
         }
         bind(sp, ctx, b);
-        if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
+        if (sp.select >= 0) run_select(sp, b);
+        else if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else if (sp.kind == ir::Stage::Kind::Scan) run_scan(sp, b);
         else run_elementwise(sp, b);
     }

@@ -43,6 +43,7 @@ std::vector<detail::KernelReport> describe_kernels(const ir::Plan& plan, const c
             case KernelKind::Strided: r.kind = "strided"; break;
             case KernelKind::Tiled: r.kind = fmt::format("tiled ({0}x{0} tiles through shared memory)", l.tile); break;
             case KernelKind::ReduceAll: r.kind = "reduce-all"; break;
+            case KernelKind::Select: r.kind = "select (a block per row, radix select per rank)"; break;
             case KernelKind::ReduceAxis:
                 r.kind = fmt::format("reduce-axis (axis {}, a {} per output)", l.axis,
                                      l.warp_per_output ? "warp" : "thread");

@@ -389,6 +389,16 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
                 static_cast<unsigned>(std::clamp<std::int64_t>(units, 1, std::min<std::int64_t>(cap, 0x7fffffff)));
             break;
         }
+        case KernelKind::Select: {
+            // One block per row of the reduced axes (grid-stride past the cap).
+            std::int64_t rows = 1;
+            for (std::size_t d = 0; d < st.shape.size(); ++d)
+                if (!((k.launch.select_axes >> d) & 1u)) rows *= st.shape[d];
+            if (rows == 0) return;
+            cfg.grid[0] =
+                static_cast<unsigned>(std::clamp<std::int64_t>(rows, 1, std::min<std::int64_t>(cap, 0x7fffffff)));
+            break;
+        }
         case KernelKind::ReduceAxis: {
             const std::int64_t len = st.shape[static_cast<std::size_t>(k.launch.axis)];
             const std::int64_t outputs = len == 0 ? shape_size(program.node(st.reduce).shape) : n / len;

@@ -111,6 +111,7 @@ COMPLEX_UNARY = [
 COMPLEX_BINARY = [
     ("Add", np.add), ("Sub", np.subtract), ("Mul", np.multiply), ("Div", np.true_divide), ("Pow", np.power),
     ("Eq", np.equal), ("Ne", np.not_equal), ("Maximum", np.maximum), ("Minimum", np.minimum),
+    ("Fmax", np.fmax), ("Fmin", np.fmin),
     # complex(re, im): its operands arrive as complex; the parts are re's and im's real parts.
     ("MakeComplex", lambda a, b: make_complex(a.real, b.real, a.dtype)),
 ]
@@ -119,7 +120,7 @@ COMPLEX_BINARY = [
 # within TRANS; Pow within 32 (exp(b log a) magnifies log's last-place error by |b log a|).
 COMPLEX_TOL = {"Square": EXACT, "Sign": EXACT, "Neg": EXACT, "Isnan": EXACT, "Isinf": EXACT, "Isfinite": EXACT,
                "Add": EXACT, "Sub": EXACT, "Mul": EXACT, "Div": EXACT, "Eq": EXACT, "Ne": EXACT, "Maximum": EXACT,
-               "Minimum": EXACT, "MakeComplex": EXACT, "Reciprocal": EXACT, "Abs": 2, "Pow": 32}
+               "Minimum": EXACT, "Fmax": EXACT, "Fmin": EXACT, "MakeComplex": EXACT, "Reciprocal": EXACT, "Abs": 2, "Pow": 32}
 
 
 def complex_parts(dt, full):

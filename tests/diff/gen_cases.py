@@ -426,6 +426,11 @@ import gen_scan_cases  # noqa: E402
 
 gen_scan_cases.add(save, lines, values, rng)
 
+# order statistics (median, percentile, quantile, nan*) and complex fmax/fmin
+import gen_quantile_cases  # noqa: E402
+
+gen_quantile_cases.add(save, lines, values, rng)
+
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"{len(lines)} cases in {OUT}")
