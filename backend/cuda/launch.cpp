@@ -185,6 +185,8 @@ void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, cons
                 case Param::Kind::Workspace: std::memcpy(slot, &wsp, sizeof wsp); break;
                 case Param::Kind::Layout:
                 case Param::Kind::VectorFlag: break;
+                case Param::Kind::Phase:
+                case Param::Kind::OutStride: throw InternalError("cuda backend: a compaction with a scan's parameter");
             }
             argv[i] = p.kind == Param::Kind::Layout ? static_cast<void*>(layout.data()) : static_cast<void*>(slot);
         }

@@ -67,7 +67,8 @@ public:
                 return out;
             }
             case ir::NodeKind::Scalar:
-            case ir::NodeKind::Compact: break;  // the programs here have no scalars or selections
+            case ir::NodeKind::Compact:
+            case ir::NodeKind::Scan: break;  // the programs here have no scalars, selections or scans
         }
         ADD_FAILURE() << "interpreter: unsupported node kind";
         return out;
