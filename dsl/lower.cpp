@@ -1680,6 +1680,8 @@ private:
         const std::map<std::string_view, const Expr*> given = axis_call_arguments(fn, e);
         const auto axis = given.find("axis");
         const Val a = strong(expr(*e.operands[0]));
+        if (a.mask.valid())  // its length is the data's; the scan would run over the unselected values too
+            throw ValueError(fmt::format("{}() of a boolean-mask selection is not supported", fname), text_, span);
         const Shape in = shape(a);
         const Typed t = rule(op, dt(a), span);  // the operand's dtype first, as for a reduction
         const auto nd = static_cast<std::int32_t>(std::max<std::size_t>(1, in.size()));

@@ -415,7 +415,7 @@ void verify(const Program& p, const Schedule& s) {
         const Stage& st = s.stages[static_cast<std::size_t>(k)];
         seen.assign(nn, 0);
         stack.clear();
-        if (st.kind != Stage::Kind::Elementwise) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) stack.push_back(p.node(st.reduce).args[0]);
         for (const NodeId n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const NodeId n = stack.back();

@@ -496,7 +496,7 @@ void StagePlanner::mark_full_fills() {
 
 // Where the stored values (or the reduction's operand) are found once the code has run.
 void StagePlanner::plan_stores() {
-    if (stage.kind != ir::Stage::Kind::Elementwise) {
+    if (stage.kind == ir::Stage::Kind::Reduce || stage.kind == ir::Stage::Kind::Scan) {
         sp.value_slot = slot[roots[0]];
     } else if (stage.kind == ir::Stage::Kind::Compact) {
         sp.value_slot = slot[roots[0]];
@@ -750,7 +750,8 @@ public:
             std::size_t widest = 1;
             for (const StorePlan& st : sp.stores) widest = std::max(widest, itemsize(st.dtype));
             for (const LoadPlan& lp : sp.loads) widest = std::max(widest, itemsize(lp.dtype));
-            if (sp.kind != ir::Stage::Kind::Elementwise) widest = std::max(widest, itemsize(sp.dtype));
+            if (sp.kind == ir::Stage::Kind::Reduce || sp.kind == ir::Stage::Kind::Scan)
+                widest = std::max(widest, itemsize(sp.dtype));
             r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)",
                                           32 / std::min<std::size_t>(widest, 32), widest)
                             : std::string("portable loops (as the compiler vectorises them)");

@@ -271,3 +271,11 @@ TEST(Mask, EveryMaskPlanKeepsTheIrInvariants) {
     EXPECT_NO_THROW(ir::verify(plan_of("a[m]", {6, 2})));
     EXPECT_NO_THROW(ir::verify(plan_of("sum(a[m], axis=0)", {6, 2})));
 }
+
+// A scan or an order statistic of a selection would run over the unselected values too: both
+// are refused (found after the merge with the scans: cumsum(a[a > 2]) scanned all of a).
+TEST(Mask, AScanOrOrderStatisticOfASelectionIsAValueError) {
+    EXPECT_THROW(eval_ab("cumsum(a[a > 2])"), ValueError);
+    EXPECT_THROW(eval_ab("nancumprod(b[a > 2], axis=0)"), ValueError);
+    EXPECT_THROW(eval_ab("median(a[a > 2])"), ValueError);
+}
