@@ -976,6 +976,11 @@ jit::Array call_released(Work&& work) {
         if (PyErr_Occurred()) throw nb::python_error();
         throw;
     }
+    // The poll ran Python's handler (KeyboardInterrupt is set on this thread) after the call's
+    // last safe point, so the call finished: the interrupt is raised all the same. Returning the
+    // result instead lost it, since the next lookup that clears a failed attribute probe cleared
+    // it too (a Ctrl-C during a loop of short calls then went unseen).
+    if (PyErr_Occurred()) throw nb::python_error();
 #else
     {
         nb::gil_scoped_release release;

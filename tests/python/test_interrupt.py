@@ -39,9 +39,14 @@ def test_keyboard_interrupt_stops_a_long_evaluation():
     a = long_input()
     part = a[: N // 4]
     jx.evaluate(TEXT, a=part)  # prepared before it is timed: the estimate is of the work alone
-    start = time.perf_counter()
-    jx.evaluate(TEXT, a=part)
-    whole = (time.perf_counter() - start) * 4
+    # The fastest of three runs: one timed at a busy moment overestimates the call, and the signal
+    # below could then come after a call that ran at an idle one had ended (seen in CI).
+    runs = []
+    for _ in range(3):
+        start = time.perf_counter()
+        jx.evaluate(TEXT, a=part)
+        runs.append(time.perf_counter() - start)
+    whole = min(runs) * 4
     if whole < 1.0:
         pytest.skip(f"this machine evaluates {N} elements in {whole:.2f} s: too fast to interrupt")
     # Early in the call (a tenth of its estimated time), so that a busy machine's slower or
@@ -75,3 +80,21 @@ def test_out_is_untouched_or_fully_written_when_interrupted():
     untouched = bool(np.all(out == -1.0))
     written = not untouched and bool(np.allclose(out[:: N // 1024], jx.evaluate(TEXT, a=a[:: N // 1024])))
     assert untouched or written, "out= was left half written"
+
+
+def test_a_ctrl_c_during_a_loop_of_short_calls_is_never_lost():
+    # A signal can reach the poll after a call's last safe point: the call then finishes, and the
+    # KeyboardInterrupt must still be raised (by it or by the loop's next step), never dropped.
+    # The window is narrow (the end of one call in tens), so the signal is sent at twenty offsets
+    # across a call's length; before the fix about one trial in thirty hit it (a SystemError,
+    # "returned a result with an exception set", or no KeyboardInterrupt at all).
+    x = np.random.default_rng(1).random(1 << 20)
+    for trial in range(20):
+        sent, t = interrupt_after(0.03 + 0.0023 * trial)
+        deadline = time.perf_counter() + 5
+        with pytest.raises(KeyboardInterrupt):
+            while time.perf_counter() < deadline:
+                jx.evaluate(TEXT, a=x)
+        latency = time.perf_counter() - sent["at"]
+        t.join()
+        assert latency < 1.0, f"trial {trial}: KeyboardInterrupt {latency * 1000:.0f} ms after the signal"
