@@ -793,6 +793,26 @@ private:
             return out;
         }
         if (ir::info(fn->op).rule == ir::Rule::Ldexp) return {ldexp(args[0], args[1], e)};
+        if (ir::info(fn->op).rule == ir::Rule::Logical && fn->arity == 2) {
+            // NumPy's logical_and/or/xor convert a Python int beside an array to a C long
+            // (OverflowError past int64, whatever the array's dtype); the operators `and` and
+            // `or` take each operand as a bool (docs/language.md).
+            for (std::size_t k = 0; k < args.size(); ++k) {
+                const Val& v = args[k];
+                if (v.weak != Weak::Int) continue;
+                const Node& n = node(v.node);
+                std::string digits;
+                if (auto big = big_.find(v.node); big != big_.end()) digits = big->second.digits;
+                else if (n.kind == NodeKind::Const && is_unsigned_int(n.value.dtype) &&
+                         n.value.u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                    digits = n.value.to_string();
+                if (!digits.empty())
+                    throw ValueError(fmt::format("integer {} is out of bounds for int64 ({}() takes a Python int "
+                                                 "as a C long, as NumPy does)",
+                                                 digits, fname),
+                                     text_, e.operands[k]->span);
+            }
+        }
         switch (fn->arity) {
             case 1: return {unary(fn->op, strong(args[0]), e.span)};
             case 2: return {typed(binary(fn->op, args[0], args[1], e.span))};  // power(): typed
@@ -1908,6 +1928,9 @@ private:
                                                              [&](const auto& o) { return integral(o.get()); })
                                                : integral(qe);
         }
+        // NumPy's order statistics are Python code: the axis is checked before a bool or complex
+        // operand fails in the arithmetic (quantile(flag, 0.5, axis=2) is its AxisError).
+        axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), false, fname);
         const Typed t = take && is_bool(dt(a)) ? Typed{DType::Bool, DType::Bool} : rule(op, dt(a), span);
         if (takes_q(op)) {
             const Expr* qe = arg("q");

@@ -270,6 +270,20 @@ TEST(Mask, EveryMaskPlanKeepsTheIrInvariants) {
     }
     EXPECT_NO_THROW(ir::verify(plan_of("a[m]", {6, 2})));
     EXPECT_NO_THROW(ir::verify(plan_of("sum(a[m], axis=0)", {6, 2})));
+    // issue 16's forms: rows of no element, argmin/argmax (two scans), weighted averages,
+    // reductions and views along the other axes, prefix views of scans
+    for (const char* text : {"a[m]", "c = (a * 2)[m]\nd = b[m]", "sum(a[m], axis=1)"}) {
+        SCOPED_TRACE(text);
+        EXPECT_NO_THROW(ir::verify(plan_of(text, {6, 0})));
+    }
+    for (const char* text :
+         {"argmin(a[m])", "argmax(a[m], axis=0)", "argmin(a[m], axis=1, keepdims=True)", "average(a[m], weights=b[m])",
+          "average(a[m], axis=0, weights=b[m])", "sum(a[m], axis=1)", "a[m][:, ::-1] + 1", "std(a[m], axis=-1, ddof=1)",
+          "cumsum(a, axis=1)[:, :1]", "a[cumsum(a, axis=0)[:, 0] > 0]"}) {
+        SCOPED_TRACE(text);
+        EXPECT_NO_THROW(ir::verify(plan_of(text, {6, 2})));
+    }
+    EXPECT_NO_THROW(ir::verify(plan_of("argmax(a[a > 0], keepdims=True) + argmin(b[m])", {6})));
 }
 
 // A scan or an order statistic of a selection would run over the unselected values too: both

@@ -120,12 +120,12 @@ TEST_F(MaskGpu, ArgExtremesRowsOfNoElementAndOtherAxesMatchTheCpu) {
     const Array a = data(100003, DType::Float64, 6);
     const Array m = data(3000, DType::Int32, 7).reshape({300, 10});
     const Array e = data(0, DType::Float32, 8).reshape({0});
-    for (const char* text : {"argmin(a[a > 0])", "argmax(a[a < 3])", "argmax(a[(a > 1) & (a < 4)])",
-                             "argmin(a[a > 0], keepdims=True)"})
+    for (const char* text :
+         {"argmin(a[a > 0])", "argmax(a[a < 3])", "argmax(a[(a > 1) & (a < 4)])", "argmin(a[a > 0], keepdims=True)"})
         same(text, {{"a", Arg(a)}});
-    for (const char* text : {"argmax(m[m[:, 0] > 0], axis=0)", "argmin(m[m[:, 1] > 0], axis=1)", "argmin(m[m > 2])",
-                             "sum(m[m[:, 0] > 0], axis=1)", "m[m[:, 0] > 0][:, ::-3]", "cumsum(m, axis=1)[:, :4]",
-                             "cumsum(m[0])[:7] * 2"})
+    for (const char* text :
+         {"argmax(m[m[:, 0] > 0], axis=0)", "argmin(m[m[:, 1] > 0], axis=1)", "argmin(m[m > 2])",
+          "sum(m[m[:, 0] > 0], axis=1)", "m[m[:, 0] > 0][:, ::-3]", "cumsum(m, axis=1)[:, :4]", "cumsum(m[0])[:7] * 2"})
         same(text, {{"m", Arg(m)}});
     Environment h{{"a", Arg(a)}}, d{{"a", Arg(a.to(Backend::Cuda))}};
     const char* avg = "average(a[a > 0], weights=abs(a)[a > 0])";
@@ -139,5 +139,6 @@ TEST_F(MaskGpu, ArgExtremesRowsOfNoElementAndOtherAxesMatchTheCpu) {
     EXPECT_EQ(got.shape(), want.shape());
     EXPECT_GT(want.shape()[0], 0);
     EXPECT_EQ(want.shape()[1], 0);
-    EXPECT_THROW(gpu_->run("argmin(e[e > 0])", Environment{{"e", Arg(e.to(Backend::Cuda))}}), ValueError);
+    Environment de{{"e", Arg(e.to(Backend::Cuda))}};
+    EXPECT_THROW(gpu_->run("argmin(e[e > 0])", de), ValueError);
 }
