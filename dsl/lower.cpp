@@ -1155,7 +1155,17 @@ private:
             throw ShapeError(fmt::format("more than {} dimensions", kMaxDims), text_, span);
         const ir::NodeId values = shape(base) == full ? base.node : fresh(base.node, full, span);
         Val r{view_of(values, w, span), Weak::None};
-        r.mask = view_of(base.mask, operand_view(w, full, node(base.mask).shape), span);
+        // The mask's axes past its own are of extent 1 (it broadcasts over them): they stay so,
+        // or go where the view indexes them away.
+        View mv;
+        mv.out = w.out;
+        for (std::size_t d = k; d < mv.out.size(); ++d) mv.out[d] = 1;
+        for (std::size_t d = 0; d < w.axes.size(); ++d)
+            mv.axes.push_back(d < k ? w.axes[d] : ViewAxis{0, 1, w.axes[d].out});
+        if (node(base.mask).shape.size() != w.axes.size())
+            throw InternalError("lower: a selection's mask of another rank than its values");
+        view_memo_.clear();
+        r.mask = view_of(base.mask, mv, span);
         r.mask_axes = base.mask_axes;
         return r;
     }
@@ -1929,8 +1939,9 @@ private:
                                                : integral(qe);
         }
         // NumPy's order statistics are Python code: the axis is checked before a bool or complex
-        // operand fails in the arithmetic (quantile(flag, 0.5, axis=2) is its AxisError).
-        axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), false, fname);
+        // operand fails in the arithmetic (quantile(flag, 0.5, axis=2) is its AxisError; a 0-d
+        // operand is taken as 1-d there, so axis=0 reaches the TypeError).
+        axes_of(arg("axis"), static_cast<std::int32_t>(std::max<std::size_t>(1, in.size())), false, fname);
         const Typed t = take && is_bool(dt(a)) ? Typed{DType::Bool, DType::Bool} : rule(op, dt(a), span);
         if (takes_q(op)) {
             const Expr* qe = arg("q");
