@@ -490,11 +490,17 @@ private:
         if (a == b) return true;
         const Node& x = node(a);
         const Node& y = node(b);
-        if (x.kind != y.kind || x.dtype != y.dtype || x.shape != y.shape || x.nargs != y.nargs || x.slot != y.slot ||
-            x.axis != y.axis)
+        if (x.kind != y.kind || x.dtype != y.dtype || x.shape != y.shape || x.nargs != y.nargs ||
+            (x.slot != y.slot && x.kind != NodeKind::Input) || x.axis != y.axis)
             return false;
         if ((x.kind == NodeKind::Op || x.kind == NodeKind::Reduce) && x.op != y.op) return false;
         if (x.kind == NodeKind::Const && x.value.to_string() != y.value.to_string()) return false;
+        if (x.kind == NodeKind::Input && x.slot != y.slot) {  // two slots of one view of one name
+            const ir::InputDecl& p = p_.inputs[static_cast<std::size_t>(x.slot)];
+            const ir::InputDecl& q = p_.inputs[static_cast<std::size_t>(y.slot)];
+            return p.name == q.name && p.dtype == q.dtype && p.shape == q.shape && p.strides == q.strides &&
+                   p.view == q.view && p.offset == q.offset;
+        }
         for (int k = 0; k < x.nargs; ++k)
             if (!same_value(x.args[k], y.args[k])) return false;
         return true;
@@ -787,6 +793,26 @@ private:
             return out;
         }
         if (ir::info(fn->op).rule == ir::Rule::Ldexp) return {ldexp(args[0], args[1], e)};
+        if (ir::info(fn->op).rule == ir::Rule::Logical && fn->arity == 2) {
+            // NumPy's logical_and/or/xor convert a Python int beside an array to a C long
+            // (OverflowError past int64, whatever the array's dtype); the operators `and` and
+            // `or` take each operand as a bool (docs/language.md).
+            for (std::size_t k = 0; k < args.size(); ++k) {
+                const Val& v = args[k];
+                if (v.weak != Weak::Int) continue;
+                const Node& n = node(v.node);
+                std::string digits;
+                if (auto big = big_.find(v.node); big != big_.end()) digits = big->second.digits;
+                else if (n.kind == NodeKind::Const && is_unsigned_int(n.value.dtype) &&
+                         n.value.u > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+                    digits = n.value.to_string();
+                if (!digits.empty())
+                    throw ValueError(fmt::format("integer {} is out of bounds for int64 ({}() takes a Python int "
+                                                 "as a C long, as NumPy does)",
+                                                 digits, fname),
+                                     text_, e.operands[k]->span);
+            }
+        }
         switch (fn->arity) {
             case 1: return {unary(fn->op, strong(args[0]), e.span)};
             case 2: return {typed(binary(fn->op, args[0], args[1], e.span))};  // power(): typed
@@ -997,12 +1023,29 @@ private:
                 if (is_bool(dt(m))) return mask_select(base, m, e, x);
             }
         }
-        if (base.selected())
-            throw ValueError(
-                "a boolean-mask selection cannot be indexed again (index the array and its mask before selecting: "
-                "b[1:][m[1:]])",
-                text_, e.span);
-        const Shape& in = shape(base);
+        // A boolean-mask selection is indexed along its other axes only (c[m][:, 0] is c[:, 0][m]):
+        // its first axis, whose length the data decides, stays whole.
+        Shape sel_full, sel_shape;
+        if (base.selected()) {
+            sel_full = broadcast(shape(base), node(base.mask).shape, e.span);
+            sel_shape.assign(1, 1);
+            for (std::size_t d = 0; d < sel_full.size(); ++d) {
+                if (static_cast<std::int32_t>(d) < base.mask_axes) sel_shape[0] *= sel_full[d];
+                else sel_shape.push_back(sel_full[d]);
+            }
+            const syntax::IndexItem& first = e.index.front();
+            auto omitted = [&](std::int32_t k) { return k < 0 || is_none(*e.operands[static_cast<std::size_t>(k)]); };
+            const bool whole = (first.kind == syntax::IndexItem::Kind::Slice && omitted(first.start) &&
+                                omitted(first.stop) && omitted(first.step)) ||
+                               (first.kind == syntax::IndexItem::Kind::Ellipsis &&
+                                count_consumed(e) < static_cast<std::int64_t>(sel_shape.size()));
+            if (!whole)
+                throw ValueError(
+                    "a boolean-mask selection can be indexed along its other axes only (c[m][:, 0]): its first axis "
+                    "has the length the data decides (index the array and its mask before selecting: b[1:][m[1:]])",
+                    text_, e.span);
+        }
+        const Shape& in = base.selected() ? sel_shape : shape(base);
         const auto nd = static_cast<std::int64_t>(in.size());
         // The items: how many axes they consume, and a single ellipsis.
         std::int64_t consumed = 0;
@@ -1089,7 +1132,42 @@ private:
         if (static_cast<int>(v.out.size()) > kMaxDims)
             throw ShapeError(fmt::format("more than {} dimensions", kMaxDims), text_, e.span);
         view_memo_.clear();
+        if (base.selected()) return selection_view(base, sel_full, v, e.span);
         return Val{view_of(base.node, v, e.span), Weak::None};
+    }
+
+    // The view v of a selection (its axis 0 whole) as a view of its values, of shape `full`,
+    // and of its mask (extent 1 past the mask's axes), still selected by the mask's axes.
+    Val selection_view(const Val& base, const Shape& full, const View& v, SourceSpan span) {
+        const auto k = static_cast<std::size_t>(base.mask_axes);
+        View w;
+        for (std::size_t d = 0; d < k; ++d) {
+            w.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(d)});
+            w.out.push_back(full[d]);
+        }
+        w.out.insert(w.out.end(), v.out.begin() + 1, v.out.end());
+        for (std::size_t d = 1; d < v.axes.size(); ++d) {
+            ViewAxis x = v.axes[d];
+            if (x.out >= 0) x.out += static_cast<std::int32_t>(k) - 1;
+            w.axes.push_back(x);
+        }
+        if (static_cast<int>(w.out.size()) > kMaxDims)
+            throw ShapeError(fmt::format("more than {} dimensions", kMaxDims), text_, span);
+        const ir::NodeId values = shape(base) == full ? base.node : fresh(base.node, full, span);
+        Val r{view_of(values, w, span), Weak::None};
+        // The mask's axes past its own are of extent 1 (it broadcasts over them): they stay so,
+        // or go where the view indexes them away.
+        View mv;
+        mv.out = w.out;
+        for (std::size_t d = k; d < mv.out.size(); ++d) mv.out[d] = 1;
+        for (std::size_t d = 0; d < w.axes.size(); ++d)
+            mv.axes.push_back(d < k ? w.axes[d] : ViewAxis{0, 1, w.axes[d].out});
+        if (node(base.mask).shape.size() != w.axes.size())
+            throw InternalError("lower: a selection's mask of another rank than its values");
+        view_memo_.clear();
+        r.mask = view_of(base.mask, mv, span);
+        r.mask_axes = base.mask_axes;
+        return r;
     }
 
     static bool is_none(const Expr& x) { return x.kind == ExprKind::Name && x.text == "None"; }
@@ -1135,23 +1213,35 @@ private:
 
     // A selection stored to memory: the Compact node of its values where its mask is true, both
     // over their common shape.
+    // A selection whose rows hold no element (b of shape (4, 0) under a mask of shape (4,)) still
+    // has a row for each true mask element, (count, 0) as in NumPy: its stage runs over the
+    // mask's own axes (the other axes of extent 1), counting rows, with values that read
+    // nothing of the empty array, and stores no element (ir::verify and both backends know the
+    // form: the values' trailing axes are 1 where the Compact node's hold no element).
     ir::NodeId compact(const Val& v, SourceSpan span) {
-        const Shape full = broadcast(shape(v), node(v.mask).shape, span);
-        const ir::NodeId values = shape(v) == full ? v.node : fresh(v.node, full, span);
+        Shape full = broadcast(shape(v), node(v.mask).shape, span);
+        const auto k = static_cast<std::size_t>(v.mask_axes);
+        Node c;
+        c.kind = NodeKind::Compact;
+        c.dtype = dt(v);
+        c.shape.assign(1, 1);
+        for (std::size_t d = 0; d < full.size(); ++d) {
+            if (d < k) c.shape[0] *= full[d];
+            else c.shape.push_back(full[d]);
+        }
+        const bool empty_rows = shape_size(full) == 0 && c.shape[0] > 0;
+        if (empty_rows)
+            for (std::size_t d = k; d < full.size(); ++d) full[d] = 1;
         // One broadcast mask node per mask and shape: selections by one mask share a stage.
         std::string key = std::to_string(v.mask.value());
         for (const std::int64_t e : full) key += fmt::format(",{}", e);
+        if (empty_rows) key += ",rows";
         auto [it, fresh_mask] = compact_masks_.try_emplace(std::move(key), v.mask);
         if (fresh_mask && node(v.mask).shape != full) it->second = fresh(v.mask, full, span);
         const ir::NodeId mask = it->second;
-        Node c;
-        c.kind = NodeKind::Compact;
-        c.dtype = node(values).dtype;
-        c.shape.assign(1, 1);
-        for (std::size_t d = 0; d < full.size(); ++d) {
-            if (static_cast<std::int32_t>(d) < v.mask_axes) c.shape[0] *= full[d];
-            else c.shape.push_back(full[d]);
-        }
+        const ir::NodeId values = empty_rows         ? cast(Val{mask, Weak::None}, c.dtype, span)
+                                  : shape(v) == full ? v.node
+                                                     : fresh(v.node, full, span);
         c.args[0] = values;
         c.args[1] = mask;
         c.nargs = 2;
@@ -1239,11 +1329,36 @@ private:
             m.axis = reduced;
             m.args[0] = view_of(a, w, span);
             r = add(std::move(m));
+        } else if (src.kind == NodeKind::Scan) {
+            r = view_of_scan(src, v, span);
         } else {
             throw ValueError("this expression cannot be indexed (index the arrays it is computed from)", text_, span);
         }
         view_memo_.emplace(std::move(key), r);
         return r;
+    }
+
+    // A view of a scan that keeps the scanned axis from its start, in order (the axis whole, or
+    // a prefix: cumsum(a)[:k] is cumsum(a[:k])): the same scan of the operand's view, the same
+    // values bit for bit. Any other view of the scanned axis would read the running values at
+    // other positions, which only the scan's stored result holds.
+    ir::NodeId view_of_scan(const Node& src, const View& v, SourceSpan span) {
+        const ir::NodeId a = src.args[0];
+        const Shape& as = node(a).shape;
+        const bool flat_of_many = src.axis < 0 && as.size() != 1;  // a 1-d result of a 0-d or n-d operand
+        const std::size_t sa = src.axis < 0 ? 0 : static_cast<std::size_t>(src.axis);
+        const ViewAxis& x = v.axes.at(sa);
+        if (flat_of_many || x.out < 0 || x.start != 0 || x.step != 1)
+            throw ValueError(
+                std::string("a scan's result can be indexed along its scanned axis only by a prefix slice ([:k], "
+                            "the scan of the prefix): the running values at other positions exist only once the "
+                            "whole scan is stored"),
+                text_, span);
+        Node m = src;
+        m.shape = v.out;
+        m.args[0] = view_of(a, v, span);
+        m.axis = v.out.size() <= 1 ? -1 : x.out;
+        return add(std::move(m));
     }
 
     // A view of an input: the same bound array at another offset, shape and strides.
@@ -1426,12 +1541,20 @@ private:
         };
         const Val a = strong(expr(*e.operands[0]));
         if (a.selected()) return masked_reduction(op, fname, a, arg, span);
-        const Shape in = shape(a);
         if (is_order_stat(op)) return order_statistic(op, a, arg, fname, span);
-        Typed t = rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
-        const Axes ax =
-            axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), op == Op::ArgMin || op == Op::ArgMax, fname);
-        const bool keep = keepdims_of(arg("keepdims"));
+        rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
+        const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(shape(a).size()),
+                                op == Op::ArgMin || op == Op::ArgMax, fname);
+        return plain_reduction(op, a, ax, keepdims_of(arg("keepdims")), arg, fname, span, nullptr);
+    }
+
+    // The reduction `op` of a (no selection) along ax. `sel`: the selection a was taken from,
+    // when a reduction of it along its other axes is this one of its values (then selected).
+    template <class Arg>
+    Val plain_reduction(Op op, const Val& a, const Axes& ax, bool keep, Arg&& arg, const std::string& fname,
+                        SourceSpan span, const Sel* sel) {
+        const Shape in = shape(a);
+        Typed t = rule(op, dt(a), span);
         const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
         check_nonempty(op, in, ax, span);
         ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
@@ -1500,7 +1623,7 @@ private:
             }
             case Op::ArgMin:
             case Op::ArgMax: r = arg_extreme(op, x, ax, keep, span); break;
-            case Op::Average: r = average(x, t, arg("weights"), ax, keep, fname, span); break;
+            case Op::Average: r = average(x, t, arg("weights"), arg("axis"), ax, keep, fname, span, sel); break;
             default: r = reduce_nodes(op, x, t.result, ax, keep, span); break;
         }
         if (half && node(r).dtype != half_result) r = cast(Val{r, Weak::None}, half_result, span);
@@ -1541,20 +1664,35 @@ private:
         const bool keep = keepdims_of(arg("keepdims"));
         const double ddof = arg("ddof") ? number_of(*arg("ddof"), "ddof") : 0.0;
         const Op base_op = op == Op::Average && !arg("weights") ? Op::Mean : op;
-        if (op == Op::ArgMin || op == Op::ArgMax || base_op == Op::Average)
-            throw ValueError(
-                fmt::format("{}() of a boolean-mask selection is not supported (only sum, prod, mean, min, "
-                            "max, ptp, any, all, count_nonzero, var, std and their nan-forms)",
-                            fname),
-                text_, span);
         Axes ax;  // over the values before selection
+        if (!sel_axes.all && sel_axes.list.front() != 0) {
+            // Along the selection's other axes only: the same reduction of the values before
+            // selection, then selected (sum(c[m], axis=1) is sum(c, axis=1)[m]); the mask loses
+            // the reduced axes (of extent 1 in it), or keeps them with keepdims.
+            if (is_order_stat(op))
+                throw ValueError(fmt::format("{}() of a boolean-mask selection is not supported", fname), text_, span);
+            ax.all = false;
+            for (const std::int32_t j : sel_axes.list) ax.list.push_back(j - 1 + static_cast<std::int32_t>(k));
+            const Sel sel{mask, a.mask_axes};
+            Val r = plain_reduction(op, x0, ax, keep, arg, fname, span, &sel);
+            ir::NodeId m = mask;
+            if (!keep) {
+                View v;
+                const Shape& ms = node(mask).shape;
+                for (std::size_t d = 0; d < ms.size(); ++d) {
+                    if (ax.has(d)) {
+                        v.axes.push_back(ViewAxis{0, 1, -1});
+                    } else {
+                        v.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(v.out.size())});
+                        v.out.push_back(ms[d]);
+                    }
+                }
+                view_memo_.clear();
+                m = view_of(mask, v, span);
+            }
+            return reselect(r, Sel{m, a.mask_axes});
+        }
         if (!sel_axes.all) {
-            if (sel_axes.list.front() != 0)
-                throw ValueError(fmt::format("{}() of a boolean-mask selection along axis {} is not supported: the "
-                                             "result would keep the selected axis, whose length the data decides "
-                                             "(reduce along axis 0, or over every element)",
-                                             fname, sel_axes.list.front()),
-                                 text_, span);
             ax.all = false;
             for (std::size_t d = 0; d < k; ++d) ax.list.push_back(static_cast<std::int32_t>(d));
             for (std::size_t j = 1; j < sel_axes.list.size(); ++j)
@@ -1592,14 +1730,13 @@ private:
                 PendingCheck{any, fmt::format("{}() of an empty array has no value", ir::spelling(op)), span});
         };
         ir::NodeId r;
-        switch (op) {
+        switch (base_op) {  // average without weights= is the mean
             case Op::Sum:
             case Op::NanSum: r = reduce_nodes(Op::Sum, neutral(0), t.result, ax, keep, span); break;
             case Op::Prod:
             case Op::NanProd: r = reduce_nodes(Op::Prod, neutral(1), t.result, ax, keep, span); break;
             case Op::Mean:
             case Op::NanMean:
-            case Op::Average:
                 r = binop(Op::Div, reduce_nodes(Op::Sum, neutral(0), t.result, ax, keep, span), count(t.result, keep),
                           span);
                 break;
@@ -1632,6 +1769,82 @@ private:
             case Op::All: {
                 const ir::NodeId skip = op_node(Op::Not, DType::Bool, node(mask).shape, {mask}, span);
                 r = reduce_nodes(Op::All, full_shape(binop(Op::Or, skip, x, span)), DType::Bool, ax, keep, span);
+                break;
+            }
+            case Op::Average: {  // with weights= (without, it is the mean)
+                const Expr* we = arg("weights");
+                const Val w = strong(expr(*we));
+                auto not_same_mask = [&] {
+                    throw ValueError(fmt::format("{}(): the weights of a boolean-mask selection must be selected by "
+                                                 "the same mask (weights=w[m])",
+                                                 fname),
+                                     text_, we->span);
+                };
+                if (!w.selected() || w.mask_axes != a.mask_axes) not_same_mask();
+                ir::NodeId wv = w.node, wm = w.mask;
+                const Shape wfull = broadcast(shape(w), node(w.mask).shape, we->span);
+                if (wfull != full) {
+                    // NumPy's rule for weights of another shape: along the axis, here the
+                    // selected one (w[m] of x[m] along axis 0), broadcast along it.
+                    if (ax.all) type_error("Axis must be specified when shapes of a and weights differ.", we->span);
+                    if (wfull.size() != k || sel_axes.list.size() != 1)
+                        throw ValueError("Shape of weights must be consistent with shape of a along specified axis.",
+                                         text_, we->span);
+                    View v;
+                    v.out.assign(full.size(), 1);
+                    for (std::size_t d = 0; d < k; ++d) {
+                        v.out[d] = full[d];
+                        v.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(d)});
+                    }
+                    view_memo_.clear();
+                    wv = view_of(wv, v, we->span);
+                    view_memo_.clear();
+                    wm = view_of(wm, v, we->span);
+                }
+                if (!same_value(wm, mask)) not_same_mask();
+                DType p = promote(t.operand, dt(w));
+                if (is_bool(p) || is_integer(p)) p = DType::Float64;
+                const ir::NodeId xs = cast(Val{x, Weak::None}, p, span), ws = cast(Val{wv, Weak::None}, p, span);
+                const ir::NodeId zero = const_of(0, p, span);
+                const ir::NodeId num = reduce_nodes(
+                    Op::Sum, full_shape(select(counted, binop(Op::Mul, xs, ws, span), zero, span)), p, ax, keep, span);
+                const ir::NodeId den =
+                    reduce_nodes(Op::Sum, full_shape(select(counted, ws, zero, span)), p, ax, keep, span);
+                require_nonzero_weights(den, fname, span);
+                return Val{binop(Op::Div, num, den, span), Weak::None};  // NumPy's dtype: x's and w's, promoted
+            }
+            case Op::ArgMin:
+            case Op::ArgMax: {
+                // The index into the selected values: the number of them before the first that
+                // is the least (greatest; the first NaN if any), found with two running counts
+                // (cumsum) of the selected elements and of the hits, in the selection's order.
+                require_selection();
+                if (!ax.all && k > 1)
+                    throw ValueError(fmt::format("{}() along the selected axis of a selection by a mask of several "
+                                                 "axes is not supported (select with a 1-d mask, or over every "
+                                                 "element)",
+                                                 fname),
+                                     text_, span);
+                const bool largest = op == Op::ArgMax;
+                const ir::NodeId id = constant(extreme(t.operand, !largest), span);
+                const ir::NodeId best = reduce_nodes(largest ? Op::ReduceMax : Op::ReduceMin,
+                                                     full_shape(select(mask, x, id, span)), t.operand, ax, true, span);
+                ir::NodeId hit = binop(Op::Eq, x, best, span);
+                if (is_inexact(t.operand))
+                    hit = binop(Op::Or, hit, binop(Op::And, isnan_of(x, span), isnan_of(best, span), span), span);
+                hit = full_shape(binop(Op::And, mask, hit, span));
+                const std::int32_t along = ax.all ? -1 : 0;
+                const ir::NodeId before =
+                    scan_sum(cast(Val{full_shape(mask), Weak::None}, DType::Int64, span), along, span);
+                const ir::NodeId seen = scan_sum(cast(Val{hit, Weak::None}, DType::Int64, span), along, span);
+                const ir::NodeId zero = const_of(0, DType::Int64, span);
+                const ir::NodeId counted_before = select(binop(Op::Eq, seen, zero, span), before, zero, span);
+                if (ax.all) {
+                    r = reduce_nodes(Op::ReduceMax, counted_before, DType::Int64, Axes{}, false, span);
+                    if (keep) r = cast_to_shape(r, Shape(static_cast<std::size_t>(rank), 1), span);
+                } else {
+                    r = reduce_nodes(Op::ReduceMax, counted_before, DType::Int64, ax, keep, span);
+                }
                 break;
             }
             case Op::CountNonzero: {
@@ -1725,6 +1938,10 @@ private:
                                                              [&](const auto& o) { return integral(o.get()); })
                                                : integral(qe);
         }
+        // NumPy's order statistics are Python code: the axis is checked before a bool or complex
+        // operand fails in the arithmetic (quantile(flag, 0.5, axis=2) is its AxisError; a 0-d
+        // operand is taken as 1-d there, so axis=0 reaches the TypeError).
+        axes_of(arg("axis"), static_cast<std::int32_t>(std::max<std::size_t>(1, in.size())), false, fname);
         const Typed t = take && is_bool(dt(a)) ? Typed{DType::Bool, DType::Bool} : rule(op, dt(a), span);
         if (takes_q(op)) {
             const Expr* qe = arg("q");
@@ -1852,28 +2069,104 @@ private:
         return reduce_nodes(Op::ArgFirst, hit, DType::Int64, one, keep, span);
     }
 
-    // average(x), average(x, axis), average(x, axis, weights): the mean, or sum(x * w) / sum(w)
-    // with w of x's shape (or one that broadcasts to it as it is).
-    ir::NodeId average(ir::NodeId x, const Typed& t, const Expr* weights, const Axes& ax, bool keep,
-                       const std::string& fname, SourceSpan span) {
+    // average(x), average(x, axis), average(x, axis, weights): the mean, or sum(x * w) / sum(w),
+    // NumPy's rules for w: x's shape, or (with an axis) the shape of x along the axes, in their
+    // order, broadcast along them (a 1-d w of a square x weighs its rows for axis=0).
+    // With `sel` (x is the values of a selection reduced along its other axes, which are
+    // shifted by sel->axes - 1), weights are a selection by the same mask of the same shape,
+    // or an array along those axes.
+    ir::NodeId average(ir::NodeId x, const Typed& t, const Expr* weights, const Expr* axis_e, const Axes& ax, bool keep,
+                       const std::string& fname, SourceSpan span, const Sel* sel = nullptr) {
         if (!weights) return reduce_nodes(Op::Mean, x, t.result, ax, keep, span);
-        const Val w = strong(expr(*weights));
+        const Val w0 = strong(expr(*weights));
+        Val w = selected_weights(w0, sel, *weights, fname);
         DType p = promote(t.operand, dt(w));
         if (is_bool(p) || is_integer(p)) p = DType::Float64;
         const Shape in = node(x).shape;  // a copy: adding nodes moves them
-        const Shape bs = broadcast(in, shape(w), weights->span);
-        if (bs != in)
-            throw ShapeError(fmt::format("{}(): weights of shape {} do not broadcast to the array's shape {}", fname,
-                                         shape_to_string(shape(w)), shape_to_string(in)),
-                             text_, weights->span);
+        const std::int32_t shift = sel ? sel->axes - 1 : 0;
+        if (w0.selected() || (!sel && shape(w) == in)) {
+            if (shape(w) != in)
+                throw ValueError(
+                    fmt::format("{}(): the weights of a boolean-mask selection must have its shape", fname), text_,
+                    weights->span);
+        } else {
+            if (ax.all) type_error("Axis must be specified when shapes of a and weights differ.", weights->span);
+            // The axes in the order given (NumPy transposes w to theirs).
+            const auto nd = static_cast<std::int32_t>(in.size()) - shift;
+            std::vector<std::int32_t> order;
+            if (axis_e->kind == ExprKind::Tuple) {
+                for (const auto& item : axis_e->operands)
+                    order.push_back(axes_of(item.get(), nd, true, fname).list.at(0) + shift);
+            } else {
+                order = ax.list;
+            }
+            Shape want;
+            for (const std::int32_t a : order) want.push_back(in[static_cast<std::size_t>(a)]);
+            if (shape(w) != want)
+                throw ValueError("Shape of weights must be consistent with shape of a along specified axis.", text_,
+                                 weights->span);
+            if (!std::is_sorted(order.begin(), order.end()))
+                throw ValueError(fmt::format("{}(): weights along axes given out of increasing order are not "
+                                             "supported (give the axes in increasing order)",
+                                             fname),
+                                 text_, axis_e->span);
+            View v;
+            v.out.assign(in.size(), 1);
+            for (std::size_t i = 0; i < order.size(); ++i) {
+                const auto a = static_cast<std::size_t>(order[i]);
+                v.out[a] = in[a];
+                v.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(a)});
+            }
+            view_memo_.clear();
+            w.node = view_of(w.node, v, weights->span);
+        }
         const ir::NodeId xs = cast(Val{x, Weak::None}, p, span), ws = cast(Val{w.node, Weak::None}, p, span);
         const ir::NodeId wb = shape(w) == in ? ws : cast_to_shape(ws, in, span);
         const ir::NodeId num = reduce_nodes(Op::Sum, binop(Op::Mul, xs, wb, span), p, ax, keep, span);
         const ir::NodeId den = reduce_nodes(Op::Sum, wb, p, ax, keep, span);
+        require_nonzero_weights(den, fname, span);
         return binop(Op::Div, num, den, span);
     }
 
+    // NumPy's ZeroDivisionError for weights that sum to zero (a ValueError here, as for 1 / 0
+    // between literals), raised when the program has run: never a NaN that looks computed.
+    void require_nonzero_weights(ir::NodeId den, const std::string& fname, SourceSpan span) {
+        ir::NodeId ok = binop(Op::Ne, den, const_of(0, node(den).dtype, span), span);
+        if (!node(ok).shape.empty()) ok = reduce_nodes(Op::All, ok, DType::Bool, Axes{}, false, span);
+        checks_.push_back(PendingCheck{ok, fmt::format("{}(): weights sum to zero, can't be normalized", fname), span});
+    }
+
     ir::NodeId cast_to_shape(ir::NodeId v, const Shape& s, SourceSpan span) { return fresh(v, s, span); }
+
+    // average()'s weights: a selection only where the array is one, by the same mask; its
+    // values (before selection) are returned.
+    Val selected_weights(Val w, const Sel* sel, const Expr& we, const std::string& fname) {
+        if (!w.selected()) return w;
+        if (!sel)
+            throw ValueError(fmt::format("{}(): weights are a boolean-mask selection but the array is not one", fname),
+                             text_, we.span);
+        if (w.mask_axes != sel->axes || !same_value(w.mask, sel->mask))
+            throw ValueError(
+                fmt::format("{}(): the weights of a boolean-mask selection must be selected by the same mask "
+                            "(weights=w[m])",
+                            fname),
+                text_, we.span);
+        return Val{w.node, Weak::None};
+    }
+
+    ir::NodeId scan_sum(ir::NodeId x, std::int32_t axis, SourceSpan span) {
+        Node n;
+        n.kind = NodeKind::Scan;
+        n.op = Op::CumSum;
+        n.dtype = node(x).dtype;
+        const Shape in = node(x).shape;
+        n.args[0] = x;
+        n.nargs = 1;
+        n.axis = axis < 0 || in.size() <= 1 ? -1 : axis;
+        n.shape = n.axis < 0 ? Shape{shape_size(in)} : in;
+        n.span = span;
+        return add(std::move(n));
+    }
 
     // ---- statements
     void statement(const syntax::Statement& st, bool last) {

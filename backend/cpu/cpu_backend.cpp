@@ -1393,16 +1393,20 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
     for (std::size_t i = 1; i < before.size(); ++i) before[i] += before[i - 1];
     const i64 total = before.back();
     // The outputs, now that their length is known: (true mask rows, the values' other axes).
+    // Each row counted n / capacity times (once where the rows hold no element, see
+    // dsl/lower.cpp's compact).
+    bool any_element = false;
     for (const StorePlan& st : sp.compacts) {
         const ir::Node& nd = program_.node(st.node);
         Shape shape = nd.shape;
-        const i64 inner = shape_size(Shape(shape.begin() + 1, shape.end()));
-        shape[0] = inner == 0 ? 0 : total / inner;
+        const i64 per_row = shape[0] > 0 ? n / shape[0] : 0;
+        shape[0] = per_row == 0 ? 0 : total / per_row;
+        any_element = any_element || shape_size(shape) > 0;
         args.outputs[static_cast<std::size_t>(st.output)] =
             args.allocate->allocate(static_cast<std::size_t>(st.output), shape);
         if (args.started_outputs) args.started_outputs[st.output] = true;
     }
-    if (total == 0) return;
+    if (total == 0 || !any_element) return;
     // Pass 2: each block's selected values, packed, at the count of the blocks before it.
     bind(sp, ctx, b);
     if (b.space.size != n) throw InternalError("cpu backend: the passes of a compaction differ in size");

@@ -202,15 +202,19 @@ void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, cons
                            sizeof total, args.stream);
         cuda::synchronize(args.stream);
     }
+    // Each true mask row counted n / capacity times (once where the rows hold no element: see
+    // dsl/lower.cpp's compact; nothing is scattered then).
+    bool any_element = false;
     for (const ir::NodeId node : st.stores) {
         const std::int32_t o = schedule.output_of[node];
         Shape shape = program.node(node).shape;
-        const std::int64_t inner = shape_size(Shape(shape.begin() + 1, shape.end()));
-        shape[0] = inner == 0 ? 0 : total / inner;
+        const std::int64_t per_row = shape[0] > 0 ? n / shape[0] : 0;
+        shape[0] = per_row == 0 ? 0 : total / per_row;
+        any_element = any_element || shape_size(shape) > 0;
         args.outputs[static_cast<std::size_t>(o)] = args.allocate->allocate(static_cast<std::size_t>(o), shape);
         if (args.started_outputs) args.started_outputs[o] = true;
     }
-    if (total == 0) return;
+    if (total == 0 || !any_element) return;
     pack();
     cuda::launch(l.fn[codegen::kCompactScatter], cfg, argv.data());
 }

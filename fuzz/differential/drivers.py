@@ -40,7 +40,7 @@ class BF16:
 # --- the Python package -----------------------------------------------------------------------
 
 _KINDS = {"ParseError": "parse", "NameError": "name", "TypeError": "type", "ShapeError": "shape",
-          "ValueError": "value", "ArgumentError": "argument"}
+          "ValueError": "value", "ArgumentError": "argument", "IndexError": "index"}
 
 
 class PythonDriver:

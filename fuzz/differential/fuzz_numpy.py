@@ -72,6 +72,11 @@ NP_NAME = {"abs": "absolute", "conj": "conjugate"}
 COMPLEX_INEXACT = ("sqrt", "abs", "sign")
 REDUCTIONS = ["sum", "prod", "mean", "min", "max", "any", "all"]
 SCANS = ["cumsum", "cumprod", "nancumsum", "nancumprod"]
+ORDER_STATS = ["median", "percentile", "quantile", "nanmedian", "nanpercentile", "nanquantile"]
+# Constant indices of an element-wise expression: integers, slices (negative, reversed, past the
+# end), new axes and an ellipsis.
+INDEXES = ["0", "-1", "1:", ":-1", "::-1", "::2", "None", ":, 0", "..., -1", "None, :", "1:3", ":, ::-1", "5",
+           "-7:10", "..., None", "2:1", ":, 1:, None"]
 TRANS_ULPS = 4  # what jitexpr promises for a function not correctly rounded (and a float power)
 BINOPS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "<=", "==", "!=", ">=", ">",
           "and", "or"]
@@ -451,7 +456,90 @@ def evaluate(node, ev):
         return reduce_(node[1], evaluate(node[2], ev), node[3], ev)
     if k == "scan":
         return scan_(node[1], evaluate(node[2], ev), node[3], ev)
+    if k in ("index", "mask") and weak_expr(node[1], ev):
+        raise RefError("type")  # a Python number (or jitexpr's weak expression of them) cannot be indexed
+    if k == "index":
+        return index_(evaluate(node[1], ev), node[2], ev)
+    if k == "mask":
+        return mask_(evaluate(node[1], ev), evaluate(node[2], ev), ev)
+    if k == "ostat":
+        v = evaluate(node[2], ev)
+        if node[2][0] == "mask" and isinstance(v, Arr):
+            raise RefError("value")  # jitexpr: an order statistic of a selection is refused (docs/language.md)
+        return ostat_(node[1], v, node[3], node[4], ev)
     raise AssertionError(node)
+
+
+def weak_expr(n, ev):
+    """Whether jitexpr keeps n weak: literals, host scalars, and operators (not comparisons,
+    and/or) of such."""
+    k = n[0]
+    if k in ("lit", "const"):
+        return True
+    if k == "var":
+        return not isinstance(ev.inputs.get(n[1]), (np.ndarray, BF16))
+    if k == "un":
+        return n[1] in ("-", "~", "+") and weak_expr(n[2], ev)
+    if k == "bin":
+        return n[1] not in ("<", "<=", "==", "!=", ">=", ">", "and", "or") and all(weak_expr(c, ev) for c in n[2:4])
+    return False
+
+
+def index_(v, idx, ev):
+    """x[idx] with constant indices and slices: NumPy's view (an IndexError past an axis)."""
+    if not isinstance(v, Arr):
+        raise RefError("type")  # a Python number cannot be indexed
+    try:
+        r = eval(f"_x[{idx}]", {"_x": v.a})
+    except IndexError:
+        raise RefError("index")
+    return Arr(np.asarray(r), v.dtype)
+
+
+def mask_(v, m, ev):
+    """x[m] for a bool array m over x's leading axes."""
+    if not isinstance(v, Arr):
+        raise RefError("type")
+    if not isinstance(m, Arr) or m.dtype != "bool" or m.a.ndim == 0:
+        raise RefError("value")  # jitexpr: a mask is a bool array (no 0-d flag, no integer index)
+    try:
+        r = v.a[m.a]
+    except IndexError:
+        raise RefError("index")
+    out = Arr(np.asarray(r), v.dtype)
+    out.mask_axes = m.a.ndim
+    return out
+
+
+def ostat_(name, v, q, axis, ev):
+    """median, percentile(x, q), quantile(x, q) and their nan-forms, NumPy's default method."""
+    v = strongify(v, ev)
+    kind = v.dtype
+    a = v.a
+    if axis is not None and not -a.ndim <= axis < max(a.ndim, 1):
+        raise RefError("shape")
+    if kind == "bool" and "median" not in name:
+        raise RefError("type")  # NumPy's percentile subtracts bools
+    if is_complex_kind(kind) and "median" not in name:
+        raise RefError("type")
+    if a.ndim == 0 and axis is not None:
+        raise RefError("shape")
+    fn = getattr(np, name)
+    logical = ev.logical(lambda p: fn(np.zeros((2,) * max(1, a.ndim), dtype=np.asarray(p).dtype),
+                                      *([] if q is None else [q]),
+                                      axis=None if axis is None else axis % max(1, a.ndim)), [v])
+    if kind in HALF:
+        a = ev.round_to(a, kind)
+        if "median" not in name:
+            if kind == "bfloat16":
+                raise RefSkip()  # the interpolation in bfloat16 itself (docs/language.md): no NumPy loop to compare
+            a = np.asarray(a).astype(np.float16)  # NumPy interpolates float16 in float16
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = np.asarray(fn(a, *([] if q is None else [q]), axis=axis))
+    if logical in HALF:
+        r = ev.round_to(r, logical)
+    return ev.inexact(Arr(r.astype(ev.carrier(logical)), logical), TRANS_ULPS)
 
 
 def as_bool(v, ev):
@@ -688,7 +776,7 @@ def cast(dtype, v, ev):
 def reduce_(name, v, axis, ev):
     v = strongify(v, ev)
     kind = v.dtype
-    if name in ("min", "max") and is_complex_kind(kind):
+    if name in ("min", "max", "argmin", "argmax") and is_complex_kind(kind):
         raise RefError("type")
     a = v.a
     if axis is not None:
@@ -696,9 +784,14 @@ def reduce_(name, v, axis, ev):
         if not -nd <= axis < nd:
             raise RefError("shape")
     fn = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "min": np.min, "max": np.max, "any": np.any,
-          "all": np.all}[name]
-    if name in ("min", "max") and (a.size == 0 if axis is None else a.shape[axis] == 0):
+          "all": np.all, "argmin": np.argmin, "argmax": np.argmax}[name]
+    if name in ("min", "max", "argmin", "argmax") and (a.size == 0 if axis is None else a.shape[axis] == 0):
         raise RefError("value")
+    k = getattr(v, "mask_axes", 0)
+    if name in ("argmin", "argmax") and axis is not None and k > 1 and a.ndim > 1 and axis % a.ndim == 0:
+        raise RefError("value")  # jitexpr: along the selected axis of a mask of several axes, refused
+    if name in ("argmin", "argmax") and kind in HALF:
+        raise RefSkip()  # which of two values equal once rounded to 16 bits comes first: the carrier's order
     logical = ev.logical(lambda p: fn(np.zeros((2,) * max(1, a.ndim), dtype=np.asarray(p).dtype),
                                       axis=None if axis is None else axis % max(1, a.ndim)), [v])
     if name == "mean" and a.size == 0 and axis is None:
@@ -849,14 +942,47 @@ class Generator:
             return ("lit", bool(rng.integers(2)))
         return ("const", str(rng.choice(list(CONSTANTS))))
 
-    def expr(self, names, depth):
+    def program(self, names, depth):
+        """An expression, now and then a boolean-mask selection of one (x[x > 0]) or a reduction
+        or an order statistic of a selection (the root only: a selection's length is the data's,
+        so jitexpr lets it meet nothing it would have to broadcast with)."""
+        rng = self.rng
+        r = rng.random()
+        if r < 0.76 or not names:
+            return self.expr(names, depth)
+        x = self.expr(names, depth - 1, plain=r < 0.88)
+        var = ("var", str(rng.choice(sorted(names))))
+        left = x if used_names(x) and rng.random() < 0.6 else var
+        sel = ("mask", x, ("bin", str(rng.choice(["<", ">", "!=", "=="])), left, self.literal()))
+        r = rng.random()
+        axis = None if rng.random() < 0.6 else int(rng.integers(-1, 3))
+        if r < 0.4:
+            return sel
+        if r < 0.95:
+            return ("reduce", str(rng.choice(REDUCTIONS + ["argmin", "argmax"])), sel, axis)
+        return self.order_stat(sel, axis)
+
+    def order_stat(self, x, axis):
+        rng = self.rng
+        name = str(rng.choice(ORDER_STATS))
+        q = None
+        if "percentile" in name:
+            q = float(rng.choice([0, 25, 50, 90, 100, 33.3]))
+        elif "quantile" in name:
+            q = float(rng.choice([0, 0.25, 0.5, 0.9, 1]))
+        return ("ostat", name, x, q, axis)
+
+    def expr(self, names, depth, plain=False):
+        """plain: element-wise only below (no reduction, scan or order statistic), so that it
+        can be indexed (jitexpr indexes a scan or a statistic only where the view reaches its
+        operand)."""
         rng = self.rng
         if depth <= 0 or rng.random() < 0.25:
             if names and rng.random() < 0.65:
                 return ("var", str(rng.choice(sorted(names))))
             return self.literal()
         r = rng.random()
-        sub = lambda: self.expr(names, depth - 1)  # noqa: E731
+        sub = lambda: self.expr(names, depth - 1, plain)  # noqa: E731
         if r < 0.38:
             return ("bin", str(rng.choice(BINOPS)), sub(), sub())
         if r < 0.44:
@@ -866,11 +992,16 @@ class Generator:
             return ("call", name, [sub() for _ in range(FUNCS[name][0])])
         if r < 0.80:
             return ("where" if rng.random() < 0.5 else "tern", sub(), sub(), sub())
-        if r < 0.90:
+        if r < 0.88:
             return ("cast", str(rng.choice(CASTS)), sub())
+        if r < 0.93 or plain:
+            return ("index", self.expr(names, depth - 1, True), str(rng.choice(INDEXES)))
         axis = None if rng.random() < 0.5 else int(rng.integers(-2, 3))
-        if rng.random() < 0.25:
+        r = rng.random()
+        if r < 0.22:
             return ("scan", str(rng.choice(SCANS)), sub(), axis)
+        if r < 0.34:
+            return self.order_stat(sub(), axis)
         return ("reduce", str(rng.choice(REDUCTIONS)), sub(), axis)
 
 
@@ -910,6 +1041,13 @@ def text(n):
         return f"{n[1]}({text(n[2])})"
     if k in ("reduce", "scan"):
         return f"{n[1]}({text(n[2])})" if n[3] is None else f"{n[1]}({text(n[2])}, axis={n[3]})"
+    if k == "index":
+        return f"({text(n[1])})[{n[2]}]"
+    if k == "mask":
+        return f"({text(n[1])})[{text(n[2])}]"
+    if k == "ostat":
+        q = "" if n[3] is None else f", {n[3]!r}"
+        return f"{n[1]}({text(n[2])}{q})" if n[4] is None else f"{n[1]}({text(n[2])}{q}, axis={n[4]})"
     raise AssertionError(n)
 
 
@@ -923,8 +1061,12 @@ def children(n):
         return list(n[2])
     if k in ("where", "tern"):
         return list(n[1:])
-    if k in ("cast", "reduce", "scan"):
+    if k in ("cast", "reduce", "scan", "ostat"):
         return [n[2]]
+    if k == "index":
+        return [n[1]]
+    if k == "mask":
+        return [n[1], n[2]]
     return []
 
 
@@ -938,6 +1080,8 @@ def inexact_ops(n):
         own = 1
     if (k == "reduce" and n[1] in ("sum", "prod", "mean")) or k == "scan":
         own = 4
+    if k == "ostat":
+        own = 1
     return own + sum(inexact_ops(c) for c in children(n))
 
 
@@ -1055,6 +1199,8 @@ def reference(tree, names):
         return "skip", None, None
     except (OverflowError, ZeroDivisionError):
         return "value", None, None
+    except IndexError:
+        return "index", None, None
     except TypeError:
         return "type", None, None
     except ValueError as e:
@@ -1067,12 +1213,14 @@ def reference(tree, names):
             for pattern in PATTERNS:
                 evp = Evaluator(names, hi=True, perturb=pattern)
                 hi.append(final(evaluate(tree, evp), evp))
-        except (RefError, RefSkip, OverflowError, ZeroDivisionError, TypeError, ValueError):
+        except (RefError, RefSkip, OverflowError, ZeroDivisionError, TypeError, ValueError, IndexError):
             return "skip", None, None
+        if any(np.shape(h[1]) != np.shape(lo[1]) for h in hi):
+            return "skip", None, None  # a mask the rounding decides: the selections differ in length
     return "ok", lo, hi
 
 
-ERROR_KINDS = {"parse", "name", "type", "shape", "value"}
+ERROR_KINDS = {"parse", "name", "type", "shape", "value", "index"}
 PATTERNS = [lambda k: 1, lambda k: -1, lambda k: 1 if k % 2 else -1, lambda k: -1 if k % 2 else 1]
 
 
@@ -1132,9 +1280,17 @@ def shrink(driver, tree, names, why):
             for i in range(1, 4):
                 for c in replacements(t[i]):
                     yield t[:i] + (c,) + t[i + 1:]
-        elif k in ("cast", "reduce", "scan"):
+        elif k in ("cast", "reduce", "scan", "ostat"):
             for c in replacements(t[2]):
                 yield t[:2] + (c,) + t[3:]
+        elif k == "index":
+            for c in replacements(t[1]):
+                yield ("index", c, t[2])
+        elif k == "mask":
+            for c in replacements(t[1]):
+                yield ("mask", c, t[2])
+            for c in replacements(t[2]):
+                yield ("mask", t[1], c)
 
     def size(t):
         return 1 + sum(size(c) for c in children(t))
@@ -1171,7 +1327,7 @@ def run_case(driver, seed, i):
     rng = case_rng(seed, i)
     g = Generator(rng, driver)
     names = g.inputs()
-    tree = g.expr(names, int(rng.integers(1, 5)))
+    tree = g.program(names, int(rng.integers(1, 5)))
     return tree, names, judge(driver, tree, names)
 
 

@@ -455,3 +455,52 @@ TEST(TwoResults, BoundArraysAreWrittenInPlace) {
     EXPECT_EQ(frac.to_vector<double>(), (std::vector<double>{-0.5, 0.25, 0.0}));
     EXPECT_EQ(whole.to_vector<double>(), (std::vector<double>{-2.0, 0.0, 3.0}));
 }
+
+// Issue 16: a Python int out of an int8 array's range. NumPy 2 (2.0 to 2.4) casts both operands
+// of logical_and/or/xor to bool and computes arctan2 in a float, so it answers; add() makes the
+// int an int8 first, and 1000 does not fit: the out-of-bounds ValueError with a caret. (The
+// Python suite, tests/python/test_literal_bounds.py, checks every binary function of the op
+// table against NumPy itself.)
+TEST(LiteralBounds, LogicalFunctionsTakeAnOutOfRangeIntAsNumPyDoes) {
+    const Array x = Array::from(std::vector<std::int8_t>{1, -2, 0, 5}, {4}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    const Array a = run("logical_and(x, 1000)", env);
+    EXPECT_EQ(a.dtype(), DType::Bool);
+    EXPECT_EQ(a.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1, 0, 1}));
+    EXPECT_EQ(run("logical_xor(1000, x)", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 0, 1, 0}));
+    EXPECT_EQ(run("logical_or(x, -129)", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1, 1, 1}));
+    EXPECT_EQ(run("arctan2(x, 1000)", env).dtype(), DType::Float16);
+    for (const char* text : {"add(x, 1000)", "maximum(1000, x)", "gcd(x, 1000)", "x + 1000"}) {
+        SCOPED_TRACE(text);
+        try {
+            run(text, env);
+            FAIL() << "no error";
+        } catch (const ValueError& e) {
+            EXPECT_NE(std::string(e.message()).find("integer 1000 is out of bounds for int8"), std::string::npos)
+                << e.message();
+            EXPECT_EQ(std::string(text).substr(e.span().begin, e.span().end - e.span().begin), "1000");
+        }
+    }
+}
+
+// NumPy's logical_and/or/xor take a Python int beside an array as a C long: one past int64 is
+// its OverflowError whatever the array's dtype (jitexpr answered True); the operators keep their
+// documented rule, each operand as a bool.
+TEST(LiteralBounds, LogicalFunctionsRejectAPythonIntPastInt64WithACaret) {
+    const Array x = Array::from(std::vector<std::uint64_t>{0, 5}, {2}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    for (const char* text : {"logical_and(x, 18446744073709551615)", "logical_or(9223372036854775808, x)",
+                             "logical_xor(x, -9223372036854775809)", "logical_and(x, 2**70)"}) {
+        SCOPED_TRACE(text);
+        try {
+            run(text, env);
+            FAIL() << "no error";
+        } catch (const ValueError& e) {
+            EXPECT_NE(std::string(e.message()).find("is out of bounds for int64"), std::string::npos) << e.message();
+            EXPECT_GT(e.span().end, e.span().begin);
+        }
+    }
+    EXPECT_EQ(run("logical_and(x, 9223372036854775807)", env).to_vector<std::uint8_t>(),
+              (std::vector<std::uint8_t>{0, 1}));
+    EXPECT_EQ(run("x and 18446744073709551615", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1}));
+}

@@ -270,6 +270,20 @@ TEST(Mask, EveryMaskPlanKeepsTheIrInvariants) {
     }
     EXPECT_NO_THROW(ir::verify(plan_of("a[m]", {6, 2})));
     EXPECT_NO_THROW(ir::verify(plan_of("sum(a[m], axis=0)", {6, 2})));
+    // issue 16's forms: rows of no element, argmin/argmax (two scans), weighted averages,
+    // reductions and views along the other axes, prefix views of scans
+    for (const char* text : {"a[m]", "c = (a * 2)[m]\nd = b[m]", "sum(a[m], axis=1)"}) {
+        SCOPED_TRACE(text);
+        EXPECT_NO_THROW(ir::verify(plan_of(text, {6, 0})));
+    }
+    for (const char* text :
+         {"argmin(a[m])", "argmax(a[m], axis=0)", "argmin(a[m], axis=1, keepdims=True)", "average(a[m], weights=b[m])",
+          "average(a[m], axis=0, weights=b[m])", "sum(a[m], axis=1)", "a[m][:, ::-1] + 1", "std(a[m], axis=-1, ddof=1)",
+          "cumsum(a, axis=1)[:, :1]", "a[cumsum(a, axis=0)[:, 0] > 0]"}) {
+        SCOPED_TRACE(text);
+        EXPECT_NO_THROW(ir::verify(plan_of(text, {6, 2})));
+    }
+    EXPECT_NO_THROW(ir::verify(plan_of("argmax(a[a > 0], keepdims=True) + argmin(b[m])", {6})));
 }
 
 // A scan or an order statistic of a selection would run over the unselected values too: both
@@ -278,4 +292,97 @@ TEST(Mask, AScanOrOrderStatisticOfASelectionIsAValueError) {
     EXPECT_THROW(eval_ab("cumsum(a[a > 2])"), ValueError);
     EXPECT_THROW(eval_ab("nancumprod(b[a > 2], axis=0)"), ValueError);
     EXPECT_THROW(eval_ab("median(a[a > 2])"), ValueError);
+}
+
+// b[m] where b's other axes hold no element: NumPy's (count, 0), not (0, 0) (issue 16); every
+// zero-size form of a selection keeps NumPy's shape.
+TEST(Mask, RowsOfNoElementAreCountedAsNumPyCountsThem) {
+    const Array a = host(std::vector<double>{1, -2, 3, 0.5}, {4});
+    const Array m = cpu().eval("a > 0", Named{{"a", a}});
+    const Array b = host(std::vector<double>{}, {4, 0});
+    const Array r = cpu().eval("b[m]", Named{{"b", b}, {"m", m}});
+    EXPECT_EQ(r.shape(), (Shape{3, 0}));
+    EXPECT_EQ(r.dtype(), DType::Float64);
+    const Array c = host(std::vector<std::int16_t>{}, {4, 2, 0});
+    EXPECT_EQ(cpu().eval("c[a > 0] + 1", Named{{"c", c}, {"a", a}}).shape(), (Shape{3, 2, 0}));
+    EXPECT_EQ(cpu().eval("c[a > 5]", Named{{"c", c}, {"a", a}}).shape(), (Shape{0, 2, 0}));
+    Environment env{{"b", Arg(b)}, {"a", Arg(a)}};
+    EXPECT_EQ(cpu().run("r = b[a > 0]\ns = b[a < 0]", env).shape(), (Shape{1, 0}));
+    EXPECT_EQ(env.at("r").array().shape(), (Shape{3, 0}));
+    EXPECT_EQ(jit::compile("x[y > 0]", cpu())({{"x", b}, {"y", a}}).shape(), (Shape{3, 0}));
+    const Array z = host(std::vector<double>{}, {0, 3});
+    const Array mz = cpu().eval("z[:, 0] > 0", Named{{"z", z}});
+    EXPECT_EQ(cpu().eval("z[mz]", Named{{"z", z}, {"mz", mz}}).shape(), (Shape{0, 3}));
+    EXPECT_EQ(cpu().eval("sum(b[m], axis=0)", Named{{"b", b}, {"m", m}}).shape(), (Shape{0}));
+    EXPECT_EQ(cpu().eval("sum(b[m], axis=1)", Named{{"b", b}, {"m", m}}).to_vector<double>(),
+              (std::vector<double>{0, 0, 0}));
+}
+
+// argmin/argmax of a selection: the index into the selected values (NumPy), the first of ties,
+// the first NaN; along the selected axis of a row selection too (issue 16: refused before).
+TEST(Mask, ArgminAndArgmaxOfASelectionIndexTheSelectedValues) {
+    EXPECT_EQ(eval_ab("argmin(b[a > 0])").item<std::int64_t>(), 1);  // 1.5, 0.75, 2.0
+    EXPECT_EQ(eval_ab("argmax(b[a > 0])").item<std::int64_t>(), 2);
+    EXPECT_EQ(eval_ab("argmax(a[a < 0])").item<std::int64_t>(), 0);  // -1, -3, -6
+    EXPECT_EQ(eval_ab("argmin(a[a < 0], keepdims=True)").shape(), (Shape{1}));
+    const Array t = host(std::vector<double>{5, 1, 7, 1, NAN, 0, NAN}, {7});
+    EXPECT_EQ(cpu().eval("argmin(t[t > 0])", Named{{"t", t}}).item<std::int64_t>(), 1);   // 5, 1, 7, 1: first tie
+    EXPECT_EQ(cpu().eval("argmax(t[t != 7])", Named{{"t", t}}).item<std::int64_t>(), 3);  // first NaN
+    const Array c = host(std::vector<std::int32_t>{0, 9, 2, 3, 4, 5, 6, 1, 8, 9, 10, 11}, {4, 3});
+    const Array m = cpu().eval("x > 0", Named{{"x", host(std::vector<double>{1, -1, 1, 1})}});
+    // rows 0, 2, 3: [0 9 2], [6 1 8], [9 10 11]
+    EXPECT_EQ(cpu().eval("argmax(c[m], axis=0)", Named{{"c", c}, {"m", m}}).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{2, 2, 2}));
+    EXPECT_EQ(cpu().eval("argmin(c[m], axis=0)", Named{{"c", c}, {"m", m}}).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{0, 1, 0}));
+    EXPECT_EQ(cpu().eval("argmin(c[m], axis=1)", Named{{"c", c}, {"m", m}}).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{0, 1, 0}));
+    EXPECT_EQ(cpu().eval("argmin(c[m])", Named{{"c", c}, {"m", m}}).item<std::int64_t>(), 0);
+    EXPECT_EQ(cpu().eval("argmin(c[m][:, 1:])", Named{{"c", c}, {"m", m}}).item<std::int64_t>(), 2);
+    try {
+        eval_ab("argmin(a[a > 100])");
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.message()).find("empty"), std::string::npos) << e.message();
+    }
+}
+
+TEST(Mask, AverageOfASelectionTakesWeightsSelectedByTheSameMask) {
+    // a > 0 selects b = 1.5, 0.75, 2.0 with weights a = 2, 4, 5
+    EXPECT_DOUBLE_EQ(eval_ab("average(b[a > 0], weights=a[a > 0])").item<double>(),
+                     (1.5 * 2 + 0.75 * 4 + 2.0 * 5) / 11);
+    const Array c = host(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {4, 3});
+    const Array w = host(std::vector<double>{1, 2, 3, 4}, {4});
+    const Named n{{"c", c}, {"w", w}};
+    EXPECT_EQ(cpu().eval("average(c[w != 2], axis=0, weights=w[w != 2])", n).to_vector<double>(),
+              (std::vector<double>{(0 + 18 + 36) / 8.0, (1 + 21 + 40) / 8.0, (2 + 24 + 44) / 8.0}));
+    EXPECT_EQ(cpu().eval("average(c[w != 2], axis=1, weights=w[:3])", n).to_vector<double>(),
+              (std::vector<double>{8 / 6.0, 44 / 6.0, 62 / 6.0}));
+    EXPECT_THROW(cpu().eval("average(c[w > 1], weights=c[w > 2])", n), ValueError);  // another mask
+    EXPECT_THROW(cpu().eval("average(c[w > 1], weights=c)", n), ValueError);         // not selected
+    EXPECT_THROW(cpu().eval("average(c, weights=c[w > 1])", n), ValueError);         // only the weights
+}
+
+// A selection is indexed, and reduced, along its other axes: c[m][:, 0] is c[:, 0][m] and
+// sum(c[m], axis=1) is sum(c, axis=1)[m]; its own first axis is a ValueError with a caret.
+TEST(Mask, ASelectionIsIndexedAndReducedAlongItsOtherAxes) {
+    const Array c = host(std::vector<double>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {4, 3});
+    const Array w = host(std::vector<double>{1, -2, 3, 4}, {4});
+    const Named n{{"c", c}, {"w", w}};
+    EXPECT_EQ(cpu().eval("c[w > 0][:, 0]", n).to_vector<double>(), (std::vector<double>{0, 6, 9}));
+    EXPECT_EQ(cpu().eval("c[w > 0][..., ::-2]", n).to_vector<double>(), (std::vector<double>{2, 0, 8, 6, 11, 9}));
+    EXPECT_EQ(cpu().eval("c[w > 0][:, None, 1]", n).shape(), (Shape{3, 1}));
+    EXPECT_EQ(cpu().eval("sum(c[w > 0], axis=1)", n).to_vector<double>(), (std::vector<double>{3, 21, 30}));
+    EXPECT_EQ(cpu().eval("max(c[w > 0], axis=-1, keepdims=True)", n).shape(), (Shape{3, 1}));
+    EXPECT_EQ(cpu().eval("std(c[w > 0] * 2, axis=1, ddof=1)", n).to_vector<double>(), (std::vector<double>{2, 2, 2}));
+    for (const char* text : {"c[w > 0][0]", "c[w > 0][1:]", "c[w > 0][None]", "c[w > 0][::2]"}) {
+        SCOPED_TRACE(text);
+        try {
+            cpu().eval(text, n);
+            FAIL() << "no error";
+        } catch (const ValueError& e) {
+            EXPECT_NE(std::string(e.message()).find("along its other axes only"), std::string::npos) << e.message();
+            EXPECT_EQ(e.span().begin, 0u);
+        }
+    }
 }

@@ -176,3 +176,38 @@ TEST(ScansCpu, OneThreadAndManyGiveTheSameBits) {
         EXPECT_EQ(std::memcmp(one.data(), many.data(), one.nbytes()), 0) << text;
     }
 }
+
+// A view that keeps the scanned axis from its start is the scan of the operand's view, the same
+// bits (cumsum(a)[:k] is cumsum(a[:k]), cumsum(c, axis=1)[0] is cumsum(c[0])); any other index of
+// the scanned axis is a ValueError with a caret under the indexed scan (issue 16: it was
+// refused for every view, and a view of a mask made from a scan too).
+TEST(ScansCpu, AViewKeepingTheScannedAxisFromItsStartIsTheScanOfTheView) {
+    const Array a = Array::from(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, Backend::Cpu);
+    EXPECT_EQ(run("cumsum(a, axis=1)[1]", a).to_vector<double>(), (std::vector<double>{4, 9, 15}));
+    EXPECT_EQ(run("cumsum(a, axis=1)[:, :2]", a).to_vector<double>(), (std::vector<double>{1, 3, 4, 9}));
+    EXPECT_EQ(run("cumsum(a, axis=0)[None, :, ::-1]", a).shape(), (Shape{1, 2, 3}));
+    EXPECT_EQ(run("cumsum(a, axis=0)[None, :, ::-1]", a).to_vector<double>(), (std::vector<double>{3, 2, 1, 9, 7, 5}));
+    const Array v = Array::from(std::vector<std::int64_t>{3, 1, 4, 1, 5}, {5}, Backend::Cpu);
+    EXPECT_EQ(run("cumsum(a)[:3]", v).to_vector<std::int64_t>(), (std::vector<std::int64_t>{3, 4, 8}));
+    EXPECT_EQ(run("cumprod(a)[None, :2]", v).shape(), (Shape{1, 2}));
+    EXPECT_EQ(run("a[cumsum(a) > 4]", v).to_vector<std::int64_t>(), (std::vector<std::int64_t>{4, 1, 5}));
+    EXPECT_EQ(run("sum(cumsum(a)[:-1])", v).item<std::int64_t>(), 3 + 4 + 8 + 9);
+}
+
+TEST(ScansCpu, AnyOtherIndexOfTheScannedAxisIsAValueErrorWithACaret) {
+    const Array v = Array::from(std::vector<double>{3, 1, 4, 1, 5}, {5}, Backend::Cpu);
+    const Array m = Array::from(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}, Backend::Cpu);
+    for (const char* text :
+         {"cumsum(a)[-1]", "cumsum(a)[1:] - cumsum(a)[:-1]", "cumsum(a)[::-1]", "nancumprod(a)[::2]"}) {
+        SCOPED_TRACE(text);
+        try {
+            run(text, v);
+            FAIL() << "no error";
+        } catch (const ValueError& e) {
+            EXPECT_NE(std::string(e.message()).find("only by a prefix slice"), std::string::npos) << e.message();
+            EXPECT_EQ(e.span().begin, 0u);
+        }
+    }
+    EXPECT_THROW(run("cumsum(a)[:2]", m), ValueError);  // the flattened matrix: no view of a's own
+    EXPECT_THROW(run("cumsum(a, axis=1)[:, -1]", m), ValueError);
+}

@@ -476,6 +476,52 @@ class Indexing(Base):
         got = self.value_of(args + ["-e", "r = mean(a[b > 0])"])
         np.testing.assert_allclose(got, np.mean(a[b > 0]), rtol=1e-12)
 
+    def test_logical_functions_take_an_out_of_range_int_as_numpy_does(self):
+        x = np.array([1, -2, 0, 5], np.int8)
+        np.save(self.path("x.npy"), x)
+        args = ["--load", "x=" + self.path("x.npy")]
+        self.assertSameArray(self.value_of(args + ["-e", "r = logical_and(x, 1000)"]), np.logical_and(x, 1000))
+        self.assertSameArray(self.value_of(args + ["-e", "r = logical_xor(1000, x)"]), np.logical_xor(1000, x))
+        r = run(args + ["-e", "add(x, 1000)"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("value error: integer 1000 is out of bounds for int8", r.stderr)
+        self.assertIn("line 1: add(x, 1000)\n               ^^^^", r.stderr)
+        r = run(args + ["-e", "logical_or(x, 18446744073709551615)"])  # NumPy: OverflowError (a C long)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("value error: integer 18446744073709551615 is out of bounds for int64", r.stderr)
+
+    def test_a_selection_of_empty_rows_keeps_numpys_row_count(self):
+        b = np.zeros((5, 0), np.float32)
+        a = sample("float64", (5,), seed=8)
+        a[0] = 1.0
+        np.save(self.path("a.npy"), a)
+        np.save(self.path("b.npy"), b)
+        args = ["--load", "a=" + self.path("a.npy"), "--load", "b=" + self.path("b.npy")]
+        got = self.value_of(args + ["-e", "r = b[a > 0]"])
+        self.assertEqual((got.dtype, got.shape), (b.dtype, b[a > 0].shape))
+
+    def test_argmin_argmax_and_average_of_a_selection_are_numpys(self):
+        a = sample("float64", (40,), seed=9)
+        w = np.abs(sample("float64", (40,), seed=10)) + 1
+        np.save(self.path("a.npy"), a)
+        np.save(self.path("w.npy"), w)
+        args = ["--load", "a=" + self.path("a.npy"), "--load", "w=" + self.path("w.npy")]
+        self.assertSameArray(self.value_of(args + ["-e", "r = argmin(a[a > 0])"]), np.argmin(a[a > 0]))
+        self.assertSameArray(self.value_of(args + ["-e", "r = argmax(a[w > 1.5])"]), np.argmax(a[w > 1.5]))
+        np.testing.assert_allclose(self.value_of(args + ["-e", "r = average(a[a > 0], weights=w[a > 0])"]),
+                                   np.average(a[a > 0], weights=w[a > 0]), rtol=1e-12)
+
+    def test_a_prefix_of_a_scan_is_the_scan_of_the_prefix_and_other_indices_have_a_caret(self):
+        a = sample("int32", (9,), seed=11)
+        np.save(self.path("a.npy"), a)
+        args = ["--load", "a=" + self.path("a.npy")]
+        self.assertSameArray(self.value_of(args + ["-e", "r = cumsum(a)[:4] * 2"]), np.cumsum(a)[:4] * 2)
+        r = run(args + ["-e", "cumsum(a)[-1]"])
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("value error: a scan's result can be indexed along its scanned axis only by a prefix slice",
+                      r.stderr)
+        self.assertIn("line 1: cumsum(a)[-1]\n        ^^^^^^^^^^^^^", r.stderr)
+
     def test_an_index_past_the_end_is_an_index_error_with_a_caret(self):
         r = run(["-e", "a = arange(4)", "-e", "a[4]"])
         self.assertNotEqual(r.returncode, 0)

@@ -174,7 +174,22 @@ TEST(ScanErrors, KeepdimsIsNoArgumentOfAScan) {
 }
 TEST(ScanErrors, TooManyPositionalArguments) { EXPECT_NO_FATAL_FAILURE(error_span<NameError>("cumsum(a, 0, 1)")); }
 TEST(ScanErrors, AFloatAxisIsAValueError) { EXPECT_NO_FATAL_FAILURE(error_span<ValueError>("cumsum(a, 1.0)")); }
-TEST(ScanErrors, AScanResultCannotBeIndexed) { EXPECT_NO_FATAL_FAILURE(error_span<ValueError>("cumsum(b, 1)[0]")); }
+// A view that keeps the scanned axis from its start is the scan of the operand's view (issue 16);
+// any other index of the scanned axis, or of a flattened scan of a matrix, is a ValueError.
+TEST(ScanErrors, AScanResultIndexedElsewhereOnItsScannedAxisIsAValueError) {
+    for (const char* text : {"cumsum(b, 1)[:, -1]", "cumsum(b, 1)[:, 1:]", "cumsum(v)[::-1]", "cumsum(b)[:3]"}) {
+        SCOPED_TRACE(text);
+        EXPECT_NO_FATAL_FAILURE(error_span<ValueError>(text));
+    }
+}
+TEST(ScanShapes, AViewKeepingTheScannedAxisFromItsStartIsAScanOfTheView) {
+    EXPECT_EQ(shape_of("cumsum(b, 1)[0]"), (Shape{5}));
+    EXPECT_EQ(result(plan_of("cumsum(b, 1)[0]", vars())).kind, ir::NodeKind::Scan);
+    EXPECT_EQ(result(plan_of("cumsum(b, 1)[0]", vars())).axis, -1);
+    EXPECT_EQ(shape_of("cumsum(a, axis=2)[None, 1, :, :3]"), (Shape{1, 4, 3}));
+    EXPECT_EQ(result(plan_of("cumsum(a, axis=2)[None, 1, :, :3]", vars())).axis, 2);
+    EXPECT_EQ(shape_of("cumsum(v)[:4]"), (Shape{4}));
+}
 
 TEST(ScanVerify, AScanInAnOpNodeIsBroken) {
     auto p = plan_of("cumsum(b, axis=1)", vars());

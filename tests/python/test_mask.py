@@ -11,7 +11,8 @@ DTYPES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 MASKS = {"some": lambda a: a > a.flat[len(a.flat) // 2], "none": lambda a: a != a, "all": lambda a: a == a}
 SELECT = ["a[m]", "b[m]", "a[m] * 2", "(a + b)[m]", "a[m] - b[m]", "where(m, a, b)[m]"]
 REDUCE = ["sum(a[m])", "prod(a[m])", "mean(a[m])", "min(a[m])", "max(a[m])", "ptp(a[m])", "any(a[m])",
-          "all(a[m])", "count_nonzero(a[m])", "var(a[m])", "std(a[m], ddof=1)", "nansum(a[m])", "nanmean(a[m])"]
+          "all(a[m])", "count_nonzero(a[m])", "var(a[m])", "std(a[m], ddof=1)", "nansum(a[m])", "nanmean(a[m])",
+          "argmin(a[m])", "argmax(a[m])", "average(a[m], weights=b[m])"]
 
 
 def sample(dtype, n, seed):
@@ -37,7 +38,8 @@ def strided(x):
 
 NUMPY_NAMES = {"sum": np.sum, "prod": np.prod, "mean": np.mean, "min": np.min, "max": np.max, "ptp": np.ptp,
                "any": np.any, "all": np.all, "count_nonzero": np.count_nonzero, "var": np.var, "std": np.std,
-               "nansum": np.nansum, "nanmean": np.nanmean, "where": np.where}
+               "nansum": np.nansum, "nanmean": np.nanmean, "where": np.where, "argmin": np.argmin,
+               "argmax": np.argmax, "average": np.average}
 
 
 def numpy_of(text, names):
@@ -49,6 +51,10 @@ def numpy_of(text, names):
 def check(text, names):
     try:
         want = numpy_of(text, names)
+    except ZeroDivisionError:  # average()'s weights that sum to zero: a ValueError in jitexpr
+        with pytest.raises(ValueError, match="weights sum to zero"):
+            jx.evaluate(text, names, backend="cpu")
+        return
     except (TypeError, ValueError) as e:
         with pytest.raises(type(e)):
             jx.evaluate(text, names, backend="cpu")
@@ -84,8 +90,8 @@ def test_selection_matches_numpy(text, dtype, mask, layout):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("text", REDUCE)
 def test_reduction_of_selection_matches_numpy(text, dtype, mask, layout):
-    if np.dtype(dtype).kind == "c" and text.split("(")[0] in ("min", "max", "ptp"):
-        pytest.skip("jitexpr's min, max and ptp take no complex values (docs/language.md, reductions)")
+    if np.dtype(dtype).kind == "c" and text.split("(")[0] in ("min", "max", "ptp", "argmin", "argmax"):
+        pytest.skip("jitexpr's min, max, ptp, argmin and argmax take no complex values (docs/language.md)")
     if dtype == "bool" and text.startswith("ptp") and mask == "none":
         # NumPy finds the empty array before the bool subtract; jitexpr types the program before
         # any data is seen: a TypeError here, as for every bool ptp (tested with the other masks).
@@ -130,3 +136,59 @@ def test_a_mismatched_mask_is_an_index_error():
 def test_an_integer_index_array_is_not_a_mask():
     with pytest.raises(ValueError, match="integer-array indexing is not supported"):
         jx.evaluate("a[i]", {"a": np.arange(5.0), "i": np.arange(5)}, backend="cpu")
+
+
+ZERO_SIZE = [("b[m]", (4, 0), (4,)), ("b[m] * 2", (4, 0), (4,)), ("b[m]", (4, 2, 0), (4,)), ("b[m]", (4, 0, 2), (4,)),
+             ("b[m]", (2, 2, 0), (2, 2)), ("b[m]", (0, 3), (0,)), ("b[m]", (0,), (0,)), ("sum(b[m], axis=1)", (4, 0), (4,)),
+             ("sum(b[m], axis=0)", (4, 0), (4,)), ("b[m][:, 1:]", (4, 1), (4,)), ("cumsum(b, axis=1)", (4, 0), None),
+             ("cumsum(b, axis=0)", (0, 3), None), ("cumsum(b)", (4, 0), None), ("cumsum(b)[:0]", (5,), None)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int8", "bool", "complex64"])
+@pytest.mark.parametrize("text,shape,mshape", ZERO_SIZE)
+def test_zero_size_selections_and_scans_have_numpys_shape(text, shape, mshape, dtype):
+    rng = np.random.default_rng(3)
+    b = rng.integers(0, 3, shape).astype(dtype)
+    names = {"b": b}
+    if mshape is not None:
+        names["m"] = rng.integers(0, 2, mshape).astype(bool)
+        names["m"].flat[:1] = True
+    want = np.asarray(eval(text, {"sum": np.sum, "cumsum": np.cumsum}, dict(names)))
+    got = np.asarray(jx.evaluate(text, names, backend="cpu"))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_argmin_argmax_and_average_of_a_selection_are_numpys():
+    c = np.array([[0, 9, 2], [3, 4, 5], [6, 1, 8], [9, 10, 11]], np.int32)
+    x = np.array([5.0, 1.0, np.nan, 1.0, -np.inf, 7.0])
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    m = np.array([True, False, True, True])
+    names = {"c": c, "x": x, "w": w, "m": m}
+    for text in ["argmin(x[x > 0])", "argmax(x[x != 7])", "argmin(x[~isnan(x)])", "argmax(c[m], axis=0)",
+                 "argmin(c[m], axis=1)", "argmin(c[m], axis=-1, keepdims=True)", "argmax(c[m])",
+                 "argmin(c[c > 2])", "average(c[m], axis=0, weights=c[m])", "average(x[x > 0], weights=x[x > 0])",
+                 "average(c[m], axis=1, weights=w[:3])", "average(c[m], weights=c[m] * 2)"]:
+        want = np.asarray(eval(text, {**NUMPY_NAMES, "isnan": np.isnan}, dict(names)))
+        got = np.asarray(jx.evaluate(text, names, backend="cpu"))
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), text
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=text)
+    with pytest.raises(ValueError, match="empty"):
+        jx.evaluate("argmax(x[x > 100])", names, backend="cpu")
+    with pytest.raises(ValueError, match="selected by the same mask"):
+        jx.evaluate("average(c[m], weights=c)", names, backend="cpu")
+
+
+def test_a_selection_is_indexed_and_reduced_along_its_other_axes():
+    c = np.arange(24.0).reshape(4, 3, 2)
+    m = np.array([True, False, True, True])
+    names = {"c": c, "m": m}
+    for text in ["c[m][:, 0]", "c[m][..., ::-1]", "c[m][:, None, 1:, 1]", "sum(c[m], axis=2)",
+                 "max(c[m], axis=(1, 2))", "var(c[m], axis=1, ddof=1)", "c[m][:, 1] * 2 + c[m][:, 0]"]:
+        want = np.asarray(eval(text, dict(NUMPY_NAMES), dict(names)))
+        got = np.asarray(jx.evaluate(text, names, backend="cpu"))
+        assert (got.dtype, got.shape) == (want.dtype, want.shape), text
+        np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=text)
+    for text in ["c[m][0]", "c[m][1:]", "c[m][None]"]:
+        with pytest.raises(ValueError, match="along its other axes only"):
+            jx.evaluate(text, names, backend="cpu")
