@@ -1189,12 +1189,28 @@ private:
             throw IndexError(fmt::format("too many indices for array: array is {}-dimensional, but {} were indexed",
                                          bs.size(), ms.size()),
                              text_, mx.span);
-        for (std::size_t d = 0; d < ms.size(); ++d)
-            if (ms[d] != bs[d])
+        // NumPy lets a mask axis of no element stand against an axis of any extent (its selection
+        // is then empty: ones(3)[zeros(0) > 1] has shape (0,)); any other mismatch is an error.
+        bool empty_axis = false;
+        for (std::size_t d = 0; d < ms.size(); ++d) {
+            if (ms[d] == bs[d]) continue;
+            if (ms[d] != 0)
                 throw IndexError(fmt::format("boolean index did not match indexed array along axis {}; size of axis is "
                                              "{} but size of corresponding boolean axis is {}",
                                              d, bs[d], ms[d]),
                                  text_, mx.span);
+            empty_axis = true;
+        }
+        if (empty_axis) {
+            // The values cut to the mask's extents (a view of no element), then selected as usual.
+            View v;
+            v.out = ms;
+            v.out.insert(v.out.end(), bs.begin() + static_cast<std::ptrdiff_t>(ms.size()), bs.end());
+            for (std::size_t d = 0; d < bs.size(); ++d) v.axes.push_back(ViewAxis{0, 1, static_cast<std::int32_t>(d)});
+            view_memo_.clear();
+            Val cut{view_of(base.node, v, e.span), Weak::None};
+            return mask_select(cut, m, e, mx);
+        }
         // The mask with the array's other axes as extent 1, so that it broadcasts over them.
         ir::NodeId mk = m.node;
         if (ms.size() < bs.size()) {

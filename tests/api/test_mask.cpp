@@ -318,6 +318,27 @@ TEST(Mask, RowsOfNoElementAreCountedAsNumPyCountsThem) {
               (std::vector<double>{0, 0, 0}));
 }
 
+// NumPy takes a mask axis of no element against an axis of any extent: the selection is empty
+// (ones(3)[zeros(0, bool)] has shape (0,)); a mask axis of another nonzero extent stays an error.
+TEST(Mask, AMaskAxisOfNoElementSelectsNothingAsNumPyDoes) {
+    const Array a = host(std::vector<double>{1, 2, 3}, {3});
+    const Array none = host(std::vector<std::uint8_t>{}, {0});
+    const Array none_b = cpu().eval("m != 0", Named{{"m", none}});
+    const Array r = cpu().eval("a[m]", Named{{"a", a}, {"m", none_b}});
+    EXPECT_EQ(r.shape(), (Shape{0}));
+    EXPECT_EQ(r.dtype(), DType::Float64);
+    EXPECT_EQ(cpu().eval("sum(a[m])", Named{{"a", a}, {"m", none_b}}).to_vector<double>(), (std::vector<double>{0}));
+    const Array c = host(std::vector<double>(24, 1.0), {2, 3, 4});
+    const Array m03 = cpu().eval("z != 0", Named{{"z", host(std::vector<std::uint8_t>{}, {0, 3})}});
+    EXPECT_EQ(cpu().eval("c[m]", Named{{"c", c}, {"m", m03}}).shape(), (Shape{0, 4}));
+    const Array m20 = cpu().eval("z != 0", Named{{"z", host(std::vector<std::uint8_t>{}, {2, 0})}});
+    EXPECT_EQ(cpu().eval("c[m] * 2", Named{{"c", c}, {"m", m20}}).shape(), (Shape{0, 4}));
+    const Array m05 = cpu().eval("z != 0", Named{{"z", host(std::vector<std::uint8_t>{}, {0, 5})}});
+    EXPECT_THROW(cpu().eval("c[m]", Named{{"c", c}, {"m", m05}}), IndexError);
+    const Array one = cpu().eval("z != 0", Named{{"z", host(std::vector<std::uint8_t>{1}, {1})}});
+    EXPECT_THROW(cpu().eval("e[m]", Named{{"e", host(std::vector<double>{}, {0})}, {"m", one}}), IndexError);
+}
+
 // argmin/argmax of a selection: the index into the selected values (NumPy), the first of ties,
 // the first NaN; along the selected axis of a row selection too (issue 16: refused before).
 TEST(Mask, ArgminAndArgmaxOfASelectionIndexTheSelectedValues) {

@@ -133,6 +133,22 @@ def test_a_mismatched_mask_is_an_index_error():
         jx.evaluate("a[m]", {"a": np.arange(5.0), "m": np.ones(4, bool)}, backend="cpu")
 
 
+@pytest.mark.parametrize("shape,mshape", [((3,), (0,)), ((1,), (0,)), ((2, 3), (0,)), ((2, 3), (0, 3)),
+                                          ((2, 3), (2, 0)), ((2, 3, 4), (0, 3)), ((2, 3), (0, 5)), ((0,), (1,))])
+@pytest.mark.parametrize("text", ["b[m]", "sum(b[m])", "b[m] + 1"])
+def test_a_mask_axis_of_no_element_is_numpys_empty_selection(text, shape, mshape):
+    names = {"b": np.ones(shape), "m": np.zeros(mshape, bool)}
+    try:
+        want = np.asarray(eval(text, {"sum": np.sum}, dict(names)))
+    except IndexError:
+        with pytest.raises(IndexError, match="boolean index did not match"):
+            jx.evaluate(text, names, backend="cpu")
+        return
+    got = np.asarray(jx.evaluate(text, names, backend="cpu"))
+    assert (got.dtype, got.shape) == (want.dtype, want.shape)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_an_integer_index_array_is_not_a_mask():
     with pytest.raises(ValueError, match="integer-array indexing is not supported"):
         jx.evaluate("a[i]", {"a": np.arange(5.0), "i": np.arange(5)}, backend="cpu")
