@@ -3,6 +3,7 @@
 // outputs, reductions, 16-bit floats, and thread-count independence.
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/kernels.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/semantics.h"
 #include "tests/cpu/program_builder.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string_view>
@@ -739,3 +741,73 @@ TEST(CpuBackend, WrongInputCountIsAnArgumentError) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- passes of several stages
+
+namespace pass_tests {
+
+jit::dsl::Binding column(DType t, std::int64_t n) {
+    jit::dsl::Binding b;
+    b.kind = jit::dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.shape = {n};
+    b.strides = jit::contiguous_strides(b.shape);
+    return b;
+}
+
+// How many block instructions compute the node(s) whose op is `op` (summed), per element.
+int computed(const ir::Plan& plan, ir::Op op) {
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    int total = 0;
+    for (const ir::NodeId n : plan.program.ids())
+        if (plan.program.node(n).kind == ir::NodeKind::Op && plan.program.node(n).op == op) total += count[n.index()];
+    return total;
+}
+
+// x = a*b feeds two outputs and a sum: one pass of two stages, and a*b computed once per element
+// (stage by stage, the sum's stage would compute it again).
+TEST(CpuPasses, ASharedSubexpressionIsComputedOncePerElement) {
+    const std::map<std::string, jit::dsl::Binding> env = {{"a", column(DType::Float64, 4096)},
+                                                          {"b", column(DType::Float64, 4096)},
+                                                          {"c", column(DType::Float64, 4096)},
+                                                          {"d", column(DType::Float64, 4096)}};
+    const ir::Plan plan =
+        jit::dsl::plan("x = a*b\ny = x + c\nz = x * d\ns = sum(y)", jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    ASSERT_EQ(plan.schedule.stages.size(), 2u);
+    ASSERT_EQ(plan.schedule.passes.size(), 1u);
+    EXPECT_EQ(computed(plan, ir::Op::Mul), 2) << "a*b and x*d, once each";
+    EXPECT_EQ(computed(plan, ir::Op::Add), 1) << "x + c, stored and summed";
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    for (const ir::NodeId n : plan.program.ids()) EXPECT_LE(count[n.index()], 1) << ir::dump(plan.program);
+}
+
+// The analytics example's program: its four sums and two columns are one pass in which every
+// node, speed and tip_pct included (read by a column and a sum each), is computed once per
+// element.
+TEST(CpuPasses, TheAnalyticsProgramComputesEachValueOnce) {
+    const std::map<std::string, jit::dsl::Binding> env = {{"distance", column(DType::Float64, 3000)},
+                                                          {"duration", column(DType::Float64, 3000)},
+                                                          {"fare", column(DType::Float64, 3000)},
+                                                          {"tip", column(DType::Float64, 3000)},
+                                                          {"passengers", column(DType::Int32, 3000)}};
+    const ir::Plan plan = jit::dsl::plan(
+        "speed = distance / (duration / 3600)\n"
+        "tip_pct = where(fare > 0, tip / fare * 100, 0)\n"
+        "mean_long_speed = sum(where(distance > 5, speed, 0)) / sum(distance > 5)\n"
+        "mean_group_tip = sum(where(passengers >= 3, tip_pct, 0)) / sum(passengers >= 3)\n",
+        jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    ASSERT_EQ(plan.schedule.stages.size(), 6u);
+    ASSERT_EQ(plan.schedule.passes.size(), 2u);
+    EXPECT_EQ(plan.schedule.passes[0].first, 0);
+    EXPECT_EQ(plan.schedule.passes[0].end, 5) << "the four sums and the two columns";
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    for (const ir::NodeId n : plan.program.ids())
+        EXPECT_LE(count[n.index()], 1) << "node " << n.index() << " in\n" << ir::dump(plan.program);
+    // The text writes distance > 5 and passengers >= 3 twice each: two nodes each (the lowering
+    // does not merge repeated expressions), each node computed once.
+    EXPECT_EQ(computed(plan, ir::Op::Gt), 3) << "fare > 0 and the two distance > 5";
+    EXPECT_EQ(computed(plan, ir::Op::Ge), 2) << "the two passengers >= 3";
+    EXPECT_EQ(computed(plan, ir::Op::Where), 3);
+}
+
+}  // namespace pass_tests
