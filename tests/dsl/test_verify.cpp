@@ -90,6 +90,9 @@ TEST(Verify, AcceptsThePlansOfEveryKindOfProgram) {
         "gcd(i, 6) + lcm(i, 4) + left_shift(i, 1)",
         "isfinite(z) | isinf(b) | signbit(a)",
         "conj(z) + real(z) + absolute(z)",
+        "y = b * 2; w = b + 1; s = sum(y); t = max(w); k = argmin(y)",
+        "a = a * 2; s = sum(a)",
+        "y = a * 2; s = sum(y); v = sum((a - s) * (a - s))",
     };
     for (const char* text : texts) {
         for (std::size_t limit : {std::size_t{0}, std::size_t{8}}) {
