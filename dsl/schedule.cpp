@@ -327,7 +327,7 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
         const Stage& st = s.stages[k];
         const auto stage = static_cast<std::int32_t>(k);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
         for (auto x : st.stores) stack.push_back(x);
         while (!stack.empty()) {
             const NodeId x = stack.back();

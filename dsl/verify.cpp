@@ -350,7 +350,7 @@ void verify(const Program& p, const Schedule& s) {
                                        shape_to_string(st.shape), describe(p, nd.args[0]),
                                        shape_to_string(p.node(nd.args[0]).shape)));
             }
-        } else if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) {
+        } else if (st.has_root()) {
             const bool scan = st.kind == Stage::Kind::Scan;
             const char* what = scan ? "scan" : "reduce";
             if (!st.reduce.valid() || st.reduce.index() >= nn ||
@@ -457,7 +457,7 @@ void verify(const Program& p, const Schedule& s) {
         const std::int32_t pass_first = pass_of[static_cast<std::size_t>(k)];
         seen.assign(nn, 0);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
         for (const NodeId n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const NodeId n = stack.back();
