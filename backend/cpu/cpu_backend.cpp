@@ -26,10 +26,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
@@ -112,9 +114,14 @@ struct ReducePlan {
     bool mean = false;
     int value_slot = -1;           // the operand's slot once the code has run
     DType dtype = DType::Float64;  // the register dtype (Bool for Any/All; an order statistic: the operand's)
-    int output = -1;               // args.outputs index, or -1 for a temporary
-    int temp = -1;                 // index into Schedule::temps
-    int select = -1;               // an order statistic: its index into Program::order_stats (run_select)
+    // A reduction's kernel for one block of the values in value_slot, of value_dtype: the slot's
+    // own (KernelTable::reduce), or count_true for a sum of booleans cast to int64, which then
+    // reads the booleans (the cast's operand) and computes no cast.
+    ReduceFn block = nullptr;
+    DType value_dtype = DType::Float64;
+    int output = -1;  // args.outputs index, or -1 for a temporary
+    int temp = -1;    // index into Schedule::temps
+    int select = -1;  // an order statistic: its index into Program::order_stats (run_select)
 };
 
 // The block program of one stage, or of the stages of one pass (Schedule::passes) together: one
@@ -293,9 +300,18 @@ void StagePlanner::add_root_stage(const ir::Stage& stage) {
                 fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id, dtype_name(rp.dtype)));
         if (rp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll && ir::info(r.op).rule != ir::Rule::ArgFirst)
             throw InternalError("cpu backend: reduction operand dtype differs from the result's");
+        rp.block = kt.reduce[static_cast<int>(rp.red)][d];
+        rp.value_dtype = rp.dtype;
+        const ir::Node& x = p.node(rp.operand);
+        if (rp.red == Red::Sum && rp.dtype == DType::Int64 && x.kind == ir::NodeKind::Cast &&
+            p.node(x.args[0]).dtype == DType::Bool && kt.count_true) {
+            rp.block = kt.count_true;
+            rp.value_dtype = DType::Bool;
+            rp.operand = x.args[0];
+        }
     }
     sp.reduces.push_back(rp);
-    roots.push_back(r.args[0]);
+    roots.push_back(rp.operand);
 }
 
 // Nodes needed, in node (topological) order. Reduce and Scan nodes other than this stage's own
@@ -314,15 +330,51 @@ void StagePlanner::mark_needed() {
     }
 }
 
-// Representative of each node's value: a cast to the same dtype is its operand.
+// Representative of each node's value: a cast to the same dtype is its operand, a constant
+// equal to an earlier one (same dtype, same bits) is that one, and an op or a cast that repeats
+// an earlier one (the same op of the same operands' values: the text wrote `distance > 5`
+// twice) is that one, so the value is computed once per element. (Every op of the table is a
+// pure function of its operands.)
 void StagePlanner::pick_representatives() {
     rep.assign(p.nodes.size(), ir::NodeId());
+    // (kind, op, dtype, operands' representatives) -> the first node computing it
+    using Key = std::tuple<ir::NodeKind, ir::Op, DType, std::int32_t, std::int32_t, std::int32_t, int>;
+    std::map<Key, ir::NodeId> seen;
+    using ConstKey = std::tuple<DType, bool, std::int64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+    std::map<ConstKey, ir::NodeId> consts;
+    auto bits = [](double v) {
+        std::uint64_t u;
+        std::memcpy(&u, &v, sizeof u);
+        return u;
+    };
+    auto index_of = [](ir::NodeId x) { return x.valid() ? static_cast<std::int32_t>(x.index()) : -1; };
     for (const ir::NodeId n : p.ids()) {
         if (!need[n]) continue;
         const ir::Node& nd = p.node(n);
         if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype) {
             rep[n] = rep[nd.args[0]];
             continue;
+        }
+        if (nd.kind == ir::NodeKind::Const) {
+            const ir::Value& v = nd.value;
+            const auto [it, fresh] = consts.emplace(ConstKey{nd.dtype, v.b, v.i, v.u, bits(v.f), bits(v.im)}, n);
+            if (!fresh && v.dtype == p.node(it->second).value.dtype && p.node(it->second).shape == nd.shape) {
+                rep[n] = it->second;
+                continue;
+            }
+        }
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast) {
+            ir::NodeId a[3];
+            for (int k = 0; k < nd.nargs; ++k) a[k] = rep[nd.args[k]];
+            const Key key{nd.kind,        nd.kind == ir::NodeKind::Op ? nd.op : ir::Op{},
+                          nd.dtype,       index_of(a[0]),
+                          index_of(a[1]), index_of(a[2]),
+                          nd.nargs};
+            const auto [it, fresh] = seen.emplace(key, n);
+            if (!fresh && p.node(it->second).shape == nd.shape) {
+                rep[n] = it->second;
+                continue;
+            }
         }
         rep[n] = n;
         order.push_back(n);
@@ -466,6 +518,14 @@ void StagePlanner::select_instructions() {
                     } else if (s0 && !s1 && sv) {
                         ins.fn = sv;
                         ins.scalar_in = 1;
+                    }
+                } else if (nd.op == ir::Op::Where && nd.nargs == 3) {
+                    // where(c, x, 0): a constant or scalar value operand is read as one value.
+                    const int v =
+                        (is_fill(p.node(rep[nd.args[1]])) ? 1 : 0) | (is_fill(p.node(rep[nd.args[2]])) ? 2 : 0);
+                    if (v != 0 && kt.where_scalar[v][static_cast<int>(od)]) {
+                        ins.fn = kt.where_scalar[v][static_cast<int>(od)];
+                        ins.scalar_in = static_cast<std::uint8_t>(v << 1);
                     }
                 }
                 break;
@@ -1259,7 +1319,7 @@ void CpuPrepared::run_pass(const StagePlan& pp, const Ctx& ctx, Bound& b) const 
                     const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
                     std::byte* acc = partials[r].get() + blk * acc_size(rp.red, rp.dtype);
                     kt_.identity[k][d](acc);
-                    kt_.reduce[k][d](ptr[static_cast<std::size_t>(rp.value_slot)], len, acc, start);
+                    rp.block(ptr[static_cast<std::size_t>(rp.value_slot)], len, acc, start);
                 }
                 store_block(pp, b, ptr.data(), start, len);
             }
@@ -1293,13 +1353,13 @@ void CpuPrepared::combine_partials(const ReducePlan& rp, const std::byte* partia
 void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
     const ReducePlan& rp = sp.root();
     const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
-    const ReduceFn reduce = kt_.reduce[k][d];
+    const ReduceFn reduce = rp.block;
     const IdentityFn identity = kt_.identity[k][d];
     const ir::Node& rnode = program_.node(rp.reduce_node);
     const DType rd = rnode.dtype;
     const StoreFn store = kt_.store[static_cast<int>(rd)];
     const DivideFn divide = rp.mean ? kt_.divide[static_cast<int>(rd)] : nullptr;
-    const i64 rs = reg_size(rp.dtype), as = acc_size(rp.red, rp.dtype);
+    const i64 rs = reg_size(rp.value_dtype), as = acc_size(rp.red, rp.dtype);
     const i64 rows = b.rows, L = b.row_len;
     Ctx ctx{b.args, nullptr};
 
