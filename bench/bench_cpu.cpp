@@ -31,14 +31,14 @@ jit::Runtime& runtime() {
     return rt;
 }
 
-Array filled(DType t, double base) {
-    Array a = Array::empty(t, {kN}, Backend::Cpu);
+Array filled(DType t, double base, std::int64_t n = kN) {
+    Array a = Array::empty(t, {n}, Backend::Cpu);
     if (t == DType::Float32) {
         auto* p = static_cast<float*>(a.data());
-        for (std::int64_t i = 0; i < kN; ++i) p[i] = static_cast<float>(base + 1e-7 * double(i % 1000003));
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(base + 1e-7 * double(i % 1000003));
     } else {
         auto* p = static_cast<double*>(a.data());
-        for (std::int64_t i = 0; i < kN; ++i) p[i] = base + 1e-7 * double(i % 1000003);
+        for (std::int64_t i = 0; i < n; ++i) p[i] = base + 1e-7 * double(i % 1000003);
     }
     return a;
 }
@@ -87,6 +87,37 @@ void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) {
     state.SetBytesProcessed(state.iterations() * 3 * kN * static_cast<std::int64_t>(jit::itemsize(t)));
 }
 BENCHMARK_CAPTURE(BM_AxpyLikeNewOutput, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The pair at 2^log2n float64 elements (the argument): issue 21 measured 2^23, new output
+// against out= in one run.
+void BM_AxpyLikeOutAt(benchmark::State& state) {
+    const std::int64_t n = std::int64_t{1} << state.range(0);
+    jit::Environment env{{"a", jit::Arg(filled(DType::Float64, 0.5, n))},
+                         {"b", jit::Arg(filled(DType::Float64, 1.5, n))},
+                         {"c", jit::Arg(Array::empty(DType::Float64, {n}, Backend::Cpu))}};
+    runtime().run("c = a*2 + b", env);  // prepare once
+    for (auto _ : state) {
+        runtime().run("c = a*2 + b", env);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * n * 8);
+}
+BENCHMARK(BM_AxpyLikeOutAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AxpyLikeNewOutputAt(benchmark::State& state) {
+    const std::int64_t n = std::int64_t{1} << state.range(0);
+    const Array a = filled(DType::Float64, 0.5, n), b = filled(DType::Float64, 1.5, n);
+    const std::vector<jit::Arg> args{jit::Arg(a), jit::Arg(b)};
+    jit::Kernel k = jit::compile("a*2 + b", runtime());
+    Array held = k.call(args);
+    for (auto _ : state) {
+        Array next = k.call(args);
+        held = std::move(next);  // the previous result goes now
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * n * 8);
+}
+BENCHMARK(BM_AxpyLikeNewOutputAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // numexpr's own benchmark expression
 void BM_Polynomial(benchmark::State& state, DType t) {

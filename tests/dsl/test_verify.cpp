@@ -93,6 +93,7 @@ TEST(Verify, AcceptsThePlansOfEveryKindOfProgram) {
         "y = b * 2; w = b + 1; s = sum(y); t = max(w); k = argmin(y)",
         "a = a * 2; s = sum(a)",
         "y = a * 2; s = sum(y); v = sum((a - s) * (a - s))",
+        "s = sum(a); t = max(a); c = cumsum(a); k = min(a); md = median(a); y = a * 2; sel = a[a > 0]; w = a - 1",
     };
     for (const char* text : texts) {
         for (std::size_t limit : {std::size_t{0}, std::size_t{8}}) {
