@@ -884,8 +884,9 @@ TEST(CpuPasses, TheAnalyticsProgramComputesEachValueOnce) {
     // sum(distance > 5) counts the booleans: their cast to int64 is not computed (the casts left
     // are the 0-d stage's, of the counts to float64).
     for (const ir::NodeId n : plan.program.ids())
-        if (plan.program.node(n).kind == ir::NodeKind::Cast && !plan.program.node(n).shape.empty())
+        if (plan.program.node(n).kind == ir::NodeKind::Cast && !plan.program.node(n).shape.empty()) {
             EXPECT_EQ(count[n.index()], 0) << "node " << n.index() << " in\n" << ir::dump(plan.program);
+        }
 }
 
 // A repeated expression (the same op of the same operands, constants equal) is one value of
