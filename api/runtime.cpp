@@ -1214,7 +1214,7 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
         t.writes.push_back(fmt::format("{} {}{}", stored_name(plan, n),
                                        node.kind == ir::NodeKind::Compact ? "up to " : "", mb(node_bytes(node))));
     };
-    if (st.kind == ir::Stage::Kind::Reduce || st.kind == ir::Stage::Kind::Scan) root(st.reduce);
+    if (st.has_root()) root(st.reduce);
     else
         for (ir::NodeId n : st.stores) {
             seen[n] = 1;

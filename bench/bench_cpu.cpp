@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -30,14 +31,14 @@ jit::Runtime& runtime() {
     return rt;
 }
 
-Array filled(DType t, double base) {
-    Array a = Array::empty(t, {kN}, Backend::Cpu);
+Array filled(DType t, double base, std::int64_t n = kN) {
+    Array a = Array::empty(t, {n}, Backend::Cpu);
     if (t == DType::Float32) {
         auto* p = static_cast<float*>(a.data());
-        for (std::int64_t i = 0; i < kN; ++i) p[i] = static_cast<float>(base + 1e-7 * double(i % 1000003));
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(base + 1e-7 * double(i % 1000003));
     } else {
         auto* p = static_cast<double*>(a.data());
-        for (std::int64_t i = 0; i < kN; ++i) p[i] = base + 1e-7 * double(i % 1000003);
+        for (std::int64_t i = 0; i < n; ++i) p[i] = base + 1e-7 * double(i % 1000003);
     }
     return a;
 }
@@ -87,6 +88,37 @@ void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) {
 }
 BENCHMARK_CAPTURE(BM_AxpyLikeNewOutput, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// The pair at 2^log2n float64 elements (the argument): issue 21 measured 2^23, new output
+// against out= in one run.
+void BM_AxpyLikeOutAt(benchmark::State& state) {
+    const std::int64_t n = std::int64_t{1} << state.range(0);
+    jit::Environment env{{"a", jit::Arg(filled(DType::Float64, 0.5, n))},
+                         {"b", jit::Arg(filled(DType::Float64, 1.5, n))},
+                         {"c", jit::Arg(Array::empty(DType::Float64, {n}, Backend::Cpu))}};
+    runtime().run("c = a*2 + b", env);  // prepare once
+    for (auto _ : state) {
+        runtime().run("c = a*2 + b", env);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * n * 8);
+}
+BENCHMARK(BM_AxpyLikeOutAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AxpyLikeNewOutputAt(benchmark::State& state) {
+    const std::int64_t n = std::int64_t{1} << state.range(0);
+    const Array a = filled(DType::Float64, 0.5, n), b = filled(DType::Float64, 1.5, n);
+    const std::vector<jit::Arg> args{jit::Arg(a), jit::Arg(b)};
+    jit::Kernel k = jit::compile("a*2 + b", runtime());
+    Array held = k.call(args);
+    for (auto _ : state) {
+        Array next = k.call(args);
+        held = std::move(next);  // the previous result goes now
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 3 * n * 8);
+}
+BENCHMARK(BM_AxpyLikeNewOutputAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // numexpr's own benchmark expression
 void BM_Polynomial(benchmark::State& state, DType t) {
     run_text(state, "((.25*a + .75)*a - 1.5)*a - 2", t, {{"a", 0.1}});
@@ -99,6 +131,122 @@ void BM_WhereTranscendental(benchmark::State& state, DType t) {
 }
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f32, DType::Float32)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(BM_WhereTranscendental, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Several outputs from shared intermediates, and a sum over one of them:
+//   x = a*b; y = x + c; z = x * d; s = sum(y)
+// one pass (Schedule::passes) in which a*b is computed once per element. y and z are written in
+// place (existing arrays). Bytes: a, b, c, d read, y, z written. BM_SharedSubexpressionLoop is
+// the same work as one hand-written loop (one thread), bench/cpu_peers.py has numexpr and NumPy.
+constexpr const char* kShared = "x = a*b\ny = x + c\nz = x * d\ns = sum(y)";
+
+void BM_SharedSubexpression(benchmark::State& state) {
+    jit::Environment env;
+    for (const auto& [name, base] : {std::pair{"a", 0.5}, {"b", 1.5}, {"c", 0.25}, {"d", 2.0}})
+        env.insert_or_assign(name, jit::Arg(filled(DType::Float64, base)));
+    for (const char* name : {"x", "y", "z"})
+        env.insert_or_assign(name, jit::Arg(Array::empty(DType::Float64, {kN}, Backend::Cpu)));
+    runtime().run(kShared, env);  // prepare once
+    for (auto _ : state) {
+        runtime().run(kShared, env);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 7 * kN * 8);  // x is an output too
+}
+BENCHMARK(BM_SharedSubexpression)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_SharedSubexpressionLoop(benchmark::State& state) {
+    const Array a = filled(DType::Float64, 0.5), b = filled(DType::Float64, 1.5), c = filled(DType::Float64, 0.25),
+                d = filled(DType::Float64, 2.0);
+    Array x = Array::empty(DType::Float64, {kN}, Backend::Cpu), y = Array::empty(DType::Float64, {kN}, Backend::Cpu),
+          z = Array::empty(DType::Float64, {kN}, Backend::Cpu);
+    const auto *pa = static_cast<const double*>(a.data()), *pb = static_cast<const double*>(b.data()),
+               *pc = static_cast<const double*>(c.data()), *pd = static_cast<const double*>(d.data());
+    auto *px = static_cast<double*>(x.data()), *py = static_cast<double*>(y.data()),
+         *pz = static_cast<double*>(z.data());
+    for (double* q : {px, py, pz}) std::fill(q, q + kN, 0.0);  // touched once, as the outputs of jitexpr's warm-up run
+    for (auto _ : state) {
+        double s = 0;
+        for (std::int64_t i = 0; i < kN; ++i) {
+            const double xi = pa[i] * pb[i], yi = xi + pc[i];
+            px[i] = xi;
+            py[i] = yi;
+            pz[i] = xi * pd[i];
+            s += yi;
+        }
+        benchmark::DoNotOptimize(s);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * 7 * kN * 8);
+}
+BENCHMARK(BM_SharedSubexpressionLoop)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// examples/analytics.cpp's program on 2^22 rows, its two columns written in place, against the
+// example's own loop (one thread) writing into existing columns. Bytes: the five columns read
+// (4 float64, 1 int32) and two float64 columns written.
+constexpr std::int64_t kRows = std::int64_t{1} << 22;
+constexpr const char* kAnalytics = R"(
+speed = distance / (duration / 3600)
+tip_pct = where(fare > 0, tip / fare * 100, 0)
+mean_long_speed = sum(where(distance > 5, speed, 0)) / sum(distance > 5)
+mean_group_tip = sum(where(passengers >= 3, tip_pct, 0)) / sum(passengers >= 3)
+)";
+
+struct Table {
+    std::vector<double> distance, duration, fare, tip;
+    std::vector<std::int32_t> passengers;
+    Table() : distance(kRows), duration(kRows), fare(kRows), tip(kRows), passengers(kRows) {
+        for (std::int64_t i = 0; i < kRows; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            distance[k] = 0.1 + double(i % 977) * 0.013;
+            duration[k] = 60 + double(i % 613) * 3.0;
+            fare[k] = i % 50 == 0 ? 0.0 : 3.0 + distance[k] * 2.5;
+            tip[k] = i % 3 == 0 ? 0.0 : fare[k] * 0.15;
+            passengers[k] = static_cast<std::int32_t>(1 + i % 6);
+        }
+    }
+};
+const Table& table() {
+    static const Table t;
+    return t;
+}
+constexpr std::int64_t kAnalyticsBytes = kRows * (4 * 8 + 4 + 2 * 8);
+
+void BM_Analytics(benchmark::State& state) {
+    const Table& t = table();
+    jit::Environment env{{"distance", Array::from(t.distance)},
+                         {"duration", Array::from(t.duration)},
+                         {"fare", Array::from(t.fare)},
+                         {"tip", Array::from(t.tip)},
+                         {"passengers", Array::from(t.passengers)}};
+    runtime().run(kAnalytics, env);  // prepare; speed and tip_pct now exist and are written in place
+    for (auto _ : state) {
+        runtime().run(kAnalytics, env);
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * kAnalyticsBytes);
+}
+BENCHMARK(BM_Analytics)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_AnalyticsLoop(benchmark::State& state) {
+    const Table& t = table();
+    std::vector<double> speed(kRows), tip_pct(kRows);
+    for (auto _ : state) {
+        double long_sum = 0, group_sum = 0;
+        std::int64_t long_count = 0, group_count = 0;
+        for (std::size_t i = 0; i < static_cast<std::size_t>(kRows); ++i) {
+            const double v = t.distance[i] / (t.duration[i] / 3600);
+            const double p = t.fare[i] > 0 ? t.tip[i] / t.fare[i] * 100 : 0;
+            speed[i] = v;
+            tip_pct[i] = p;
+            if (t.distance[i] > 5) long_sum += v, ++long_count;
+            if (t.passengers[i] >= 3) group_sum += p, ++group_count;
+        }
+        benchmark::DoNotOptimize(long_sum / double(long_count) + group_sum / double(group_count));
+        benchmark::ClobberMemory();
+    }
+    state.SetBytesProcessed(state.iterations() * kAnalyticsBytes);
+}
+BENCHMARK(BM_AnalyticsLoop)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // Host cost of one eval of a cached program on tiny arrays (16 elements): the runtime's hot path.
 void BM_HostOverheadPerEval(benchmark::State& state) {

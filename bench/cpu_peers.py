@@ -59,6 +59,32 @@ def main():
     dst = np.empty_like(src)
     t = best(lambda: np.copyto(dst, src))
     print(f"copy   float32  {2 * N * 4 / t / 1e9:6.2f} GB/s")
+    shared(ne)
+
+
+def shared(ne):
+    """bench_cpu's BM_SharedSubexpression: x = a*b; y = x + c; z = x * d; s = sum(y) into existing
+    x, y, z (bytes: a, b, c, d read, x, y, z written). numexpr evaluates one expression a call,
+    so x is stored and read back, as NumPy does."""
+    a, b, c, d = (inputs("float64", base) for base in (0.5, 1.5, 0.25, 2.0))
+    x, y, z = (np.empty(N) for _ in range(3))
+    loc = {"a": a, "b": b, "c": c, "d": d, "x": x, "y": y}
+
+    def by_numexpr():
+        ne.evaluate("a*b", local_dict=loc, out=x)
+        ne.evaluate("x + c", local_dict=loc, out=y)
+        ne.evaluate("x * d", local_dict=loc, out=z)
+        return ne.evaluate("sum(y)", local_dict=loc)
+
+    def by_numpy():
+        np.multiply(a, b, out=x)
+        np.add(x, c, out=y)
+        np.multiply(x, d, out=z)
+        return y.sum()
+
+    nbytes = 7 * N * 8
+    t_ne, t_np = best(by_numexpr), best(by_numpy, repeat=3)
+    print(f"shared float64  numexpr {nbytes / t_ne / 1e9:6.2f} GB/s   numpy {nbytes / t_np / 1e9:6.2f} GB/s")
 
 
 if __name__ == "__main__":

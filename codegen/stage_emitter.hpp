@@ -82,7 +82,7 @@ protected:
     bool is_reduce_stage() const { return st_.kind == ir::Stage::Kind::Reduce; }
     bool is_compact_stage() const { return st_.kind == ir::Stage::Kind::Compact; }
     // A Reduce or Scan stage: jx_compute returns its node's operand, and the node is what it writes.
-    bool is_root_stage() const { return st_.kind == ir::Stage::Kind::Reduce || st_.kind == ir::Stage::Kind::Scan; }
+    bool is_root_stage() const { return st_.has_root(); }
     // The ops this stage computes and the kinds of value it touches (after collect()).
     SemanticsNeeds semantics_needs() const;
     // A node read from an earlier stage's buffer rather than recomputed.

@@ -20,8 +20,7 @@ std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const 
         seen.assign(p.nodes.size(), 0);
         const ir::Stage& st = s.stages[k];
         stack.clear();
-        if (st.kind == ir::Stage::Kind::Reduce || st.kind == ir::Stage::Kind::Scan)
-            stack.push_back(p.node(st.reduce).args[0]);
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
         for (auto n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const ir::NodeId n = stack.back();
@@ -58,7 +57,7 @@ std::vector<std::uint8_t> decide_aliasing(const ir::Program& p, const ir::Schedu
         // nothing allocated, and so capturable into a CUDA graph). A scan likewise, into an
         // array it does not read itself (its kernels read a tile before writing it, but a
         // two-pass scan reads its operand twice).
-        const bool reduce = st.kind == ir::Stage::Kind::Reduce || st.kind == ir::Stage::Kind::Scan;
+        const bool reduce = st.has_root();
         bool ok = p.inputs[alias].shape == p.node(od.node).shape &&
                   (reduce ? !reads[static_cast<std::size_t>(stage)][alias]
                           : (st.stores.size() == 1 || !reads[static_cast<std::size_t>(stage)][alias]) &&

@@ -76,7 +76,66 @@ Schedule schedule(const Program& p) {
         s.stages[static_cast<std::size_t>(stage)].stores.push_back(node);
         s.stored_by[node] = stage;
     }
+    s.passes = find_passes(p, s);
     return s;
+}
+
+bool shares_passes(const Program& p, const Stage& st) {
+    if (st.kind == Stage::Kind::Elementwise) return true;
+    if (st.kind != Stage::Kind::Reduce) return false;  // Compact, Scan
+    const Node& r = p.node(st.reduce);
+    return r.axis < 0 && info(r.op).finish != Finish::Select;
+}
+
+std::vector<Pass> find_passes(const Program& p, const Schedule& s) {
+    const std::size_t n = p.nodes.size();
+    // Inputs that an output overwrites, and views of their arrays: a pass reading one would read
+    // and write it in one sweep.
+    std::vector<char> overwritten(p.inputs.size(), 0);
+    for (const auto& o : p.outputs)
+        if (o.alias_input >= 0 && static_cast<std::size_t>(o.alias_input) < p.inputs.size())
+            for (std::size_t j = 0; j < p.inputs.size(); ++j)
+                if (p.inputs[j].name == p.inputs[static_cast<std::size_t>(o.alias_input)].name) overwritten[j] = 1;
+    NodeMap<std::uint32_t> mark(n, 0);
+    std::vector<NodeId> stack;
+    std::vector<Pass> passes;
+    bool open = false;  // whether the last pass may take more stages
+    for (std::size_t k = 0; k < s.stages.size(); ++k) {
+        const Stage& st = s.stages[k];
+        const auto stage = static_cast<std::int32_t>(k);
+        // Whether the stage may share a pass at all, and the latest earlier stage whose stored
+        // value it reads from memory.
+        bool joinable = shares_passes(p, st);
+        std::int32_t reads_from = -1;
+        stack.clear();
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
+        for (const NodeId x : st.stores) stack.push_back(x);
+        while (!stack.empty()) {
+            const NodeId x = stack.back();
+            stack.pop_back();
+            if (mark[x] == k + 1) continue;
+            mark[x] = static_cast<std::uint32_t>(k + 1);
+            const Node& nd = p.node(x);
+            const std::int32_t by = s.stored_by[x];
+            if ((is_stage_root(nd.kind) || s.is_spilled(x)) && by != stage) {
+                reads_from = std::max(reads_from, by);
+                continue;
+            }
+            if (nd.kind == NodeKind::Input && nd.slot >= 0 && static_cast<std::size_t>(nd.slot) < overwritten.size() &&
+                overwritten[static_cast<std::size_t>(nd.slot)])
+                joinable = false;
+            if (is_stage_root(nd.kind)) continue;
+            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
+        }
+        if (open && joinable && st.shape == s.stages[static_cast<std::size_t>(passes.back().first)].shape &&
+            reads_from < passes.back().first) {
+            passes.back().end = stage + 1;
+            continue;
+        }
+        passes.push_back(Pass{stage, stage + 1});
+        open = joinable;
+    }
+    return passes;
 }
 
 namespace {
@@ -252,6 +311,7 @@ Schedule split_large_stages(const Program& p, const Schedule& s, std::size_t max
     }
     if (std::any_of(spilled.begin(), spilled.end(), [](std::uint8_t v) { return v != 0; }))
         r.spilled = std::move(spilled);
+    r.passes = find_passes(p, r);
     return r;
 }
 
@@ -267,7 +327,7 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
         const Stage& st = s.stages[k];
         const auto stage = static_cast<std::int32_t>(k);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
         for (auto x : st.stores) stack.push_back(x);
         while (!stack.empty()) {
             const NodeId x = stack.back();

@@ -16,6 +16,15 @@
 //     counted (detail::RunArgs::allocate).
 //   * Everything else (inputs, scalars, constants, casts, ops) is computed inline in registers,
 //     recomputed in every stage that needs it.
+//   * Consecutive stages over one iteration space form a pass (Schedule::passes) when each is
+//     element-wise or a reduction of every axis (not an order statistic), none reads what
+//     another of the pass stores, and none reads an input that an output overwrites. A Compact,
+//     Scan or order-statistic stage is always a pass of its own: the length of a selection is
+//     the data's, a scan and a selection of ranks go through their rows in an order of their own. A backend may evaluate a pass in one sweep
+//     over the data, each value its stages share computed once per element (the CPU backend
+//     does: one block program with several roots, its stores and its reductions' operands).
+//     The CUDA backend launches one kernel per stage today; a kernel of a whole pass (stores and
+//     grid-wide reductions together) would follow the same passes.
 #pragma once
 
 #include "dsl/ir.hpp"
@@ -33,10 +42,25 @@ struct Stage {
     std::vector<NodeId> stores;  // Elementwise: nodes written to memory, in output order; Compact: the
                                  // Compact nodes, all of one mask (args[1]) and one `axis`
     NodeId reduce;               // Reduce: the Reduce node; Scan: the Scan node
+    // Whether the stage computes one node of its own, `reduce` (a Reduce or Scan stage: the
+    // schedule's stage roots, is_stage_root), whose operand it evaluates inline.
+    bool has_root() const { return kind == Kind::Reduce || kind == Kind::Scan; }
+};
+
+// Whether `st` may share a pass with other stages (see above): an element-wise stage, or a
+// reduction of every axis that accumulates (no order statistic).
+bool shares_passes(const Program& program, const Stage& st);
+
+// Stages [first, end) of Schedule::stages.
+struct Pass {
+    std::int32_t first = 0, end = 0;
 };
 
 struct Schedule {
     std::vector<Stage> stages;
+    // The stages in order, in runs that may be evaluated in one sweep (see above); every stage in
+    // exactly one pass. schedule() and split_large_stages() fill it (find_passes).
+    std::vector<Pass> passes;
     // Per node: index of the stage that stores it, or -1 if it is computed inline where used.
     NodeMap<std::int32_t> stored_by;
     // Per node: index into Program::outputs if the node is an output, else -1. A node may be
@@ -55,6 +79,9 @@ struct Schedule {
 };
 
 Schedule schedule(const Program& program);
+
+// The longest runs of consecutive stages of `s` that may share a pass (the rules above).
+std::vector<Pass> find_passes(const Program& program, const Schedule& s);
 
 // `s` (a schedule() of `program`) with no stage computing more than `max_nodes` nodes inline
 // (max_nodes >= 8): where a value would need more, some of its operands are stored first by

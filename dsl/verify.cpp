@@ -355,7 +355,7 @@ void verify(const Program& p, const Schedule& s) {
                                        shape_to_string(st.shape), describe(p, nd.args[0]),
                                        shape_to_string(p.node(nd.args[0]).shape)));
             }
-        } else if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) {
+        } else if (st.has_root()) {
             const bool scan = st.kind == Stage::Kind::Scan;
             const char* what = scan ? "scan" : "reduce";
             if (!st.reduce.valid() || st.reduce.index() >= nn ||
@@ -412,15 +412,57 @@ void verify(const Program& p, const Schedule& s) {
         const bool needs = s.stored_by[n] >= 0 && s.output_of[n] < 0;
         if (temp[n] != (needs ? 1 : 0)) broken(fmt::format("{}: {} temporaries", describe(p, n), temp[n]));
     }
+    // Passes: the stages in order, each in one pass.
+    std::vector<std::int32_t> pass_of(static_cast<std::size_t>(nstages), -1);
+    {
+        std::int32_t next = 0;
+        for (std::size_t q = 0; q < s.passes.size(); ++q) {
+            const Pass& ps = s.passes[q];
+            if (ps.first != next || ps.end <= ps.first || ps.end > nstages)
+                broken(fmt::format("pass {} is stages [{}, {}); stage {} comes next of {}", q, ps.first, ps.end, next,
+                                   nstages));
+            for (std::int32_t k = ps.first; k < ps.end; ++k) pass_of[static_cast<std::size_t>(k)] = ps.first;
+            next = ps.end;
+        }
+        if (next != nstages) broken(fmt::format("the passes cover {} of {} stages", next, nstages));
+    }
+    auto shares_pass = [&](std::int32_t k) {
+        const std::int32_t first = pass_of[static_cast<std::size_t>(k)];
+        return first != k || (k + 1 < nstages && pass_of[static_cast<std::size_t>(k + 1)] == first);
+    };
+    // Inputs an output overwrites (and views of their arrays): no stage sharing a pass reads one.
+    std::vector<char> overwritten(p.inputs.size(), 0);
+    for (const auto& o : p.outputs)
+        if (o.alias_input >= 0)
+            for (std::size_t j = 0; j < p.inputs.size(); ++j)
+                if (p.inputs[j].name == p.inputs[static_cast<std::size_t>(o.alias_input)].name) overwritten[j] = 1;
+    for (std::int32_t k = 0; k < nstages; ++k) {
+        if (!shares_pass(k)) continue;
+        const Stage& st = s.stages[static_cast<std::size_t>(k)];
+        const Stage& first = s.stages[static_cast<std::size_t>(pass_of[static_cast<std::size_t>(k)])];
+        if (st.shape != first.shape)
+            broken(fmt::format("stage {} over {} shares a pass over {}", k, shape_to_string(st.shape),
+                               shape_to_string(first.shape)));
+        if (!shares_passes(p, st)) {
+            const std::string what = st.kind == Stage::Kind::Compact ? std::string("is a mask selection")
+                                     : st.kind == Stage::Kind::Scan  ? std::string("is a scan")
+                                     : info(p.node(st.reduce).op).finish == Finish::Select
+                                         ? std::string("is an order statistic")
+                                         : fmt::format("reduces axis {}", p.node(st.reduce).axis);
+            broken(fmt::format("stage {} {} and shares a pass", k, what));
+        }
+    }
     // Each stage reads from memory (Reduce and Scan results, spilled nodes stored elsewhere) only
-    // what an earlier stage stored.
+    // what an earlier stage stored, and of a pass it shares, nothing another stage of it stores.
     NodeMap<char> seen;
     std::vector<NodeId> stack;
     for (std::int32_t k = 0; k < nstages; ++k) {
         const Stage& st = s.stages[static_cast<std::size_t>(k)];
+        const bool shared = shares_pass(k);
+        const std::int32_t pass_first = pass_of[static_cast<std::size_t>(k)];
         seen.assign(nn, 0);
         stack.clear();
-        if (st.kind == Stage::Kind::Reduce || st.kind == Stage::Kind::Scan) stack.push_back(p.node(st.reduce).args[0]);
+        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
         for (const NodeId n : st.stores) stack.push_back(n);
         while (!stack.empty()) {
             const NodeId n = stack.back();
@@ -432,8 +474,15 @@ void verify(const Program& p, const Schedule& s) {
             if ((is_stage_root(nd.kind) || s.is_spilled(n)) && by != k) {
                 if (by > k)
                     broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
+                if (shared && by >= pass_first)
+                    broken(fmt::format("stage {} reads {}, which stage {} of its pass stores", k, describe(p, n), by));
                 continue;
             }
+            if (shared && nd.kind == NodeKind::Input && nd.slot >= 0 &&
+                static_cast<std::size_t>(nd.slot) < overwritten.size() &&
+                overwritten[static_cast<std::size_t>(nd.slot)])
+                broken(
+                    fmt::format("stage {} shares a pass and reads {}, which an output overwrites", k, describe(p, n)));
             for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
         }
     }

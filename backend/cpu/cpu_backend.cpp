@@ -26,10 +26,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <memory>
 #include <new>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <boost/container/small_vector.hpp>
@@ -84,6 +86,7 @@ struct Instr {
     ir::NodeId node;             // the node loaded, filled or computed
     int load = -1;               // Load: index into StagePlan::loads
     int store = -1;              // Compute: index into StagePlan::stores of the output it may write in place
+    ir::NodeId inner;            // Compute, a fused pair: the node computed inside it (its first op)
     bool full = true;            // Fill: some reader needs the whole block (else only element 0 is written)
     std::uint8_t scalar_in = 0;  // Compute: bit k set when in[k] is read as one value (op_vs/op_sv)
 };
@@ -102,29 +105,52 @@ struct StorePlan {
     int output = -1;  // index into args.outputs
 };
 
+// A stage root's plan: a reduction (or order statistic) or a scan, and where its result goes.
+struct ReducePlan {
+    ir::NodeId reduce_node;  // the Reduce or Scan node
+    ir::NodeId operand;      // the value reduced or scanned (a root of the plan)
+    int axis = -1;           // -1: every element
+    Red red = Red::Sum;      // a scan: its accumulator's slot
+    bool mean = false;
+    int value_slot = -1;           // the operand's slot once the code has run
+    DType dtype = DType::Float64;  // the register dtype (Bool for Any/All; an order statistic: the operand's)
+    // A reduction's kernel for one block of the values in value_slot, of value_dtype: the slot's
+    // own (KernelTable::reduce), or count_true for a sum of booleans cast to int64, which then
+    // reads the booleans (the cast's operand) and computes no cast.
+    ReduceFn block = nullptr;
+    DType value_dtype = DType::Float64;
+    int output = -1;  // args.outputs index, or -1 for a temporary
+    int temp = -1;    // index into Schedule::temps
+    int select = -1;  // an order statistic: its index into Program::order_stats (run_select)
+};
+
+// The block program of one stage, or of the stages of one pass (Schedule::passes) together: one
+// instruction per value any of them needs, so a value they share is computed once per element.
 struct StagePlan {
+    // The stage's kind; a pass of several stages (element-wise stores and reductions of every
+    // axis) is Elementwise.
     ir::Stage::Kind kind = ir::Stage::Kind::Elementwise;
-    Shape shape;  // iteration space (Reduce, Scan: the operand's shape)
+    int first_stage = 0, end_stage = 0;  // the stages planned, [first, end)
+    Shape shape;                         // iteration space (Reduce, Scan: the operand's shape)
     std::vector<LoadPlan> loads;
     std::vector<Instr> fills;  // run once per run and thread
     std::vector<Instr> code;   // per block
     std::vector<StorePlan> stores;
+    // A Reduce or Scan stage's root, or a pass's reductions in stage order.
+    std::vector<ReducePlan> reduces;
     int nslots = 0;
     // Bytes between consecutive slots: a block of the widest register type of the stage, plus
     // one cache line so that slots do not all start at the same L1 set.
     i64 slot_bytes = 0;
-    // Reduce and Scan stages (a scan: its node, its accumulator's slot, -1 for every element)
-    ir::NodeId reduce_node;
-    int axis = -1;
-    Red red = Red::Sum;
-    bool mean = false;
-    int value_slot = -1;
-    DType dtype = DType::Float64;  // the reduction's register dtype (Bool for Any/All)
-    int output = -1;               // args.outputs index, or -1 for a temporary
-    int temp = -1;                 // index into Schedule::temps
-    // Compact stages: value_slot holds the mask; per Compact node, where its values are.
+    // Compact stages: the mask's slot, and per Compact node where its values are.
+    int mask_slot = -1;
     std::vector<StorePlan> compacts;
-    int select = -1;  // an OrderStat stage: its index into Program::order_stats (run_select)
+    int stages() const { return end_stage - first_stage; }
+    const ReducePlan& root() const {
+        if (reduces.size() != 1) throw InternalError("cpu backend: a stage without its one root");
+        return reduces[0];
+    }
+    bool is_select() const { return kind == ir::Stage::Kind::Reduce && root().select >= 0; }
 };
 
 bool is_fill(const ir::Node& n) { return n.kind == ir::NodeKind::Const || n.kind == ir::NodeKind::Scalar; }
@@ -135,16 +161,22 @@ DType operand_dtype(const ir::Program& p, const ir::Node& n) {
     return p.node(n.args[0]).dtype;
 }
 
-// Plans one stage, a pass at a time (run() calls them in order; each reads what the earlier
+// Plans the stages [first, end) of a schedule as one block program (one stage, or the stages of
+// a pass), a planning step at a time (run() calls them in order; each reads what the earlier
 // ones found).
 class StagePlanner {
 public:
     // mask_only: a Compact stage's counting pass (the mask alone).
-    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, const ir::Stage& stage,
-                 const KernelTable& kt, bool mask_only = false)
-        : p(program), s(schedule), stage(stage), kt(kt), mask_only(mask_only) {
-        sp.kind = stage.kind;
-        sp.shape = stage.shape;
+    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, int first, int end, const KernelTable& kt,
+                 bool mask_only = false)
+        : p(program), s(schedule), first(first), end(end), kt(kt), mask_only(mask_only) {
+        if (first < 0 || end <= first || end > static_cast<int>(s.stages.size()))
+            throw InternalError(fmt::format("cpu backend: no stages [{}, {}) to plan", first, end));
+        const ir::Stage& st = s.stages[static_cast<std::size_t>(first)];
+        sp.kind = end - first == 1 ? st.kind : ir::Stage::Kind::Elementwise;
+        sp.first_stage = first;
+        sp.end_stage = end;
+        sp.shape = st.shape;
     }
 
     StagePlan run() {
@@ -164,10 +196,12 @@ private:
     struct Fuse {
         OpFn fn = nullptr;
         ir::NodeId reads[3];  // x, s, y
+        ir::NodeId inner;     // t, computed inside
     };
     static constexpr int kForever = std::numeric_limits<int>::max();
 
     void find_roots();
+    void add_root_stage(const ir::Stage& stage);
     void mark_needed();
     void pick_representatives();
     void fuse_pairs();
@@ -180,11 +214,11 @@ private:
 
     const ir::Program& p;
     const ir::Schedule& s;
-    const ir::Stage& stage;
+    const int first, end;
     const KernelTable& kt;
     bool mask_only = false;
     StagePlan sp;
-    std::vector<ir::NodeId> roots;  // what the stage stores, or its reduction's operand
+    std::vector<ir::NodeId> roots;  // what the stages store, and their reductions' operands
     ir::NodeMap<char> need;         // the roots need it
     ir::NodeMap<ir::NodeId> rep;    // the node whose value it is (casts to the same dtype)
     std::vector<ir::NodeId> order;  // the representatives needed, in node order
@@ -194,90 +228,90 @@ private:
     ir::NodeMap<int> slot;          // the slot holding its value
 };
 
-// The roots of the stage; for a Reduce stage, its reduction and where the result goes.
+// The roots of the stages: what they store, their reductions' and scans' operands (with where
+// each result goes), a Compact stage's mask and values.
 void StagePlanner::find_roots() {
-    if (stage.kind == ir::Stage::Kind::Scan) {
-        const ir::Node& r = p.node(stage.reduce);
-        if (r.kind != ir::NodeKind::Scan || r.nargs != 1)
-            throw InternalError("cpu backend: scan stage without a Scan node");
-        sp.reduce_node = stage.reduce;
-        sp.red = red_slot(r.op);
-        if (sp.red != Red::Sum && sp.red != Red::Prod)
-            throw InternalError(fmt::format("cpu backend: {} is not a scan", ir::info(r.op).id));
-        sp.dtype = r.dtype;
-        sp.axis = r.axis;
-        sp.shape = p.node(r.args[0]).shape;
-        if (sp.axis >= static_cast<int>(sp.shape.size()))
-            throw InternalError(fmt::format("cpu backend: scan axis {} out of range", sp.axis));
-        if (p.node(r.args[0]).dtype != r.dtype)
-            throw InternalError("cpu backend: scan operand dtype differs from the result's");
-        sp.output = s.output_of[stage.reduce];
-        if (sp.output < 0) {
-            auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
-            if (it == s.temps.end()) throw InternalError("cpu backend: scan result has no buffer");
-            sp.temp = static_cast<int>(it - s.temps.begin());
-        }
-        roots.push_back(r.args[0]);
-    } else if (stage.kind == ir::Stage::Kind::Reduce) {
-        const ir::Node& r = p.node(stage.reduce);
-        if (r.kind != ir::NodeKind::Reduce || r.nargs != 1)
-            throw InternalError("cpu backend: reduce stage without a Reduce node");
-        sp.reduce_node = stage.reduce;
-        if (ir::info(r.op).finish == ir::Finish::Select) {
-            // A selection (run_select): the operand's values, no accumulator kernels.
-            sp.select = r.slot;
-            sp.dtype = p.node(r.args[0]).dtype;
-            if (r.slot < 0 || static_cast<std::size_t>(r.slot) >= p.order_stats.size())
-                throw InternalError("cpu backend: an order statistic without its description");
-            sp.shape = p.node(r.args[0]).shape;
-            const int out = s.output_of[stage.reduce];
-            sp.output = out;
-            if (out < 0) {
-                auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
-                if (it == s.temps.end()) throw InternalError("cpu backend: order statistic has no buffer");
-                sp.temp = static_cast<int>(it - s.temps.begin());
-            }
-            roots.push_back(r.args[0]);
-            return;
-        }
-        sp.red = red_slot(r.op);
-        if (sp.red == Red::Count)
-            throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
-        sp.mean = ir::info(r.op).finish == ir::Finish::DivideByCount;
-        sp.dtype = p.node(r.args[0]).dtype;
-        sp.axis = r.axis;
-        sp.shape = p.node(r.args[0]).shape;
-        if (sp.axis >= static_cast<int>(sp.shape.size()))
-            throw InternalError(fmt::format("cpu backend: reduction axis {} out of range", sp.axis));
-        const int d = static_cast<int>(sp.dtype);
-        if (!kt.reduce[static_cast<int>(sp.red)][d] || (sp.mean && !kt.divide[static_cast<int>(r.dtype)]))
-            throw InternalError(
-                fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id, dtype_name(sp.dtype)));
-        if (sp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll && ir::info(r.op).rule != ir::Rule::ArgFirst)
-            throw InternalError("cpu backend: reduction operand dtype differs from the result's");
-        const int out = s.output_of[stage.reduce];
-        sp.output = out;
-        if (out < 0) {
-            auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
-            if (it == s.temps.end()) throw InternalError("cpu backend: reduction result has no buffer");
-            sp.temp = static_cast<int>(it - s.temps.begin());
-        }
-        roots.push_back(r.args[0]);
-    } else if (stage.kind == ir::Stage::Kind::Compact) {
-        roots.push_back(p.node(stage.stores.at(0)).args[1]);  // the mask
-        if (!mask_only)
+    for (int k = first; k < end; ++k) {
+        const ir::Stage& stage = s.stages[static_cast<std::size_t>(k)];
+        if (stage.shape != sp.shape) throw InternalError("cpu backend: the stages of a pass differ in shape");
+        if (end - first > 1 && !ir::shares_passes(p, stage))
+            throw InternalError(fmt::format("cpu backend: stage {} cannot share a pass", k));
+        if (stage.has_root()) {
+            add_root_stage(stage);
+        } else if (stage.kind == ir::Stage::Kind::Compact) {
+            roots.push_back(p.node(stage.stores.at(0)).args[1]);  // the mask
+            if (!mask_only)
+                for (const ir::NodeId n : stage.stores) {
+                    if (p.node(n).kind != ir::NodeKind::Compact || s.output_of[n] < 0)
+                        throw InternalError("cpu backend: compact stage stores a node that is no compacted output");
+                    roots.push_back(p.node(n).args[0]);
+                }
+        } else {
             for (const ir::NodeId n : stage.stores) {
-                if (p.node(n).kind != ir::NodeKind::Compact || s.output_of[n] < 0)
-                    throw InternalError("cpu backend: compact stage stores a node that is no compacted output");
-                roots.push_back(p.node(n).args[0]);
+                const int out = s.output_of[n];
+                if (out < 0) throw InternalError("cpu backend: element-wise stage stores a node that is no output");
+                roots.push_back(n);
             }
-    } else {
-        for (const ir::NodeId n : stage.stores) {
-            const int out = s.output_of[n];
-            if (out < 0) throw InternalError("cpu backend: element-wise stage stores a node that is no output");
-            roots.push_back(n);
         }
     }
+}
+
+// A Reduce or Scan stage's root: what it reduces or scans, how, and where the result goes.
+void StagePlanner::add_root_stage(const ir::Stage& stage) {
+    const bool scan = stage.kind == ir::Stage::Kind::Scan;
+    const ir::Node& r = p.node(stage.reduce);
+    if (r.kind != (scan ? ir::NodeKind::Scan : ir::NodeKind::Reduce) || r.nargs != 1)
+        throw InternalError(scan ? "cpu backend: scan stage without a Scan node"
+                                 : "cpu backend: reduce stage without a Reduce node");
+    ReducePlan rp;
+    rp.reduce_node = stage.reduce;
+    rp.operand = r.args[0];
+    rp.axis = r.axis;
+    rp.dtype = p.node(r.args[0]).dtype;
+    rp.output = s.output_of[stage.reduce];
+    if (rp.output < 0) {
+        auto it = std::find(s.temps.begin(), s.temps.end(), stage.reduce);
+        if (it == s.temps.end()) throw InternalError("cpu backend: a reduction or scan result has no buffer");
+        rp.temp = static_cast<int>(it - s.temps.begin());
+    }
+    if (p.node(r.args[0]).shape != sp.shape) throw InternalError("cpu backend: a stage root over another shape");
+    if (scan) {
+        rp.red = red_slot(r.op);
+        if (rp.red != Red::Sum && rp.red != Red::Prod)
+            throw InternalError(fmt::format("cpu backend: {} is not a scan", ir::info(r.op).id));
+        if (rp.axis >= static_cast<int>(sp.shape.size()))
+            throw InternalError(fmt::format("cpu backend: scan axis {} out of range", rp.axis));
+        if (rp.dtype != r.dtype) throw InternalError("cpu backend: scan operand dtype differs from the result's");
+    } else if (ir::info(r.op).finish == ir::Finish::Select) {
+        // A selection (run_select): the operand's values, no accumulator kernels.
+        rp.select = r.slot;
+        if (r.slot < 0 || static_cast<std::size_t>(r.slot) >= p.order_stats.size())
+            throw InternalError("cpu backend: an order statistic without its description");
+    } else {
+        rp.red = red_slot(r.op);
+        if (rp.red == Red::Count)
+            throw InternalError(fmt::format("cpu backend: {} is not a reduction", ir::info(r.op).id));
+        rp.mean = ir::info(r.op).finish == ir::Finish::DivideByCount;
+        if (rp.axis >= static_cast<int>(sp.shape.size()))
+            throw InternalError(fmt::format("cpu backend: reduction axis {} out of range", rp.axis));
+        const int d = static_cast<int>(rp.dtype);
+        if (!kt.reduce[static_cast<int>(rp.red)][d] || (rp.mean && !kt.divide[static_cast<int>(r.dtype)]))
+            throw InternalError(
+                fmt::format("cpu backend: no {} reduction for {}", ir::info(r.op).id, dtype_name(rp.dtype)));
+        if (rp.dtype != r.dtype && ir::info(r.op).rule != ir::Rule::AnyAll && ir::info(r.op).rule != ir::Rule::ArgFirst)
+            throw InternalError("cpu backend: reduction operand dtype differs from the result's");
+        rp.block = kt.reduce[static_cast<int>(rp.red)][d];
+        rp.value_dtype = rp.dtype;
+        const ir::Node& x = p.node(rp.operand);
+        if (rp.red == Red::Sum && rp.dtype == DType::Int64 && x.kind == ir::NodeKind::Cast &&
+            p.node(x.args[0]).dtype == DType::Bool && kt.count_true) {
+            rp.block = kt.count_true;
+            rp.value_dtype = DType::Bool;
+            rp.operand = x.args[0];
+        }
+    }
+    sp.reduces.push_back(rp);
+    roots.push_back(rp.operand);
 }
 
 // Nodes needed, in node (topological) order. Reduce and Scan nodes other than this stage's own
@@ -296,15 +330,51 @@ void StagePlanner::mark_needed() {
     }
 }
 
-// Representative of each node's value: a cast to the same dtype is its operand.
+// Representative of each node's value: a cast to the same dtype is its operand, a constant
+// equal to an earlier one (same dtype, same bits) is that one, and an op or a cast that repeats
+// an earlier one (the same op of the same operands' values: the text wrote `distance > 5`
+// twice) is that one, so the value is computed once per element. (Every op of the table is a
+// pure function of its operands.)
 void StagePlanner::pick_representatives() {
     rep.assign(p.nodes.size(), ir::NodeId());
+    // (kind, op, dtype, operands' representatives) -> the first node computing it
+    using Key = std::tuple<ir::NodeKind, ir::Op, DType, std::int32_t, std::int32_t, std::int32_t, int>;
+    std::map<Key, ir::NodeId> seen;
+    using ConstKey = std::tuple<DType, bool, std::int64_t, std::uint64_t, std::uint64_t, std::uint64_t>;
+    std::map<ConstKey, ir::NodeId> consts;
+    auto bits = [](double v) {
+        std::uint64_t u;
+        std::memcpy(&u, &v, sizeof u);
+        return u;
+    };
+    auto index_of = [](ir::NodeId x) { return x.valid() ? static_cast<std::int32_t>(x.index()) : -1; };
     for (const ir::NodeId n : p.ids()) {
         if (!need[n]) continue;
         const ir::Node& nd = p.node(n);
         if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype) {
             rep[n] = rep[nd.args[0]];
             continue;
+        }
+        if (nd.kind == ir::NodeKind::Const) {
+            const ir::Value& v = nd.value;
+            const auto [it, fresh] = consts.emplace(ConstKey{nd.dtype, v.b, v.i, v.u, bits(v.f), bits(v.im)}, n);
+            if (!fresh && v.dtype == p.node(it->second).value.dtype && p.node(it->second).shape == nd.shape) {
+                rep[n] = it->second;
+                continue;
+            }
+        }
+        if (nd.kind == ir::NodeKind::Op || nd.kind == ir::NodeKind::Cast) {
+            ir::NodeId a[3];
+            for (int k = 0; k < nd.nargs; ++k) a[k] = rep[nd.args[k]];
+            const Key key{nd.kind,        nd.kind == ir::NodeKind::Op ? nd.op : ir::Op{},
+                          nd.dtype,       index_of(a[0]),
+                          index_of(a[1]), index_of(a[2]),
+                          nd.nargs};
+            const auto [it, fresh] = seen.emplace(key, n);
+            if (!fresh && p.node(it->second).shape == nd.shape) {
+                rep[n] = it->second;
+                continue;
+            }
         }
         rep[n] = n;
         order.push_back(n);
@@ -344,6 +414,7 @@ void StagePlanner::fuse_pairs() {
             if (!fn) continue;
             Fuse& f = fuse[m];
             f.fn = fn;
+            f.inner = t;
             f.reads[0] = s0 ? a1 : a0;
             f.reads[1] = s0 ? a0 : a1;
             f.reads[2] = y;
@@ -426,6 +497,7 @@ void StagePlanner::select_instructions() {
                     ins.fn = fuse[n].fn;
                     ins.nin = 3;
                     ins.scalar_in = 2;
+                    ins.inner = fuse[n].inner;
                     break;
                 }
                 const DType od = operand_dtype(p, nd);
@@ -446,6 +518,14 @@ void StagePlanner::select_instructions() {
                     } else if (s0 && !s1 && sv) {
                         ins.fn = sv;
                         ins.scalar_in = 1;
+                    }
+                } else if (nd.op == ir::Op::Where && nd.nargs == 3) {
+                    // where(c, x, 0): a constant or scalar value operand is read as one value.
+                    const int v =
+                        (is_fill(p.node(rep[nd.args[1]])) ? 1 : 0) | (is_fill(p.node(rep[nd.args[2]])) ? 2 : 0);
+                    if (v != 0 && kt.where_scalar[v][static_cast<int>(od)]) {
+                        ins.fn = kt.where_scalar[v][static_cast<int>(od)];
+                        ins.scalar_in = static_cast<std::uint8_t>(v << 1);
                     }
                 }
                 break;
@@ -494,22 +574,26 @@ void StagePlanner::mark_full_fills() {
     for (Instr& f : sp.fills) f.full = block_read[static_cast<std::size_t>(f.out)] != 0;
 }
 
-// Where the stored values (or the reduction's operand) are found once the code has run.
+// Where the stored values, the reductions' and scans' operands and a selection's mask and
+// values are found once the code has run.
 void StagePlanner::plan_stores() {
-    if (stage.kind == ir::Stage::Kind::Reduce || stage.kind == ir::Stage::Kind::Scan) {
-        sp.value_slot = slot[roots[0]];
-    } else if (stage.kind == ir::Stage::Kind::Compact) {
-        sp.value_slot = slot[roots[0]];
-        if (!mask_only)
-            for (const ir::NodeId n : stage.stores) {
-                StorePlan st;
-                st.node = n;
-                st.slot = slot[p.node(n).args[0]];
-                st.dtype = p.node(n).dtype;
-                st.output = s.output_of[n];
-                sp.compacts.push_back(st);
-            }
-    } else {
+    for (ReducePlan& rp : sp.reduces) rp.value_slot = slot[rp.operand];
+    for (int k = first; k < end; ++k) {
+        const ir::Stage& stage = s.stages[static_cast<std::size_t>(k)];
+        if (stage.has_root()) continue;
+        if (stage.kind == ir::Stage::Kind::Compact) {
+            sp.mask_slot = slot[p.node(stage.stores.at(0)).args[1]];
+            if (!mask_only)
+                for (const ir::NodeId n : stage.stores) {
+                    StorePlan st;
+                    st.node = n;
+                    st.slot = slot[p.node(n).args[0]];
+                    st.dtype = p.node(n).dtype;
+                    st.output = s.output_of[n];
+                    sp.compacts.push_back(st);
+                }
+            continue;
+        }
         for (const ir::NodeId n : stage.stores) {
             StorePlan st;
             st.node = n;
@@ -523,21 +607,38 @@ void StagePlanner::plan_stores() {
     }
 }
 
-StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, const ir::Stage& stage, const KernelTable& kt,
+// Stage `k` alone (mask_only: a Compact stage's counting pass).
+StagePlan plan_stage(const ir::Program& p, const ir::Schedule& s, std::size_t k, const KernelTable& kt,
                      bool mask_only = false) {
-    return StagePlanner(p, s, stage, kt, mask_only).run();
+    return StagePlanner(p, s, static_cast<int>(k), static_cast<int>(k) + 1, kt, mask_only).run();
+}
+
+// The stages of a pass together.
+StagePlan plan_pass(const ir::Program& p, const ir::Schedule& s, const ir::Pass& pass, const KernelTable& kt) {
+    return StagePlanner(p, s, pass.first, pass.end, kt).run();
 }
 
 }  // namespace
 
 int count_fused_instructions(const ir::Program& program, const ir::Schedule& schedule, const KernelTable& kt) {
     int count = 0;
-    for (const auto& st : schedule.stages)
-        for (const Instr& ins : plan_stage(program, schedule, st, kt).code)
+    for (std::size_t k = 0; k < schedule.stages.size(); ++k)
+        for (const Instr& ins : plan_stage(program, schedule, k, kt).code)
             for (const auto& row : kt.fused)
                 for (const auto& col : row)
                     for (const auto& var : col)
                         if (ins.fn && std::find(std::begin(var), std::end(var), ins.fn) != std::end(var)) ++count;
+    return count;
+}
+
+std::vector<int> computations_per_element(const ir::Program& program, const ir::Schedule& schedule) {
+    std::vector<int> count(program.nodes.size(), 0);
+    for (const ir::Pass& pass : schedule.passes)
+        for (const Instr& ins : plan_pass(program, schedule, pass, kernels()).code) {
+            if (ins.kind != Instr::Kind::Compute) continue;
+            ++count[ins.node.index()];
+            if (ins.inner.valid()) ++count[ins.inner.index()];
+        }
     return count;
 }
 
@@ -715,18 +816,20 @@ class CpuPrepared final : public detail::Prepared {
 public:
     CpuPrepared(const ir::Program& p, const ir::Schedule& s, ThreadPool* pool)
         : program_(p), schedule_(s), kt_(kernels()), pool_(pool) {
-        for (const auto& st : s.stages) {
-            plans_.push_back(plan_stage(program_, schedule_, st, kt_));
-            count_plans_.push_back(st.kind == ir::Stage::Kind::Compact ? plan_stage(program_, schedule_, st, kt_, true)
-                                                                       : StagePlan{});
+        for (std::size_t k = 0; k < s.stages.size(); ++k) {
+            plans_.push_back(plan_stage(program_, schedule_, k, kt_));
+            count_plans_.push_back(s.stages[k].kind == ir::Stage::Kind::Compact
+                                       ? plan_stage(program_, schedule_, k, kt_, true)
+                                       : StagePlan{});
         }
         for (const auto& o : p.outputs)
             if (o.alias_input >= 0) aliased_inputs_.push_back(o.alias_input);
-        for (std::size_t i = 0; i < plans_.size();) {
-            std::size_t j = i + 1;
-            while (j < plans_.size() && joins_group(i, j)) ++j;
-            for (std::size_t k = i; k < j; ++k) groups_.push_back(k == i ? j : k + 1);
-            i = j;
+        pass_of_.assign(plans_.size(), -1);
+        for (const ir::Pass& pass : s.passes) {
+            if (pass.end - pass.first < 2) continue;
+            for (int k = pass.first; k < pass.end; ++k)
+                pass_of_[static_cast<std::size_t>(k)] = static_cast<int>(passes_.size());
+            passes_.push_back(plan_pass(program_, schedule_, pass, kt_));
         }
     }
 
@@ -736,22 +839,29 @@ public:
     std::vector<detail::KernelReport> reports() const {
         std::vector<detail::KernelReport> out;
         const bool avx2 = std::string_view(kt_.name) == "avx2";
+        auto instructions = [&](const StagePlan& sp) {
+            int fused = 0;
+            for (const Instr& ins : sp.code) fused += ins.inner.valid() ? 1 : 0;
+            return fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}",
+                               sp.code.size(), sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s",
+                               kt_.name);
+        };
         for (std::size_t k = 0; k < plans_.size(); ++k) {
             const StagePlan& sp = plans_[k];
             detail::KernelReport r;
             r.stage = static_cast<int>(k);
-            r.kind = sp.select >= 0                        ? "select rows"
-                     : sp.kind == ir::Stage::Kind::Reduce  ? (sp.axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
+            r.kind = sp.is_select() ? "select rows"
+                     : sp.kind == ir::Stage::Kind::Reduce
+                         ? (sp.root().axis >= 0 ? "reduce-axis blocks" : "reduce blocks")
                      : sp.kind == ir::Stage::Kind::Compact ? "compact blocks"
-                     : sp.kind == ir::Stage::Kind::Scan    ? (sp.axis >= 0 ? "scan rows" : "scan in order")
+                     : sp.kind == ir::Stage::Kind::Scan    ? (sp.root().axis >= 0 ? "scan rows" : "scan in order")
                                                            : "blocks";
             r.index = "64-bit";
             // The widest value the stage holds in registers decides the lanes of its loops.
             std::size_t widest = 1;
             for (const StorePlan& st : sp.stores) widest = std::max(widest, itemsize(st.dtype));
             for (const LoadPlan& lp : sp.loads) widest = std::max(widest, itemsize(lp.dtype));
-            if (sp.kind == ir::Stage::Kind::Reduce || sp.kind == ir::Stage::Kind::Scan)
-                widest = std::max(widest, itemsize(sp.dtype));
+            for (const ReducePlan& rp : sp.reduces) widest = std::max(widest, itemsize(rp.dtype));
             r.vector = avx2 ? fmt::format("AVX2, 256-bit ({} lanes of {} bytes)",
                                           32 / std::min<std::size_t>(widest, 32), widest)
                             : std::string("portable loops (as the compiler vectorises them)");
@@ -759,32 +869,25 @@ public:
             if (sp.kind == ir::Stage::Kind::Scan) r.vector += "; the scan itself in order, one element after another";
             r.tier = "-";
             r.cache = "nothing to compile (block kernels built in)";
-            int fused = 0;
-            for (const Instr& ins : sp.code)
-                for (const auto& row : kt_.fused)
-                    for (const auto& col : row)
-                        for (const auto& var : col)
-                            if (ins.fn && std::find(std::begin(var), std::end(var), ins.fn) != std::end(var)) ++fused;
-            std::size_t first = 0, end = 1;  // the group [first, end) this stage belongs to
-            for (std::size_t g = 0; g < plans_.size(); g = groups_[g])
-                if (k < groups_[g]) {
-                    first = g;
-                    end = groups_[g];
-                    break;
-                }
-            const std::size_t last = end - 1;
-            r.detail =
-                fmt::format("{} instruction{} per block of {} elements ({} fused pair{}), kernels {}", sp.code.size(),
-                            sp.code.size() == 1 ? "" : "s", kBlock, fused, fused == 1 ? "" : "s", kt_.name);
+            const int pass = pass_of_[k];
+            if (pass >= 0 && shape_size(sp.shape) > kBlock) {
+                // One block program for the pass: its instructions are shown at its first stage.
+                const StagePlan& pp = passes_[static_cast<std::size_t>(pass)];
+                if (static_cast<int>(k) == pp.first_stage)
+                    r.detail = fmt::format("stages {}-{} run in one pass: {}; a value they share is computed once",
+                                           pp.first_stage, pp.end_stage - 1, instructions(pp));
+                else
+                    r.detail = fmt::format("in the pass of stages {}-{} (its instructions at stage {})", pp.first_stage,
+                                           pp.end_stage - 1, pp.first_stage);
+                r.pass = pp.first_stage;
+            } else {
+                r.detail = instructions(sp);
+            }
             if (sp.kind == ir::Stage::Kind::Compact)
                 r.detail += fmt::format(
                     "; two passes: the mask's true elements counted per block ({} instruction{}), the result "
                     "allocated for their total, then each block's selected values written at its offset (C order)",
                     count_plans_[k].code.size(), count_plans_[k].code.size() == 1 ? "" : "s");
-            if (last > first && shape_size(plans_[first].shape) > kBlock) {
-                r.detail += fmt::format("; stages {}-{} run in one pass", first, last);
-                r.pass = static_cast<int>(first);
-            }
             out.push_back(std::move(r));
         }
         return out;
@@ -821,14 +924,14 @@ private:
     void run_select(const StagePlan& sp, const Bound& b) const;
     template <class T, int H, class R>
     void select_rows(const StagePlan& sp, const Bound& b) const;
-    void combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const;
-    // Stages [first, last) of plans_ in one pass over their common iteration space (see groups_).
-    void run_group(std::size_t first, std::size_t last, const Ctx& ctx) const;
+    void combine_partials(const ReducePlan& rp, const std::byte* partials, i64 n, std::byte* acc) const;
+    // A pass of several stages (passes_) in one sweep over its iteration space.
+    void run_pass(const StagePlan& pp, const Ctx& ctx, Bound& b) const;
+    // Where a reduction's or scan's result goes (a whole output checked against it, or a temporary).
+    char* reduce_target(const ReducePlan& rp, const Ctx& ctx) const;
     // Stores what eval_block computed for the block at `start` to the stage's outputs that the
     // kernels did not write in place.
     void store_block(const StagePlan& sp, const Bound& b, const void* const* ptr, i64 start, i64 len) const;
-    // Whether stage `j` can join the group of stages [first, j): see groups_.
-    bool joins_group(std::size_t first, std::size_t j) const;
     // Evaluates one block; returns per-slot pointers in `ptr`.
     void eval_block(const StagePlan& sp, const Bound& b, std::byte* scratch, const void** ptr, i64 start,
                     i64 len) const;
@@ -842,17 +945,17 @@ private:
     ir::Schedule schedule_;
     const KernelTable& kt_;
     ThreadPool* pool_;
-    std::vector<StagePlan> plans_;
+    std::vector<StagePlan> plans_;        // per stage
     std::vector<StagePlan> count_plans_;  // per stage: a Compact stage's counting pass (else empty)
     std::vector<int> aliased_inputs_;
-    // Per stage: the end of the group it starts (its own index + 1 when alone). A group is a run
-    // of consecutive stages over one iteration space, each element-wise or a reduction of every
-    // axis, none reading what another of the group stores or an input that an output overwrites
-    // in place: they are evaluated block by block in one pass, so each block of the inputs they
-    // share is read from memory once (a statement's columns and the sums over them, as in
-    // examples/analytics.cpp, instead of one pass per reduction). The blocks, their order and
-    // each reduction's combining order are those of the stages run one by one: same results.
-    std::vector<std::size_t> groups_;
+    // The passes of several stages (Schedule::passes), each planned as one block program whose
+    // roots are all their stores and reductions' operands: a statement's columns and the sums
+    // over them (examples/analytics.cpp) read each block of their inputs once and compute each
+    // value they share once per element. The blocks, their order and each reduction's combining
+    // order are those of the stages run one by one, and the block kernels are the same: same
+    // results, bit for bit. A pass over at most one block runs stage by stage (plans_).
+    std::vector<StagePlan> passes_;
+    std::vector<int> pass_of_;  // per stage: its index into passes_, or -1
 };
 
 // Units are handed out in small runs from a shared counter, in increasing order: a thread that
@@ -974,23 +1077,24 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
     if (sp.kind == ir::Stage::Kind::Scan) {
         // The result over the iteration space: along an axis it has the operand's shape; over
         // every element it is 1-d, element k the k-th of the operand in C order.
-        const ir::Node& r = program_.node(sp.reduce_node);
+        const ReducePlan& rp = sp.root();
+        const ir::Node& r = program_.node(rp.reduce_node);
         Operand& o = b.scan_out;
         o.item = static_cast<i64>(itemsize(r.dtype));
         Strides rs;
-        if (sp.output >= 0) {
-            const Array& a = args.outputs[static_cast<std::size_t>(sp.output)];
+        if (rp.output >= 0) {
+            const Array& a = args.outputs[static_cast<std::size_t>(rp.output)];
             if (a.dtype() != r.dtype || a.shape() != r.shape)
-                throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", sp.output,
+                throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", rp.output,
                                                 dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
                                                 shape_to_string(r.shape)));
             o.base = static_cast<const char*>(a.data());
             rs.assign(a.strides().begin(), a.strides().end());
         } else {
-            o.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)]->data());
+            o.base = reinterpret_cast<const char*>((*ctx.temps)[static_cast<std::size_t>(rp.temp)]->data());
             rs = contiguous_strides(r.shape);
         }
-        if (sp.axis >= 0) {
+        if (rp.axis >= 0) {
             o.strides.assign(rs.begin(), rs.end());
         } else {
             o.strides.assign(shape.size(), 0);
@@ -1001,13 +1105,13 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
             }
         }
         const i64 n = shape_size(shape);
-        if (sp.axis >= 0) {
-            const std::size_t ax = static_cast<std::size_t>(sp.axis);
+        if (rp.axis >= 0) {
+            const std::size_t ax = static_cast<std::size_t>(rp.axis);
             b.row_len = shape[ax];
             b.rows = b.row_len == 0 ? 0 : n / b.row_len;
             auto move_last = [&](auto& v) {
                 auto x = v[ax];
-                v.erase(v.begin() + sp.axis);
+                v.erase(v.begin() + rp.axis);
                 v.push_back(x);
             };
             move_last(shape);
@@ -1019,11 +1123,12 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
             b.rows = 1;
         }
     } else if (sp.kind == ir::Stage::Kind::Reduce) {
+        const ReducePlan& rp = sp.root();
         const i64 n = shape_size(shape);
-        if (sp.select >= 0) {
+        if (rp.select >= 0) {
             // The reduced axes last, in order: each row of the iteration space is one row of
             // the statistic (its elements in C order of the reduced axes).
-            const std::uint32_t axes = program_.order_stats[static_cast<std::size_t>(sp.select)].axes;
+            const std::uint32_t axes = program_.order_stats[static_cast<std::size_t>(rp.select)].axes;
             const std::size_t nd = shape.size();
             b.row_len = 1;
             b.rows = 1;
@@ -1039,19 +1144,19 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
             reorder(shape);
             for (std::size_t i = 0; i < sp.loads.size(); ++i) reorder(b.loads[i].strides);
             keep_last = true;
-        } else if (sp.axis >= 0) {
+        } else if (rp.axis >= 0) {
             // Move the reduced axis last: each row of the iteration space is one result.
-            const std::size_t ax = static_cast<std::size_t>(sp.axis);
+            const std::size_t ax = static_cast<std::size_t>(rp.axis);
             b.row_len = shape[ax];
             b.rows = b.row_len == 0 ? shape_size([&] {
                 Shape s = shape;
-                s.erase(s.begin() + sp.axis);
+                s.erase(s.begin() + rp.axis);
                 return s;
             }())
                                     : n / b.row_len;
             auto move_last = [&](auto& v) {
                 auto x = v[ax];
-                v.erase(v.begin() + sp.axis);
+                v.erase(v.begin() + rp.axis);
                 v.push_back(x);
             };
             move_last(shape);
@@ -1061,20 +1166,15 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
             b.row_len = n;
             b.rows = 1;
         }
-        const ir::Node& r = program_.node(sp.reduce_node);
+        const ir::Node& r = program_.node(rp.reduce_node);
         b.out_shape.assign(r.shape.begin(), r.shape.end());
         b.out_item = static_cast<i64>(itemsize(r.dtype));
-        if (sp.output >= 0) {
-            const Array& a = args.outputs[static_cast<std::size_t>(sp.output)];
-            if (a.dtype() != r.dtype || shape_size(a.shape()) != shape_size(r.shape))
-                throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", sp.output,
-                                                dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
-                                                shape_to_string(r.shape)));
-            b.out_base = static_cast<char*>(a.data());
+        b.out_base = reduce_target(rp, ctx);
+        if (rp.output >= 0) {
+            const Array& a = args.outputs[static_cast<std::size_t>(rp.output)];
             b.out_shape.assign(a.shape().begin(), a.shape().end());
             b.out_strides.assign(a.strides().begin(), a.strides().end());
         } else {
-            b.out_base = reinterpret_cast<char*>((*ctx.temps)[static_cast<std::size_t>(sp.temp)]->data());
             b.out_strides = contiguous_strides(r.shape);
         }
     }
@@ -1181,119 +1281,91 @@ void CpuPrepared::store_block(const StagePlan& sp, const Bound& b, const void* c
     }
 }
 
-bool CpuPrepared::joins_group(std::size_t first, std::size_t j) const {
-    const StagePlan& sp = plans_[j];
-    if (sp.shape != plans_[first].shape) return false;
-    for (std::size_t k = first; k <= j; ++k)
-        if (plans_[k].kind == ir::Stage::Kind::Compact) return false;  // two passes of its own
-    for (std::size_t k = first; k <= j; ++k)
-        if ((plans_[k].kind == ir::Stage::Kind::Reduce && (plans_[k].axis >= 0 || plans_[k].select >= 0)) ||
-            plans_[k].kind == ir::Stage::Kind::Scan)
-            return false;
-    // An input that an output overwrites in place is read by stage by stage only (the group's
-    // stages would read and write it in one pass); any other load of the group is safe.
-    for (std::size_t k = first; k <= j; ++k)
-        for (const LoadPlan& lp : plans_[k].loads)
-            if (lp.is_input &&
-                std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end())
-                return false;
-    for (const LoadPlan& lp : sp.loads) {
-        if (lp.is_input) continue;
-        const std::int32_t by = schedule_.stored_by[lp.node];
-        if (by >= static_cast<std::int32_t>(first) && by < static_cast<std::int32_t>(j)) return false;
-    }
-    return true;
+char* CpuPrepared::reduce_target(const ReducePlan& rp, const Ctx& ctx) const {
+    const ir::Node& r = program_.node(rp.reduce_node);
+    if (rp.output < 0) return reinterpret_cast<char*>((*ctx.temps)[static_cast<std::size_t>(rp.temp)]->data());
+    const Array& a = ctx.args->outputs[static_cast<std::size_t>(rp.output)];
+    if (a.dtype() != r.dtype || shape_size(a.shape()) != shape_size(r.shape))
+        throw ArgumentError(fmt::format("output {} is {} {}, the program computes {} {}", rp.output,
+                                        dtype_name(a.dtype()), shape_to_string(a.shape()), dtype_name(r.dtype),
+                                        shape_to_string(r.shape)));
+    return static_cast<char*>(a.data());
 }
 
-void CpuPrepared::run_group(std::size_t first, std::size_t last, const Ctx& ctx) const {
-    // Binding each stage: the per-thread Bound of run() serves the first; the others get their own.
-    boost::container::small_vector<Bound, 4> bounds(last - first);
-    for (std::size_t k = first; k < last; ++k) bind(plans_[k], ctx, bounds[k - first]);
-    const i64 n = bounds[0].space.size;
-    const i64 blocks = (n + kBlock - 1) / kBlock;
+void CpuPrepared::run_pass(const StagePlan& pp, const Ctx& ctx, Bound& b) const {
+    bind(pp, ctx, b);
     const detail::RunArgs& args = *ctx.args;
+    const std::size_t nred = pp.reduces.size();
+    boost::container::small_vector<char*, 8> targets(nred);
+    for (std::size_t r = 0; r < nred; ++r) targets[r] = reduce_target(pp.reduces[r], ctx);
+    const i64 n = b.space.size;
+    const i64 blocks = (n + kBlock - 1) / kBlock;
     // Per reduction: one partial per block, combined in block order afterwards (as run_reduce's
     // long rows: every partial is written before it is read, so no zero-fill).
-    boost::container::small_vector<std::unique_ptr<std::byte[]>, 4> partials(last - first);
-    std::size_t scratch_bytes = 0;
-    boost::container::small_vector<std::size_t, 4> scratch_at(last - first), ptr_at(last - first);
-    std::size_t nptr = 0;
-    for (std::size_t k = first; k < last; ++k) {
-        const StagePlan& sp = plans_[k];
-        if (sp.kind == ir::Stage::Kind::Reduce)
-            partials[k - first].reset(new std::byte[static_cast<std::size_t>(blocks * acc_size(sp.red, sp.dtype))]);
-        scratch_at[k - first] = scratch_bytes;
-        scratch_bytes += static_cast<std::size_t>(sp.nslots * sp.slot_bytes);
-        ptr_at[k - first] = nptr;
-        nptr += static_cast<std::size_t>(sp.nslots);
-    }
-    parallel(blocks, n * static_cast<i64>(last - first), args.control, [&](auto&& next) {
-        std::byte* scratch = thread_scratch(scratch_bytes);
-        boost::container::small_vector<const void*, 128> ptr(nptr, nullptr);
-        for (std::size_t k = first; k < last; ++k)
-            fill(plans_[k], ctx, scratch + scratch_at[k - first], ptr.data() + ptr_at[k - first]);
+    boost::container::small_vector<std::unique_ptr<std::byte[]>, 8> partials(nred);
+    for (std::size_t r = 0; r < nred; ++r)
+        partials[r].reset(
+            new std::byte[static_cast<std::size_t>(blocks * acc_size(pp.reduces[r].red, pp.reduces[r].dtype))]);
+    parallel(blocks, n * pp.stages(), args.control, [&](auto&& next) {
+        std::byte* scratch = thread_scratch(static_cast<std::size_t>(pp.nslots * pp.slot_bytes));
+        boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(pp.nslots), nullptr);
+        fill(pp, ctx, scratch, ptr.data());
         for (i64 b0 = 0, b1 = 0; next(b0, b1);)
             for (i64 blk = b0; blk < b1; ++blk) {
                 const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
-                for (std::size_t k = first; k < last; ++k) {
-                    const StagePlan& sp = plans_[k];
-                    const Bound& b = bounds[k - first];
-                    const void** p = ptr.data() + ptr_at[k - first];
-                    eval_block(sp, b, scratch + scratch_at[k - first], p, start, len);
-                    if (sp.kind == ir::Stage::Kind::Reduce) {
-                        const int r = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
-                        std::byte* acc = partials[k - first].get() + blk * acc_size(sp.red, sp.dtype);
-                        kt_.identity[r][d](acc);
-                        kt_.reduce[r][d](p[sp.value_slot], len, acc, start);
-                    } else {
-                        store_block(sp, b, p, start, len);
-                    }
+                eval_block(pp, b, scratch, ptr.data(), start, len);
+                for (std::size_t r = 0; r < nred; ++r) {
+                    const ReducePlan& rp = pp.reduces[r];
+                    const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
+                    std::byte* acc = partials[r].get() + blk * acc_size(rp.red, rp.dtype);
+                    kt_.identity[k][d](acc);
+                    rp.block(ptr[static_cast<std::size_t>(rp.value_slot)], len, acc, start);
                 }
+                store_block(pp, b, ptr.data(), start, len);
             }
     });
-    for (std::size_t k = first; k < last; ++k) {
-        const StagePlan& sp = plans_[k];
-        if (sp.kind != ir::Stage::Kind::Reduce) continue;
-        const Bound& b = bounds[k - first];
-        const int r = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
-        const DType rd = program_.node(sp.reduce_node).dtype;
-        if (args.started_outputs && sp.output >= 0) args.started_outputs[sp.output] = true;
+    for (std::size_t r = 0; r < nred; ++r) {
+        const ReducePlan& rp = pp.reduces[r];
+        const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
+        const DType rd = program_.node(rp.reduce_node).dtype;
+        if (args.started_outputs && rp.output >= 0) args.started_outputs[rp.output] = true;
         alignas(16) std::byte acc[16];
-        kt_.identity[r][d](acc);
-        combine_partials(sp, partials[k - first].get(), blocks, acc);
-        if (sp.mean) kt_.divide[static_cast<int>(rd)](acc, n);
-        kt_.store[static_cast<int>(rd)](acc, b.out_base, 1, 1);
+        kt_.identity[k][d](acc);
+        combine_partials(rp, partials[r].get(), blocks, acc);
+        if (rp.mean) kt_.divide[static_cast<int>(rd)](acc, n);
+        kt_.store[static_cast<int>(rd)](acc, targets[r], 1, 1);
     }
 }
 
 // Folds `n` partial accumulators of a stage into `acc`, in order: a reduction of its operand's
 // kind where accumulators are values (float sums stay pairwise), combine() for ArgFirst's
 // positions.
-void CpuPrepared::combine_partials(const StagePlan& sp, const std::byte* partials, i64 n, std::byte* acc) const {
-    const int k = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
-    if (sp.red != Red::ArgFirst) {
+void CpuPrepared::combine_partials(const ReducePlan& rp, const std::byte* partials, i64 n, std::byte* acc) const {
+    const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
+    if (rp.red != Red::ArgFirst) {
         kt_.reduce[k][d](partials, n, acc, 0);
         return;
     }
-    const i64 as = acc_size(sp.red, sp.dtype);
+    const i64 as = acc_size(rp.red, rp.dtype);
     for (i64 i = 0; i < n; ++i) kt_.combine[k][d](acc, partials + i * as);
 }
 
 void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
-    const int k = static_cast<int>(sp.red), d = static_cast<int>(sp.dtype);
-    const ReduceFn reduce = kt_.reduce[k][d];
+    const ReducePlan& rp = sp.root();
+    const int k = static_cast<int>(rp.red), d = static_cast<int>(rp.dtype);
+    const ReduceFn reduce = rp.block;
     const IdentityFn identity = kt_.identity[k][d];
-    const ir::Node& rnode = program_.node(sp.reduce_node);
+    const ir::Node& rnode = program_.node(rp.reduce_node);
     const DType rd = rnode.dtype;
     const StoreFn store = kt_.store[static_cast<int>(rd)];
-    const DivideFn divide = sp.mean ? kt_.divide[static_cast<int>(rd)] : nullptr;
-    const i64 rs = reg_size(sp.dtype), as = acc_size(sp.red, sp.dtype);
+    const DivideFn divide = rp.mean ? kt_.divide[static_cast<int>(rd)] : nullptr;
+    const i64 rs = reg_size(rp.value_dtype), as = acc_size(rp.red, rp.dtype);
     const i64 rows = b.rows, L = b.row_len;
     Ctx ctx{b.args, nullptr};
 
     // Marks the output (when it is one) as being written, for a stop that cuts the stage short.
     auto writing = [&] {
-        if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+        if (b.args->started_outputs && rp.output >= 0) b.args->started_outputs[rp.output] = true;
     };
     auto finish_row = [&](i64 row, std::byte* acc) {
         if (divide) divide(acc, L);
@@ -1330,14 +1402,14 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
                     eval_block(sp, b, scratch, ptr.data(), start, len);
                     std::byte* acc = partials_data + u * as;
                     identity(acc);
-                    reduce(ptr[sp.value_slot], len, acc, j * kBlock);
+                    reduce(ptr[rp.value_slot], len, acc, j * kBlock);
                 }
         });
         writing();  // only now: a stop during the partial sums leaves the output untouched
         for (i64 row = 0; row < rows; ++row) {
             alignas(16) std::byte acc[16];
             identity(acc);
-            combine_partials(sp, partials_data + row * per_row * as, per_row, acc);
+            combine_partials(rp, partials_data + row * per_row * as, per_row, acc);
             finish_row(row, acc);
         }
         return;
@@ -1355,7 +1427,7 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
             for (i64 u = u0; u < u1; ++u) {
                 const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
                 eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
-                const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
+                const auto* vals = static_cast<const std::byte*>(ptr[rp.value_slot]);
                 for (i64 row = r0; row < r1; ++row) {
                     alignas(16) std::byte acc[16];
                     identity(acc);
@@ -1384,7 +1456,7 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
             for (i64 blk = b0; blk < b1; ++blk) {
                 const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
                 eval_block(cp, b, scratch, ptr.data(), start, len);
-                const auto* m = static_cast<const bool*>(ptr[cp.value_slot]);
+                const auto* m = static_cast<const bool*>(ptr[cp.mask_slot]);
                 i64 c = 0;
                 for (i64 i = 0; i < len; ++i) c += m[i] ? 1 : 0;
                 before[static_cast<std::size_t>(blk) + 1] = c;
@@ -1422,7 +1494,7 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
                 if (before[static_cast<std::size_t>(blk) + 1] == at) continue;  // nothing selected here
                 const i64 start = blk * kBlock, len = std::min(kBlock, n - start);
                 eval_block(sp, b, scratch, ptr.data(), start, len);
-                const auto* m = static_cast<const bool*>(ptr[sp.value_slot]);
+                const auto* m = static_cast<const bool*>(ptr[sp.mask_slot]);
                 for (const StorePlan& st : sp.compacts) {
                     const i64 rs = reg_size(st.dtype);
                     const auto* src = static_cast<const std::byte*>(ptr[st.slot]);
@@ -1438,14 +1510,15 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
 }
 
 void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
-    const ScanFn scan = scan_kernel(sp.red, sp.dtype);
-    if (!scan) throw InternalError(fmt::format("cpu backend: no scan for {}", dtype_name(sp.dtype)));
-    const DType rd = program_.node(sp.reduce_node).dtype;
+    const ReducePlan& rp = sp.root();
+    const ScanFn scan = scan_kernel(rp.red, rp.dtype);
+    if (!scan) throw InternalError(fmt::format("cpu backend: no scan for {}", dtype_name(rp.dtype)));
+    const DType rd = program_.node(rp.reduce_node).dtype;
     const StoreFn store = kt_.store[static_cast<int>(rd)];
-    const IdentityFn identity = kt_.identity[static_cast<int>(sp.red)][static_cast<int>(sp.dtype)];
-    const i64 rs = reg_size(sp.dtype);
+    const IdentityFn identity = kt_.identity[static_cast<int>(rp.red)][static_cast<int>(rp.dtype)];
+    const i64 rs = reg_size(rp.dtype);
     const i64 rows = b.rows, L = b.row_len;
-    if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+    if (b.args->started_outputs && rp.output >= 0) b.args->started_outputs[rp.output] = true;
     if (rows == 0 || L == 0 || b.space.size == 0) return;
     Ctx ctx{b.args, nullptr};
     const Operand& out = b.scan_out;
@@ -1473,7 +1546,7 @@ void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
                 if (short_rows) {
                     const i64 r0 = u * per_block, r1 = std::min(rows, r0 + per_block);
                     eval_block(sp, b, scratch, ptr.data(), r0 * L, (r1 - r0) * L);
-                    const auto* vals = static_cast<const std::byte*>(ptr[sp.value_slot]);
+                    const auto* vals = static_cast<const std::byte*>(ptr[rp.value_slot]);
                     for (i64 row = r0; row < r1; ++row) {
                         identity(carry);
                         scan(vals + (row - r0) * L * rs, L, result + (row - r0) * L * rs, carry, true);
@@ -1485,7 +1558,7 @@ void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
                 for (i64 j = 0; j < L; j += kBlock) {
                     const i64 start = u * L + j, len = std::min(kBlock, L - j);
                     eval_block(sp, b, scratch, ptr.data(), start, len);
-                    scan(ptr[sp.value_slot], len, result, carry, j == 0);
+                    scan(ptr[rp.value_slot], len, result, carry, j == 0);
                     put(result, start, len);
                 }
             }
@@ -1494,13 +1567,14 @@ void CpuPrepared::run_scan(const StagePlan& sp, const Bound& b) const {
 
 template <class T, int H, class R>
 void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
-    const ir::OrderStatDecl& d = program_.order_stats[static_cast<std::size_t>(sp.select)];
-    const ir::Node& rnode = program_.node(sp.reduce_node);
+    const ReducePlan& rp = sp.root();
+    const ir::OrderStatDecl& d = program_.order_stats[static_cast<std::size_t>(rp.select)];
+    const ir::Node& rnode = program_.node(rp.reduce_node);
     const StoreFn store = kt_.store[static_cast<int>(rnode.dtype)];
     const i64 rows = b.rows, L = b.row_len;
     const i64 nq = static_cast<i64>(d.q.size());
     Ctx ctx{b.args, nullptr};
-    if (b.args->started_outputs && sp.output >= 0) b.args->started_outputs[sp.output] = true;
+    if (b.args->started_outputs && rp.output >= 0) b.args->started_outputs[rp.output] = true;
     auto put = [&](i64 qi, i64 row, R v) {
         const i64 flat = qi * rows + row;
         store(&v, b.out_base + offset_of(flat, b.out_shape, b.out_strides) * b.out_item, 1, 1);
@@ -1527,7 +1601,7 @@ void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
                 for (i64 done = 0; done < total;) {
                     const i64 len = std::min(kBlock, total - done);
                     eval_block(sp, b, scratch, ptr.data(), r0 * L + done, len);
-                    std::memcpy(vals.get() + done, ptr[sp.value_slot], static_cast<std::size_t>(len) * sizeof(T));
+                    std::memcpy(vals.get() + done, ptr[rp.value_slot], static_cast<std::size_t>(len) * sizeof(T));
                     if constexpr (jx::is_cplx<T>::value)
                         for (i64 k = done; k < done + len; ++k) vals[k] = jx::sel::canon(vals[k]);
                     done += len;
@@ -1581,11 +1655,12 @@ void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
 }
 
 void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
-    const DType rd = program_.node(sp.reduce_node).dtype;
+    const ReducePlan& rp = sp.root();
+    const DType rd = program_.node(rp.reduce_node).dtype;
     const bool wide = rd == DType::Float64;
-    if (rd == sp.dtype && !is_inexact(rd)) {
+    if (rd == rp.dtype && !is_inexact(rd)) {
         // quantile of an integer q: the element in the operand's own integer or bool dtype
-        switch (sp.dtype) {
+        switch (rp.dtype) {
             case DType::Bool: return select_rows<bool, 0, bool>(sp, b);
             case DType::Int8: return select_rows<jx::i8, 0, jx::i8>(sp, b);
             case DType::Int16: return select_rows<jx::i16, 0, jx::i16>(sp, b);
@@ -1598,7 +1673,7 @@ void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
             default: break;
         }
     }
-    switch (sp.dtype) {
+    switch (rp.dtype) {
         case DType::Bool: return select_rows<bool, 0, double>(sp, b);
         case DType::Int8: return select_rows<jx::i8, 0, double>(sp, b);
         case DType::Int16: return select_rows<jx::i16, 0, double>(sp, b);
@@ -1672,17 +1747,16 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     for (std::size_t si = 0; si < plans_.size(); ++si) {
         const StagePlan& sp = plans_[si];
         if (ctl) ctl->check();  // between stages
-        if (groups_[si] > si + 1) {
-            // Small iteration spaces run stage by stage: the long-row reduction path (partials
-            // per block) is the one a group shares, and it is for more than one block.
-            if (shape_size(sp.shape) > kBlock) {
-                for (std::size_t k = si; k < groups_[si]; ++k)
-                    if (args.started_outputs)
-                        for (const StorePlan& st : plans_[k].stores) args.started_outputs[st.output] = true;
-                run_group(si, groups_[si], ctx);
-                si = groups_[si] - 1;
-                continue;
-            }
+        if (pass_of_[si] >= 0 && shape_size(sp.shape) > kBlock) {
+            // A pass of several stages in one sweep. Small iteration spaces run stage by stage:
+            // the long-row reduction path (partials per block) is the one a pass shares, and it
+            // is for more than one block.
+            const StagePlan& pp = passes_[static_cast<std::size_t>(pass_of_[si])];
+            if (args.started_outputs)
+                for (const StorePlan& st : pp.stores) args.started_outputs[st.output] = true;
+            run_pass(pp, ctx, b);
+            si = static_cast<std::size_t>(pp.end_stage) - 1;
+            continue;
         }
         if (args.started_outputs)  // a reduction marks its output where it starts writing it (run_reduce)
             for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
@@ -1691,7 +1765,7 @@ void CpuPrepared::run(const detail::RunArgs& args) {
             continue;
         }
         bind(sp, ctx, b);
-        if (sp.select >= 0) run_select(sp, b);
+        if (sp.is_select()) run_select(sp, b);
         else if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
         else if (sp.kind == ir::Stage::Kind::Scan) run_scan(sp, b);
         else run_elementwise(sp, b);

@@ -10,6 +10,7 @@
 #include "backend/backend.hpp"
 
 #include <memory>
+#include <vector>
 
 namespace jit::detail {
 
@@ -27,4 +28,9 @@ const char* kernels_name();
 // Test aid: how many instructions of the plan of `program` with table `kt` are fused pairs
 // (KernelTable::fused, docs/cpu-performance.md).
 int count_fused_instructions(const ir::Program& program, const ir::Schedule& schedule, const KernelTable& kt);
+// Test aid: per node of `program` (by index), how many block instructions compute it for one
+// element when the schedule runs over more than one block, each pass of Schedule::passes as one
+// block program (a fused pair computes two nodes). A value that several stores and reductions of
+// a pass read counts 1; inputs, constants and reduction results read from memory count 0.
+std::vector<int> computations_per_element(const ir::Program& program, const ir::Schedule& schedule);
 }  // namespace jit::cpu

@@ -121,6 +121,12 @@ struct KernelTable {
     IdentityFn identity[kNumRed][kNumDTypes] = {};
     CombineFn combine[kNumRed][kNumDTypes] = {};
     DivideFn divide[kNumDTypes] = {};
+    // where(c, x, y) with x (bit 1) and/or y (bit 2) one value (in[1], in[2] point to it);
+    // [operand dtype]. Index 0 is unused (op[Where]).
+    OpFn where_scalar[4][kNumDTypes] = {};
+    // A Sum slot's block reduction of a boolean block into an int64 accumulator: the count of
+    // its true elements (sum(x > 0) without casting the block to int64 first).
+    ReduceFn count_true = nullptr;
 };
 
 // The best table for this CPU (AVX2 when available, else baseline). Set JITEXPR_CPU_KERNELS=base

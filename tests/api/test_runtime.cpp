@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -313,3 +314,110 @@ TEST(CpuStageGroups, ColumnsAndSumsOfOneIterationSpaceMatchEachStageAlone) {
         EXPECT_EQ(env.at("m").array().to_vector<double>(), m.to_vector<double>());
     }
 }
+
+namespace {
+
+// A pass of several stages computes the values they share once per element (backend/cpu's pass
+// plans): every output and every reduction must still be bit for bit what each computes alone,
+// for sums, means, extrema, arg-extrema and any, at a size that is not a multiple of the block,
+// and again when the columns are overwritten in place on the second run.
+TEST(CpuPasses, SharedValuesOfAPassGiveWhatEachStageGivesAlone) {
+    const std::int64_t n = 512 * 41 + 7;
+    std::vector<double> av(n), bv(n), cv(n), dv(n);
+    std::mt19937_64 rng(21);
+    std::uniform_real_distribution<double> u(-2.0, 3.0);
+    for (std::int64_t i = 0; i < n; ++i) av[i] = u(rng), bv[i] = u(rng), cv[i] = u(rng), dv[i] = u(rng);
+    Environment env{{"a", Array::from(av)}, {"b", Array::from(bv)}, {"c", Array::from(cv)}, {"d", Array::from(dv)}};
+    const char* program =
+        "x = a * b\n"
+        "y = x + c\n"
+        "z = x * d\n"
+        "s = sum(y)\n"
+        "mx = max(z)\n"
+        "k = argmax(y)\n"
+        "q = any(z > 3)\n"
+        "mu = mean(x * 0.5 + 1)\n";
+    const Array x = cpu().eval("a * b", {env.at("a"), env.at("b")});
+    const Array y = cpu().eval("a * b + c", {env.at("a"), env.at("b"), env.at("c")});
+    const Array z = cpu().eval("a * b * d", {env.at("a"), env.at("b"), env.at("d")});
+    const Array s = cpu().eval("sum(a * b + c)", {env.at("a"), env.at("b"), env.at("c")});
+    const Array mx = cpu().eval("max(a * b * d)", {env.at("a"), env.at("b"), env.at("d")});
+    const Array k = cpu().eval("argmax(a * b + c)", {env.at("a"), env.at("b"), env.at("c")});
+    const Array q = cpu().eval("any(a * b * d > 3)", {env.at("a"), env.at("b"), env.at("d")});
+    const Array mu = cpu().eval("mean(a * b * 0.5 + 1)", {env.at("a"), env.at("b")});
+    for (int pass = 0; pass < 2; ++pass) {  // the second: x, y, z are bound, so written in place
+        SCOPED_TRACE(pass);
+        cpu().run(program, env);
+        EXPECT_EQ(env.at("x").array().to_vector<double>(), x.to_vector<double>());
+        EXPECT_EQ(env.at("y").array().to_vector<double>(), y.to_vector<double>());
+        EXPECT_EQ(env.at("z").array().to_vector<double>(), z.to_vector<double>());
+        EXPECT_EQ(env.at("s").array().to_vector<double>(), s.to_vector<double>());
+        EXPECT_EQ(env.at("mx").array().to_vector<double>(), mx.to_vector<double>());
+        EXPECT_EQ(env.at("k").array().to_vector<std::int64_t>(), k.to_vector<std::int64_t>());
+        EXPECT_EQ(env.at("q").array().to_vector<std::uint8_t>(), q.to_vector<std::uint8_t>());
+        EXPECT_EQ(env.at("mu").array().to_vector<double>(), mu.to_vector<double>());
+    }
+}
+
+// The columns a pass stores are written into the arrays the names hold from the second run on
+// (no fresh memory to fault in, no copy back), as for a single stage.
+TEST(CpuPasses, ColumnsOfAPassAreWrittenInPlaceOnTheSecondRun) {
+    const std::int64_t n = 1 << 16;
+    std::vector<double> d(n, 3.0), t(n, 60.0);
+    Environment env{{"distance", Array::from(d)}, {"duration", Array::from(t)}};
+    const char* program =
+        "speed = distance / (duration / 3600)\n"
+        "twice = distance * 2\n"
+        "s = sum(where(distance > 5, speed, 0))\n";
+    cpu().run(program, env);
+    const void* speed = env.at("speed").array().data();
+    const void* twice = env.at("twice").array().data();
+    cpu().run(program, env);
+    EXPECT_EQ(env.at("speed").array().data(), speed);
+    EXPECT_EQ(env.at("twice").array().data(), twice);
+    EXPECT_EQ(env.at("speed").array().to_vector<double>(), std::vector<double>(n, 180.0));
+}
+
+}  // namespace
+
+namespace {
+
+// A program mixing a mask selection, a cumsum and a median with element-wise stages and sums
+// that share passes: each gives NumPy's answer (integer-valued doubles, so every sum is exact in
+// any order and the reference loops below are NumPy's results), over several blocks.
+TEST(CpuPasses, ASelectionAScanAndAMedianBesideSharedPassesGiveNumPysAnswers) {
+    const std::int64_t n = 512 * 9 + 5;
+    std::vector<double> xv(n);
+    for (std::int64_t i = 0; i < n; ++i) xv[i] = static_cast<double>((i * 7919) % 2001 - 1000);
+    Environment env{{"x", Array::from(xv)}};
+    cpu().run(
+        "s = sum(x); t = max(x); c = cumsum(x); k = min(x); u = sum(x * x); md = median(x); y = x * 2 + s;"
+        "sel = x[x > 0]; w = x * x - 1",
+        env);
+    double s = 0, t = xv[0], k = xv[0], u = 0;
+    std::vector<double> c(n), y(n), w(n), sel;
+    for (std::int64_t i = 0; i < n; ++i) {
+        s += xv[i];
+        t = std::max(t, xv[i]);
+        k = std::min(k, xv[i]);
+        u += xv[i] * xv[i];
+        c[i] = s;
+        w[i] = xv[i] * xv[i] - 1;
+        if (xv[i] > 0) sel.push_back(xv[i]);
+    }
+    for (std::int64_t i = 0; i < n; ++i) y[i] = xv[i] * 2 + s;
+    std::vector<double> sorted = xv;
+    std::sort(sorted.begin(), sorted.end());
+    const double md = (n % 2 == 1) ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    EXPECT_EQ(env.at("s").array().to_vector<double>(), std::vector<double>{s});
+    EXPECT_EQ(env.at("t").array().to_vector<double>(), std::vector<double>{t});
+    EXPECT_EQ(env.at("k").array().to_vector<double>(), std::vector<double>{k});
+    EXPECT_EQ(env.at("u").array().to_vector<double>(), std::vector<double>{u});
+    EXPECT_EQ(env.at("md").array().to_vector<double>(), std::vector<double>{md});
+    EXPECT_EQ(env.at("c").array().to_vector<double>(), c);
+    EXPECT_EQ(env.at("y").array().to_vector<double>(), y);
+    EXPECT_EQ(env.at("w").array().to_vector<double>(), w);
+    EXPECT_EQ(env.at("sel").array().to_vector<double>(), sel);
+}
+
+}  // namespace

@@ -3,6 +3,7 @@
 // outputs, reductions, 16-bit floats, and thread-count independence.
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/kernels.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/semantics.h"
 #include "tests/cpu/program_builder.hpp"
 
@@ -10,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string_view>
@@ -292,6 +294,79 @@ TEST(CpuKernels, ScalarOperandLoopsEqualFilledBlockLoopsBitwise) {
     check_scalar_variants_table(jit::cpu::kernels_base());
     const auto* avx2 = jit::cpu::kernels_avx2();
     if (avx2 && __builtin_cpu_supports("avx2")) check_scalar_variants_table(*avx2);
+}
+
+// where_scalar (x and/or y one value) against where's three-block loop with the value filled in,
+// byte for byte.
+template <class T>
+void check_where_scalar(const jit::cpu::KernelTable& kt, DType dt) {
+    const std::int64_t n = kBlock + 3;
+    const auto x = sample<T>(n, 21), y = sample<T>(n, 22), values = sample<T>(8, 23);
+    Buf<unsigned char> c(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) c.p[static_cast<std::size_t>(i)] = (i * 7) % 3 == 0 ? 1 : 0;
+    const auto full = kt.op[static_cast<int>(ir::Op::Where)][static_cast<int>(dt)];
+    ASSERT_NE(full, nullptr) << jit::dtype_name(dt);
+    for (int v = 1; v < 4; ++v) {
+        const auto one = kt.where_scalar[v][static_cast<int>(dt)];
+        ASSERT_NE(one, nullptr) << jit::dtype_name(dt) << " variant " << v;
+        for (std::size_t k = 0; k < values.n; ++k) {
+            Buf<T> filled(static_cast<std::size_t>(n));
+            for (auto& e : filled) e = values.p[k];
+            const T s = values.p[k];
+            const void* in_one[3] = {c.data(), (v & 1) ? static_cast<const void*>(&s) : x.p.get(),
+                                     (v & 2) ? static_cast<const void*>(&s) : y.p.get()};
+            const void* in_full[3] = {c.data(), (v & 1) ? filled.data() : x.p.get(),
+                                      (v & 2) ? filled.data() : y.p.get()};
+            std::vector<unsigned char> got(static_cast<std::size_t>(n) * 16), want(got.size());
+            one(in_one, got.data(), n);
+            full(in_full, want.data(), n);
+            ASSERT_EQ(got, want) << "where on " << jit::dtype_name(dt) << " [" << kt.name << "], variant " << v;
+        }
+    }
+}
+
+void check_where_scalar_table(const jit::cpu::KernelTable& kt) {
+    check_where_scalar<bool>(kt, DType::Bool);
+    check_where_scalar<jx::i8>(kt, DType::Int8);
+    check_where_scalar<jx::i32>(kt, DType::Int32);
+    check_where_scalar<jx::i64>(kt, DType::Int64);
+    check_where_scalar<jx::u16>(kt, DType::UInt16);
+    check_where_scalar<jx::u64>(kt, DType::UInt64);
+    check_where_scalar<float>(kt, DType::Float16);
+    check_where_scalar<float>(kt, DType::Float32);
+    check_where_scalar<double>(kt, DType::Float64);
+    check_where_scalar<jx::c64>(kt, DType::Complex64);
+    check_where_scalar<jx::c128>(kt, DType::Complex128);
+}
+
+TEST(CpuKernels, WhereWithAScalarOperandEqualsTheFilledBlockLoopBitwise) {
+    check_where_scalar_table(jit::cpu::kernels_base());
+    const auto* avx2 = jit::cpu::kernels_avx2();
+    if (avx2 && __builtin_cpu_supports("avx2")) check_where_scalar_table(*avx2);
+}
+
+// count_true (a sum of booleans) against Sum<int64> of the block cast to int64.
+void check_count_true(const jit::cpu::KernelTable& kt) {
+    const int sum = static_cast<int>(jit::cpu::Red::Sum), i64 = static_cast<int>(DType::Int64);
+    ASSERT_NE(kt.count_true, nullptr) << kt.name;
+    for (const std::int64_t n : {std::int64_t{0}, std::int64_t{1}, std::int64_t{31}, kBlock}) {
+        Buf<unsigned char> c(static_cast<std::size_t>(n));
+        std::vector<std::int64_t> wide(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) {
+            c.p[static_cast<std::size_t>(i)] = (i * 5) % 7 < 3 ? 1 : 0;
+            wide[static_cast<std::size_t>(i)] = c.p[static_cast<std::size_t>(i)];
+        }
+        std::int64_t got = 40, want = 40;  // an accumulator already holding a partial sum
+        kt.count_true(c.data(), n, &got, 0);
+        kt.reduce[sum][i64](wide.data(), n, &want, 0);
+        EXPECT_EQ(got, want) << kt.name << ", " << n << " elements";
+    }
+}
+
+TEST(CpuKernels, CountingTrueElementsEqualsTheSumOfTheirInt64Cast) {
+    check_count_true(jit::cpu::kernels_base());
+    const auto* avx2 = jit::cpu::kernels_avx2();
+    if (avx2 && __builtin_cpu_supports("avx2")) check_count_true(*avx2);
 }
 
 TEST(CpuKernels, ArithmeticOnFloatsHasScalarOperandLoops) {
@@ -739,3 +814,142 @@ TEST(CpuBackend, WrongInputCountIsAnArgumentError) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------- passes of several stages
+
+namespace pass_tests {
+
+jit::dsl::Binding column(DType t, std::int64_t n) {
+    jit::dsl::Binding b;
+    b.kind = jit::dsl::Binding::Kind::Array;
+    b.dtype = t;
+    b.shape = {n};
+    b.strides = jit::contiguous_strides(b.shape);
+    return b;
+}
+
+// How many block instructions compute the node(s) whose op is `op` (summed), per element.
+int computed(const ir::Plan& plan, ir::Op op) {
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    int total = 0;
+    for (const ir::NodeId n : plan.program.ids())
+        if (plan.program.node(n).kind == ir::NodeKind::Op && plan.program.node(n).op == op) total += count[n.index()];
+    return total;
+}
+
+// x = a*b feeds two outputs and a sum: one pass of two stages, and a*b computed once per element
+// (stage by stage, the sum's stage would compute it again).
+TEST(CpuPasses, ASharedSubexpressionIsComputedOncePerElement) {
+    const std::map<std::string, jit::dsl::Binding> env = {{"a", column(DType::Float64, 4096)},
+                                                          {"b", column(DType::Float64, 4096)},
+                                                          {"c", column(DType::Float64, 4096)},
+                                                          {"d", column(DType::Float64, 4096)}};
+    const ir::Plan plan =
+        jit::dsl::plan("x = a*b\ny = x + c\nz = x * d\ns = sum(y)", jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    ASSERT_EQ(plan.schedule.stages.size(), 2u);
+    ASSERT_EQ(plan.schedule.passes.size(), 1u);
+    EXPECT_EQ(computed(plan, ir::Op::Mul), 2) << "a*b and x*d, once each";
+    EXPECT_EQ(computed(plan, ir::Op::Add), 1) << "x + c, stored and summed";
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    for (const ir::NodeId n : plan.program.ids()) EXPECT_LE(count[n.index()], 1) << ir::dump(plan.program);
+}
+
+// The analytics example's program: its four sums and two columns are one pass in which every
+// node, speed and tip_pct included (read by a column and a sum each), is computed once per
+// element.
+TEST(CpuPasses, TheAnalyticsProgramComputesEachValueOnce) {
+    const std::map<std::string, jit::dsl::Binding> env = {{"distance", column(DType::Float64, 3000)},
+                                                          {"duration", column(DType::Float64, 3000)},
+                                                          {"fare", column(DType::Float64, 3000)},
+                                                          {"tip", column(DType::Float64, 3000)},
+                                                          {"passengers", column(DType::Int32, 3000)}};
+    const ir::Plan plan = jit::dsl::plan(
+        "speed = distance / (duration / 3600)\n"
+        "tip_pct = where(fare > 0, tip / fare * 100, 0)\n"
+        "mean_long_speed = sum(where(distance > 5, speed, 0)) / sum(distance > 5)\n"
+        "mean_group_tip = sum(where(passengers >= 3, tip_pct, 0)) / sum(passengers >= 3)\n",
+        jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    ASSERT_EQ(plan.schedule.stages.size(), 6u);
+    ASSERT_EQ(plan.schedule.passes.size(), 2u);
+    EXPECT_EQ(plan.schedule.passes[0].first, 0);
+    EXPECT_EQ(plan.schedule.passes[0].end, 5) << "the four sums and the two columns";
+    const std::vector<int> count = jit::cpu::computations_per_element(plan.program, plan.schedule);
+    for (const ir::NodeId n : plan.program.ids())
+        EXPECT_LE(count[n.index()], 1) << "node " << n.index() << " in\n" << ir::dump(plan.program);
+    // The text writes distance > 5 and passengers >= 3 twice each: two nodes each (the lowering
+    // does not merge repeated expressions), computed once each by the pass's block program.
+    EXPECT_EQ(computed(plan, ir::Op::Gt), 2) << "fare > 0 and distance > 5";
+    EXPECT_EQ(computed(plan, ir::Op::Ge), 1) << "passengers >= 3";
+    EXPECT_EQ(computed(plan, ir::Op::Where), 3);
+    // sum(distance > 5) counts the booleans: their cast to int64 is not computed (the casts left
+    // are the 0-d stage's, of the counts to float64).
+    for (const ir::NodeId n : plan.program.ids())
+        if (plan.program.node(n).kind == ir::NodeKind::Cast && !plan.program.node(n).shape.empty()) {
+            EXPECT_EQ(count[n.index()], 0) << "node " << n.index() << " in\n" << ir::dump(plan.program);
+        }
+}
+
+// A repeated expression (the same op of the same operands, constants equal) is one value of
+// the block program, also within one stage; results are those of the text as written.
+TEST(CpuPasses, ARepeatedExpressionIsComputedOnce) {
+    const std::int64_t n = 3 * kBlock + 5;
+    const std::map<std::string, jit::dsl::Binding> env = {{"a", column(DType::Float64, n)},
+                                                          {"b", column(DType::Float64, n)}};
+    const ir::Plan plan = jit::dsl::plan("y = abs(a * b) + abs(a * b) * 2; z = (a * b > 1) & (a * b > 1)",
+                                         jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    EXPECT_EQ(computed(plan, ir::Op::Mul), 2) << "a * b, and the * 2";
+    EXPECT_EQ(computed(plan, ir::Op::Abs), 1);
+    EXPECT_EQ(computed(plan, ir::Op::Gt), 1);
+    std::vector<double> av(static_cast<std::size_t>(n)), bv(av.size());
+    for (std::int64_t i = 0; i < n; ++i) {
+        av[static_cast<std::size_t>(i)] = 0.01 * double(i % 301) - 1.0;
+        bv[static_cast<std::size_t>(i)] = 0.5 + 0.003 * double(i % 89);
+    }
+    std::vector<Array> out{Array::zeros(DType::Float64, {n}, Backend::Cpu),
+                           Array::zeros(DType::Bool, {n}, Backend::Cpu)};
+    auto prepared = backend4()->prepare(plan, {});
+    const std::vector<Array> in{host(av, {n}), host(bv, {n})};
+    jit::detail::RunArgs args;
+    args.inputs = in;
+    args.outputs = out;
+    prepared->run(args);
+    const auto y = out[0].to_vector<double>();
+    const auto z = bools(out[1]);
+    for (std::size_t i = 0; i < av.size(); ++i) {
+        const double s = std::fabs(av[i] * bv[i]);
+        ASSERT_EQ(y[i], s + s * 2) << i;
+        ASSERT_EQ(z[i] != 0, av[i] * bv[i] > 1) << i;
+    }
+}
+
+// where with a constant value operand and a sum of a comparison, over several blocks on four
+// threads: the values where(c, x, 0), where(c, 0, x) and the count of c, as written.
+TEST(CpuPasses, WhereOfAConstantAndACountOfBooleansGiveTheirValues) {
+    const std::int64_t n = 7 * kBlock + 3;
+    const std::map<std::string, jit::dsl::Binding> env = {{"a", column(DType::Float64, n)}};
+    const ir::Plan plan = jit::dsl::plan("p = where(a > 0, a, 0); q = where(a > 0, -1.5, a); k = sum(a > 0)",
+                                         jit::dsl::bindings_of(env), jit::dsl::Limits{});
+    std::vector<double> av(static_cast<std::size_t>(n));
+    std::int64_t count = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        av[static_cast<std::size_t>(i)] = double((i * 37) % 101) - 50.0;
+        count += av[static_cast<std::size_t>(i)] > 0;
+    }
+    std::vector<Array> out{Array::zeros(DType::Float64, {n}, Backend::Cpu),
+                           Array::zeros(DType::Float64, {n}, Backend::Cpu),
+                           Array::zeros(DType::Int64, {}, Backend::Cpu)};
+    auto prepared = backend4()->prepare(plan, {});
+    const std::vector<Array> in{host(av, {n})};
+    jit::detail::RunArgs args;
+    args.inputs = in;
+    args.outputs = out;
+    prepared->run(args);
+    const auto p = out[0].to_vector<double>(), q = out[1].to_vector<double>();
+    for (std::size_t i = 0; i < av.size(); ++i) {
+        ASSERT_EQ(p[i], av[i] > 0 ? av[i] : 0.0) << i;
+        ASSERT_EQ(q[i], av[i] > 0 ? -1.5 : av[i]) << i;
+    }
+    EXPECT_EQ(out[2].to_vector<std::int64_t>(), std::vector<std::int64_t>{count});
+}
+
+}  // namespace pass_tests

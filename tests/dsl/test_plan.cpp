@@ -141,3 +141,86 @@ TEST(Plan, TwoResultsFeedALaterStatementInTheSameStage) {
     EXPECT_EQ(p.schedule.stages.size(), 1u);
     EXPECT_EQ(p.program.outputs.size(), 3u);
 }
+
+// ---------------------------------------------------------------- passes (Schedule::passes)
+
+namespace {
+
+std::vector<std::pair<int, int>> passes(const ir::Plan& p) {
+    std::vector<std::pair<int, int>> r;
+    for (const ir::Pass& ps : p.schedule.passes) r.emplace_back(ps.first, ps.end);
+    return r;
+}
+using Passes = std::vector<std::pair<int, int>>;
+
+TEST(Plan, ColumnsAndTheSumsOverThemShareAPass) {
+    const ir::Plan p = plan("y = x * 2; z = x + 1; s = sum(y); m = max(z)", kVectors);
+    ASSERT_EQ(p.schedule.stages.size(), 3u);
+    EXPECT_EQ(passes(p), (Passes{{0, 3}}));
+}
+
+TEST(Plan, AReductionReadingAnEarlierOneStartsAPass) {
+    const ir::Plan p = plan("m = mean(x); v = sum((x - m) * (x - m))", kVectors);
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    EXPECT_EQ(passes(p), (Passes{{0, 1}, {1, 2}}));
+}
+
+TEST(Plan, StagesOverAnotherShapeStartAPass) {
+    const ir::Plan p = plan("s = sum(col); y = x * 2", kVectors);
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    EXPECT_EQ(passes(p), (Passes{{0, 1}, {1, 2}}));
+}
+
+TEST(Plan, AReductionOfOneAxisIsAPassOfItsOwn) {
+    const std::map<std::string, dsl::Binding> env = {{"m", array(DType::Float64, {3, 4})}};
+    const ir::Plan p = plan("s = sum(m, axis=0); t = sum(m); y = m * 2", env);
+    ASSERT_EQ(p.schedule.stages.size(), 3u);
+    EXPECT_EQ(passes(p), (Passes{{0, 1}, {1, 3}}));
+}
+
+// A pass would read and overwrite x in one sweep; stage by stage, the sum reads x first.
+TEST(Plan, StagesReadingAnInputThatAnOutputOverwritesAreNotJoined) {
+    const ir::Plan p = plan("x = x * 2; s = sum(x)", kVectors);
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    EXPECT_EQ(passes(p), (Passes{{0, 1}, {1, 2}}));
+    EXPECT_EQ(passes(plan("y = x * 2; s = sum(y)", kVectors)), (Passes{{0, 2}}));
+}
+
+// A mask selection's length is the data's, a scan and an order statistic go through their rows
+// in orders of their own: each is a pass alone, and the reductions of every axis around them
+// still share theirs.
+TEST(Plan, ASelectionAScanAndAnOrderStatisticAreEachAPassOfTheirOwn) {
+    const ir::Plan p = plan(
+        "s = sum(x); t = max(x); c = cumsum(x); k = min(x); u = sum(x * x); md = median(x); y = x * 2; sel = x[x > 0]",
+        kVectors);
+    // The median's value is stored by a 0-d element-wise stage (its cast to the result dtype).
+    ASSERT_EQ(p.schedule.stages.size(), 9u);
+    using K = ir::Stage::Kind;
+    const K kinds[] = {K::Reduce, K::Reduce,  K::Scan,        K::Reduce,     K::Reduce,
+                       K::Reduce, K::Compact, K::Elementwise, K::Elementwise};
+    for (std::size_t k = 0; k < 9; ++k) EXPECT_EQ(p.schedule.stages[k].kind, kinds[k]) << "stage " << k;
+    EXPECT_EQ(passes(p), (Passes{{0, 2}, {2, 3}, {3, 5}, {5, 6}, {6, 7}, {7, 8}, {8, 9}}));
+}
+
+TEST(Plan, AnElementwiseStageAfterASelectionOrAScanStartsAPass) {
+    EXPECT_EQ(passes(plan("c = cumsum(x); y = x * 2; s = sum(x)", kVectors)), (Passes{{0, 1}, {1, 3}}));
+    EXPECT_EQ(passes(plan("sel = x[x > 0]; y = x * 2", kVectors)), (Passes{{0, 1}, {1, 2}}));
+    EXPECT_EQ(passes(plan("q = quantile(x, 0.25); s = sum(x); y = x * 2", kVectors)),
+              (Passes{{0, 1}, {1, 2}, {2, 3}, {3, 4}}))
+        << "the quantile, the sum, the quantile's 0-d cast, y";
+}
+
+TEST(Plan, ASplitScheduleHasPassesToo) {
+    dsl::Limits limits;
+    limits.max_stage_nodes = 64;
+    const ir::Plan p = plan("y = a" + repeat(" + sin(a) * 3", 100) + "; s = sum(y)", kVectors, limits);
+    ASSERT_GT(p.schedule.stages.size(), 2u);
+    int covered = 0;
+    for (const ir::Pass& ps : p.schedule.passes) {
+        EXPECT_EQ(ps.first, covered);
+        covered = ps.end;
+    }
+    EXPECT_EQ(covered, static_cast<int>(p.schedule.stages.size()));
+}
+
+}  // namespace

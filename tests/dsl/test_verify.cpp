@@ -90,6 +90,10 @@ TEST(Verify, AcceptsThePlansOfEveryKindOfProgram) {
         "gcd(i, 6) + lcm(i, 4) + left_shift(i, 1)",
         "isfinite(z) | isinf(b) | signbit(a)",
         "conj(z) + real(z) + absolute(z)",
+        "y = b * 2; w = b + 1; s = sum(y); t = max(w); k = argmin(y)",
+        "a = a * 2; s = sum(a)",
+        "y = a * 2; s = sum(y); v = sum((a - s) * (a - s))",
+        "s = sum(a); t = max(a); c = cumsum(a); k = min(a); md = median(a); y = a * 2; sel = a[a > 0]; w = a - 1",
     };
     for (const char* text : texts) {
         for (std::size_t limit : {std::size_t{0}, std::size_t{8}}) {
@@ -162,6 +166,63 @@ TEST(Verify, RejectsAnInputNodeThatDisagreesWithItsDeclaration) {
     ir::Plan p = plan("a * 2");
     p.program.inputs.at(0).dtype = DType::Int8;
     EXPECT_NE(failure(p).find("declared int8"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsPassesThatLeaveAStageOut) {
+    ir::Plan p = plan("b - mean(b)");
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    p.schedule.passes.pop_back();
+    EXPECT_NE(failure(p).find("the passes cover 1 of 2 stages"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAPassWhoseStageReadsWhatAnotherOfItStores) {
+    ir::Plan p = plan("b - mean(b)");
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("which stage 0 of its pass stores"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAPassOverTwoShapes) {
+    ir::Plan p = plan("c = sum(b); d = a * 2");
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("shares a pass over"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAReductionOfOneAxisInAPass) {
+    ir::Plan p = plan("c = sum(b, axis=0); d = b * 2");
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("reduces axis 0 and shares a pass"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAScanInAPass) {
+    ir::Plan p = plan("c = cumsum(a); d = a * 2");
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("stage 0 is a scan and shares a pass"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAnOrderStatisticInAPass) {
+    ir::Plan p = plan("c = median(a); d = sum(a)");
+    ASSERT_EQ(p.schedule.passes.size(), 3u) << "the median, the sum, the median's 0-d cast";
+    p.schedule.passes = {ir::Pass{0, 2}, ir::Pass{2, 3}};
+    EXPECT_NE(failure(p).find("stage 0 is an order statistic and shares a pass"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAMaskSelectionInAPass) {
+    ir::Plan p = plan("c = a[a > 0]; d = a * 2");
+    ASSERT_EQ(p.schedule.stages.size(), 2u);
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("stage 0 is a mask selection and shares a pass"), std::string::npos) << failure(p);
+}
+
+TEST(Verify, RejectsAPassReadingAnInputThatAnOutputOverwrites) {
+    ir::Plan p = plan("a = a * 2; s = sum(a)");
+    ASSERT_EQ(p.schedule.passes.size(), 2u);
+    p.schedule.passes = {ir::Pass{0, 2}};
+    EXPECT_NE(failure(p).find("which an output overwrites"), std::string::npos) << failure(p);
 }
 
 }  // namespace
