@@ -1954,10 +1954,12 @@ private:
                                                              [&](const auto& o) { return integral(o.get()); })
                                                : integral(qe);
         }
-        // NumPy's order statistics are Python code: the axis is checked before a bool or complex
-        // operand fails in the arithmetic (quantile(flag, 0.5, axis=2) is its AxisError; a 0-d
-        // operand is taken as 1-d there, so axis=0 reaches the TypeError).
-        axes_of(arg("axis"), static_cast<std::int32_t>(std::max<std::size_t>(1, in.size())), false, fname);
+        // NumPy's order statistics are Python code: quantile and percentile refuse a complex
+        // operand first ("a must be an array of real numbers"), then the axis is checked (on a 0-d
+        // operand every axis is NumPy 2.4's AxisError), before a bool operand fails in the
+        // arithmetic (quantile(flag, 0.5, axis=2) is its AxisError).
+        if (takes_q(op) && is_complex(dt(a))) (void)rule(op, dt(a), span);
+        axes_of(arg("axis"), static_cast<std::int32_t>(in.size()), false, fname);
         const Typed t = take && is_bool(dt(a)) ? Typed{DType::Bool, DType::Bool} : rule(op, dt(a), span);
         if (takes_q(op)) {
             const Expr* qe = arg("q");

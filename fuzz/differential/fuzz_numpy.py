@@ -516,14 +516,15 @@ def ostat_(name, v, q, axis, ev):
     v = strongify(v, ev)
     kind = v.dtype
     a = v.a
-    if axis is not None and not -a.ndim <= axis < max(a.ndim, 1):
-        raise RefError("shape")
-    if kind == "bool" and "median" not in name:
-        raise RefError("type")  # NumPy's percentile subtracts bools
+    # NumPy 2.4's order: quantile and percentile refuse complex first ("a must be an array of
+    # real numbers"), then the axis is checked (a 0-d operand has none), then bools fail in the
+    # interpolation (NumPy's percentile subtracts them).
     if is_complex_kind(kind) and "median" not in name:
         raise RefError("type")
-    if a.ndim == 0 and axis is not None:
+    if axis is not None and not -a.ndim <= axis < a.ndim:
         raise RefError("shape")
+    if kind == "bool" and "median" not in name:
+        raise RefError("type")
     fn = getattr(np, name)
     logical = ev.logical(lambda p: fn(np.zeros((2,) * max(1, a.ndim), dtype=np.asarray(p).dtype),
                                       *([] if q is None else [q]),

@@ -91,3 +91,25 @@ def test_complex_fmax_fmin_match_numpy(name):
     x = np.array([1 + 2j, complex(np.nan, 1), 2, complex(np.nan, np.nan), 1 + 1j], dtype=np.complex128)
     y = np.array([1 + 3j, 5, complex(1, np.nan), complex(2, np.nan), 1 - 1j], dtype=np.complex128)
     same(jx.evaluate(f"{name}(x, y)", {"x": x, "y": y}), getattr(np, name)(x, y))
+
+
+@pytest.mark.parametrize("axis", [0, -1, 1])
+@pytest.mark.parametrize("dtype", ["bool", "float64", "complex128", "int8"])
+@pytest.mark.parametrize("text", ["quantile(a, 0.5, axis={})", "percentile(a, 50, axis={})", "median(a, axis={})"])
+def test_an_axis_of_a_0d_operand_fails_as_numpys_does(text, dtype, axis):
+    # NumPy 2.4: quantile/percentile refuse complex first, then any axis of a 0-d operand is an
+    # AxisError (jitexpr's ShapeError, a ValueError as AxisError is), before bool fails in the arithmetic.
+    a = np.asarray(1, dtype=dtype)
+    fn = {"quantile": lambda x: np.quantile(x, 0.5, axis=axis), "percentile": lambda x: np.percentile(x, 50, axis=axis),
+          "median": lambda x: np.median(x, axis=axis)}[text.split("(")[0]]
+    try:
+        fn(a)
+    except np.exceptions.AxisError:
+        with pytest.raises(jx.ShapeError):
+            jx.evaluate(text.format(axis), {"a": a})
+        return
+    except TypeError:
+        with pytest.raises(TypeError):
+            jx.evaluate(text.format(axis), {"a": a})
+        return
+    pytest.fail("NumPy took an axis of a 0-d operand")
