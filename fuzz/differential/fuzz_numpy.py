@@ -752,7 +752,10 @@ def cast(dtype, v, ev):
         if isinstance(x, int) and not is_bool(x) and not (-2**63 <= x < 2**64) and dtype in ("bool",):
             return ev.arr(np.asarray(True), "bool")
         try:
-            src = np.asarray(float(x) if isinstance(x, int) and not is_bool(x) and abs(x) >= 2**63 else x)
+            if isinstance(x, int) and not is_bool(x) and 2**63 <= x < 2**64:
+                src = np.asarray(x, dtype=np.uint64)  # exact: through a float, 2**64 - 1 became 2**64
+            else:
+                src = np.asarray(float(x) if isinstance(x, int) and not is_bool(x) and abs(x) >= 2**63 else x)
         except OverflowError:
             raise RefError("value")
         if src.dtype.kind == "i" and src.dtype != np.int64:
