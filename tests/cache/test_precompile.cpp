@@ -16,7 +16,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -62,10 +61,25 @@ std::vector<std::string> keys(const std::string& text, const std::map<std::strin
     return out;
 }
 
-int run_tool(const std::string& args) {
-    const std::string cmd = std::string(JITEXPR_TOOL) + " " + args + " > /dev/null 2>&1";
-    const int status = std::system(cmd.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+// Runs the jitexpr tool with `args`: its exit status (-1 if it did not exit) and what it printed.
+// In the ASan build, LeakSanitizer's exit-time tracer crashed ("Tracer caught signal 11") in the
+// tool started from this test process, after the tool had done its work and said so (run from a
+// shell it passes): the leak check is off in this child only (the library's own leaks are
+// checked in this process, which plans and compiles the same programs).
+struct ToolRun {
+    int rc = -1;
+    std::string output;
+};
+ToolRun run_tool(const std::string& args) {
+    const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(JITEXPR_TOOL) + " " + args + " 2>&1";
+    ToolRun r;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    if (!p) return r;
+    char buf[4096];
+    for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
+    const int status = ::pclose(p);
+    r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return r;
 }
 
 // The disk cache `jitexpr precompile --cache-dir dir` filled, read without the environment.
@@ -82,22 +96,9 @@ int precompile_sm90(const TempDir& dir, const std::string& programs) {
         std::ofstream f(dir / "programs.txt");
         f << programs;
     }
-    // What the tool printed goes to a file of the test's own, shown when it fails. In the ASan
-    // build, LeakSanitizer's exit-time tracer crashed ("Tracer caught signal 11") in the tool
-    // started from this test process, after the tool had done its work and said so (run from a
-    // shell it passes): its leak check is off in this child only (ASAN_OPTIONS reaches nothing
-    // else; the library's own leaks are checked in this process).
-    const std::string log = dir / "precompile.log";
-    const std::string cmd = "ASAN_OPTIONS=detect_leaks=0 " + std::string(JITEXPR_TOOL) + " precompile " +
-                            dir / "programs.txt" + " --arch sm_90 --cache-dir " + dir / "cache" + " > " + log + " 2>&1";
-    const int status = std::system(cmd.c_str());
-    const int rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (rc != 0) {
-        std::ifstream in(log);
-        const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        ADD_FAILURE() << "jitexpr precompile exited " << rc << ":\n" << text;
-    }
-    return rc;
+    const ToolRun r = run_tool("precompile " + dir / "programs.txt" + " --arch sm_90 --cache-dir " + dir / "cache");
+    if (r.rc != 0) ADD_FAILURE() << "jitexpr precompile exited " << r.rc << ":\n" << r.output;
+    return r.rc;
 }
 
 TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
@@ -225,7 +226,8 @@ TEST(Precompile, RejectsAStepOfZeroAndTooManySlices) {
             std::ofstream f(dir / "bad.txt");
             f << "y = x + 1 ; " << decl << "\n";
         }
-        EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + (dir / "c")), 1) << decl;
+        const ToolRun r = run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + (dir / "c"));
+        EXPECT_EQ(r.rc, 1) << decl << "\n" << r.output;
     }
 }
 
@@ -235,8 +237,8 @@ TEST(Precompile, RejectsAMalformedDeclarationWithItsLine) {
         std::ofstream f(dir / "bad.txt");
         f << "c = a + 1 ; a: float32[N]\nd = a + 1 ; a: notatype[3]\n";
     }
-    EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + dir / "cache"), 1);
-    EXPECT_EQ(run_tool("precompile"), 2);
+    EXPECT_EQ(run_tool("precompile " + dir / "bad.txt" + " --arch sm_90 --cache-dir " + dir / "cache").rc, 1);
+    EXPECT_EQ(run_tool("precompile").rc, 2);
 }
 
 // What `cd DIR && jitexpr ARGS` prints to stdout and stderr, and its exit status.
