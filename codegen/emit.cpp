@@ -518,14 +518,8 @@ void StageEmitter::add_array_params(KernelSource& k, bool with_rows) {
 // element count or the layout), then the vector flag when k.launch.vec > 1.
 void StageEmitter::add_params(KernelSource& k, bool with_rows, Param::Kind tail) {
     add_array_params(k, with_rows);
-    Param t;
-    t.kind = tail;
-    k.params.push_back(t);
-    if (k.launch.vec > 1) {
-        Param flag;
-        flag.kind = Param::Kind::VectorFlag;
-        k.params.push_back(flag);
-    }
+    push_param(k, tail);
+    if (k.launch.vec > 1) push_param(k, Param::Kind::VectorFlag);
 }
 
 std::string StageEmitter::layout_struct(int ndim, int rows) {

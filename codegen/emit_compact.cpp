@@ -36,15 +36,9 @@ std::string CompactEmitter::kernel(KernelSource& k) {
     add_array_params(k, true);
     for (auto& p : k.params)
         if (p.written) p.layout_row = -1;  // the results are C-contiguous: one flat position
-    Param cnt;
-    cnt.kind = Param::Kind::Count;
-    k.params.push_back(cnt);
-    Param lay;
-    lay.kind = Param::Kind::Layout;
-    k.params.push_back(lay);
-    Param ws;
-    ws.kind = Param::Kind::Workspace;
-    k.params.push_back(ws);
+    push_param(k, Param::Kind::Count);
+    push_param(k, Param::Kind::Layout);
+    push_param(k, Param::Kind::Workspace);
 
     const std::string params =
         fmt::format("{}const long long n, const jx_layout L, void* __restrict__ ws", array_params(false));

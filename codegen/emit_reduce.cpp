@@ -78,17 +78,9 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
     add_array_params(k, !flat_reads_);
     for (auto& p : k.params)
         if (p.written) p.layout_row = -1;  // one element: no strides
-    Param cnt;
-    cnt.kind = Param::Kind::Count;
-    k.params.push_back(cnt);
-    if (!flat_reads_) {
-        Param lay;
-        lay.kind = Param::Kind::Layout;
-        k.params.push_back(lay);
-    }
-    Param ws;
-    ws.kind = Param::Kind::Workspace;
-    k.params.push_back(ws);
+    push_param(k, Param::Kind::Count);
+    if (!flat_reads_) push_param(k, Param::Kind::Layout);
+    push_param(k, Param::Kind::Workspace);
 
     std::string s =
         "// full reduction: per-thread accumulation, block reduce, partials, last block combines in order\n";
@@ -165,9 +157,7 @@ std::string ReduceEmitter::reduce_axis_kernel(KernelSource& k) {
     k.launch.axis = AX;
     k.launch.warp_per_output = warp;
     add_array_params(k, true);
-    Param lay;
-    lay.kind = Param::Kind::Layout;
-    k.params.push_back(lay);
+    push_param(k, Param::Kind::Layout);
 
     std::string s = warp ? "// axis reduction over the last axis: one warp per output element\n"
                          : "// axis reduction over an outer axis: one thread per output element\n";

@@ -115,23 +115,11 @@ std::string ScanEmitter::scan_all_kernel(KernelSource& k) {
     add_array_params(k, !flat_reads_);
     for (auto& p : k.params)
         if (p.written) p.layout_row = -1;  // the 1-d result: its stride is OutStride
-    Param cnt;
-    cnt.kind = Param::Kind::Count;
-    k.params.push_back(cnt);
-    Param os;
-    os.kind = Param::Kind::OutStride;
-    k.params.push_back(os);
-    if (!flat_reads_) {
-        Param lay;
-        lay.kind = Param::Kind::Layout;
-        k.params.push_back(lay);
-    }
-    Param ws;
-    ws.kind = Param::Kind::Workspace;
-    k.params.push_back(ws);
-    Param ph;
-    ph.kind = Param::Kind::Phase;
-    k.params.push_back(ph);
+    push_param(k, Param::Kind::Count);
+    push_param(k, Param::Kind::OutStride);
+    if (!flat_reads_) push_param(k, Param::Kind::Layout);
+    push_param(k, Param::Kind::Workspace);
+    push_param(k, Param::Kind::Phase);
 
     std::string s =
         "// scan of every element: phase 0 chunk totals and their prefixes (last block, in order), phase 1 the "
@@ -233,9 +221,7 @@ std::string ScanEmitter::scan_axis_kernel(KernelSource& k) {
     const bool block_rows = AX == D - 1 && st_.shape[static_cast<std::size_t>(AX)] >= 32;
     k.launch.block_per_row = block_rows;
     add_array_params(k, true);
-    Param lay;
-    lay.kind = Param::Kind::Layout;
-    k.params.push_back(lay);
+    push_param(k, Param::Kind::Layout);
 
     std::string s = block_rows
                         ? "// scan along the last axis: one block per row, tiles scanned block-wide, carried in order\n"

@@ -33,9 +33,7 @@ std::string ReduceEmitter::select_kernel(KernelSource& k) {
     add_array_params(k, true);
     for (auto& p : k.params)
         if (p.written) p.layout_row = -1;  // a C-contiguous temporary, written by flat index
-    Param lay;
-    lay.kind = Param::Kind::Layout;
-    k.params.push_back(lay);
+    push_param(k, Param::Kind::Layout);
 
     const std::string T = reg_type(od), RT = reg_type(r.dtype);
     std::string s = "// order statistics: one block per row of the reduced axes, a radix select per rank\n";

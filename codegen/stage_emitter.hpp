@@ -20,6 +20,13 @@
 
 namespace jit::codegen::emitter {
 
+// Appends a parameter that carries no array or scalar (a count, a layout, a workspace, ...).
+inline void push_param(KernelSource& k, Param::Kind kind) {
+    Param p;
+    p.kind = kind;
+    k.params.push_back(p);
+}
+
 [[noreturn]] void internal(const std::string& what);
 // The C++ type a value of `t` has in registers (16-bit floats compute in float).
 std::string reg_type(DType t);
