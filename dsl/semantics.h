@@ -196,10 +196,14 @@ JX_HD bool signbit(double x) { return (dbits(x) >> 63) != 0; }
 // @section half
 // @dtypes half
 // ---------------------------------------------------------------- 16-bit floats
-// IEEE binary16 -> float (exact). On the GPU one conversion instruction does each direction
-// (same values; a NaN's payload may differ, which no operation observes).
+// IEEE binary16 -> float (exact). On the GPU one conversion instruction does each direction,
+// except for a NaN, which both backends convert by its bits (same sign and payload top).
 JX_HD float half_to_float(u16 h) {
 #if defined(JX_CUDA)
+    // A NaN is widened by its bits, as below (the payload moves up, as the CPU does): PTX's cvt
+    // gives the canonical NaN, and a NaN passed through float16 then differed from the CPU's.
+    if ((h & 0x7c00u) == 0x7c00u && (h & 0x3ffu) != 0u)
+        return ffrom(((u32)(h & 0x8000u) << 16) | 0x7f800000u | ((u32)(h & 0x3ffu) << 13));
     float out;
     asm("cvt.f32.f16 %0, %1;" : "=f"(out) : "h"(h));
     return out;
@@ -218,6 +222,12 @@ JX_HD float half_to_float(u16 h) {
 // float -> binary16, round to nearest even; overflow gives inf; NaN stays a (quiet) NaN.
 JX_HD u16 float_to_half(float f) {
 #if defined(JX_CUDA)
+    // A NaN keeps its sign and the top of its payload, quiet, as below: PTX's cvt gives 0x7fff
+    // for every NaN, where the CPU backend (and NumPy) give 0x7e00 for the usual quiet NaN.
+    if (f != f) {
+        const u32 x = fbits(f);
+        return (u16)(((x >> 16) & 0x8000u) | 0x7e00u | ((x >> 13) & 0x3ffu));
+    }
     u16 out;
     asm("cvt.rn.f16.f32 %0, %1;" : "=h"(out) : "f"(f));
     return out;
@@ -251,9 +261,11 @@ JX_HD u16 float_to_half(float f) {
 JX_HD float bf16_to_float(u16 h) { return ffrom((u32)h << 16); }
 JX_HD u16 float_to_bf16(float f) {
 #if defined(JX_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    u16 out;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(out) : "f"(f));
-    return out;
+    if (f == f) {  // a NaN by its bits, below, as on the CPU (the cvt gives 0x7fff for all)
+        u16 out;
+        asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(out) : "f"(f));
+        return out;
+    }
 #endif
     u32 x = fbits(f);
     if ((x & 0x7fffffffu) > 0x7f800000u) return (u16)((x >> 16) | 0x40u);  // quiet NaN
