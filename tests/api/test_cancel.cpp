@@ -78,7 +78,7 @@ TEST(CancelToken, PollThatThrowsCancels) {
 
 TEST(Cancel, CancelledTokenStopsTheCallBeforeItBegins) {
     jit::Runtime rt = cpu_runtime();
-    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<double>{1, 2, 3}))}};
+    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<double>{1, 2, 3}, {}, jit::Backend::Cpu))}};
     jit::CallOptions o;
     o.cancel.emplace();
     o.cancel->cancel();
@@ -92,7 +92,8 @@ TEST(Cancel, CancelledTokenStopsTheCallBeforeItBegins) {
 TEST(Cancel, TokenCancelledFromAnotherThreadStopsARunningStatementAndBindsNothing) {
     jit::Runtime rt = cpu_runtime();
     jit::Environment env = endless_env();
-    env.insert_or_assign("s", jit::Arg(jit::Array::from(std::vector<float>{7})));  // another shape: not in place
+    env.insert_or_assign(
+        "s", jit::Arg(jit::Array::from(std::vector<float>{7}, {}, jit::Backend::Cpu)));  // another shape: not in place
     jit::CancelToken stop;
     CancelWhenRunning when([stop] { stop.cancel(); });
     when.options.cancel = stop;
@@ -115,7 +116,7 @@ TEST(Cancel, RuntimeCancelStopsACallInFlightAndLaterCallsRun) {
     }
     EXPECT_EQ(env.count("s"), 0u);
     // The runtime is usable, and a cancel before a call does not stop it.
-    jit::Environment small{{"x", jit::Arg(jit::Array::from(std::vector<double>{1, 2}))}};
+    jit::Environment small{{"x", jit::Arg(jit::Array::from(std::vector<double>{1, 2}, {}, jit::Backend::Cpu))}};
     rt.run("y = sum(x)", small);
     EXPECT_EQ(small.at("y").array().to_vector<double>(), std::vector<double>{3});
 }
@@ -137,8 +138,8 @@ TEST(Cancel, PollFunctionRunsOnTheCallingThreadAndStopsTheCall) {
 
 TEST(Cancel, EvalWithATokenStops) {
     jit::Runtime rt = cpu_runtime();
-    jit::Array a = jit::Array::from(std::vector<double>(10000, 1.0));
-    jit::Array b = jit::Array::from(std::vector<double>(1000000, 1.0));
+    jit::Array a = jit::Array::from(std::vector<double>(10000, 1.0), {}, jit::Backend::Cpu);
+    jit::Array b = jit::Array::from(std::vector<double>(1000000, 1.0), {}, jit::Backend::Cpu);
     jit::CancelToken stop;
     CancelWhenRunning when([stop] { stop.cancel(); });
     when.options.cancel = stop;
@@ -152,7 +153,7 @@ TEST(Cancel, InPlaceWriteCutShortNamesTheTargetAndLeavesItPartlyWritten) {
     // front and old ones at the back.
     jit::Runtime rt = cpu_runtime(1);
     const std::size_t n = std::size_t{1} << 24;  // ~10 ns an element below: far more than 20 ms
-    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f)))}};
+    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f), {}, jit::Backend::Cpu))}};
     jit::CallOptions o;
     int polls = 0;
     o.cancel.emplace([&polls] { return ++polls == 2; });  // the second poll (~20 ms in) stops the call
@@ -171,7 +172,7 @@ TEST(Cancel, InPlaceWriteCutShortNamesTheTargetAndLeavesItPartlyWritten) {
 TEST(Cancel, InPlaceAllOrNothingLeavesTheTargetUntouchedWhenStopped) {
     jit::Runtime rt = cpu_runtime(1);
     const std::size_t n = std::size_t{1} << 24;
-    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f)))}};
+    jit::Environment env{{"x", jit::Arg(jit::Array::from(std::vector<float>(n, 0.5f), {}, jit::Backend::Cpu))}};
     jit::CallOptions o;
     o.in_place_all_or_nothing = true;
     int polls = 0;
@@ -197,7 +198,7 @@ TEST(Cancel, InPlaceTargetOfAStageNotStartedIsNotNamed) {
     // The reduction runs first and is stopped; the elementwise stage writing x never starts.
     jit::Runtime rt = cpu_runtime();
     jit::Environment env = endless_env();
-    env.insert_or_assign("x", jit::Arg(jit::Array::from(std::vector<double>{1, 2, 3})));
+    env.insert_or_assign("x", jit::Arg(jit::Array::from(std::vector<double>{1, 2, 3}, {}, jit::Backend::Cpu)));
     jit::CancelToken stop;
     CancelWhenRunning when([stop] { stop.cancel(); });
     when.options.cancel = stop;
@@ -214,7 +215,7 @@ TEST(Cancel, FullReductionIntoAnExistingArrayStoppedBeforeItsResultLeavesTheOldV
     // The partial sums run first; the result is written only once they are all done.
     jit::Runtime rt = cpu_runtime();
     jit::Environment env = endless_env();
-    env.insert_or_assign("s", jit::Arg(jit::Array::from(std::vector<double>{1.5}, {})));
+    env.insert_or_assign("s", jit::Arg(jit::Array::from(std::vector<double>{1.5}, {}, jit::Backend::Cpu)));
     jit::CancelToken stop;
     CancelWhenRunning when([stop] { stop.cancel(); });
     when.options.cancel = stop;

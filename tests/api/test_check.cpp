@@ -44,7 +44,8 @@ TEST(Check, AgreesWithEvaluation) {
         o.backend = jit::Backend::Cpu;
         return o;
     }());
-    jit::Environment env{{"a", jit::Arg(jit::Array::from(std::vector<std::int8_t>{1, 2, 3}))}, {"k", jit::Arg(2.5)}};
+    jit::Environment env{{"a", jit::Arg(jit::Array::from(std::vector<std::int8_t>{1, 2, 3}, {}, jit::Backend::Cpu))},
+                         {"k", jit::Arg(2.5)}};
     const jit::Array r = rt.run("where(a > 1, a * k, -1)", env);
     const auto p = jit::check("where(a > 1, a * k, -1)", {{"a", ValueSpec::array(DType::Int8, {3})},
                                                           {"k", ValueSpec::host_scalar(DType::Float64)}});

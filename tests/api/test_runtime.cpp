@@ -220,7 +220,7 @@ TEST(RunInto, WritesTheLastValueInPlaceAndReturnsOut) {
 }
 
 TEST(RunInto, CastsWithinAKindAndRefusesAcrossKindsWithACaret) {
-    Environment env{{"a", Array::from(std::vector<double>{1.5, 2.5})}};
+    Environment env{{"a", Array::from(std::vector<double>{1.5, 2.5}, {}, Backend::Cpu)}};
     Array f32 = Array::empty(DType::Float32, {2}, Backend::Cpu);
     cpu().run_into("a * 2", env, f32);
     EXPECT_EQ(f32.to_vector<float>(), (std::vector<float>{3, 5}));
@@ -298,7 +298,9 @@ TEST(CpuStageGroups, ColumnsAndSumsOfOneIterationSpaceMatchEachStageAlone) {
         "s1 = sum(where(distance > 5, speed, 0))\n"
         "s2 = sum(distance > 5)\n"
         "m = mean(where(passengers >= 3, speed, 1))\n";
-    Environment env{{"distance", Array::from(dist)}, {"duration", Array::from(dur)}, {"passengers", Array::from(pax)}};
+    Environment env{{"distance", Array::from(dist, {}, Backend::Cpu)},
+                    {"duration", Array::from(dur, {}, Backend::Cpu)},
+                    {"passengers", Array::from(pax, {}, Backend::Cpu)}};
     const Array s1 = cpu().eval("sum(where(distance > 5, distance / (duration / 3600), 0))",
                                 {env.at("distance"), env.at("duration")});
     const Array s2 = cpu().eval("sum(distance > 5)", {env.at("distance")});
@@ -327,7 +329,10 @@ TEST(CpuPasses, SharedValuesOfAPassGiveWhatEachStageGivesAlone) {
     std::mt19937_64 rng(21);
     std::uniform_real_distribution<double> u(-2.0, 3.0);
     for (std::int64_t i = 0; i < n; ++i) av[i] = u(rng), bv[i] = u(rng), cv[i] = u(rng), dv[i] = u(rng);
-    Environment env{{"a", Array::from(av)}, {"b", Array::from(bv)}, {"c", Array::from(cv)}, {"d", Array::from(dv)}};
+    Environment env{{"a", Array::from(av, {}, Backend::Cpu)},
+                    {"b", Array::from(bv, {}, Backend::Cpu)},
+                    {"c", Array::from(cv, {}, Backend::Cpu)},
+                    {"d", Array::from(dv, {}, Backend::Cpu)}};
     const char* program =
         "x = a * b\n"
         "y = x + c\n"
@@ -364,7 +369,7 @@ TEST(CpuPasses, SharedValuesOfAPassGiveWhatEachStageGivesAlone) {
 TEST(CpuPasses, ColumnsOfAPassAreWrittenInPlaceOnTheSecondRun) {
     const std::int64_t n = 1 << 16;
     std::vector<double> d(n, 3.0), t(n, 60.0);
-    Environment env{{"distance", Array::from(d)}, {"duration", Array::from(t)}};
+    Environment env{{"distance", Array::from(d, {}, Backend::Cpu)}, {"duration", Array::from(t, {}, Backend::Cpu)}};
     const char* program =
         "speed = distance / (duration / 3600)\n"
         "twice = distance * 2\n"
@@ -389,7 +394,7 @@ TEST(CpuPasses, ASelectionAScanAndAMedianBesideSharedPassesGiveNumPysAnswers) {
     const std::int64_t n = 512 * 9 + 5;
     std::vector<double> xv(n);
     for (std::int64_t i = 0; i < n; ++i) xv[i] = static_cast<double>((i * 7919) % 2001 - 1000);
-    Environment env{{"x", Array::from(xv)}};
+    Environment env{{"x", Array::from(xv, {}, Backend::Cpu)}};
     cpu().run(
         "s = sum(x); t = max(x); c = cumsum(x); k = min(x); u = sum(x * x); md = median(x); y = x * 2 + s;"
         "sel = x[x > 0]; w = x * x - 1",
