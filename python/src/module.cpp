@@ -2529,6 +2529,39 @@ nb::object tensor_numpy(const Tensor& t) {
     return numpy_of(t.array);
 }
 
+// Tensor.to('cpu' | 'cuda' | 'cuda:N'): the array (and its validity) on that device, copied
+// once the work that wrote it is done; the tensor itself where it is there already.
+nb::object tensor_to(nb::handle self, const std::string& where) {
+    const Tensor& t = nb::cast<const Tensor&>(self);
+    jit::Backend backend = jit::Backend::Cpu;
+    int device = 0;
+    if (where == "cpu") {
+        backend = jit::Backend::Cpu;
+    } else if (where == "cuda" || where == "gpu") {
+        backend = jit::Backend::Cuda;
+        device = t.array.backend() == jit::Backend::Cuda ? t.array.device() : 0;
+    } else if (where.rfind("cuda:", 0) == 0 && where.size() > 5 && where.size() <= 8 &&
+               where.find_first_not_of("0123456789", 5) == std::string::npos) {
+        backend = jit::Backend::Cuda;
+        device = std::stoi(where.substr(5));
+    } else {
+        throw jit::ArgumentError("to(): the device is 'cpu', 'cuda' or 'cuda:N', not '" + where + "'");
+    }
+    if (t.array.backend() == backend && (backend == jit::Backend::Cpu || t.array.device() == device))
+        return nb::borrow(self);
+    Tensor r;
+    r.null_count = t.null_count;
+    std::shared_ptr<jit::Runtime> rt;
+    if (t.array.backend() == jit::Backend::Cuda) rt = cuda_runtime(t.array.device());
+    {
+        nb::gil_scoped_release release;
+        if (rt) rt->synchronize(reinterpret_cast<void*>(t.stream));
+        r.array = t.array.to(backend, device);
+        if (t.validity) r.validity = t.validity->to(backend, device);
+    }
+    return nb::cast(std::move(r));
+}
+
 // ------------------------------------------------------------------------------- info
 
 nb::dict library_dict(const jit::CudaLibraryInfo& l) {
@@ -2715,6 +2748,7 @@ NB_MODULE(_jitexpr, m) {
         .def("__arrow_c_array__", &tensor_arrow_array, "requested_schema"_a = nb::none())
         .def("__arrow_c_stream__", &tensor_arrow_stream, "requested_schema"_a = nb::none())
         .def("numpy", &tensor_numpy)
+        .def("to", &tensor_to, "device"_a)
         .def_prop_ro("shape",
                      [](const Tensor& t) {
                          nb::list l;

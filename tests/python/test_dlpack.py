@@ -56,6 +56,18 @@ def test_a_host_tensor_goes_to_numpy_without_a_copy():
     assert n.ctypes.data == np.from_dlpack(t).ctypes.data
 
 
+def test_to_cpu_of_a_host_tensor_is_the_tensor_itself():
+    t = tensor()
+    assert t.to("cpu") is t
+    np.testing.assert_array_equal(t.to("cpu").numpy(), np.arange(6.0).reshape(2, 3) * 2)
+
+
+@pytest.mark.parametrize("where", ["tpu", "cuda:", "cuda:x", "CPU", ""])
+def test_to_an_unknown_device_is_an_argument_error_that_names_it(where):
+    with pytest.raises(jx.ArgumentError, match="'cpu', 'cuda' or 'cuda:N'"):
+        tensor().to(where)
+
+
 @pytest.mark.parametrize("max_version", [None, (0, 8), (1, 0), (1, 5)])
 def test_dlpack_capsules_of_both_versions(max_version):
     t = tensor()

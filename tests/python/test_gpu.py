@@ -109,3 +109,18 @@ def test_torch_result_on_a_side_stream_is_ordered_on_it(torch):
         assert isinstance(r, torch.Tensor) and r.device == a.device
         assert torch.equal(r, a * 2 + 1)
     s.synchronize()
+
+
+def test_a_cuda_tensor_copied_to_the_host_has_the_values_and_numpy_refuses_device_memory(cupy):
+    a = np.arange(12.0).reshape(3, 4)
+    t = jx.evaluate("sqrt(a) + 1", a=a, backend="cuda")
+    assert isinstance(t, jx.Tensor) and t.device == "cuda"
+    with pytest.raises(jx.ArgumentError, match="to\\('cpu'\\)"):
+        t.numpy()
+    h = t.to("cpu")
+    assert h.device == "cpu"
+    np.testing.assert_allclose(h.numpy(), np.sqrt(a) + 1, rtol=1e-15)
+    assert t.to("cuda") is t
+    back = h.to("cuda:0")
+    assert back.device == "cuda"
+    np.testing.assert_array_equal(back.to("cpu").numpy(), h.numpy())
