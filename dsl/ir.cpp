@@ -393,7 +393,11 @@ std::string op_reference_markdown() {
     r += "\n### Scans\n\n`f(x)` runs over every element in C order and gives a 1-d result (a 0-d `x` gives one "
          "element); `f(x, axis=k)` or `f(x, k)` runs along axis `k` (negative counts from the end) and keeps `x`'s "
          "shape; `axis=None` is `f(x)`. Each is computed in one pass with its element-wise operand, as "
-         "NumPy computes it: every step rounded to the result dtype.\n\n"
+         "NumPy computes it: every step rounded to the result dtype. The CPU backend combines left to right, "
+         "as NumPy does. CUDA does too along an axis other than the last and along rows shorter than 32; a scan "
+         "of every element, or along a last axis of 32 or more, it combines in blocks, in a fixed order (the "
+         "same bits run after run; integers exact, floats within rounding of NumPy's sequence), so where a "
+         "complex running product overflows there, a part that NumPy leaves infinite can be NaN.\n\n"
          "| name | meaning | dtypes |\n|---|---|---|\n";
     for (const OpInfo& i : op_table())
         if (i.kind == OpKind::Scan)

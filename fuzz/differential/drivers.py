@@ -44,7 +44,7 @@ _KINDS = {"ParseError": "parse", "NameError": "name", "TypeError": "type", "Shap
 
 
 class PythonDriver:
-    """jitexpr.evaluate(text, names) on the CPU backend: the installed Python package (issue 19),
+    """jitexpr.evaluate(text, names) on the chosen backend (the CPU by default): the installed Python package (issue 19),
     bound by name as a Python user binds (a bound `pi` shadows the constant). bfloat16 travels as
     ml_dtypes.bfloat16 arrays, the type the package reads and writes."""
 
@@ -69,10 +69,16 @@ class PythonDriver:
         if getattr(r, "dtype", None) == "bfloat16":
             # A bfloat16 result has no NumPy array (it comes as a jitexpr Tensor): its float32
             # conversion is exact, and rounds back to the same bits.
-            f = np.asarray(self.jx.evaluate(f"float32({text})", args, backend=self.backend))
+            f = self._host(self.jx.evaluate(f"float32({text})", args, backend=self.backend))
             return "bfloat16", np.array(f.astype(self.bf16).view(np.uint16), copy=True)
-        r = np.asarray(r)
+        r = self._host(r)
         return r.dtype.name, np.array(r, copy=True)
+
+    def _host(self, r):
+        """A result as a NumPy array: a CUDA result (a jitexpr Tensor) copied to the host."""
+        if isinstance(r, self.jx.Tensor):
+            return r.to("cpu").numpy()
+        return np.asarray(r)
 
     def close(self):
         pass
@@ -112,8 +118,8 @@ class CliDriver:
     host_scalars = False
     strided = False
 
-    def __init__(self, binary):
-        self.binary = binary
+    def __init__(self, binary, backend="cpu"):
+        self.binary, self.backend = binary, backend
         self.dir = tempfile.TemporaryDirectory(prefix="jitexpr_fuzz_")
 
     def run(self, text, names):
@@ -131,7 +137,7 @@ class CliDriver:
         if os.path.exists(out):
             os.remove(out)
         args += ["-e", "_r = " + text.replace("\n", " "), "--save", f"_r={out}"]
-        env = dict(os.environ, JITEXPR_BACKEND="cpu", JITEXPR_DISK_CACHE="0")
+        env = dict(os.environ, JITEXPR_BACKEND=self.backend, JITEXPR_DISK_CACHE="0")
         p = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
         if p.returncode != 0:
             first = p.stderr.split("\n", 1)[0]

@@ -1339,6 +1339,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--driver", choices=["python", "cli"], default="python")
     ap.add_argument("--binary", help="the jitexpr CLI (cli driver)")
+    ap.add_argument("--backend", choices=["cpu", "cuda"], default="cpu",
+                    help="where jitexpr runs the cases (cuda needs a device)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cases", type=int, default=0, help="stop after this many cases")
     ap.add_argument("--minutes", type=float, default=0, help="stop after this much time")
@@ -1346,7 +1348,7 @@ def main(argv=None):
     ap.add_argument("--max-findings", type=int, default=20)
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
-    driver = PythonDriver() if a.driver == "python" else CliDriver(a.binary)
+    driver = PythonDriver(a.backend) if a.driver == "python" else CliDriver(a.binary, a.backend)
     start = time.time()
     stats = {"agree": 0, "errors agreed": 0, "skip": 0}
     findings = {}
@@ -1385,7 +1387,7 @@ def main(argv=None):
         driver.close()
     elapsed = time.time() - start
     total = i - (a.case or 0) + (1 if a.case is not None else 0)
-    print(f"{total} cases in {elapsed:.1f} s (seed {a.seed}, {a.driver}): {stats['agree']} agree, "
+    print(f"{total} cases in {elapsed:.1f} s (seed {a.seed}, {a.driver}, {a.backend}): {stats['agree']} agree, "
           f"{stats['skip']} not judged (undefined in NumPy), {len(findings)} findings")
     return 1 if findings else 0
 
