@@ -200,6 +200,17 @@ struct RunCheck {
     SourceSpan span;
 };
 
+// A weak integer expression of host scalars (`s | 8`, `k * 2`) where it meets a dtype: when the
+// scalars are bound, its value computed as Python computes it (exactly) must fit `dtype` if that
+// is an integer dtype (NumPy 2's OverflowError for a Python int out of an array's range), and
+// the int64 arithmetic the kernels do must not have wrapped on the way. A ValueError otherwise,
+// pointing at `span`, before anything runs.
+struct ScalarFitCheck {
+    NodeId node;
+    DType dtype = DType::Int64;
+    SourceSpan span;
+};
+
 // What an OrderStat node (a Reduce node; its `slot` indexes Program::order_stats) computes. Its
 // operand is read in its own dtype; a row is the operand's elements along the reduced axes (in
 // C order of those axes), one row per element of the other axes. Per row and per q, the
@@ -226,8 +237,9 @@ struct Program {
     std::vector<ScalarDecl> scalars;
     std::vector<OutputDecl> outputs;
     std::vector<RunCheck> checks;
-    NodeId result;     // node of the last statement (what eval returns), or none
-    std::string text;  // the user's text, for messages
+    std::vector<ScalarFitCheck> scalar_fits;  // checked when the scalars are bound
+    NodeId result;                            // node of the last statement (what eval returns), or none
+    std::string text;                         // the user's text, for messages
     // What each OrderStat node selects, indexed by the node's `slot`.
     std::vector<OrderStatDecl> order_stats;
 

@@ -192,6 +192,13 @@ private:
                                  text_, n.span);
             return constant(ir::Value::of_float(*big->second.as_float).cast(t), n.span);
         }
+        if (v.weak == Weak::Int && (n.kind == NodeKind::Op || n.kind == NodeKind::Cast)) {
+            // An expression of host scalars: its value is checked when they are bound.
+            auto& fits_ = p_.scalar_fits;
+            if (std::none_of(fits_.begin(), fits_.end(),
+                             [&](const ir::ScalarFitCheck& c) { return c.node == v.node && c.dtype == t; }))
+                fits_.push_back(ir::ScalarFitCheck{v.node, t, n.span});
+        }
         if (n.dtype == t) return v.node;
         if (n.kind == NodeKind::Scalar && v.weak == Weak::Int && is_integer(t) && t != DType::Int64) {
             // A host integer meeting a narrower integer dtype must fit it, checked when bound.

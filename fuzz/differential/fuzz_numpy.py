@@ -111,11 +111,61 @@ class Lit:
 
 
 class Host:
-    def __init__(self, a, direct=False):
+    def __init__(self, a, direct=False, exact=None, wrapped=False, ring=True):
         self.a = a  # 0-d array: bool, int64, float64/longdouble, complex128/clongdouble
         # A host scalar itself (not an expression of them): jitexpr checks its range when it
-        # meets a narrower integer dtype; an expression of host scalars is computed in int64.
+        # meets a narrower integer dtype; an expression of host scalars is computed in int64,
+        # and its exact (Python) value must fit what it meets, as a host scalar must, with no
+        # step of it leaving int64 (ir::ScalarFitCheck): `exact` is that value, `wrapped` says
+        # a step before the last left int64, `ring` that the last step wraps consistently.
         self.direct = direct
+        self.exact = exact
+        self.wrapped = wrapped
+        self.ring = ring
+
+
+RING = {np.add, np.subtract, np.multiply, np.negative, np.positive, np.bitwise_and, np.bitwise_or,
+        np.bitwise_xor, np.invert, np.left_shift}
+INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
+
+
+def exact_host_value(fn, vals):
+    """The Python value of fn over host integers (and integer literals), or None."""
+    args = []
+    for v in vals:
+        x = v.exact if isinstance(v, Host) and v.exact is not None else (v.a if isinstance(v, Host) else v.v)
+        x = x.item() if isinstance(x, np.ndarray) or isinstance(x, np.generic) else x
+        if not isinstance(x, (int, bool, np.integer)):
+            return None
+        args.append(np.asarray(int(x), dtype=object))
+    try:
+        with np.errstate(all="ignore"):
+            r = fn(*args)
+    except (ZeroDivisionError, ValueError, TypeError, OverflowError):
+        return None
+    r = r.item() if isinstance(r, np.ndarray) else r
+    return int(r) if isinstance(r, int) and not isinstance(r, bool) else None
+
+
+COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}
+
+
+def check_host_fit(v, dtype, fn=None):
+    """jitexpr's bind-time check of an expression of host scalars meeting `dtype` (a comparison
+    takes it as an int64 whatever the other side, as NumPy compares a Python int exactly)."""
+    if not isinstance(v, Host) or v.direct or v.exact is None:
+        return
+    x = v.exact
+    if fn in COMPARISONS:
+        dtype = "int64"
+    kind = np.dtype(dtype if dtype not in HALF else "float16").kind
+    if kind in "iu":
+        info = np.iinfo(dtype)
+        if not info.min <= x <= info.max:
+            raise RefError("value")
+    outside = not INT64_MIN <= x <= INT64_MAX
+    if v.wrapped or (outside and not (dtype == "uint64" and v.ring)):
+        raise RefError("value")
 
 
 class Arr:
@@ -276,8 +326,16 @@ class Evaluator:
         typed as NumPy types it, 16-bit floats kept in their carriers."""
         if all(isinstance(v, (Lit, Host)) for v in vals) and any(isinstance(v, Host) for v in vals):
             # host scalars among themselves: computed in their default dtypes (int64 wraps)
+            for v in vals:  # every use of an expression of host scalars is checked (as int64 here)
+                check_host_fit(v, "int64")
             args = [v.a if isinstance(v, Host) else v.v for v in vals]
             r = np.asarray(fn(*args))
+            weak_host = (weak_result and r.dtype.kind != "b") or weak_result == "keep"
+            exact = exact_host_value(fn, vals) if weak_host and r.dtype.kind in "iu" else None
+            if exact is not None:
+                wrapped = any(isinstance(v, Host) and (v.wrapped or (v.exact is not None and not
+                              INT64_MIN <= v.exact <= INT64_MAX)) for v in vals)
+                return Host(r.astype(np.int64), exact=exact, wrapped=wrapped, ring=fn in RING)
             if weak_result and r.dtype.kind != "b" or weak_result == "keep":
                 # a weak value has its kind's default dtype (True ** True is an int64 1)
                 default = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": r.dtype if self.hi else np.float64,
@@ -302,10 +360,18 @@ class Evaluator:
                 if isinstance(v, Arr) and v.dtype not in HALF and np.dtype(v.dtype).kind in "biu" and v.a.dtype.itemsize == 1:
                     ops[i] = np.asarray(v.a).astype(self.carrier("float16"))
         # An expression of host scalars is an int64 at run time, converted as an array would be.
+        # It must fit where it meets an integer operation (the result's dtype: NumPy converts the
+        # Python int to the loop's dtype, so copysign(-1, uint8) and uint32 / -120 take it as a
+        # float), wrapping as an array would past the check; a comparison takes it exactly.
+        int_result = np.dtype(logical if logical not in HALF else "float16").kind in "iu"
         for i, v in enumerate(vals):
-            if isinstance(v, Host) and not v.direct and v.a.dtype == np.int64 and operand_dtype and \
-                    np.dtype(operand_dtype if operand_dtype not in HALF else "float16").kind in "iu":
-                ops[i] = int(v.a.astype(operand_dtype))
+            if isinstance(v, Host) and not v.direct and v.a.dtype == np.int64:
+                if fn in COMPARISONS or not int_result:
+                    check_host_fit(v, "int64")
+                    continue
+                check_host_fit(v, logical)
+                if operand_dtype and np.dtype(operand_dtype if operand_dtype not in HALF else "float16").kind in "iu":
+                    ops[i] = int(v.a.astype(operand_dtype))
         for i, v in enumerate(vals):
             if isinstance(v, Arr) and v.dtype in HALF and operand_dtype != v.dtype:
                 ops[i] = self.round_to(v.a, v.dtype)
@@ -547,6 +613,7 @@ def as_bool(v, ev):
     if isinstance(v, Lit):
         return Lit(bool(v.v))
     if isinstance(v, Host):
+        check_host_fit(v, "int64")
         return Host(np.asarray(v.a != 0))
     a = ev.round_to(v.a, v.dtype) if v.dtype in HALF else v.a  # a 16-bit float leaving its type rounds
     return Arr(np.asarray(a != 0), "bool")

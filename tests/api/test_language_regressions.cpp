@@ -504,3 +504,42 @@ TEST(LiteralBounds, LogicalFunctionsRejectAPythonIntPastInt64WithACaret) {
               (std::vector<std::uint8_t>{0, 1}));
     EXPECT_EQ(run("x and 18446744073709551615", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1}));
 }
+
+// ---- an expression of host scalars meeting an integer array: NumPy sees the Python int the
+// expression gives, so it must fit the array's dtype as a bound scalar must (jitexpr wrapped it:
+// uint32 a + (s | 8) with s = -120 was 4294967185), and int64 arithmetic must not wrap on the way.
+
+TEST(HostScalarExpression, OutOfTheArraysRangeIsAValueErrorWithACaret) {
+    const Array a = Array::from(std::vector<std::uint32_t>{9}, {1}, Backend::Cpu);
+    Environment env{{"a", Arg(a)}, {"s", Arg(std::int64_t{-120})}};
+    try {
+        run("a + (s | 8)", env);
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_EQ(e.message(), "integer -120 (this expression of host scalars) is out of bounds for uint32");
+        EXPECT_EQ(std::string("a + (s | 8)").substr(e.span().begin, e.span().end - e.span().begin), "s | 8");
+    }
+    const Array u8 = Array::from(std::vector<std::uint8_t>{1, 2}, {2}, Backend::Cpu);
+    Environment k{{"u", Arg(u8)}, {"k", Arg(std::int64_t{200})}};
+    EXPECT_THROW(run("u + k * 2", k), ValueError);  // 400: NumPy's OverflowError for uint8
+    EXPECT_THROW(run("u + (-k)", k), ValueError);
+    EXPECT_EQ(run("u + k // 2", k).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{101, 102}));
+    EXPECT_EQ(run("u + (k - 145)", k).dtype(), DType::UInt8);
+}
+
+TEST(HostScalarExpression, InRangeValuesAndTrueDivisionAreNumPys) {
+    const Array a = Array::from(std::vector<std::uint32_t>{9}, {1}, Backend::Cpu);
+    Environment env{{"a", Arg(a)}, {"s", Arg(std::int64_t{-120})}};
+    // NumPy's true division takes the Python int as a float: -0.075, no error.
+    EXPECT_EQ(run("a / (s | 8)", env).to_vector<double>(), (std::vector<double>{9.0 / -120.0}));
+    const Array i64 = Array::from(std::vector<std::int64_t>{1}, {1}, Backend::Cpu);
+    Environment big{{"x", Arg(i64)}, {"k", Arg(std::int64_t{1} << 62)}};
+    EXPECT_THROW(run("x + k * 4", big), ValueError);         // 2**64: past int64, where NumPy raises too
+    EXPECT_THROW(run("x * 1.5 + k * 4", big), ValueError);   // Python's 2**64 as a float; int64 wraps to 0
+    EXPECT_THROW(run("x + (k * 4) // 8", big), ValueError);  // Python: 2**61; int64 wrapped to 0 on the way
+    const Array u64 = Array::from(std::vector<std::uint64_t>{1}, {1}, Backend::Cpu);
+    Environment w{{"u", Arg(u64)}, {"k", Arg(std::int64_t{1} << 62)}};
+    // 2**63 fits uint64: the kernels' int64 product has the same bits.
+    EXPECT_EQ(run("u + k * 2", w).to_vector<std::uint64_t>(),
+              (std::vector<std::uint64_t>{(std::uint64_t{1} << 63) + 1}));
+}
