@@ -785,9 +785,14 @@ private:
 
         // A ufunc of Python scalars alone makes each an array of its default dtype first
         // (np.power(True, True) is int8, as bool ** bool), and its result is typed.
+        // np.clip is the exception: it makes its first operand an array and leaves the bounds
+        // Python numbers, so clip(-143, 2**64 - 1, 9) is NumPy's OverflowError, not a float64.
         if (std::all_of(args.begin(), args.end(), [](const Val& v) { return v.weak != Weak::None; }) &&
-            fn->op != Op::Where)
-            for (Val& a : args) a = strong(a);
+            fn->op != Op::Where) {
+            if (fn->op == Op::Clip) args[0] = strong(args[0]);
+            else
+                for (Val& a : args) a = strong(a);
+        }
         if (fn->kind == OpKind::Result) {
             // Each result is an op of its own over the same operand nodes: one kernel computes them all.
             const ir::Results res = ir::results_of(fn->op);

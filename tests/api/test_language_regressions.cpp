@@ -397,6 +397,21 @@ TEST(FuzzFindings, AFunctionOfPythonScalarsAloneMakesEachAnArrayFirst) {
     EXPECT_EQ(run("maximum(2, 3.5)").dtype(), DType::Float64);
 }
 
+// np.clip makes only its first operand an array: the bounds stay Python numbers, so a bound no
+// int64 holds beside a Python int is NumPy's OverflowError (jitexpr made every operand an array
+// and answered 9.0 in float64). Seed 16 of the differential fuzzer.
+TEST(FuzzFindings, ClipOfPythonNumbersKeepsItsBoundsWeak) {
+    Environment env{{"s", Arg(std::int64_t{-143})}};
+    EXPECT_THROW(run("clip(s, 18446744073709551615, 9)", env), ValueError);
+    EXPECT_THROW(run("clip(-143, 18446744073709551615, 9)"), ValueError);
+    const Array i = run("clip(5, 1, 3)");
+    EXPECT_EQ(i.dtype(), DType::Int64);
+    EXPECT_EQ(i.to_vector<std::int64_t>(), (std::vector<std::int64_t>{3}));
+    const Array f = run("clip(1, 2.5, 3)");
+    EXPECT_EQ(f.dtype(), DType::Float64);
+    EXPECT_EQ(f.to_vector<double>(), (std::vector<double>{2.5}));
+}
+
 TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
     // NumPy: the first float loop both cast to safely (np.arctan2(int8, uint8) is float16).
     const Environment env{{"i8", Arg(host<std::int8_t>({1}))},
