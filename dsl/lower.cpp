@@ -1371,6 +1371,18 @@ private:
     // values bit for bit. Any other view of the scanned axis would read the running values at
     // other positions, which only the scan's stored result holds.
     ir::NodeId view_of_scan(const Node& src, const View& v, SourceSpan span) {
+        if (shape_size(v.out) == 0) {
+            // A view of no element reads no running value (a selection by a mask axis of no
+            // element: cumsum(1)[zeros(0) > 1]): a zero of the scan's dtype broadcast to it.
+            Node c;
+            c.kind = NodeKind::Cast;
+            c.dtype = src.dtype;
+            c.shape = v.out;
+            c.args[0] = constant(ir::Value::of_int(0).cast(src.dtype), span);
+            c.nargs = 1;
+            c.span = span;
+            return add(std::move(c));
+        }
         const ir::NodeId a = src.args[0];
         const Shape& as = node(a).shape;
         const bool flat_of_many = src.axis < 0 && as.size() != 1;  // a 1-d result of a 0-d or n-d operand

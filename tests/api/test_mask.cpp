@@ -339,6 +339,20 @@ TEST(Mask, AMaskAxisOfNoElementSelectsNothingAsNumPyDoes) {
     EXPECT_THROW(cpu().eval("e[m]", Named{{"e", host(std::vector<double>{}, {0})}, {"m", one}}), IndexError);
 }
 
+// A mask axis of no element against a scan's result (cumsum(1) has one element): the empty
+// selection, as NumPy gives; it reads none of the running values (seed 16 of the fuzzer: a
+// ValueError that the scan could be indexed by a prefix only).
+TEST(Mask, AMaskOfNoElementSelectsNothingOfAScan) {
+    const Array none_b = cpu().eval("m != 0", Named{{"m", host(std::vector<std::uint8_t>{}, {0})}});
+    const Array r = cpu().eval("cumsum(1)[m]", Named{{"m", none_b}});
+    EXPECT_EQ(r.shape(), (Shape{0}));
+    EXPECT_EQ(r.dtype(), DType::Int64);
+    const Array q =
+        cpu().eval("nancumprod(a)[m]", Named{{"a", host(std::vector<double>{2, 3, 4}, {3})}, {"m", none_b}});
+    EXPECT_EQ(q.shape(), (Shape{0}));
+    EXPECT_EQ(q.dtype(), DType::Float64);
+}
+
 // argmin/argmax of a selection: the index into the selected values (NumPy), the first of ties,
 // the first NaN; along the selected axis of a row selection too (issue 16: refused before).
 TEST(Mask, ArgminAndArgmaxOfASelectionIndexTheSelectedValues) {
