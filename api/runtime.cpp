@@ -137,9 +137,11 @@ ir::Value scalar_value(const Arg& a) {
 // expression the check can follow (it then checks nothing, as before).
 struct ExactInt {
     __int128 v = 0;
-    bool big = false;       // past 128 bits: out of every dtype's range
-    bool wrapped = false;   // a step before the last left int64
-    bool last_ring = true;  // the last step wraps consistently (+ - * << & | ^ ~ neg)
+    bool big = false;             // past 128 bits: out of every dtype's range
+    bool wrapped = false;         // a step before the last left int64
+    bool last_ring = true;        // the last step wraps consistently (+ - * << & | ^ ~ neg)
+    const char* error = nullptr;  // Python's ValueError for a step (a negative shift count)
+    SourceSpan error_span{};
 };
 
 constexpr __int128 kInt64Min = std::numeric_limits<std::int64_t>::min();
@@ -167,6 +169,8 @@ std::optional<ExactInt> exact_int(const ir::Program& p, ir::NodeId id,
     std::optional<ExactInt> a = exact_int(p, n.args[0], scalars, depth + 1), b;
     if (!a) return std::nullopt;
     if (n.nargs > 1 && !(b = exact_int(p, n.args[1], scalars, depth + 1))) return std::nullopt;
+    if (a->error) return a;
+    if (b && b->error) return b;
     ExactInt r;
     r.big = a->big || (b && b->big);
     auto outside = [](const ExactInt& x) { return x.big || x.v < kInt64Min || x.v > kInt64Max; };
@@ -185,7 +189,11 @@ std::optional<ExactInt> exact_int(const ir::Program& p, ir::NodeId id,
         case ir::Op::BitOr: r.v = x | y; break;
         case ir::Op::BitXor: r.v = x ^ y; break;
         case ir::Op::Shl:
-            if (y < 0) return std::nullopt;
+            if (y < 0) {
+                r.error = "negative shift count";
+                r.error_span = n.span;
+                return r;
+            }
             if (x == 0) break;
             if (y >= 126) {
                 over = true;
@@ -195,7 +203,11 @@ std::optional<ExactInt> exact_int(const ir::Program& p, ir::NodeId id,
             over = (r.v >> static_cast<int>(y)) != x;
             break;
         case ir::Op::Shr:
-            if (y < 0) return std::nullopt;
+            if (y < 0) {
+                r.error = "negative shift count";
+                r.error_span = n.span;
+                return r;
+            }
             r.v = y >= 127 ? (x < 0 ? -1 : 0) : x >> static_cast<int>(y);
             r.last_ring = false;
             break;
@@ -245,6 +257,10 @@ void check_scalar_fits(const ir::Program& p, const boost::container::small_vecto
     for (const ir::ScalarFitCheck& c : p.scalar_fits) {
         const std::optional<ExactInt> r = exact_int(p, c.node, scalars);
         if (!r) continue;
+        if (r->error)
+            throw ValueError(
+                fmt::format("{} in this expression of host scalars (Python's error for its integers)", r->error),
+                p.text, r->error_span);
         const bool integer_target = is_integer(c.dtype) && !is_bool(c.dtype);
         if (r->big)
             throw ValueError("this expression of host scalars has an integer value past 128 bits, out of bounds for " +

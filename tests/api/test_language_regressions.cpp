@@ -542,6 +542,22 @@ TEST(HostScalarExpression, OutOfTheArraysRangeIsAValueErrorWithACaret) {
     EXPECT_EQ(run("u + (k - 145)", k).dtype(), DType::UInt8);
 }
 
+// Python's own error for its integers: a negative shift count (seed 203 of the fuzzer:
+// (s >> s) + u8 with s = -259 answered, where the user's Python raises ValueError).
+TEST(HostScalarExpression, ANegativeShiftCountIsPythonsValueErrorWithACaret) {
+    const Array u8 = Array::from(std::vector<std::uint8_t>{5, 98}, {2}, Backend::Cpu);
+    Environment env{{"a", Arg(u8)}, {"s", Arg(std::int64_t{-259})}, {"t", Arg(std::int64_t{3})}};
+    const std::string text = "(t << 1) + (s >> s) + a";
+    try {
+        run(text, env);
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("negative shift count"), std::string::npos) << e.what();
+        EXPECT_EQ(text.substr(e.span().begin, e.span().end - e.span().begin), "s >> s");
+    }
+    EXPECT_EQ(run("(s >> t) + 40 + a", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{12, 105}));
+}
+
 TEST(HostScalarExpression, InRangeValuesAndTrueDivisionAreNumPys) {
     const Array a = Array::from(std::vector<std::uint32_t>{9}, {1}, Backend::Cpu);
     Environment env{{"a", Arg(a)}, {"s", Arg(std::int64_t{-120})}};
