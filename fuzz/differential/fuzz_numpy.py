@@ -138,6 +138,8 @@ def exact_host_value(fn, vals):
         if not isinstance(x, (int, bool, np.integer)):
             return None
         args.append(np.asarray(int(x), dtype=object))
+    if fn is np.left_shift and int(args[1]) > 4096 and int(args[0]) != 0:
+        return int(args[0]) * 2**4096  # past any dtype, as the Python int is (without building it)
     try:
         with np.errstate(all="ignore"):
             r = fn(*args)
@@ -321,9 +323,10 @@ class Evaluator:
             return v.a.item() if v.a.dtype not in (np.longdouble, np.clongdouble) else v.a[()]
         return v.v
 
-    def apply(self, fn, vals, weak_result=False):
+    def apply(self, fn, vals, weak_result=False, condition=False):
         """fn over the values with NumPy's promotion (NEP 50 for Python scalars), the result
-        typed as NumPy types it, 16-bit floats kept in their carriers."""
+        typed as NumPy types it, 16-bit floats kept in their carriers. condition: vals[0] is
+        where's condition, which takes no part in the promotion."""
         if all(isinstance(v, (Lit, Host)) for v in vals) and any(isinstance(v, Host) for v in vals):
             # host scalars among themselves: computed in their default dtypes (int64 wraps)
             for v in vals:  # every use of an expression of host scalars is checked (as int64 here)
@@ -336,7 +339,7 @@ class Evaluator:
                 wrapped = any(isinstance(v, Host) and (v.wrapped or (v.exact is not None and not
                               INT64_MIN <= v.exact <= INT64_MAX)) for v in vals)
                 return Host(r.astype(np.int64), exact=exact, wrapped=wrapped, ring=fn in RING)
-            if weak_result and r.dtype.kind != "b" or weak_result == "keep":
+            if weak_result or weak_result == "keep":
                 # a weak value has its kind's default dtype (True ** True is an int64 1)
                 default = {"b": np.bool_, "i": np.int64, "u": np.int64, "f": r.dtype if self.hi else np.float64,
                            "c": r.dtype if self.hi else np.complex128}[r.dtype.kind]
@@ -348,10 +351,16 @@ class Evaluator:
             return self.arr(r, self.dtype_name(r))
         logical = self.logical(fn, vals)
         halves = {v.dtype for v in vals if isinstance(v, Arr) and v.dtype in HALF}
-        others = [v for v in vals if isinstance(v, Arr) and v.dtype not in HALF]
+        others = [v for i, v in enumerate(vals) if isinstance(v, Arr) and v.dtype not in HALF and
+                  not (condition and i == 0)]
         ops = [self.operand(v) for v in vals]
         # A 16-bit float converted to another dtype (by promotion) is rounded to its type first.
         operand_dtype = self.common(vals)
+        # float_power has float64 and complex128 loops only: every operand, a Python number too,
+        # is converted to the loop's dtype (a Python 0.1 beside a float16 array stays 0.1).
+        wide_loop = fn is np.float_power
+        if wide_loop:
+            operand_dtype = "complex128" if np.dtype(logical).kind == "c" else "float64"
         # Where the operation computes in a 16-bit float type, jitexpr computes in float32 (its
         # carrier) from the operands converted (exactly: bool and 8-bit integers), where NumPy's
         # float16 loop would round the result.
@@ -375,7 +384,7 @@ class Evaluator:
         for i, v in enumerate(vals):
             if isinstance(v, Arr) and v.dtype in HALF and operand_dtype != v.dtype:
                 ops[i] = self.round_to(v.a, v.dtype)
-        if len(halves) == 1 and not others:
+        if len(halves) == 1 and not others and not wide_loop:
             # A Python int or float meeting a 16-bit float array becomes that type (NEP 50):
             # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.)
             h = halves.pop()
@@ -797,7 +806,7 @@ def where(c, x, y, ev):
     cb = strongify(as_bool(c, ev), ev)  # the condition as bool (any literal has a truth value)
     xs = x if isinstance(x, Arr) else x
     try:
-        return ev.apply(lambda cc, a, b: np.where(cc, a, b), [cb, xs, y])
+        return ev.apply(lambda cc, a, b: np.where(cc, a, b), [cb, xs, y], condition=True)
     except ValueError as e:
         raise RefError("shape" if "broadcast" in str(e) or "shape" in str(e) else "value")
 
