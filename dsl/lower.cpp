@@ -180,6 +180,17 @@ private:
     }
 
     // Converts v to dtype t (folding constants; a weak integer must fit).
+    // An expression of host integers (weak, not a lone scalar) meeting dtype t: its Python value
+    // must fit t, checked when the scalars are bound (api/runtime.cpp's check_scalar_fits).
+    void check_fit(const Val& v, DType t) {
+        const Node& n = node(v.node);
+        if (v.weak != Weak::Int || (n.kind != NodeKind::Op && n.kind != NodeKind::Cast)) return;
+        auto& fits_ = p_.scalar_fits;
+        if (std::none_of(fits_.begin(), fits_.end(),
+                         [&](const ir::ScalarFitCheck& c) { return c.node == v.node && c.dtype == t; }))
+            fits_.push_back(ir::ScalarFitCheck{v.node, t, n.span});
+    }
+
     ir::NodeId cast(const Val& v, DType t, SourceSpan span) {
         const Node& n = node(v.node);
         if (auto big = big_.find(v.node); big != big_.end()) {
@@ -192,13 +203,7 @@ private:
                                  text_, n.span);
             return constant(ir::Value::of_float(*big->second.as_float).cast(t), n.span);
         }
-        if (v.weak == Weak::Int && (n.kind == NodeKind::Op || n.kind == NodeKind::Cast)) {
-            // An expression of host scalars: its value is checked when they are bound.
-            auto& fits_ = p_.scalar_fits;
-            if (std::none_of(fits_.begin(), fits_.end(),
-                             [&](const ir::ScalarFitCheck& c) { return c.node == v.node && c.dtype == t; }))
-                fits_.push_back(ir::ScalarFitCheck{v.node, t, n.span});
-        }
+        check_fit(v, t);
         if (n.dtype == t) return v.node;
         if (n.kind == NodeKind::Scalar && v.weak == Weak::Int && is_integer(t) && t != DType::Int64) {
             // A host integer meeting a narrower integer dtype must fit it, checked when bound.
@@ -479,6 +484,7 @@ private:
                                          big->second.digits[0] == '-' ? "int64 holds down to -9223372036854775808"
                                                                       : "uint64 holds up to 18446744073709551615"),
                              text_, node(v.node).span);
+        check_fit(v, node(v.node).dtype);  // an array of its default dtype, int64: the value must fit
         return typed(v);
     }
     // v typed (not weak), a selection staying one.
@@ -2224,6 +2230,9 @@ private:
         }
         const Val v = expr(*st.value);
         if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
+        // A value of host integers alone is stored as an int64 (into a bound array, cast() checks
+        // it against that array's dtype).
+        if (!bound_array(st)) check_fit(v, node(v.node).dtype);
         if (st.target.empty()) {
             if (last && v.selected()) {
                 const ir::NodeId n = compact(v, st.span);

@@ -556,6 +556,18 @@ TEST(HostScalarExpression, ANegativeShiftCountIsPythonsValueErrorWithACaret) {
         EXPECT_EQ(text.substr(e.span().begin, e.span().end - e.span().begin), "s >> s");
     }
     EXPECT_EQ(run("(s >> t) + 40 + a", env).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{12, 105}));
+    EXPECT_THROW(run("s >> s", env), ValueError);        // the program's value itself
+    EXPECT_THROW(run("conj(s << s)", env), ValueError);  // an operand made an int64 array
+}
+
+// The value of a program of host integers alone is stored as an int64: a Python value past it is
+// an error, not a wrapped number (k * 4 with k = 2**62 gave 0).
+TEST(HostScalarExpression, AProgramOfHostIntegersAloneMustFitInt64) {
+    Environment env{{"k", Arg(std::int64_t{1} << 62)}};
+    EXPECT_THROW(run("k * 4", env), ValueError);
+    EXPECT_EQ(run("k + (k - 1)", env).to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{std::numeric_limits<std::int64_t>::max()}));
+    EXPECT_EQ(run("k // 2", env).to_vector<std::int64_t>(), (std::vector<std::int64_t>{std::int64_t{1} << 61}));
 }
 
 TEST(HostScalarExpression, InRangeValuesAndTrueDivisionAreNumPys) {
