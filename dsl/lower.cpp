@@ -673,8 +673,10 @@ private:
             Val acc = first < ops.size() ? literal(folder_.fold_chain(e, first, ops.size()),
                                                    join(e.operands[first]->span, e.operands.back()->span))
                                          : expr(*e.operands.back());
-            for (std::size_t k = first; k-- > 0;)
-                acc = binary(ops[k], base[k], acc, join(e.operands[k]->span, e.operands.back()->span));
+            for (std::size_t k = first; k-- > 0;) {
+                const SourceSpan sp = join(e.operands[k]->span, e.operands.back()->span);
+                acc = ops[k] == Op::Pow ? power(base[k], acc, sp, true) : binary(ops[k], base[k], acc, sp);
+            }
             return acc;
         }
         std::size_t run = 0;
@@ -692,6 +694,48 @@ private:
         for (std::size_t k = 0; k < ops.size(); ++k) {
             const Val right = expr(*e.operands[k + 1]);
             acc = binary(ops[k], acc, right, join(e.operands[0]->span, e.operands[k + 1]->span));
+        }
+        return acc;
+    }
+
+    // x ** y with y a Python number (a literal or a host scalar) and x an inexact array, as
+    // NumPy computes it: ndarray.__pow__ takes a float exponent of 0.5 as sqrt and an int one of
+    // 2 as square and of -1 as reciprocal (`operator_form`; a complex ** 2.0 is pow), and
+    // np.power's float32 and float64 loops take a scalar 0.5 as sqrt (2 as square: the same
+    // values). Where these differ from pow is in special values and rounding:
+    // (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0, a complex square or reciprocal has its own
+    // infinities, and CUDA's pow is not correctly rounded. A host scalar (or an expression of
+    // them) is chosen by its value per call (a select of the candidates).
+    Val power(const Val& a, const Val& b, SourceSpan span, bool operator_form) {
+        const Val r = binary(Op::Pow, a, b, span);
+        if (a.weak != Weak::None || b.weak == Weak::None || b.weak == Weak::Bool || a.selected() || b.selected() ||
+            r.selected() || !is_inexact(dt(a)))
+            return r;
+        const DType t = node(r.node).dtype;
+        const Node& bn = node(b.node);
+        if (!is_inexact(t) || is_complex(bn.dtype) || is_bool(bn.dtype)) return r;
+        std::vector<std::pair<double, Op>> shortcuts;
+        const bool int_exponent = b.weak == Weak::Int;
+        if (operator_form && int_exponent) shortcuts = {{2.0, Op::Square}, {-1.0, Op::Reciprocal}};
+        else if (operator_form) shortcuts = {{0.5, Op::Sqrt}};
+        else if (t == DType::Float32 || t == DType::Float64)
+            shortcuts = int_exponent ? std::vector<std::pair<double, Op>>{{2.0, Op::Square}}
+                                     : std::vector<std::pair<double, Op>>{{0.5, Op::Sqrt}, {2.0, Op::Square}};
+        if (shortcuts.empty()) return r;
+        const ir::NodeId x = cast(a, t, span);
+        auto shortcut = [&](Op op) { return op_node(op, t, node(x).shape, {x}, span); };
+        if (bn.kind == NodeKind::Const) {
+            const double v = bn.value.as_double();
+            for (const auto& [e, op] : shortcuts)
+                if (v == e) return Val{shortcut(op), Weak::None};
+            return r;
+        }
+        const ir::NodeId y = cast(Val{b.node, Weak::None}, DType::Float64, span);
+        Val acc = r;
+        for (auto it = shortcuts.rbegin(); it != shortcuts.rend(); ++it) {
+            const ir::NodeId is =
+                op_node(Op::Eq, DType::Bool, Shape{}, {y, constant(ir::Value::of_float(it->first), span)}, span);
+            acc = where(Val{is, Weak::None}, Val{shortcut(it->second), Weak::None}, acc, span);
         }
         return acc;
     }
@@ -833,7 +877,9 @@ private:
         }
         switch (fn->arity) {
             case 1: return {unary(fn->op, strong(args[0]), e.span)};
-            case 2: return {typed(binary(fn->op, args[0], args[1], e.span))};  // power(): typed
+            case 2:  // power(): typed
+                if (fn->op == Op::Pow) return {typed(power(args[0], args[1], e.span, false))};
+                return {typed(binary(fn->op, args[0], args[1], e.span))};
             default: break;
         }
         if (fn->op == Op::Where) return {where(args[0], args[1], args[2], e.span)};

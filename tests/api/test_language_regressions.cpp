@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <numbers>
@@ -410,6 +411,39 @@ TEST(FuzzFindings, ClipOfPythonNumbersKeepsItsBoundsWeak) {
     const Array f = run("clip(1, 2.5, 3)");
     EXPECT_EQ(f.dtype(), DType::Float64);
     EXPECT_EQ(f.to_vector<double>(), (std::vector<double>{2.5}));
+}
+
+// x ** 0.5 is NumPy's sqrt (ndarray.__pow__'s shortcut for a Python number; np.power's float32
+// and float64 loops take a scalar 0.5 so too): (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0,
+// where pow gives inf and 0.0; np.power of float16 has no shortcut. A complex ** 2 is square.
+// Found by the differential fuzzer (seed 301).
+TEST(FuzzFindings, PowerOfAPythonHalfIsSqrtWhereNumPysIs) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const Array a = Array::from(std::vector<double>{-inf, -0.0, 4.0}, {3}, Backend::Cpu);
+    auto check_sqrt = [&](const std::string& text, Environment env) {
+        env.insert_or_assign("a", Arg(a));
+        const std::vector<double> v = run(text, env).to_vector<double>();
+        EXPECT_TRUE(std::isnan(v[0])) << text;
+        EXPECT_TRUE(v[1] == 0.0 && std::signbit(v[1])) << text;
+        EXPECT_EQ(v[2], 2.0) << text;
+    };
+    check_sqrt("a ** 0.5", {});
+    check_sqrt("power(a, 0.5)", {});
+    check_sqrt("a ** s", {{"s", Arg(0.5)}});
+    check_sqrt("power(a, s)", {{"s", Arg(0.5)}});
+    Environment quarter{{"a", Arg(a)}, {"s", Arg(0.25)}};
+    EXPECT_EQ(run("a ** s", quarter).to_vector<double>()[0], inf);  // pow: (-inf) ** 0.25 is inf
+    // float16: the operator takes the shortcut, np.power does not
+    Environment h{{"h", Arg(run("float16(a)", {{"a", Arg(a)}}))}};
+    EXPECT_TRUE(std::isnan(run("float32(h ** 0.5)", h).to_vector<float>()[0]));
+    EXPECT_EQ(run("float32(power(h, 0.5))", h).to_vector<float>()[0], std::numeric_limits<float>::infinity());
+    // complex: c ** 2 is square (NumPy: -inf+infj), c ** 2.0 and power(c, 2) are pow (nan+infj)
+    Environment c{{"c", Arg(Array::from(std::vector<std::complex<double>>{{1e300, 1e300}}, {1}, Backend::Cpu))}};
+    const std::complex<double> sq = run("c ** 2", c).to_vector<std::complex<double>>()[0];
+    EXPECT_EQ(sq.real(), -inf);
+    EXPECT_EQ(sq.imag(), inf);
+    EXPECT_TRUE(std::isnan(run("power(c, 2)", c).to_vector<std::complex<double>>()[0].real()));
+    EXPECT_TRUE(std::isnan(run("c ** 2.0", c).to_vector<std::complex<double>>()[0].real()));
 }
 
 TEST(FuzzFindings, AFloatFunctionOfTwoIntegerArraysTakesNumPysLoop) {
