@@ -332,6 +332,11 @@ class Evaluator:
             for v in vals:  # every use of an expression of host scalars is checked (as int64 here)
                 check_host_fit(v, "int64")
             args = [v.a if isinstance(v, Host) else v.v for v in vals]
+            if fn in (np.left_shift, np.right_shift):
+                count = vals[1].exact if isinstance(vals[1], Host) and vals[1].exact is not None else \
+                    int(np.asarray(self.operand(vals[1])))
+                if count < 0:
+                    raise RefError("value")  # Python's ValueError: negative shift count
             r = np.asarray(fn(*args))
             weak_host = (weak_result and r.dtype.kind != "b") or weak_result == "keep"
             exact = exact_host_value(fn, vals) if weak_host and r.dtype.kind in "iu" else None
@@ -649,9 +654,40 @@ def unary(op, a, ev):
     raise AssertionError(op)
 
 
-def binary(op, a, b, ev):
+POW_SHORTCUTS = {0.5: "sqrt", 2.0: "square", -1.0: "reciprocal"}
+
+
+def pow_elementwise(x, y):
+    """np.power without its float32/float64 loops' shortcut for a scalar exponent (0.5 as
+    sqrt): the scalar spread into an array of the base's shape, so that pow runs per element."""
+    xa, ya = np.asarray(x), np.asarray(y)
+    if ya.ndim == 0 and isinstance(x, np.ndarray):
+        shape = xa.shape
+        ys = np.full(max(1, xa.size), ya, dtype=np.result_type(xa, y))
+        return np.power(xa.reshape(-1) if xa.size else xa.reshape(1), ys).reshape(shape) if xa.size else \
+            np.power(xa, y)
+    return np.power(x, y)
+
+
+def binary(op, a, b, ev, function=False):
+    """function: np.power (the function power()), not the operator **."""
     if isinstance(a, Lit) and isinstance(b, Lit):
         return Lit(py_binary(op, a.v, b.v))
+    if op == "**" and not function and isinstance(a, Arr) and isinstance(b, (Lit, Host)) and \
+            np.dtype(a.dtype if a.dtype not in HALF else "float16").kind in "fc":
+        # ndarray.__pow__ with a Python number: 0.5 is sqrt, 2 square, -1 reciprocal
+        # (a Python float 0.5 is sqrt; a Python int 2 is square and -1 reciprocal)
+        bv = ev.operand(b)
+        integer = isinstance(bv, (int, np.integer)) and not is_bool(bv)
+        short = None
+        if integer and int(bv) in (2, -1):
+            short = POW_SHORTCUTS[float(bv)]
+        elif isinstance(bv, (float, np.floating)) and float(bv) == 0.5:
+            short = "sqrt"
+        if short:
+            if isinstance(b, Host):
+                check_host_fit(b, "float64")
+            return call(short, [a], ev)
     ka, kb = kind_of(ev, a), kind_of(ev, b)
     if op in ("<", "<=", ">", ">=") and (is_complex_kind(ka) or is_complex_kind(kb)):
         raise RefError("type")  # jitexpr does not order complex numbers (NumPy does)
@@ -671,6 +707,8 @@ def binary(op, a, b, ev):
     if op in ("//", "%") and (is_complex_kind(ka) or is_complex_kind(kb)):
         raise RefError("type")
     fn = NP_BIN[op]
+    if op == "**" and function and any(isinstance(v, Arr) and v.dtype in HALF for v in (a, b)):
+        fn = pow_elementwise  # NumPy's float16 loop has no scalar shortcut; the carrier's would
     if op in ("and", "or"):  # the language's logical operators: each operand as bool
         return ev.apply(fn, [as_bool(a, ev), as_bool(b, ev)])
     weak = op not in ("<", "<=", "==", "!=", ">=", ">")
@@ -742,7 +780,7 @@ def call(name, args, ev):
             if any((x := int_value(a)) is not None and not -2**63 <= x < 2**63 for a in args):
                 raise RefSkip()
             args = [strongify(a, ev) for a in args]
-        return binary("**", args[0], args[1], ev)
+        return binary("**", args[0], args[1], ev, function=True)
     if name == "clip":  # the ufunc (np.clip with a Python number first makes it an int64 array)
         check_literal_fits(ev, args)
         fn_clip = np._core.umath.clip if hasattr(np, "_core") else np.core.umath.clip
@@ -793,6 +831,7 @@ def strongify(v, ev):
     if isinstance(v, Arr):
         return v
     if isinstance(v, Host):
+        check_host_fit(v, "int64")  # an array of its default dtype: the Python value must fit
         return ev.arr(v.a, ev.dtype_name(v.a))
     x = v.v
     if isinstance(x, int) and not is_bool(x) and not (-2**63 <= x < 2**64):
