@@ -40,7 +40,7 @@ timed() {  # name limit command...: runs it, notes rc and seconds
   return $rc
 }
 : > "$summary"
-note "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
+note "# $(date -u +%FT%TZ) git HEAD there $(git rev-parse --short HEAD 2>/dev/null) (the device copy's .git can be older than its tree) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null)"
 gpu_targets="test_arrow_gpu test_cancel_gpu test_cuda_driver test_cuda_exec test_cuda_hybrid test_diff_cuda
   test_dlpack_gpu test_gpu_faults test_layouts_gpu test_mask_gpu test_module_cache_gpu test_multi_gpu
   test_pipeline_gpu test_quantile_gpu test_reductions_gpu test_scans_gpu test_stream_gpu test_toolkit_gpu
