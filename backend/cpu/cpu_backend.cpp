@@ -74,6 +74,10 @@ using i64 = std::int64_t;
 
 // Most units (blocks) one thread takes from the shared counter at a time.
 constexpr i64 kRunUnits = 128;
+// ... and at most about this many elements, so that a stop is seen within a short time when a
+// unit is large (a row of a reduction along an axis: 128 rows of 10^6 elements took seconds
+// between two polls in a Debug build).
+constexpr i64 kRunElements = i64{1} << 20;
 
 // ---------------------------------------------------------------- plan
 struct Instr {
@@ -974,12 +978,14 @@ void CpuPrepared::parallel(i64 units, i64 elements, detail::CallControl* ctl, Bo
     // every thread has finished its current run; one whose units were all taken completes.
     std::atomic<bool> cut{false};
     const double per_unit = static_cast<double>(elements) / static_cast<double>(units);
+    const i64 run_cap =
+        std::clamp<i64>(static_cast<i64>(static_cast<double>(kRunElements) / std::max(per_unit, 1.0)), 1, kRunUnits);
     auto account = [&](i64 u0, i64 u1) {
         if (ctl) ctl->add_done(static_cast<std::uint64_t>(static_cast<double>(u1 - u0) * per_unit));
     };
     if (threads <= 1) {
-        // The whole range at once, unless someone may stop the call: then runs of kRunUnits.
-        const i64 run = ctl ? kRunUnits : units;
+        // The whole range at once, unless someone may stop the call: then runs of run_cap units.
+        const i64 run = ctl ? run_cap : units;
         i64 next_unit = 0;
         body([&](i64& u0, i64& u1) {
             if (next_unit >= units) return false;
@@ -993,8 +999,8 @@ void CpuPrepared::parallel(i64 units, i64 elements, detail::CallControl* ctl, Bo
             return true;
         });
     } else {
-        // About 8 runs per thread at least, and at most kRunUnits units per run.
-        const i64 run = std::clamp<i64>(units / (i64{threads} * 8), 1, kRunUnits);
+        // About 8 runs per thread at least, and at most kRunUnits units (kRunElements elements) per run.
+        const i64 run = std::clamp<i64>(units / (i64{threads} * 8), 1, run_cap);
         std::atomic<i64> next_unit{0};
         pool_->run([&](int t) {
             if (t >= threads) return;
