@@ -356,9 +356,10 @@ class Saving(Base):
         self.assertEqual(got, 6)
 
 
-# Row sums over 10^12 broadcast elements of two 8 MB arrays: minutes unless stopped, even on
-# many cores (10^10 elements ended within the tests' 1.8 s on a 16-core machine).
-ENDLESS = ["-e", "a = zeros(1000000, 1)", "-e", "b = zeros(1000000)", "-e", "s = sum(a + b, axis=1)"]
+# A sine and a cosine of each of 2 * 10^10 broadcast elements of two small arrays: about a minute
+# on 2 cores, seconds on 16, unless stopped (a plain sum of 10^10 ended within the tests' 1.8 s
+# on a 16-core machine; rows of 10^6 elements, one unit each, took 2 s to stop under ASan).
+ENDLESS = ["-e", "a = zeros(20000, 1)", "-e", "b = zeros(1000000)", "-e", "s = sum(sin(a + b) * cos(a - b))"]
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
