@@ -179,7 +179,6 @@ private:
         return r;
     }
 
-    // Converts v to dtype t (folding constants; a weak integer must fit).
     // An expression of host integers (weak, not a lone scalar) meeting dtype t: its Python value
     // must fit t, checked when the scalars are bound (api/runtime.cpp's check_scalar_fits).
     void check_fit(const Val& v, DType t) {
@@ -191,6 +190,7 @@ private:
             fits_.push_back(ir::ScalarFitCheck{v.node, t, n.span});
     }
 
+    // Converts v to dtype t (folding constants; a weak integer must fit).
     ir::NodeId cast(const Val& v, DType t, SourceSpan span) {
         const Node& n = node(v.node);
         if (auto big = big_.find(v.node); big != big_.end()) {
