@@ -15,26 +15,14 @@ namespace {
 std::vector<std::vector<bool>> inputs_read_by_stage(const ir::Program& p, const ir::Schedule& s) {
     std::vector<std::vector<bool>> r(s.stages.size(), std::vector<bool>(p.inputs.size(), false));
     std::vector<ir::NodeId> stack;
-    ir::NodeMap<char> seen(p.nodes.size());
-    for (std::size_t k = 0; k < s.stages.size(); ++k) {
-        seen.assign(p.nodes.size(), 0);
-        const ir::Stage& st = s.stages[k];
-        stack.clear();
-        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
-        for (auto n : st.stores) stack.push_back(n);
-        while (!stack.empty()) {
-            const ir::NodeId n = stack.back();
-            stack.pop_back();
-            if (seen[n]) continue;
-            seen[n] = 1;
-            const ir::Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[n];
-            const bool from_memory = ir::is_stage_root(nd.kind) || s.is_spilled(n);
-            if (from_memory && by >= 0 && by != static_cast<std::int32_t>(k)) continue;  // read from its buffer
-            if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
-    }
+    ir::NodeMap<std::uint32_t> mark(p.nodes.size(), 0);
+    for (std::size_t k = 0; k < s.stages.size(); ++k)
+        ir::walk_stage(
+            p, s, k, mark, stack,
+            [&](ir::NodeId, const ir::Node& nd) {
+                if (nd.kind == ir::NodeKind::Input) r[k][static_cast<std::size_t>(nd.slot)] = true;
+            },
+            [](ir::NodeId, std::int32_t) {});  // read from its buffer
     return r;
 }
 

@@ -107,26 +107,15 @@ std::vector<Pass> find_passes(const Program& p, const Schedule& s) {
         // value it reads from memory.
         bool joinable = shares_passes(p, st);
         std::int32_t reads_from = -1;
-        stack.clear();
-        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
-        for (const NodeId x : st.stores) stack.push_back(x);
-        while (!stack.empty()) {
-            const NodeId x = stack.back();
-            stack.pop_back();
-            if (mark[x] == k + 1) continue;
-            mark[x] = static_cast<std::uint32_t>(k + 1);
-            const Node& nd = p.node(x);
-            const std::int32_t by = s.stored_by[x];
-            if ((is_stage_root(nd.kind) || s.is_spilled(x)) && by != stage) {
-                reads_from = std::max(reads_from, by);
-                continue;
-            }
-            if (nd.kind == NodeKind::Input && nd.slot >= 0 && static_cast<std::size_t>(nd.slot) < overwritten.size() &&
-                overwritten[static_cast<std::size_t>(nd.slot)])
-                joinable = false;
-            if (is_stage_root(nd.kind)) continue;
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
+        walk_stage(
+            p, s, k, mark, stack,
+            [&](NodeId, const Node& nd) {
+                if (nd.kind == NodeKind::Input && nd.slot >= 0 &&
+                    static_cast<std::size_t>(nd.slot) < overwritten.size() &&
+                    overwritten[static_cast<std::size_t>(nd.slot)])
+                    joinable = false;
+            },
+            [&](NodeId, std::int32_t by) { reads_from = std::max(reads_from, by); });
         if (open && joinable && st.shape == s.stages[static_cast<std::size_t>(passes.back().first)].shape &&
             reads_from < passes.back().first) {
             passes.back().end = stage + 1;
@@ -324,26 +313,10 @@ TempLayout layout_temps(const Program& p, const Schedule& s, std::size_t align) 
     NodeMap<std::uint32_t> mark(n, 0);
     std::vector<NodeId> stack;
     for (std::size_t k = 0; k < s.stages.size(); ++k) {
-        const Stage& st = s.stages[k];
         const auto stage = static_cast<std::int32_t>(k);
-        stack.clear();
-        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
-        for (auto x : st.stores) stack.push_back(x);
-        while (!stack.empty()) {
-            const NodeId x = stack.back();
-            stack.pop_back();
-            auto& m = mark[x];
-            if (m == k + 1) continue;
-            m = static_cast<std::uint32_t>(k + 1);
-            const Node& nd = p.node(x);
-            const std::int32_t by = s.stored_by[x];
-            if ((is_stage_root(nd.kind) || s.is_spilled(x)) && by != stage) {
-                last_read[x] = std::max(last_read[x], stage);
-                continue;
-            }
-            if (is_stage_root(nd.kind)) continue;
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
+        walk_stage(
+            p, s, k, mark, stack, [](NodeId, const Node&) {},
+            [&](NodeId x, std::int32_t) { last_read[x] = std::max(last_read[x], stage); });
     }
     // First fit, in the order the temporaries are stored: a block is reused once its last
     // occupant's last reader has run (lifetimes that merely touch do not share: a stage may read

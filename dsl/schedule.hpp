@@ -78,6 +78,38 @@ struct Schedule {
     bool is_spilled(NodeId node) const { return !spilled.empty() && spilled[node] != 0; }
 };
 
+// What stage k of `s` computes, once each node: from its root's operand and its stores through
+// the operands, stopping at the values it reads from memory (a Reduce or Scan result, or a
+// spilled node, that another stage stores). visit(node, Node) is called for each node the stage
+// computes inline, read(node, stored_by) for each value it reads from memory. `mark` (one entry
+// per node, zero before the first stage walked) tells seen nodes by the value k + 1, so one map
+// serves every stage of a schedule; `stack` is scratch.
+template <class Visit, class Read>
+void walk_stage(const Program& p, const Schedule& s, std::size_t k, NodeMap<std::uint32_t>& mark,
+                std::vector<NodeId>& stack, Visit&& visit, Read&& read) {
+    const Stage& st = s.stages[k];
+    const auto stage = static_cast<std::int32_t>(k);
+    const auto seen = static_cast<std::uint32_t>(k + 1);
+    stack.clear();
+    if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
+    for (const NodeId x : st.stores) stack.push_back(x);
+    while (!stack.empty()) {
+        const NodeId x = stack.back();
+        stack.pop_back();
+        if (mark[x] == seen) continue;
+        mark[x] = seen;
+        const Node& nd = p.node(x);
+        const std::int32_t by = s.stored_by[x];
+        if ((is_stage_root(nd.kind) || s.is_spilled(x)) && by != stage) {
+            read(x, by);
+            continue;
+        }
+        visit(x, nd);
+        if (is_stage_root(nd.kind)) continue;  // the stage's own root: its operand is pushed above
+        for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
+    }
+}
+
 Schedule schedule(const Program& program);
 
 // The longest runs of consecutive stages of `s` that may share a pass (the rules above).

@@ -454,37 +454,26 @@ void verify(const Program& p, const Schedule& s) {
     }
     // Each stage reads from memory (Reduce and Scan results, spilled nodes stored elsewhere) only
     // what an earlier stage stored, and of a pass it shares, nothing another stage of it stores.
-    NodeMap<char> seen;
+    NodeMap<std::uint32_t> mark(nn, 0);
     std::vector<NodeId> stack;
     for (std::int32_t k = 0; k < nstages; ++k) {
-        const Stage& st = s.stages[static_cast<std::size_t>(k)];
         const bool shared = shares_pass(k);
         const std::int32_t pass_first = pass_of[static_cast<std::size_t>(k)];
-        seen.assign(nn, 0);
-        stack.clear();
-        if (st.has_root()) stack.push_back(p.node(st.reduce).args[0]);
-        for (const NodeId n : st.stores) stack.push_back(n);
-        while (!stack.empty()) {
-            const NodeId n = stack.back();
-            stack.pop_back();
-            if (seen[n]) continue;
-            seen[n] = 1;
-            const Node& nd = p.node(n);
-            const std::int32_t by = s.stored_by[n];
-            if ((is_stage_root(nd.kind) || s.is_spilled(n)) && by != k) {
+        walk_stage(
+            p, s, static_cast<std::size_t>(k), mark, stack,
+            [&](NodeId n, const Node& nd) {
+                if (shared && nd.kind == NodeKind::Input && nd.slot >= 0 &&
+                    static_cast<std::size_t>(nd.slot) < overwritten.size() &&
+                    overwritten[static_cast<std::size_t>(nd.slot)])
+                    broken(fmt::format("stage {} shares a pass and reads {}, which an output overwrites", k,
+                                       describe(p, n)));
+            },
+            [&](NodeId n, std::int32_t by) {
                 if (by > k)
                     broken(fmt::format("stage {} reads {}, which the later stage {} stores", k, describe(p, n), by));
                 if (shared && by >= pass_first)
                     broken(fmt::format("stage {} reads {}, which stage {} of its pass stores", k, describe(p, n), by));
-                continue;
-            }
-            if (shared && nd.kind == NodeKind::Input && nd.slot >= 0 &&
-                static_cast<std::size_t>(nd.slot) < overwritten.size() &&
-                overwritten[static_cast<std::size_t>(nd.slot)])
-                broken(
-                    fmt::format("stage {} shares a pass and reads {}, which an output overwrites", k, describe(p, n)));
-            for (int a = 0; a < nd.nargs; ++a) stack.push_back(nd.args[a]);
-        }
+            });
     }
 }
 
