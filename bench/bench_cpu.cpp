@@ -74,9 +74,8 @@ BENCHMARK_CAPTURE(BM_AxpyLike, f64, DType::Float64)->Unit(benchmark::kMillisecon
 // The same into a new output each call, as `c = f(a, b)` in a loop of the caller's: the previous
 // result is dropped only after the next one exists (so the freed block of the call before is the
 // one reused). Compare with BM_AxpyLike (out=) in the same run: issue 21 wants <= 1.1x.
-void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) {
-    jit::Environment env{{"a", jit::Arg(filled(t, 0.5))}, {"b", jit::Arg(filled(t, 1.5))}};
-    const std::vector<jit::Arg> args{env.at("a"), env.at("b")};
+void new_output_loop(benchmark::State& state, DType t, std::int64_t n) {
+    const std::vector<jit::Arg> args{jit::Arg(filled(t, 0.5, n)), jit::Arg(filled(t, 1.5, n))};
     jit::Kernel k = jit::compile("a*2 + b", runtime());
     Array held = k.call(args);
     for (auto _ : state) {
@@ -84,8 +83,9 @@ void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) {
         held = std::move(next);  // the previous result goes now
         benchmark::ClobberMemory();
     }
-    state.SetBytesProcessed(state.iterations() * 3 * kN * static_cast<std::int64_t>(jit::itemsize(t)));
+    state.SetBytesProcessed(state.iterations() * 3 * n * static_cast<std::int64_t>(jit::itemsize(t)));
 }
+void BM_AxpyLikeNewOutput(benchmark::State& state, DType t) { new_output_loop(state, t, kN); }
 BENCHMARK_CAPTURE(BM_AxpyLikeNewOutput, f64, DType::Float64)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The pair at 2^log2n float64 elements (the argument): issue 21 measured 2^23, new output
@@ -105,17 +105,7 @@ void BM_AxpyLikeOutAt(benchmark::State& state) {
 BENCHMARK(BM_AxpyLikeOutAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_AxpyLikeNewOutputAt(benchmark::State& state) {
-    const std::int64_t n = std::int64_t{1} << state.range(0);
-    const Array a = filled(DType::Float64, 0.5, n), b = filled(DType::Float64, 1.5, n);
-    const std::vector<jit::Arg> args{jit::Arg(a), jit::Arg(b)};
-    jit::Kernel k = jit::compile("a*2 + b", runtime());
-    Array held = k.call(args);
-    for (auto _ : state) {
-        Array next = k.call(args);
-        held = std::move(next);  // the previous result goes now
-        benchmark::ClobberMemory();
-    }
-    state.SetBytesProcessed(state.iterations() * 3 * n * 8);
+    new_output_loop(state, DType::Float64, std::int64_t{1} << state.range(0));
 }
 BENCHMARK(BM_AxpyLikeNewOutputAt)->Arg(23)->Unit(benchmark::kMillisecond)->UseRealTime();
 
