@@ -57,11 +57,11 @@ echo "gpu-sanitize: parts '$parts', $par at once, ${limit} s a run${budget:+, bu
 
 # ---- the runs: one line each in $logs/jobs (tool, label, command as a shell-quoted string)
 n=0
-add() {  # TOOL LABEL COMMAND...
+add() {  # TOOL LABEL COMMAND...   (RUN_MIN=N before it: this run's limit is at least N s)
   local tool=$1 label=$2 q
   shift 2
   printf -v q '%q ' "$@"
-  printf '%s\t%s\t%s\n' "$tool" "$label" "$q" >> "$logs/jobs"
+  printf '%s\t%s\t%s\t%s\n' "$tool" "$label" "$q" "${RUN_MIN:-0}" >> "$logs/jobs"
   n=$((n + 1))
 }
 gtest() {  # TOOL BINARY FILTER [EXCLUDE]  (one run)
@@ -97,11 +97,22 @@ print("\n".join(seen))' "$build"
 for part in $parts; do
   case $part in
     race)
+      # Every kernel kind that shares memory or synchronises a block: reductions, transposed
+      # tiles, graphs, scans (block-combined prefixes), mask selection (select + compact) and the
+      # order statistics; initcheck over the reductions (a partial read before it is written).
       for tool in racecheck synccheck; do
         gtest "$tool" tests/codegen/test_cuda_exec '*Sum*:*Max*:*Mean*'
         gtest "$tool" tests/api/test_layouts_gpu '*Transposed*'
         gtest "$tool" tests/api/test_pipeline_gpu '*Reduction*:*Graph*'
-      done ;;
+        gtest "$tool" tests/api/test_scans_gpu '*'
+        gtest "$tool" tests/api/test_mask_gpu '*'
+      done
+      # racecheck over the order statistics' sorts takes minutes: a run of its own, started first.
+      RUN_MIN=${QUANTILE_RACE_LIMIT:-480} gtest racecheck tests/api/test_quantile_gpu '*'
+      gtest synccheck tests/api/test_quantile_gpu '*'
+      gtest initcheck tests/codegen/test_cuda_exec '*Sum*:*Max*:*Mean*'
+      gtest initcheck tests/api/test_reductions_gpu '*'
+      gtest initcheck tests/api/test_pipeline_gpu '*Reduction*' ;;
     memcheck)
       bins=$(gpu_binaries)
       [ -n "$bins" ] || bins="tests/api/test_layouts_gpu tests/codegen/test_cuda_exec tests/api/test_pipeline_gpu
@@ -113,8 +124,12 @@ for part in $parts; do
         each_test memcheck "$b"
       done ;;
     faults)
-      # One test per run: each compiles its own kernels, and the full-disk test runs a child.
-      each_test memcheck tests/hardening/test_gpu_faults ;;
+      # One test per run: each compiles its own kernels. The full-disk test runs a death-test
+      # child, which compute-sanitizer follows: two processes under memcheck, each starting the
+      # driver and compiling, took 240 s on the H200, so it is a run of its own with a limit of
+      # at least FULL_DISK_LIMIT seconds (default 500).
+      each_test memcheck tests/hardening/test_gpu_faults "$exclude:CudaFullDisk.*"
+      RUN_MIN=${FULL_DISK_LIMIT:-500} gtest memcheck tests/hardening/test_gpu_faults 'CudaFullDisk.*' ;;
     diff)
       for ((k = 0; k < ${DIFF_SHARDS:-2}; k++)); do
         if [ -x "$build/tests/diff/test_diff_cuda" ]; then
@@ -173,19 +188,23 @@ run_one() {  # INDEX TOOL LABEL COMMAND LIMIT
   if [ $rc = 0 ] && grep -q "SKIPPED" "$logs/$i.log" && ! grep -q "PASSED.*[1-9]" "$logs/$i.log"; then verdict="skipped"; fi
   printf '%s\t%s\t%s\t%s\t%s\n' "$i" "$tool" "$(( $(date +%s) - t0 ))" "$verdict" "$label" > "$logs/$i.result"
 }
+# Runs with a longer limit of their own start first, so that the others overlap them.
+awk -F'\t' '$4 > 0' "$logs/jobs" > "$logs/jobs.sorted"
+awk -F'\t' '!($4 > 0)' "$logs/jobs" >> "$logs/jobs.sorted"
 i=0
-while IFS=$'\t' read -r tool label cmd; do
+while IFS=$'\t' read -r tool label cmd run_min; do
   i=$((i + 1))
   if [ "$tool" = missing ]; then printf '%s\tmemcheck\t0\tNOT BUILT\t%s\n' "$i" "$label" > "$logs/$i.result"; continue; fi
   while [ "$(jobs -rp | wc -l)" -ge "$par" ]; do wait -n 2>/dev/null || sleep 1; done
   lim=$limit
+  [ "${run_min:-0}" -gt "$lim" ] && lim=$run_min
   if [ "$budget" -gt 0 ]; then
     left=$(( start + budget - $(date +%s) ))
     if [ "$left" -lt 30 ]; then printf '%s\t%s\t0\tnot run (budget)\t%s\n' "$i" "$tool" "$label" > "$logs/$i.result"; continue; fi
     [ "$left" -lt "$lim" ] && lim=$left
   fi
   run_one "$i" "$tool" "$label" "$cmd" "$lim" &
-done < "$logs/jobs"
+done < "$logs/jobs.sorted"
 wait
 
 # ---- the summary
