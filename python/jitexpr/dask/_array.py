@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import _api
-from .._check import check_specs, outline, spec_of
+from .._check import check_specs, outline, raise_at, spec_of
 from .._errors import ArgumentError, InternalError, ShapeError
 from .._errors import TypeError as JxTypeError
 from . import _tasks
@@ -135,6 +135,19 @@ def _bound_values(text, bound):
         else:
             out[n] = np.asarray(v)
     return out
+
+
+def _refuse_indexing(text):
+    """Indexing is refused until jitexpr.dask maps it onto Dask's own slicing: each block is
+    evaluated on its own, so an index taken inside a block would be taken of that block, not of
+    the array (a wrong answer). The caret is under the first index."""
+    if "[" not in text:  # no subscript without a bracket: no parse for the common case
+        return
+    subs = outline(text)["subscripts"]
+    if subs:
+        raise_at(text, subs[0][3], "jitexpr.dask does not take indexing yet: each block is evaluated on its own, "
+                 "and an index reads across blocks; index the Dask arrays before (x[2:], x[x > 0]) and pass "
+                 "the result")
 
 
 def _params_in(text, values):
@@ -269,6 +282,7 @@ def reduce(kind, text, values, axis=None, keepdims=False, ddof=0, split_every=No
     params = _params_in(text, values)
     operand_vals = {n: values[n] for n in params}
     info = check_specs(text, _specs(operand_vals))
+    _refuse_indexing(text)
     if info.result is None:
         raise ArgumentError("the expression to reduce is empty")
     opnd = info.result
@@ -397,6 +411,7 @@ def program(text, values, outputs=None):
     around them, one blockwise layer per statement (which Dask fuses with its neighbours)."""
     params = _params_in(text, values)
     info = check_specs(text, _specs({n: values[n] for n in params}))  # every user error here, with the caret
+    _refuse_indexing(text)
     for n in info.assigned:
         if n in values and n in params and (_is_dask(values[n]) or isinstance(values[n], np.ndarray)):
             raise ArgumentError(f"'{n}' is assigned, but it is an input: Dask arrays are not written in place; "
