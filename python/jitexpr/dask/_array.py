@@ -257,8 +257,8 @@ def _select(tmp, k, o, full, out_ndim, inputs):
 
 def _agree(out, res, text):
     shape = tuple(out.shape)
-    if any(e != e for e in shape):
-        return
+    if any(e != e for e in shape) or any(e != e for e in res.shape):
+        return  # a length the data decides (a mask selection's): Dask's chunks say it once computed
     if shape != tuple(res.shape) or out.dtype != res.dtype:
         raise InternalError(f"the graph of {text!r} has shape {shape} and dtype {out.dtype}, but jitexpr's checker "
                             f"says {tuple(res.shape)} {res.dtype}")
@@ -389,8 +389,8 @@ def _unknown_dims(values, params, ndim):
 
 
 _ARG_OF_UNKNOWN = ("{kind} of a mask selection (or of another array whose length Dask does not know) is not "
-                   "supported: its index needs every block's length; compute the chunk sizes first "
-                   "(x.compute_chunk_sizes()) or use dask.array.{kind}")
+                   "supported: its index needs every block's length; select with Dask (s = x[m]), call "
+                   "s.compute_chunk_sizes() and pass s, or use dask.array.{kind}")
 
 
 def _known_extents_for_arg(kind, text, values, params, opnd, dims, where):
@@ -533,7 +533,7 @@ def _index(text, node, base, items):
             d += 1
         if any(base.shape[d] != base.shape[d] for d in dims):
             raise_at(text, where, "this index reads an axis whose length Dask does not know (a mask selection's, "
-                     "say); compute the chunk sizes first (x.compute_chunk_sizes())")
+                     "say); call compute_chunk_sizes() on that array first")
     try:
         return base[key]
     except (ValueError, IndexError, NotImplementedError, TypeError) as e:

@@ -39,7 +39,7 @@ FORMS_1D = [
     "a[a > 0]", "a[a > 0] * 2", "b[a > 0] - a[a > 0]", "(a * b)[a > 0]", "a[::-1][b > 0]", "a[1:][a[1:] > 0]",
     "sum(a[::-1] * a)", "sum(a[a > 0])", "mean(a[a > 0])", "max(a[2:])", "a - mean(a[1:])", "std(a[::2])",
     "sum(a)[None]", "a[3:] + sum(a[:3])", "prod(a[:4] + 1)", "argmax(a[::-1])", "min(b[a > 0])", "max(a[a > 0.5])",
-    "std(b[a > 0])", "a[::-1][a > 0] * b[a > 0]",
+    "std(b[a > 0])", "a[::-1][a > 0] * b[a > 0]", "a[a > mean(a)]", "sum(a[a > mean(a)] - mean(a))",
 ]
 
 
