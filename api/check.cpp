@@ -3,10 +3,12 @@
 #include <jit/check.hpp>
 
 #include "dsl/ir.hpp"
+#include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/syntax.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 namespace jit {
@@ -35,6 +37,78 @@ const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
     for (const ir::OpInfo& i : ir::op_table())
         if (i.kind == ir::OpKind::Reduction && !i.names.empty() && named(i, name)) return &i;
     return nullptr;
+}
+
+bool is_none(const syntax::Expr& x) { return x.kind == syntax::ExprKind::Name && x.text == "None"; }
+
+// An index part folded as lowering folds it (dsl/lower.cpp, index_constant), or none where it is
+// not a constant integer (a bool literal is 0 or 1).
+std::optional<std::int64_t> folded_index(const dsl::LiteralFolder& folder, const syntax::Expr& x) {
+    if (!folder.is_literal(x)) return std::nullopt;
+    const dsl::Folded f = folder.fold(x);
+    constexpr std::int64_t kBig = std::numeric_limits<std::int64_t>::max();
+    if (f.kind == dsl::Folded::Kind::Bool) return f.value.b ? 1 : 0;
+    if (f.kind != dsl::Folded::Kind::Int) return std::nullopt;
+    if (f.big) return f.digits[0] == '-' ? -kBig : kBig;
+    if (f.value.dtype == DType::UInt64) return kBig;
+    return f.value.i;
+}
+
+OutlineSubscript subscript_of(std::string_view text, const syntax::Expr& e, int statement,
+                              const dsl::LiteralFolder& folder) {
+    OutlineSubscript s;
+    s.statement = statement;
+    s.span = e.span;
+    s.base = e.operands.at(0)->span;
+    // From the bracket: only closing parentheses, blanks and comments come between the base and it.
+    std::size_t open = s.base.end;
+    while (open < e.span.end && text[open] != '[') {
+        if (text[open] == '#') {
+            while (open < e.span.end && text[open] != '\n') ++open;
+        } else {
+            ++open;
+        }
+    }
+    s.index = SourceSpan{open < e.span.end ? static_cast<std::uint32_t>(open) : s.base.end, e.span.end};
+    const auto part = [&](std::int32_t k) -> const syntax::Expr* {
+        return k < 0 ? nullptr : e.operands.at(static_cast<std::size_t>(k)).get();
+    };
+    for (const syntax::IndexItem& it : e.index) {
+        OutlineIndexItem o;
+        o.span = it.span;
+        if (it.kind == syntax::IndexItem::Kind::Ellipsis) {
+            o.kind = OutlineIndexItem::Kind::Ellipsis;
+        } else if (it.kind == syntax::IndexItem::Kind::Index) {
+            const syntax::Expr& x = *part(it.start);
+            const std::optional<std::int64_t> v = is_none(x) ? std::nullopt : folded_index(folder, x);
+            o.kind = is_none(x) ? OutlineIndexItem::Kind::NewAxis
+                     : v        ? OutlineIndexItem::Kind::Integer
+                                : OutlineIndexItem::Kind::Array;
+            o.value = v.value_or(0);
+        } else {
+            o.kind = OutlineIndexItem::Kind::Slice;
+            auto bound = [&](std::int32_t k, std::optional<std::int64_t>& out) {
+                const syntax::Expr* b = part(k);
+                if (!b || is_none(*b)) return;
+                out = folded_index(folder, *b);
+                if (!out) o.constant = false;
+            };
+            bound(it.start, o.start);
+            bound(it.stop, o.stop);
+            bound(it.step, o.step);
+        }
+        s.items.push_back(std::move(o));
+    }
+    return s;
+}
+
+void collect_subscripts(std::string_view text, const syntax::Expr& e, int statement, const dsl::LiteralFolder& folder,
+                        std::vector<OutlineSubscript>& out) {
+    if (e.kind == syntax::ExprKind::Subscript) out.push_back(subscript_of(text, e, statement, folder));
+    for (const auto& o : e.operands)
+        if (o) collect_subscripts(text, *o, statement, folder, out);
+    for (const auto& k : e.keywords)
+        if (k.value) collect_subscripts(text, *k.value, statement, folder, out);
 }
 
 void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>& out) {
@@ -115,6 +189,8 @@ CheckedProgram check(std::string_view text, const Specs& names) {
 
 Outline outline(std::string_view text) {
     const syntax::Module module = syntax::parse(text);
+    // Syntax alone: no binding shadows anything, and no named constant (pi, e) is an index.
+    const dsl::LiteralFolder folder(text, [](std::string_view) { return std::optional<double>{}; });
     Outline out;
     for (std::size_t s = 0; s < module.statements.size(); ++s) {
         const syntax::Statement& st = module.statements[s];
@@ -126,6 +202,7 @@ Outline outline(std::string_view text) {
         for (const syntax::Target& t : st.more_targets) o.more_targets.push_back(t.name);
         out.statements.push_back(std::move(o));
         if (st.value) collect(*st.value, static_cast<int>(s), out.reductions);
+        if (st.value) collect_subscripts(text, *st.value, static_cast<int>(s), folder, out.subscripts);
     }
     return out;
 }

@@ -344,13 +344,18 @@ public:
         return acc;
     }
 
-    // atom[...][...]: each subscript is one nesting level around what it indexes.
+    // atom[...][...]: each subscript is one nesting level around what it indexes. A subscript's
+    // span starts where the primary does, so that `(a * 2)[1:]` covers its parentheses (the
+    // atom's own span, a group's content, does not).
     ExprPtr convert(const x3ast::Primary& p, int depth) {
         const auto k = static_cast<int>(p.subscripts.size());
         if (depth + k > kMaxNesting) too_deep(span(p.subscripts[static_cast<std::size_t>(kMaxNesting - depth)].open));
         ExprPtr acc = convert(p.atom, depth + k);
-        for (std::size_t j = 0; j < p.subscripts.size(); ++j)
+        const std::uint32_t begin = std::min(span(p).begin, acc->span.begin);
+        for (std::size_t j = 0; j < p.subscripts.size(); ++j) {
             acc = subscript(std::move(acc), p.subscripts[j], depth + k - static_cast<int>(j));
+            acc->span.begin = begin;
+        }
         return acc;
     }
 

@@ -16,6 +16,7 @@
 #include <jit/dtype.hpp>
 #include <jit/error.hpp>
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
@@ -78,12 +79,37 @@ struct OutlineReduction {
     // the positional ones under their names (sum(x, 1) lists ("axis", span of 1)).
     std::vector<std::pair<std::string, SourceSpan>> keywords;
 };
+// One item between a subscript's brackets, its bounds folded as the checker folds them (Python's
+// arithmetic on literals; an integer past int64 clamped to +-(2^63 - 1), as out of every axis).
+struct OutlineIndexItem {
+    enum class Kind : std::uint8_t {
+        Integer,   // a constant integer: `value`
+        Slice,     // start:stop:step: each part folded, none where omitted (or None)
+        Ellipsis,  // ...
+        NewAxis,   // None
+        Array,     // any other expression (a boolean mask, or what the checker refuses as an index)
+    };
+    Kind kind = Kind::Integer;
+    SourceSpan span;
+    std::int64_t value = 0;
+    std::optional<std::int64_t> start, stop, step;
+    bool constant = true;  // Slice: false where a given part is not a constant integer
+};
+struct OutlineSubscript {
+    int statement = 0;  // index into Outline::statements
+    SourceSpan span;    // the whole subscript: a[1:, 0]
+    SourceSpan base;    // the indexed expression: a
+    SourceSpan index;   // the brackets and what is between them: [1:, 0]
+    std::vector<OutlineIndexItem> items;
+};
 struct Outline {
     std::vector<OutlineStatement> statements;
     std::vector<OutlineReduction> reductions;  // in text order; a reduction inside another's operand comes after it
+    std::vector<OutlineSubscript> subscripts;  // in text order; one inside another's base or index comes after it
 };
 
-// Parses `text` (ParseError with the caret) and lists its statements and reduction calls.
+// Parses `text` (ParseError with the caret) and lists its statements, reduction calls and
+// subscripts.
 Outline outline(std::string_view text);
 
 }  // namespace jit

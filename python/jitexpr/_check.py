@@ -132,6 +132,13 @@ def outline(text: str) -> dict:
 
         {"statements": [(target, span, target_span, value_span, more_targets)],
          "reductions": [(function, statement, span, operand_span, [(keyword, value_span)])]}
+
+    and ``"subscripts"``: ``[(statement, span, base_span, index_span, items)]`` (``a[1:, 0]``:
+    base ``a``, index ``[1:, 0]``), in text order, each item ``(kind, span, value, start, stop,
+    step, constant)``: kind ``"integer"`` (``value`` the folded integer), ``"slice"`` (``start``,
+    ``stop``, ``step`` folded, None where omitted; ``constant`` False where a part is not a
+    constant integer), ``"ellipsis"``, ``"newaxis"`` (None) or ``"array"`` (another expression:
+    a boolean mask, or what the checker refuses as an index).
     """
     raw = _core.outline(text)
     # The extension speaks in UTF-8 byte offsets; Python strings index by code point.
@@ -144,4 +151,18 @@ def outline(text: str) -> dict:
         "statements": [(t, conv(sp), conv(tsp), conv(vsp), list(more)) for t, sp, tsp, vsp, more in raw["statements"]],
         "reductions": [(f, int(st), conv(sp), conv(osp), [(k, conv(ks)) for k, ks in kw])
                        for f, st, sp, osp, kw in raw["reductions"]],
+        "subscripts": [(int(st), conv(sp), conv(bsp), conv(isp),
+                        [(k, conv(ks), v, a, b, c, bool(const)) for k, ks, v, a, b, c, const in items])
+                       for st, sp, bsp, isp, items in raw["subscripts"]],
     }
+
+
+def raise_at(text: str, span, message: str, kind: str = "value"):
+    """Raises the jitexpr error of ``kind`` (``"value"``, ``"shape"``, ``"type"``, ``"index"``)
+    with ``message`` and the caret under ``span`` (code points, as :func:`outline` gives) of
+    ``text``, exactly as the library's own errors have it."""
+    b, e = span
+    if not text.isascii():
+        b, e = len(text[:b].encode("utf-8")), len(text[:e].encode("utf-8"))
+    _core._source_error(kind, message, text, b, e)
+    raise AssertionError("unreachable: _source_error raises")  # pragma: no cover

@@ -2676,10 +2676,37 @@ nb::dict outline_program(const std::string& text) {
         for (const auto& [k, sp] : r.keywords) kw.append(nb::make_tuple(nb::str(k.c_str()), span(sp)));
         reductions.append(nb::make_tuple(nb::str(r.function.c_str()), r.statement, span(r.span), span(r.operand), kw));
     }
+    nb::list subscripts;  // (statement, span, base span, index span,
+                          //  [(kind, span, value, start, stop, step, constant)])
+    for (const auto& sub : o.subscripts) {
+        static constexpr const char* kKinds[] = {"integer", "slice", "ellipsis", "newaxis", "array"};
+        auto part = [](const std::optional<std::int64_t>& v) { return v ? nb::object(nb::int_(*v)) : nb::none(); };
+        nb::list items;
+        for (const auto& it : sub.items) {
+            const bool integer = it.kind == jit::OutlineIndexItem::Kind::Integer;
+            items.append(nb::make_tuple(nb::str(kKinds[static_cast<int>(it.kind)]), span(it.span),
+                                        integer ? nb::object(nb::int_(it.value)) : nb::none(), part(it.start),
+                                        part(it.stop), part(it.step), it.constant));
+        }
+        subscripts.append(nb::make_tuple(sub.statement, span(sub.span), span(sub.base), span(sub.index), items));
+    }
     nb::dict d;
     d["statements"] = statements;
     d["reductions"] = reductions;
+    d["subscripts"] = subscripts;
     return d;
+}
+
+// Raises the jitexpr error of `kind` ("value", "shape", "type", "index") for a cause that Python
+// found in the text (jitexpr.dask: what it cannot put in a graph), with the caret as the
+// library's own errors have it. Byte offsets.
+void raise_source_error(const std::string& kind, const std::string& message, const std::string& text, std::size_t begin,
+                        std::size_t end) {
+    const jit::SourceSpan span{static_cast<std::uint32_t>(begin), static_cast<std::uint32_t>(end)};
+    if (kind == "shape") throw jit::ShapeError(message, text, span);
+    if (kind == "type") throw jit::TypeError(message, text, span);
+    if (kind == "index") throw jit::IndexError(message, text, span);
+    throw jit::ValueError(message, text, span);
 }
 
 }  // namespace jitexpr_py
@@ -2859,6 +2886,7 @@ NB_MODULE(_jitexpr, m) {
     });
     m.def("check", &check_program, "text"_a, "specs"_a);
     m.def("outline", &outline_program, "text"_a);
+    m.def("_source_error", &raise_source_error, "kind"_a, "message"_a, "text"_a, "begin"_a, "end"_a);
     m.def("cuda_info", &cuda_info, "load_compilers"_a = false);
     m.def("default_runtime", [](const std::string& backend) { return default_runtime(parse_backend(backend)); });
     m.def("set_cpu_threads", [](int n) {

@@ -91,4 +91,46 @@ TEST(Outline, TwoArgumentMinIsElementwiseNotAReduction) {
     EXPECT_EQ(jit::outline("min(a, b) + amax(a)").reductions[0].function, "max");
 }
 
+TEST(Outline, SubscriptsWithTheirFoldedItems) {
+    const std::string text = "t = a[2*3:-1:2, 0, ..., None]\nu = (t * 2)[::-1][a > 0]";
+    const jit::Outline o = jit::outline(text);
+    auto slice = [&](jit::SourceSpan s) { return text.substr(s.begin, s.end - s.begin); };
+    ASSERT_EQ(o.subscripts.size(), 3u);
+    const jit::OutlineSubscript& s0 = o.subscripts[0];
+    EXPECT_EQ(s0.statement, 0);
+    EXPECT_EQ(slice(s0.base), "a");
+    EXPECT_EQ(slice(s0.index), "[2*3:-1:2, 0, ..., None]");
+    ASSERT_EQ(s0.items.size(), 4u);
+    using K = jit::OutlineIndexItem::Kind;
+    EXPECT_EQ(s0.items[0].kind, K::Slice);
+    EXPECT_EQ(s0.items[0].start, 6);
+    EXPECT_EQ(s0.items[0].stop, -1);
+    EXPECT_EQ(s0.items[0].step, 2);
+    EXPECT_EQ(s0.items[1].kind, K::Integer);
+    EXPECT_EQ(s0.items[1].value, 0);
+    EXPECT_EQ(s0.items[2].kind, K::Ellipsis);
+    EXPECT_EQ(s0.items[3].kind, K::NewAxis);
+    // The outer subscript first, then the one in its base; a subscript of a parenthesized
+    // expression covers the parentheses (its base, a group's content, does not).
+    EXPECT_EQ(slice(o.statements[1].value_span), "(t * 2)[::-1][a > 0]");
+    EXPECT_EQ(slice(o.subscripts[1].span), "(t * 2)[::-1][a > 0]");
+    EXPECT_EQ(slice(o.subscripts[1].base), "(t * 2)[::-1]");
+    EXPECT_EQ(slice(o.subscripts[1].index), "[a > 0]");
+    EXPECT_EQ(o.subscripts[1].items[0].kind, K::Array);
+    EXPECT_EQ(slice(o.subscripts[1].items[0].span), "a > 0");
+    EXPECT_EQ(slice(o.subscripts[2].span), "(t * 2)[::-1]");
+    EXPECT_EQ(slice(o.subscripts[2].base), "t * 2");
+    EXPECT_EQ(slice(o.subscripts[2].index), "[::-1]");
+    EXPECT_FALSE(o.subscripts[2].items[0].start);
+    EXPECT_FALSE(o.subscripts[2].items[0].stop);
+    EXPECT_EQ(o.subscripts[2].items[0].step, -1);
+    EXPECT_TRUE(o.subscripts[2].items[0].constant);
+}
+
+TEST(Outline, ASliceBoundReadFromANameIsNotConstant) {
+    const jit::Outline o = jit::outline("a[k:]");
+    ASSERT_EQ(o.subscripts.size(), 1u);
+    EXPECT_FALSE(o.subscripts[0].items[0].constant);
+}
+
 }  // namespace

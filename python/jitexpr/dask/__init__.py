@@ -41,9 +41,10 @@ def evaluate(ex, /, local_dict=None, *, _frame_depth=1, **names):
 
     Names are bound as in :func:`jitexpr.evaluate`: keywords, then ``local_dict``, then the
     caller's frame. Arrays of different shapes and chunks broadcast as in ``da.blockwise``
-    (NumPy's rules; chunks unified as Dask does). A program without reductions is one blockwise
-    layer; reductions (``sum(a*b)``, ``a - mean(a, axis=0)``) go through
-    ``dask.array.reduction`` with jitexpr chunk and combine kernels.
+    (NumPy's rules; chunks unified as Dask does). A program without reductions or indices is one
+    blockwise layer; reductions (``sum(a*b)``, ``a - mean(a, axis=0)``) go through
+    ``dask.array.reduction`` with jitexpr chunk and combine kernels, indices (``a[::-1]``,
+    ``m[:, 0]``, ``a[a > 0]``) through Dask's own slicing and boolean indexing of the whole array.
     """
     text, signature = _text_of(ex)
     values = _values(text, names, local_dict, _frame_depth)
@@ -82,11 +83,11 @@ def reduce(kind, ex, /, local_dict=None, *, axis=None, keepdims=False, ddof=0, s
         from .._errors import ArgumentError
         raise ArgumentError(f"{kind}() of a scan (cumsum, ...): jitexpr.dask evaluates one block at a time, and a "
                             f"scan runs across blocks; scan with dask.array.cumsum instead")
-    if info.reduces:
-        # The operand has reductions of its own (std("a - mean(a)")): those first.
+    if _array.row_split(text, info) == "staged":
+        # The operand reads across blocks (std("a - mean(a)"), sum("a[::-1] * a")): that first.
         staged = _array.program(text, values)
         return _array.reduce(kind, "jx_x_", {"jx_x_": staged}, axis=axis, keepdims=keepdims, ddof=ddof,
-                             split_every=split_every)
+                             split_every=split_every, where=(text, (0, len(text))))
     if len(info.assigned) or (info.result is not None and info.result.name):
         from .._errors import ArgumentError
         raise ArgumentError(f"{kind}() takes an expression, not a program with assignments")

@@ -16,7 +16,7 @@ import numbers
 import numpy as np
 
 from .. import _api
-from .._check import check_specs, outline, spec_of
+from .._check import check_specs, outline, raise_at, spec_of
 from .._errors import ArgumentError
 from .._errors import TypeError as JxTypeError
 
@@ -186,6 +186,9 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
     for f, st, (b, e), _, _ in ol["reductions"]:
         raise ArgumentError(f"eval_frame is row by row: '{program[b:e]}' reduces over rows; reduce the "
                             f"result with Dask (.sum(), .mean(), ...) or use jitexpr.dask.{f} on arrays")
+    for _, _, _, index, _ in ol["subscripts"][:1]:
+        raise_at(program, index, "eval_frame is row by row, and an index reads across rows and partitions; "
+                 "select rows with Dask (df[mask], df.loc[...]) instead")
     params, consts = _api._names_of(program)
     outside_names = [n for n in list(params) + list(consts) if n not in columns]
     bound = _api._bind(program, names, local_dict, _frame_depth + 1) if outside_names else {}

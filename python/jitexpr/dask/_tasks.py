@@ -203,6 +203,8 @@ class Chunk:
         # broadcast of the inputs', padded to the operand's dimensions.
         shape = _block_shape(values, self.ndim)
         axes, kind, x = self.axes, self.kind, f"({self.text})"
+        if axes and _count(shape, axes) == 0 and kind in ("min", "max", "argmin", "argmax", "var", "std"):
+            return _empty_partials(self, shape, env, values)
         if kind in ("sum", "prod", "min", "max", "any", "all"):
             v = _api.evaluate(reduce_text(kind, x, axes, self.ndim), env)
             return {"v": _keep(v, shape, axes)}
@@ -235,6 +237,24 @@ class Chunk:
             i = _api.evaluate(reduce_text("min", f"where({hit}, {self.index[0]}, {NO_INDEX})", axes, self.ndim), env)
             return {"v": v, "i": _keep(i, shape, axes)}
         raise ValueError(f"unknown reduction {kind!r}")
+
+
+def _empty_partials(chunk, shape, env, values):
+    """The partials of a block with no element along the reduced axes (a block of a mask
+    selection that selected nothing, say), which must not count: for the extrema, empty partials
+    (the combine step's concatenation drops them, as Dask's own chunk_min does; if every block is
+    empty the combine step raises NumPy's error for an empty array), for var/std a count of 0."""
+    xp = next((_xp(b) for b in values if _is_cupy(b)), np)
+    axes, nd = chunk.axes, chunk.ndim
+    if chunk.kind in ("var", "std"):
+        kept = kept_shape(shape, axes)
+        return {"n": xp.zeros((1,) * nd, dtype=np.float64), "m": xp.zeros(kept, dtype=chunk.acc),
+                "m2": xp.zeros(kept, dtype=_real_dtype(chunk.acc))}
+    none = tuple(0 if d in axes else e for d, e in enumerate(shape))
+    dtype = _api.evaluate(f"({chunk.text})", env).dtype  # the operand's, over this empty block
+    if chunk.kind in ("min", "max"):
+        return {"v": xp.empty(none, dtype=dtype)}
+    return {"v": xp.empty(none, dtype=dtype), "i": xp.empty(none, dtype=np.int64)}
 
 
 def _concat(nested, axes, field):

@@ -143,3 +143,17 @@ def test_cupy_chunks_broadcast_and_integer_programs_give_cupys_results():
     r = x.compute(scheduler="sync")
     assert isinstance(r, cupy.ndarray)
     cupy.testing.assert_array_equal(r, a * 3 - b)
+
+
+def test_slices_and_selections_of_cupy_chunks_equal_cupy():
+    # In this process (the synchronous scheduler): Dask's slicing and boolean indexing of CuPy
+    # chunks, then jitexpr's kernels on the GPU; a block that selects nothing does not count.
+    x = cupy.arange(10.0)
+    a = da.from_array(x, chunks=5, asarray=False)
+    run = lambda t: jxd.evaluate(t, a=a).compute(scheduler="synchronous")  # noqa: E731
+    rev = run("a[::-1] * a")
+    assert isinstance(rev, cupy.ndarray)
+    cupy.testing.assert_array_equal(rev, x[::-1] * x)
+    cupy.testing.assert_array_equal(run("a[a > 6] * 2"), x[x > 6] * 2)
+    assert float(run("min(a[a > 6])")) == 7.0
+    np.testing.assert_allclose(float(run("std(a[a > 6])")), float(cupy.std(x[x > 6])), rtol=1e-12)
