@@ -384,7 +384,9 @@ class LongWork(Base):
         os.mkfifo(fifo)
         p = self.start(["--load", "go=" + fifo] + args)
         fd = None
+        deadline = time.monotonic() + 120  # only for a CLI stuck before its loads
         while fd is None:
+            self.assertLess(time.monotonic(), deadline, "the CLI never opened the FIFO")
             try:
                 fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO until the CLI reads
             except OSError as e:
