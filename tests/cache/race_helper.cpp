@@ -1,24 +1,27 @@
 // One of several processes filling the same disk cache at once (started by test_race.cpp).
-// Usage: cache_race_helper DIR ID ROUNDS START_NS MAX_BYTES. Exits 0 when every read returned
-// the right bytes and nothing was corrupt or failed to write; otherwise prints why and exits 1.
+// Usage: cache_race_helper DIR ID ROUNDS START_FD MAX_BYTES: starts once START_FD (the read end
+// of a pipe) reaches its end, that is once the test has started every helper and closed the
+// write end. Exits 0 when every read returned the right bytes and nothing was corrupt or failed
+// to write; otherwise prints why and exits 1.
 #include "race_common.hpp"
 
-#include <chrono>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
+#include <cstring>
 #include <string>
-#include <thread>
+
+#include <unistd.h>
 
 int main(int argc, char** argv) {
     if (argc != 6) {
-        std::fprintf(stderr, "usage: %s DIR ID ROUNDS START_NS MAX_BYTES\n", argv[0]);
+        std::fprintf(stderr, "usage: %s DIR ID ROUNDS START_FD MAX_BYTES\n", argv[0]);
         return 2;
     }
     const std::string dir = argv[1];
     const int id = std::atoi(argv[2]);
     const int rounds = std::atoi(argv[3]);
-    const long long start_ns = std::atoll(argv[4]);
+    const int start_fd = std::atoi(argv[4]);
 
     jit::cache::DiskCacheOptions options;
     options.dir = dir;
@@ -26,13 +29,17 @@ int main(int argc, char** argv) {
     options.max_bytes = std::strtoull(argv[5], nullptr, 10);
     options.on_warning = [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); };
 
-    // Start together, so the processes really overlap (directory creation included).
-    for (;;) {
-        timespec ts{};
-        clock_gettime(CLOCK_REALTIME, &ts);
-        if (ts.tv_sec * 1000000000LL + ts.tv_nsec >= start_ns) break;
-        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // Start together, so the processes really overlap (directory creation included): when the
+    // last helper has started, however long a loaded machine took to start them all.
+    for (char c = 0;;) {
+        const ssize_t r = ::read(start_fd, &c, 1);
+        if (r == 0) break;
+        if (r < 0 && errno != EINTR) {
+            std::fprintf(stderr, "process %d: cannot read the start pipe: %s\n", id, std::strerror(errno));
+            return 2;
+        }
     }
+    ::close(start_fd);
 
     try {
         jit::cache::DiskCache cache(options);

@@ -52,7 +52,9 @@ std::uint64_t u64_at(const std::string& b, std::size_t at, int bytes) {
 }
 
 // Runs `body` in a child process that is killed if it takes longer than `seconds` (a hang is a
-// failure, not a stuck test run). The child exits 0 when every check in it held.
+// failure, not a stuck test run). The child exits 0 when every check in it held. The callers'
+// bodies take milliseconds; their 60 s are for a loaded machine under a sanitizer, and a FIFO
+// that blocks blocks for ever.
 ::testing::AssertionResult finishes_within(int seconds, const std::function<bool()>& body) {
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -220,7 +222,7 @@ TEST_F(CacheSafety, FifoInPlaceOfAnEntryNeverBlocks) {
     ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
     const std::string shard_fifo = tmp / "cache/v3/fifo-shard";  // and one beside the key folders
     ASSERT_EQ(::mkfifo(shard_fifo.c_str(), 0600), 0);
-    EXPECT_TRUE(finishes_within(10, [&] {
+    EXPECT_TRUE(finishes_within(60, [&] {
         DiskCache cache(options());
         bool ok = !cache.get(key).has_value();
         ok &= !cache.put(key, image);
@@ -240,7 +242,7 @@ TEST_F(CacheSafety, FifoAsTheEvictionLockNeverBlocks) {
     fs::create_directories(tmp / "cache/v3");
     fs::permissions(tmp / "cache/v3", fs::perms::owner_all, fs::perm_options::replace);
     ASSERT_EQ(::mkfifo((tmp / "cache/v3/evict.lock").c_str(), 0600), 0);
-    EXPECT_TRUE(finishes_within(10, [&] {
+    EXPECT_TRUE(finishes_within(60, [&] {
         DiskCache cache(options());
         return cache.put(key, image) && cache.get(key) == image;
     }));

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstring>
 #include <filesystem>
@@ -46,8 +47,10 @@ void write_file(const std::string& path, const std::string& bytes) {
     out << bytes;
 }
 
-// Runs `body` in a child process; returns its exit status, or 128 + the signal that ended it.
-int in_child(const std::function<int()>& body, int seconds = 20) {
+// Runs `body` in a child process; returns its exit status, or 128 + the signal that ended it
+// (SIGALRM, 142, after `seconds`: the bodies take milliseconds, the bound is for a hang, wide
+// enough for a loaded machine under a sanitizer).
+int in_child(const std::function<int()>& body, int seconds = 120) {
     const pid_t pid = ::fork();
     if (pid == 0) {
         ::alarm(static_cast<unsigned>(seconds));
@@ -82,11 +85,16 @@ TEST(FileSignals, WritePastTheFileSizeLimitFailsWithEfbigAndTheProcessLives) {
         if (std::signal(SIGXFSZ, SIG_DFL) != SIG_DFL) return 3;
         rlimit small{4096, 4096};
         if (::setrlimit(RLIMIT_FSIZE, &small) != 0) return 4;
-        // Another thread that does not hold the signal back: it must not receive it either.
-        std::thread idle([] { ::usleep(200000); });
+        // Another thread that does not hold the signal back: it must not receive it either. It
+        // lives until the write has ended (a fixed sleep could end first on a loaded machine).
+        std::atomic<bool> written{false};
+        std::thread idle([&written] {
+            while (!written.load()) ::usleep(1000);
+        });
         const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT, 0600);
         const std::string data(64 * 1024, 'x');
         const int err = files::write_all(fd, data.data(), data.size());
+        written = true;
         idle.join();
         sigset_t pending;
         ::sigpending(&pending);

@@ -25,10 +25,12 @@ using Value = std::shared_ptr<const std::string>;
 
 Value make(std::string s) { return std::make_shared<const std::string>(std::move(s)); }
 
-// Polls `done` for up to 5 s.
+// Polls `done` for up to 60 s: the states waited for come within milliseconds, and the bound is
+// only for one that never comes (16 threads starting on a loaded 2-core machine under a
+// sanitizer took more than the 5 s this once allowed).
 template <class F>
 bool eventually(F done) {
-    for (auto deadline = std::chrono::steady_clock::now() + 5s; std::chrono::steady_clock::now() < deadline;) {
+    for (auto deadline = std::chrono::steady_clock::now() + 60s; std::chrono::steady_clock::now() < deadline;) {
         if (done()) return true;
         std::this_thread::sleep_for(1ms);
     }
@@ -209,8 +211,9 @@ TEST(MemoryCache, DistinctKeysCreateInParallel) {
                 std::unique_lock lock(m);
                 ++running;
                 cv.notify_all();
-                // Serialised factories would never see all four running at once.
-                if (cv.wait_for(lock, 5s, [&] { return running == kThreads; })) ++saw_all;
+                // Serialised factories would never see all four running at once. (Four threads
+                // start within milliseconds; 30 s is for a loaded machine under a sanitizer.)
+                if (cv.wait_for(lock, 30s, [&] { return running == kThreads; })) ++saw_all;
                 return t;
             });
         });

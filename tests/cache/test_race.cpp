@@ -4,10 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
-#include <ctime>
 #include <string>
 #include <vector>
 
@@ -21,22 +22,31 @@ TEST(DiskCacheRace, EightProcessesOnAnEmptyDirectory) {
     // Small enough that the processes also evict under each other (entries are 1..4 KiB).
     const std::string max_bytes = std::to_string(96 * 1024);
 
-    timespec ts{};
-    clock_gettime(CLOCK_REALTIME, &ts);
-    const long long start_ns = ts.tv_sec * 1000000000LL + ts.tv_nsec + 300000000LL;  // in 0.3 s
+    // The helpers start together once the last one is running: they wait for the end of this
+    // pipe, which comes when its write end (kept from them: close-on-exec) is closed below.
+    int start[2];
+    ASSERT_EQ(::pipe(start), 0);
+    ASSERT_EQ(::fcntl(start[1], F_SETFD, FD_CLOEXEC), 0);
 
     std::vector<pid_t> pids;
     for (int i = 0; i < kProcesses; ++i) {
         std::vector<std::string> args = {CACHE_RACE_HELPER,        dir,      std::to_string(i), std::to_string(kRounds),
-                                         std::to_string(start_ns), max_bytes};
+                                         std::to_string(start[0]), max_bytes};
         std::vector<char*> argv;
         for (auto& a : args) argv.push_back(a.data());
         argv.push_back(nullptr);
         pid_t pid = 0;
-        ASSERT_EQ(posix_spawn(&pid, CACHE_RACE_HELPER, nullptr, nullptr, argv.data(), environ), 0)
-            << "cannot start " << CACHE_RACE_HELPER;
+        const int spawned = posix_spawn(&pid, CACHE_RACE_HELPER, nullptr, nullptr, argv.data(), environ);
+        if (spawned != 0) {
+            ::close(start[1]);  // the helpers already started begin (and end) rather than wait for ever
+            ::close(start[0]);
+            for (pid_t p : pids) ::waitpid(p, nullptr, 0);
+            FAIL() << "cannot start " << CACHE_RACE_HELPER;
+        }
         pids.push_back(pid);
     }
+    ::close(start[1]);  // go
+    ::close(start[0]);
     for (int i = 0; i < kProcesses; ++i) {
         int status = 0;
         ASSERT_EQ(waitpid(pids[i], &status, 0), pids[i]);

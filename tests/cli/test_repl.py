@@ -221,29 +221,32 @@ class LongWork(ReplBase):
     """Ctrl-C during a statement, progress, history of statements of several lines, the banner
     (issue 23)."""
 
-    # A reduction over 10^10 broadcast elements: many seconds unless stopped.
+    # A reduction over 8 * 10^10 broadcast elements: a minute and more unless stopped (10^10
+    # additions took under 1.8 s on 16 cores; a sine as well takes several times that).
     def endless_inputs(self, c):
-        self.line(c, "a = zeros(10000, 1)", "")
+        self.line(c, "a = zeros(80000, 1)", "")
         self.line(c, "b = zeros(1000000)", "")
 
-    def test_ctrl_c_stops_a_long_statement_within_a_second_and_keeps_the_old_value(self):
+    def test_ctrl_c_stops_a_long_statement_at_the_next_safe_point_and_keeps_the_old_value(self):
         c = self.spawn()
         self.endless_inputs(c)
         self.line(c, "s = full((), 1.5)", "")
-        c.send("s = sum(a + b)\r")
-        c.expect_exact("running:", timeout=30)  # the progress line: the reduction runs
+        c.send("s = sum(sin(a + b))\r")
+        c.expect_exact("running:", timeout=60)  # the progress line: the reduction runs
         t0 = time.monotonic()
         c.sendintr()
         c.expect_exact("interrupted")
         c.expect_exact(PROMPT)
-        self.assertLess(time.monotonic() - t0, 1.0)
+        # The stop comes within milliseconds; 10 s is for a loaded machine under a sanitizer, and
+        # still far less than the statement takes unless stopped.
+        self.assertLess(time.monotonic() - t0, 10.0)
         self.line(c, "s", "array(1.5, dtype=float64)")
 
     def test_ctrl_c_binds_no_new_name(self):
         c = self.spawn()
         self.endless_inputs(c)
         c.send("fresh = sum(a + b)\r")
-        c.expect_exact("running:", timeout=30)
+        c.expect_exact("running:", timeout=60)
         c.sendintr()
         c.expect_exact(PROMPT)
         self.line(c, "fresh", "unknown name 'fresh'")
@@ -252,7 +255,7 @@ class LongWork(ReplBase):
         c = self.spawn()
         self.endless_inputs(c)
         c.send("s = sum(a + b)\r")
-        c.expect_exact("running:", timeout=30)
+        c.expect_exact("running:", timeout=60)
         c.expect(r"elements/s")
         c.sendintr()
         c.expect_exact("\r\x1b[K")  # the line erased

@@ -1,6 +1,6 @@
-"""Ctrl-C during a long CPU evaluation: KeyboardInterrupt within 100 ms (the test allows 1 s on
-a loaded machine; bench/python_compare.py measures the latency), and out= untouched or fully
-written, never half."""
+"""Ctrl-C during a long CPU evaluation: KeyboardInterrupt within 100 ms (the tests allow a
+second or a third of the call, whichever is more, on a loaded machine; bench/python_compare.py
+measures the latency), and out= untouched or fully written, never half."""
 import os
 import signal
 import threading
@@ -56,7 +56,11 @@ def test_keyboard_interrupt_stops_a_long_evaluation():
         jx.evaluate(TEXT, a=a)
     latency = time.perf_counter() - sent["at"]
     t.join()
-    assert latency < 1.0, f"KeyboardInterrupt {latency * 1000:.0f} ms after the signal"
+    # A call that ignored the signal would raise at its end, 0.9 of `whole` after it: a third of
+    # the call (measured on this machine, now: a loaded one's calls are longer) tells the two
+    # apart without failing a stop that a busy moment delayed.
+    bound = max(1.0, whole / 3)
+    assert latency < bound, f"KeyboardInterrupt {latency * 1000:.0f} ms after the signal (call ~{whole:.2f} s)"
     # The runtime is usable afterwards.
     np.testing.assert_allclose(jx.evaluate("x * 2", x=np.ones(3)), 2.0)
 
@@ -65,18 +69,20 @@ def test_out_is_untouched_or_fully_written_when_interrupted():
     a = long_input()
     out = np.full(N, -1.0)
     sent, t = interrupt_after(0.3)
+    interrupted = False
     try:
         jx.evaluate(TEXT, a=a, out=out)
-        interrupted = False
     except KeyboardInterrupt:
         interrupted = True
-    t.join()
     if not interrupted:
-        # The signal came after the call: swallow the late KeyboardInterrupt.
+        # The signal comes after the call (a fast machine): it is raised once the sender has sent
+        # it, in the join or the sleep below; swallow it.
         try:
+            t.join()
             time.sleep(0.05)
         except KeyboardInterrupt:
             pass
+    t.join()
     untouched = bool(np.all(out == -1.0))
     written = not untouched and bool(np.allclose(out[:: N // 1024], jx.evaluate(TEXT, a=a[:: N // 1024])))
     assert untouched or written, "out= was left half written"
@@ -88,13 +94,16 @@ def test_a_ctrl_c_during_a_loop_of_short_calls_is_never_lost():
     # The window is narrow (the end of one call in tens), so the signal is sent at twenty offsets
     # across a call's length; before the fix about one trial in thirty hit it (a SystemError,
     # "returned a result with an exception set", or no KeyboardInterrupt at all).
+    # A lost signal shows as no KeyboardInterrupt before the deadline, a late one as a latency of
+    # several calls; the bounds are for a loaded machine (calls take milliseconds, the loop ends at
+    # the KeyboardInterrupt).
     x = np.random.default_rng(1).random(1 << 20)
     for trial in range(20):
         sent, t = interrupt_after(0.03 + 0.0023 * trial)
-        deadline = time.perf_counter() + 5
+        deadline = time.perf_counter() + 60
         with pytest.raises(KeyboardInterrupt):
             while time.perf_counter() < deadline:
                 jx.evaluate(TEXT, a=x)
         latency = time.perf_counter() - sent["at"]
         t.join()
-        assert latency < 1.0, f"trial {trial}: KeyboardInterrupt {latency * 1000:.0f} ms after the signal"
+        assert latency < 3.0, f"trial {trial}: KeyboardInterrupt {latency * 1000:.0f} ms after the signal"
