@@ -7,17 +7,20 @@
 #   scripts/gpu-sanitize.sh [BUILD_DIR [PART...]]       (default build-gpu, every part; needs a GPU)
 #
 # Parts, in the order they are run:
-#   race      racecheck and synccheck over the reduction, tile and graph cases
+#   race      racecheck and synccheck over the reductions, tiles, graphs, scans, mask selections
+#             and order statistics (racecheck of those: part slow); initcheck over the reductions
 #   memcheck  memcheck over every test of every gpu-labelled binary of BUILD_DIR (from ctest, so a
 #             new GPU suite is covered without editing this), one process per test, except the
 #             two below that have parts of their own
+#   slow      the runs of minutes, each with its own limit (SLOW_LIMIT, default 480 s): racecheck
+#             over the order statistics, memcheck over the full-disk death test
 #   faults    memcheck over test_gpu_faults, one test per run
 #   diff      memcheck over DIFF_SHARDS sixteenths of the NumPy differential cases (default 2)
 #   python    memcheck over the Python package's GPU tests (tests/python/test_gpu.py), when the
 #             venv of scripts/test-python.sh is there (VENV_DIR, default build-venv)
 #   long      the cases left out of the parts above for time: the 2^28-element cases and the
 #             100,000-term sum (RUN_LIMIT 500 each is advised); not in the default set
-#   all       race memcheck faults diff python
+#   all       slow race memcheck faults diff python
 #
 # Settings (environment):
 #   JOBS       runs at once (default 1; the GPU machine's 16 cores and one GPU take 6 well)
@@ -40,7 +43,7 @@ set -u
 build=${1:-build-gpu}
 shift || true
 parts=${*:-all}
-[ "$parts" = all ] && parts="race memcheck faults diff python"
+[ "$parts" = all ] && parts="slow race memcheck faults diff python"
 root=$(cd "$(dirname "$0")/.." && pwd)
 cs=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 limit=${RUN_LIMIT:-200}
@@ -107,8 +110,6 @@ for part in $parts; do
         gtest "$tool" tests/api/test_scans_gpu '*'
         gtest "$tool" tests/api/test_mask_gpu '*'
       done
-      # racecheck over the order statistics' sorts takes minutes: a run of its own, started first.
-      RUN_MIN=${QUANTILE_RACE_LIMIT:-480} gtest racecheck tests/api/test_quantile_gpu '*'
       gtest synccheck tests/api/test_quantile_gpu '*'
       gtest initcheck tests/codegen/test_cuda_exec '*Sum*:*Max*:*Mean*'
       gtest initcheck tests/api/test_reductions_gpu '*'
@@ -128,8 +129,12 @@ for part in $parts; do
       # child, which compute-sanitizer follows: two processes under memcheck, each starting the
       # driver and compiling, took 240 s on the H200, so it is a run of its own with a limit of
       # at least FULL_DISK_LIMIT seconds (default 500).
-      each_test memcheck tests/hardening/test_gpu_faults "$exclude:CudaFullDisk.*"
-      RUN_MIN=${FULL_DISK_LIMIT:-500} gtest memcheck tests/hardening/test_gpu_faults 'CudaFullDisk.*' ;;
+      each_test memcheck tests/hardening/test_gpu_faults "$exclude:CudaFullDisk.*" ;;
+    slow)
+      # Runs of minutes, each with a limit of its own and started first: racecheck over the order
+      # statistics' sorts (over 240 s on the H200), and the full-disk death test under memcheck.
+      RUN_MIN=${SLOW_LIMIT:-480} gtest racecheck tests/api/test_quantile_gpu '*'
+      RUN_MIN=${SLOW_LIMIT:-480} gtest memcheck tests/hardening/test_gpu_faults 'CudaFullDisk.*' ;;
     diff)
       for ((k = 0; k < ${DIFF_SHARDS:-2}; k++)); do
         if [ -x "$build/tests/diff/test_diff_cuda" ]; then
@@ -151,7 +156,7 @@ for part in $parts; do
     long)
       gtest memcheck tests/hardening/test_gpu_faults 'CudaSplit.HundredThousandTermSumEqualsCpu' 'CudaFault.*'
       gtest memcheck tests/api/test_pipeline_gpu '*TwoToThe28*' 'CudaFault.*' ;;
-    *) echo "gpu-sanitize: unknown part '$part' (race memcheck faults diff python long all)" >&2; exit 2 ;;
+    *) echo "gpu-sanitize: unknown part '$part' (slow race memcheck faults diff python long all)" >&2; exit 2 ;;
   esac
 done
 
