@@ -104,8 +104,9 @@ def main(argv=None) -> int:
         which = f"{numexpr.__name__} {numexpr.__version__}"
         collector = Collector()
         pargs = [os.path.join(tests_dir, "test_numexpr.py"), "-p", "no:cacheprovider", "--rootdir", tmp,
-                 "-c", os.devnull, "-q" if args.v else "-qq", "--no-header", "-rN", "-W", "ignore"]
-        pargs.append("--tb=short" if args.v else "--tb=no")
+                 "-c", os.devnull, "-W", "ignore"]
+        # pytest's own report with -v; otherwise only this script's (no terminal reporter).
+        pargs += ["-q", "--no-header", "-rN", "--tb=short"] if args.v else ["-p", "no:terminal"]
         if args.k:
             pargs += ["-k", args.k]
         t0 = time.perf_counter()

@@ -494,8 +494,7 @@ class NumExprObject:
                 arr = arr.astype(want)
             local[name] = arr
         from . import evaluate
-        result = evaluate(self._text, local, {}, out=out, order=order, casting="unsafe" if out is None else casting,
-                          disable_cache=True)
+        result = evaluate(self._text, local, {}, out=out, order=order, casting=casting, disable_cache=True)
         want = _KIND_DTYPE.get(self._kind)
         if out is None and want is not None and np.asarray(result).dtype != want:
             result = np.asarray(result).astype(want)
