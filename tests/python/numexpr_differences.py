@@ -69,3 +69,18 @@ def difference_for(text, da, db):
         if d.applies(text, da, db):
             return d
     return None
+
+
+# The other way round: where the drop-in gives numexpr's answer and not NumPy's (jitexpr.evaluate
+# gives NumPy's), because numexpr's own test suite asserts it. test_numexpr_diff.py checks each:
+# the drop-in agrees with numexpr, jitexpr.evaluate does not.
+NUMEXPR_NOT_NUMPY = [
+    ("an integer of constants alone is int32", "2", {}),
+    ("uint32 computes as int64", "a", {"a": np.uint32(42)}),
+    ("~ of a literal bool is Python's (-2)", "~True", {}),
+    ("unary + of a bool is the bool", "+a", {"a": np.array([True, False])}),
+    ("an operation the dtype lacks is a NotImplementedError", "~a", {"a": np.ones(2)}),
+    ("Python's and/or/not are a TypeError", "(a > 0) and (a < 2)", {"a": np.ones(2)}),
+    ("a negative axis is a ValueError", "sum(a, axis=-1)", {"a": np.ones(2)}),
+]
+
