@@ -171,6 +171,29 @@ def test_install_after_importing_pandas_points_pandas_at_the_drop_in():
     assert r.stdout.split() == ["2199998.0", "2199998.0"]
 
 
+def test_install_after_importing_pandas_without_numexpr_gives_pandas_numexpr():
+    need("pandas")
+    code = "\n".join([
+        "import sys",
+        "sys.modules['numexpr'] = None  # as if numexpr were not installed",
+        "import numpy as np, pandas as pd",
+        "from pandas.core.computation import expressions, check",
+        "assert not check.NUMEXPR_INSTALLED and not expressions.USE_NUMEXPR",
+        "del sys.modules['numexpr']",
+        "import jitexpr.numexpr as jne",
+        "jne.install()",
+        "assert check.NUMEXPR_INSTALLED and expressions.USE_NUMEXPR and expressions.ne is jne",
+        "expressions.set_test_mode(True)",
+        "df = pd.DataFrame({'a': np.arange(1_100_000.0)})",
+        "r = df * 2",
+        "assert expressions.get_test_result() == [True], 'pandas did not use numexpr'",
+        "print(df.query('a < 3', engine='numexpr')['a'].tolist())",
+    ])
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[0.0, 1.0, 2.0]"
+
+
 def test_use_numexpr_option_is_kept_by_install(pd):
     import jitexpr.numexpr as jne
     from pandas.core.computation import expressions
