@@ -2143,10 +2143,11 @@ nb::object numexpr_check_text(PyObject* ex, bool sanitize = true) {
 
 // The values as numexpr takes them, where that is not as NumPy does: uint32 computes as int64
 // (numexpr has no unsigned kinds: evaluate('a') of a uint32 is int64); an object or str array is
-// numexpr's ValueError; a Python int past int64 meets float arrays as a float (NumPy's float64:
-// the binding would refuse it as out of int64's range). Replacements are held in `keep`.
+// numexpr's ValueError; a Python int past int64 meets float arrays (and only those) as a float
+// (NumPy's float64: the binding would refuse it as out of int64's range). Replacements are held
+// in `keep`.
 void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
-    bool all_inexact = true, any_big = false;
+    bool all_inexact = true, any_big = false, any_array = false;
     for (auto& [name, value] : items) {
         PyObject* v = value.ptr();
         PyArray_Descr* d = nullptr;
@@ -2176,6 +2177,7 @@ void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
             throw nb::python_error();
         }
         if (!PyTypeNum_ISFLOAT(t) && !PyTypeNum_ISCOMPLEX(t)) all_inexact = false;
+        any_array = true;
         if (PyArray_Check(v)) {
             // A field of a record array strides by the record, not by its own itemsize: numexpr
             // reads it in place; jitexpr needs whole-element strides, so it gets a copy.
@@ -2200,7 +2202,7 @@ void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
             value = keep.back();
         }
     }
-    if (!any_big || !all_inexact) return;
+    if (!any_big || !all_inexact || !any_array) return;
     for (auto& [name, value] : items) {
         if (!PyLong_Check(value.ptr()) || PyBool_Check(value.ptr())) continue;
         PyObject* f = PyNumber_Float(value.ptr());
