@@ -125,8 +125,8 @@ def main(argv=None) -> int:
     unexpected = [k for k in failed if not is_string_test(k)]
     print()
     print(f"numexpr's test_numexpr.py ({tests_dir}) against {which}, {took:.0f} s:")
-    print(f"  {passed + skipped} of {total} pass ({passed} passed, {skipped} skipped as numexpr's own suite "
-          f"skips them), {len(failed)} fail")
+    print(f"  {passed + skipped} of {total} pass ({passed} passed, {skipped} skipped by the suite's own "
+          f"pytest.skip), {len(failed)} fail")
     if expected:
         print(f"  expected failures (byte strings, the strings issue): {len(expected)}")
         for k in expected:
