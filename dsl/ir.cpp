@@ -299,7 +299,7 @@ std::string_view rule_text(Rule r) {
         case Rule::Invert: return "bool and integers only";
         case Rule::FloatUnary: return "float; integers give the smallest float that holds them";
         case Rule::RealUnary: return "as float functions; not complex";
-        case Rule::RoundUnary: return "same dtype; integers unchanged; not complex";
+        case Rule::RoundUnary: return "same dtype; integers unchanged; complex only for round";
         case Rule::AbsUnary: return "same dtype; complex gives its real dtype";
         case Rule::SignUnary: return "same dtype; not bool (complex: z / |z|)";
         case Rule::IntOkUnary: return "same dtype; bool gives int8";

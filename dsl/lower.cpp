@@ -169,8 +169,9 @@ private:
             const std::int64_t x = k < nd - a.size() ? 1 : a[k - (nd - a.size())];
             const std::int64_t y = k < nd - b.size() ? 1 : b[k - (nd - b.size())];
             if (x != y && x != 1 && y != 1)
-                throw ShapeError(fmt::format("shapes {} and {} cannot be broadcast together", shape_to_string(a),
-                                             shape_to_string(b)),
+                // NumPy's words, which code written for NumPy and numexpr looks for.
+                throw ShapeError(fmt::format("operands could not be broadcast together with shapes {} {}",
+                                             shape_to_string(a), shape_to_string(b)),
                                  text_, span);
             r[k] = x == 1 ? y : x;
         }
@@ -771,7 +772,7 @@ private:
         const bool complex_function = fname == "complex" && nargs == 2 && e.keywords.empty();
         if (auto t = complex_function ? std::nullopt : dtype_from_name(fname)) {
             if (nargs != 1 || !e.keywords.empty())
-                throw NameError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
+                throw TypeError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
             if (locals_.count(fname) == 0 && !(lookup_ && lookup_(fname))) {
                 // A literal must fit an integer dtype it is cast to (np.uint8(300) is an error);
                 // arrays and host scalars convert with NumPy's casting.
@@ -806,7 +807,7 @@ private:
             std::string arities;
             for (const ir::OpInfo* c : candidates)
                 arities += (arities.empty() ? "" : " or ") + std::to_string(c->arity);
-            throw NameError(
+            throw TypeError(
                 fmt::format("{}() takes {} argument{} ({} given)", fname, arities, arities == "1" ? "" : "s", nargs),
                 text_, e.span);
         }
@@ -827,7 +828,7 @@ private:
         if (fn->kind == OpKind::Scan) return {scan_call(*fn, e)};
         // Keywords: only on reductions and scans.
         if (!e.keywords.empty())
-            throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name),
+            throw TypeError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, e.keywords[0].name),
                             text_, e.keywords[0].name_span);
         std::vector<Val> args;
         args.reserve(nargs);
@@ -1605,17 +1606,17 @@ private:
         const Op op = fn.op;
         const auto params = positional_params(op);
         if (e.operands.size() > params.size() + 1)
-            throw NameError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname,
+            throw TypeError(fmt::format("{}() takes at most {} positional arguments ({} given)", fname,
                                         params.size() + 1, e.operands.size()),
                             text_, e.operands[params.size() + 1]->span);
         std::map<std::string_view, const Expr*> given;
         for (std::size_t k = 1; k < e.operands.size(); ++k) given[params[k - 1]] = e.operands[k].get();
         for (const syntax::Keyword& k : e.keywords) {
             if (!takes_keyword(op, k.name))
-                throw NameError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, k.name), text_,
+                throw TypeError(fmt::format("{}() got an unexpected keyword argument '{}'", fname, k.name), text_,
                                 k.name_span);
             if (given.count(k.name))
-                throw NameError(fmt::format("{}() got multiple values for argument '{}'", fname, k.name), text_,
+                throw TypeError(fmt::format("{}() got multiple values for argument '{}'", fname, k.name), text_,
                                 k.name_span);
             given[k.name] = k.value.get();
         }
@@ -2040,7 +2041,7 @@ private:
         if (takes_q(op)) {
             const Expr* qe = arg("q");
             if (!qe)
-                throw NameError(fmt::format("{}() missing 1 required positional argument: 'q'", fname), text_, span);
+                throw TypeError(fmt::format("{}() missing 1 required positional argument: 'q'", fname), text_, span);
             std::vector<const Expr*> items;
             if (qe->kind == ExprKind::Tuple) {
                 q_axis = true;
@@ -2331,11 +2332,19 @@ private:
         if (!bound && locals_.count(target) && alias_of_.count(target)) bound = alias_binding_.at(target);
         if (bound && bound->kind == Binding::Kind::Array) {
             // Written in place: the value must fit the array's dtype (same kind) and shape.
-            if (!can_cast_same_kind(dt(v), bound->dtype))
+            if (!can_cast_same_kind(dt(v), bound->dtype)) {
+                // run_into's target is the caller's out= (Runtime::run_into binds it as "(out)").
+                if (target == "(out)")
+                    throw TypeError(fmt::format("cannot store a {} result in out= ({} {}) under same-kind casting; "
+                                                "pass casting='unsafe' (jitexpr.numexpr) or cast it with {}(...)",
+                                                dtype_name(dt(v)), dtype_name(bound->dtype),
+                                                shape_to_string(bound->shape), dtype_name(bound->dtype)),
+                                    text_, st.value->span);
                 throw TypeError(fmt::format("cannot store a {} value in '{}' ({} {}) in place; cast it with {}(...)",
                                             dtype_name(dt(v)), target, dtype_name(bound->dtype),
                                             shape_to_string(bound->shape), dtype_name(bound->dtype)),
                                 text_, st.value->span);
+            }
             const Shape bs = broadcast(shape(v), bound->shape, st.value->span);
             if (bs != bound->shape)
                 throw ShapeError(fmt::format("cannot store a value of shape {} in '{}' of shape {}",

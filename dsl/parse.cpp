@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -344,16 +345,21 @@ public:
         return acc;
     }
 
-    // atom[...][...]: each subscript is one nesting level around what it indexes. A subscript's
-    // span starts where the primary does, so that `(a * 2)[1:]` covers its parentheses (the
-    // atom's own span, a group's content, does not).
+    // atom[...][...].real: each subscript or attribute is one nesting level around what it
+    // applies to. Its span starts where the primary does, so that `(a * 2)[1:]` covers its
+    // parentheses (the atom's own span, a group's content, does not).
     ExprPtr convert(const x3ast::Primary& p, int depth) {
         const auto k = static_cast<int>(p.subscripts.size());
-        if (depth + k > kMaxNesting) too_deep(span(p.subscripts[static_cast<std::size_t>(kMaxNesting - depth)].open));
+        if (depth + k > kMaxNesting) {
+            const x3ast::Subscript& at = p.subscripts[static_cast<std::size_t>(kMaxNesting - depth)];
+            too_deep(at.attribute.empty() ? span(at.open) : span(at));
+        }
         ExprPtr acc = convert(p.atom, depth + k);
         const std::uint32_t begin = std::min(span(p).begin, acc->span.begin);
         for (std::size_t j = 0; j < p.subscripts.size(); ++j) {
-            acc = subscript(std::move(acc), p.subscripts[j], depth + k - static_cast<int>(j));
+            const x3ast::Subscript& sub = p.subscripts[j];
+            acc = sub.attribute.empty() ? subscript(std::move(acc), sub, depth + k - static_cast<int>(j))
+                                        : attribute(std::move(acc), sub, begin);
             acc->span.begin = begin;
         }
         return acc;
@@ -379,6 +385,23 @@ public:
     }
 
 private:
+    // base.real, base.imag: the calls real(base), imag(base) (NumPy's attributes, which numexpr
+    // takes too); any other attribute is an error under its name.
+    // `begin`: where the primary starts (a group's '(' included, which its node's span is not).
+    ExprPtr attribute(ExprPtr base, const x3ast::Subscript& sub, std::uint32_t begin) {
+        const SourceSpan whole = span(sub);
+        const SourceSpan name{whole.end - static_cast<std::uint32_t>(sub.attribute.size()), whole.end};
+        if (sub.attribute != "real" && sub.attribute != "imag") {
+            fail(st_, pointer(name.begin), pointer(name.end),
+                 fmt::format("unknown attribute '.{}' (the attributes are .real and .imag)", sub.attribute));
+        }
+        ExprPtr node = make(ExprKind::Call, {std::min(begin, base->span.begin), whole.end});
+        node->text.assign(sub.attribute);
+        node->name_span = name;
+        node->operands.push_back(std::move(base));
+        return node;
+    }
+
     // base[items]: the parts of the items become operands 1.. of the Subscript node.
     ExprPtr subscript(ExprPtr base, const x3ast::Subscript& sub, int depth) {
         ExprPtr node = make(ExprKind::Subscript, {base->span.begin, span(sub).end});

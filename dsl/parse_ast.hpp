@@ -159,9 +159,12 @@ struct IndexItem : x3::position_tagged {
 struct Subscript : x3::position_tagged {
     OpToken open;
     std::vector<IndexItem> items;
+    // Set instead for an attribute, `.real` or `.imag` (its name; the position spans from the
+    // '.'): parse.cpp makes it the call real(x) or imag(x).
+    std::string_view attribute;
 };
 
-// An atom and the subscripts after it: m[1][2:].
+// An atom and the subscripts and attributes after it: m[1][2:], (a - 10).real.
 struct Primary : x3::position_tagged {
     Atom atom;
     std::vector<Subscript> subscripts;

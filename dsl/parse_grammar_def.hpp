@@ -330,7 +330,32 @@ struct expr_start_parser : x3::parser<expr_start_parser> {
     }
 };
 
+// `.name` after an operand: an attribute (numexpr's `.real` and `.imag`; parse.cpp checks the
+// name). Blanks may sit on either side of the '.', as in Python; `...` is not an attribute.
+struct attribute_parser : x3::parser<attribute_parser> {
+    using attribute_type = x3ast::Subscript;
+    static bool const has_attribute = true;
+
+    template <typename Iterator, typename Context, typename RContext, typename Attribute>
+    bool parse(Iterator& first, Iterator const& last, Context const& context, RContext&, Attribute& attr) const {
+        Iterator dot = first;
+        x3::skip_over(dot, last, context);
+        if (dot == last || *dot != '.' || (dot + 1 != last && dot[1] == '.')) return false;
+        ParseState& st = state_of(context);
+        Iterator name = skip_blanks(dot + 1, last, st.brackets > 0);
+        Iterator end = scan_word(name, last);
+        if (end == name) fail(st, dot, dot + 1, "expected an attribute name after '.' (.real or .imag)");
+        x3ast::Subscript sub;
+        sub.attribute = std::string_view(name, static_cast<std::size_t>(end - name));
+        st.positions.annotate(sub, dot, end);
+        first = end;
+        x3::traits::move_to(std::move(sub), attr);
+        return true;
+    }
+};
+
 inline constexpr identifier_parser identifier{};
+inline constexpr attribute_parser attribute_access{};
 inline constexpr literal_parser literal{};
 inline constexpr expr_start_parser expr_start{};
 
@@ -450,7 +475,7 @@ auto const operand_def = *op_low_prefix > unary_expr;
 auto const unary_expr_def = *op_prefix > power;
 auto const power_def = primary >> *(op_pow > power_operand);
 auto const power_operand_def = *op_prefix > primary;
-auto const primary_def = atom >> *subscript;
+auto const primary_def = atom >> *(subscript | attribute_access);
 auto const atom_def = literal | name_or_call | group;
 // A part of an index: a binary expression where one begins (binary expects the rest of it once
 // it starts), else nothing.

@@ -1028,6 +1028,8 @@ template <class R> JX_HD R Abs(cx<R> a) { return cabs(a); }
     template <class T> JX_HD en<is_flt<T>::value, T> Name(T a) { return m::fn(a); }
 JX_ROUND(Ceil, ceil) JX_ROUND(Floor, floor) JX_ROUND(Round, rint) JX_ROUND(Trunc, trunc)
 #undef JX_ROUND
+// Round of a complex number rounds each part (np.round; Ceil, Floor and Trunc refuse complex).
+template <class R> JX_HD cx<R> Round(cx<R> z) { return cx<R>{m::rint(z.re), m::rint(z.im)}; }
 // Rint: as Round, on the float its RealUnary rule gives (integers arrive converted).
 template <class T> JX_HD en<is_flt<T>::value, T> Rint(T a) { return m::rint(a); }
 

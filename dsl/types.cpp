@@ -174,7 +174,10 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
             if (is_complex(p)) return reject(what);
             return Typed{float_for(p), float_for(p)};
         case Rule::RoundUnary:
-            if (is_complex(p)) return reject(what);
+            if (is_complex(p)) {
+                if (op == Op::Round) return Typed{p, p};  // each part, as np.round
+                return reject(what);
+            }
             if (op == Op::Round && is_bool(p))
                 return Typed{DType::Float16, DType::Float16};  // NumPy rounds bool via rint
             return Typed{p, p};

@@ -40,7 +40,8 @@ class BF16:
 # --- the Python package -----------------------------------------------------------------------
 
 _KINDS = {"ParseError": "parse", "NameError": "name", "TypeError": "type", "ShapeError": "shape",
-          "ValueError": "value", "ArgumentError": "argument", "IndexError": "index"}
+          "ValueError": "value", "ArgumentError": "argument", "IndexError": "index",
+          "OverflowError": "value", "ZeroDivisionError": "value"}  # (ValueErrors too)
 
 
 class PythonDriver:

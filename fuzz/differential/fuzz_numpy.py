@@ -757,7 +757,7 @@ def call(name, args, ev):
         family = "trans"  # csqrt and |z| (hypot) are not correctly rounded
     boolish = all(k == "bool" for k in kinds)
     # jitexpr's documented refusals where NumPy accepts
-    if cplx and name in ("round", "rint", "ceil", "floor", "trunc", "exp2", "cbrt", "signbit", "maximum", "minimum",
+    if cplx and name in ("rint", "ceil", "floor", "trunc", "exp2", "cbrt", "signbit", "maximum", "minimum",
                          "clip", "arctan2", "hypot", "copysign", "nextafter", "fmod", "less_equal"):
         raise RefError("type")
     if name == "ldexp" and not isinstance(args[0], Arr):

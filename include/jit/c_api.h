@@ -32,8 +32,8 @@ extern "C" {
 typedef enum {
     JITEXPR_OK = 0,
     JITEXPR_ERROR_PARSE = 1,    /* syntax error in the text (message has a caret line) */
-    JITEXPR_ERROR_NAME = 2,     /* unknown name or function, wrong arity (caret) */
-    JITEXPR_ERROR_TYPE = 3,     /* dtype not allowed by an operation (caret) */
+    JITEXPR_ERROR_NAME = 2,     /* unknown name or function (caret) */
+    JITEXPR_ERROR_TYPE = 3,     /* dtype not allowed by an operation, wrong arity (caret) */
     JITEXPR_ERROR_SHAPE = 4,    /* shapes that do not broadcast (caret) */
     JITEXPR_ERROR_VALUE = 5,    /* e.g. integer ** negative integer (caret) */
     JITEXPR_ERROR_ARGUMENT = 6, /* arguments that do not fit: count, device, DLPack layout, NULL */

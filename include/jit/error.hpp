@@ -57,8 +57,8 @@ private:
             : SourceError(kind, std::move(message), text, span) {}        \
     };
 JIT_DECLARE_SOURCE_ERROR(ParseError, "syntax error")
-JIT_DECLARE_SOURCE_ERROR(NameError, "name error")    // unknown identifier, arity, keyword
-JIT_DECLARE_SOURCE_ERROR(TypeError, "type error")    // dtype not allowed by the operation
+JIT_DECLARE_SOURCE_ERROR(NameError, "name error")    // unknown identifier
+JIT_DECLARE_SOURCE_ERROR(TypeError, "type error")    // dtype not allowed by the operation, arity, keyword
 JIT_DECLARE_SOURCE_ERROR(ShapeError, "shape error")  // shapes that do not broadcast or fit
 JIT_DECLARE_SOURCE_ERROR(ValueError, "value error")  // e.g. integer ** negative integer
 JIT_DECLARE_SOURCE_ERROR(IndexError, "index error")  // an integer index past an axis, too many indices

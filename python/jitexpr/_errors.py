@@ -18,6 +18,7 @@ import builtins
 __all__ = [
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "OverflowError", "ZeroDivisionError", "NotImplementedError",
 ]
 
 
@@ -30,11 +31,12 @@ class ParseError(Error, builtins.SyntaxError):
 
 
 class NameError(Error, builtins.NameError):  # noqa: A001 - the jitexpr name, on purpose
-    """An unknown variable or function, a wrong number of arguments, an unknown keyword."""
+    """An unknown variable or function."""
 
 
 class TypeError(Error, builtins.TypeError):  # noqa: A001
-    """A dtype the operation does not take, or a value that does not fit ``out``'s dtype."""
+    """A dtype the operation does not take, a value that does not fit ``out``'s dtype, a wrong
+    number of arguments or an unknown keyword (Python's TypeError for a call)."""
 
 
 class ShapeError(Error, builtins.ValueError):
@@ -43,6 +45,21 @@ class ShapeError(Error, builtins.ValueError):
 
 class ValueError(Error, builtins.ValueError):  # noqa: A001
     """A literal that does not fit its dtype, an integer to a negative integer power, ..."""
+
+
+class OverflowError(ValueError, builtins.OverflowError):  # noqa: A001
+    """An integer its dtype cannot hold (``int32_array + 2**40``), NumPy's OverflowError."""
+
+
+class ZeroDivisionError(ValueError, builtins.ZeroDivisionError):  # noqa: A001
+    """Literal arithmetic Python refuses, folded as Python folds it: ``1/0``, ``5 // 0`` (arrays
+    divided by zero give inf or nan, as in NumPy)."""
+
+
+class NotImplementedError(Error, builtins.NotImplementedError):  # noqa: A001
+    """jitexpr.numexpr's error for an operation the operands' dtype lacks (``~`` on floats,
+    ``-`` on bool), where numexpr raises NotImplementedError (``jitexpr.evaluate`` raises
+    TypeError, as NumPy does)."""
 
 
 class IndexError(Error, builtins.IndexError):  # noqa: A001

@@ -272,7 +272,17 @@ TEST(Errors, UnknownFunctionSuggestsClosest) {
     }
 }
 
-TEST(Errors, WrongArityIsNameError) { EXPECT_THROW(lower("sin(a, a)", Vars().array("a", DType::Float32)), NameError); }
+TEST(Typing, RoundOfComplexRoundsEachPartCeilRefusesIt) {
+    EXPECT_EQ(result_dtype("round(z)", Vars().array("z", DType::Complex64)), DType::Complex64);
+    EXPECT_THROW(lower("ceil(z)", Vars().array("z", DType::Complex128)), TypeError);
+}
+
+TEST(Typing, RealAndImagAttributesAreTheFunctions) {
+    EXPECT_EQ(result_dtype("(z - 1).real", Vars().array("z", DType::Complex128)), DType::Float64);
+    EXPECT_EQ(result_dtype("a.imag", Vars().array("a", DType::Int32)), DType::Int32);
+}
+
+TEST(Errors, WrongArityIsTypeError) { EXPECT_THROW(lower("sin(a, a)", Vars().array("a", DType::Float32)), TypeError); }
 
 TEST(Errors, BitwiseOnFloatsIsTypeError) {
     EXPECT_THROW(lower("a & b", Vars().array("a", DType::Float32).array("b", DType::Float32)), TypeError);
@@ -327,8 +337,8 @@ TEST(Errors, MinOfEmptyIsValueError) {
     EXPECT_THROW(lower("min(a)", Vars().array("a", DType::Float32, {0})), ValueError);
 }
 
-TEST(Errors, UnexpectedKeywordIsNameError) {
-    EXPECT_THROW(lower("sin(a, axis=0)", Vars().array("a", DType::Float32)), NameError);
+TEST(Errors, UnexpectedKeywordIsTypeError) {
+    EXPECT_THROW(lower("sin(a, axis=0)", Vars().array("a", DType::Float32)), TypeError);
 }
 
 TEST(Errors, AssigningToAFunctionNameIsNameError) {

@@ -570,6 +570,35 @@ TEST(ParseSubscript, SpansCoverTheBracketsAndEachItem) {
     EXPECT_EQ(slice(text, e.index[1].span), "...");
 }
 
+TEST(ParseAttribute, RealAndImagAreTheirFunctions) {
+    EXPECT_EQ(tree("(a - 10).real"), "real((a - 10))");
+    EXPECT_EQ(tree("z.imag * 2"), "(imag(z) * 2)");
+    EXPECT_EQ(tree("-m[0].real ** 2"), "(- (real(m[0]) ** 2))");
+    EXPECT_EQ(tree("z . real"), "real(z)");
+}
+
+TEST(ParseAttribute, SpansCoverTheOperandAndTheName) {
+    const std::string text = "y = (a + 1).imag";
+    const Module m = parse(text);
+    const Expr& e = *m.statements.at(0).value;
+    ASSERT_EQ(e.kind, ExprKind::Call);
+    EXPECT_EQ(slice(text, e.span), "(a + 1).imag");
+    EXPECT_EQ(slice(text, e.name_span), "imag");
+}
+
+TEST(ParseAttribute, OtherNamesAndAMissingNameAreErrors) {
+    EXPECT_EQ(error_of("a.size"), "unknown attribute '.size' (the attributes are .real and .imag)");
+    EXPECT_EQ(error_of("a."), "expected an attribute name after '.' (.real or .imag)");
+    EXPECT_EQ(error_of("a.(1)"), "expected an attribute name after '.' (.real or .imag)");
+    try {
+        parse("x + a.size");
+        FAIL() << "no ParseError";
+    } catch (const ParseError& e) {
+        EXPECT_EQ(e.span().begin, 6u);
+        EXPECT_EQ(e.span().end, 10u);
+    }
+}
+
 TEST(ParseSubscript, MalformedSubscriptsAreErrors) {
     EXPECT_EQ(error_of("a[]"), "expected an index");
     EXPECT_EQ(error_of("a[1,,2]"), "expected an index");

@@ -145,9 +145,9 @@ TEST(ReductionErrors, AxisPastTheEndInATupleIsAShapeError) {
 }
 TEST(ReductionErrors, ArgminTakesOneAxis) { EXPECT_THROW(lower("argmin(a, axis=(0, 1))", cube()), TypeError); }
 TEST(ReductionErrors, KeepdimsMustBeABool) { EXPECT_THROW(lower("sum(a, keepdims=a)", cube()), ValueError); }
-TEST(ReductionErrors, DdofOnlyOnTheVariances) { EXPECT_THROW(lower("mean(a, ddof=1)", cube()), NameError); }
-TEST(ReductionErrors, AxisGivenTwice) { EXPECT_THROW(lower("sum(a, 0, axis=1)", cube()), NameError); }
-TEST(ReductionErrors, TooManyPositionalArguments) { EXPECT_THROW(lower("sum(a, 0, 1)", cube()), NameError); }
+TEST(ReductionErrors, DdofOnlyOnTheVariances) { EXPECT_THROW(lower("mean(a, ddof=1)", cube()), TypeError); }
+TEST(ReductionErrors, AxisGivenTwice) { EXPECT_THROW(lower("sum(a, 0, axis=1)", cube()), TypeError); }
+TEST(ReductionErrors, TooManyPositionalArguments) { EXPECT_THROW(lower("sum(a, 0, 1)", cube()), TypeError); }
 TEST(ReductionErrors, ATupleIsNoValue) { EXPECT_THROW(lower("a + (1, 2)", cube()), TypeError); }
 TEST(ReductionErrors, ArgmaxOfNoElementHasNoValue) {
     EXPECT_THROW(lower("argmax(a, axis=0)", Vars().array("a", DType::Float32, {0, 3})), ValueError);

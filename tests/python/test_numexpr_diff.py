@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from support import need
-from numexpr_differences import DIFFERENCES, difference_for
+from numexpr_differences import DIFFERENCES, NUMEXPR_NOT_NUMPY, difference_for
 from test_numpy_diff import make, numpy_value, tolerance
 
+import jitexpr
 import jitexpr.numexpr as jne
 
 ne = None
@@ -38,8 +39,9 @@ def run_ne(module, text, a, b):
         return "raises", e
 
 
-KINDS = (SyntaxError, KeyError, TypeError, ValueError, NotImplementedError, ZeroDivisionError, NameError,
-         OverflowError)
+# The narrower built-ins first: jitexpr's ZeroDivisionError and OverflowError are ValueErrors too.
+KINDS = (SyntaxError, KeyError, ZeroDivisionError, OverflowError, NotImplementedError, TypeError, ValueError,
+         NameError)
 
 
 def kind(e):
@@ -108,3 +110,24 @@ def test_every_listed_difference_still_occurs():
                 a, b = make(da, (3, 4), 11), make(db, (3, 4), 12)
                 hits += 0 if same(run_ne(ne, text, a, b), run_ne(jne, text, a, b), a, b) else 1
         assert hits > 0, f"listed difference no longer occurs: {d.name} ({d.reason})"
+
+
+@pytest.mark.parametrize("name,text,names", NUMEXPR_NOT_NUMPY, ids=[n for n, _, _ in NUMEXPR_NOT_NUMPY])
+def test_where_the_drop_in_follows_numexpr_not_numpy(name, text, names):
+    global ne
+    ne = ne or need("numexpr")
+
+    def run(f):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                return "ok", f(text, dict(names))
+        except Exception as e:  # noqa: BLE001 - the exception's type is compared
+            return "raises", e
+
+    theirs = run(lambda t, d: ne.evaluate(t, local_dict=d))
+    ours = run(lambda t, d: jne.evaluate(t, local_dict=d))
+    numpys = run(lambda t, d: jitexpr.evaluate(t, d))
+    assert same(theirs, ours, None, None), (name, theirs, ours)
+    assert not same(theirs, numpys, None, None), (name, "jitexpr.evaluate gives numexpr's answer too", numpys)
+

@@ -139,7 +139,7 @@ def test_axis_tuple_is_a_type_error():
 
 
 def test_keepdims_is_no_argument_of_a_scan():
-    with pytest.raises(jx.NameError) as e:
+    with pytest.raises(jx.TypeError) as e:
         jx.evaluate("cumsum(a, keepdims=True)", {"a": np.zeros(3)})
     assert "unexpected keyword argument 'keepdims'" in str(e.value)
 
