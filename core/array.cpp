@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace jit {
 
@@ -42,6 +43,10 @@ void check_shape(const Shape& shape) {
         if (e > 0 && __builtin_mul_overflow(n, e, &n))
             throw ArgumentError(fmt::format("shape {} is too large", shape_to_string(shape)));
     }
+    // Its bytes must be countable too, for the widest dtype (complex128, 16 bytes): a forged
+    // extent (a DLPack shape of 2**62) is refused here, not by an allocation that cannot be.
+    if (n > std::numeric_limits<std::int64_t>::max() / 16)
+        throw ArgumentError(fmt::format("shape {} is too large: {} elements", shape_to_string(shape), n));
 }
 
 }  // namespace
@@ -115,8 +120,9 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
     if (lo <= hi && (alo > ahi || offset + lo < alo || offset + hi > ahi))
         throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})",
                                         offset + lo, offset + hi, a.describe(), alo, ahi));
-    return ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
-                             lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
+    Array v = ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
+                                lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
+    return a.read_only() ? v.as_read_only() : v;  // a view of read-only memory stays read-only
 }
 }  // namespace core
 
@@ -158,6 +164,19 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     const std::size_t bytes = shape_size(shape) == 0 ? 0 : static_cast<std::size_t>(hi + 1) * itemsize(dtype);
     auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, device, std::move(keep_alive));
     return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
+}
+
+Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                  std::shared_ptr<void> keep_alive) {
+    return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));
+}
+
+// Const memory: the same view, marked read-only, so that nothing of jitexpr's writes through it.
+Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
+                  std::shared_ptr<void> keep_alive) {
+    return view(const_cast<void*>(data), dtype, std::move(shape), std::move(strides), backend, device,
+                std::move(keep_alive))
+        .as_read_only();
 }
 
 bool Array::is_contiguous() const {
