@@ -707,7 +707,8 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
     } catch (const nb::cast_error&) {}
     jit::Array a = jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides),
                                     jit::Backend::Cuda, device, std::move(keep));
-    return b.read_only ? a.as_read_only() : a;
+    if (b.read_only) return a.as_read_only();
+    return a;
 }
 
 // --- PyTorch CUDA tensors, read directly
@@ -889,7 +890,7 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         // flags.writeable = False) are not writeable: the view is read-only.
         b.read_only = !PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(o));
         jit::Array a = view_numpy(reinterpret_cast<PyArrayObject*>(o), name);
-        b.arg = jit::Arg(b.read_only ? a.as_read_only() : a);
+        b.arg = jit::Arg(b.read_only ? a.as_read_only() : std::move(a));
         b.place = Place::Host;
         hold.push_back(nb::borrow(obj));
         return;

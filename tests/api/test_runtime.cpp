@@ -237,6 +237,8 @@ TEST(ReadOnly, AViewOfConstMemoryIsReadOnlyAndSoAreItsViews) {
     EXPECT_TRUE(a.slice(0, 1, 3).read_only());
     EXPECT_TRUE(a.reshape({3, 1}).transpose().broadcast_to({2, 3}).read_only());
     EXPECT_FALSE(a.to(Backend::Cpu).read_only()) << "a copy is new memory";
+    const double* typed = kConst;  // any const pointer picks the read-only view
+    EXPECT_TRUE(Array::view(typed, DType::Float64, {3}, {}, Backend::Cpu, 0).read_only());
     double mine[3] = {1, 2, 3};
     EXPECT_FALSE(Array::view(mine, DType::Float64, {3}, {}, Backend::Cpu).read_only());
     EXPECT_TRUE(Array::view(mine, DType::Float64, {3}, {}, Backend::Cpu).as_read_only().read_only());
