@@ -17,7 +17,7 @@ import builtins
 
 __all__ = [
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ReadOnlyError",
-    "OutOfMemoryError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "OutOfMemoryError", "OverflowError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]
 
 
@@ -60,6 +60,10 @@ class ReadOnlyError(Error, builtins.ValueError):
 class OutOfMemoryError(Error, builtins.MemoryError):
     """Memory for an array could not be had: the message says how many bytes were asked and how
     many were available."""
+
+
+class OverflowError(Error, builtins.OverflowError):  # noqa: A001
+    """A Python integer out of the range of every integer dtype (past int64), as NumPy's."""
 
 
 class ArgumentError(Error, builtins.ValueError):

@@ -54,6 +54,7 @@ struct ErrorTypes {
     PyObject* index = nullptr;            // IndexError(Error, IndexError)
     PyObject* read_only = nullptr;        // ReadOnlyError(Error, ValueError)
     PyObject* out_of_memory = nullptr;    // OutOfMemoryError(Error, MemoryError)
+    PyObject* overflow = nullptr;         // OverflowError(Error, OverflowError)
     PyObject* argument = nullptr;         // ArgumentError(Error, ValueError)
     PyObject* device_mismatch = nullptr;  // DeviceMismatchError(ArgumentError)
     PyObject* io = nullptr;               // IOError(Error, OSError)
@@ -132,6 +133,21 @@ void translate(const std::exception_ptr& p, void*) {
         PyErr_SetString(g_errors.type ? g_errors.type : PyExc_TypeError,
                         "a value given to jitexpr (an argument, or what an array protocol returned) is not of "
                         "the type it must be");
+    } catch (const nb::python_error&) {
+        throw;  // a Python exception already: nanobind restores it
+    } catch (const nb::builtin_exception&) {
+        throw;  // nanobind's own, raised as the built-in it names
+    } catch (const std::out_of_range& e) {
+        PyErr_SetString(g_errors.index ? g_errors.index : PyExc_IndexError, e.what());
+    } catch (const std::overflow_error& e) {
+        PyErr_SetString(g_errors.overflow ? g_errors.overflow : PyExc_OverflowError, e.what());
+    } catch (const std::logic_error& e) {  // domain_error, invalid_argument, length_error
+        PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError, e.what());
+    } catch (const std::range_error& e) {
+        PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError,
+                        (std::string("internal error: ") + e.what()).c_str());
     }
 }
 
@@ -911,7 +927,8 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow != 0) {
-            PyErr_SetString(PyExc_OverflowError, (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
+            PyErr_SetString(g_errors.overflow ? g_errors.overflow : PyExc_OverflowError,
+                            (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
             throw nb::python_error();
         }
         if (v == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -1816,26 +1833,10 @@ PyObject* raise_current() noexcept {
             default: break;
         }
         PyErr_SetString(t, e.what());
-    } catch (const jit::Error&) {
+    } catch (const std::exception&) {
+        // jitexpr's errors, std::bad_alloc, cast errors and the standard library's: as nanobind's
+        // calls translate them (every one a jitexpr.Error).
         translate(std::current_exception(), nullptr);
-    } catch (const std::bad_alloc&) {
-        translate(std::current_exception(), nullptr);
-    } catch (const nb::cast_error&) {
-        translate(std::current_exception(), nullptr);
-    } catch (const std::domain_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::invalid_argument& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::length_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::out_of_range& e) {
-        PyErr_SetString(PyExc_IndexError, e.what());
-    } catch (const std::range_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::overflow_error& e) {
-        PyErr_SetString(PyExc_OverflowError, e.what());
-    } catch (const std::exception& e) {
-        PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (...) {
         PyErr_SetString(PyExc_SystemError, "jitexpr: an unknown C++ exception");
     }
@@ -3002,6 +3003,7 @@ NB_MODULE(_jitexpr, m) {
         take("IndexError", g_errors.index);
         take("ReadOnlyError", g_errors.read_only);
         take("OutOfMemoryError", g_errors.out_of_memory);
+        take("OverflowError", g_errors.overflow);
         take("ArgumentError", g_errors.argument);
         take("IOError", g_errors.io);
         take("CompileError", g_errors.compile);

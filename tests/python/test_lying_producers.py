@@ -159,3 +159,14 @@ def test_a_lone_surrogate_in_the_text_is_a_parse_error(entry):
         TEXT_ENTRY_POINTS[entry]("1 + 1 # \ud800")
     assert isinstance(excinfo.value, SyntaxError)
     assert_typed(excinfo)
+
+
+def test_a_python_int_past_int64_is_jitexpr_overflow_error():
+    with pytest.raises(jx.OverflowError, match="out of bounds for int64") as excinfo:
+        jx.evaluate("x + 1", x=2**70)
+    assert isinstance(excinfo.value, OverflowError)
+
+
+def test_every_exception_class_is_a_jitexpr_error():
+    for name in jx._errors.__all__:
+        assert issubclass(getattr(jx, name), jx.Error), name
