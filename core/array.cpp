@@ -157,11 +157,24 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
-    // Extent of the memory the view may touch, for the storage's byte count.
-    std::int64_t hi = 0;
-    for (std::size_t k = 0; k < shape.size(); ++k)
-        if (shape[k] > 0 && strides[k] > 0) hi += (shape[k] - 1) * strides[k];
-    const std::size_t bytes = shape_size(shape) == 0 ? 0 : static_cast<std::size_t>(hi + 1) * itemsize(dtype);
+    // Extent of the memory the view may touch, for the storage's byte count. Strides whose
+    // reach (in bytes, either way) cannot be counted address no memory: refused, not wrapped.
+    std::int64_t hi = 0, lo = 0;
+    const bool empty = shape_size(shape) == 0;
+    for (std::size_t k = 0; k < shape.size() && !empty; ++k) {
+        std::int64_t span = 0;
+        if (__builtin_mul_overflow(shape[k] - 1, strides[k], &span) ||
+            __builtin_add_overflow(span > 0 ? hi : lo, span, span > 0 ? &hi : &lo))
+            throw ArgumentError(fmt::format("view: strides {} of shape {} reach past any address",
+                                            shape_to_string(strides), shape_to_string(shape)));
+    }
+    std::int64_t reach = 0;
+    const auto item = static_cast<std::int64_t>(itemsize(dtype));
+    if (__builtin_mul_overflow(hi, item, &reach) || __builtin_add_overflow(reach, item, &reach) ||
+        __builtin_mul_overflow(lo, item, &lo))
+        throw ArgumentError(fmt::format("view: strides {} of shape {} reach past any address", shape_to_string(strides),
+                                        shape_to_string(shape)));
+    const std::size_t bytes = empty ? 0 : static_cast<std::size_t>(reach);
     auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, device, std::move(keep_alive));
     return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
 }
