@@ -917,6 +917,7 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         nb::object a = nb::steal(PyArray_FromScalar(o, nullptr));
         if (!a.is_valid()) throw nb::python_error();
         bind_value(a, name, b, hold, stream, have_stream);
+        b.moved = true;  // a copy: an assignment to the name gives a new value, the scalar stays
         return;
     }
     if (PyBool_Check(o)) {
@@ -1004,6 +1005,9 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     nb::object a = nb::steal(PyArray_FROM_O(o));
     if (!a.is_valid()) throw nb::python_error();
     bind_value(a, name, b, hold, stream, have_stream);
+    // A list or a scalar was copied into a new array: an assignment to the name returns that
+    // array, not the caller's object (which is not written). A buffer is viewed: written.
+    if (PyArray_CHKFLAGS(reinterpret_cast<PyArrayObject*>(a.ptr()), NPY_ARRAY_OWNDATA)) b.moved = true;
 }
 
 std::string place_text(const Bound& b) {

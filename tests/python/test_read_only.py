@@ -218,3 +218,24 @@ def test_a_kernel_call_rebinds_a_value_of_another_dtype():
     r = jx.compile("y = y + 0.5")(y=y)
     assert r.dtype == np.float64
     np.testing.assert_array_equal(y, [0, 1, 2])
+
+
+def test_a_list_assigned_in_place_returns_the_new_array_not_the_list():
+    x = [1.0, 2.0]
+    r = jx.run("x = x + 1", x=x)
+    assert isinstance(r["x"], np.ndarray)
+    np.testing.assert_array_equal(r["x"], [2.0, 3.0])
+    assert x == [1.0, 2.0]
+
+
+def test_a_numpy_scalar_assigned_in_place_returns_the_new_value():
+    r = jx.run("x = x * 2", x=np.float64(3.0))
+    assert r["x"] == 6.0
+
+
+def test_a_writable_buffer_is_written_in_place_and_returned():
+    buf = bytearray(b"\x01\x02")
+    view = memoryview(buf)
+    r = jx.run("x = x + 1", x=view)
+    assert bytes(buf) == b"\x02\x03"
+    assert r["x"] is view
