@@ -17,7 +17,8 @@ import builtins
 
 __all__ = [
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ReadOnlyError",
-    "OutOfMemoryError", "OverflowError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "OutOfMemoryError", "OverflowError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError",
+    "CudaError", "NoDeviceError", "InternalError", "CancelledError",
 ]
 
 
