@@ -109,6 +109,8 @@ ENTRY_POINTS = {
     "kernel_call": lambda v: jx.compile("x + 1")(x=v),
     "evaluate_out": lambda v: jx.evaluate("a + 1", a=np.ones(3), out=v),
     "explain": lambda v: jx.explain("x + 1", x=v),
+    "check": lambda v: jx.check("x + 1", x=v),
+    "evaluate_on_the_cpu": lambda v: jx.evaluate("x + 1", x=v, backend="cpu"),
 }
 
 
