@@ -170,7 +170,8 @@ struct CallOptions {
     // them untouched (all or nothing) at the cost of one more array and copy each. Off: they
     // are written directly, and a cancelled call names them in CancelledError::partly_written().
     bool in_place_all_or_nothing = false;
-    // How an assignment to a name bound to an array is written (docs/language.md, "Assignment").
+    // How an assignment to a name bound to an array is written (docs/language.md, "Assignment
+    // to an existing array").
     // Off (the rule): into the array when the value has its dtype and shape, else the name is
     // rebound to the new value and the array is left untouched (`x = sum(x)` makes x 0-d).
     // On: always into the array, cast (same kind) and broadcast to it; a value that cannot be
