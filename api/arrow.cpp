@@ -117,7 +117,7 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
                 to_own->release = nullptr;  // mark the source released
                 keep = std::move(owned);
             }
-            col.values = Array::view(const_cast<std::byte*>(p), dtype, {n}, {1}, Backend::Cpu, std::move(keep));
+            col.values = Array::view(static_cast<const void*>(p), dtype, {n}, {1}, Backend::Cpu, std::move(keep));
             return col;
         }
     }
@@ -127,6 +127,8 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
         owned.array = *to_own;
         to_own->release = nullptr;
     }
+    // Arrow columns are immutable, copied or not: writing a copy would lose the value unseen.
+    col.values = col.values.as_read_only();
     return col;
 }
 
@@ -348,7 +350,12 @@ Array compact(const Array& values, const std::vector<std::uint8_t>& keep, std::i
     return out;
 }
 
-Array on(const Array& a, Backend b) { return a.backend() == b ? a : a.to(b); }
+// `a` on backend `b`; a copy of a read-only column is read-only too (a write would be lost).
+Array on(const Array& a, Backend b) {
+    if (a.backend() == b) return a;
+    const Array c = a.to(b);
+    return a.read_only() ? c.as_read_only() : c;
+}
 
 }  // namespace
 

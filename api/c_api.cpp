@@ -97,6 +97,8 @@ int guarded(F&& f) noexcept {
         return fail(JITEXPR_ERROR_VALUE, e.what());
     } catch (const jit::IndexError& e) {
         return fail(JITEXPR_ERROR_INDEX, e.what());
+    } catch (const jit::ReadOnlyError& e) {
+        return fail(JITEXPR_ERROR_READ_ONLY, e.what());
     } catch (const jit::ArgumentError& e) {
         return fail(JITEXPR_ERROR_ARGUMENT, e.what());
     } catch (const jit::IOError& e) {
@@ -127,6 +129,9 @@ jit::Arg to_arg(const jitexpr_arg& a, std::size_t index) {
         case JITEXPR_ARG_TENSOR:
             if (!a.value.tensor) throw jit::ArgumentError(fmt::format("argument {}: null tensor", index));
             return jit::Arg(jit::view_dlpack(a.value.tensor->dl_tensor));
+        case JITEXPR_ARG_TENSOR_VERSIONED:
+            if (!a.value.tensor_versioned) throw jit::ArgumentError(fmt::format("argument {}: null tensor", index));
+            return jit::Arg(jit::view_dlpack_versioned(*a.value.tensor_versioned));
         case JITEXPR_ARG_BOOL: return jit::Arg(a.value.b != 0);
         case JITEXPR_ARG_INT: return jit::Arg(static_cast<long long>(a.value.i));
         case JITEXPR_ARG_FLOAT: return jit::Arg(a.value.f);
@@ -195,6 +200,8 @@ jit::CallOptions call_options(const jitexpr_call_options* o) {
     auto has = [&](std::size_t end) { return o->size >= end; };
     if (has(offsetof(jitexpr_call_options, cancel) + sizeof o->cancel) && o->cancel) co.cancel = o->cancel->token;
     if (has(offsetof(jitexpr_call_options, stream) + sizeof o->stream)) co.stream = o->stream;
+    if (has(offsetof(jitexpr_call_options, strict_in_place) + sizeof o->strict_in_place))
+        co.strict_in_place = o->strict_in_place != 0;
     return co;
 }
 
@@ -229,6 +236,7 @@ const char* jitexpr_status_name(int status) {
         case JITEXPR_ERROR_OUT_OF_MEMORY: return "out of memory";
         case JITEXPR_ERROR_UNKNOWN: return "unknown";
         case JITEXPR_ERROR_CANCELLED: return "cancelled";
+        case JITEXPR_ERROR_READ_ONLY: return "read-only";
     }
     return "?";
 }

@@ -185,10 +185,20 @@ Array from_dlpack_versioned(DLManagedTensorVersioned* tensor) {
             if (m->deleter) m->deleter(m);
         });
     };
-    return make_view(tensor->dl_tensor, keep, tensor);
+    const bool read_only = (tensor->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+    const Array a = make_view(tensor->dl_tensor, keep, tensor);
+    return read_only ? a.as_read_only() : a;
 }
 
 Array view_dlpack(const DLTensor& tensor) { return make_view(tensor, nullptr, nullptr); }
+
+Array view_dlpack_versioned(const DLManagedTensorVersioned& tensor) {
+    if (tensor.version.major != 1)
+        throw ArgumentError(fmt::format("DLPack tensor of version {}.{}: jitexpr reads version 1", tensor.version.major,
+                                        tensor.version.minor));
+    const Array a = make_view(tensor.dl_tensor, nullptr, nullptr);
+    return (tensor.flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0 ? a.as_read_only() : a;
+}
 
 DLManagedTensor* to_dlpack(const Array& array) {
     if (!array.defined()) throw ArgumentError("to_dlpack: undefined array");
@@ -206,7 +216,7 @@ DLManagedTensorVersioned* to_dlpack_versioned(const Array& array, std::uint64_t 
     e->storage = array.storage();
     describe_into(array, e->storage, e->tensor.dl_tensor, e->shape.data(), e->strides.data());
     e->tensor.version = DLPackVersion{1, 0};
-    e->tensor.flags = flags;
+    e->tensor.flags = flags | (array.read_only() ? DLPACK_FLAG_BITMASK_READ_ONLY : 0);
     e->tensor.manager_ctx = e.get();
     e->tensor.deleter = &delete_export_versioned;
     return &e.release()->tensor;

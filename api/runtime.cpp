@@ -45,6 +45,9 @@ struct Front {
     syntax::Module module;
     std::vector<std::string> params;  // positional parameters (no named constants)
     std::vector<std::string> names;   // names read (named constants too), then assigned names
+    // CallOptions::strict_in_place: every assignment to a bound array writes into it (same-kind
+    // cast, broadcast) instead of rebinding the name when the value's dtype or shape differs.
+    bool strict = false;
 };
 
 // A program prepared for one set of argument dtypes/shapes/layouts.
@@ -87,6 +90,7 @@ void append_signature(std::string& key, const std::string& name, const Environme
     key += static_cast<char>(arr.dtype());
     key += static_cast<char>(arr.backend());
     key += static_cast<char>(arr.ndim());
+    key += static_cast<char>(arr.read_only());  // a read-only target is refused when checked
     for (auto e : arr.shape()) append_raw(key, e);
     for (auto e : arr.strides()) append_raw(key, e);
 }
@@ -364,9 +368,10 @@ struct Runtime::Impl {
     cache::MemoryCache<std::string, std::shared_ptr<const Front>> fronts;
     cache::MemoryCache<std::string, std::shared_ptr<const Entry>> entries;
 
-    // The parse of `text`: valid until this thread's next call of front().
-    const Front& front(std::string_view text, double* parse_ms) {
-        return *fronts.fetch(text, [&] {
+    // The parse of `text` (`strict`: under CallOptions::strict_in_place, kept behind a marker
+    // byte no text starts with): valid until this thread's next call of front().
+    const Front& front(std::string_view text, double* parse_ms, bool strict = false) {
+        auto make = [&] {
             const auto t0 = Clock::now();
             auto f = std::make_shared<Front>();
             f->module = syntax::parse(text);
@@ -376,9 +381,15 @@ struct Runtime::Impl {
             f->names = dsl::free_names(f->module);
             for (auto& t : dsl::targets(f->module))
                 if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            f->strict = strict;
             if (parse_ms) *parse_ms = ms_since(t0);
             return std::shared_ptr<const Front>(std::move(f));
-        });
+        };
+        if (!strict) return *fronts.fetch(text, make);
+        thread_local std::string key;
+        key.assign(1, '\x03');
+        key.append(text);
+        return *fronts.fetch(std::string_view(key), make);
     }
 
     // The front of run_into: the text's last statement assigned to kOutName, the name under
@@ -386,9 +397,9 @@ struct Runtime::Impl {
     // under the text behind a marker byte that no text starts with. Valid until this thread's
     // next call of front() or front_into().
     static constexpr std::string_view kOutName = "(out)";
-    const Front& front_into(std::string_view text) {
+    const Front& front_into(std::string_view text, bool strict = false) {
         thread_local std::string key;
-        key.assign(1, '\x01');
+        key.assign(1, strict ? '\x04' : '\x01');
         key.append(text);
         return *fronts.fetch(std::string_view(key), [&] {
             auto f = std::make_shared<Front>();
@@ -407,6 +418,7 @@ struct Runtime::Impl {
             f->names = dsl::free_names(f->module);
             for (auto& t : dsl::targets(f->module))
                 if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+            f->strict = strict;
             return std::shared_ptr<const Front>(std::move(f));
         });
     }
@@ -419,6 +431,7 @@ struct Runtime::Impl {
         thread_local std::string key;  // reused: no allocation once it has grown
         key.assign(text);
         key += '\0';
+        if (f.strict) key += '!';
         for (const std::string& n : f.names) append_signature(key, n, env);
         bool created = false;
         const Entry& e = *entries.fetch(
@@ -445,6 +458,9 @@ struct Runtime::Impl {
                 b.dtype = a.dtype();
                 b.shape = a.shape();
                 b.strides = a.strides();
+                b.read_only = a.read_only();
+                // run_into's out= is always written in place (cast and broadcast into it).
+                b.strict = f.strict || n == kOutName;
             } else {
                 b.kind = dsl::Binding::Kind::Scalar;
                 b.dtype = scalar_dtype(it->second);
@@ -711,7 +727,7 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
 }
 
 Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options) {
-    const Front* f = &impl_->front(text, nullptr);
+    const Front* f = &impl_->front(text, nullptr, options.strict_in_place);
     if (args.size() != f->params.size()) {
         std::string names;
         for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
@@ -757,7 +773,7 @@ Array Runtime::eval(std::string_view text, const Named& named, void* stream) {
 }
 
 Array Runtime::eval(std::string_view text, const Named& named, const CallOptions& options) {
-    const Front* f = &impl_->front(text, nullptr);
+    const Front* f = &impl_->front(text, nullptr, options.strict_in_place);
     const Environment& names = named.values();
     for (const auto& [n, v] : names) {
         if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
@@ -779,7 +795,7 @@ Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing
 
 Array Runtime::run(std::string_view text, Environment& env, const CallOptions& options) {
     double parse_ms = 0;
-    const Front& f = impl_->front(text, &parse_ms);
+    const Front& f = impl_->front(text, &parse_ms, options.strict_in_place);
     if (options.timing) options.timing->parse_ms = parse_ms;
     return impl_->run(text, f, env, options, /*write_back=*/true);
 }
@@ -942,6 +958,7 @@ std::shared_ptr<const Entry> Runtime::Impl::entry_shared(std::string_view text, 
                                                          detail::CallControl* control) {
     std::string key(text);
     key += '\0';
+    if (f.strict) key += '!';
     for (const std::string& n : f.names) append_signature(key, n, env);
     return entries.fetch(std::string_view(key), [&] { return prepare(text, f, env, nullptr, control); });
 }
@@ -951,6 +968,7 @@ std::shared_ptr<const Runtime::Impl::HostEntry> Runtime::Impl::host_entry(std::s
     std::string key("\x02");
     key.append(text);
     key += '\0';
+    if (f.strict) key += '!';
     for (const std::string& n : f.names) append_signature(key, n, env);
     return host_entries.fetch(std::string_view(key), [&] {
         auto h = std::make_shared<HostEntry>();
@@ -1229,9 +1247,13 @@ Array Runtime::Impl::run_copied(std::string_view text, const Front& front, Envir
     for (const std::string& n : front.names) {
         auto it = env.find(n);
         if (it == env.end()) continue;
-        if (it->second.is_array() && it->second.array().backend() == Backend::Cpu)
-            dev_env.insert_or_assign(n, Arg(copy_to_cuda(it->second.array(), device, control)));
-        else dev_env.insert_or_assign(n, it->second);
+        if (it->second.is_array() && it->second.array().backend() == Backend::Cpu) {
+            // A copy of a read-only array is read-only too: the copy back would write the original.
+            Array copy = copy_to_cuda(it->second.array(), device, control);
+            dev_env.insert_or_assign(n, Arg(it->second.array().read_only() ? copy.as_read_only() : copy));
+        } else {
+            dev_env.insert_or_assign(n, it->second);
+        }
     }
     Array r;
     try {
@@ -1285,7 +1307,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
     if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
-    const Front* f = &impl_->front_into(text);
+    const Front* f = &impl_->front_into(text, options.strict_in_place);
     const std::string name(Impl::kOutName);
     // Bound for this call only: the name leaves env however the call ends.
     struct Unbind {
@@ -1683,6 +1705,7 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
     if (!host_path) {
         std::string key(text);
         key += '\0';
+        if (f.strict) key += '!';
         for (const std::string& n : f.names) append_signature(key, n, env);
         out += entries.contains(std::string_view(key))
                    ? "program cache: prepared in memory (a run skips parsing, checking and planning)\n"

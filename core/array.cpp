@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 namespace jit {
 
@@ -42,6 +43,10 @@ void check_shape(const Shape& shape) {
         if (e > 0 && __builtin_mul_overflow(n, e, &n))
             throw ArgumentError(fmt::format("shape {} is too large", shape_to_string(shape)));
     }
+    // Its bytes must be countable too, for the widest dtype (complex128, 16 bytes): a forged
+    // extent (a DLPack shape of 2**62) is refused here, not by an allocation that cannot be.
+    if (n > std::numeric_limits<std::int64_t>::max() / 16)
+        throw ArgumentError(fmt::format("shape {} is too large: {} elements", shape_to_string(shape), n));
 }
 
 }  // namespace
@@ -115,8 +120,9 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
     if (lo <= hi && (alo > ahi || offset + lo < alo || offset + hi > ahi))
         throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})",
                                         offset + lo, offset + hi, a.describe(), alo, ahi));
-    return ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
-                             lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
+    Array v = ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
+                                lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
+    return a.read_only() ? v.as_read_only() : v;  // a view of read-only memory stays read-only
 }
 }  // namespace core
 
@@ -151,13 +157,39 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     if (strides.empty() && !shape.empty()) strides = contiguous_strides(shape);
     if (strides.size() != shape.size())
         throw ArgumentError(fmt::format("view: {} strides for {} dimensions", strides.size(), shape.size()));
-    // Extent of the memory the view may touch, for the storage's byte count.
-    std::int64_t hi = 0;
-    for (std::size_t k = 0; k < shape.size(); ++k)
-        if (shape[k] > 0 && strides[k] > 0) hi += (shape[k] - 1) * strides[k];
-    const std::size_t bytes = shape_size(shape) == 0 ? 0 : static_cast<std::size_t>(hi + 1) * itemsize(dtype);
+    // Extent of the memory the view may touch, for the storage's byte count. Strides whose
+    // reach (in bytes, either way) cannot be counted address no memory: refused, not wrapped.
+    std::int64_t hi = 0, lo = 0;
+    const bool empty = shape_size(shape) == 0;
+    for (std::size_t k = 0; k < shape.size() && !empty; ++k) {
+        std::int64_t span = 0;
+        if (__builtin_mul_overflow(shape[k] - 1, strides[k], &span) ||
+            __builtin_add_overflow(span > 0 ? hi : lo, span, span > 0 ? &hi : &lo))
+            throw ArgumentError(fmt::format("view: strides {} of shape {} reach past any address",
+                                            shape_to_string(strides), shape_to_string(shape)));
+    }
+    std::int64_t reach = 0;
+    const auto item = static_cast<std::int64_t>(itemsize(dtype));
+    if (__builtin_mul_overflow(hi, item, &reach) || __builtin_add_overflow(reach, item, &reach) ||
+        __builtin_mul_overflow(lo, item, &lo))
+        throw ArgumentError(fmt::format("view: strides {} of shape {} reach past any address", shape_to_string(strides),
+                                        shape_to_string(shape)));
+    const std::size_t bytes = empty ? 0 : static_cast<std::size_t>(reach);
     auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, device, std::move(keep_alive));
     return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
+}
+
+Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                  std::shared_ptr<void> keep_alive) {
+    return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));
+}
+
+// Const memory: the same view, marked read-only, so that nothing of jitexpr's writes through it.
+Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
+                  std::shared_ptr<void> keep_alive) {
+    return view(const_cast<void*>(data), dtype, std::move(shape), std::move(strides), backend, device,
+                std::move(keep_alive))
+        .as_read_only();
 }
 
 bool Array::is_contiguous() const {

@@ -2276,10 +2276,11 @@ private:
             return;
         }
         const Val v = expr(*st.value);
-        if (big_.count(v.node) && !bound_array(st)) strong(v);  // an integer past every dtype is no array
+        const bool into = !st.target.empty() && in_place_target(st.target, v) != nullptr;
+        if (big_.count(v.node) && !into) strong(v);  // an integer past every dtype is no array
         // A value of host integers alone is stored as an int64 (into a bound array, cast() checks
         // it against that array's dtype).
-        if (!bound_array(st)) check_fit(v, node(v.node).dtype);
+        if (!into) check_fit(v, node(v.node).dtype);
         if (st.target.empty()) {
             if (last && v.selected()) {
                 const ir::NodeId n = compact(v, st.span);
@@ -2328,9 +2329,17 @@ private:
         }
         ir::NodeId n = v.node;
         std::int32_t alias = -1;
-        const Binding* bound = (lookup_ && !locals_.count(target)) ? lookup_(target) : nullptr;
-        if (!bound && locals_.count(target) && alias_of_.count(target)) bound = alias_binding_.at(target);
-        if (bound && bound->kind == Binding::Kind::Array) {
+        if (const Binding* bound = in_place_target(target, v)) {
+            if (bound->read_only)
+                throw ReadOnlyError(
+                    target == "(out)"
+                        ? fmt::format("out= is read-only ({} {}): jitexpr does not write into it; pass a writable "
+                                      "array",
+                                      dtype_name(bound->dtype), shape_to_string(bound->shape))
+                        : fmt::format("'{}' is read-only ({} {}): assigning to it would write into it; assign to "
+                                      "another name, or bind a writable copy",
+                                      target, dtype_name(bound->dtype), shape_to_string(bound->shape)),
+                    text_, target_span);
             // Written in place: the value must fit the array's dtype (same kind) and shape.
             if (!can_cast_same_kind(dt(v), bound->dtype)) {
                 // run_into's target is the caller's out= (Runtime::run_into binds it as "(out)").
@@ -2359,6 +2368,10 @@ private:
                 output_nodes_.count(n))
                 n = fresh(n, bound->shape, st.span);
         } else {
+            // A new array under the name: a bound array of another dtype or shape is left as it
+            // was, and later statements read the new value.
+            alias_of_.erase(target);
+            alias_binding_.erase(target);
             const NodeKind k = node(n).kind;
             if (k == NodeKind::Input || k == NodeKind::Scalar || output_nodes_.count(n))
                 n = fresh(n, node(n).shape, st.span);
@@ -2377,12 +2390,17 @@ private:
         if (last) p_.result = n;
     }
 
-    // Whether the statement writes in place into a bound array (which gives a value its dtype).
-    bool bound_array(const syntax::Statement& st) const {
-        if (st.target.empty()) return false;
-        if (locals_.count(st.target)) return alias_of_.count(st.target) != 0;
-        const Binding* b = lookup_ ? lookup_(st.target) : nullptr;
-        return b && b->kind == Binding::Kind::Array;
+    // The bound array an assignment of `v` to `target` writes into, or null when it binds the
+    // name to a new array. An array bound by the caller (or written by an earlier statement of
+    // this program) is written when the value has its dtype and shape, or whatever the value
+    // when the binding is strict (the value is then cast and broadcast into it, or refused).
+    const Binding* in_place_target(const std::string& target, const Val& v) const {
+        const Binding* b = nullptr;
+        if (!locals_.count(target)) b = lookup_ ? lookup_(target) : nullptr;
+        else if (auto it = alias_binding_.find(target); it != alias_binding_.end()) b = it->second;
+        if (!b || b->kind != Binding::Kind::Array) return nullptr;
+        if (b->strict) return b;
+        return dt(v) == b->dtype && shape(v) == b->shape ? b : nullptr;
     }
 
     std::int32_t input_slot_for(const std::string& name, const Binding& b) {

@@ -19,6 +19,12 @@ struct Binding {
     DType dtype = DType::Float32;  // Scalar: Bool, Int64, Float64 or Complex128 (weakly typed)
     Shape shape;
     Strides strides;
+    // Array: jitexpr may not write into it; an assignment that would is a ReadOnlyError.
+    bool read_only = false;
+    // Array: an assignment to the name always writes into it (same-kind cast, broadcast;
+    // TypeError / ShapeError when the value cannot be), rather than rebinding the name to a
+    // value of another dtype or shape.
+    bool strict = false;
 };
 
 // Returns the binding of `name`, or nullptr if the caller has none.
@@ -28,7 +34,9 @@ using Lookup = std::function<const Binding*(std::string_view name)>;
 using BoundNames = std::function<std::vector<std::string>()>;
 
 // Checks and lowers `module`. Every statement's target becomes an output; a target that names
-// a bound array is written in place (its dtype and shape must hold the value). Throws
+// a bound array is written in place when the value has the array's dtype and shape (always
+// when the binding is strict: then its dtype and shape must hold the value), else the name is
+// bound to a new array; a read-only array that would be written is a ReadOnlyError. Throws
 // NameError, TypeError, ShapeError or ValueError pointing into `text`.
 // `bound_names` (may be empty) lists the names the caller binds, for did-you-mean suggestions.
 // Callers use dsl::plan (dsl/plan.hpp), which calls this.

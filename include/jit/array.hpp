@@ -75,6 +75,13 @@ public:
     // ordinal is not checked against the machine: a view costs no driver call.
     static Array view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
                       std::shared_ptr<void> keep_alive = nullptr);
+    // Views of const memory (a const pointer picks these): read-only arrays (read_only()), which
+    // jitexpr reads but never writes: an assignment to a name bound to one, an eval that would
+    // write into it and run_into's `out` are refused with a ReadOnlyError before anything runs.
+    static Array view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend,
+                      std::shared_ptr<void> keep_alive = nullptr);
+    static Array view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
+                      std::shared_ptr<void> keep_alive = nullptr);
 
     DType dtype() const { return dtype_; }
     const Shape& shape() const { return dims_ ? dims_->shape : no_dims().shape; }
@@ -87,6 +94,17 @@ public:
     int device() const { return storage_ ? storage_->device() : 0; }
     bool defined() const { return storage_ != nullptr; }
     bool is_contiguous() const;  // C order, no gaps
+    // Whether jitexpr may write into the memory: false for views of const memory, for arrays of
+    // as_read_only(), and for every view of those (slice, transpose, reshape, broadcast_to keep
+    // it); copies (to(), contiguous() when it copies) are new memory and writable.
+    bool read_only() const { return read_only_; }
+    // The same array (same memory, no copy) marked read-only: for memory the caller lends to be
+    // read only (an immutable buffer, another library's read-only tensor).
+    Array as_read_only() const {
+        Array a = *this;
+        a.read_only_ = true;
+        return a;
+    }
 
     // Address of element (0, ..., 0): host or device pointer depending on backend().
     void* data() const;
@@ -158,6 +176,7 @@ private:
     std::shared_ptr<const Dims> dims_;
     std::int64_t offset_ = 0;
     Backend backend_ = Backend::Cpu;
+    bool read_only_ = false;
     std::shared_ptr<Storage> storage_;
     friend struct ArrayAccess;
 };

@@ -46,7 +46,8 @@ typedef enum {
     JITEXPR_ERROR_UNKNOWN = 13,
     JITEXPR_ERROR_CANCELLED = 14, /* stopped by jitexpr_cancel or a cancel token; the message names
                                     arguments that were being written in place (partly written) */
-    JITEXPR_ERROR_INDEX = 15      /* an integer index out of range, too many indices (caret) */
+    JITEXPR_ERROR_INDEX = 15,     /* an integer index out of range, too many indices (caret) */
+    JITEXPR_ERROR_READ_ONLY = 16  /* the program would write into a read-only tensor (caret) */
 } jitexpr_status;
 
 /* Backends for jitexpr_runtime_create (and what jitexpr_runtime_backend answers). */
@@ -102,11 +103,17 @@ int jitexpr_runtime_stats(const jitexpr_runtime* rt, jitexpr_stats* out);
 /* --- Arguments ------------------------------------------------------------------------------ */
 
 typedef enum {
-    JITEXPR_ARG_TENSOR = 0, /* value.tensor: a DLPack tensor, borrowed */
-    JITEXPR_ARG_BOOL = 1,   /* value.b (0 or not) */
-    JITEXPR_ARG_INT = 2,    /* value.i */
-    JITEXPR_ARG_FLOAT = 3,  /* value.f */
-    JITEXPR_ARG_COMPLEX = 4 /* value.c[0] + value.c[1] i */
+    JITEXPR_ARG_TENSOR = 0,  /* value.tensor: a DLPack tensor, borrowed */
+    JITEXPR_ARG_BOOL = 1,    /* value.b (0 or not) */
+    JITEXPR_ARG_INT = 2,     /* value.i */
+    JITEXPR_ARG_FLOAT = 3,   /* value.f */
+    JITEXPR_ARG_COMPLEX = 4, /* value.c[0] + value.c[1] i */
+    /* value.tensor_versioned: a DLPack 1.x tensor, borrowed. One flagged
+     * DLPACK_FLAG_BITMASK_READ_ONLY is read but never written: a program that would write into
+     * it (an assignment to its name of a value of its dtype and shape) fails with
+     * JITEXPR_ERROR_READ_ONLY before anything runs. (A JITEXPR_ARG_TENSOR has no such flag: it
+     * is writable.) */
+    JITEXPR_ARG_TENSOR_VERSIONED = 5
 } jitexpr_arg_kind;
 
 /* One positional argument. Host scalars are kernel parameters and weakly typed (like Python
@@ -115,6 +122,7 @@ typedef struct {
     int32_t kind; /* a jitexpr_arg_kind */
     union {
         const DLManagedTensor* tensor;
+        const DLManagedTensorVersioned* tensor_versioned;
         int32_t b;
         int64_t i;
         double f;
@@ -127,7 +135,11 @@ typedef struct {
 /* Evaluates `text` (NUL-terminated) with the arguments bound by name: args[i] is the value of
  * the variable names[i] (NUL-terminated). A name bound here shadows a named constant of the
  * same name (pi, e, inf, nan). Each name may appear once and must be one the program reads or
- * assigns (JITEXPR_ERROR_ARGUMENT otherwise). Tensors, results and failures as for
+ * assigns (JITEXPR_ERROR_ARGUMENT otherwise). An assignment to a name bound to a tensor writes
+ * into the tensor when the value has its dtype and shape; otherwise the name stands for the new
+ * value in the rest of the program and the tensor is left as it was (the `strict_in_place`
+ * call option writes into it whatever the value: same-kind cast and broadcast, else
+ * JITEXPR_ERROR_TYPE / JITEXPR_ERROR_SHAPE). Tensors, results and failures as for
  * jitexpr_eval. */
 int jitexpr_eval_named(jitexpr_runtime* rt, const char* text, size_t n_args, const char* const* names,
                        const jitexpr_arg* args, DLManagedTensor** out);
@@ -174,6 +186,10 @@ typedef struct {
     size_t size;
     jitexpr_cancel_token* cancel; /* NULL: only jitexpr_cancel stops the call */
     void* stream;                 /* CUDA: the CUstream to run on; NULL: the default stream */
+    /* Nonzero: an assignment to a name bound to a tensor always writes into it (same-kind cast,
+     * broadcast; JITEXPR_ERROR_TYPE / JITEXPR_ERROR_SHAPE when the value cannot be), instead of
+     * rebinding the name when the value's dtype or shape differs. */
+    int32_t strict_in_place;
 } jitexpr_call_options;
 
 /* jitexpr_eval with options (`options` NULL: as without). */

@@ -62,6 +62,10 @@ JIT_DECLARE_SOURCE_ERROR(TypeError, "type error")    // dtype not allowed by the
 JIT_DECLARE_SOURCE_ERROR(ShapeError, "shape error")  // shapes that do not broadcast or fit
 JIT_DECLARE_SOURCE_ERROR(ValueError, "value error")  // e.g. integer ** negative integer
 JIT_DECLARE_SOURCE_ERROR(IndexError, "index error")  // an integer index past an axis, too many indices
+// A statement that would write into a read-only array (Array::read_only(): a view of const
+// memory, an immutable buffer, an Arrow column), refused before anything runs; the caret is
+// under the assignment's target.
+JIT_DECLARE_SOURCE_ERROR(ReadOnlyError, "read-only error")
 #undef JIT_DECLARE_SOURCE_ERROR
 
 // Arguments given to the API that do not fit the program (count, dtype of an output, ...).

@@ -49,14 +49,16 @@ Array from_dlpack(DLManagedTensor* tensor);
 
 // The same for a DLPack 1.x tensor (Python's "dltensor_versioned" capsules): takes ownership,
 // calls its deleter once when the last array referring to the memory is gone. A tensor flagged
-// read-only is accepted (jitexpr never writes its inputs; writing into it in place, as an
-// assignment target or an out=, is the caller's to refuse). Throws ArgumentError for a major
-// version other than 1, and then the tensor is not consumed.
+// DLPACK_FLAG_BITMASK_READ_ONLY gives a read-only array (Array::read_only(): read, never
+// written; an assignment or out= that would write it is a ReadOnlyError). Throws
+// ArgumentError for a major version other than 1, and then the tensor is not consumed.
 Array from_dlpack_versioned(DLManagedTensorVersioned* tensor);
 
 // A borrowed view of a DLTensor: the same checks and mapping as from_dlpack, but nothing is
 // owned; the caller keeps the memory alive as long as the array (and any view of it) lives.
 Array view_dlpack(const DLTensor& tensor);
+// The same for a DLPack 1.x tensor, read-only when it is flagged so (as from_dlpack_versioned).
+Array view_dlpack_versioned(const DLManagedTensorVersioned& tensor);
 
 // Exports an array without copying: the returned tensor holds a reference to the array's
 // storage (and owns its shape and strides). The consumer calls result->deleter(result) exactly
@@ -66,7 +68,8 @@ Array view_dlpack(const DLTensor& tensor);
 // before the consumer's reads) before the consumer uses it.
 DLManagedTensor* to_dlpack(const Array& array);
 // The same as a DLPack 1.x tensor (version 1.0; `flags` as given, e.g.
-// DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_IS_COPIED).
+// DLPACK_FLAG_BITMASK_READ_ONLY, DLPACK_FLAG_BITMASK_IS_COPIED; the read-only flag is always
+// set for a read-only array).
 DLManagedTensorVersioned* to_dlpack_versioned(const Array& array, std::uint64_t flags = 0);
 
 // --- Arrow C data interface (include/jit/arrow.h) ------------------------------------------
@@ -102,7 +105,8 @@ const char* to_arrow_format(DType dtype);
 // not release it any more. The values are viewed in place (no copy) and array's release
 // callback runs exactly once, when the last jitexpr array (view, slice, result aliasing it)
 // referring to them is gone; for a boolean column (copied) that is before from_arrow returns.
-// `schema` is only read: the caller still owns and releases it.
+// `schema` is only read: the caller still owns and releases it. The values are read-only
+// (Array::read_only(), copies included: Arrow columns are immutable).
 // Accepted: the formats of from_arrow_format; n_buffers 2; no children and no dictionary;
 // length, offset >= 0. A validity bitmap is read only when null_count != 0 and buffers[0] is
 // not NULL; null_count -1 (unknown) is counted. Values not aligned to their size are copied.

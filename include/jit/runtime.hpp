@@ -170,6 +170,14 @@ struct CallOptions {
     // them untouched (all or nothing) at the cost of one more array and copy each. Off: they
     // are written directly, and a cancelled call names them in CancelledError::partly_written().
     bool in_place_all_or_nothing = false;
+    // How an assignment to a name bound to an array is written (docs/language.md, "Assignment
+    // to an existing array").
+    // Off (the rule): into the array when the value has its dtype and shape, else the name is
+    // rebound to the new value and the array is left untouched (`x = sum(x)` makes x 0-d).
+    // On: always into the array, cast (same kind) and broadcast to it; a value that cannot be
+    // is a TypeError / ShapeError. Either way a read-only target (Array::read_only()) is a
+    // ReadOnlyError before anything runs.
+    bool strict_in_place = false;
 };
 
 // How Runtime::explain times the bytes a program moves.
@@ -243,8 +251,9 @@ public:
     // Evaluates a program with variables bound by name: eval("b*2 + a", {{"a", a}, {"b", b}}).
     // A name bound here shadows a named constant of the same name (pi, e, inf, nan). Every
     // name must be one the program reads or assigns (ArgumentError otherwise: a misspelt name
-    // is not silently unused). An assigned name bound to an array is written in place, as in
-    // run(); nothing is added to `names`. Returns the value of the last statement.
+    // is not silently unused). An assigned name bound to an array is written as in run() (in
+    // place when the value has its dtype and shape); nothing is added to `names`. Returns the
+    // value of the last statement.
     Array eval(std::string_view text, const Named& names, void* stream = nullptr);
     Array eval(std::string_view text, const Named& names, const CallOptions& options);
     // Evaluates a program with variables bound by position, in order of first appearance of
@@ -253,8 +262,11 @@ public:
     Array eval(std::string_view text, const std::vector<Arg>& args, void* stream = nullptr);
     Array eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options);
     // Evaluates with named variables: reads them from `env` (a bound name shadows a named
-    // constant), writes every assigned name back (in place into an existing array of the same
-    // dtype and shape). Returns the value of the last statement (an undefined Array if the
+    // constant), writes every assigned name back: in place into an existing array when the
+    // value has its dtype and shape, else the name is rebound to a new array and the old one is
+    // left as it was (CallOptions::strict_in_place writes into it whatever the value); a
+    // read-only array (Array::read_only()) that would be written is a ReadOnlyError before
+    // anything runs. Returns the value of the last statement (an undefined Array if the
     // program is empty).
     Array run(std::string_view text, Environment& env, void* stream = nullptr, Timing* timing = nullptr);
     // On cancellation (jit::CancelledError) no name is bound or rebound in `env`; arrays that
@@ -268,9 +280,10 @@ public:
 
     // Evaluates with named variables like run(), and writes the value of the program's last
     // statement, which must be an expression (not an assignment), into `out` in place, as an
-    // assignment to an existing array is written: same-kind casting into out's dtype, broadcast
-    // to out's shape (TypeError / ShapeError with the caret otherwise). `out` may be bound in
-    // `env` under a name the program reads. Returns `out`. For numexpr's and NumPy's `out=`.
+    // assignment under CallOptions::strict_in_place is written: same-kind casting into out's
+    // dtype, broadcast to out's shape (TypeError / ShapeError with the caret otherwise; a
+    // read-only `out` is a ReadOnlyError). `out` may be bound in `env` under a name the program
+    // reads. Returns `out`. For numexpr's and NumPy's `out=`.
     Array run_into(std::string_view text, Environment& env, const Array& out, void* stream = nullptr);
     // With options: CallOptions::in_place_all_or_nothing makes `out` untouched or fully written
     // when the call is cancelled.

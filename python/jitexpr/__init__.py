@@ -19,7 +19,8 @@ without a driver or toolkit everything runs on the CPU.
 from . import _jitexpr
 from ._errors import (ArgumentError, CancelledError, CompileError, CudaError, DeviceMismatchError,  # noqa: F401
                       Error, IndexError, InternalError, IOError, NameError, NoDeviceError, NotImplementedError,
-                      OverflowError, ParseError, ShapeError, TypeError, ValueError, ZeroDivisionError)
+                      OutOfMemoryError, OverflowError, ParseError, ReadOnlyError, ShapeError, TypeError, ValueError,
+                      ZeroDivisionError)
 from . import _errors as _errors_module
 
 _jitexpr.set_error_types({name: getattr(_errors_module, name) for name in _errors_module.__all__})
@@ -42,9 +43,9 @@ def functions():
 __all__ = [
     "evaluate", "run", "explain", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
     "set_num_threads", "get_num_threads", "parameters", "functions", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
-    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
-    "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
-    "OverflowError", "ZeroDivisionError", "NotImplementedError",
+    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ReadOnlyError",
+    "OutOfMemoryError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError", "CudaError",
+    "NoDeviceError", "InternalError", "CancelledError", "OverflowError", "ZeroDivisionError", "NotImplementedError",
 ]
 
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Optional
 import numpy as np
 
 from . import _jitexpr as _core
-from ._errors import ArgumentError, TypeError as JxTypeError
+from ._errors import ArgumentError, ParseError as JxParseError, TypeError as JxTypeError
 
 __all__ = [
     "evaluate", "run", "compile", "Kernel", "precompile", "info", "cuda_available", "stats",
@@ -35,13 +35,30 @@ _names_cache: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 _names_lock = threading.Lock()
 
 
+def _check_text(text):
+    """A program's text must be a str that UTF-8 can hold: a lone surrogate (``"\\ud800"``) is a
+    ParseError pointing at it, as any other character no program may hold."""
+    if not isinstance(text, str):
+        raise JxTypeError(f"the expression must be a str, not {type(text).__name__}")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        err = JxParseError(f"syntax error: the text holds a lone surrogate (U+{ord(text[e.start]):04X}) at character "
+                           f"{e.start}, which is no Unicode character (UTF-8 cannot hold it)")
+        err.message = f"the text holds a lone surrogate (U+{ord(text[e.start]):04X}) at character {e.start}"
+        err.source = text.encode("utf-8", "replace").decode("utf-8")
+        head = len(text[:e.start].encode("utf-8", "replace"))
+        err.span = (head, head + 1)
+        err.kind = "syntax error"
+        raise err from None
+
+
 def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     try:
         return _names_cache[text]
     except KeyError:
         pass
-    if not isinstance(text, str):
-        raise JxTypeError(f"the expression must be a str, not {type(text).__name__}")
+    _check_text(text)
     params = tuple(_core.parameters(text))
     consts = tuple(sorted(set(_CONSTANT_RE.findall(text)))) if any(c in text for c in ("pi", "e", "inf", "nan")) else ()
     with _names_lock:
@@ -162,18 +179,25 @@ evaluate = _core.evaluate_fast
 
 
 def run(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, backend: Optional[str] = None,
-        stream: Optional[int] = None, device: Optional[int] = None, _frame_depth: int = 1,
-        **names: Any) -> dict[str, Any]:
+        stream: Optional[int] = None, device: Optional[int] = None, strict_in_place: bool = False,
+        _frame_depth: int = 1, **names: Any) -> dict[str, Any]:
     """Runs a program of statements and returns ``{name: value}`` for every name it assigns.
 
-    Names are bound as for :func:`evaluate`. An assignment to a variable bound to an existing
-    array writes into that array in place (it is returned as that same object); other
-    assignments make new arrays::
+    Names are bound as for :func:`evaluate`. An assignment to a variable bound to an array of
+    the value's dtype and shape writes into that array in place (it is returned as that same
+    object); a value of another dtype or shape (``x = sum(x)``, ``x = x[1:]``) is returned as a
+    new array under the name, the caller's array untouched; other assignments make new arrays::
 
         r = jitexpr.run("t = a * 2; c = t + b; s = sum(c)", a=a, b=b)   # {'t': ..., 'c': ..., 's': ...}
+
+    ``strict_in_place=True`` writes every assignment to a bound array into it (cast as NumPy's
+    same-kind casting, broadcast): a value that cannot be is a TypeError / ShapeError. A
+    read-only array that would be written (``flags.writeable`` False, ``bytes``, a read-only
+    DLPack or CUDA array interface producer, Arrow) is a :class:`ReadOnlyError` before anything
+    runs.
     """
     bound = _bind(program, names, local_dict, _frame_depth + 1)
-    result = _core.run(program, bound, backend, stream, None, device)
+    result = _core.run(program, bound, backend, stream, None, device, bool(strict_in_place))
     return {k: _to_library(v) for k, v in result.items()}
 
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _jitexpr as _core
-from ._api import _bind
+from ._api import _bind, _check_text
 from ._errors import ArgumentError
 
 __all__ = ["check", "ValueInfo", "ProgramInfo", "spec_of"]
@@ -101,6 +101,7 @@ def check_specs(text, specs) -> ProgramInfo:
     """:func:`check` for names already turned into specs (``{name: spec_of(...)}``)."""
     if not isinstance(text, str):
         raise ArgumentError(f"the program must be a str, not {type(text).__name__}")
+    _check_text(text)
     r = _core.check(text, specs)
     return ProgramInfo(list(r["parameters"]), {t[0]: _info(t) for t in r["assigned"]},
                        None if r["result"] is None else _info(r["result"]), bool(r["reduces"]),
@@ -140,6 +141,7 @@ def outline(text: str) -> dict:
     constant integer), ``"ellipsis"``, ``"newaxis"`` (None) or ``"array"`` (another expression:
     a boolean mask, or what the checker refuses as an index).
     """
+    _check_text(text)
     raw = _core.outline(text)
     # The extension speaks in UTF-8 byte offsets; Python strings index by code point.
     if text.isascii():

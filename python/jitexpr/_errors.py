@@ -16,9 +16,9 @@ range ``(begin, end)`` of the cause) and ``kind``; ``str(e)`` quotes the line wi
 import builtins
 
 __all__ = [
-    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
-    "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
-    "OverflowError", "ZeroDivisionError", "NotImplementedError",
+    "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ReadOnlyError",
+    "OutOfMemoryError", "ArgumentError", "IOError", "DeviceMismatchError", "CompileError", "CudaError",
+    "NoDeviceError", "InternalError", "CancelledError", "OverflowError", "ZeroDivisionError", "NotImplementedError",
 ]
 
 
@@ -64,6 +64,19 @@ class NotImplementedError(Error, builtins.NotImplementedError):  # noqa: A001
 
 class IndexError(Error, builtins.IndexError):  # noqa: A001
     """An integer index past the end of its axis, or more indices than the array has axes."""
+
+
+class ReadOnlyError(Error, builtins.ValueError):
+    """A write into read-only memory, refused before anything runs: an assignment to a name bound
+    to a read-only array (a NumPy array with ``flags.writeable`` False, ``bytes`` and other
+    read-only buffers, a DLPack tensor flagged read-only, a ``__cuda_array_interface__`` whose
+    ``data[1]`` is True, an Arrow column), or such an array as ``out``. A ``ValueError``, as
+    NumPy's "assignment destination is read-only"."""
+
+
+class OutOfMemoryError(Error, builtins.MemoryError):
+    """Memory for an array could not be had: the message says how many bytes were asked and how
+    many were available."""
 
 
 class ArgumentError(Error, builtins.ValueError):

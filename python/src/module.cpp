@@ -54,6 +54,8 @@ struct ErrorTypes {
     PyObject* shape = nullptr;            // ShapeError(Error, ValueError)
     PyObject* value = nullptr;            // ValueError(Error, ValueError)
     PyObject* index = nullptr;            // IndexError(Error, IndexError)
+    PyObject* read_only = nullptr;        // ReadOnlyError(Error, ValueError)
+    PyObject* out_of_memory = nullptr;    // OutOfMemoryError(Error, MemoryError)
     PyObject* argument = nullptr;         // ArgumentError(Error, ValueError)
     PyObject* device_mismatch = nullptr;  // DeviceMismatchError(ArgumentError)
     PyObject* io = nullptr;               // IOError(Error, OSError)
@@ -63,7 +65,7 @@ struct ErrorTypes {
     PyObject* internal = nullptr;         // InternalError(Error, RuntimeError)
     PyObject* cancelled = nullptr;        // CancelledError(Error, KeyboardInterrupt-free base)
     PyObject* base = nullptr;             // Error(Exception)
-    PyObject* overflow = nullptr;         // OverflowError(ValueError, OverflowError)
+    PyObject* overflow = nullptr;         // OverflowError(ValueError, OverflowError): NumPy's, and past int64
     PyObject* not_implemented = nullptr;  // NotImplementedError(Error, NotImplementedError): the drop-in's
     PyObject* zero_division = nullptr;    // ZeroDivisionError(ValueError, ZeroDivisionError)
 };
@@ -106,6 +108,8 @@ void translate(const std::exception_ptr& p, void*) {
         raise_source(t ? t : g_errors.value, e);
     } catch (const jit::IndexError& e) {
         raise_source(g_errors.index, e);
+    } catch (const jit::ReadOnlyError& e) {
+        raise_source(g_errors.read_only ? g_errors.read_only : g_errors.value, e);
     } catch (const jit::SourceError& e) {
         raise_source(g_errors.base, e);
 #if JITEXPR_PY_HAVE_CANCEL
@@ -127,8 +131,35 @@ void translate(const std::exception_ptr& p, void*) {
         PyErr_SetString(g_errors.no_device ? g_errors.no_device : PyExc_RuntimeError, e.what());
     } catch (const jit::InternalError& e) {
         PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError, e.what());
+    } catch (const jit::OutOfMemoryError& e) {
+        PyErr_SetString(g_errors.out_of_memory ? g_errors.out_of_memory : PyExc_MemoryError, e.what());
     } catch (const jit::Error& e) {
         PyErr_SetString(g_errors.base ? g_errors.base : PyExc_RuntimeError, e.what());
+    } catch (const std::bad_alloc&) {
+        // Memory that could not be had where no jitexpr error says how much (a container's).
+        PyErr_SetString(g_errors.out_of_memory ? g_errors.out_of_memory : PyExc_MemoryError,
+                        "out of memory: jitexpr could not allocate what the call needs");
+    } catch (const nb::cast_error&) {
+        // A value of another type than the one read (from a protocol object, an argument):
+        // jitexpr's TypeError, not nanobind's "std::bad_cast".
+        PyErr_SetString(g_errors.type ? g_errors.type : PyExc_TypeError,
+                        "a value given to jitexpr (an argument, or what an array protocol returned) is not of "
+                        "the type it must be");
+    } catch (const nb::python_error&) {
+        throw;  // a Python exception already: nanobind restores it
+    } catch (const nb::builtin_exception&) {
+        throw;  // nanobind's own, raised as the built-in it names
+    } catch (const std::out_of_range& e) {
+        PyErr_SetString(g_errors.index ? g_errors.index : PyExc_IndexError, e.what());
+    } catch (const std::overflow_error& e) {
+        PyErr_SetString(g_errors.overflow ? g_errors.overflow : PyExc_OverflowError, e.what());
+    } catch (const std::logic_error& e) {  // domain_error, invalid_argument, length_error
+        PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError, e.what());
+    } catch (const std::range_error& e) {
+        PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError, e.what());
+    } catch (const std::exception& e) {
+        PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError,
+                        (std::string("internal error: ") + e.what()).c_str());
     }
 }
 
@@ -351,7 +382,11 @@ struct Bound {
     bool arrow = false;
     std::string library;        // device inputs: "cupy", "torch", ... (module of the type)
     std::uintptr_t stream = 0;  // __cuda_array_interface__'s stream, when it gives one
+    // The producer says the memory must not be written (NumPy's writeable flag, a read-only
+    // buffer, DLPack's read-only flag, CAI's data[1], Arrow): arg's array is read-only too, so
+    // the runtime refuses every write into it (jit::ReadOnlyError) before the call.
     bool read_only = false;
+    bool moved = false;  // arg is a copy on another backend or device (backend=, device=)
 };
 
 // Interned attribute and key names, made once (a lookup with a C string makes a str each time).
@@ -455,9 +490,55 @@ std::string descr_name(PyArray_Descr* d) {
     return out;
 }
 
+// jitexpr.TypeError (a TypeError too).
 [[noreturn]] void type_error(const std::string& msg) {
-    PyErr_SetString(PyExc_TypeError, msg.c_str());
+    PyErr_SetString(g_errors.type ? g_errors.type : PyExc_TypeError, msg.c_str());
     throw nb::python_error();
+}
+
+// Raises jitexpr's class `type` (python/jitexpr/_errors.py; `fallback` before they are handed
+// over) with `msg`.
+[[noreturn]] void raise_as(PyObject* type, PyObject* fallback, const std::string& msg) {
+    PyErr_SetString(type ? type : fallback, msg.c_str());
+    throw nb::python_error();
+}
+
+[[noreturn]] void read_only_error(const std::string& msg) { raise_as(g_errors.read_only, PyExc_ValueError, msg); }
+
+// out= of evaluate, a Kernel call and the numexpr drop-in, before anything runs: an array the
+// call can write into (a NumPy array, a writable buffer, an object of the DLPack or CUDA array
+// interface protocols, a torch tensor), never something NumPy would convert into a temporary
+// (a list, a scalar), which would take the result and be thrown away.
+void check_out_object(nb::handle out) {
+    PyObject* o = out.ptr();
+    if (PyArray_Check(o)) {
+        if (!PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(o)))
+            read_only_error(
+                "out= is read-only (its flags.writeable is False): jitexpr does not write into it; "
+                "pass a writable array");
+        return;
+    }
+    const Names& k = names();
+    if (!PyArray_IsScalar(o, Generic) && !PyBool_Check(o) && !PyLong_Check(o) && !PyFloat_Check(o) &&
+        !PyComplex_Check(o)) {
+        if (has_attr(o, k.cai) || (has_attr(o, k.dlpack) && has_attr(o, k.dlpack_device)) ||
+            has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream))
+            return;  // read-only-ness from the protocol, when it is bound
+        if (PyObject_CheckBuffer(o)) {
+            Py_buffer view;
+            if (PyObject_GetBuffer(o, &view, PyBUF_WRITABLE) != 0) {
+                PyErr_Clear();
+                read_only_error(std::string("out= is a read-only buffer (") + Py_TYPE(o)->tp_name +
+                                "): jitexpr does not write into it; pass a writable array");
+            }
+            PyBuffer_Release(&view);
+            return;
+        }
+    }
+    raise_as(g_errors.type, PyExc_TypeError,
+             std::string("out= must be an array (a NumPy array, a writable buffer, or an object of the DLPack "
+                         "or CUDA array interface), not ") +
+                 Py_TYPE(o)->tp_name);
 }
 
 // A NumPy array, viewed in place (the caller keeps the object alive for the call).
@@ -521,6 +602,7 @@ jit::Array import_dlpack(nb::handle obj, const std::string& name, Bound& b, std:
     int dev_type = 1;
     try {
         nb::tuple dev = nb::cast<nb::tuple>(obj.attr("__dlpack_device__")());
+        if (dev.size() != 2) throw nb::cast_error();  // (device type, device id)
         dev_type = nb::cast<int>(dev[0]);
     } catch (const nb::python_error&) {
         PyErr_Clear();
@@ -542,9 +624,9 @@ jit::Array import_dlpack(nb::handle obj, const std::string& name, Bound& b, std:
     PyObject* c = capsule.ptr();
     if (PyCapsule_IsValid(c, "dltensor_versioned")) {
         auto* t = static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(c, "dltensor_versioned"));
-        jit::Array a = jit::from_dlpack_versioned(t);  // owns t from here
+        jit::Array a = jit::from_dlpack_versioned(t);  // owns t from here; read-only when flagged so
         PyCapsule_SetName(c, "used_dltensor_versioned");
-        b.read_only = (t->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+        b.read_only = a.read_only();
         return a;
     }
     if (PyCapsule_IsValid(c, "dltensor")) {
@@ -593,15 +675,13 @@ jit::DType dtype_of_typestr(const std::string& ts, const std::string& name) {
     type_error(fmt_name(name) + ": __cuda_array_interface__ typestr '" + ts + "' has no jitexpr dtype");
 }
 
-// cai[key] of the interface's dict (KeyError as dict[key] raises it), or null for get().
+// cai[key] of the interface's dict, or null for get(). A required key that is missing is a
+// cast error: bind_value's TypeError then says what version 3 of the interface holds.
 nb::handle cai_item(nb::dict cai, PyObject* key, bool required) {
     PyObject* v = PyDict_GetItemWithError(cai.ptr(), key);  // borrowed
     if (!v) {
         if (PyErr_Occurred()) throw nb::python_error();
-        if (required) {
-            PyErr_SetObject(PyExc_KeyError, key);
-            throw nb::python_error();
-        }
+        if (required) throw nb::cast_error();
     }
     return v;
 }
@@ -627,6 +707,7 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
         strides = jit::contiguous_strides(shape);
     }
     nb::tuple data = nb::cast<nb::tuple>(cai_item(cai, k.data, true));
+    if (data.size() != 2) throw nb::cast_error();  // (pointer, read-only)
     const auto ptr = nb::cast<std::uintptr_t>(data[0]);
     b.read_only = nb::cast<bool>(data[1]);
     if (nb::handle m = cai_item(cai, k.mask, false); m.is_valid() && !m.is_none())
@@ -652,8 +733,10 @@ jit::Array import_cai(nb::handle obj, nb::handle interface, const std::string& n
     } catch (const nb::python_error&) {
         PyErr_Clear();
     } catch (const nb::cast_error&) {}
-    return jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides), jit::Backend::Cuda,
-                            device, std::move(keep));
+    jit::Array a = jit::Array::view(reinterpret_cast<void*>(ptr), dt, std::move(shape), std::move(strides),
+                                    jit::Backend::Cuda, device, std::move(keep));
+    if (b.read_only) return a.as_read_only();
+    return a;
 }
 
 // --- PyTorch CUDA tensors, read directly
@@ -778,6 +861,7 @@ jit::ArrowColumn import_arrow(nb::handle obj, const std::string& name) {
     const std::string what = fmt_name(name);
     if (nb::hasattr(obj, "__arrow_c_array__")) {
         nb::tuple pair = nb::cast<nb::tuple>(obj.attr("__arrow_c_array__")());
+        if (pair.size() != 2) throw nb::cast_error();  // (schema, array)
         auto* schema = capsule_pointer<ArrowSchema>(pair[0], "arrow_schema", what);
         auto* array = capsule_pointer<ArrowArray>(pair[1], "arrow_array", what);
         return jit::from_arrow(schema, array);  // moves the array; the capsules release the rest
@@ -830,9 +914,12 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
                 bool have_stream) {
     PyObject* o = obj.ptr();
     if (PyArray_Check(o)) {
-        b.arg = jit::Arg(view_numpy(reinterpret_cast<PyArrayObject*>(o), name));
-        b.place = Place::Host;
+        // NumPy arrays over read-only memory (np.frombuffer(bytes), memoryview(bytes),
+        // flags.writeable = False) are not writeable: the view is read-only.
         b.read_only = !PyArray_ISWRITEABLE(reinterpret_cast<PyArrayObject*>(o));
+        jit::Array a = view_numpy(reinterpret_cast<PyArrayObject*>(o), name);
+        b.arg = jit::Arg(b.read_only ? a.as_read_only() : std::move(a));
+        b.place = Place::Host;
         hold.push_back(nb::borrow(obj));
         return;
     }
@@ -842,6 +929,7 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         nb::object a = nb::steal(PyArray_FromScalar(o, nullptr));
         if (!a.is_valid()) throw nb::python_error();
         bind_value(a, name, b, hold, stream, have_stream);
+        b.moved = true;  // a copy: an assignment to the name gives a new value, the scalar stays
         return;
     }
     if (PyBool_Check(o)) {
@@ -852,7 +940,8 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
         int overflow = 0;
         const long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
         if (overflow != 0) {
-            PyErr_SetString(PyExc_OverflowError, (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
+            PyErr_SetString(g_errors.overflow ? g_errors.overflow : PyExc_OverflowError,
+                            (fmt_name(name) + ": Python integer out of bounds for int64").c_str());
             throw nb::python_error();
         }
         if (v == -1 && PyErr_Occurred()) throw nb::python_error();
@@ -876,9 +965,21 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     const std::string lib = module_of(obj);
     const Names& k = names();
     const bool arrow = lib != "pandas" && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
+    // A producer whose protocol answers are not of the types the protocol gives (a lying or
+    // broken object) is a TypeError naming the value and the protocol, not a C++ cast error.
+    auto protocol_error = [&](const char* what) {
+        raise_as(g_errors.type, PyExc_TypeError, fmt_name(name) + ": " + what);
+    };
     if (arrow) {
-        jit::ArrowColumn c = import_arrow(obj, name);
-        b.arg = jit::Arg(c.values);
+        jit::ArrowColumn c;
+        try {
+            c = import_arrow(obj, name);
+        } catch (const nb::cast_error&) {
+            protocol_error(
+                "__arrow_c_array__ must return a (schema, array) tuple of PyCapsules, and __arrow_c_stream__ a "
+                "PyCapsule (the Arrow PyCapsule interface)");
+        }
+        b.arg = jit::Arg(c.values.as_read_only());  // Arrow buffers are immutable (joined chunks too)
         b.place = Place::Host;
         b.arrow = true;
         b.read_only = true;
@@ -889,13 +990,25 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     // Fetched once: producers make the dict on each access (CuPy, PyTorch).
     if (nb::object cai = get_attr_or_null(o, k.cai); cai.is_valid()) {
         b.library = lib;
-        b.arg = jit::Arg(import_cai(obj, cai, name, b));
+        try {
+            b.arg = jit::Arg(import_cai(obj, cai, name, b));
+        } catch (const nb::cast_error&) {
+            protocol_error(
+                "__cuda_array_interface__ is not what version 3 describes: a dict with 'typestr' (a str), 'shape' "
+                "(a tuple of ints), 'strides' (None or a tuple of ints), 'data' (an address from 0 to 2**64-1 and "
+                "a bool) and 'stream' (None or an int)");
+        }
         b.place = Place::Device;
         return;
     }
     if (has_attr(o, k.dlpack) && has_attr(o, k.dlpack_device)) {
         b.library = lib;
-        jit::Array a = import_dlpack(obj, name, b, stream, have_stream);
+        jit::Array a;
+        try {
+            a = import_dlpack(obj, name, b, stream, have_stream);
+        } catch (const nb::cast_error&) {
+            protocol_error("__dlpack_device__ must return a (device type, device id) tuple of ints");
+        }
         b.place = a.backend() == jit::Backend::Cuda ? Place::Device : Place::Host;
         b.arg = jit::Arg(std::move(a));
         return;
@@ -904,6 +1017,9 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     nb::object a = nb::steal(PyArray_FROM_O(o));
     if (!a.is_valid()) throw nb::python_error();
     bind_value(a, name, b, hold, stream, have_stream);
+    // A list or a scalar was copied into a new array: an assignment to the name returns that
+    // array, not the caller's object (which is not written). A buffer is viewed: written.
+    if (PyArray_CHKFLAGS(reinterpret_cast<PyArrayObject*>(a.ptr()), NPY_ARRAY_OWNDATA)) b.moved = true;
 }
 
 std::string place_text(const Bound& b) {
@@ -1004,17 +1120,25 @@ jit::Array call_released(Work&& work) {
     return r;
 }
 
-// rt->run with the cancel token when there is one.
-jit::Array run_with(jit::Runtime& rt, std::string_view text, jit::Environment& env, void* stream, const Token* token) {
+// rt->run with the cancel token when there is one; `strict`: CallOptions::strict_in_place.
+jit::Array run_with(jit::Runtime& rt, std::string_view text, jit::Environment& env, void* stream, const Token* token,
+                    bool strict = false) {
 #if JITEXPR_PY_HAVE_CANCEL
-    if (token) {
+    if (token || strict) {
         jit::CallOptions o;
         o.stream = stream;
-        o.cancel = *token;
+        if (token) o.cancel = *token;
+        o.strict_in_place = strict;
         return rt.run(text, env, o);
     }
 #else
     (void)token;
+    if (strict) {
+        jit::CallOptions o;
+        o.stream = stream;
+        o.strict_in_place = true;
+        return rt.run(text, env, o);
+    }
 #endif
     return rt.run(text, env, stream);
 }
@@ -1266,7 +1390,9 @@ void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle str
                 ") but the runtime evaluates on " +
                 (c.backend == jit::Backend::Cuda ? "cuda:" + std::to_string(run_device) : std::string("cpu")) +
                 "; pass backend='" + std::string(jit::backend_name(where)) + "' (or device=N) or move it");
-        b.arg = jit::Arg(b.arg.array().to(c.backend, run_device));
+        const jit::Array copy = b.arg.array().to(c.backend, run_device);
+        b.arg = jit::Arg(b.read_only ? copy.as_read_only() : copy);  // a copy of read-only memory is not written either
+        b.moved = true;
         if (b.validity) b.validity = b.validity->to(c.backend, run_device);
     }
     if (c.backend == jit::Backend::Cuda) {
@@ -1327,13 +1453,16 @@ nb::object evaluate_items(std::string_view text, const Items& names, nb::handle 
         return o;
     }
     if (!out.is_none()) {
+        check_out_object(out);
         Bound ob;
         bind_value(out, "out", ob, c.hold, c.stream, true);
-        if (!ob.arg.is_array() || ob.place == Place::Scalar) type_error("out must be an array");
-        if (ob.read_only) {
-            PyErr_SetString(PyExc_ValueError, "out is read-only");
-            throw nb::python_error();
-        }
+        if (!ob.arg.is_array() || ob.place == Place::Scalar)
+            raise_as(g_errors.type, PyExc_TypeError,
+                     std::string("out= must be an array, not ") + Py_TYPE(out.ptr())->tp_name);
+        if (ob.read_only)
+            read_only_error("out= is read-only (" + place_text(ob) +
+                            " that its producer marks read-only): jitexpr does not write into it; pass a writable "
+                            "array");
         const jit::Array& o = ob.arg.array();
         if (o.backend() != c.backend)
             throw jit::ArgumentError("out is " + place_text(ob) + " but the evaluation runs on " +
@@ -1720,24 +1849,10 @@ PyObject* raise_current() noexcept {
             default: break;
         }
         PyErr_SetString(t, e.what());
-    } catch (const jit::Error&) {
+    } catch (const std::exception&) {
+        // jitexpr's errors, std::bad_alloc, cast errors and the standard library's: as nanobind's
+        // calls translate them (every one a jitexpr.Error).
         translate(std::current_exception(), nullptr);
-    } catch (const std::bad_alloc& e) {
-        PyErr_SetString(PyExc_MemoryError, e.what());
-    } catch (const std::domain_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::invalid_argument& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::length_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::out_of_range& e) {
-        PyErr_SetString(PyExc_IndexError, e.what());
-    } catch (const std::range_error& e) {
-        PyErr_SetString(PyExc_ValueError, e.what());
-    } catch (const std::overflow_error& e) {
-        PyErr_SetString(PyExc_OverflowError, e.what());
-    } catch (const std::exception& e) {
-        PyErr_SetString(PyExc_RuntimeError, e.what());
     } catch (...) {
         PyErr_SetString(PyExc_SystemError, "jitexpr: an unknown C++ exception");
     }
@@ -2449,6 +2564,7 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
         if (PyArray_OrderConverter(order_arg.ptr(), &order) != NPY_SUCCEED) return nullptr;
         NPY_CASTING casting = NPY_SAME_KIND_CASTING;
         if (PyArray_CastingConverter(casting_arg.ptr(), &casting) != NPY_SUCCEED) return nullptr;
+        if (!out.is_none()) check_out_object(out);  // before it is kept or given to NumPy's copyto
         nb::object out_ref = keep_last ? numexpr_out_ref(out) : nb::none();
         Py_ssize_t size = 0;
         const char* utf8 = PyUnicode_AsUTF8AndSize(meant.ptr(), &size);
@@ -2535,7 +2651,7 @@ PyMethodDef g_numexpr_evaluate_def = {"evaluate",
 
 // jx.run: every name the program assigns, by name.
 nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend, nb::handle stream, nb::handle runtime,
-                     nb::handle device) {
+                     nb::handle device, bool strict) {
     Call c;
     prepare(c, items_of(names), backend, stream, runtime, device);
     if (c.any_validity)
@@ -2545,7 +2661,7 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
     for (auto& [n, b] : c.bound) env.emplace(n, b.arg);
     const std::vector<std::string> assigned = jit::targets(text);
     void* s = reinterpret_cast<void*>(c.stream);
-    (void)call_released([&](const Token* token) { return run_with(*rt, text, env, s, token); });
+    (void)call_released([&](const Token* token) { return run_with(*rt, text, env, s, token, strict); });
     nb::dict result;
     for (const std::string& n : assigned) {
         auto it = env.find(n);
@@ -2553,7 +2669,7 @@ nb::dict run_program(const std::string& text, nb::dict names, nb::handle backend
         // A name bound by the caller and written in place is the caller's own object.
         bool in_place = false;
         for (const auto& [bn, b] : c.bound)
-            if (bn == n && b.arg.is_array() && b.arg.array().storage() == it->second.array().storage()) {
+            if (bn == n && !b.moved && b.arg.is_array() && b.arg.array().storage() == it->second.array().storage()) {
                 result[n.c_str()] = names[n.c_str()];
                 in_place = true;
             }
@@ -3175,7 +3291,7 @@ NB_MODULE(_jitexpr, m) {
         g_names_of = f.ptr();  // kept for the life of the process
     });
     m.def("run", &run_program, "text"_a, "names"_a, "backend"_a = nb::none(), "stream"_a = nb::none(),
-          "runtime"_a = nb::none(), "device"_a = nb::none());
+          "runtime"_a = nb::none(), "device"_a = nb::none(), "strict_in_place"_a = false);
     m.def("explain", &explain_program, "text"_a, "names"_a, "backend"_a = nb::none(), "device"_a = nb::none(),
           "bandwidth"_a = 0.0);
     m.def("parameters", [](const std::string& text) { return jit::parameters(text); });
@@ -3233,6 +3349,8 @@ NB_MODULE(_jitexpr, m) {
         take("ShapeError", g_errors.shape);
         take("ValueError", g_errors.value);
         take("IndexError", g_errors.index);
+        take("ReadOnlyError", g_errors.read_only);
+        take("OutOfMemoryError", g_errors.out_of_memory);
         take("ArgumentError", g_errors.argument);
         take("IOError", g_errors.io);
         take("CompileError", g_errors.compile);

@@ -114,7 +114,8 @@ TEST(Run, ReductionIntoAnExistingArrayWritesInPlace) {
 }
 
 TEST(Run, ReductionOfTheArrayItReplacesIsCorrect) {
-    Array s = Array::from(std::vector<float>{5}, {}, Backend::Cpu);
+    const float five = 5;
+    Array s = Array::from_host(&five, DType::Float32, {}, Backend::Cpu);  // 0-d, as the sum: written in place
     Array x = host({1, 2, 3});
     Environment env{{"s", Arg(s)}, {"x", Arg(x)}};
     cpu().run("s = sum(x + s)", env);
@@ -141,11 +142,162 @@ TEST(Run, AnArrayAssignedInPlaceKeepsItsOldValueForAnotherShapesStatement) {
               (std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40, 100, 200, 300, 400}));
 }
 
-TEST(Run, InPlaceTypeErrorLeavesTheArrayUntouched) {
+CallOptions strict() {
+    CallOptions o;
+    o.strict_in_place = true;
+    return o;
+}
+
+TEST(Run, StrictInPlaceTypeErrorLeavesTheArrayUntouched) {
     Array a = Array::from(std::vector<std::int32_t>{1, 2}, {}, Backend::Cpu);
     Environment env{{"a", Arg(a)}};
-    EXPECT_THROW(cpu().run("a = a * 2.5", env), TypeError);
+    EXPECT_THROW(cpu().run("a = a * 2.5", env, strict()), TypeError);
     EXPECT_EQ(a.to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 2}));
+    EXPECT_EQ(env.at("a").array().data(), a.data());
+}
+
+TEST(Run, AValueOfAnotherDtypeRebindsTheNameAndLeavesTheArray) {
+    Array a = Array::from(std::vector<std::int32_t>{1, 2}, {}, Backend::Cpu);
+    Environment env{{"a", Arg(a)}};
+    cpu().run("a = a + 1.5", env);
+    EXPECT_EQ(a.to_vector<std::int32_t>(), (std::vector<std::int32_t>{1, 2}));
+    EXPECT_EQ(env.at("a").array().dtype(), DType::Float64);
+    EXPECT_EQ(env.at("a").array().to_vector<double>(), (std::vector<double>{2.5, 3.5}));
+}
+
+TEST(Run, AReductionOfTheArrayRebindsItToAZeroDimensionalValue) {
+    Array x = Array::from(std::vector<double>{0, 1, 2, 3, 4, 5, 6}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    Array r = cpu().run("x = sum(x)", env);
+    EXPECT_EQ(env.at("x").array().ndim(), 0);
+    EXPECT_EQ(env.at("x").array().item<double>(), 21);
+    EXPECT_EQ(r.item<double>(), 21);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{0, 1, 2, 3, 4, 5, 6}));
+}
+
+TEST(Run, AShorterSliceRebindsTheName) {
+    Array x = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    cpu().run("x = x[1:]", env);
+    EXPECT_EQ(env.at("x").array().to_vector<double>(), (std::vector<double>{2, 3}));
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Run, ARebindingAfterAnInPlaceStatementLeavesTheArrayAsItWas) {
+    // Only the last value of a name is its output: the first statement's write never happens.
+    Array x = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    cpu().run("x = x * 2; x = sum(x)", env);
+    EXPECT_EQ(env.at("x").array().item<double>(), 12);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Run, StatementsAfterARebindingReadTheNewValue) {
+    Array x = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    cpu().run("x = sum(x); y = x + 1; x = x * 2", env);
+    EXPECT_EQ(env.at("x").array().item<double>(), 12);
+    EXPECT_EQ(env.at("y").array().item<double>(), 7);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Run, StrictInPlaceBroadcastsAReductionIntoTheArray) {
+    Array x = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    cpu().run("x = sum(x)", env, strict());
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{6, 6, 6}));
+    EXPECT_EQ(env.at("x").array().data(), x.data());
+}
+
+TEST(Run, StrictInPlaceKeepsTheShapeError) {
+    Array x = Array::from(std::vector<double>{1, 2, 3}, {}, Backend::Cpu);
+    Environment env{{"x", Arg(x)}};
+    EXPECT_THROW(cpu().run("x = x[1:]", env, strict()), ShapeError);
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{1, 2, 3}));
+}
+
+TEST(Run, StrictAndLooseCallsOfOneTextDoNotShareAPreparedProgram) {
+    Array x = Array::from(std::vector<double>{1, 2}, {}, Backend::Cpu);
+    Environment loose{{"x", Arg(x)}};
+    cpu().run("x = sum(x) + 0", loose);
+    Environment env{{"x", Arg(x)}};
+    cpu().run("x = sum(x) + 0", env, strict());
+    EXPECT_EQ(x.to_vector<double>(), (std::vector<double>{3, 3}));
+}
+
+// ---- read-only arrays: never written, refused before the call
+
+const double kConst[3] = {1, 2, 3};
+
+Array read_only_view() { return Array::view(static_cast<const void*>(kConst), DType::Float64, {3}, {}, Backend::Cpu); }
+
+TEST(ReadOnly, AViewOfConstMemoryIsReadOnlyAndSoAreItsViews) {
+    const Array a = read_only_view();
+    EXPECT_TRUE(a.read_only());
+    EXPECT_TRUE(a.slice(0, 1, 3).read_only());
+    EXPECT_TRUE(a.reshape({3, 1}).transpose().broadcast_to({2, 3}).read_only());
+    EXPECT_FALSE(a.to(Backend::Cpu).read_only()) << "a copy is new memory";
+    const double* typed = kConst;  // any const pointer picks the read-only view
+    EXPECT_TRUE(Array::view(typed, DType::Float64, {3}, {}, Backend::Cpu, 0).read_only());
+    double mine[3] = {1, 2, 3};
+    EXPECT_FALSE(Array::view(mine, DType::Float64, {3}, {}, Backend::Cpu).read_only());
+    EXPECT_TRUE(Array::view(mine, DType::Float64, {3}, {}, Backend::Cpu).as_read_only().read_only());
+}
+
+TEST(ReadOnly, RunRefusesAnAssignmentIntoAReadOnlyArrayWithACaret) {
+    Environment env{{"x", Arg(read_only_view())}};
+    try {
+        cpu().run("y = 1; x = x + 1", env);
+        FAIL();
+    } catch (const ReadOnlyError& e) {
+        EXPECT_NE(std::string(e.what()).find("'x' is read-only"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("line 1: y = 1; x = x + 1\n" + std::string(15, ' ') + "^"),
+                  std::string::npos)
+            << e.what();
+    }
+    EXPECT_EQ(kConst[0], 1);
+    EXPECT_FALSE(env.count("y")) << "nothing is bound: refused before the call";
+}
+
+TEST(ReadOnly, StrictRunRefusesToo) {
+    Environment env{{"x", Arg(read_only_view())}};
+    EXPECT_THROW(cpu().run("x = sum(x)", env, strict()), ReadOnlyError);
+    EXPECT_EQ(kConst[0], 1);
+}
+
+TEST(ReadOnly, AValueOfAnotherShapeRebindsAReadOnlyName) {
+    Environment env{{"x", Arg(read_only_view())}};
+    cpu().run("x = sum(x)", env);
+    EXPECT_EQ(env.at("x").array().item<double>(), 6);
+    EXPECT_FALSE(env.at("x").array().read_only());
+}
+
+TEST(ReadOnly, EvalAndKernelCallsRefuseToWriteIntoAReadOnlyArray) {
+    EXPECT_THROW(cpu().eval("x = x * 2", {{"x", read_only_view()}}), ReadOnlyError);
+    EXPECT_THROW(cpu().eval("x = x * 2", std::vector<Arg>{read_only_view()}), ReadOnlyError);
+    const Kernel k = compile("y = y + 1", cpu());
+    EXPECT_THROW(k({{"y", read_only_view()}}), ReadOnlyError);
+    EXPECT_EQ(kConst[0], 1);
+    EXPECT_EQ(cpu().eval("x * 2", {{"x", read_only_view()}}).to_vector<double>(), (std::vector<double>{2, 4, 6}))
+        << "reading is fine";
+}
+
+TEST(ReadOnly, RunIntoRefusesAReadOnlyOut) {
+    Environment env{{"a", Arg(host({1, 2, 3}))}};
+    try {
+        cpu().run_into("a * 2", env, read_only_view());
+        FAIL();
+    } catch (const ReadOnlyError& e) {
+        EXPECT_NE(std::string(e.what()).find("out= is read-only"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(kConst[0], 1);
+}
+
+TEST(ReadOnly, AReadOnlyArrayIsReadAsAnInputOfRunInto) {
+    Array out = Array::zeros(DType::Float64, {3}, Backend::Cpu);
+    Environment env{{"a", Arg(read_only_view())}};
+    cpu().run_into("a * 2", env, out);
+    EXPECT_EQ(out.to_vector<double>(), (std::vector<double>{2, 4, 6}));
 }
 
 TEST(Run, ErrorMessageHasCaret) {

@@ -169,6 +169,23 @@ TEST(StreamGpu, InPlaceOutputIsWrittenIntoTheCallersHostArray) {
     expect_same<float>(c, want_c);
 }
 
+TEST(StreamGpu, AReadOnlyHostArrayIsNeverWrittenStreamedOrCopiedWhole) {
+    SKIP_WITHOUT_GPU();
+    Runtime rt = gpu(kSmallLimit);
+    const std::int64_t n = 2'500'001;
+    const Array a = host_array<float>(n, 11).as_read_only();
+    const std::vector<float> before = a.to_vector<float>();
+    Environment env{{"a", Arg(a)}};
+    EXPECT_THROW(rt.run("a = a*2 + 1", env), ReadOnlyError);      // would stream
+    EXPECT_THROW(rt.run("a = a - mean(a)", env), ReadOnlyError);  // would be copied whole
+    EXPECT_THROW(rt.run_into("a*2", env, a), ReadOnlyError);      // out=
+    EXPECT_EQ(a.to_vector<float>(), before);
+    const Array d = a.to(Backend::Cuda).as_read_only();  // device memory too
+    Environment de{{"d", Arg(d)}};
+    EXPECT_THROW(rt.run("d = d + 1", de), ReadOnlyError);
+    EXPECT_EQ(d.to_vector<float>(), before);
+}
+
 TEST(StreamGpu, ProgramsThatCannotStreamAreCopiedWholeAndStillRight) {
     SKIP_WITHOUT_GPU();
     Runtime rt = gpu(256 * MiB), ref = cpu();

@@ -140,6 +140,15 @@ class Statements(Base):
                          ["array([0, 2, 4, 6], dtype=int64)  # shape (4,)",
                           "array([1, 3, 5, 7], dtype=int64)  # shape (4,)"])
 
+    def test_an_assignment_of_another_shape_or_dtype_rebinds_the_name(self):
+        r = run(["-e", "x = arange(7.0)", "-e", "x = sum(x)", "-e", "x", "-e", "y = arange(3)",
+                 "-e", "y = y[1:]", "-e", "y", "-e", "y = y + 1.5", "-e", "y"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(),
+                         ["array(21., dtype=float64)  # shape ()",
+                          "array([1, 2], dtype=int64)  # shape (2,)",
+                          "array([2.5, 3.5], dtype=float64)  # shape (2,)"])
+
     def test_script_file_runs_after_e(self):
         with open(self.path("s.jx"), "w") as f:
             f.write("# a comment\ny = x * 10   # trailing comment\ny + \\\n  1\nz = (y +\n     2)\nz\n")

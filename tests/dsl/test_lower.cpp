@@ -13,10 +13,13 @@ namespace {
 
 struct Vars {
     std::map<std::string, dsl::Binding, std::less<>> b;
-    Vars& array(const std::string& name, DType t, Shape s = {8}) {
+    // `strict`: an assignment always writes into the array (CallOptions::strict_in_place).
+    Vars& array(const std::string& name, DType t, Shape s = {8}, bool strict = false, bool read_only = false) {
         dsl::Binding x;
         x.kind = dsl::Binding::Kind::Array;
         x.dtype = t;
+        x.strict = strict;
+        x.read_only = read_only;
         x.strides = contiguous_strides(s);
         x.shape = std::move(s);
         b[name] = x;
@@ -218,9 +221,29 @@ TEST(Lowering, AssignmentToBoundArrayIsInPlace) {
     EXPECT_EQ(p.outputs[0].alias_input, 0);
 }
 
-TEST(Lowering, InPlaceBroadcastsToTheArrayShape) {
-    auto p = lower("a = b", Vars().array("a", DType::Float32, {4, 3}).array("b", DType::Float32, {3}));
+TEST(Lowering, StrictInPlaceBroadcastsToTheArrayShape) {
+    auto p = lower("a = b", Vars().array("a", DType::Float32, {4, 3}, true).array("b", DType::Float32, {3}));
     EXPECT_EQ(p.node(p.outputs[0].node).shape, (Shape{4, 3}));
+    EXPECT_GE(p.outputs[0].alias_input, 0) << "written into a";
+}
+
+TEST(Lowering, AValueOfAnotherShapeRebindsTheName) {
+    auto p = lower("a = b", Vars().array("a", DType::Float32, {4, 3}).array("b", DType::Float32, {3}));
+    EXPECT_EQ(p.node(p.outputs[0].node).shape, (Shape{3}));
+    EXPECT_EQ(p.outputs[0].alias_input, -1);
+}
+
+TEST(Lowering, AValueOfAnotherDtypeRebindsTheName) {
+    auto p = lower("a = a * 2.5", Vars().array("a", DType::Int32));
+    EXPECT_EQ(p.node(p.outputs[0].node).dtype, DType::Float64);
+    EXPECT_EQ(p.outputs[0].alias_input, -1);
+}
+
+TEST(Lowering, AReadOnlyArrayIsNotWrittenButMayBeRebound) {
+    EXPECT_THROW(lower("a = a * 2", Vars().array("a", DType::Int32, {8}, false, true)), ReadOnlyError);
+    EXPECT_THROW(lower("a = sum(a)", Vars().array("a", DType::Int32, {8}, true, true)), ReadOnlyError);
+    auto p = lower("a = sum(a)", Vars().array("a", DType::Int32, {8}, false, true));
+    EXPECT_EQ(p.outputs[0].alias_input, -1);
 }
 
 TEST(Lowering, CopyOfAnInputGetsItsOwnNode) {
@@ -321,12 +344,13 @@ TEST(Errors, NegativeLiteralIntoUnsignedIsValueError) {
     EXPECT_THROW(lower("a + -1", Vars().array("a", DType::UInt8)), ValueError);
 }
 
-TEST(Errors, InPlaceFloatIntoIntIsTypeError) {
-    EXPECT_THROW(lower("a = a * 2.5", Vars().array("a", DType::Int32)), TypeError);
+TEST(Errors, StrictInPlaceFloatIntoIntIsTypeError) {
+    EXPECT_THROW(lower("a = a * 2.5", Vars().array("a", DType::Int32, {8}, true)), TypeError);
 }
 
-TEST(Errors, InPlaceLargerShapeIsShapeError) {
-    EXPECT_THROW(lower("a = b", Vars().array("a", DType::Float32, {3}).array("b", DType::Float32, {2, 3})), ShapeError);
+TEST(Errors, StrictInPlaceLargerShapeIsShapeError) {
+    EXPECT_THROW(lower("a = b", Vars().array("a", DType::Float32, {3}, true).array("b", DType::Float32, {2, 3})),
+                 ShapeError);
 }
 
 TEST(Errors, AxisOutOfRangeIsShapeError) {

@@ -1,6 +1,6 @@
 // Golden files for the messages of checking errors (names, types, shapes, values): each
-// golden/semantic/NAME.input holds `#bind NAME DTYPE SHAPE` lines (or `#bind NAME DTYPE scalar`)
-// and then the program; NAME.expect holds the exact what() of the error it must raise.
+// golden/semantic/NAME.input holds `#bind NAME DTYPE SHAPE` lines (or `#bind NAME DTYPE scalar`;
+// an array's line may end in `strict` and `read-only`, the Binding's flags) and then the program; NAME.expect holds the exact what() of the error it must raise.
 // JITEXPR_UPDATE_GOLDEN=1 rewrites the .expect files.
 #include "dsl/lower.hpp"
 
@@ -46,6 +46,8 @@ std::string parse_case(const std::string& input, std::map<std::string, dsl::Bind
                 std::int64_t e;
                 while (ss >> e) b.shape.push_back(e);
                 b.strides = contiguous_strides(b.shape);
+                b.strict = rest.find("strict") != std::string::npos;
+                b.read_only = rest.find("read-only") != std::string::npos;
             }
             vars[name] = b;
             continue;

@@ -181,6 +181,24 @@ TEST(ArrowImport, ViewsPrimitiveValuesInPlace) {
     EXPECT_EQ(col.values.to_vector<std::int32_t>(), (std::vector<std::int32_t>{7, 6, 5}));
 }
 
+TEST(ArrowImport, ColumnsAreReadOnlyAndAnAssignmentIntoOneIsRefused) {
+    Producer p;
+    produce(p, "i", as_bytes(std::vector<std::int32_t>{9, 8, 7}), 0, 3);
+    Producer q;
+    produce(q, "b", std::vector<std::byte>{std::byte{0x05}}, 0, 3);  // copied (unpacked), still read-only
+    jit::ArrowColumn col = jit::from_arrow(&p.schema, &p.array);
+    jit::ArrowColumn bits = jit::from_arrow(&q.schema, &q.array);
+    EXPECT_TRUE(col.values.read_only());
+    EXPECT_TRUE(bits.values.read_only());
+    jit::RuntimeOptions o;
+    o.backend = jit::Backend::Cpu;
+    o.disk_cache = false;
+    jit::Runtime rt(o);
+    jit::Environment env{{"x", jit::Arg(col.values)}};
+    EXPECT_THROW(rt.run("x = x + 1", env), jit::ReadOnlyError);
+    EXPECT_EQ(col.values.to_vector<std::int32_t>(), (std::vector<std::int32_t>{9, 8, 7}));
+}
+
 TEST(ArrowImport, ReleasesExactlyOnceWhenTheLastArrayReferringToTheValuesGoes) {
     Producer p;
     produce(p, "g", as_bytes(std::vector<double>{1, 2, 3, 4}), 0, 4);

@@ -657,3 +657,125 @@ TEST(CApiThreads, DestroyWaitsForTheCallsInFlight) {
         EXPECT_EQ(ok.load() + refused.load(), kThreads) << "round " << round;
     }
 }
+
+// ---- read-only tensors and the assignment rule
+
+namespace {
+// A DLPack 1.x view of `h`'s memory, flagged read-only when asked (the caller keeps h alive).
+DLManagedTensorVersioned versioned(HostTensor& h, bool read_only) {
+    DLManagedTensorVersioned v{};
+    v.version = DLPackVersion{1, 0};
+    v.dl_tensor = h.managed.dl_tensor;
+    v.flags = read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+    return v;
+}
+jitexpr_arg versioned_arg(const DLManagedTensorVersioned* t) {
+    jitexpr_arg a{};
+    a.kind = JITEXPR_ARG_TENSOR_VERSIONED;
+    a.value.tensor_versioned = t;
+    return a;
+}
+std::vector<float> floats_of(const HostTensor& h) {
+    std::vector<float> v(h.bytes.size() / sizeof(float));
+    std::memcpy(v.data(), h.bytes.data(), h.bytes.size());
+    return v;
+}
+}  // namespace
+
+TEST(CApiReadOnly, AnAssignmentIntoAReadOnlyTensorIsRefusedBeforeTheCall) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<float>{1, 2});
+    const DLManagedTensorVersioned v = versioned(x, true);
+    const char* names[] = {"x"};
+    const jitexpr_arg args[] = {versioned_arg(&v)};
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "x = x + 1", 1, names, args, &out), JITEXPR_ERROR_READ_ONLY);
+    EXPECT_EQ(out, nullptr);
+    const std::string msg = jitexpr_last_error();
+    EXPECT_NE(msg.find("'x' is read-only"), std::string::npos) << msg;
+    EXPECT_NE(msg.find('^'), std::string::npos) << msg;
+    EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_READ_ONLY), "read-only");
+    EXPECT_EQ(floats_of(x), (std::vector<float>{1, 2}));
+    EXPECT_EQ(jitexpr_eval(rt.get(), "x = x * 3", 1, args, &out), JITEXPR_ERROR_READ_ONLY) << "positional too";
+    jitexpr_kernel* k = jitexpr_compile(rt.get(), "x = x - 1");
+    ASSERT_NE(k, nullptr);
+    EXPECT_EQ(jitexpr_kernel_call(k, 1, args, &out), JITEXPR_ERROR_READ_ONLY) << "and a kernel call";
+    jitexpr_kernel_free(k);
+    EXPECT_EQ(floats_of(x), (std::vector<float>{1, 2}));
+}
+
+TEST(CApiReadOnly, AReadOnlyTensorIsRead) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<float>{1, 2});
+    const DLManagedTensorVersioned v = versioned(x, true);
+    const jitexpr_arg args[] = {versioned_arg(&v)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "y = x * 2", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(values<float>(out), (std::vector<float>{2, 4}));
+}
+
+TEST(CApiReadOnly, AnUnflaggedVersionedTensorIsWrittenInPlace) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<float>{1, 2});
+    const DLManagedTensorVersioned v = versioned(x, false);
+    const jitexpr_arg args[] = {versioned_arg(&v)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "x = x + 1", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(floats_of(x), (std::vector<float>{2, 3}));
+}
+
+TEST(CApiAssign, AValueOfAnotherShapeIsReturnedAndTheTensorIsUntouched) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<float>{1, 2, 3});
+    const jitexpr_arg args[] = {tensor_arg(&x.managed)};
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "x = sum(x)", 1, args, &out), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(out->dl_tensor.ndim, 0);
+    EXPECT_EQ(values<float>(out), (std::vector<float>{6}));
+    EXPECT_EQ(floats_of(x), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(CApiAssign, StrictInPlaceBroadcastsIntoTheTensorAndKeepsTheErrors) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor x;
+    host_tensor(x, std::vector<float>{1, 2, 3});
+    const jitexpr_arg args[] = {tensor_arg(&x.managed)};
+    jitexpr_call_options o{};
+    o.size = sizeof o;
+    o.strict_in_place = 1;
+    DLManagedTensor* out = nullptr;
+    ASSERT_EQ(jitexpr_eval_with(rt.get(), "x = sum(x)", 1, args, &out, &o), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr r(out);
+    EXPECT_EQ(floats_of(x), (std::vector<float>{6, 6, 6}));
+    DLManagedTensor* out2 = nullptr;
+    EXPECT_EQ(jitexpr_eval_with(rt.get(), "x = x[1:]", 1, args, &out2, &o), JITEXPR_ERROR_SHAPE);
+    EXPECT_EQ(floats_of(x), (std::vector<float>{6, 6, 6}));
+}
+
+TEST(CApiReadOnly, AnArrowColumnAssignedIsRefused) {
+    RuntimePtr rt = cpu_runtime();
+    const std::vector<float> data{1, 2};
+    const void* buffers[2] = {nullptr, data.data()};
+    ArrowSchema schema{};
+    schema.format = "f";
+    schema.name = "";
+    ArrowArray array{};
+    array.length = 2;
+    array.n_buffers = 2;
+    array.buffers = buffers;
+    const ArrowSchema* schemas[] = {&schema};
+    const ArrowArray* arrays[] = {&array};
+    ArrowArray out{};
+    ArrowSchema out_schema{};
+    EXPECT_EQ(jitexpr_eval_arrow(rt.get(), "x = x + 1; x", 1, schemas, arrays, &out, &out_schema),
+              JITEXPR_ERROR_ARGUMENT)
+        << jitexpr_last_error();
+    EXPECT_EQ(data, (std::vector<float>{1, 2}));
+}

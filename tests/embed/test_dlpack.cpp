@@ -260,3 +260,38 @@ TEST(DLPackVersioned, AnotherMajorVersionIsRefusedAndNotConsumed) {
     EXPECT_THROW(jit::from_dlpack_versioned(t), jit::ArgumentError);
     t->deleter(t);  // still the caller's
 }
+
+TEST(DLPackReadOnly, AVersionedTensorFlaggedReadOnlyGivesAReadOnlyArray) {
+    HostTensor h;
+    fill(h, dl(kDLFloat, 32), {2}, as_bytes(std::vector<float>{1, 2}));
+    DLManagedTensorVersioned v{};
+    v.version = DLPackVersion{1, 0};
+    v.dl_tensor = h.managed.dl_tensor;
+    v.flags = DLPACK_FLAG_BITMASK_READ_ONLY;
+    EXPECT_TRUE(jit::view_dlpack_versioned(v).read_only());
+    EXPECT_TRUE(jit::from_dlpack_versioned(&v).read_only());
+    v.flags = 0;
+    EXPECT_FALSE(jit::view_dlpack_versioned(v).read_only());
+    EXPECT_FALSE(jit::from_dlpack(&h.managed).read_only()) << "DLPack before 1.0 has no flag";
+}
+
+TEST(DLPackReadOnly, AReadOnlyArrayIsExportedFlaggedReadOnly) {
+    const float values[2] = {1, 2};
+    const jit::Array a = jit::Array::view(values, jit::DType::Float32, {2}, {}, jit::Backend::Cpu, 0);
+    DLManagedTensorVersioned* t = jit::to_dlpack_versioned(a);
+    EXPECT_NE(t->flags & DLPACK_FLAG_BITMASK_READ_ONLY, 0u);
+    t->deleter(t);
+    float mine[2] = {1, 2};
+    DLManagedTensorVersioned* w =
+        jit::to_dlpack_versioned(jit::Array::view(mine, jit::DType::Float32, {2}, {}, jit::Backend::Cpu));
+    EXPECT_EQ(w->flags & DLPACK_FLAG_BITMASK_READ_ONLY, 0u);
+    w->deleter(w);
+}
+
+TEST(DLPackReadOnly, StridesThatReachPastAnyAddressAreRefused) {
+    HostTensor h;
+    fill(h, dl(kDLFloat, 64), {3}, as_bytes(std::vector<double>{1, 2, 3}), {std::int64_t{1} << 62});
+    EXPECT_THROW(jit::view_dlpack(h.managed.dl_tensor), jit::ArgumentError);
+    fill(h, dl(kDLFloat, 64), {std::int64_t{1} << 62}, as_bytes(std::vector<double>{1}));
+    EXPECT_THROW(jit::view_dlpack(h.managed.dl_tensor), jit::ArgumentError);
+}

@@ -124,3 +124,34 @@ def test_a_cuda_tensor_copied_to_the_host_has_the_values_and_numpy_refuses_devic
     back = h.to("cuda:0")
     assert back.device == "cuda"
     np.testing.assert_array_equal(back.to("cpu").numpy(), h.numpy())
+
+
+class _ReadOnlyCai:
+    """A CuPy array's memory behind a __cuda_array_interface__ that says read-only (data[1])."""
+
+    def __init__(self, a):
+        self._a = a
+        d = dict(a.__cuda_array_interface__)
+        d["data"] = (d["data"][0], True)
+        self.__cuda_array_interface__ = d
+
+
+def test_a_read_only_cuda_array_interface_is_never_written(cupy):
+    a = cupy.arange(8, dtype=cupy.float64)
+    ro = _ReadOnlyCai(a)
+    with pytest.raises(jx.ReadOnlyError):
+        jx.run("x = x + 1", x=ro)
+    with pytest.raises(jx.ReadOnlyError):
+        jx.compile("x = x * 2")(x=ro)
+    with pytest.raises(jx.ReadOnlyError):
+        jx.evaluate("b * 2", b=cupy.ones(8), out=ro)
+    cupy.testing.assert_array_equal(a, cupy.arange(8, dtype=cupy.float64))
+    cupy.testing.assert_array_equal(jx.evaluate("x * 2", x=ro), a * 2)  # read as usual
+
+
+def test_a_read_only_host_array_moved_to_the_gpu_is_not_written(cupy):
+    x = np.arange(4.0)
+    x.flags.writeable = False
+    with pytest.raises(jx.ReadOnlyError):
+        jx.run("x = x + 1", x=x, backend="cuda")
+    np.testing.assert_array_equal(x, np.arange(4.0))

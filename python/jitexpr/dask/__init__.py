@@ -55,8 +55,9 @@ def evaluate(ex, /, local_dict=None, *, _frame_depth=1, **names):
 def run(program, /, local_dict=None, *, _frame_depth=1, **names):
     """Runs a program of statements over Dask arrays and returns ``{name: dask array}`` for
     every name it assigns. Without reductions the whole program is one blockwise layer (each
-    output is then picked from its blocks); Dask arrays are never written in place, so assigning
-    to an input's name is an error."""
+    output is then picked from its blocks); Dask arrays are never written in place: assigning a
+    value of an input's own dtype and shape to its name is a ReadOnlyError, while a value of
+    another dtype or shape rebinds the name (``a = a + 1.5`` on an int ``a``)."""
     text, signature = _text_of(program)
     values = _values(text, names, local_dict, _frame_depth)
     _array._check_kernel_signature(text, signature, values)

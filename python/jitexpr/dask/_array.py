@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _api
 from .._check import check_specs, outline, raise_at, spec_of
-from .._errors import ArgumentError, InternalError, ShapeError
+from .._errors import ArgumentError, InternalError, ReadOnlyError, ShapeError
 from .._errors import TypeError as JxTypeError
 from . import _tasks
 
@@ -549,10 +549,16 @@ def program(text, values, outputs=None):
     one blockwise layer per statement (which Dask fuses with its neighbours)."""
     params = _params_in(text, values)
     info = check_specs(text, _specs({n: values[n] for n in params}))  # every user error here, with the caret
-    for n in info.assigned:
-        if n in values and n in params and (_is_dask(values[n]) or isinstance(values[n], np.ndarray)):
-            raise ArgumentError(f"'{n}' is assigned, but it is an input: Dask arrays are not written in place; "
-                                f"assign to a new name")
+    for n, a in info.assigned.items():
+        v = values.get(n)
+        # The assignment rule (docs/language.md): a value of the array's dtype and shape would be
+        # written into it, but Dask arrays are immutable (read-only) and their blocks may view the
+        # caller's memory: refused. A value of another dtype or shape rebinds the name.
+        if n in params and (_is_dask(v) or isinstance(v, np.ndarray)) and \
+                np.dtype(a.dtype) == np.dtype(v.dtype) and tuple(a.shape) == tuple(v.shape):
+            raise ReadOnlyError(f"'{n}' is assigned a value of its own dtype and shape, which would be written into "
+                                f"it, but it is an input: Dask arrays are not written in place; assign to a new "
+                                f"name")
     if row_split(text, info) == "blockwise":
         if outputs is None:
             return elementwise(text, values)

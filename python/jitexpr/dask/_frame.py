@@ -127,6 +127,9 @@ def _several(text, targets, bound):
     jitexpr.run does not take, each target through the Arrow path (nulls propagated), the
     function then computed once per target."""
     if not builtins.any(hasattr(v, "__arrow_c_array__") or hasattr(v, "__arrow_c_stream__") for v in bound.values()):
+        # A column assigned here is rebound, never written: a target that is also read
+        # (``a, e = frexp(a)``) is bound to a copy, which the assignment may write into.
+        bound = {n: (np.array(v) if n in targets and isinstance(v, np.ndarray) else v) for n, v in bound.items()}
         r = _api.run(text, bound)
         return [r[t] for t in targets]
     return [_api.evaluate(f"{text}; {t}", bound) for t in targets]

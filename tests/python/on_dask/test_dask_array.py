@@ -91,10 +91,20 @@ def test_run_returns_every_assigned_name(compute):
     np.testing.assert_array_equal(v, BN * 2 + AN > 0)
 
 
-def test_assigning_an_input_is_refused():
+def test_assigning_an_input_a_value_of_its_dtype_and_shape_is_refused():
     a, b, _ = arrays()
-    with pytest.raises(jx.ArgumentError, match="not written in place"):
+    with pytest.raises(jx.ReadOnlyError, match="not written in place"):
         jxd.run("a = a * 2", a=a)
+
+
+def test_assigning_an_input_a_value_of_another_dtype_or_shape_rebinds_it(compute):
+    x = da.arange(10, chunks=5)
+    r = jxd.run("x = x + 1.5", x=x)
+    assert r["x"].dtype == np.float64
+    np.testing.assert_array_equal(compute(r["x"]), np.arange(10) + 1.5)
+    r = jxd.run("x = sum(x)", x=x)
+    assert r["x"].shape == ()
+    assert compute(r["x"]) == 45
 
 
 def test_bad_expression_fails_at_graph_build_with_the_caret(client):
