@@ -513,6 +513,49 @@ class Messages(Base):
 
 
 
+# ---- issue 34, item 2: the deepest text on a small main-thread stack
+
+def stack_limit(kib):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_STACK, (kib << 10, kib << 10))
+    return limit
+
+
+class SmallStack(Base):
+    DEPTH = 199  # with the statement's own call, the deepest nesting the language accepts
+
+    def run_script(self, text, kib=64, **kw):
+        script = self.path("s.jx")
+        with open(script, "w") as f:
+            f.write(text)
+        return run(["-q", script], preexec_fn=stack_limit(kib), **kw)
+
+    def test_deep_calls_run_under_a_64_kib_stack(self):
+        n = self.DEPTH
+        for f, close in (("sin(", ")"), ("abs(", ")"), ("sum(", ")"), ("cumsum(", ")"), ("float32(", ")"),
+                         ("where(x > 0, ", ", x)")):
+            r = self.run_script("x = arange(3.0); y = " + f * n + "x" + close * n + "\nsum(y * 0) + 1\n")
+            self.assertEqual(r.returncode, 0, f"{f}: {r.returncode} {r.stderr[-400:]}")
+            self.assertRegex(r.stdout.strip(), r"^array\(1\., dtype=float(64|32)\)  # shape \(\)$", f)
+
+    def test_deep_constructors_run_under_a_64_kib_stack(self):
+        n = self.DEPTH + 1
+        r = self.run_script("y = " + "full(1, " * n + "1" + ")" * n + "\nsum(y)\n")
+        self.assertEqual(r.returncode, 0, r.stderr[-400:])
+        self.assertEqual(r.stdout.strip(), "array(1, dtype=int64)  # shape ()")
+        r = self.run_script("y = " + "sum(arange(" * (n // 2) + "3" + "))" * (n // 2) + "\ny\n")
+        self.assertEqual(r.returncode, 0, r.stderr[-400:])
+        self.assertEqual(r.stdout.strip(), "array(3, dtype=int64)  # shape ()")
+
+    def test_too_deep_is_a_syntax_error_under_a_64_kib_stack(self):
+        n = self.DEPTH + 2
+        r = self.run_script("x = arange(3.0); y = " + "sin(" * n + "x" + ")" * n + "\n")
+        self.assertEqual(r.returncode, 1, r.stderr[-400:])
+        self.assertIn("nested too deeply", r.stderr)
+
+
 # ---- item 13: a CPU run under an address-space limit
 
 def sanitized_binary():
