@@ -513,6 +513,104 @@ class Messages(Base):
 
 
 
+# ---- issue 34, item 3: a file this user may not write is never replaced
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def why_no_other_user():
+    """Why the tests of another user's permissions cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root, to run jitexpr as another user through setpriv"
+    if not shutil.which("setpriv"):
+        return "needs setpriv (util-linux), to run jitexpr as another user"
+    r = subprocess.run(NOBODY + [JITEXPR, "--version"], capture_output=True, timeout=60)
+    if r.returncode != 0:
+        return "the jitexpr binary cannot be run by uid 65534 here: " + r.stderr.decode(errors="replace")[-200:]
+    return None
+
+
+class Permissions(Base):
+    def setUp(self):
+        super().setUp()
+        why = why_no_other_user()
+        if why:
+            self.skipTest(why)
+        os.chmod(self.dir, 0o777)  # the other user's folder too
+
+    def as_nobody(self, args):
+        return subprocess.run(NOBODY + [JITEXPR] + args, capture_output=True, text=True, env=environment(),
+                              timeout=120)
+
+    def nobodys_file(self, name, mode):
+        f = self.path(name)
+        np.save(f, np.arange(5.0))
+        os.chown(f, 65534, 65534)
+        os.chmod(f, mode)
+        return f
+
+    def assert_kept(self, f, mode):
+        self.assertEqual(np.load(f).tolist(), [0.0, 1.0, 2.0, 3.0, 4.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), mode)
+        self.assertEqual(temporaries(os.path.dirname(f)), [])
+
+    def test_save_over_a_read_only_file_is_refused_and_keeps_it(self):
+        f = self.nobodys_file("prot.npy", 0o444)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f + ": cannot save: permission denied; the file was kept", r.stderr)
+        self.assert_kept(f, 0o444)
+
+    def test_save_statement_over_another_users_file_is_refused(self):
+        f = self.path("roots.npy")
+        np.save(f, np.arange(5.0))
+        os.chmod(f, 0o644)  # root's, readable by all, writable by root only
+        r = self.as_nobody(["-q", "-e", f'save(zeros(2), "{f}")'])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("permission denied", r.stderr)
+        self.assertIn("save(zeros(2)", r.stderr)  # the statement, with its caret
+        self.assert_kept(f, 0o644)
+
+    def test_a_link_to_a_read_only_file_is_refused(self):
+        f = self.nobodys_file("target.npy", 0o444)
+        link = self.path("link.npy")
+        os.symlink(f, link)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + link])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("permission denied (to '" + f + "')", r.stderr)
+        self.assert_kept(f, 0o444)
+
+    def test_save_into_a_folder_this_user_cannot_write_is_refused(self):
+        folder = self.path("locked")
+        os.mkdir(folder, 0o755)  # root's
+        f = os.path.join(folder, "mine.npy")
+        np.save(f, np.arange(5.0))
+        os.chown(f, 65534, 65534)
+        os.chmod(f, 0o644)  # the file is the user's and writable; its folder is not
+        for target in (f, os.path.join(folder, "new.npy")):
+            r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + target])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(target + ": cannot save: permission denied in the folder '" + folder + "'", r.stderr)
+        self.assert_kept(f, 0o644)
+        self.assertFalse(os.path.exists(os.path.join(folder, "new.npy")))
+
+    def test_a_writable_file_of_this_user_is_still_replaced(self):
+        f = self.nobodys_file("mine.npy", 0o640)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0.0, 0.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o640)
+
+    def test_root_keeps_roots_answer(self):
+        f = self.path("ro.npy")
+        np.save(f, np.arange(5.0))
+        os.chmod(f, 0o444)
+        r = run(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])  # as root, like `>` and numpy.save
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0.0, 0.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o444)
+
+
 # ---- issue 34, item 2: the deepest text on a small main-thread stack
 
 def stack_limit(kib):
