@@ -642,6 +642,9 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
     } catch (const SourceError& e) {
         rethrow_in(e, cx.full, cx.offset + begin);
     } catch (const OutOfMemoryError& e) {
+        // The runtime's caret is under the part of the statement that asked (median(x)): the
+        // same part of the whole text. Without one, the statement.
+        if (e.located()) throw e.at(cx.full, shifted(e.span(), cx.offset + begin));
         throw e.at(cx.full, span_of(cx.offset + begin, cx.offset + end));
     }
 }

@@ -18,8 +18,8 @@ without a driver or toolkit everything runs on the CPU.
 
 from . import _jitexpr
 from ._errors import (ArgumentError, CancelledError, CompileError, CudaError, DeviceMismatchError,  # noqa: F401
-                      Error, IndexError, InternalError, IOError, NameError, NoDeviceError, ParseError, ShapeError, TypeError,
-                      ValueError)
+                      Error, IndexError, InternalError, IOError, NameError, NoDeviceError, OutOfMemoryError, ParseError,
+                      ShapeError, TypeError, ValueError)
 from . import _errors as _errors_module
 
 _jitexpr.set_error_types({name: getattr(_errors_module, name) for name in _errors_module.__all__})
@@ -44,6 +44,7 @@ __all__ = [
     "set_num_threads", "get_num_threads", "parameters", "functions", "Runtime", "Tensor", "check", "ProgramInfo", "ValueInfo",
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "OutOfMemoryError",
 ]
 
 

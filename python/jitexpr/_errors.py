@@ -18,6 +18,7 @@ import builtins
 __all__ = [
     "Error", "ParseError", "NameError", "TypeError", "ShapeError", "ValueError", "IndexError", "ArgumentError",
     "IOError", "DeviceMismatchError", "CompileError", "CudaError", "NoDeviceError", "InternalError", "CancelledError",
+    "OutOfMemoryError",
 ]
 
 
@@ -80,3 +81,16 @@ class InternalError(Error, builtins.RuntimeError):
 
 class CancelledError(Error, builtins.RuntimeError):
     """A call stopped by ``Runtime.cancel()`` (Ctrl-C raises ``KeyboardInterrupt`` instead)."""
+
+
+class OutOfMemoryError(Error, builtins.MemoryError):
+    """Memory could not be had (an array, an order statistic's or a scan's own work, a thread's
+    stack). ``requested`` and ``available`` are the bytes asked and available (``requested`` is 0
+    only when the system did not say); ``str(e)`` says so and quotes the statement with a caret
+    under what asked::
+
+        jitexpr.OutOfMemoryError: out of memory: the copy of 20000000 float64 elements an order
+        statistic sorts needs 152.6 MiB (160000000 bytes); 41.0 MiB (43003904 bytes) available
+        line 1: y = median(x)
+                    ^^^^^^^^^
+    """

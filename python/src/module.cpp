@@ -60,6 +60,7 @@ struct ErrorTypes {
     PyObject* no_device = nullptr;        // NoDeviceError(Error, RuntimeError)
     PyObject* internal = nullptr;         // InternalError(Error, RuntimeError)
     PyObject* cancelled = nullptr;        // CancelledError(Error, KeyboardInterrupt-free base)
+    PyObject* out_of_memory = nullptr;    // OutOfMemoryError(Error, MemoryError)
     PyObject* base = nullptr;             // Error(Exception)
 };
 ErrorTypes g_errors;
@@ -114,6 +115,15 @@ void translate(const std::exception_ptr& p, void*) {
         PyErr_SetString(g_errors.no_device ? g_errors.no_device : PyExc_RuntimeError, e.what());
     } catch (const jit::InternalError& e) {
         PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError, e.what());
+    } catch (const jit::OutOfMemoryError& e) {
+        // The bytes asked and available as attributes too, beside the message and its caret.
+        nb::object t = nb::borrow(g_errors.out_of_memory ? g_errors.out_of_memory : PyExc_MemoryError);
+        nb::object exc = t(nb::str(e.what()));
+        try {
+            exc.attr("requested") = nb::int_(e.requested());
+            exc.attr("available") = nb::int_(e.available());
+        } catch (...) {}
+        PyErr_SetObject(t.ptr(), exc.ptr());
     } catch (const jit::Error& e) {
         PyErr_SetString(g_errors.base ? g_errors.base : PyExc_RuntimeError, e.what());
     }
@@ -2896,5 +2906,6 @@ NB_MODULE(_jitexpr, m) {
         take("DeviceMismatchError", g_errors.device_mismatch);
         take("InternalError", g_errors.internal);
         take("CancelledError", g_errors.cancelled);
+        take("OutOfMemoryError", g_errors.out_of_memory);
     });
 }

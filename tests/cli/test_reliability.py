@@ -677,6 +677,67 @@ class AddressSpace(Base):
         self.assertIn("999000", r.stdout)
 
 
+# ---- issue 34, item 4: out of memory in a kernel's own work, and threads that cannot start
+
+def address_space_limit(mib):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+    return limit
+
+
+class KernelMemory(Base):
+    def setUp(self):
+        super().setUp()
+        if sanitized_binary():
+            self.skipTest("an AddressSanitizer build cannot run under an address-space limit")
+
+    def run_limited(self, exprs, mib=200, env=None):
+        args = ["-q"]
+        for e in exprs:
+            args += ["-e", e]
+        return run(args, env=dict({"JITEXPR_THREADS": "1"}, **(env or {})), preexec_fn=address_space_limit(mib))
+
+    def test_median_out_of_memory_says_how_much_and_where(self):
+        r = self.run_limited(["x = rand(20000000)", "y = median(x)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"jitexpr: -e: out of memory: the copy of 20000000 float64 elements an order statistic "
+                                   r"sorts needs 152\.6 MiB \(160000000 bytes\); .* available\n"
+                                   r"line 1: y = median\(x\)\n {12}\^{9}\n")
+
+    def test_quantile_out_of_memory_points_at_the_call_in_a_longer_statement(self):
+        r = self.run_limited(["x = rand(20000000)", "y = 1 + quantile(x, 0.9)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("needs 152.6 MiB (160000000 bytes); ", r.stderr)
+        self.assertIn("line 1: y = 1 + quantile(x, 0.9)\n" + " " * 16 + "^" * 16 + "\n", r.stderr)
+
+    def test_a_scans_result_out_of_memory_names_it(self):
+        r = self.run_limited(["x = rand(20000000)", "y = cumsum(x)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out of memory: 'y', a float64 array of shape \(20000000,\) needs 152\.6 MiB "
+                                   r"\(160000000 bytes\); .* available\nline 1: y = cumsum\(x\)\n {12}\^{9}\n")
+
+    def test_a_script_statement_is_pointed_at_by_its_line(self):
+        script = self.path("s.jx")
+        with open(script, "w") as f:
+            f.write("x = rand(20000000)\nm = 2\ny = median(x) * m\n")
+        r = run(["-q", script], env={"JITEXPR_THREADS": "1"}, preexec_fn=address_space_limit(200))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("line 3: y = median(x) * m\n" + " " * 12 + "^" * 9 + "\n", r.stderr)
+
+    def test_threads_that_cannot_start_fall_back_to_fewer(self):
+        r = run(["-q", "-e", "1+1"], env={"JITEXPR_THREADS": "2"}, preexec_fn=address_space_limit(16))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "array(2, dtype=int64)  # shape ()")
+        self.assertEqual(r.stderr, "")  # said only under -v
+        r = run(["-q", "-v", "-e", "x = arange(100000.0)", "-e", "sum(x)"], env={"JITEXPR_THREADS": "2"},
+                preexec_fn=address_space_limit(16))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "array(4.99995e+09, dtype=float64)  # shape ()")
+        self.assertIn("jitexpr: the CPU backend runs on 1 of the 2 threads asked for: thread 2 could not start (", r.stderr)
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         print(__doc__)
