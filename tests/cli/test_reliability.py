@@ -624,7 +624,9 @@ def stack_limit(kib):
 class SmallStack(Base):
     DEPTH = 199  # with the statement's own call, the deepest nesting the language accepts
 
-    def run_script(self, text, kib=64, **kw):
+    def run_script(self, text, **kw):
+        # AddressSanitizer's frames are several times larger: its build gets 256 KiB.
+        kib = 256 if sanitized_binary() else 64
         script = self.path("s.jx")
         with open(script, "w") as f:
             f.write(text)

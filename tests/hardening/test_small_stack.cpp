@@ -144,7 +144,12 @@ std::vector<std::string> texts() {
     return out;
 }
 
+// 32 KiB; AddressSanitizer's frames are several times larger, so its build gets 128 KiB.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kSmall = 128 << 10;
+#else
 constexpr std::size_t kSmall = 32 << 10;
+#endif
 
 }  // namespace deep
 
