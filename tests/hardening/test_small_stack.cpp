@@ -141,6 +141,7 @@ std::vector<std::string> texts() {
     std::vector<std::string> out{parens(n), calls(n), unary(n)};
     for (const char* f : {"sin(", "sum(", "cumsum(", "float32("}) out.push_back("c = " + repeat(f, n) + "a" + repeat(")", n));
     out.push_back("c = " + repeat("where(a > 0, ", n) + "a" + repeat(", a)", n));
+    out.push_back("c = a" + repeat(" + a", 5000));  // flat text, a deep chain of nodes
     return out;
 }
 
