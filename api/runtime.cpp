@@ -316,7 +316,14 @@ public:
         : prototypes_(prototypes), default_stream_(default_stream) {}
     Array allocate(std::size_t output, const Shape& shape) override {
         const Array& proto = prototypes_.at(output);
-        return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+        try {
+            return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+        } catch (const OutOfMemoryError& e) {
+            // The backend puts the caret under the selection; the message says what it makes.
+            throw OutOfMemoryError(e.requested(), e.available(),
+                                   fmt::format("a selection's result, a {} array of shape {}", dtype_name(proto.dtype()),
+                                               shape_to_string(shape)));
+        }
     }
 
 private:

@@ -1822,11 +1822,14 @@ void CpuPrepared::run(const detail::RunArgs& args) {
 }
 
 // The text a stage computes, for its messages: its reduction, scan or order statistic (the
-// call: `median(x)`), else the value it stores first (the statement's right-hand side).
+// call: `median(x)`), its selection (`x[x > 0]`), else the value it stores first (the
+// statement's right-hand side). Empty when no node of it has a span.
 SourceSpan CpuPrepared::span_of(const StagePlan& sp) const {
-    if (!sp.reduces.empty()) return program_.node(sp.reduces.front().reduce_node).span;
-    if (!sp.stores.empty()) return program_.node(sp.stores.front().node).span;
-    if (!sp.compacts.empty()) return program_.node(sp.compacts.front().node).span;
+    for (const ReducePlan& r : sp.reduces)
+        if (!program_.node(r.reduce_node).span.empty()) return program_.node(r.reduce_node).span;
+    for (const auto* list : {&sp.compacts, &sp.stores})
+        for (const StorePlan& st : *list)
+            if (!program_.node(st.node).span.empty()) return program_.node(st.node).span;
     return {};
 }
 

@@ -720,6 +720,13 @@ class KernelMemory(Base):
         self.assertRegex(r.stderr, r"out of memory: 'y', a float64 array of shape \(20000000,\) needs 152\.6 MiB "
                                    r"\(160000000 bytes\); .* available\nline 1: y = cumsum\(x\)\n {12}\^{9}\n")
 
+    def test_a_selections_result_out_of_memory_names_it(self):
+        r = self.run_limited(["x = rand(20000000)", "y = x[x >= 0]"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out of memory: a selection's result, a float64 array of shape \(20000000,\) "
+                                   r"needs 152\.6 MiB \(160000000 bytes\); .* available\nline 1: y = x\[x >= 0\]\n"
+                                   r" {8}\^{13}\n")  # the statement
+
     def test_a_script_statement_is_pointed_at_by_its_line(self):
         script = self.path("s.jx")
         with open(script, "w") as f:
