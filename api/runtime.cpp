@@ -321,8 +321,8 @@ public:
         } catch (const OutOfMemoryError& e) {
             // The backend puts the caret under the selection; the message says what it makes.
             throw OutOfMemoryError(e.requested(), e.available(),
-                                   fmt::format("a selection's result, a {} array of shape {}", dtype_name(proto.dtype()),
-                                               shape_to_string(shape)));
+                                   fmt::format("a selection's result, a {} array of shape {}",
+                                               dtype_name(proto.dtype()), shape_to_string(shape)));
         }
     }
 

@@ -557,8 +557,7 @@ Expr::~Expr() {
             for (Keyword& k : e.keywords)
                 if (k.value && (!k.value->operands.empty() || !k.value->keywords.empty()))
                     pending.push_back(std::move(k.value));
-        } catch (...) {
-        }
+        } catch (...) {}
     };
     take(*this);
     while (!pending.empty()) {

@@ -483,7 +483,9 @@ void replace_file(const std::string& path, const std::string& target, const stru
     // may not write is refused and kept. faccessat(AT_EACCESS) answers for the effective ids,
     // so root keeps root's answer; a read-only file system is refused alike.
     auto refused = [](int err) { return err == EACCES || err == EPERM || err == EROFS; };
-    auto denial = [](int err) { return err == EROFS ? std::string("the file system is read-only") : "permission denied"; };
+    auto denial = [](int err) {
+        return err == EROFS ? std::string("the file system is read-only") : "permission denied";
+    };
     if (existing && ::faccessat(AT_FDCWD, target.c_str(), W_OK, AT_EACCESS) != 0 && refused(errno))
         fail(path, fmt::format("cannot save: {}{}; the file was kept", denial(errno),
                                target == path ? std::string() : fmt::format(" (to '{}')", printable(target))));

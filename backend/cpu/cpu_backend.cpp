@@ -1403,8 +1403,8 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         const i64 units = rows * per_row;
         // Not zero-filled: every partial is written before it is read, and zeroing n/64 bytes up
         // front (156 MB for 10^10 elements) delayed the first block, and a stop, by that long.
-        std::unique_ptr<std::byte[]> partials_buf =
-            core::host_buffer<std::byte>(static_cast<std::size_t>(units * as), "a reduction's partial results (one per block)");
+        std::unique_ptr<std::byte[]> partials_buf = core::host_buffer<std::byte>(
+            static_cast<std::size_t>(units * as), "a reduction's partial results (one per block)");
         std::byte* const partials_data = partials_buf.get();
         parallel(units, b.space.size, b.args->control, [&](auto&& next) {
             std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
@@ -1617,9 +1617,9 @@ void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
                 const i64 total = (r1 - r0) * L;
                 if (total > cap) {
                     vals.reset();  // the old buffer is not kept while the new one is asked for
-                    vals = core::host_buffer<T>(
-                        static_cast<std::size_t>(total),
-                        fmt::format("the copy of {} {} elements an order statistic sorts", total, dtype_name(rp.dtype)));
+                    vals = core::host_buffer<T>(static_cast<std::size_t>(total),
+                                                fmt::format("the copy of {} {} elements an order statistic sorts",
+                                                            total, dtype_name(rp.dtype)));
                     cap = total;
                 }
                 for (i64 done = 0; done < total;) {

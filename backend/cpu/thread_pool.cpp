@@ -16,13 +16,15 @@ ThreadPool::ThreadPool(int threads) {
             workers_.emplace_back([this, t] { worker(t); });
         } catch (const std::system_error& e) {
             // Workers are numbered 1..size()-1 however many started: fewer threads, same results.
-            note_ = fmt::format("the CPU backend runs on {} of the {} threads asked for: thread {} could not start ({})",
-                                t, threads, t + 1, e.code().message());
+            note_ =
+                fmt::format("the CPU backend runs on {} of the {} threads asked for: thread {} could not start ({})", t,
+                            threads, t + 1, e.code().message());
             break;
         } catch (const std::bad_alloc&) {
-            note_ = fmt::format("the CPU backend runs on {} of the {} threads asked for: thread {} could not start "
-                                "(out of memory)",
-                                t, threads, t + 1);
+            note_ = fmt::format(
+                "the CPU backend runs on {} of the {} threads asked for: thread {} could not start "
+                "(out of memory)",
+                t, threads, t + 1);
             break;
         }
     }

@@ -137,7 +137,6 @@ struct Module {
 // stack of its own when the caller's is short (see with_front_stack).
 Module parse(std::string_view text);
 
-
 }  // namespace parsed
 
 // Runs fn on a stack deep enough for a recursive walk of any tree parse() accepts (one level of

@@ -9,8 +9,8 @@
 #include "tests/support/small_stack.hpp"
 
 #include <jit/c_api.h>
-#include <jit/check.hpp>
 #include <jit/dlpack.h>
+#include <jit/check.hpp>
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
 #include <jit/language.hpp>
@@ -139,7 +139,8 @@ namespace deep {
 std::vector<std::string> texts() {
     const int n = syntax::kMaxNesting;
     std::vector<std::string> out{parens(n), calls(n), unary(n)};
-    for (const char* f : {"sin(", "sum(", "cumsum(", "float32("}) out.push_back("c = " + repeat(f, n) + "a" + repeat(")", n));
+    for (const char* f : {"sin(", "sum(", "cumsum(", "float32("})
+        out.push_back("c = " + repeat(f, n) + "a" + repeat(")", n));
     out.push_back("c = " + repeat("where(a > 0, ", n) + "a" + repeat(", a)", n));
     out.push_back("c = a" + repeat(" + a", 5000));  // flat text, a deep chain of nodes
     return out;
