@@ -58,3 +58,28 @@ def test_an_order_statistic_out_of_memory_says_how_much_and_where(call, column):
 def test_out_of_memory_error_is_a_memory_error():
     assert issubclass(jx.OutOfMemoryError, MemoryError)
     assert issubclass(jx.OutOfMemoryError, jx.Error)
+
+
+THREADS_CHILD = textwrap.dedent("""
+    import resource
+    import numpy as np
+    import jitexpr as jx
+    with open("/proc/self/status") as f:
+        vm = next(int(line.split()[1]) for line in f if line.startswith("VmSize:")) * 1024
+    # Room for the runtime, not for a second thread's stack (8 MiB by default).
+    resource.setrlimit(resource.RLIMIT_AS, (vm + (4 << 20), resource.RLIM_INFINITY))
+    rt = jx.Runtime(backend="cpu", threads=2)
+    print(rt.setup_note)
+    resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+    assert jx.Runtime(backend="cpu", threads=2).setup_note == ""
+""")
+
+
+def test_a_cpu_thread_that_cannot_start_leaves_the_runtime_on_fewer():
+    if sanitized():
+        pytest.skip("an AddressSanitizer build cannot run under an address-space limit")
+    r = subprocess.run([sys.executable, "-c", THREADS_CHILD], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, JITEXPR_DISK_CACHE="0"))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.startswith("the CPU backend runs on 1 of the 2 threads asked for: thread 2 could not start ("), \
+        r.stdout
