@@ -316,26 +316,34 @@ bool is_reduction_name(std::string_view f) {
            f == "any" || f == "all";
 }
 
-// Whether `e` holds a call of a reduction (min/max with two arguments are elementwise).
-bool has_reduction(const syntax::Expr& e) {
-    if (e.kind == syntax::ExprKind::Call && is_reduction_name(e.text) &&
-        !((e.text == "min" || e.text == "max") && e.operands.size() == 2))
-        return true;
-    for (const auto& o : e.operands)
-        if (o && has_reduction(*o)) return true;
-    for (const auto& k : e.keywords)
-        if (k.value && has_reduction(*k.value)) return true;
+// Whether `pred` holds for any node of the tree under `root`: a walk with a list of its own, so
+// that the tree's depth never reaches the caller's stack.
+template <class Pred>
+bool any_node(const syntax::Expr& root, Pred pred) {
+    std::vector<const syntax::Expr*> todo{&root};
+    while (!todo.empty()) {
+        const syntax::Expr* e = todo.back();
+        todo.pop_back();
+        if (pred(*e)) return true;
+        for (const auto& o : e->operands)
+            if (o) todo.push_back(o.get());
+        for (const auto& k : e->keywords)
+            if (k.value) todo.push_back(k.value.get());
+    }
     return false;
 }
 
+// Whether `e` holds a call of a reduction (min/max with two arguments are elementwise).
+bool has_reduction(const syntax::Expr& root) {
+    return any_node(root, [](const syntax::Expr& e) {
+        return e.kind == syntax::ExprKind::Call && is_reduction_name(e.text) &&
+               !((e.text == "min" || e.text == "max") && e.operands.size() == 2);
+    });
+}
+
 // Whether `e` indexes or slices anything (a[1:]).
-bool has_subscript(const syntax::Expr& e) {
-    if (e.kind == syntax::ExprKind::Subscript) return true;
-    for (const auto& o : e.operands)
-        if (o && has_subscript(*o)) return true;
-    for (const auto& k : e.keywords)
-        if (k.value && has_subscript(*k.value)) return true;
-    return false;
+bool has_subscript(const syntax::Expr& root) {
+    return any_node(root, [](const syntax::Expr& e) { return e.kind == syntax::ExprKind::Subscript; });
 }
 
 // The rows of a 1-D host array where `keep` is true, as a new contiguous host array.

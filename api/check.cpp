@@ -2,6 +2,7 @@
 // Runtime::run, stopped before anything is emitted, compiled or run.
 #include <jit/check.hpp>
 
+#include "core/stack.hpp"
 #include "dsl/ir.hpp"
 #include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
@@ -139,9 +140,24 @@ void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>
         if (k.value) collect(*k.value, statement, out);
 }
 
+CheckedProgram check_here(std::string_view text, const Specs& names);
+Outline outline_here(std::string_view text);
+
 }  // namespace
 
+// The parser, the lowering and collect() recurse once per nesting level: on a stack of known
+// size, whatever the caller's (core/stack.hpp).
 CheckedProgram check(std::string_view text, const Specs& names) {
+    return core::with_stack(core::kFrontStackBytes, [&] { return check_here(text, names); });
+}
+
+Outline outline(std::string_view text) {
+    return core::with_stack(core::kFrontStackBytes, [&] { return outline_here(text); });
+}
+
+namespace {
+
+CheckedProgram check_here(std::string_view text, const Specs& names) {
     const syntax::Module module = syntax::parse(text);
     CheckedProgram out;
     out.parameters = dsl::parameters(module);
@@ -187,7 +203,7 @@ CheckedProgram check(std::string_view text, const Specs& names) {
     return out;
 }
 
-Outline outline(std::string_view text) {
+Outline outline_here(std::string_view text) {
     const syntax::Module module = syntax::parse(text);
     // Syntax alone: no binding shadows anything, and no named constant (pi, e) is an index.
     const dsl::LiteralFolder folder(text, [](std::string_view) { return std::optional<double>{}; });
@@ -206,5 +222,7 @@ Outline outline(std::string_view text) {
     }
     return out;
 }
+
+}  // namespace
 
 }  // namespace jit

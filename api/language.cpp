@@ -2,6 +2,7 @@
 // into the public types.
 #include <jit/language.hpp>
 
+#include "core/stack.hpp"
 #include "dsl/ir.hpp"
 #include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
@@ -42,8 +43,18 @@ std::vector<std::string> builtin_names() { return dsl::builtin_names(); }
 static_assert(kMaxIdentifierBytes == syntax::kMaxIdentifier);
 bool is_variable_name(std::string_view name) { return syntax::is_variable_name(name); }
 
+namespace {
+std::optional<LiteralNumber> fold_here(std::string_view text, const std::function<bool(std::string_view)>& shadowed);
+}  // namespace
+
 std::optional<LiteralNumber> fold_literal(std::string_view text,
                                           const std::function<bool(std::string_view)>& shadowed) {
+    // The folder recurses once per nesting level.
+    return core::with_stack(core::kFrontStackBytes, [&] { return fold_here(text, shadowed); });
+}
+
+namespace {
+std::optional<LiteralNumber> fold_here(std::string_view text, const std::function<bool(std::string_view)>& shadowed) {
     const syntax::Module m = syntax::parse(text);
     if (m.statements.size() != 1 || !m.statements[0].target.empty() || !m.statements[0].value) return std::nullopt;
     const dsl::LiteralFolder folder(text, [&shadowed](std::string_view n) -> std::optional<double> {
@@ -84,6 +95,7 @@ std::optional<LiteralNumber> fold_literal(std::string_view text,
     }
     return r;
 }
+}  // namespace
 
 namespace parsed {
 
@@ -115,9 +127,39 @@ static_assert(static_cast<int>(ExprKind::Subscript) == static_cast<int>(syntax::
 static_assert(static_cast<int>(IndexItem::Kind::Ellipsis) == static_cast<int>(syntax::IndexItem::Kind::Ellipsis));
 static_assert(static_cast<int>(ExprKind::Tuple) == static_cast<int>(syntax::ExprKind::Tuple));
 
+Module parse_here(std::string_view text);
+
 }  // namespace
 
+Expr::~Expr() {
+    // As syntax::Expr's: the children go to a list of pending subtrees, so that the tree's depth
+    // never reaches the stack; a child the list cannot take (out of memory) is destroyed in place.
+    if (operands.empty() && keywords.empty()) return;
+    std::vector<ExprPtr> pending;
+    auto take = [&pending](Expr& e) noexcept {
+        try {
+            for (ExprPtr& o : e.operands)
+                if (o && (!o->operands.empty() || !o->keywords.empty())) pending.push_back(std::move(o));
+            for (Keyword& k : e.keywords)
+                if (k.value && (!k.value->operands.empty() || !k.value->keywords.empty()))
+                    pending.push_back(std::move(k.value));
+        } catch (...) {}
+    };
+    take(*this);
+    while (!pending.empty()) {
+        ExprPtr e = std::move(pending.back());
+        pending.pop_back();
+        take(*e);
+    }
+}
+
 Module parse(std::string_view text) {
+    // The copy recurses once per nesting level, as the parser does.
+    return core::with_stack(core::kFrontStackBytes, [&] { return parse_here(text); });
+}
+
+namespace {
+Module parse_here(std::string_view text) {
     const syntax::Module m = syntax::parse(text);
     Module out;
     out.statements.reserve(m.statements.size());
@@ -132,7 +174,12 @@ Module parse(std::string_view text) {
     }
     return out;
 }
+}  // namespace
 
 }  // namespace parsed
+
+void with_front_stack(const std::function<void()>& fn) {
+    core::with_stack(core::kFrontStackBytes, [&fn] { fn(); });
+}
 
 }  // namespace jit

@@ -567,7 +567,9 @@ void save_npy(const std::string& path, const Array& a, const CallOptions& option
     if (path.empty()) throw IOError("cannot save: the file name is empty");
     // Everything that can fail before touching the file system happens first.
     const std::string header = make_header(a.dtype(), a.shape());
-    std::unique_ptr<unsigned char[]> data(new unsigned char[std::max<std::size_t>(a.nbytes(), 1)]);
+    std::unique_ptr<unsigned char[]> data =
+        core::host_buffer<unsigned char>(a.nbytes(), fmt::format("the bytes of {} to write ({} {})", printable(path),
+                                                                 dtype_name(a.dtype()), shape_to_string(a.shape())));
     host_bytes(a, data.get());
     // A regular file (or a new name) is replaced atomically, a stream is written in order
     // (backend/cache/files.hpp); the data goes in chunks between which a stop is seen, and a

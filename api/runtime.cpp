@@ -320,7 +320,14 @@ public:
         : prototypes_(prototypes), default_stream_(default_stream) {}
     Array allocate(std::size_t output, const Shape& shape) override {
         const Array& proto = prototypes_.at(output);
-        return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+        try {
+            return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+        } catch (const OutOfMemoryError& e) {
+            // The backend puts the caret under the selection; the message says what it makes.
+            throw OutOfMemoryError(e.requested(), e.available(),
+                                   fmt::format("a selection's result, a {} array of shape {}",
+                                               dtype_name(proto.dtype()), shape_to_string(shape)));
+        }
     }
 
 private:
@@ -607,7 +614,23 @@ struct Runtime::Impl {
 
     Array run(std::string_view text, const Front& front, Environment& env, const CallOptions& o, bool write_back) {
         detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
-        return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
+        // Memory that could not be had is an OutOfMemoryError with a caret under what asked for
+        // it: the node a backend names (an order statistic, a reduction), else the statement.
+        try {
+            return run(text, front, env, o.stream, o.timing, write_back, &control, o.in_place_all_or_nothing);
+        } catch (const detail::OutOfMemoryAt& e) {
+            throw e.at(text, e.where.empty() ? statements_span(front) : e.where);
+        } catch (const OutOfMemoryError& e) {
+            if (e.located()) throw;
+            throw e.at(text, statements_span(front));
+        } catch (const std::bad_alloc&) {
+            throw OutOfMemoryError(0, core::host_memory_available(), "evaluating the program")
+                .at(text, statements_span(front));
+        }
+    }
+    // The span of a program's statement (of its first, when it has several).
+    static SourceSpan statements_span(const Front& f) {
+        return f.module.statements.empty() ? SourceSpan{} : f.module.statements.front().span;
     }
 };
 
@@ -693,6 +716,7 @@ void Runtime::synchronize(void* stream) const {
     OnDevice on(impl_->backend, impl_->device);
     if (impl_->backend == Backend::Cuda) cuda::synchronize(stream);
 }
+std::string Runtime::setup_note() const { return impl_->impl ? impl_->impl->setup_note() : std::string(); }
 std::string Runtime::fallback_reason() const {
     return impl_->backend == Backend::Cpu ? impl_->fallback : std::string();
 }
@@ -835,7 +859,17 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
             outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
-            outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
+            try {
+                outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
+            } catch (const OutOfMemoryError& oom) {
+                const Array& shape = e->output_shapes[o];
+                throw detail::OutOfMemoryAt(
+                    OutOfMemoryError(oom.requested(), oom.available(),
+                                     fmt::format("{}a {} array of shape {}",
+                                                 od.name.empty() ? "the value, " : fmt::format("'{}', ", od.name),
+                                                 dtype_name(shape.dtype()), shape_to_string(shape.shape()))),
+                    p.node(od.node).span);
+            }
             if (od.alias_input >= 0) copy_back.push_back(o);
         }
     }

@@ -232,28 +232,38 @@ Array combine(Runtime& host, const std::string& function, const std::vector<Arra
     return host.run(fmt::format("{}(sum(p * w, axis=0))", dtype_name(whole.dtype)), env);
 }
 
-// Whether the expression indexes anything (a[1:], m[:, 0]).
-bool has_subscript(const parsed::Expr& e) {
-    if (e.kind == parsed::ExprKind::Subscript) return true;
-    for (const auto& o : e.operands)
-        if (has_subscript(*o)) return true;
-    for (const auto& k : e.keywords)
-        if (has_subscript(*k.value)) return true;
+// Whether `pred` holds for any node of the tree under `root`: a walk with a list of its own, so
+// that the tree's depth never reaches the caller's stack.
+template <class Pred>
+bool any_node(const parsed::Expr& root, Pred pred) {
+    std::vector<const parsed::Expr*> todo{&root};
+    while (!todo.empty()) {
+        const parsed::Expr* e = todo.back();
+        todo.pop_back();
+        if (pred(*e)) return true;
+        for (const auto& o : e->operands)
+            if (o) todo.push_back(o.get());
+        for (const auto& k : e->keywords)
+            if (k.value) todo.push_back(k.value.get());
+    }
     return false;
 }
 
+// Whether the expression indexes anything (a[1:], m[:, 0]).
+bool has_subscript(const parsed::Expr& root) {
+    return any_node(root, [](const parsed::Expr& e) { return e.kind == parsed::ExprKind::Subscript; });
+}
+
 // Whether `e` calls a scan (cumsum, ...): over split rows each shard would scan its own alone.
-bool has_scan(const parsed::Expr& e) {
-    if (e.kind == parsed::ExprKind::Call)
+bool has_scan(const parsed::Expr& root) {
+    return any_node(root, [](const parsed::Expr& e) {
+        if (e.kind != parsed::ExprKind::Call) return false;
         for (const FunctionInfo& f : functions())
             if (f.kind == FunctionInfo::Kind::Scan &&
                 std::find(f.names.begin(), f.names.end(), e.text) != f.names.end())
                 return true;
-    for (const auto& o : e.operands)
-        if (has_scan(*o)) return true;
-    for (const auto& k : e.keywords)
-        if (has_scan(*k.value)) return true;
-    return false;
+        return false;
+    });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "dsl/schedule.hpp"
 
 #include <jit/array.hpp>
+#include <jit/error.hpp>
 
 #include <memory>
 #include <span>
@@ -19,6 +20,15 @@
 #include <vector>
 
 namespace jit::detail {
+
+// Memory a backend could not have for the part of the program at `where` (the span of the
+// node its stage computes: `median(x)`, a statement's value). The backend knows the node, not
+// the text; Runtime rethrows it with a caret there (OutOfMemoryError::at).
+class OutOfMemoryAt : public OutOfMemoryError {
+public:
+    OutOfMemoryAt(const OutOfMemoryError& e, SourceSpan span) : OutOfMemoryError(e), where(span) {}
+    SourceSpan where;
+};
 
 // Makes the arrays of outputs whose first extent the data decides (a boolean-mask selection,
 // ir::NodeKind::Compact): the backend counts first, then asks for the array.
@@ -90,6 +100,9 @@ class BackendImpl {
 public:
     virtual ~BackendImpl() = default;
     virtual Backend kind() const = 0;
+    // What the backend could not set up as asked and how it runs instead (the CPU backend's
+    // threads that could not start); empty when everything is as asked.
+    virtual std::string setup_note() const { return {}; }
     // What one stage of this backend may compute: the limits dsl::plan schedules within.
     virtual dsl::Limits limits() const = 0;
     // `plan` was made by dsl::plan within limits(); the backend runs its schedule as it is.

@@ -12,6 +12,7 @@
 // nullopt and the NVRTC kernel is used. The kernel keeps the parameters and launch of the
 // scalar-only Flat kernel it replaces, so the executor launches either alike.
 #include "codegen/codegen.hpp"
+#include "core/stack.hpp"
 
 #include <fmt/format.h>
 
@@ -536,7 +537,10 @@ public:
 std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSource& kernel, int sm) {
     if (kernel.entries.size() != 1) return std::nullopt;
     Writer w(program, kernel);
-    std::optional<std::string> text = w.run(kernel.entries[0], sm);
+    // value() recurses once per node of a chain (up to a stage's node limit): on a stack of
+    // known size, whatever the caller's (core/stack.hpp).
+    std::optional<std::string> text =
+        core::with_stack(core::kFrontStackBytes, [&] { return w.run(kernel.entries[0], sm); });
     if (!text) return std::nullopt;
     KernelSource k = kernel;
     k.ptx = true;

@@ -8,10 +8,15 @@
 #pragma once
 
 #include <jit/array.hpp>
+#include <jit/error.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
+#include <string>
+#include <string_view>
 
 namespace jit::core {
 
@@ -64,6 +69,19 @@ std::shared_ptr<Storage> host_storage(std::size_t bytes);
 // Bytes of host memory this process could still get: the system's available memory, or less
 // under an address-space limit (ulimit -v). For the figures of an OutOfMemoryError.
 std::uint64_t host_memory_available();
+
+// `count` elements of T in host memory, not initialised, for a kernel's own work (an order
+// statistic's copy of a row, partial sums). OutOfMemoryError for `what_for`, with the bytes
+// asked and available, when they cannot be had.
+template <class T>
+std::unique_ptr<T[]> host_buffer(std::size_t count, std::string_view what_for) {
+    try {
+        return std::unique_ptr<T[]>(new T[std::max<std::size_t>(count, 1)]);
+    } catch (const std::bad_alloc&) {
+        const std::uint64_t bytes = count > UINT64_MAX / sizeof(T) ? UINT64_MAX : std::uint64_t{count} * sizeof(T);
+        throw OutOfMemoryError(bytes, host_memory_available(), std::string(what_for));
+    }
+}
 
 // What Backend::Auto means: set by the layer that owns the default runtime. Without one, Auto
 // is the CPU.

@@ -177,17 +177,26 @@ std::string byte_count(std::uint64_t n) {
 }  // namespace
 
 OutOfMemoryError::OutOfMemoryError(std::uint64_t requested, std::uint64_t available, std::string what_for)
-    : Error(fmt::format("out of memory: {} needs {}; {} available", what_for, byte_count(requested),
-                        byte_count(available))),
+    : Error(requested == 0
+                ? fmt::format("out of memory: {} could not be had; {} available", what_for, byte_count(available))
+                : fmt::format("out of memory: {} needs {}; {} available", what_for, byte_count(requested),
+                              byte_count(available))),
       requested_(requested),
       available_(available),
       what_for_(std::move(what_for)) {}
 
-OutOfMemoryError::OutOfMemoryError(const OutOfMemoryError& e, std::string message)
-    : Error(message), requested_(e.requested_), available_(e.available_), what_for_(e.what_for_) {}
+OutOfMemoryError::OutOfMemoryError(const OutOfMemoryError& e, std::string message, SourceSpan span)
+    : Error(message),
+      requested_(e.requested_),
+      available_(e.available_),
+      what_for_(e.what_for_),
+      span_(span),
+      located_(true) {}
 
 OutOfMemoryError OutOfMemoryError::at(std::string_view text, SourceSpan span) const {
-    return OutOfMemoryError(*this, fmt::format("{}\n{}", what(), render_caret(text, span)));
+    // Located once: a caller that knows more of the text makes a new error from the figures.
+    const OutOfMemoryError bare(requested_, available_, what_for_);
+    return OutOfMemoryError(*this, fmt::format("{}\n{}", bare.what(), render_caret(text, span)), span);
 }
 
 namespace {

@@ -33,6 +33,7 @@ std::uintptr_t stack_floor() {
 }
 
 std::atomic<std::size_t> g_own_stack_runs{0};
+thread_local std::size_t t_own_stack_bytes = 0;
 
 }  // namespace
 
@@ -45,12 +46,14 @@ std::size_t stack_left() {
 }
 
 std::size_t own_stack_runs() { return g_own_stack_runs.load(std::memory_order_relaxed); }
+std::size_t own_stack_bytes() { return t_own_stack_bytes; }
 
 void run_on_own_stack(std::size_t bytes, void (*job)(void*), void* arg) {
     struct Call {
         void (*job)(void*);
         void* arg;
-    } call{job, arg};
+        std::size_t bytes;
+    } call{job, arg, bytes};
     pthread_attr_t attr;
     if (pthread_attr_init(&attr) != 0) throw OutOfMemoryError(bytes, stack_left(), "a thread stack for the parser");
     int rc = pthread_attr_setstacksize(&attr, bytes);
@@ -60,6 +63,7 @@ void run_on_own_stack(std::size_t bytes, void (*job)(void*), void* arg) {
             &th, &attr,
             [](void* p) -> void* {
                 auto* c = static_cast<Call*>(p);
+                t_own_stack_bytes = c->bytes;
                 c->job(c->arg);
                 return nullptr;
             },

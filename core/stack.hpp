@@ -37,10 +37,15 @@ void run_on_own_stack(std::size_t bytes, void (*job)(void*), void* arg);
 // How many times this process ran a job on a stack of its own (tests count the hops).
 std::size_t own_stack_runs();
 
+// The size of the stack run_on_own_stack gave this thread, 0 on any other thread. A job there
+// was sized for all the front's work: a with_stack inside it (the parser inside a walk of the
+// CLI's) runs in place rather than hopping to yet another thread.
+std::size_t own_stack_bytes();
+
 template <class F>
 std::invoke_result_t<F&> with_stack(std::size_t need, F&& fn) {
     using R = std::invoke_result_t<F&>;
-    if (stack_left() >= need) return fn();
+    if (own_stack_bytes() >= need || stack_left() >= need) return fn();
     struct Job {
         F* fn;
         std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> result{};

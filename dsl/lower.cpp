@@ -2435,6 +2435,8 @@ private:
     std::map<std::string, ir::NodeId> compact_masks_;  // a Compact node's mask by mask node and shape
 };
 
+std::vector<std::string> read_names_here(const syntax::Module& module, bool constants);
+
 void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>& assigned, bool constants,
                         std::vector<std::string>& out, std::set<std::string, std::less<>>& seen) {
     if (e.kind == ExprKind::Name) {
@@ -2450,6 +2452,11 @@ void collect_parameters(const Expr& e, const std::set<std::string, std::less<>>&
 }
 
 std::vector<std::string> read_names(const syntax::Module& module, bool constants) {
+    // The walk recurses once per nesting level, as the lowering does: on a stack of known size.
+    return core::with_stack(core::kFrontStackBytes, [&] { return read_names_here(module, constants); });
+}
+
+std::vector<std::string> read_names_here(const syntax::Module& module, bool constants) {
     std::vector<std::string> out;
     std::set<std::string, std::less<>> assigned, seen;
     for (const syntax::Statement& st : module.statements) {

@@ -86,6 +86,13 @@ struct Expr {
     std::vector<SourceSpan> op_spans;  // span of each token in ops
     std::vector<Keyword> keywords;     // Call only
     std::vector<IndexItem> index;      // Subscript only
+
+    Expr() = default;
+    Expr(Expr&&) noexcept = default;
+    Expr& operator=(Expr&&) noexcept = default;
+    // Takes the tree apart without recursing: a tree kMaxNesting levels deep is destroyed in a
+    // few frames, on whatever thread drops it (a cache eviction, a host's small stack).
+    ~Expr();
 };
 
 struct Target {

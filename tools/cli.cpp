@@ -171,6 +171,10 @@ int run_mode(const CliOptions& o) {
         const std::string why = session.runtime().fallback_reason();
         if (!why.empty()) std::cerr << "jitexpr: using the CPU backend: " << why << '\n';
     }
+    if (o.verbose) {
+        const std::string note = session.runtime().setup_note();
+        if (!note.empty()) std::cerr << "jitexpr: " << note << '\n';
+    }
     for (const NameFile& l : o.loads) {
         ProgressStep step(progress);
         session.env().insert_or_assign(l.name, Arg(load_npy(l.file, Backend::Cpu, call)));
@@ -429,7 +433,8 @@ const std::vector<Spec>& specs() {
         {{"-v", "--verbose"},
          "",
          "",
-         "Says on standard error when auto falls back to the CPU, and why.",
+         "Says on standard error when auto falls back to the CPU, and why, and when the CPU backend runs on "
+         "fewer threads than asked because the system could not start one.",
          [](CliOptions& o, const std::string&) { o.verbose = true; }},
         {{"-h", "--help"},
          "",

@@ -194,7 +194,11 @@ void Session::run(std::string_view text, const std::function<void(const Array&)>
         Timing* t = timing ? timing : (report_ ? &local : nullptr);
         if (t) *t = Timing{};
         const auto t0 = Clock::now();
-        std::optional<Array> value = run_statement(c, text, t, &bare);
+        // The statement's parse, its walks for constructors (which recurse once per nesting
+        // level, as do constructors nested in constructors) and its tree's destruction run on
+        // a stack deep enough for the deepest text the language accepts, whatever this thread's.
+        std::optional<Array> value;
+        with_front_stack([&] { value = run_statement(c, text, t, &bare); });
         if (backend_ != Backend::Cpu) {
             keep_on_host(c);
             if (value && value->defined() && value->backend() != Backend::Cpu) value = value->to(Backend::Cpu);
@@ -638,6 +642,9 @@ Array run_with_constructors(const CtorContext& cx, std::size_t begin, std::size_
     } catch (const SourceError& e) {
         rethrow_in(e, cx.full, cx.offset + begin);
     } catch (const OutOfMemoryError& e) {
+        // The runtime's caret is under the part of the statement that asked (median(x)): the
+        // same part of the whole text. Without one, the statement.
+        if (e.located()) throw e.at(cx.full, shifted(e.span(), cx.offset + begin));
         throw e.at(cx.full, span_of(cx.offset + begin, cx.offset + end));
     }
 }
@@ -777,6 +784,12 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
 }
 
 std::string Session::explain(std::string_view text, const ExplainOptions& options) {
+    std::string out;
+    with_front_stack([&] { out = explain_here(text, options); });
+    return out;
+}
+
+std::string Session::explain_here(std::string_view text, const ExplainOptions& options) {
     if (auto strings = find_strings(text); !strings.empty())
         throw ArgumentError(
             "explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "

@@ -73,6 +73,7 @@ public:
 
 private:
     void keep_on_host(const Chunk& chunk);
+    std::string explain_here(std::string_view text, const ExplainOptions& options);
     std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
 
     std::unique_ptr<Runtime> runtime_;

@@ -478,6 +478,21 @@ void replace_file(const std::string& path, const std::string& target, const stru
                   const std::vector<std::string_view>& chunks, const WriteHooks* hooks) {
     const std::string dir = dir_of(target), base = base_of(target);
     if (base.empty() || base == "." || base == "..") fail(path, "is not a file name");
+    // A rename replaces a file whatever the file's own mode says (only its folder's counts), so
+    // the target's is asked first, as open(O_WRONLY) and the shell's `>` would: a file this user
+    // may not write is refused and kept. faccessat(AT_EACCESS) answers for the effective ids,
+    // so root keeps root's answer; a read-only file system is refused alike.
+    auto refused = [](int err) { return err == EACCES || err == EPERM || err == EROFS; };
+    auto denial = [](int err) {
+        return err == EROFS ? std::string("the file system is read-only") : "permission denied";
+    };
+    if (existing && ::faccessat(AT_FDCWD, target.c_str(), W_OK, AT_EACCESS) != 0 && refused(errno))
+        fail(path, fmt::format("cannot save: {}{}; the file was kept", denial(errno),
+                               target == path ? std::string() : fmt::format(" (to '{}')", printable(target))));
+    if (::faccessat(AT_FDCWD, dir.c_str(), W_OK | X_OK, AT_EACCESS) != 0 && refused(errno))
+        fail(path, fmt::format("cannot save: {} in the folder '{}' (a save writes a temporary file there and renames "
+                               "it over the file){}",
+                               denial(errno), printable(dir), existing ? "; the file was kept" : ""));
     Fd dirfd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (!dirfd.ok()) fail(path, fmt::format("cannot open the folder '{}': {}", printable(dir), errno_text(errno)));
     (void)remove_stale_temporaries(dirfd.get());  // left by a save that was killed

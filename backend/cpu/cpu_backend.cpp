@@ -767,7 +767,13 @@ struct alignas(64) CacheLine {
 std::byte* thread_scratch(std::size_t bytes) {
     thread_local std::vector<CacheLine> buf;
     const std::size_t lines = (bytes + 63) / 64;
-    if (buf.size() < lines) buf.resize(lines);
+    if (buf.size() < lines) {
+        try {
+            buf.resize(lines);
+        } catch (const std::bad_alloc&) {
+            throw OutOfMemoryError(lines * 64, core::host_memory_available(), "a kernel thread's block buffers");
+        }
+    }
     return buf.empty() ? nullptr : buf.data()->b;
 }
 
@@ -838,6 +844,7 @@ public:
     }
 
     void run(const detail::RunArgs& args) override;
+    SourceSpan span_of(const StagePlan& sp) const;
 
     // What explain shows of each stage: the plan as run() will run it.
     std::vector<detail::KernelReport> reports() const {
@@ -1310,8 +1317,9 @@ void CpuPrepared::run_pass(const StagePlan& pp, const Ctx& ctx, Bound& b) const 
     // long rows: every partial is written before it is read, so no zero-fill).
     boost::container::small_vector<std::unique_ptr<std::byte[]>, 8> partials(nred);
     for (std::size_t r = 0; r < nred; ++r)
-        partials[r].reset(
-            new std::byte[static_cast<std::size_t>(blocks * acc_size(pp.reduces[r].red, pp.reduces[r].dtype))]);
+        partials[r] = core::host_buffer<std::byte>(
+            static_cast<std::size_t>(blocks * acc_size(pp.reduces[r].red, pp.reduces[r].dtype)),
+            "a reduction's partial results (one per block)");
     parallel(blocks, n * pp.stages(), args.control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(pp.nslots * pp.slot_bytes));
         boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(pp.nslots), nullptr);
@@ -1395,7 +1403,8 @@ void CpuPrepared::run_reduce(const StagePlan& sp, const Bound& b) const {
         const i64 units = rows * per_row;
         // Not zero-filled: every partial is written before it is read, and zeroing n/64 bytes up
         // front (156 MB for 10^10 elements) delayed the first block, and a stop, by that long.
-        std::unique_ptr<std::byte[]> partials_buf(new std::byte[static_cast<std::size_t>(units * as)]);
+        std::unique_ptr<std::byte[]> partials_buf = core::host_buffer<std::byte>(
+            static_cast<std::size_t>(units * as), "a reduction's partial results (one per block)");
         std::byte* const partials_data = partials_buf.get();
         parallel(units, b.space.size, b.args->control, [&](auto&& next) {
             std::byte* scratch = thread_scratch(static_cast<std::size_t>(sp.nslots * sp.slot_bytes));
@@ -1453,7 +1462,13 @@ void CpuPrepared::run_compact(std::size_t stage, const Ctx& ctx, Bound& b) const
     bind(cp, ctx, b);
     const i64 n = b.space.size;
     const i64 blocks = (n + kBlock - 1) / kBlock;
-    std::vector<i64> before(static_cast<std::size_t>(blocks) + 1, 0);  // then: true elements before each block
+    std::vector<i64> before;  // then: true elements before each block
+    try {
+        before.assign(static_cast<std::size_t>(blocks) + 1, 0);
+    } catch (const std::bad_alloc&) {
+        throw OutOfMemoryError(static_cast<std::uint64_t>(blocks + 1) * sizeof(i64), core::host_memory_available(),
+                               "a mask's counts of selected elements (one per block)");
+    }
     parallel(blocks, n, args.control, [&](auto&& next) {
         std::byte* scratch = thread_scratch(static_cast<std::size_t>(cp.nslots * cp.slot_bytes));
         boost::container::small_vector<const void*, 64> ptr(static_cast<std::size_t>(cp.nslots), nullptr);
@@ -1601,7 +1616,10 @@ void CpuPrepared::select_rows(const StagePlan& sp, const Bound& b) const {
                 const i64 r0 = u * per_unit, r1 = std::min(rows, r0 + per_unit);
                 const i64 total = (r1 - r0) * L;
                 if (total > cap) {
-                    vals.reset(new T[static_cast<std::size_t>(total)]);
+                    vals.reset();  // the old buffer is not kept while the new one is asked for
+                    vals = core::host_buffer<T>(static_cast<std::size_t>(total),
+                                                fmt::format("the copy of {} {} elements an order statistic sorts",
+                                                            total, dtype_name(rp.dtype)));
                     cap = total;
                 }
                 for (i64 done = 0; done < total;) {
@@ -1727,7 +1745,14 @@ void CpuPrepared::run(const detail::RunArgs& args) {
     std::vector<std::shared_ptr<Storage>> temps;
     for (const ir::NodeId n : schedule_.temps) {
         const ir::Node& nd = program_.node(n);
-        temps.push_back(core::host_storage(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype)));
+        try {
+            temps.push_back(core::host_storage(static_cast<std::size_t>(shape_size(nd.shape)) * itemsize(nd.dtype)));
+        } catch (const OutOfMemoryError& e) {
+            throw detail::OutOfMemoryAt(OutOfMemoryError(e.requested(), e.available(),
+                                                         fmt::format("an intermediate {} array of shape {}",
+                                                                     dtype_name(nd.dtype), shape_to_string(nd.shape))),
+                                        nd.span);
+        }
     }
     Ctx ctx{&args, &temps};
     detail::CallControl* ctl = args.control;
@@ -1760,22 +1785,52 @@ void CpuPrepared::run(const detail::RunArgs& args) {
             const StagePlan& pp = passes_[static_cast<std::size_t>(pass_of_[si])];
             if (args.started_outputs)
                 for (const StorePlan& st : pp.stores) args.started_outputs[st.output] = true;
-            run_pass(pp, ctx, b);
+            try {
+                run_pass(pp, ctx, b);
+            } catch (const detail::OutOfMemoryAt&) {
+                throw;
+            } catch (const OutOfMemoryError& e) {
+                throw detail::OutOfMemoryAt(e, span_of(pp));
+            } catch (const std::bad_alloc&) {
+                throw detail::OutOfMemoryAt(OutOfMemoryError(0, core::host_memory_available(), "a kernel's own work"),
+                                            span_of(pp));
+            }
             si = static_cast<std::size_t>(pp.end_stage) - 1;
             continue;
         }
         if (args.started_outputs)  // a reduction marks its output where it starts writing it (run_reduce)
             for (const StorePlan& st : sp.stores) args.started_outputs[st.output] = true;
-        if (sp.kind == ir::Stage::Kind::Compact) {
-            run_compact(si, ctx, b);
-            continue;
+        try {
+            if (sp.kind == ir::Stage::Kind::Compact) {
+                run_compact(si, ctx, b);
+                continue;
+            }
+            bind(sp, ctx, b);
+            if (sp.is_select()) run_select(sp, b);
+            else if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
+            else if (sp.kind == ir::Stage::Kind::Scan) run_scan(sp, b);
+            else run_elementwise(sp, b);
+        } catch (const detail::OutOfMemoryAt&) {
+            throw;
+        } catch (const OutOfMemoryError& e) {
+            throw detail::OutOfMemoryAt(e, span_of(sp));
+        } catch (const std::bad_alloc&) {
+            throw detail::OutOfMemoryAt(OutOfMemoryError(0, core::host_memory_available(), "a kernel's own work"),
+                                        span_of(sp));
         }
-        bind(sp, ctx, b);
-        if (sp.is_select()) run_select(sp, b);
-        else if (sp.kind == ir::Stage::Kind::Reduce) run_reduce(sp, b);
-        else if (sp.kind == ir::Stage::Kind::Scan) run_scan(sp, b);
-        else run_elementwise(sp, b);
     }
+}
+
+// The text a stage computes, for its messages: its reduction, scan or order statistic (the
+// call: `median(x)`), its selection (`x[x > 0]`), else the value it stores first (the
+// statement's right-hand side). Empty when no node of it has a span.
+SourceSpan CpuPrepared::span_of(const StagePlan& sp) const {
+    for (const ReducePlan& r : sp.reduces)
+        if (!program_.node(r.reduce_node).span.empty()) return program_.node(r.reduce_node).span;
+    for (const auto* list : {&sp.compacts, &sp.stores})
+        for (const StorePlan& st : *list)
+            if (!program_.node(st.node).span.empty()) return program_.node(st.node).span;
+    return {};
 }
 
 // ---------------------------------------------------------------- the backend
@@ -1783,6 +1838,7 @@ class CpuBackend final : public detail::BackendImpl {
 public:
     explicit CpuBackend(int threads) : pool_(threads) {}
     Backend kind() const override { return Backend::Cpu; }
+    std::string setup_note() const override { return pool_.note(); }
     // Stages of any size: a stage is a sequence of block instructions, whose cost is linear.
     dsl::Limits limits() const override { return {}; }
     std::shared_ptr<detail::Prepared> prepare(const ir::Plan& plan, const detail::PrepareOptions&) override {

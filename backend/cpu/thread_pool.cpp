@@ -1,13 +1,33 @@
 #include "backend/cpu/thread_pool.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <new>
+#include <system_error>
 
 namespace jit::cpu {
 
 ThreadPool::ThreadPool(int threads) {
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     workers_.reserve(static_cast<std::size_t>(threads - 1));
-    for (int t = 1; t < threads; ++t) workers_.emplace_back([this, t] { worker(t); });
+    for (int t = 1; t < threads; ++t) {
+        try {
+            workers_.emplace_back([this, t] { worker(t); });
+        } catch (const std::system_error& e) {
+            // Workers are numbered 1..size()-1 however many started: fewer threads, same results.
+            note_ =
+                fmt::format("the CPU backend runs on {} of the {} threads asked for: thread {} could not start ({})", t,
+                            threads, t + 1, e.code().message());
+            break;
+        } catch (const std::bad_alloc&) {
+            note_ = fmt::format(
+                "the CPU backend runs on {} of the {} threads asked for: thread {} could not start "
+                "(out of memory)",
+                t, threads, t + 1);
+            break;
+        }
+    }
 }
 
 ThreadPool::~ThreadPool() {

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,12 +16,17 @@ namespace jit::cpu {
 class ThreadPool {
 public:
     // threads: total threads including the caller; 0 = std::thread::hardware_concurrency().
+    // A thread the system cannot start (no memory for its stack under `ulimit -v`, a process
+    // limit) is not an error: the pool runs on the threads that started, the caller's at least,
+    // and note() says so.
     explicit ThreadPool(int threads);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
 
     int size() const { return static_cast<int>(workers_.size()) + 1; }
+    // Empty, or why the pool has fewer threads than were asked for.
+    const std::string& note() const { return note_; }
     // Runs fn(t) for t in [0, size()); the first exception thrown is rethrown here. Calls from
     // several threads are serialised.
     void run(const std::function<void(int)>& fn);
@@ -37,6 +43,7 @@ private:
     int pending_ = 0;
     bool stop_ = false;
     std::exception_ptr error_;
+    std::string note_;
 };
 
 }  // namespace jit::cpu

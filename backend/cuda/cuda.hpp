@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace jit::detail {
@@ -69,7 +70,10 @@ int driver_version();
 // Copies from or to host memory are complete when they return (the host buffer may be reused or
 // read at once); device-to-device copies and memset are only queued on the stream.
 void* alloc(std::size_t bytes);  // throws CudaError (CUDA_ERROR_OUT_OF_MEMORY, ...)
-void free(void* ptr) noexcept;   // reports but never throws
+// The same for jitexpr's own work (a program's workspace): a full device is an OutOfMemoryError
+// for `what_for` with the bytes asked and the device's free memory; other failures CudaErrors.
+void* alloc_for(std::size_t bytes, std::string_view what_for);
+void free(void* ptr) noexcept;  // reports but never throws
 // With a `control` (a call that can be stopped or watched), a large copy goes in pieces (the
 // staging chunks, else 64 MiB) with the control ticked and its progress counted in bytes between
 // them; on a stop request it waits for the piece in flight and throws CancelledError, `dst` then

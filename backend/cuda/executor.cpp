@@ -393,7 +393,7 @@ private:
         if (it != workspaces_.end()) return it->second;
         Workspace ws;
         if (workspace_bytes_ > 0) {
-            ws.base = cuda::alloc(workspace_bytes_);
+            ws.base = cuda::alloc_for(workspace_bytes_, "the workspace of the program's reductions and scans");
             ws.bytes = workspace_bytes_;
             // Counters of the full reductions start at zero; the last block resets its own.
             if (counters_bytes_ > 0) cuda::memset(ws.base, 0, counters_bytes_, stream);

@@ -617,12 +617,46 @@ void copy_peer(void* dst, int dst_device, const void* src, int src_device, std::
     copy_to_device(dst, host.data(), bytes);
 }
 
-std::shared_ptr<Storage> make_storage(std::size_t bytes) { return std::make_shared<DeviceStorage>(bytes); }
+namespace {
+// A full device as an OutOfMemoryError: the bytes asked and the device's free memory, as for
+// host memory (SECURITY.md).
+[[noreturn]] void throw_device_full(std::size_t bytes, std::string_view what_for) {
+    std::size_t free = 0, total = 0;
+    const auto* d = detail::api_noexcept();
+    if (d && d->MemGetInfo && d->MemGetInfo(&free, &total) != CUDA_SUCCESS) free = 0;
+    const DeviceInfo& info = device_info();
+    throw OutOfMemoryError(bytes, free,
+                           fmt::format("{} on device {} ({}, {} in all)", what_for, current_device(), info.name,
+                                       human_bytes(info.total_memory)));
+}
+
+// An array's device memory. The device being full is an OutOfMemoryError; any other failure
+// stays a CudaError. (cuda::alloc itself keeps reporting CUDA_ERROR_OUT_OF_MEMORY as a CudaError.)
+std::shared_ptr<Storage> new_device_storage(std::size_t bytes) {
+    try {
+        return std::make_shared<DeviceStorage>(bytes);
+    } catch (const CudaError& e) {
+        if (e.result() != CUDA_ERROR_OUT_OF_MEMORY) throw;
+        throw_device_full(bytes, "an array");
+    }
+}
+}  // namespace
+
+void* alloc_for(std::size_t bytes, std::string_view what_for) {
+    try {
+        return alloc(bytes);
+    } catch (const CudaError& e) {
+        if (e.result() != CUDA_ERROR_OUT_OF_MEMORY) throw;
+        throw_device_full(bytes, what_for);
+    }
+}
+
+std::shared_ptr<Storage> make_storage(std::size_t bytes) { return new_device_storage(bytes); }
 
 std::shared_ptr<Storage> make_storage_for_default_stream(std::size_t bytes) {
     api();
     if (void* kept = array_pool() ? cache_take(bytes) : nullptr) return std::make_shared<DeviceStorage>(kept, bytes);
-    return std::make_shared<DeviceStorage>(bytes);
+    return new_device_storage(bytes);
 }
 
 std::size_t kept_device_bytes() {

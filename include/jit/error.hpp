@@ -136,9 +136,12 @@ private:
     std::vector<std::string> partly_written_;
 };
 
-// Memory for an array could not be had. what() says for what, how many bytes were asked and
-// how many the backend had available; at() gives the same error with a caret under the
-// statement that asked.
+// Memory could not be had: for an array, a thread's stack, or a kernel's own work (the buffer
+// of an order statistic, a scan's partial sums, a mask's count), in host or device memory.
+// what() says for what, how many bytes were asked and how many were available (requested() is
+// 0 only when the system did not say how much a failed allocation asked); at() gives the same
+// error with a caret under the part of the text that asked (Runtime::run, eval and the CLI
+// throw it so), and span() is then that part.
 class OutOfMemoryError : public Error {
 public:
     OutOfMemoryError(std::uint64_t requested, std::uint64_t available, std::string what_for);
@@ -146,11 +149,16 @@ public:
     std::uint64_t available() const { return available_; }
     const std::string& what_for() const { return what_for_; }
     OutOfMemoryError at(std::string_view text, SourceSpan span) const;
+    // Whether at() made this error, and the span it was given.
+    bool located() const { return located_; }
+    SourceSpan span() const { return span_; }
 
 private:
-    OutOfMemoryError(const OutOfMemoryError& e, std::string message);
+    OutOfMemoryError(const OutOfMemoryError& e, std::string message, SourceSpan span);
     std::uint64_t requested_, available_;
     std::string what_for_;
+    SourceSpan span_;
+    bool located_ = false;
 };
 
 // A bug in jitexpr: an invariant did not hold.

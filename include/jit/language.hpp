@@ -107,6 +107,13 @@ struct Expr {
     std::vector<SourceSpan> op_spans;  // span of each operator
     std::vector<Keyword> keywords;     // Call only
     std::vector<IndexItem> index;      // Subscript only
+
+    Expr() = default;
+    Expr(Expr&&) noexcept = default;
+    Expr& operator=(Expr&&) noexcept = default;
+    // Takes the tree apart without recursing: destroying the deepest tree parse() accepts
+    // needs a few frames of stack on any thread.
+    ~Expr();
 };
 
 struct Target {
@@ -126,9 +133,19 @@ struct Module {
     std::vector<Statement> statements;
 };
 
-// Parses a whole program. Throws ParseError (with a caret) on any syntax error.
+// Parses a whole program. Throws ParseError (with a caret) on any syntax error. Runs on a
+// stack of its own when the caller's is short (see with_front_stack).
 Module parse(std::string_view text);
 
 }  // namespace parsed
+
+// Runs fn on a stack deep enough for a recursive walk of any tree parse() accepts (one level of
+// recursion per level of nesting, up to 200 levels): right here when this thread has that much
+// stack left, otherwise on a thread of jitexpr's own with such a stack, waiting for it. What fn
+// throws comes back to the caller. The runtime runs its own walks so; a tool that walks a tree
+// recursively (the CLI's constructors) should too, so that a host thread with a small stack (a
+// Python thread after threading.stack_size(), `ulimit -s 64`) cannot overflow. Throws
+// OutOfMemoryError when the thread cannot be made.
+void with_front_stack(const std::function<void()>& fn);
 
 }  // namespace jit

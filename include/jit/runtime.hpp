@@ -247,6 +247,10 @@ public:
     Backend backend() const;
     // Why CUDA is not in use, when backend() is Cpu under Auto ("no CUDA driver (libcuda.so.1 not found)").
     std::string fallback_reason() const;
+    // What could not be set up as asked and how this runtime runs instead: CPU threads the system
+    // could not start (`ulimit -v`, a process limit), so that it runs on fewer, down to the
+    // calling thread alone (the results are the same). Empty when all is as asked.
+    std::string setup_note() const;
 
     // Evaluates a program with variables bound by name: eval("b*2 + a", {{"a", a}, {"b", b}}).
     // A name bound here shadows a named constant of the same name (pi, e, inf, nan). Every

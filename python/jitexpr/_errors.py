@@ -74,11 +74,6 @@ class ReadOnlyError(Error, builtins.ValueError):
     NumPy's "assignment destination is read-only"."""
 
 
-class OutOfMemoryError(Error, builtins.MemoryError):
-    """Memory for an array could not be had: the message says how many bytes were asked and how
-    many were available."""
-
-
 class ArgumentError(Error, builtins.ValueError):
     """Arguments that do not fit the program: host and device arrays mixed, a closed runtime, ..."""
 
@@ -110,3 +105,16 @@ class InternalError(Error, builtins.RuntimeError):
 
 class CancelledError(Error, builtins.RuntimeError):
     """A call stopped by ``Runtime.cancel()`` (Ctrl-C raises ``KeyboardInterrupt`` instead)."""
+
+
+class OutOfMemoryError(Error, builtins.MemoryError):
+    """Memory could not be had (an array, an order statistic's or a scan's own work, a thread's
+    stack). ``requested`` and ``available`` are the bytes asked and available (``requested`` is 0
+    only when the system did not say); ``str(e)`` says so and quotes the statement with a caret
+    under what asked::
+
+        jitexpr.OutOfMemoryError: out of memory: the copy of 20000000 float64 elements an order
+        statistic sorts needs 152.6 MiB (160000000 bytes); 41.0 MiB (43003904 bytes) available
+        line 1: y = median(x)
+                    ^^^^^^^^^
+    """

@@ -132,7 +132,14 @@ void translate(const std::exception_ptr& p, void*) {
     } catch (const jit::InternalError& e) {
         PyErr_SetString(g_errors.internal ? g_errors.internal : PyExc_RuntimeError, e.what());
     } catch (const jit::OutOfMemoryError& e) {
-        PyErr_SetString(g_errors.out_of_memory ? g_errors.out_of_memory : PyExc_MemoryError, e.what());
+        // The bytes asked and available as attributes too, beside the message and its caret.
+        nb::object t = nb::borrow(g_errors.out_of_memory ? g_errors.out_of_memory : PyExc_MemoryError);
+        nb::object exc = t(nb::str(e.what()));
+        try {
+            exc.attr("requested") = nb::int_(e.requested());
+            exc.attr("available") = nb::int_(e.available());
+        } catch (...) {}
+        PyErr_SetObject(t.ptr(), exc.ptr());
     } catch (const jit::Error& e) {
         PyErr_SetString(g_errors.base ? g_errors.base : PyExc_RuntimeError, e.what());
     } catch (const std::bad_alloc&) {
@@ -3179,6 +3186,7 @@ NB_MODULE(_jitexpr, m) {
             "fast_math"_a = false, "tiered"_a = true)
         .def_prop_ro("backend", [](const PyRuntime& r) { return std::string(jit::backend_name(r.backend)); })
         .def_prop_ro("fallback_reason", [](const PyRuntime& r) { return r.fallback; })
+        .def_prop_ro("setup_note", [](const PyRuntime& r) { return r.get()->setup_note(); })
         .def_prop_ro("closed", &PyRuntime::closed)
         .def_prop_ro("threads", [](const PyRuntime& r) { return r.get()->options().cpu_threads; })
         .def("close", &PyRuntime::close)

@@ -10,7 +10,10 @@
 #include "session.hpp"
 #include "statements.hpp"
 
+#include "tests/support/small_stack.hpp"
+
 #include <jit/error.hpp>
+#include <jit/language.hpp>
 
 #include <gtest/gtest.h>
 
@@ -295,6 +298,46 @@ TEST(CliCompletion, OffersVariablesFunctionsAndCommands) {
     EXPECT_TRUE(has(completions(s, "", "lin"), "linspace"));
     EXPECT_EQ(completions(s, "", ":ti"), (std::vector<std::string>{":time"}));
     EXPECT_EQ(completions(s, ":backend ", "c"), (std::vector<std::string>{"cpu", "cuda"}));
+}
+
+// ---- a small stack (issue 34, item 2)
+
+std::string repeat(std::string_view s, int n) {
+    std::string r;
+    for (int i = 0; i < n; ++i) r += s;
+    return r;
+}
+
+// The deepest statements the language accepts, constructors among them (nested constructors
+// and constructors around runtime calls recurse through the session's own walks), run by a
+// session on a thread with a 32 KiB stack.
+TEST(CliSmallStack, DeepestStatementsRunOnA32KiBThread) {
+    constexpr int n = 200;  // syntax::kMaxNesting
+    const std::vector<std::pair<std::string, double>> cases{
+        {"x = arange(3.0); y = " + repeat("sin(", n - 1) + "x" + repeat(")", n - 1) + "; sum(y * 0) + 1", 1.0},
+        {"x = arange(3.0); y = " + repeat("abs(", n - 1) + "x" + repeat(")", n - 1) + "; sum(y)", 3.0},
+        {"y = " + repeat("full(1, ", n) + "1" + repeat(")", n) + "; sum(y)", 1.0},
+        {"y = " + repeat("sum(arange(", n / 2) + "3" + repeat("))", n / 2) + "; y", 3.0},
+        {repeat("sum(", n - 1) + "zeros(2) + 1" + repeat(")", n - 1), 2.0},
+    };
+    for (const auto& [text, want] : cases) {
+#if defined(__SANITIZE_ADDRESS__)
+        constexpr std::size_t kSmall = 128 << 10;  // AddressSanitizer's frames are several times larger
+#else
+        constexpr std::size_t kSmall = 32 << 10;
+#endif
+        jit::testing::on_stack(kSmall, [&, &text = text, &want = want] {
+            jit::RuntimeOptions o;
+            o.backend = Backend::Cpu;
+            o.disk_cache = false;
+            o.cpu_threads = 1;
+            Session s(o);
+            double got = -1;
+            s.run(text, [&](const Array& a) { got = a.item<double>(); });
+            EXPECT_EQ(got, want) << text.substr(0, 40);
+            EXPECT_FALSE(s.explain("z = " + repeat("(", n) + "1" + repeat(")", n)).empty());
+        });
+    }
 }
 
 }  // namespace

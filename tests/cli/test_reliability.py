@@ -518,6 +518,149 @@ class Messages(Base):
 
 
 
+# ---- issue 34, item 3: a file this user may not write is never replaced
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+def why_no_other_user():
+    """Why the tests of another user's permissions cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root, to run jitexpr as another user through setpriv"
+    if not shutil.which("setpriv"):
+        return "needs setpriv (util-linux), to run jitexpr as another user"
+    r = subprocess.run(NOBODY + [JITEXPR, "--version"], capture_output=True, timeout=60)
+    if r.returncode != 0:
+        return "the jitexpr binary cannot be run by uid 65534 here: " + r.stderr.decode(errors="replace")[-200:]
+    return None
+
+
+class Permissions(Base):
+    def setUp(self):
+        super().setUp()
+        why = why_no_other_user()
+        if why:
+            self.skipTest(why)
+        os.chmod(self.dir, 0o777)  # the other user's folder too
+
+    def as_nobody(self, args):
+        return subprocess.run(NOBODY + [JITEXPR] + args, capture_output=True, text=True, env=environment(),
+                              timeout=120)
+
+    def nobodys_file(self, name, mode):
+        f = self.path(name)
+        np.save(f, np.arange(5.0))
+        os.chown(f, 65534, 65534)
+        os.chmod(f, mode)
+        return f
+
+    def assert_kept(self, f, mode):
+        self.assertEqual(np.load(f).tolist(), [0.0, 1.0, 2.0, 3.0, 4.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), mode)
+        self.assertEqual(temporaries(os.path.dirname(f)), [])
+
+    def test_save_over_a_read_only_file_is_refused_and_keeps_it(self):
+        f = self.nobodys_file("prot.npy", 0o444)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(f + ": cannot save: permission denied; the file was kept", r.stderr)
+        self.assert_kept(f, 0o444)
+
+    def test_save_statement_over_another_users_file_is_refused(self):
+        f = self.path("roots.npy")
+        np.save(f, np.arange(5.0))
+        os.chmod(f, 0o644)  # root's, readable by all, writable by root only
+        r = self.as_nobody(["-q", "-e", f'save(zeros(2), "{f}")'])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("permission denied", r.stderr)
+        self.assertIn("save(zeros(2)", r.stderr)  # the statement, with its caret
+        self.assert_kept(f, 0o644)
+
+    def test_a_link_to_a_read_only_file_is_refused(self):
+        f = self.nobodys_file("target.npy", 0o444)
+        link = self.path("link.npy")
+        os.symlink(f, link)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + link])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("permission denied (to '" + f + "')", r.stderr)
+        self.assert_kept(f, 0o444)
+
+    def test_save_into_a_folder_this_user_cannot_write_is_refused(self):
+        folder = self.path("locked")
+        os.mkdir(folder, 0o755)  # root's
+        f = os.path.join(folder, "mine.npy")
+        np.save(f, np.arange(5.0))
+        os.chown(f, 65534, 65534)
+        os.chmod(f, 0o644)  # the file is the user's and writable; its folder is not
+        for target in (f, os.path.join(folder, "new.npy")):
+            r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + target])
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(target + ": cannot save: permission denied in the folder '" + folder + "'", r.stderr)
+        self.assert_kept(f, 0o644)
+        self.assertFalse(os.path.exists(os.path.join(folder, "new.npy")))
+
+    def test_a_writable_file_of_this_user_is_still_replaced(self):
+        f = self.nobodys_file("mine.npy", 0o640)
+        r = self.as_nobody(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0.0, 0.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o640)
+
+    def test_root_keeps_roots_answer(self):
+        f = self.path("ro.npy")
+        np.save(f, np.arange(5.0))
+        os.chmod(f, 0o444)
+        r = run(["-q", "-e", "x = zeros(2)", "--save", "x=" + f])  # as root, like `>` and numpy.save
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(np.load(f).tolist(), [0.0, 0.0])
+        self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o444)
+
+
+# ---- issue 34, item 2: the deepest text on a small main-thread stack
+
+def stack_limit(kib):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_STACK, (kib << 10, kib << 10))
+    return limit
+
+
+class SmallStack(Base):
+    DEPTH = 199  # with the statement's own call, the deepest nesting the language accepts
+
+    def run_script(self, text, **kw):
+        # AddressSanitizer's frames are several times larger: its build gets 256 KiB.
+        kib = 256 if sanitized_binary() else 64
+        script = self.path("s.jx")
+        with open(script, "w") as f:
+            f.write(text)
+        return run(["-q", script], preexec_fn=stack_limit(kib), **kw)
+
+    def test_deep_calls_run_under_a_64_kib_stack(self):
+        n = self.DEPTH
+        for f, close in (("sin(", ")"), ("abs(", ")"), ("sum(", ")"), ("cumsum(", ")"), ("float32(", ")"),
+                         ("where(x > 0, ", ", x)")):
+            r = self.run_script("x = arange(3.0); y = " + f * n + "x" + close * n + "\nsum(y * 0) + 1\n")
+            self.assertEqual(r.returncode, 0, f"{f}: {r.returncode} {r.stderr[-400:]}")
+            self.assertRegex(r.stdout.strip(), r"^array\(1\., dtype=float(64|32)\)  # shape \(\)$", f)
+
+    def test_deep_constructors_run_under_a_64_kib_stack(self):
+        n = self.DEPTH + 1
+        r = self.run_script("y = " + "full(1, " * n + "1" + ")" * n + "\nsum(y)\n")
+        self.assertEqual(r.returncode, 0, r.stderr[-400:])
+        self.assertEqual(r.stdout.strip(), "array(1, dtype=int64)  # shape ()")
+        r = self.run_script("y = " + "sum(arange(" * (n // 2) + "3" + "))" * (n // 2) + "\ny\n")
+        self.assertEqual(r.returncode, 0, r.stderr[-400:])
+        self.assertEqual(r.stdout.strip(), "array(3, dtype=int64)  # shape ()")
+
+    def test_too_deep_is_a_syntax_error_under_a_64_kib_stack(self):
+        n = self.DEPTH + 2
+        r = self.run_script("x = arange(3.0); y = " + "sin(" * n + "x" + ")" * n + "\n")
+        self.assertEqual(r.returncode, 1, r.stderr[-400:])
+        self.assertIn("nested too deeply", r.stderr)
+
+
 # ---- item 13: a CPU run under an address-space limit
 
 def sanitized_binary():
@@ -539,6 +682,74 @@ class AddressSpace(Base):
         r = run(["--backend", "cpu", "-e", "x = arange(1000)", "-e", "sum(x * 2)"], preexec_fn=limit)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("999000", r.stdout)
+
+
+# ---- issue 34, item 4: out of memory in a kernel's own work, and threads that cannot start
+
+def address_space_limit(mib):
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (mib << 20, mib << 20))
+    return limit
+
+
+class KernelMemory(Base):
+    def setUp(self):
+        super().setUp()
+        if sanitized_binary():
+            self.skipTest("an AddressSanitizer build cannot run under an address-space limit")
+
+    def run_limited(self, exprs, mib=200, env=None):
+        args = ["-q"]
+        for e in exprs:
+            args += ["-e", e]
+        return run(args, env=dict({"JITEXPR_THREADS": "1"}, **(env or {})), preexec_fn=address_space_limit(mib))
+
+    def test_median_out_of_memory_says_how_much_and_where(self):
+        r = self.run_limited(["x = rand(20000000)", "y = median(x)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"jitexpr: -e: out of memory: the copy of 20000000 float64 elements an order statistic "
+                                   r"sorts needs 152\.6 MiB \(160000000 bytes\); .* available\n"
+                                   r"line 1: y = median\(x\)\n {12}\^{9}\n")
+
+    def test_quantile_out_of_memory_points_at_the_call_in_a_longer_statement(self):
+        r = self.run_limited(["x = rand(20000000)", "y = 1 + quantile(x, 0.9)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("needs 152.6 MiB (160000000 bytes); ", r.stderr)
+        self.assertIn("line 1: y = 1 + quantile(x, 0.9)\n" + " " * 16 + "^" * 16 + "\n", r.stderr)
+
+    def test_a_scans_result_out_of_memory_names_it(self):
+        r = self.run_limited(["x = rand(20000000)", "y = cumsum(x)"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out of memory: 'y', a float64 array of shape \(20000000,\) needs 152\.6 MiB "
+                                   r"\(160000000 bytes\); .* available\nline 1: y = cumsum\(x\)\n {12}\^{9}\n")
+
+    def test_a_selections_result_out_of_memory_names_it(self):
+        r = self.run_limited(["x = rand(20000000)", "y = x[x >= 0]"])
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertRegex(r.stderr, r"out of memory: a selection's result, a float64 array of shape \(20000000,\) "
+                                   r"needs 152\.6 MiB \(160000000 bytes\); .* available\nline 1: y = x\[x >= 0\]\n"
+                                   r" {8}\^{13}\n")  # the statement
+
+    def test_a_script_statement_is_pointed_at_by_its_line(self):
+        script = self.path("s.jx")
+        with open(script, "w") as f:
+            f.write("x = rand(20000000)\nm = 2\ny = median(x) * m\n")
+        r = run(["-q", script], env={"JITEXPR_THREADS": "1"}, preexec_fn=address_space_limit(200))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("line 3: y = median(x) * m\n" + " " * 12 + "^" * 9 + "\n", r.stderr)
+
+    def test_threads_that_cannot_start_fall_back_to_fewer(self):
+        r = run(["-q", "-e", "1+1"], env={"JITEXPR_THREADS": "2"}, preexec_fn=address_space_limit(16))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "array(2, dtype=int64)  # shape ()")
+        self.assertEqual(r.stderr, "")  # said only under -v
+        r = run(["-q", "-v", "-e", "x = arange(100000.0)", "-e", "sum(x)"], env={"JITEXPR_THREADS": "2"},
+                preexec_fn=address_space_limit(16))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "array(4.99995e+09, dtype=float64)  # shape ()")
+        self.assertIn("jitexpr: the CPU backend runs on 1 of the 2 threads asked for: thread 2 could not start (", r.stderr)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -320,3 +322,39 @@ TEST(PtxTier, WhereSinExpFloat32MatchesItsGoldenFile) {
 }
 
 }  // namespace
+
+// The PTX writer follows a stage's nodes by recursion, one level per node of a chain (a stage
+// holds up to cuda::kMaxStageNodes of them): on a stack of its own when the caller's is short,
+// so that a long sum compiled on a small thread (a Python thread after threading.stack_size())
+// cannot overflow it. Issue 34, item 2.
+TEST(PtxTier, ALongChainIsWrittenOnASmallThread) {
+    std::string text = "a";
+    for (int i = 0; i < 2000; ++i) text += " + a";  // a stage of about 2,000 nodes, near the limit
+    Lowered l;
+    std::optional<cg::KernelSource> p;
+    std::vector<unsigned char> stack(64 << 10);
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_attr_init(&attr), 0);
+    ASSERT_EQ(pthread_attr_setstack(&attr, stack.data(), stack.size()), 0);
+    struct Job {
+        const std::string* text;
+        Lowered* l;
+        std::optional<cg::KernelSource>* p;
+    } job{&text, &l, &p};
+    pthread_t th;
+    ASSERT_EQ(pthread_create(
+                  &th, &attr,
+                  [](void* v) -> void* {
+                      auto* j = static_cast<Job*>(v);
+                      *j->l = lower(*j->text, {{"a", DType::Float32}});  // the plan and the CUDA C++ too
+                      if (j->l->kernels.size() == 1) *j->p = cg::emit_ptx(j->l->program, j->l->kernels[0], 90);
+                      return nullptr;
+                  },
+                  &job),
+              0);
+    pthread_join(th, nullptr);
+    pthread_attr_destroy(&attr);
+    ASSERT_EQ(l.kernels.size(), 1u);
+    ASSERT_TRUE(p.has_value());
+    EXPECT_NE(p->source.find("add.rn.f32"), std::string::npos);
+}

@@ -229,3 +229,27 @@ TEST(CudaSplit, SplitReductionsBroadcastsAndSharedOutputsEqualCpu) {
 }
 
 }  // namespace
+
+// A result larger than the device (issue 34, item 4): an OutOfMemoryError with the bytes asked
+// and the device's free memory, and a caret under the statement, not a bare CudaError; the
+// runtime works on afterwards.
+TEST(CudaFullDevice, AResultLargerThanTheDeviceIsAnOutOfMemoryError) {
+    SKIP_WITHOUT_GPU();
+    Runtime rt(cuda_options());
+    const std::int64_t n = std::int64_t{1} << 19;  // a (2^19, 2^19) float32 result: 1 TiB
+    Array a = Array::zeros(DType::Float32, {n, 1}, Backend::Cuda);
+    Array b = Array::zeros(DType::Float32, {1, n}, Backend::Cuda);
+    try {
+        (void)rt.eval("c = a + b", {{"a", Arg(a)}, {"b", Arg(b)}});
+        FAIL() << "no OutOfMemoryError";
+    } catch (const OutOfMemoryError& e) {
+        const std::string what = e.what();
+        EXPECT_EQ(e.requested(), std::uint64_t{1} << 40) << what;
+        EXPECT_LT(e.available(), e.requested()) << what;
+        EXPECT_NE(what.find("out of memory: 'c', a float32 array of shape (524288, 524288) needs 1.0 TiB"),
+                  std::string::npos)
+            << what;
+        EXPECT_NE(what.find("\nline 1: c = a + b\n            ^^^^^"), std::string::npos) << what;
+    }
+    EXPECT_EQ(rt.eval("sum(a + 1)", {{"a", Arg(a)}}).to(Backend::Cpu).item<double>(), static_cast<double>(n));
+}

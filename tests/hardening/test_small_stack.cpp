@@ -6,8 +6,14 @@
 #include "dsl/lower.hpp"
 #include "dsl/plan.hpp"
 #include "dsl/syntax.hpp"
+#include "tests/support/small_stack.hpp"
 
+#include <jit/c_api.h>
+#include <jit/dlpack.h>
+#include <jit/check.hpp>
+#include <jit/interop.hpp>
 #include <jit/jit.hpp>
+#include <jit/language.hpp>
 
 #include <gtest/gtest.h>
 
@@ -45,38 +51,7 @@ Runtime& cpu() {
     return rt;
 }
 
-// Runs fn on a new thread with a stack of `bytes` (in memory of our own, so that the test can
-// also see how much of it was written: `used`, when given, gets the bytes below the top that fn's
-// frames reached).
-template <class F>
-void on_stack(std::size_t bytes, F fn, std::size_t* used = nullptr) {
-    struct Job {
-        F* fn;
-        std::exception_ptr error;
-    } job{&fn, nullptr};
-    std::vector<unsigned char> stack(bytes, 0xA5);
-    pthread_attr_t attr;
-    ASSERT_EQ(pthread_attr_init(&attr), 0);
-    ASSERT_EQ(pthread_attr_setstack(&attr, stack.data(), stack.size()), 0);
-    pthread_t th;
-    auto body = [](void* p) -> void* {
-        auto* j = static_cast<Job*>(p);
-        try {
-            (*j->fn)();
-        } catch (...) {
-            j->error = std::current_exception();
-        }
-        return nullptr;
-    };
-    ASSERT_EQ(pthread_create(&th, &attr, body, &job), 0);
-    pthread_join(th, nullptr);
-    pthread_attr_destroy(&attr);
-    if (used) {
-        const auto first = std::find_if(stack.begin(), stack.end(), [](unsigned char c) { return c != 0xA5; });
-        *used = static_cast<std::size_t>(stack.end() - first);
-    }
-    if (job.error) std::rethrow_exception(job.error);
-}
+using jit::testing::on_stack;
 
 Environment env_a() { return Environment{{"a", Arg(Array::from(std::vector<float>{1, -2, 3}, {}, Backend::Cpu))}}; }
 
@@ -155,3 +130,100 @@ TEST(SmallStack, FrontAtTheLimitUsesUnderHalfTheStackItAsksFor) {
 }
 
 }  // namespace
+
+// ---- issue 34, item 2: every public entry point takes the deepest text on a 32 KiB thread
+
+namespace deep {
+
+// The deepest text of each kind of nesting the language accepts, over `a` (float32, 3 elements).
+std::vector<std::string> texts() {
+    const int n = syntax::kMaxNesting;
+    std::vector<std::string> out{parens(n), calls(n), unary(n)};
+    for (const char* f : {"sin(", "sum(", "cumsum(", "float32("})
+        out.push_back("c = " + repeat(f, n) + "a" + repeat(")", n));
+    out.push_back("c = " + repeat("where(a > 0, ", n) + "a" + repeat(", a)", n));
+    out.push_back("c = a" + repeat(" + a", 5000));  // flat text, a deep chain of nodes
+    return out;
+}
+
+// 32 KiB; AddressSanitizer's frames are several times larger, so its build gets 128 KiB.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr std::size_t kSmall = 128 << 10;
+#else
+constexpr std::size_t kSmall = 32 << 10;
+#endif
+
+}  // namespace deep
+
+TEST(SmallStack, DeepestTextsRunThroughRunAndEvalOnA32KiBThread) {
+    for (const std::string& text : deep::texts()) {
+        on_stack(deep::kSmall, [&] {
+            Environment env = env_a();
+            cpu().run(text, env);
+            EXPECT_EQ(env.at("c").array().ndim() <= 1, true) << text.substr(0, 20);
+            const Array a = Array::from(std::vector<float>{1, -2, 3}, {}, Backend::Cpu);
+            const Array r = cpu().eval(text.substr(4), {{"a", Arg(a)}});  // the expression alone
+            EXPECT_TRUE(r.defined()) << text.substr(0, 20);
+        });
+    }
+}
+
+TEST(SmallStack, DeepestTextsCheckExplainAndParseOnA32KiBThread) {
+    for (const std::string& text : deep::texts()) {
+        on_stack(deep::kSmall, [&] {
+            const Specs specs{{"a", ValueSpec::array(DType::Float32, {3})}};
+            EXPECT_EQ(check(text, specs).assigned.size(), 1u) << text.substr(0, 20);
+            EXPECT_EQ(outline(text).statements.size(), 1u);
+            EXPECT_EQ(parameters(text), std::vector<std::string>{"a"});
+            EXPECT_EQ(targets(text), std::vector<std::string>{"c"});
+            const parsed::Module m = parsed::parse(text);  // and destroyed on this thread
+            EXPECT_EQ(m.statements.size(), 1u);
+            Environment env = env_a();
+            EXPECT_FALSE(cpu().explain(text, env).empty());
+        });
+    }
+}
+
+TEST(SmallStack, DeepestLiteralFoldsOnA32KiBThread) {
+    const int n = syntax::kMaxNesting;
+    on_stack(deep::kSmall, [&] {
+        const auto f = fold_literal(repeat("-(", n / 2) + "1" + repeat(")", n / 2));  // two levels each
+        ASSERT_TRUE(f.has_value());
+        EXPECT_EQ(f->i, 1);  // an even count of minus signs
+    });
+}
+
+TEST(SmallStack, DeepestTextsRunThroughTheCApiOnA32KiBThread) {
+    jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+    ASSERT_NE(rt, nullptr) << jitexpr_last_error();
+    for (const std::string& text : deep::texts()) {
+        on_stack(deep::kSmall, [&] {
+            DLManagedTensor* a = to_dlpack(Array::from(std::vector<float>{1, -2, 3}, {}, Backend::Cpu));
+            jitexpr_arg arg{};
+            arg.kind = JITEXPR_ARG_TENSOR;
+            arg.value.tensor = a;
+            DLManagedTensor* out = nullptr;
+            const std::string expr = text.substr(4);
+            EXPECT_EQ(jitexpr_eval(rt, expr.c_str(), 1, &arg, &out), JITEXPR_OK) << jitexpr_last_error();
+            if (out) out->deleter(out);
+            a->deleter(a);
+        });
+    }
+    jitexpr_runtime_destroy(rt);
+}
+
+TEST(SmallStack, ACachedDeepProgramIsDroppedOnA32KiBThread) {
+    // The runtime keeps the parsed text; the runtime's end (and an eviction) frees it on
+    // whatever thread that happens.
+    on_stack(deep::kSmall, [&] {
+        RuntimeOptions o;
+        o.backend = Backend::Cpu;
+        o.disk_cache = false;
+        o.cpu_threads = 1;
+        Runtime rt(o);
+        for (const std::string& text : deep::texts()) {
+            Environment env = env_a();
+            rt.run(text, env);
+        }
+    });
+}

@@ -1,15 +1,18 @@
 #include "tests/support/allocation_counter.hpp"
 
+#include <atomic>
 #include <cstdlib>
 #include <new>
 
 namespace {
 thread_local bool counting = false;
 thread_local std::size_t allocations = 0;
+std::atomic<std::size_t> fail_from{0};
 }  // namespace
 
 void* operator new(std::size_t size) {
     if (counting) ++allocations;
+    if (const std::size_t f = fail_from.load(std::memory_order_relaxed); f != 0 && size >= f) throw std::bad_alloc();
     if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
     throw std::bad_alloc();
 }
@@ -27,5 +30,7 @@ std::size_t stop_counting_allocations() noexcept {
     counting = false;
     return allocations;
 }
+
+void fail_allocations_from(std::size_t bytes) noexcept { fail_from.store(bytes, std::memory_order_relaxed); }
 
 }  // namespace jit::test

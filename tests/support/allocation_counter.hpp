@@ -14,4 +14,9 @@ void start_counting_allocations() noexcept;
 // Stops counting and returns how many allocations the calling thread made since the start.
 std::size_t stop_counting_allocations() noexcept;
 
+// From now on operator new throws std::bad_alloc for requests of `bytes` or more, on every
+// thread, as a system out of memory would (0: never). Host arrays (posix_memalign) are not
+// touched: only the heap allocations of jitexpr's own work are.
+void fail_allocations_from(std::size_t bytes) noexcept;
+
 }  // namespace jit::test
