@@ -52,6 +52,11 @@ class Arg(ctypes.Structure):
     _fields_ = [("kind", ctypes.c_int32), ("value", _ArgValue)]
 
 
+class Stats(ctypes.Structure):
+    _fields_ = [("hits", ctypes.c_uint64), ("misses", ctypes.c_uint64), ("compiles", ctypes.c_uint64),
+                ("disk_hits", ctypes.c_uint64), ("entries", ctypes.c_uint64), ("compile_ms", ctypes.c_double)]
+
+
 class CallOptions(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("cancel", ctypes.c_void_p), ("stream", ctypes.c_void_p)]
 
@@ -78,6 +83,7 @@ class Library:
             "jitexpr_runtime_create": (vp, [i]),
             "jitexpr_runtime_destroy": (None, [vp]),
             "jitexpr_runtime_backend": (i, [vp]),
+            "jitexpr_runtime_stats": (i, [vp, P(Stats)]),
             "jitexpr_eval_named_with": (i, [vp, cp, sz, P(cp), P(Arg), P(P(DLManagedTensor)), P(CallOptions)]),
             "jitexpr_cancel": (i, [vp]),
             "jitexpr_cancel_token_create": (vp, [vp, vp]),
@@ -184,6 +190,12 @@ class Runtime:
 
     def backend(self):
         return self.L.lib.jitexpr_runtime_backend(self.ptr)
+
+    def stats(self):
+        s = Stats()
+        if self.L.lib.jitexpr_runtime_stats(self.ptr, ctypes.byref(s)) != OK:
+            raise RuntimeError("jitexpr_runtime_stats: " + self.L.error())
+        return {k: getattr(s, k) for k, _ in Stats._fields_}
 
     def eval(self, text, bound, token=None):
         """('ok', dtype, shape, bytes) or ('error', status, message)."""

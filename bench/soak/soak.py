@@ -42,7 +42,7 @@ from drivers import BF16, DriverError  # noqa: E402
 
 # Shapes of the large cases: the fuzzer's generator with these base shapes instead of its own
 # small ones, so that a call runs many blocks and a cancellation can land in the middle of one.
-LARGE_SHAPES = [(70000,), (300, 400), (20, 50, 90), (1, 65536), (150000,)]
+LARGE_SHAPES = [(70000,), (300, 240), (20, 50, 70), (1, 65536), (90000,)]
 
 # --- the cases -------------------------------------------------------------------------------
 
@@ -204,7 +204,26 @@ class Worker:
         self.reports = []
         self.judged = {}  # non-CPU backends: (case, answer digest) -> verdict
 
+    def prime(self, t):
+        """Thread t's share of the warm-up: every large case (so that each thread's allocator
+        arena has held their arrays once) and a slice of the others, by value and by kernel."""
+        local = collections.Counter()
+        for i in self.large + list(range(t, len(self.pool), self.a.threads)):
+            for use_kernel in (False, True):
+                kernels = {}
+                self.check(i, self.call(i, use_kernel, kernels, None, local), local)
+                for k in kernels.values():
+                    self.rt.free_kernel(k)
+        local["warm-up calls"] = local.pop("calls")
+        with self.lock:
+            self.stats.update(local)
+
     def run(self):
+        threads = [threading.Thread(target=self.prime, args=(t,)) for t in range(self.a.threads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         # Ready; the controller starts every worker's clock at once.
         print("SOAK-READY", flush=True)
         if sys.stdin.readline().strip() != "go":
@@ -219,8 +238,10 @@ class Worker:
             t.join()
         self.done.set()
         canceller.join()
+        st = self.rt.stats()
         self.rt.close()
         out = dict(self.stats)
+        out["programs held"] = st["entries"]
         out["mismatch_reports"] = self.reports[:20]
         print("SOAK-RESULT " + json.dumps(out), flush=True)
 
@@ -416,6 +437,94 @@ def cache_command(cli, what, env):
     return p.returncode, (p.stdout + p.stderr).strip()
 
 
+def declaration(name, v):
+    """`name: dtype[shape]` or `name: float` for a precompile file; None for an input it cannot
+    declare (an empty extent)."""
+    if isinstance(v, BF16) or isinstance(v, np.ndarray):
+        shape = v.bits.shape if isinstance(v, BF16) else v.shape
+        if any(n == 0 for n in shape):
+            return None
+        dtype = "bfloat16" if isinstance(v, BF16) else v.dtype.name
+        return f"{name}: {dtype}[{', '.join(str(n) for n in shape)}]"
+    kind = {bool: "bool", int: "int", float: "float", complex: "complex"}[type(v)]
+    return f"{name}: {kind}"
+
+
+class Precompiles:
+    """A writer of the shared cache in every run, GPU or not: `jitexpr precompile --arch`
+    (NVRTC, no device needed) of some of the pool's programs, started again whenever the last
+    one has finished, while the cache is verified and cleared."""
+
+    def __init__(self, a, pool, cache_dir, env, tmp):
+        self.a, self.env, self.cache_dir = a, env, cache_dir
+        self.path = os.path.join(tmp, "precompile.txt")
+        self.log = os.path.join(tmp, "precompile.log")
+        self.proc = None
+        self.runs = self.compiled = self.cached = 0
+        self.problems = []
+        self.lines = []
+        for e in pool:
+            if len(self.lines) >= a.precompile or e["expected"][0] != "ok" or e["index"] >= 1_000_000:
+                continue
+            decls = [declaration(k, thaw(v)) for k, v in e["names"].items()]
+            if all(decls):
+                self.lines.append(f"_r = {e['text']}" + (" ; " + ", ".join(decls) if decls else ""))
+
+    def command(self):
+        return [self.a.cli, "precompile", self.path, "--arch", self.a.precompile_arch, "--cache-dir", self.cache_dir]
+
+    def prepare(self):
+        """Drops the lines the precompiler refuses (it checks every line before it compiles
+        any), then runs it once: the cache holds kernels before the workers start."""
+        for _ in range(len(self.lines) + 1):
+            self.write()
+            p = subprocess.run(self.command(), env=self.env, capture_output=True, text=True, timeout=900)
+            if p.returncode == 0 or not self.lines:
+                self.account(p.returncode, p.stdout + p.stderr)
+                return p.returncode == 0
+            bad = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith(self.path + ":")]
+            if not bad:
+                self.problems.append(f"jitexpr precompile (exit {p.returncode}): {p.stdout}{p.stderr}")
+                return False
+            line = int(bad[0][len(self.path) + 1:].split(":")[0])
+            del self.lines[line - 1]
+        return False
+
+    def write(self):
+        with open(self.path, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+
+    def account(self, rc, out):
+        self.runs += 1
+        last = out.strip().splitlines()[-1] if out.strip() else ""
+        # "N programs: K kernels compiled (T ms), C already cached, in DIR"
+        try:
+            self.compiled += int(last.split(": ", 1)[1].split(" kernels compiled")[0])
+            self.cached += int(last.split("), ", 1)[1].split(" already cached")[0])
+        except (IndexError, ValueError):
+            pass
+        if rc != 0:
+            self.problems.append(f"jitexpr precompile during the soak (exit {rc}): {out.strip()}")
+
+    def tick(self):
+        if not self.lines:
+            return
+        if self.proc and self.proc.poll() is not None:
+            self.finish()
+        if self.proc is None:
+            self.out = open(self.log, "w")
+            self.proc = subprocess.Popen(self.command(), env=self.env, stdout=self.out, stderr=subprocess.STDOUT)
+
+    def finish(self):
+        if self.proc is None:
+            return
+        self.proc.wait()
+        self.out.close()
+        with open(self.log) as f:
+            self.account(self.proc.returncode, f.read())
+        self.proc = None
+
+
 def grown(values, baseline_index, rel, floor):
     """(median of the samples after the baseline, allowed growth, whether it grew more)."""
     base = values[baseline_index]
@@ -432,7 +541,9 @@ def controller(a):
             print(f"soak: {path} not found: build {what}, or give its path", file=sys.stderr)
             return 2
     interval = a.sample_every or (60.0 if a.seconds >= 600 else a.seconds / 20.0)
-    warmup = a.warmup if a.warmup is not None else a.seconds * 3 / 20.0
+    # Minute 3 of 20; a third of a short run, where the allocators' arenas fill for longer than
+    # 3/20 of it (about 20-30 s of 4 x 8 threads on a loaded 2-core machine).
+    warmup = a.warmup if a.warmup is not None else a.seconds * (3 / 20.0 if a.seconds >= 600 else 1 / 3.0)
     maint = a.maintenance_every or a.seconds / 24.0
     if a.seconds - warmup < 3 * interval:
         print("soak: too short to judge growth: fewer than 3 samples after the warm-up", file=sys.stderr)
@@ -441,6 +552,10 @@ def controller(a):
     cache_dir = a.cache_dir or os.path.join(tmp, "cache")
     worker_env = dict(os.environ, JITEXPR_CACHE_DIR=cache_dir)
     worker_env.pop("JITEXPR_DISK_CACHE", None)
+    # glibc's mmap threshold fixed (it otherwise rises to 32 MiB once a large block is freed, and
+    # every thread's arena then keeps the blocks of the large cases' arrays for reuse): freed
+    # large blocks go back to the system, and RSS follows what is live. An explicit setting wins.
+    worker_env.setdefault("MALLOC_MMAP_THRESHOLD_", str(128 * 1024))
     cli_env = dict(worker_env)
     try:
         t0 = time.monotonic()
@@ -464,6 +579,16 @@ def controller(a):
         print(f"soak: {a.processes} processes x {a.threads} threads for {a.seconds:g} s, backend {a.backend}, "
               f"cache {cache_dir}; samples every {interval:g} s, warm-up {warmup:g} s, cache clear/verify every "
               f"{maint:g} s", flush=True)
+
+        pre = Precompiles(a, pool, cache_dir, cli_env, tmp)
+        if a.precompile:
+            t1 = time.monotonic()
+            ok = pre.prepare()
+            print(f"soak: precompiling {len(pre.lines)} of the programs for {a.precompile_arch} into the cache: "
+                  f"{pre.compiled} kernels in {time.monotonic() - t1:.1f} s"
+                  + ("" if ok else " (failed: " + "; ".join(pre.problems) + ")"), flush=True)
+            if not ok:
+                pre.lines = []  # reported below, and the soak goes on without it
 
         procs = []
         for w in range(a.processes):
@@ -510,9 +635,11 @@ def controller(a):
                     maint_problems.append(f"jitexpr cache {what} (exit {rc}): {out}")
                 verify_next = not verify_next
                 next_maint += maint
+                pre.tick()
             if all(p.poll() is not None for p in procs):
                 break
             time.sleep(min(0.2, max(0.01, min(next_sample, next_maint) - time.monotonic())))
+        pre.finish()
         results, failures = [], []
         # A worker stops by itself at its deadline (its calls are short); one still running long
         # after is hung: its Python stacks are printed (faulthandler, SIGUSR1), then it is killed.
@@ -534,7 +661,10 @@ def controller(a):
                                 + (f" ({signal.Signals(sig).name})" if sig and sig != signal.SIGKILL else ""))
             if line:
                 results.append(json.loads(line[-1][len("SOAK-RESULT "):]))
-        return report(a, samples, results, failures, maint_log, maint_problems, findings, warmup)
+        pre_line = (f"precompile runs {pre.runs} ({len(pre.lines)} programs): {pre.compiled} kernels compiled, "
+                    f"{pre.cached} found already cached")
+        return report(a, samples, results, failures + pre.problems, maint_log, maint_problems, findings, warmup,
+                      pre_line)
     finally:
         if a.keep:
             print(f"soak: kept {tmp}")
@@ -542,7 +672,7 @@ def controller(a):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def report(a, samples, results, failures, maint_log, maint_problems, findings, warmup):
+def report(a, samples, results, failures, maint_log, maint_problems, findings, warmup, pre_line):
     total = collections.Counter()
     for r in results:
         total.update({k: v for k, v in r.items() if isinstance(v, int)})
@@ -552,10 +682,12 @@ def report(a, samples, results, failures, maint_log, maint_problems, findings, w
         fds = " ".join(f"{s[1]:3d}" for s in per)
         thr = " ".join(f"{s[2]:3d}" for s in per)
         print(f"{t:7.1f}s  {rss:28s}  {fds:16s}  {thr:20s}  {files:5d}  {size:9d}")
-    keys = ["calls", "answers", "value answers", "error answers", "kernel calls", "kernels compiled", "cancelled",
+    keys = ["warm-up calls", "calls", "answers", "value answers", "error answers", "kernel calls", "kernels compiled", "cancelled",
             "pre-cancelled calls", "token cancels", "runtime cancels", "private runtimes", "mismatches"]
     print("\nsoak: " + ", ".join(f"{total[k]} {k}" for k in keys))
-    print(f"soak: cache verifies {maint_log['verify']}, clears {maint_log['clear']}")
+    print("soak: programs held by each worker's runtime at the end: "
+          + ", ".join(str(r.get("programs held", "?")) for r in results))
+    print(f"soak: cache verifies {maint_log['verify']}, clears {maint_log['clear']}; " + pre_line)
     for r in results:
         for m in r.get("mismatch_reports", []):
             failures.append("MISMATCH " + m)
@@ -617,6 +749,9 @@ def main(argv=None):
     ap.add_argument("--warmup", type=float, help="seconds before the baseline sample (default: 3/20 of the run)")
     ap.add_argument("--maintenance-every", type=float, help="seconds between cache verifies and clears "
                     "(default: seconds/24)")
+    ap.add_argument("--precompile", type=int, default=16, help="programs `jitexpr precompile` writes into the "
+                    "cache again and again while it is cleared and verified (0: none)")
+    ap.add_argument("--precompile-arch", default="sm_90")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     ap.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     ap.add_argument("--pool", help=argparse.SUPPRESS)
