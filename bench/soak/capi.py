@@ -17,7 +17,7 @@ CANCELLED = 14
 
 BACKEND_AUTO, BACKEND_CPU, BACKEND_CUDA = 0, 1, 2
 
-_KDL_CPU = 1
+_KDL_CPU, _KDL_CUDA, _KDL_CUDA_MANAGED = 1, 2, 13
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BFLOAT, _KDL_COMPLEX, _KDL_BOOL = 0, 1, 2, 4, 5, 6
 
 
@@ -107,11 +107,60 @@ class Library:
         return self.lib.jitexpr_status_name(status).decode()
 
 
+class Cuda:
+    """Device memory for a CUDA runtime's arguments (the C API copies nothing between devices)
+    and copies of its results, through the driver API in the primary context of device 0, the
+    one jitexpr's runtime uses. Arguments are managed memory (kDLCUDAManaged), filled from the
+    host."""
+
+    def __init__(self):
+        cu = ctypes.CDLL("libcuda.so.1")
+        self.cu = cu
+        self._check(cu.cuInit(0), "cuInit")
+        dev = ctypes.c_int()
+        self._check(cu.cuDeviceGet(ctypes.byref(dev), 0), "cuDeviceGet")
+        self.ctx = ctypes.c_void_p()
+        self._check(cu.cuDevicePrimaryCtxRetain(ctypes.byref(self.ctx), dev), "cuDevicePrimaryCtxRetain")
+        cu.cuMemAllocManaged.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_uint]
+        cu.cuMemcpyDtoH_v2.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_size_t]
+        cu.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+
+    @staticmethod
+    def _check(r, what):
+        if r != 0:
+            raise RuntimeError(f"{what} returned CUDA error {r}")
+
+    def upload(self, host):
+        """Managed memory holding a copy of `host` (bytes)."""
+        self._check(self.cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        p = ctypes.c_uint64()
+        self._check(self.cu.cuMemAllocManaged(ctypes.byref(p), max(len(host), 1), 1), "cuMemAllocManaged")
+        ctypes.memmove(p.value, host, len(host))
+        return p.value
+
+    def download(self, ptr, n):
+        self._check(self.cu.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        buf = ctypes.create_string_buffer(n)
+        self._check(self.cu.cuMemcpyDtoH_v2(buf, ptr, n), "cuMemcpyDtoH")
+        return buf.raw
+
+
+def span(arr):
+    """(the bytes an array's elements span, the first element's offset in them)."""
+    if arr.size == 0:
+        return b"\0" * arr.itemsize, 0
+    lo = sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
+    hi = sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
+    return ctypes.string_at(arr.ctypes.data + lo, hi - lo + arr.itemsize), -lo
+
+
 class Bound:
     """A program's arguments as C API values, built once and passed again and again (the C API
-    borrows them). Holds the arrays the descriptors point into."""
+    borrows them). Holds the arrays the descriptors point into; with `cuda`, their copies in
+    device memory."""
 
-    def __init__(self, names):
+    def __init__(self, names, cuda=None):
+        self.cuda = cuda
         n = len(names)
         self.n = n
         self.names = (ctypes.c_char_p * max(n, 1))(*[k.encode() for k in names])
@@ -143,8 +192,13 @@ class Bound:
         m = DLManagedTensor()
         t = m.dl_tensor
         # An empty array's pointer may be anything; the library reads no element of it.
-        t.data = arr.ctypes.data
-        t.device = DLDevice(_KDL_CPU, 0)
+        if self.cuda:
+            raw, first = span(arr)
+            t.data = self.cuda.upload(raw) + first
+            t.device = DLDevice(_KDL_CUDA_MANAGED, 0)
+        else:
+            t.data = arr.ctypes.data
+            t.device = DLDevice(_KDL_CPU, 0)
         t.ndim = nd
         t.dtype = DLDataType(code, bits, 1)
         t.shape = ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64))
@@ -154,9 +208,14 @@ class Bound:
         return ctypes.pointer(m)
 
 
-def read_result(out):
-    """(dtype, shape, C-order bytes) of a result tensor, which is then released."""
+def read_result(out, cuda=None):
+    """(dtype, shape, C-order bytes) of a result tensor (in host memory, or on the device with
+    `cuda`), which is then released."""
     try:
+        on_device = out.contents.dl_tensor.device.device_type in (_KDL_CUDA, _KDL_CUDA_MANAGED)
+        if on_device and not cuda:
+            raise RuntimeError("a result in device memory, and no CUDA driver to copy it with")
+        read = (lambda p, n: cuda.download(p, n)) if on_device else ctypes.string_at
         t = out.contents.dl_tensor
         dtype = _DTYPES[(t.dtype.code, t.dtype.bits)]
         shape = tuple(t.shape[k] for k in range(t.ndim))
@@ -169,11 +228,11 @@ def read_result(out):
         contiguous = strides is None or all(
             shape[k] == 1 or strides[k] == math.prod(shape[k + 1:]) for k in range(len(shape)))
         if contiguous:
-            return dtype, shape, ctypes.string_at(base, n * item)
+            return dtype, shape, read(base, n * item)
         # A strided result: the span its elements cover, viewed with its strides, copied in C order.
         lo = sum(min(0, (shape[k] - 1) * strides[k]) for k in range(len(shape)))
         hi = sum(max(0, (shape[k] - 1) * strides[k]) for k in range(len(shape)))
-        raw = np.frombuffer(ctypes.string_at(base + lo * item, (hi - lo + 1) * item), dtype=f"V{item}")
+        raw = np.frombuffer(read(base + lo * item, (hi - lo + 1) * item), dtype=f"V{item}")
         view = np.lib.stride_tricks.as_strided(raw[-lo:], shape, [s * item for s in strides])
         return dtype, shape, np.ascontiguousarray(view).tobytes()
     finally:
@@ -182,8 +241,9 @@ def read_result(out):
 
 
 class Runtime:
-    def __init__(self, library, backend=BACKEND_AUTO):
+    def __init__(self, library, backend=BACKEND_AUTO, cuda=None):
         self.L = library
+        self.cuda = cuda  # for results in device memory
         self.ptr = library.lib.jitexpr_runtime_create(backend)
         if not self.ptr:
             raise RuntimeError("jitexpr_runtime_create: " + library.error())
@@ -210,7 +270,7 @@ class Runtime:
             return ("error", st, self.L.error())
         if not out:
             return ("none",)
-        return ("ok",) + read_result(out)
+        return ("ok",) + read_result(out, self.cuda)
 
     def compile(self, text):
         k = self.L.lib.jitexpr_compile(self.ptr, text.encode())

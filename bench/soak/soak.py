@@ -14,7 +14,6 @@ bad usage or a missing build.
 import argparse
 import collections
 import contextlib
-import ctypes
 import faulthandler
 import json
 import os
@@ -92,15 +91,9 @@ def freeze(v):
     arr = v.bits if bf16 else v
     if not isinstance(arr, np.ndarray):
         return v
-    if arr.size == 0:
-        span, off = np.zeros(arr.itemsize, np.uint8), 0
-    else:
-        lo = sum(min(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-        hi = sum(max(0, (n - 1) * s) for n, s in zip(arr.shape, arr.strides))
-        first = arr.__array_interface__["data"][0]
-        span = np.frombuffer(ctypes.string_at(first + lo, hi - lo + arr.itemsize), np.uint8).copy()
-        off = -lo
-    return ("frozen", bf16, arr.dtype.str, arr.shape, arr.strides if arr.size else None, off, span)
+    raw, off = capi.span(arr)
+    span = np.frombuffer(raw, np.uint8).copy()
+    return ("frozen", bf16, arr.dtype.str, arr.shape, arr.strides, off, span)
 
 
 def thaw(v):
@@ -191,12 +184,16 @@ class Worker:
         self.lib = capi.Library(a.library)
         with open(a.pool, "rb") as f:
             self.pool = pickle.load(f)
-        self.bound = [capi.Bound(c_values({k: thaw(v) for k, v in e["names"].items()})) for e in self.pool]
-        self.large = [i for i, e in enumerate(self.pool) if e["index"] >= 1_000_000]
         backend = {"auto": capi.BACKEND_AUTO, "cpu": capi.BACKEND_CPU, "cuda": capi.BACKEND_CUDA}[a.backend]
         self.backend = backend
         self.rt = capi.Runtime(self.lib, backend)
         self.exact = self.rt.backend() == capi.BACKEND_CPU
+        # A CUDA runtime takes device memory only: the inputs are copied there once.
+        self.cuda = None if self.exact else capi.Cuda()
+        self.rt.cuda = self.cuda
+        self.bound = [capi.Bound(c_values({k: thaw(v) for k, v in e["names"].items()}), self.cuda)
+                      for e in self.pool]
+        self.large = [i for i, e in enumerate(self.pool) if e["index"] >= 1_000_000]
         self.slots = [None] * a.threads  # each thread's token while a call of it may be cancelled
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -336,7 +333,7 @@ class Worker:
     def private_runtime(self, rng, local):
         """A runtime of the thread's own for a few calls, then destroyed: what an embedding
         application that opens and closes runtimes does."""
-        rt = capi.Runtime(self.lib, self.backend)
+        rt = capi.Runtime(self.lib, self.backend, self.cuda)
         local["private runtimes"] += 1
         try:
             for _ in range(8):
@@ -682,8 +679,8 @@ def report(a, samples, results, failures, maint_log, maint_problems, findings, w
         fds = " ".join(f"{s[1]:3d}" for s in per)
         thr = " ".join(f"{s[2]:3d}" for s in per)
         print(f"{t:7.1f}s  {rss:28s}  {fds:16s}  {thr:20s}  {files:5d}  {size:9d}")
-    keys = ["warm-up calls", "calls", "answers", "value answers", "error answers", "kernel calls", "kernels compiled", "cancelled",
-            "pre-cancelled calls", "token cancels", "runtime cancels", "private runtimes", "mismatches"]
+    keys = ["warm-up calls", "calls", "answers", "value answers", "error answers", "kernel calls", "kernels compiled",
+            "cancelled", "pre-cancelled calls", "token cancels", "runtime cancels", "private runtimes", "mismatches"]
     print("\nsoak: " + ", ".join(f"{total[k]} {k}" for k in keys))
     print("soak: programs held by each worker's runtime at the end: "
           + ", ".join(str(r.get("programs held", "?")) for r in results))
