@@ -202,10 +202,10 @@ class Worker:
         self.judged = {}  # non-CPU backends: (case, answer digest) -> verdict
 
     def prime(self, t):
-        """Thread t's share of the warm-up: every large case (so that each thread's allocator
-        arena has held their arrays once) and a slice of the others, by value and by kernel."""
+        """Thread t's share of the warm-up: every large case three times (so that each thread's
+        allocator arena has held their arrays) and a slice of the others, by value and by kernel."""
         local = collections.Counter()
-        for i in self.large + list(range(t, len(self.pool), self.a.threads)):
+        for i in self.large * 3 + list(range(t, len(self.pool), self.a.threads)):
             for use_kernel in (False, True):
                 kernels = {}
                 self.check(i, self.call(i, use_kernel, kernels, None, local), local)
