@@ -472,20 +472,27 @@ class Precompiles:
 
     def prepare(self):
         """Drops the lines the precompiler refuses (it checks every line before it compiles
-        any), then runs it once: the cache holds kernels before the workers start."""
-        for _ in range(len(self.lines) + 1):
+        any), then runs it once: the cache holds kernels before the workers start. Returns ''
+        or why it could not run (a machine without NVRTC: the soak goes on without it)."""
+        self.dropped = []
+        while True:
             self.write()
             p = subprocess.run(self.command(), env=self.env, capture_output=True, text=True, timeout=900)
-            if p.returncode == 0 or not self.lines:
-                self.account(p.returncode, p.stdout + p.stderr)
-                return p.returncode == 0
-            bad = [ln for ln in (p.stdout + p.stderr).splitlines() if ln.startswith(self.path + ":")]
-            if not bad:
-                self.problems.append(f"jitexpr precompile (exit {p.returncode}): {p.stdout}{p.stderr}")
-                return False
-            line = int(bad[0][len(self.path) + 1:].split(":")[0])
-            del self.lines[line - 1]
-        return False
+            out = (p.stdout + p.stderr).strip()
+            if p.returncode < 0:
+                self.problems.append(f"jitexpr precompile died ({signal.Signals(-p.returncode).name}): {out}")
+                return "it died"
+            if p.returncode == 0:
+                self.account(0, out)
+                return ""
+            # "jitexpr: FILE:LINE: why"
+            bad = [ln.split(self.path + ":", 1)[1] for ln in out.splitlines() if self.path + ":" in ln]
+            if not bad or not self.lines:
+                self.lines = []
+                return out.splitlines()[0] if out else f"exit status {p.returncode}"
+            k = int(bad[0].split(":")[0]) - 1
+            self.dropped.append(f"{self.lines[k]}: {bad[0].split(': ', 1)[-1]}")
+            del self.lines[k]
 
     def write(self):
         with open(self.path, "w") as f:
@@ -580,12 +587,14 @@ def controller(a):
         pre = Precompiles(a, pool, cache_dir, cli_env, tmp)
         if a.precompile:
             t1 = time.monotonic()
-            ok = pre.prepare()
-            print(f"soak: precompiling {len(pre.lines)} of the programs for {a.precompile_arch} into the cache: "
-                  f"{pre.compiled} kernels in {time.monotonic() - t1:.1f} s"
-                  + ("" if ok else " (failed: " + "; ".join(pre.problems) + ")"), flush=True)
-            if not ok:
-                pre.lines = []  # reported below, and the soak goes on without it
+            why = pre.prepare()
+            if why:
+                pre.lines = []
+                print(f"soak: no precompiling into the cache: {why}", flush=True)
+            else:
+                print(f"soak: precompiling {len(pre.lines)} of the programs for {a.precompile_arch} into the cache: "
+                      f"{pre.compiled} kernels in {time.monotonic() - t1:.1f} s"
+                      + "".join(f"\n  left out: {d}" for d in pre.dropped), flush=True)
 
         procs = []
         for w in range(a.processes):
