@@ -384,8 +384,21 @@ class Worker:
             if len(self.reports) >= 20:
                 return
             self.reports.append(f"{what}: case {e['index']} (seed {self.a.seed}): {e['text']}\n"
-                                f"      got      {summary(ans)}\n      expected {summary(e['expected'])}")
+                                f"      got      {summary(ans)}\n      expected {summary(e['expected'])}"
+                                + first_difference(ans, e["expected"]))
             print(f"soak worker {self.a.worker}: MISMATCH {self.reports[-1]}", file=sys.stderr, flush=True)
+
+
+def first_difference(got, want):
+    """Where two values of one dtype and shape first differ, each element's bits in hex."""
+    if got[0] != "ok" or want[0] != "ok" or got[1:3] != want[1:3]:
+        return ""
+    g, w = answer_array(got)[1].ravel(), answer_array(want)[1].ravel()
+    k = next((j for j in range(g.size) if g[j:j + 1].tobytes() != w[j:j + 1].tobytes()), None)
+    if k is None:
+        return ""
+    return (f"\n      element {k} (flat) differs: {g[k:k + 1].tobytes().hex()} ({g[k]!r}) against "
+            f"{w[k:k + 1].tobytes().hex()} ({w[k]!r})")
 
 
 def summary(ans):
