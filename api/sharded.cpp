@@ -8,12 +8,16 @@
 #include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
+#include "backend/cpu/combine.hpp"
+#include "dsl/ops.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -138,13 +142,6 @@ struct ShardedRuntime::Impl {
     std::vector<int> devices;
     Backend backend = Backend::Cuda;
     std::map<int, std::unique_ptr<Runtime>> runtimes;
-    Runtime host{[] {
-        RuntimeOptions o;  // the combine step: a few elements, on the CPU
-        o.backend = Backend::Cpu;
-        o.cpu_threads = 1;
-        o.disk_cache = false;
-        return o;
-    }()};
 };
 
 ShardedRuntime::ShardedRuntime(std::vector<int> devices, RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -180,7 +177,7 @@ enum class Out { Split, Whole, Replicated };
 struct StatementPlan {
     std::string name;  // empty: the last statement's bare value
     Out out = Out::Split;
-    std::string function;  // Whole: the reduction
+    ir::Op reduction = ir::Op::Sum;  // Whole: the reduction its partials are combined with
 };
 
 ValueSpec spec_of(const Array& a) { return ValueSpec::array(a.dtype(), a.shape()); }
@@ -202,34 +199,33 @@ const CheckedValue* value_of(const CheckedProgram& p, const std::string& name) {
     return nullptr;
 }
 
+// The reduction named `function` (a spelling of the op table's, as jit::outline reports it).
+std::optional<ir::Op> reduction_named(std::string_view function) {
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind == ir::OpKind::Reduction && ir::spelling(i.op) == function) return i.op;
+    return std::nullopt;
+}
+
 // The combine step on the host: `partials` (one per shard that has rows; each of the whole
-// value's shape) stacked along a new axis 0 and reduced over it as `function` asks.
-Array combine(Runtime& host, const std::string& function, const std::vector<Array>& partials,
-              const std::vector<std::int64_t>& rows, const CheckedValue& whole) {
+// value's shape) folded element by element through the CPU kernel table (cpu::combine); a mean
+// weighs each shard's by its rows.
+Array combine(ir::Op op, const std::vector<Array>& partials, const std::vector<std::int64_t>& rows,
+              const CheckedValue& whole) {
     std::vector<std::size_t> use;
     for (std::size_t i = 0; i < partials.size(); ++i)
         if (rows[i] > 0) use.push_back(i);
     if (use.empty()) use.push_back(0);  // no rows anywhere: every partial is the empty reduction
-    Shape stacked = whole.shape;
-    stacked.insert(stacked.begin(), static_cast<std::int64_t>(use.size()));
-    Array p = Array::empty(whole.dtype, stacked, Backend::Cpu);
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(whole.shape)) * itemsize(whole.dtype);
-    for (std::size_t k = 0; k < use.size(); ++k)
-        partials[use[k]].copy_to_host(static_cast<unsigned char*>(p.data()) + k * bytes);
-    Environment env{{"p", Arg(p)}};
-    if (function != "mean") return host.run(fmt::format("{}(p, axis=0)", function), env);
-    // The mean of the whole: the shards' means weighted by their share of the rows.
-    std::int64_t total = 0;
-    for (std::size_t i : use) total += rows[i];
-    const DType real =
-        whole.dtype == DType::Float64 || whole.dtype == DType::Complex128 ? DType::Float64 : DType::Float32;
-    Shape wshape(stacked.size(), 1);
-    wshape[0] = static_cast<std::int64_t>(use.size());
-    std::vector<double> w;
-    for (std::size_t i : use) w.push_back(total ? static_cast<double>(rows[i]) / static_cast<double>(total) : 1.0);
-    Array wa = Array::from(w, wshape, Backend::Cpu);
-    env.emplace("w", Arg(real == DType::Float64 ? wa : host.eval("float32(w)", {Arg(wa)})));
-    return host.run(fmt::format("{}(sum(p * w, axis=0))", dtype_name(whole.dtype)), env);
+    const auto width = static_cast<std::size_t>(shape_size(whole.shape));
+    const std::size_t bytes = width * itemsize(whole.dtype);
+    std::vector<unsigned char> stacked(use.size() * bytes);
+    std::vector<std::int64_t> weights;
+    for (std::size_t k = 0; k < use.size(); ++k) {
+        partials[use[k]].copy_to_host(stacked.data() + k * bytes);
+        weights.push_back(rows[use[k]]);
+    }
+    Array out = Array::empty(whole.dtype, whole.shape, Backend::Cpu);
+    cpu::combine(op, whole.dtype, stacked.data(), use.size(), width, weights.data(), out.data());
+    return out;
 }
 
 // Whether the expression indexes anything (a[1:], m[:, 0]).
@@ -347,7 +343,6 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
     std::vector<StatementPlan> plans;
     std::set<std::string, std::less<>> split_dependent(split_names.begin(), split_names.end());
     std::set<std::string, std::less<>> combined, assigned_once;
-    static const std::set<std::string, std::less<>> combinable{"sum", "prod", "min", "max", "any", "all", "mean"};
     for (std::size_t j = 0; j < outline.statements.size(); ++j) {
         const OutlineStatement& st = outline.statements[j];
         const std::string stmt(text.substr(st.span.begin, st.span.end - st.span.begin));
@@ -411,7 +406,8 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                  fmt::format("'{}': a reduction over the split rows is combined across devices only when it is the "
                              "whole value of a statement (s = sum(a * b)); make it a statement of its own",
                              value));
-            need(combinable.count(r.function) > 0,
+            const std::optional<ir::Op> op = reduction_named(r.function);
+            need(op && cpu::can_combine(*op, w->dtype),
                  fmt::format("'{}': {} over the split rows is not combined across devices (sum, prod, min, max, any, "
                              "all and mean are); gather the array first",
                              value, r.function));
@@ -419,7 +415,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                  fmt::format("'{}': the value's shape depends on the shard ({}), so it cannot be combined", value,
                              shape_to_string(w->shape)));
             plan.out = Out::Whole;
-            plan.function = r.function;
+            plan.reduction = *op;
         }
         if (!plan.name.empty()) {
             if (plan.out != Out::Replicated) split_dependent.insert(plan.name);
@@ -482,7 +478,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             case Out::Split: v = Sharded::from_shards(std::move(parts)); break;
             case Out::Replicated: v = Sharded::from_replicas(std::move(parts)); break;
             case Out::Whole:
-                v = Sharded::from_whole(combine(impl_->host, plan.function, parts, rows, *value_of(whole, plan.name)));
+                v = Sharded::from_whole(combine(plan.reduction, parts, rows, *value_of(whole, plan.name)));
                 break;
         }
         if (plan.name.empty()) result.value = v;
