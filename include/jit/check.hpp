@@ -48,9 +48,9 @@ struct CheckedValue {
     bool length_from_data = false;
 };
 
-// How the program splits into row blocks along its iteration shape's axis 0: what streaming
-// host chunks through a GPU and sharding across devices go by (one analysis, dsl/rows), for a
-// graph builder that splits work the same way.
+// How the program splits into row blocks along its iteration shape's axis 0: the analysis that
+// streaming host data through a GPU goes by (dsl/rows), for a graph builder that splits work the
+// same way. Its reasons are worded as streaming's (they are what explain prints).
 struct CheckedRows {
     enum class How : std::uint8_t {
         Rows,     // an input whose rows go with each block; an output computed block by block
