@@ -6,6 +6,7 @@
 #include "dsl/ir.hpp"
 #include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
+#include "dsl/rows.hpp"
 #include "dsl/syntax.hpp"
 
 #include <algorithm>
@@ -140,6 +141,34 @@ void collect(const syntax::Expr& e, int statement, std::vector<OutlineReduction>
         if (k.value) collect(*k.value, statement, out);
 }
 
+CheckedRows rows_of(const ir::Program& p) {
+    const dsl::RowSplit r = dsl::split_rows(p);
+    CheckedRows out;
+    out.why_not = r.first_refusal();
+    out.splits = out.why_not.empty();
+    for (std::size_t i = 0; i < r.inputs.size(); ++i)
+        out.inputs.push_back({p.inputs[i].name, r.inputs[i].chunked ? CheckedRows::How::Rows : CheckedRows::How::Whole,
+                              r.inputs[i].row_bytes});
+    for (std::size_t o = 0; o < r.outputs.size(); ++o) {
+        const dsl::OutputRows& orow = r.outputs[o];
+        CheckedRows::Output c;
+        c.name = p.outputs[o].name;
+        switch (orow.how) {
+            case dsl::OutputRows::How::Rows: c.how = CheckedRows::How::Rows; break;
+            case dsl::OutputRows::How::Combine:
+                c.how = CheckedRows::How::Combine;
+                c.reduction = std::string(ir::spelling(orow.reduction));
+                break;
+            case dsl::OutputRows::How::Refused:
+                c.how = CheckedRows::How::Refused;
+                c.why = orow.why;
+                break;
+        }
+        out.outputs.push_back(std::move(c));
+    }
+    return out;
+}
+
 CheckedProgram check_here(std::string_view text, const Specs& names);
 Outline outline_here(std::string_view text);
 
@@ -176,7 +205,10 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
         bindings.emplace(n, std::move(b));
         bound.push_back(n);
     }
-    if (module.statements.empty()) return out;
+    if (module.statements.empty()) {
+        out.rows.why_not = "the program has no output";
+        return out;
+    }
     const dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
         auto it = bindings.find(std::string(name));
         return it == bindings.end() ? nullptr : &it->second;
@@ -184,6 +216,7 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
     const ir::Program p = dsl::lower(module, text, lookup, bound);
     out.reduces = p.has_reductions();
     out.scans = p.has_scans();
+    out.rows = rows_of(p);
     for (const ir::OutputDecl& od : p.outputs) {
         if (od.name.empty()) continue;
         const ir::Node& n = p.node(od.node);

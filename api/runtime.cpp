@@ -3,6 +3,7 @@
 
 #include "backend/backend.hpp"
 #include "backend/cache/cache.hpp"
+#include "backend/cpu/combine.hpp"
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cuda/build.hpp"
 #include "backend/cuda/cuda.hpp"
@@ -1215,8 +1216,8 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     for (std::size_t c = 0; c < cp.chunks; ++c) elems[c] = cp.chunk_rows(c) * row_elems;
     for (std::size_t o = 0; o < p.outputs.size(); ++o)
         if (cp.outputs[o].reduction)
-            cuda::stream::combine_partials(cp.outputs[o].combine, cp.outputs[o].dtype, partials[o].data(), cp.chunks,
-                                           elems.data(), outputs[o].data());
+            cpu::combine(cp.outputs[o].op, cp.outputs[o].dtype, partials[o].data(), cp.chunks, 1, elems.data(),
+                         outputs[o].data());
     for (std::size_t o : copy_back) {
         const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
         core::copy(target, outputs[o]);

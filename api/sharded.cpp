@@ -8,12 +8,16 @@
 #include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
+#include "backend/cpu/combine.hpp"
+#include "dsl/ops.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -138,13 +142,6 @@ struct ShardedRuntime::Impl {
     std::vector<int> devices;
     Backend backend = Backend::Cuda;
     std::map<int, std::unique_ptr<Runtime>> runtimes;
-    Runtime host{[] {
-        RuntimeOptions o;  // the combine step: a few elements, on the CPU
-        o.backend = Backend::Cpu;
-        o.cpu_threads = 1;
-        o.disk_cache = false;
-        return o;
-    }()};
 };
 
 ShardedRuntime::ShardedRuntime(std::vector<int> devices, RuntimeOptions options) : impl_(std::make_unique<Impl>()) {
@@ -180,7 +177,7 @@ enum class Out { Split, Whole, Replicated };
 struct StatementPlan {
     std::string name;  // empty: the last statement's bare value
     Out out = Out::Split;
-    std::string function;  // Whole: the reduction
+    ir::Op reduction = ir::Op::Sum;  // Whole: the reduction its partials are combined with
 };
 
 ValueSpec spec_of(const Array& a) { return ValueSpec::array(a.dtype(), a.shape()); }
@@ -202,34 +199,33 @@ const CheckedValue* value_of(const CheckedProgram& p, const std::string& name) {
     return nullptr;
 }
 
+// The reduction named `function` (a spelling of the op table's, as jit::outline reports it).
+std::optional<ir::Op> reduction_named(std::string_view function) {
+    for (const ir::OpInfo& i : ir::op_table())
+        if (i.kind == ir::OpKind::Reduction && ir::spelling(i.op) == function) return i.op;
+    return std::nullopt;
+}
+
 // The combine step on the host: `partials` (one per shard that has rows; each of the whole
-// value's shape) stacked along a new axis 0 and reduced over it as `function` asks.
-Array combine(Runtime& host, const std::string& function, const std::vector<Array>& partials,
-              const std::vector<std::int64_t>& rows, const CheckedValue& whole) {
+// value's shape) folded element by element through the CPU kernel table (cpu::combine); a mean
+// weighs each shard's by its rows.
+Array combine(ir::Op op, const std::vector<Array>& partials, const std::vector<std::int64_t>& rows,
+              const CheckedValue& whole) {
     std::vector<std::size_t> use;
     for (std::size_t i = 0; i < partials.size(); ++i)
         if (rows[i] > 0) use.push_back(i);
     if (use.empty()) use.push_back(0);  // no rows anywhere: every partial is the empty reduction
-    Shape stacked = whole.shape;
-    stacked.insert(stacked.begin(), static_cast<std::int64_t>(use.size()));
-    Array p = Array::empty(whole.dtype, stacked, Backend::Cpu);
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(whole.shape)) * itemsize(whole.dtype);
-    for (std::size_t k = 0; k < use.size(); ++k)
-        partials[use[k]].copy_to_host(static_cast<unsigned char*>(p.data()) + k * bytes);
-    Environment env{{"p", Arg(p)}};
-    if (function != "mean") return host.run(fmt::format("{}(p, axis=0)", function), env);
-    // The mean of the whole: the shards' means weighted by their share of the rows.
-    std::int64_t total = 0;
-    for (std::size_t i : use) total += rows[i];
-    const DType real =
-        whole.dtype == DType::Float64 || whole.dtype == DType::Complex128 ? DType::Float64 : DType::Float32;
-    Shape wshape(stacked.size(), 1);
-    wshape[0] = static_cast<std::int64_t>(use.size());
-    std::vector<double> w;
-    for (std::size_t i : use) w.push_back(total ? static_cast<double>(rows[i]) / static_cast<double>(total) : 1.0);
-    Array wa = Array::from(w, wshape, Backend::Cpu);
-    env.emplace("w", Arg(real == DType::Float64 ? wa : host.eval("float32(w)", {Arg(wa)})));
-    return host.run(fmt::format("{}(sum(p * w, axis=0))", dtype_name(whole.dtype)), env);
+    const auto width = static_cast<std::size_t>(shape_size(whole.shape));
+    const std::size_t bytes = width * itemsize(whole.dtype);
+    std::vector<unsigned char> stacked(use.size() * bytes);
+    std::vector<std::int64_t> weights;
+    for (std::size_t k = 0; k < use.size(); ++k) {
+        partials[use[k]].copy_to_host(stacked.data() + k * bytes);
+        weights.push_back(rows[use[k]]);
+    }
+    Array out = Array::empty(whole.dtype, whole.shape, Backend::Cpu);
+    cpu::combine(op, whole.dtype, stacked.data(), use.size(), width, weights.data(), out.data());
+    return out;
 }
 
 // Whether `pred` holds for any node of the tree under `root`: a walk with a list of its own, so
@@ -266,15 +262,18 @@ bool has_scan(const parsed::Expr& root) {
     });
 }
 
-}  // namespace
-
-ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
-    // ---- the inputs: shard count, devices and rows
-    std::vector<int> shard_devices;
-    std::vector<std::int64_t> rows;
-    std::string first_split;
-    std::set<std::string, std::less<>> split_names;
+// The shards of the inputs: how many, on which devices, and the row counts of the split ones.
+struct Layout {
     std::size_t k = 0;
+    std::vector<int> devices;        // per shard
+    std::vector<std::int64_t> rows;  // per shard, of the split inputs
+    std::int64_t total_rows = 0;
+    std::set<std::string, std::less<>> split_names;
+};
+
+Layout layout_of(const ShardedEnvironment& env, Backend backend) {
+    Layout l;
+    std::string first_split;
     for (const auto& [name, v] : env) {
         const auto* s = std::get_if<Sharded>(&v);
         if (!s) continue;
@@ -284,40 +283,45 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                          name));
         const auto& parts = s->shards();
         for (const Array& a : parts)
-            if (a.backend() != impl_->backend)
+            if (a.backend() != backend)
                 throw DeviceMismatchError(
                     fmt::format("a shard of '{}' is on {} but this sharded runtime evaluates on {}", name, where(a),
-                                backend_name(impl_->backend)));
-        if (k == 0) {
-            k = parts.size();
-            for (const Array& a : parts) shard_devices.push_back(a.device());
+                                backend_name(backend)));
+        if (l.k == 0) {
+            l.k = parts.size();
+            for (const Array& a : parts) l.devices.push_back(a.device());
         }
-        need(parts.size() == k, fmt::format("'{}' has {} shards but another input has {}", name, parts.size(), k));
-        for (std::size_t i = 0; i < k; ++i)
-            if (parts[i].device() != shard_devices[i])
+        need(parts.size() == l.k, fmt::format("'{}' has {} shards but another input has {}", name, parts.size(), l.k));
+        for (std::size_t i = 0; i < l.k; ++i)
+            if (parts[i].device() != l.devices[i])
                 throw DeviceMismatchError(
                     fmt::format("shard {} of '{}' is on {} but shard {} of another input is on "
                                 "device {}: every input's shard i must be on one device",
-                                i, name, where(parts[i]), i, shard_devices[i]));
+                                i, name, where(parts[i]), i, l.devices[i]));
         if (s->kind() == Sharded::Kind::Split) {
-            split_names.insert(name);
+            l.split_names.insert(name);
             std::vector<std::int64_t> r;
             for (const Array& a : parts) r.push_back(a.shape()[0]);
             if (first_split.empty()) {
                 first_split = name;
-                rows = r;
+                l.rows = r;
             }
-            need(r == rows,
+            need(r == l.rows,
                  fmt::format("'{}' and '{}' are split into blocks of different row counts", name, first_split));
         }
     }
-    need(k > 0, "sharded evaluation needs at least one Sharded input");
-    for (int d : shard_devices)
-        need(impl_->runtimes.count(d) > 0, fmt::format("a shard is on device {}, which is not one of this runtime's "
-                                                       "devices",
-                                                       d));
+    need(l.k > 0, "sharded evaluation needs at least one Sharded input");
+    for (auto r : l.rows) l.total_rows += r;
+    return l;
+}
 
-    // ---- what each statement gives, from the checker alone
+// The program checked over the whole arrays and over each shard's part of them.
+struct Checked {
+    CheckedProgram whole;
+    std::vector<CheckedProgram> per_shard;
+};
+
+Checked check_shards(std::string_view text, const ShardedEnvironment& env, std::size_t k) {
     Specs whole_specs;
     std::vector<Specs> shard_specs(k);
     for (const auto& [name, v] : env) {
@@ -334,11 +338,11 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             for (auto& sp : shard_specs) sp.emplace(name, spec_of(a));
         }
     }
-    const CheckedProgram whole = check(text, whole_specs);
-    std::vector<CheckedProgram> per_shard;
+    Checked c;
+    c.whole = check(text, whole_specs);
     for (std::size_t i = 0; i < k; ++i) {
         try {
-            per_shard.push_back(check(text, shard_specs[i]));
+            c.per_shard.push_back(check(text, shard_specs[i]));
         } catch (const Error& e) {
             throw ArgumentError(
                 fmt::format("the program fits the whole arrays but not the rows of shard {}: split "
@@ -347,17 +351,17 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                             i, i, e.what()));
         }
     }
-    const Outline outline = jit::outline(text);
-    const std::int64_t total_rows = [&] {
-        std::int64_t t = 0;
-        for (auto r : rows) t += r;
-        return t;
-    }();
+    return c;
+}
 
+// What each statement gives (split, combined, replicated), from the checker alone; an
+// ArgumentError for a statement sharding does not take.
+std::vector<StatementPlan> plan_statements(std::string_view text, const Outline& outline, const Checked& checked,
+                                           const Layout& layout) {
+    const std::size_t k = layout.k;
     std::vector<StatementPlan> plans;
-    std::set<std::string, std::less<>> split_dependent(split_names.begin(), split_names.end());
+    std::set<std::string, std::less<>> split_dependent(layout.split_names.begin(), layout.split_names.end());
     std::set<std::string, std::less<>> combined, assigned_once;
-    static const std::set<std::string, std::less<>> combinable{"sum", "prod", "min", "max", "any", "all", "mean"};
     for (std::size_t j = 0; j < outline.statements.size(); ++j) {
         const OutlineStatement& st = outline.statements[j];
         const std::string stmt(text.substr(st.span.begin, st.span.end - st.span.begin));
@@ -395,14 +399,14 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         std::vector<const OutlineReduction*> reductions;
         for (const auto& r : outline.reductions)
             if (r.statement == static_cast<int>(j)) reductions.push_back(&r);
-        const CheckedValue* w = value_of(whole, plan.name);
+        const CheckedValue* w = value_of(checked.whole, plan.name);
         need(w != nullptr, "sharded evaluation: the checker did not report a statement's value");
-        auto shard_value = [&](std::size_t i) { return value_of(per_shard[i], plan.name); };
-        bool rows_follow = w->shape.size() >= 1 && w->shape[0] == total_rows;
+        auto shard_value = [&](std::size_t i) { return value_of(checked.per_shard[i], plan.name); };
+        bool rows_follow = w->shape.size() >= 1 && w->shape[0] == layout.total_rows;
         bool same_everywhere = true;
         for (std::size_t i = 0; i < k; ++i) {
             const CheckedValue* s = shard_value(i);
-            rows_follow = rows_follow && s && s->shape.size() == w->shape.size() && s->shape[0] == rows[i] &&
+            rows_follow = rows_follow && s && s->shape.size() == w->shape.size() && s->shape[0] == layout.rows[i] &&
                           tail(s->shape) == tail(w->shape);
             same_everywhere = same_everywhere && s && s->shape == w->shape;
         }
@@ -412,7 +416,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             need(rows_follow,
                  fmt::format("'{}' does not keep the rows of the split inputs as its axis 0 ({} for inputs of {} "
                              "rows); split inputs whose axis 0 is the result's axis 0",
-                             plan.name.empty() ? value : plan.name, shape_to_string(w->shape), total_rows));
+                             plan.name.empty() ? value : plan.name, shape_to_string(w->shape), layout.total_rows));
             // A reduction over other axes only keeps the rows: each device's value is its rows' own.
             plan.out = Out::Split;
         } else {
@@ -421,7 +425,8 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                  fmt::format("'{}': a reduction over the split rows is combined across devices only when it is the "
                              "whole value of a statement (s = sum(a * b)); make it a statement of its own",
                              value));
-            need(combinable.count(r.function) > 0,
+            const std::optional<ir::Op> op = reduction_named(r.function);
+            need(op && cpu::can_combine(*op, w->dtype),
                  fmt::format("'{}': {} over the split rows is not combined across devices (sum, prod, min, max, any, "
                              "all and mean are); gather the array first",
                              value, r.function));
@@ -429,7 +434,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
                  fmt::format("'{}': the value's shape depends on the shard ({}), so it cannot be combined", value,
                              shape_to_string(w->shape)));
             plan.out = Out::Whole;
-            plan.function = r.function;
+            plan.reduction = *op;
         }
         if (!plan.name.empty()) {
             if (plan.out != Out::Replicated) split_dependent.insert(plan.name);
@@ -437,10 +442,17 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         }
         plans.push_back(std::move(plan));
     }
+    return plans;
+}
 
-    // ---- every shard at once, each on its device's runtime
+// The program on every shard at once, each on its device's runtime (the calling thread takes
+// the last shard): each shard's environment afterwards, and its value in `values`.
+std::vector<Environment> run_shards(std::string_view text, const ShardedEnvironment& env, const Layout& layout,
+                                    const std::map<int, std::unique_ptr<Runtime>>& runtimes,
+                                    std::vector<Array>& values) {
+    const std::size_t k = layout.k;
     std::vector<Environment> envs(k);
-    std::vector<Array> values(k);
+    values.assign(k, Array());
     for (std::size_t i = 0; i < k; ++i)
         for (const auto& [name, v] : env) {
             if (const auto* s = std::get_if<Sharded>(&v)) envs[i].emplace(name, Arg(s->shards()[i]));
@@ -451,7 +463,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
         std::vector<std::thread> threads;
         threads.reserve(k);
         for (std::size_t i = 0; i < k; ++i) {
-            Runtime* rt = impl_->runtimes.at(shard_devices[i]).get();
+            Runtime* rt = runtimes.at(layout.devices[i]).get();
             auto work = [&, i, rt] {
                 try {
                     values[i] = rt->run(text, envs[i]);
@@ -473,8 +485,25 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
     }
     for (auto& e : errors)
         if (e) std::rethrow_exception(e);
+    return envs;
+}
+
+}  // namespace
+
+ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
+    const Layout layout = layout_of(env, impl_->backend);
+    for (int d : layout.devices)
+        need(impl_->runtimes.count(d) > 0, fmt::format("a shard is on device {}, which is not one of this runtime's "
+                                                       "devices",
+                                                       d));
+    const Checked checked = check_shards(text, env, layout.k);
+    const Outline outline = jit::outline(text);
+    const std::vector<StatementPlan> plans = plan_statements(text, outline, checked, layout);
+    std::vector<Array> values;
+    std::vector<Environment> envs = run_shards(text, env, layout, impl_->runtimes, values);
 
     // ---- the values, assembled
+    const std::size_t k = layout.k;
     ShardedResult result;
     for (const StatementPlan& plan : plans) {
         std::vector<Array> parts(k);
@@ -492,7 +521,7 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             case Out::Split: v = Sharded::from_shards(std::move(parts)); break;
             case Out::Replicated: v = Sharded::from_replicas(std::move(parts)); break;
             case Out::Whole:
-                v = Sharded::from_whole(combine(impl_->host, plan.function, parts, rows, *value_of(whole, plan.name)));
+                v = Sharded::from_whole(combine(plan.reduction, parts, layout.rows, *value_of(checked.whole, plan.name)));
                 break;
         }
         if (plan.name.empty()) result.value = v;

@@ -3,19 +3,16 @@
 // Pure functions (no driver, no device): the streamed pipeline (stream.hpp) executes what
 // plan_stream() decides, and tests check the decisions on any machine.
 //
-// The iteration shape S is the shape every element-wise output has (and every reduction
-// reads). The leading `split` axes of S are collapsed into "rows"; a chunk is a range of rows,
-// so on C-contiguous memory every operand's part of a chunk is one contiguous byte range.
-//   * An input that has S's full extent on each of the split axes is *chunked*: its rows travel
-//     with their chunk. An input that is broadcast along all of them (extent 1 or absent) is
-//     *resident*: copied to the device once and read by every chunk. Anything in between (full
-//     on one split axis, broadcast on another) is not streamed along those axes: `split` is the
-//     largest count of leading axes on which every input is one or the other.
-//   * An element-wise output (shape S) is chunked like an input.
-//   * A reduction over every element (sum, prod, min, max, mean, any, all of an element-wise
-//     expression of shape S) gives one partial value per chunk; combine_partials() folds them
-//     in chunk order, so a result depends only on the chunking, never on timing.
-//   * An output written in place into an input (`a = a*2`) is written chunk by chunk into the
+// Which inputs travel with the chunks (chunked) or are copied to the device once and read by
+// every chunk (resident), and which outputs are written by rows or combined from one partial
+// per chunk, is dsl::split_rows's answer (dsl/rows.hpp), with the leading axes collapsed into
+// rows until a row is below a tenth of a chunk. Here, on top of it:
+//   * a reduction's partials are combined on the host (cpu::combine, backend/cpu/combine.hpp)
+//     in chunk order, so a result depends only on the chunking, never on timing; 16-bit floats
+//     and complex, whose kernels accumulate in another type than the partial they store, are
+//     not streamed;
+//   * an input must be C-contiguous;
+//   * an output written in place into an input (`a = a*2`) is written chunk by chunk into the
 //     input's memory when no other input overlaps that memory (each chunk reads its rows before
 //     it writes them, and no later chunk reads them); otherwise it goes through a temporary that
 //     is copied in once the whole program has run.
@@ -33,9 +30,6 @@
 #include <vector>
 
 namespace jit::cuda::stream {
-
-enum class Combine : std::uint8_t { Sum, Prod, Min, Max, Mean, Any, All };
-std::string_view combine_name(Combine c);
 
 struct Request {
     const ir::Program* program = nullptr;
@@ -64,7 +58,7 @@ struct InputPlan {
 
 struct OutputPlan {
     bool reduction = false;  // one partial per chunk, combined on the host
-    Combine combine = Combine::Sum;
+    ir::Op op = ir::Op::Sum;  // reduction: the Reduce node's op (cpu::combine folds its partials)
     DType dtype = DType::Float32;
     std::size_t row_bytes = 0;      // element-wise: bytes per row
     std::int32_t alias_input = -1;  // the input whose memory it is written into, or -1
@@ -103,15 +97,5 @@ inline constexpr std::size_t kDefaultChunkBytes = std::size_t{96} << 20;
 // axis, a reduction whose value feeds further arithmetic, outputs of different shapes, a
 // non-contiguous input, an operand that needs more device memory than the budget, ...).
 ChunkPlan plan_stream(const Request& r);
-
-// Folds `count` partial values of `dtype` (laid out one after the other at `partials`), in
-// order, into `out` (one value of `dtype`). Mean: `rows_of[c]` elements went into partial c,
-// and the result is their weighted mean. Integer sums and products wrap as the kernels'
-// do; min/max propagate NaN. Throws InternalError for a dtype the pipeline does not stream.
-void combine_partials(Combine c, DType dtype, const void* partials, std::size_t count, const std::int64_t* elements_of,
-                      void* out);
-// Whether partials of `dtype` can be combined with `c` (real numbers and bool; not 16-bit floats
-// or complex, whose kernels accumulate in another type).
-bool combinable(Combine c, DType dtype);
 
 }  // namespace jit::cuda::stream

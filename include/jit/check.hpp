@@ -48,12 +48,40 @@ struct CheckedValue {
     bool length_from_data = false;
 };
 
+// How the program splits into row blocks along its iteration shape's axis 0: the analysis that
+// streaming host data through a GPU goes by (dsl/rows), for a graph builder that splits work the
+// same way. Its reasons are worded as streaming's (they are what explain prints).
+struct CheckedRows {
+    enum class How : std::uint8_t {
+        Rows,     // an input whose rows go with each block; an output computed block by block
+        Whole,    // an input every block reads whole (broadcast along the rows)
+        Combine,  // an output reduced over every element: one partial per block, then combined
+        Refused,  // an output no block computes alone (why says why)
+    };
+    struct Input {
+        std::string name;
+        How how = How::Rows;
+        std::size_t row_bytes = 0;  // Rows: bytes of one row
+    };
+    struct Output {
+        std::string name;       // empty for the value of a last statement that assigns nothing
+        How how = How::Rows;
+        std::string reduction;  // Combine: the reduction ("sum", "mean", ...) its partials are combined with
+        std::string why;        // Refused: a sentence
+    };
+    bool splits = false;  // every input and output is one of the above but Refused
+    std::string why_not;  // !splits: the first reason, a sentence
+    std::vector<Input> inputs;
+    std::vector<Output> outputs;
+};
+
 struct CheckedProgram {
     std::vector<std::string> parameters;  // names read before assigned, in order (jit::parameters)
     std::vector<CheckedValue> assigned;   // every assigned name, its last value, in order of first assignment
     std::optional<CheckedValue> result;   // the last statement's value; none for an empty program
     bool reduces = false;                 // whether any statement reduces (sum, mean, ...)
     bool scans = false;                   // whether any statement has a scan (cumsum, cumprod, ...)
+    CheckedRows rows;                     // how it splits into row blocks (an empty program: not at all)
 };
 
 // Parses and checks `text` with the names bound as `names` says. Throws what Runtime::run

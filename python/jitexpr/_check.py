@@ -31,12 +31,16 @@ class ProgramInfo(NamedTuple):
     """What :func:`check` found: ``parameters`` (names read before assigned, in order),
     ``assigned`` ({name: ValueInfo} of every assigned name's last value, in order), ``result``
     (the last statement's value; None for an empty program), ``reduces`` (any reduction),
-    ``scans`` (any scan: cumsum, cumprod, nancumsum, nancumprod)."""
+    ``scans`` (any scan: cumsum, cumprod, nancumsum, nancumprod), ``rows`` (how the program
+    splits into row blocks along axis 0, as jitexpr streams and shards it: ``{"splits": bool,
+    "why_not": str, "inputs": [(name, "rows" | "whole", row_bytes)], "outputs": [(name, "rows" |
+    "combine" | "refused", the reduction or why)]}``)."""
     parameters: list
     assigned: dict
     result: ValueInfo | None
     reduces: bool
     scans: bool = False
+    rows: dict | None = None
 
 
 _SCALAR_TYPES = {builtins.bool: "bool", builtins.int: "int64", builtins.float: "float64", builtins.complex: "complex128"}
@@ -105,7 +109,12 @@ def check_specs(text, specs) -> ProgramInfo:
     r = _core.check(text, specs)
     return ProgramInfo(list(r["parameters"]), {t[0]: _info(t) for t in r["assigned"]},
                        None if r["result"] is None else _info(r["result"]), bool(r["reduces"]),
-                       bool(r["scans"]))
+                       bool(r["scans"]), _rows(r["rows"]))
+
+
+def _rows(r):
+    return {"splits": bool(r["splits"]), "why_not": str(r["why_not"]),
+            "inputs": [tuple(t) for t in r["inputs"]], "outputs": [tuple(t) for t in r["outputs"]]}
 
 
 def check(ex, /, local_dict=None, *, _frame_depth=1, **names) -> ProgramInfo:

@@ -3054,7 +3054,7 @@ nb::dict stats_dict(const jit::CacheStats& s) {
 
 // jit::check for Python: `specs` maps each name to ("array", dtype, shape) or ("scalar",
 // dtype). Returns {"parameters", "assigned": [(name, dtype, shape)], "result": (name, dtype,
-// shape) or None, "reduces"}. Nothing is compiled or run (jitexpr.check, jitexpr.dask).
+// shape) or None, "reduces", "scans", "rows"}. Nothing is compiled or run (jitexpr.check, jitexpr.dask).
 nb::dict check_program(const std::string& text, nb::dict specs) {
     jit::Specs s;
     for (auto [k, v] : specs) {
@@ -3097,6 +3097,21 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
     d["result"] = p.result ? nb::object(value(*p.result)) : nb::none();
     d["reduces"] = p.reduces;
     d["scans"] = p.scans;
+    // How it splits into row blocks (jit::CheckedRows): {"splits", "why_not", "inputs": [(name,
+    // "rows" | "whole", row bytes)], "outputs": [(name, "rows" | "combine" | "refused", the
+    // reduction or why)]}.
+    static constexpr const char* kHow[] = {"rows", "whole", "combine", "refused"};
+    nb::list rin, rout;
+    for (const auto& i : p.rows.inputs) rin.append(nb::make_tuple(i.name, kHow[static_cast<int>(i.how)], i.row_bytes));
+    for (const auto& o : p.rows.outputs)
+        rout.append(nb::make_tuple(o.name, kHow[static_cast<int>(o.how)],
+                                   o.how == jit::CheckedRows::How::Refused ? o.why : o.reduction));
+    nb::dict rows;
+    rows["splits"] = p.rows.splits;
+    rows["why_not"] = p.rows.why_not;
+    rows["inputs"] = rin;
+    rows["outputs"] = rout;
+    d["rows"] = rows;
     return d;
 }
 

@@ -69,6 +69,38 @@ TEST(Check, ErrorsAreTheCheckersWithTheCaret) {
 
 TEST(Check, EmptyProgramHasNoResult) { EXPECT_FALSE(jit::check("", {}).result); }
 
+using How = jit::CheckedRows::How;
+
+TEST(CheckRows, ElementwiseWorkAndFullReductionsSplitIntoRowBlocks) {
+    const jit::CheckedProgram p =
+        jit::check("c = a * r; s = mean(a)", {{"a", ValueSpec::array(DType::Float32, {1000, 3})},
+                                              {"r", ValueSpec::array(DType::Float32, {3})}});
+    ASSERT_TRUE(p.rows.splits) << p.rows.why_not;
+    ASSERT_EQ(p.rows.inputs.size(), 2u);
+    for (const auto& in : p.rows.inputs) {
+        if (in.name == "a") {
+            EXPECT_EQ(in.how, How::Rows);
+            EXPECT_EQ(in.row_bytes, 12u);
+        } else {
+            EXPECT_EQ(in.name, "r");
+            EXPECT_EQ(in.how, How::Whole);
+        }
+    }
+    ASSERT_EQ(p.rows.outputs.size(), 2u);
+    EXPECT_EQ(p.rows.outputs[0].name, "c");
+    EXPECT_EQ(p.rows.outputs[0].how, How::Rows);
+    EXPECT_EQ(p.rows.outputs[1].name, "s");
+    EXPECT_EQ(p.rows.outputs[1].how, How::Combine);
+    EXPECT_EQ(p.rows.outputs[1].reduction, "mean");
+}
+
+TEST(CheckRows, AProgramThatNeedsEveryRowFirstSaysWhy) {
+    const jit::CheckedProgram p = jit::check("cumsum(a)", {{"a", ValueSpec::array(DType::Float32, {1000})}});
+    EXPECT_FALSE(p.rows.splits);
+    EXPECT_EQ(p.rows.why_not, "a scan (cumsum, cumprod) is not streamed (each chunk needs the ones before)");
+    EXPECT_FALSE(jit::check("", {}).rows.splits);
+}
+
 TEST(Outline, StatementsAndNestedReductionsWithTheirSpans) {
     const std::string text = "t = a*2\ns = sum(max(t, axis=1)) + mean(a)";
     const jit::Outline o = jit::outline(text);

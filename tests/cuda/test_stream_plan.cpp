@@ -5,6 +5,7 @@
 
 #include <jit/error.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,7 +21,6 @@ namespace {
 
 using namespace jit;
 using jit::cuda::stream::ChunkPlan;
-using jit::cuda::stream::Combine;
 using jit::cuda::stream::Request;
 
 struct Var {
@@ -177,9 +177,9 @@ TEST(StreamPlan, FullReductionsGiveOnePartialPerChunk) {
     expect_covering(cp);
     ASSERT_EQ(cp.outputs.size(), 3u);
     EXPECT_TRUE(cp.outputs[0].reduction);
-    EXPECT_EQ(cp.outputs[0].combine, Combine::Sum);
-    EXPECT_EQ(cp.outputs[1].combine, Combine::Max);
-    EXPECT_EQ(cp.outputs[2].combine, Combine::Mean);
+    EXPECT_EQ(cp.outputs[0].op, ir::Op::Sum);
+    EXPECT_EQ(cp.outputs[1].op, ir::Op::ReduceMax);
+    EXPECT_EQ(cp.outputs[2].op, ir::Op::Mean);
     // Only the inputs travel: 8 bytes per element.
     EXPECT_EQ(cp.chunk_bytes, static_cast<std::size_t>(cp.rows_per_chunk) * 8);
 }
@@ -271,64 +271,13 @@ TEST(StreamPlan, ResidentInputsLargerThanTheBudgetAreRefusedWithTheFigures) {
     EXPECT_NE(cp.why_not.find("device memory"), std::string::npos) << cp.why_not;
 }
 
-// ---- combining partials
-
-TEST(CombinePartials, SumsInChunkOrder) {
-    const std::vector<double> v{1e16, 1.0, -1e16, 1.0};
-    double out = 0;
-    combine_partials(Combine::Sum, DType::Float64, v.data(), v.size(), nullptr, &out);
-    EXPECT_EQ(out, ((1e16 + 1.0) + -1e16) + 1.0);
-}
-
-TEST(CombinePartials, IntegerSumsWrapLikeTheKernels) {
-    const std::vector<std::int32_t> v{std::numeric_limits<std::int32_t>::max(), 1};
-    std::int32_t out = 0;
-    combine_partials(Combine::Sum, DType::Int32, v.data(), v.size(), nullptr, &out);
-    EXPECT_EQ(out, std::numeric_limits<std::int32_t>::min());
-}
-
-TEST(CombinePartials, MinAndMaxPropagateNaN) {
-    const std::vector<float> v{3.f, std::nanf(""), 1.f};
-    float out = 0;
-    combine_partials(Combine::Min, DType::Float32, v.data(), v.size(), nullptr, &out);
-    EXPECT_TRUE(std::isnan(out));
-    const std::vector<float> w{3.f, -2.f, 7.f};
-    combine_partials(Combine::Max, DType::Float32, w.data(), w.size(), nullptr, &out);
-    EXPECT_EQ(out, 7.f);
-    combine_partials(Combine::Min, DType::Float32, w.data(), w.size(), nullptr, &out);
-    EXPECT_EQ(out, -2.f);
-}
-
-TEST(CombinePartials, MeanWeighsEachChunkByItsElements) {
-    const std::vector<double> means{1.0, 4.0};
-    const std::vector<std::int64_t> elems{3, 1};
-    double out = 0;
-    combine_partials(Combine::Mean, DType::Float64, means.data(), means.size(), elems.data(), &out);
-    EXPECT_DOUBLE_EQ(out, (1.0 * 3 + 4.0 * 1) / 4);
-}
-
-TEST(CombinePartials, AnyAndAllOfBools) {
-    const unsigned char v[] = {0, 1, 0};
-    unsigned char out = 9;
-    combine_partials(Combine::Any, DType::Bool, v, 3, nullptr, &out);
-    EXPECT_EQ(out, 1);
-    combine_partials(Combine::All, DType::Bool, v, 3, nullptr, &out);
-    EXPECT_EQ(out, 0);
-}
-
-TEST(CombinePartials, ProductsOfUnsignedWrap) {
-    const std::vector<std::uint8_t> v{16, 16, 3};
-    std::uint8_t out = 0;
-    combine_partials(Combine::Prod, DType::UInt8, v.data(), v.size(), nullptr, &out);
-    EXPECT_EQ(out, static_cast<std::uint8_t>(16 * 16 * 3));
-}
-
-TEST(CombinePartials, HalfAndComplexReductionsAreNotStreamed) {
-    EXPECT_FALSE(jit::cuda::stream::combinable(Combine::Sum, DType::Float16));
-    EXPECT_FALSE(jit::cuda::stream::combinable(Combine::Sum, DType::Complex64));
-    EXPECT_FALSE(jit::cuda::stream::combinable(Combine::Mean, DType::Int32));  // means are float64 by then
-    const ir::Plan p = plan_of("sum(a)", {{"a", {DType::Float16, {1000}}}});
-    EXPECT_FALSE(plan_stream(request(p, 256 * MiB)).streamable);
+TEST(StreamPlan, HalfAndComplexReductionsAreNotStreamed) {
+    for (DType t : {DType::Float16, DType::Complex64}) {
+        const ir::Plan p = plan_of("sum(a)", {{"a", {t, {1000}}}});
+        const ChunkPlan cp = plan_stream(request(p, 256 * MiB));
+        EXPECT_FALSE(cp.streamable) << dtype_name(t);
+        EXPECT_EQ(cp.why_not, fmt::format("a sum of {} is not streamed", dtype_name(t)));
+    }
 }
 
 }  // namespace

@@ -315,3 +315,12 @@ def test_a_kernel_binds_names_from_its_callers_frame():
 def test_an_expression_that_is_not_a_str_is_a_type_error():
     with pytest.raises(TypeError, match="must be a str"):
         jx.evaluate(3)
+
+
+def test_check_says_how_a_program_splits_into_row_blocks():
+    info = jx.check("c = a * r; s = mean(a)", a=np.zeros((100, 3), np.float32), r=np.zeros(3, np.float32))
+    assert info.rows["splits"] and info.rows["why_not"] == ""
+    assert sorted(info.rows["inputs"]) == [("a", "rows", 12), ("r", "whole", 0)]
+    assert info.rows["outputs"] == [("c", "rows", ""), ("s", "combine", "mean")]
+    refused = jx.check("cumsum(a)", a=np.zeros(10)).rows
+    assert not refused["splits"] and "scan" in refused["why_not"]
