@@ -10,23 +10,20 @@
  *     handling (_LIB_VERSION) from the new versions, which a program has no way to select any more.
  * auditwheel refuses a wheel that still needs a version newer than the tag's, so a new such
  * function shows up at the build. */
-#include <stdint.h>
 
-#define JX_OLD(local, sym, version) __asm__(".symver " #local ", " #sym "@" #version)
-
-JX_OLD(jx_cv_wait_old, _ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE, GLIBCXX_3.4.11);
+__asm__(".symver jx_cv_wait_old, _ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE@GLIBCXX_3.4.11");
 void jx_cv_wait_old(void* cv, void* lock);
 void __wrap__ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE(void* cv, void* lock);
 void __wrap__ZNSt18condition_variable4waitERSt11unique_lockISt5mutexE(void* cv, void* lock) {
     jx_cv_wait_old(cv, lock);
 }
 
-JX_OLD(jx_hypot_old, hypot, GLIBC_2.2.5);
+__asm__(".symver jx_hypot_old, hypot@GLIBC_2.2.5");
 double jx_hypot_old(double x, double y);
 double __wrap_hypot(double x, double y);
 double __wrap_hypot(double x, double y) { return jx_hypot_old(x, y); }
 
-JX_OLD(jx_hypotf_old, hypotf, GLIBC_2.2.5);
+__asm__(".symver jx_hypotf_old, hypotf@GLIBC_2.2.5");
 float jx_hypotf_old(float x, float y);
 float __wrap_hypotf(float x, float y);
 float __wrap_hypotf(float x, float y) { return jx_hypotf_old(x, y); }
