@@ -5,6 +5,8 @@
 #   scripts/test-wheel.sh [WHEEL]   default: dist/'s manylinux wheel for python3's version
 #   PYTHON=python3.12 ...           the interpreter that makes the venv (its version picks the wheel)
 #   TESTS="test_api.py test_imports.py"   only those test files (default: all, and the examples)
+#   EXTRA=cuda13 (or cuda12)        also install that extra (NVIDIA's NVRTC and nvJitLink wheels) and
+#                                   check that jitexpr finds and loads both from them (no GPU needed)
 # Run as root: a private mount namespace (unshare -m) hides those files from this script and its
 # children only, nothing else on the machine sees a change. It hides: /usr/local/cuda*, Boost's,
 # fmt's and xxhash's headers, libfmt itself (the wheel carries its own copy), and the C/C++
@@ -68,6 +70,20 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 printf 'test-wheel: installed the wheel and its dependencies (NumPy) in %d.%01d s\n' $((ms / 1000)) $((ms % 1000 / 100))
 "$venv/bin/python" -c 'import jitexpr, numpy as np; print("test-wheel: jitexpr", jitexpr.__version__, "from", jitexpr.__file__); assert jitexpr.evaluate("a * 2 + 1", a=np.arange(3.0)).tolist() == [1.0, 3.0, 5.0]'
 
+if [ -n "${EXTRA:-}" ]; then
+  "${pip[@]}" install --only-binary=:all: "$wheel[$EXTRA]"
+  "$venv/bin/python" - "$EXTRA" <<'EOF'
+import sys, jitexpr
+c = jitexpr.info(load_compilers=True)["cuda"]
+major = {"cuda12": "12.", "cuda13": "13."}[sys.argv[1]]
+for lib in ("nvrtc", "nvjitlink"):
+    i = c[lib]
+    assert i["source"] == "an NVIDIA wheel" and i["loaded"], (lib, i)
+    assert "/site-packages/nvidia/" in i["path"], (lib, i)
+    assert lib == "nvjitlink" or i["version"].startswith(major), (lib, i)
+    print(f"test-wheel: {lib} {i['version'] or '(version not in its file name)'} loaded from {i['path']}")
+EOF
+fi
 # The test peers, as in scripts/test-python.sh.
 "${pip[@]}" install --only-binary=:all: "numpy>=2" "numexpr>=2.14,<2.15" pandas pyarrow polars duckdb pytest ml_dtypes \
   dask==2026.7.1 distributed==2026.7.1
