@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-build=build-deb
+build="build-deb"
 werror=$( [ "${WERROR:-1}" = 1 ] && echo ON || echo OFF )
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
   -DJITEXPR_WERROR="$werror" -DJITEXPR_BUILD_TESTS=OFF -DJITEXPR_BUILD_BENCH=OFF \

@@ -6,7 +6,7 @@
 # package's GPU tests. No network: nothing but the wheel is installed. About 2 minutes; root.
 #   OUT=... scripts/gpu-wheel.sh
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out=${OUT:-gpu-out}
 mkdir -p "$out"
 if [ -z "${JITEXPR_GPU_WHEEL_NS:-}" ]; then

@@ -7,7 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
-build=build-vendored
+build="build-vendored"
 mkdir -p "$build"
 cmake -S tests/embed/vendor -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DJITEXPR_SOURCE_DIR="$PWD" >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; exit 1; }

@@ -71,7 +71,7 @@ printf 'test-wheel: installed the wheel and its dependencies (NumPy) in %d.%01d 
 "$venv/bin/python" -c 'import jitexpr, numpy as np; print("test-wheel: jitexpr", jitexpr.__version__, "from", jitexpr.__file__); assert jitexpr.evaluate("a * 2 + 1", a=np.arange(3.0)).tolist() == [1.0, 3.0, 5.0]'
 
 if [ -n "${EXTRA:-}" ]; then
-  "${pip[@]}" install --only-binary=:all: "$wheel[$EXTRA]"
+  "${pip[@]}" install --only-binary=:all: "${wheel}[${EXTRA}]"
   "$venv/bin/python" - "$EXTRA" <<'EOF'
 import sys, jitexpr
 c = jitexpr.info(load_compilers=True)["cuda"]
