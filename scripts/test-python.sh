@@ -3,11 +3,20 @@
 # (tests/python) and the Python examples (examples/python). Called by scripts/test.sh.
 #   scripts/test-python.sh            venv in build-venv/, package build in build-py/ (kept:
 #                                     ccache and CMake make a second run incremental)
+#   PACKAGE=wheel scripts/test-python.sh   the release's way instead: the manylinux wheel for this
+#                                     Python (scripts/build-wheels.sh, build-whl-cpXY/), installed
+#                                     and tested where no compiler or CUDA toolkit can be seen
+#                                     (scripts/test-wheel.sh; root)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 venv=${VENV_DIR:-build-venv}
 py=${PYTHON:-python3}
+if [ "${PACKAGE:-source}" = wheel ]; then
+  exe=$("$py" -c 'import sys; print(sys.executable)')
+  PYTHONS=$exe SDIST=0 scripts/build-wheels.sh
+  exec env PYTHON="$exe" scripts/test-wheel.sh
+fi
 rm -rf "$venv"
 "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)

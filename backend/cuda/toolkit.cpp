@@ -271,6 +271,12 @@ Located locate_in(const LibrarySpec& spec, const std::string& env_value, const s
     }
     for (const auto& d : system_dirs)
         if (std::string f = find_in(spec, d); !f.empty()) return take(f, "the system toolkit");
+    // Among NVIDIA's wheels the newest major wins whichever folder holds it: CUDA 13's wheels
+    // share nvidia/cu13/lib, CUDA 12's have nvidia/cuda_nvrtc/lib and nvidia/nvjitlink/lib.
+    for (int major : spec.majors)
+        for (const auto& d : wheel_dirs)
+            if (const std::string f = fmt::format("{}/{}.{}", d, spec.stem, major); is_file(f))
+                return take(f, "an NVIDIA wheel");
     for (const auto& d : wheel_dirs)
         if (std::string f = find_in(spec, d); !f.empty()) return take(f, "an NVIDIA wheel");
     r.why = fmt::format(
@@ -326,8 +332,7 @@ std::vector<std::string> wheel_library_dirs() {
             if (is_dir(root + "/" + name + "/lib")) subs.push_back(root + "/" + name + "/lib");
         }
         ::closedir(d);
-        std::sort(subs.begin(), subs.end());     // cu12 before cu13 ...
-        std::reverse(subs.begin(), subs.end());  // ... so newest first; cuda_nvrtc, nvjitlink too
+        std::sort(subs.begin(), subs.end());  // a fixed order; locate_in takes the newest major of all
         out.insert(out.end(), subs.begin(), subs.end());
     }
     return out;

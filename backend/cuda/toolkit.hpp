@@ -10,7 +10,8 @@
 //      (lib64, targets/<arch>-linux/lib), the folders of /etc/ld.so.conf, the system library folders;
 //   3. NVIDIA's wheels (nvidia-cuda-nvrtc, nvidia-nvjitlink, their -cu12 forms): every
 //      nvidia/*/lib beside the folder of the binary or module that holds jitexpr (site-packages
-//      for the Python package);
+//      for the Python package); the newest major among all of them (CUDA 13's nvidia/cu13/lib
+//      before CUDA 12's nvidia/cuda_nvrtc/lib);
 //   4. the dynamic loader by name (libnvrtc.so.13, .12): RUNPATHs and ld.so.cache.
 // In each folder the newest major version is taken (.so.13, then .so.12, then the plain .so).
 // NVRTC loads its builtins library (libnvrtc-builtins.so.X.Y) by name; jitexpr loads the one

