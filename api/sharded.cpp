@@ -521,7 +521,8 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
             case Out::Split: v = Sharded::from_shards(std::move(parts)); break;
             case Out::Replicated: v = Sharded::from_replicas(std::move(parts)); break;
             case Out::Whole:
-                v = Sharded::from_whole(combine(plan.reduction, parts, layout.rows, *value_of(checked.whole, plan.name)));
+                v = Sharded::from_whole(
+                    combine(plan.reduction, parts, layout.rows, *value_of(checked.whole, plan.name)));
                 break;
         }
         if (plan.name.empty()) result.value = v;

@@ -25,7 +25,8 @@ std::string_view needs_every_part(const ir::Node& node) {
         case ir::NodeKind::Op:
         case ir::NodeKind::Cast:
         case ir::NodeKind::Reduce: return "";
-        case ir::NodeKind::Compact: return "a boolean-mask selection's length is known only once all of its data is read";
+        case ir::NodeKind::Compact:
+            return "a boolean-mask selection's length is known only once all of its data is read";
         case ir::NodeKind::Scan: return "a scan (cumsum, cumprod) is not streamed (each chunk needs the ones before)";
     }
     return "a node of an unknown kind";

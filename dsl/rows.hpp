@@ -52,11 +52,11 @@ struct RowSplit {
     // outputs are empty). Even then an input or an output can refuse (InputRows::why,
     // OutputRows::why): splits() is whether none does.
     std::string why_not;
-    Shape shape;             // S
-    int split = 0;           // leading axes of S that are the rows
-    std::int64_t rows = 0;   // product of S's split axes
-    std::int64_t row_elements = 0;  // product of S's other axes
-    std::vector<InputRows> inputs;   // per Program::inputs
+    Shape shape;                      // S
+    int split = 0;                    // leading axes of S that are the rows
+    std::int64_t rows = 0;            // product of S's split axes
+    std::int64_t row_elements = 0;    // product of S's other axes
+    std::vector<InputRows> inputs;    // per Program::inputs
     std::vector<OutputRows> outputs;  // per Program::outputs
     bool splits() const;
     // The first refusal: why_not, else the first input's, else the first output's; empty if none.

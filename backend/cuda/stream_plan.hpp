@@ -57,7 +57,7 @@ struct InputPlan {
 };
 
 struct OutputPlan {
-    bool reduction = false;  // one partial per chunk, combined on the host
+    bool reduction = false;   // one partial per chunk, combined on the host
     ir::Op op = ir::Op::Sum;  // reduction: the Reduce node's op (cpu::combine folds its partials)
     DType dtype = DType::Float32;
     std::size_t row_bytes = 0;      // element-wise: bytes per row

@@ -64,7 +64,7 @@ struct CheckedRows {
         std::size_t row_bytes = 0;  // Rows: bytes of one row
     };
     struct Output {
-        std::string name;       // empty for the value of a last statement that assigns nothing
+        std::string name;  // empty for the value of a last statement that assigns nothing
         How how = How::Rows;
         std::string reduction;  // Combine: the reduction ("sum", "mean", ...) its partials are combined with
         std::string why;        // Refused: a sentence

@@ -73,8 +73,8 @@ using How = jit::CheckedRows::How;
 
 TEST(CheckRows, ElementwiseWorkAndFullReductionsSplitIntoRowBlocks) {
     const jit::CheckedProgram p =
-        jit::check("c = a * r; s = mean(a)", {{"a", ValueSpec::array(DType::Float32, {1000, 3})},
-                                              {"r", ValueSpec::array(DType::Float32, {3})}});
+        jit::check("c = a * r; s = mean(a)",
+                   {{"a", ValueSpec::array(DType::Float32, {1000, 3})}, {"r", ValueSpec::array(DType::Float32, {3})}});
     ASSERT_TRUE(p.rows.splits) << p.rows.why_not;
     ASSERT_EQ(p.rows.inputs.size(), 2u);
     for (const auto& in : p.rows.inputs) {

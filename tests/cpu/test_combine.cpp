@@ -14,8 +14,8 @@
 namespace {
 
 using jit::DType;
-using jit::ir::Op;
 using jit::cpu::combine;
+using jit::ir::Op;
 
 TEST(CpuCombine, SumsFoldInPartOrder) {
     const std::vector<double> v{1e16, 1.0, -1e16, 1.0};
@@ -94,7 +94,7 @@ TEST(CpuCombine, ComplexMeansFoldInComplex128) {
 }
 
 TEST(CpuCombine, ReductionsThatDoNotFoldAreRefused) {
-    EXPECT_FALSE(jit::cpu::can_combine(Op::ArgFirst, DType::Bool));     // positions are of its part
+    EXPECT_FALSE(jit::cpu::can_combine(Op::ArgFirst, DType::Bool));      // positions are of its part
     EXPECT_FALSE(jit::cpu::can_combine(Op::OrderStat, DType::Float64));  // a selection, not a fold
     EXPECT_FALSE(jit::cpu::can_combine(Op::Var, DType::Float64));        // lowered before any backend
     EXPECT_FALSE(jit::cpu::can_combine(Op::Add, DType::Float64));        // not a reduction

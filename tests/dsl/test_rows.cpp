@@ -39,7 +39,8 @@ std::size_t input_index(const ir::Program& p, const std::string& name) {
 }
 
 TEST(Rows, ElementwiseOutputsAndFullInputsSplitByRows) {
-    const ir::Program p = program_of("c = a * b", {{"a", {DType::Float32, {100, 8}}}, {"b", {DType::Float64, {100, 8}}}});
+    const ir::Program p =
+        program_of("c = a * b", {{"a", {DType::Float32, {100, 8}}}, {"b", {DType::Float64, {100, 8}}}});
     const dsl::RowSplit r = dsl::split_rows(p);
     ASSERT_TRUE(r.splits()) << r.first_refusal();
     EXPECT_EQ(r.shape, (Shape{100, 8}));
@@ -63,16 +64,16 @@ TEST(Rows, AnInputBroadcastAlongTheRowsIsReadWhole) {
 
 TEST(Rows, MoreAxesCollapseOnlyWhileRowsAreLong) {
     const ir::Program p = program_of("a + 1", {{"a", {DType::Float32, {4, 5, 6}}}});
-    EXPECT_EQ(dsl::split_rows(p).split, 1);       // axis 0 alone by default
-    EXPECT_EQ(dsl::split_rows(p, 0).split, 3);    // every axis while a row has bytes
+    EXPECT_EQ(dsl::split_rows(p).split, 1);          // axis 0 alone by default
+    EXPECT_EQ(dsl::split_rows(p, 0).split, 3);       // every axis while a row has bytes
     EXPECT_EQ(dsl::split_rows(p, 30 * 8).split, 1);  // a row of 5*6 elements of 8 bytes (in + out) is 240
     EXPECT_EQ(dsl::split_rows(p, 30 * 8 - 1).split, 2);
     EXPECT_EQ(dsl::split_rows(p, 0).rows, 4 * 5 * 6);
 }
 
 TEST(Rows, FullReductionsCombineWithTheirOwnOp) {
-    const ir::Program p = program_of("s = sum(a); m = mean(a); t = max(a); k = any(a > 0)",
-                                     {{"a", {DType::Float32, {100, 8}}}});
+    const ir::Program p =
+        program_of("s = sum(a); m = mean(a); t = max(a); k = any(a > 0)", {{"a", {DType::Float32, {100, 8}}}});
     const dsl::RowSplit r = dsl::split_rows(p);
     ASSERT_TRUE(r.splits()) << r.first_refusal();
     ASSERT_EQ(r.outputs.size(), 4u);
@@ -118,7 +119,8 @@ TEST(Rows, AReductionThatSelectsRatherThanFoldsIsRefusedAsAnOutput) {
 }
 
 TEST(Rows, OutputsOfDifferentShapesAreRefused) {
-    const ir::Program p = program_of("x = a*2; y = b+1", {{"a", {DType::Float32, {100, 10}}}, {"b", {DType::Float32, {10}}}});
+    const ir::Program p =
+        program_of("x = a*2; y = b+1", {{"a", {DType::Float32, {100, 10}}}, {"b", {DType::Float32, {10}}}});
     EXPECT_EQ(dsl::split_rows(p).first_refusal(), "the program's outputs are of different shapes");
 }
 
