@@ -18,6 +18,12 @@ void* operator new(std::size_t size) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// The array forms too: libstdc++'s operator new[] forwards to operator new, but AddressSanitizer's
+// runtime replaces operator new[] with its own, which does not, so under ASan `new T[n]` would
+// pass by the hook.
+void* operator new[](std::size_t size) { return ::operator new(size); }
+void operator delete[](void* p) noexcept { ::operator delete(p); }
+void operator delete[](void* p, std::size_t) noexcept { ::operator delete(p); }
 
 namespace jit::test {
 
