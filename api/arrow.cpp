@@ -5,6 +5,7 @@
 #include <jit/jit.hpp>
 
 #include "dsl/syntax.hpp"
+#include "dsl/tree_walk.hpp"
 
 #include <fmt/format.h>
 
@@ -316,22 +317,7 @@ bool is_reduction_name(std::string_view f) {
            f == "any" || f == "all";
 }
 
-// Whether `pred` holds for any node of the tree under `root`: a walk with a list of its own, so
-// that the tree's depth never reaches the caller's stack.
-template <class Pred>
-bool any_node(const syntax::Expr& root, Pred pred) {
-    std::vector<const syntax::Expr*> todo{&root};
-    while (!todo.empty()) {
-        const syntax::Expr* e = todo.back();
-        todo.pop_back();
-        if (pred(*e)) return true;
-        for (const auto& o : e->operands)
-            if (o) todo.push_back(o.get());
-        for (const auto& k : e->keywords)
-            if (k.value) todo.push_back(k.value.get());
-    }
-    return false;
-}
+using tree::any_node;  // dsl/tree_walk.hpp
 
 // Whether `e` holds a call of a reduction (min/max with two arguments are elementwise).
 bool has_reduction(const syntax::Expr& root) {

@@ -7,6 +7,7 @@
 #include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
 #include "dsl/syntax.hpp"
+#include "dsl/tree_walk.hpp"
 
 namespace jit {
 
@@ -131,27 +132,7 @@ Module parse_here(std::string_view text);
 
 }  // namespace
 
-Expr::~Expr() {
-    // As syntax::Expr's: the children go to a list of pending subtrees, so that the tree's depth
-    // never reaches the stack; a child the list cannot take (out of memory) is destroyed in place.
-    if (operands.empty() && keywords.empty()) return;
-    std::vector<ExprPtr> pending;
-    auto take = [&pending](Expr& e) noexcept {
-        try {
-            for (ExprPtr& o : e.operands)
-                if (o && (!o->operands.empty() || !o->keywords.empty())) pending.push_back(std::move(o));
-            for (Keyword& k : e.keywords)
-                if (k.value && (!k.value->operands.empty() || !k.value->keywords.empty()))
-                    pending.push_back(std::move(k.value));
-        } catch (...) {}
-    };
-    take(*this);
-    while (!pending.empty()) {
-        ExprPtr e = std::move(pending.back());
-        pending.pop_back();
-        take(*e);
-    }
-}
+Expr::~Expr() { tree::take_apart(*this); }
 
 Module parse(std::string_view text) {
     // The copy recurses once per nesting level, as the parser does.

@@ -10,6 +10,7 @@
 
 #include "backend/cpu/combine.hpp"
 #include "dsl/ops.hpp"
+#include "dsl/tree_walk.hpp"
 
 #include <fmt/format.h>
 
@@ -228,22 +229,7 @@ Array combine(ir::Op op, const std::vector<Array>& partials, const std::vector<s
     return out;
 }
 
-// Whether `pred` holds for any node of the tree under `root`: a walk with a list of its own, so
-// that the tree's depth never reaches the caller's stack.
-template <class Pred>
-bool any_node(const parsed::Expr& root, Pred pred) {
-    std::vector<const parsed::Expr*> todo{&root};
-    while (!todo.empty()) {
-        const parsed::Expr* e = todo.back();
-        todo.pop_back();
-        if (pred(*e)) return true;
-        for (const auto& o : e->operands)
-            if (o) todo.push_back(o.get());
-        for (const auto& k : e->keywords)
-            if (k.value) todo.push_back(k.value.get());
-    }
-    return false;
-}
+using tree::any_node;  // dsl/tree_walk.hpp
 
 // Whether the expression indexes anything (a[1:], m[:, 0]).
 bool has_subscript(const parsed::Expr& root) {

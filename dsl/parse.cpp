@@ -3,6 +3,7 @@
 #include "core/stack.hpp"
 #include "dsl/parse_grammar_def.hpp"
 #include "dsl/syntax.hpp"
+#include "dsl/tree_walk.hpp"
 
 #include <jit/error.hpp>
 
@@ -572,28 +573,7 @@ bool is_variable_name(std::string_view name) {
     return !grammar::is_keyword(name);
 }
 
-Expr::~Expr() {
-    // The children move to a list of pending subtrees, each taken apart in turn, so the depth
-    // of the tree never reaches the stack. Should the list not grow (out of memory), the child
-    // stays put and is destroyed the ordinary, recursive way.
-    if (operands.empty() && keywords.empty()) return;
-    std::vector<ExprPtr> pending;
-    auto take = [&pending](Expr& e) noexcept {
-        try {
-            for (ExprPtr& o : e.operands)
-                if (o && (!o->operands.empty() || !o->keywords.empty())) pending.push_back(std::move(o));
-            for (Keyword& k : e.keywords)
-                if (k.value && (!k.value->operands.empty() || !k.value->keywords.empty()))
-                    pending.push_back(std::move(k.value));
-        } catch (...) {}
-    };
-    take(*this);
-    while (!pending.empty()) {
-        ExprPtr e = std::move(pending.back());
-        pending.pop_back();
-        take(*e);
-    }
-}
+Expr::~Expr() { tree::take_apart(*this); }
 
 namespace {
 Module parse_here(std::string_view text);
