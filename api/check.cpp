@@ -43,7 +43,7 @@ const ir::OpInfo* reduction_named(std::string_view name, std::size_t nargs) {
 
 bool is_none(const syntax::Expr& x) { return x.kind == syntax::ExprKind::Name && x.text == "None"; }
 
-// An index part folded as lowering folds it (dsl/lower.cpp, index_constant), or none where it is
+// An index part folded as lowering folds it (dsl/lower/indexing.cpp, index_constant), or none where it is
 // not a constant integer (a bool literal is 0 or 1).
 std::optional<std::int64_t> folded_index(const dsl::LiteralFolder& folder, const syntax::Expr& x) {
     if (!folder.is_literal(x)) return std::nullopt;

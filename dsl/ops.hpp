@@ -65,7 +65,7 @@ enum class Rule : std::uint8_t {
 enum class Finish : std::uint8_t {
     Keep,           // the accumulator is the result
     DivideByCount,  // divided by the number of elements reduced, in the result's dtype (mean)
-    Lowered,        // expanded by dsl/lower.cpp into other reductions and ops; never in a Program
+    Lowered,        // expanded by dsl/lower/ into other reductions and ops; never in a Program
     Select,         // no accumulator: the elements of given ranks of each row (OrderStat)
 };
 

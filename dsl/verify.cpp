@@ -254,7 +254,7 @@ void check_node(const Program& p, NodeId n) {
                 if (d < k) want[0] *= v.shape[d];
                 else want.push_back(v.shape[d]);
             }
-            // A selection of rows that hold no element (lower.cpp's compact): values of extent 1
+            // A selection of rows that hold no element (dsl/lower/masks.cpp's compact): values of extent 1
             // past the mask's axes, the node's own extents there with no element.
             bool empty_rows = nd.shape.size() == want.size() && !nd.shape.empty() && nd.shape[0] == want[0] &&
                               want[0] > 0 && shape_size(nd.shape) == 0;

@@ -203,7 +203,7 @@ void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, cons
         cuda::synchronize(args.stream);
     }
     // Each true mask row counted n / capacity times (once where the rows hold no element: see
-    // dsl/lower.cpp's compact; nothing is scattered then).
+    // dsl/lower/masks.cpp's compact; nothing is scattered then).
     bool any_element = false;
     for (const ir::NodeId node : st.stores) {
         const std::int32_t o = schedule.output_of[node];
