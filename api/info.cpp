@@ -17,6 +17,7 @@ CudaLibraryInfo library_info(const cuda::LibraryStatus& s) {
     i.source = s.how;
     i.version = s.version;
     i.error = s.error;
+    for (const auto& k : s.skipped) i.skipped.push_back({k.path, k.reason});
     return i;
 }
 }  // namespace

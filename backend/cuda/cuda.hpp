@@ -159,6 +159,10 @@ struct LibraryStatus {
     std::string how;      // "JITEXPR_NVRTC", "the system toolkit", "an NVIDIA wheel", "the dynamic loader"
     int version = 0;      // major*1000 + minor*10 when known
     std::string error;    // why it was not found or did not load ("" otherwise)
+    struct Skipped {
+        std::string path, reason;
+    };
+    std::vector<Skipped> skipped;  // NVIDIA wheels' copies passed over (wrong CUDA major), and why
 };
 // `load`: load it now if it is not yet (to say whether it loads).
 LibraryStatus nvrtc_status(bool load);

@@ -410,6 +410,21 @@ void set_thread_device(int ordinal) noexcept { t_device = ordinal; }
 
 int driver_version() { return loaded().driver_version; }
 
+int installed_driver_version() {
+    // cuDriverGetVersion may be called before cuInit; the plain export is the one entry point
+    // resolved with dlsym (cuGetProcAddress wants an initialised driver). The handle is kept, as
+    // load()'s: the same library.
+    static const int version = [] {
+        void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+        if (!lib) return 0;
+        using GetVersion = CUresult (*)(int*);
+        auto get = reinterpret_cast<GetVersion>(dlsym(lib, "cuDriverGetVersion"));
+        int v = 0;
+        return get && get(&v) == CUDA_SUCCESS ? v : 0;
+    }();
+    return version;
+}
+
 }  // namespace detail
 
 int driver_version() { return detail::driver_version(); }

@@ -106,6 +106,9 @@ int thread_device() noexcept;
 void set_thread_device(int ordinal) noexcept;
 // cuDriverGetVersion (e.g. 13000), 0 when the driver did not load.
 int driver_version();
+// The same from libcuda.so.1 without loading the driver for use (no cuInit, no context): what
+// the search for NVRTC and nvJitLink weighs wheels against. 0 when there is no driver.
+int installed_driver_version();
 
 inline CUdeviceptr to_device_ptr(const void* p) { return reinterpret_cast<CUdeviceptr>(p); }
 

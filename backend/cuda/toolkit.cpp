@@ -6,6 +6,7 @@
 // first compile.
 #include "backend/cuda/toolkit.hpp"
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/driver.hpp"
 
 #include <jit/error.hpp>
 
@@ -161,6 +162,89 @@ void read_ld_conf(const std::string& file, std::vector<std::string>& out, int de
     }
 }
 
+// A library file in a wheel's folder and its major version: "libnvrtc.so.12" (and
+// "libnvrtc.so.11.2", as CUDA 11's wheels name it) -> 12 (11); the plain .so -> the major of the
+// file it links to, 0 when that does not tell.
+struct WheelFile {
+    std::string path;
+    int major = 0;
+};
+
+std::vector<WheelFile> wheel_files(const LibrarySpec& spec, const std::vector<std::string>& dirs) {
+    std::vector<WheelFile> out;
+    const std::string prefix = std::string(spec.stem) + ".";
+    for (const auto& dir : dirs) {
+        DIR* d = ::opendir(dir.c_str());
+        if (!d) continue;
+        std::vector<std::string> names;
+        while (const dirent* e = ::readdir(d)) names.emplace_back(e->d_name);
+        ::closedir(d);
+        // Per folder, one file per major: the shortest name ("libnvrtc.so.12" before a
+        // "libnvrtc.so.12.8" beside it), the plain .so last; in a fixed order.
+        std::sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+            return a.size() != b.size() ? a.size() < b.size() : a < b;
+        });
+        std::vector<WheelFile> here;
+        bool plain = false;
+        for (const std::string& name : names) {
+            int major = 0;
+            if (name == spec.stem) {
+                plain = true;
+                continue;
+            }
+            if (name.compare(0, prefix.size(), prefix) != 0) continue;
+            const char* digits = name.c_str() + prefix.size();
+            char* end = nullptr;
+            const long m = std::strtol(digits, &end, 10);
+            if (end == digits || (*end != '\0' && *end != '.') || m <= 0 || m > 999) continue;
+            major = static_cast<int>(m);
+            const std::string path = dir + "/" + name;
+            if (!is_file(path)) continue;
+            if (std::none_of(here.begin(), here.end(), [&](const WheelFile& w) { return w.major == major; }))
+                here.push_back({path, major});
+        }
+        if (plain && here.empty() && is_file(dir + "/" + spec.stem)) {
+            char* real = ::realpath((dir + "/" + spec.stem).c_str(), nullptr);
+            const std::string resolved = real ? std::string(real) : dir + "/" + spec.stem;
+            std::free(real);
+            here.push_back({dir + "/" + spec.stem, major_of(resolved, spec.stem)});
+        }
+        out.insert(out.end(), here.begin(), here.end());
+    }
+    return out;
+}
+
+// Why a wheel's library of `major` cannot serve ("" when it can). jitexpr is built against
+// CUDA 12 and 13's interfaces; a library is usable on a driver of its own CUDA major or a newer
+// one (a newer driver runs an older toolkit's kernels, minor versions within a major are
+// compatible), never on an older driver: CUDA 13's NVRTC writes kernels a CUDA 12 driver cannot
+// load, and the same holds for nvJitLink's CUBINs. A plain .so whose major does not show is taken
+// as it is, as before.
+std::string unusable(const LibrarySpec& spec, int major, int driver_version) {
+    if (major == 0) return {};
+    if (std::find(spec.majors.begin(), spec.majors.end(), major) == spec.majors.end()) {
+        std::vector<int> ms = spec.majors;
+        std::sort(ms.begin(), ms.end());
+        std::string majors;
+        for (int m : ms) majors += fmt::format("{}{}'s", majors.empty() ? "" : " or ", m);
+        return fmt::format(
+            "it is CUDA {}'s {}, and jitexpr uses CUDA {} (`pip install \"jitexpr[cuda12]\"` or "
+            "`\"jitexpr[cuda13]\"`)",
+            major, spec.label, majors);
+    }
+    const int driver_major = driver_version / 1000;
+    if (driver_version <= 0 || major <= driver_major) return {};
+    const int oldest = *std::min_element(spec.majors.begin(), spec.majors.end());
+    const std::string fix =
+        driver_major < oldest
+            ? fmt::format("update the NVIDIA driver to one of CUDA {} or newer", oldest)
+            : fmt::format("update the NVIDIA driver, or `pip install \"jitexpr[cuda{}]\"`", driver_major);
+    return fmt::format(
+        "it is CUDA {}'s {}, newer than the driver, which supports CUDA {}.{}: the kernels it makes "
+        "would not load ({})",
+        major, spec.label, driver_major, driver_version % 1000 / 10, fix);
+}
+
 struct Library {
     std::once_flag locate_once, load_once;
     Located located;
@@ -179,8 +263,12 @@ Library& nvjitlink_library() {
 }
 
 const Located& located(const LibrarySpec& spec, Library& lib) {
-    std::call_once(lib.locate_once,
-                   [&] { lib.located = locate_in(spec, env(spec.env), system_library_dirs(), wheel_library_dirs()); });
+    std::call_once(lib.locate_once, [&] {
+        // The driver's version only matters when there are wheels to weigh (it maps libcuda).
+        const std::vector<std::string> wheels = wheel_library_dirs();
+        lib.located = locate_in(spec, env(spec.env), system_library_dirs(), wheels,
+                                wheels.empty() ? 0 : installed_driver_version());
+    });
     return lib.located;
 }
 
@@ -250,7 +338,7 @@ const LibrarySpec& nvjitlink_spec() {
 }
 
 Located locate_in(const LibrarySpec& spec, const std::string& env_value, const std::vector<std::string>& system_dirs,
-                  const std::vector<std::string>& wheel_dirs) {
+                  const std::vector<std::string>& wheel_dirs, int driver_version) {
     Located r;
     auto take = [&](const std::string& file, const char* how) {
         r.found = true;
@@ -271,20 +359,26 @@ Located locate_in(const LibrarySpec& spec, const std::string& env_value, const s
     }
     for (const auto& d : system_dirs)
         if (std::string f = find_in(spec, d); !f.empty()) return take(f, "the system toolkit");
-    // Among NVIDIA's wheels the newest major wins whichever folder holds it: CUDA 13's wheels
-    // share nvidia/cu13/lib, CUDA 12's have nvidia/cuda_nvrtc/lib and nvidia/nvjitlink/lib.
-    for (int major : spec.majors)
-        for (const auto& d : wheel_dirs)
-            if (const std::string f = fmt::format("{}/{}.{}", d, spec.stem, major); is_file(f))
-                return take(f, "an NVIDIA wheel");
-    for (const auto& d : wheel_dirs)
-        if (std::string f = find_in(spec, d); !f.empty()) return take(f, "an NVIDIA wheel");
+    // Among NVIDIA's wheels the newest usable major wins whichever folder holds it: CUDA 13's
+    // wheels share nvidia/cu13/lib, CUDA 12's have nvidia/cuda_nvrtc/lib and nvidia/nvjitlink/lib.
+    const std::vector<WheelFile> files = wheel_files(spec, wheel_dirs);
+    const WheelFile* best = nullptr;
+    for (const WheelFile& w : files) {
+        if (std::string why = unusable(spec, w.major, driver_version); !why.empty()) {
+            r.skipped.push_back({w.path, std::move(why)});
+        } else if (!best || w.major > best->major) {
+            best = &w;
+        }
+    }
+    if (best) return take(best->path, "an NVIDIA wheel");
     r.why = fmt::format(
         "{} not found: none of {} in the system toolkit's folders ({}) or in an NVIDIA wheel's{}{}; "
         "install the CUDA toolkit, or `pip install {}`, or set {} to the library",
         spec.label, names_of(spec), list_dirs(system_dirs), wheel_dirs.empty() ? "" : " (",
         wheel_dirs.empty() ? "" : list_dirs(wheel_dirs) + ")", spec.builtins ? "nvidia-cuda-nvrtc" : "nvidia-nvjitlink",
         spec.env);
+    for (const Skipped& k : r.skipped)
+        r.why += fmt::format("{} {} was skipped: {}", &k == &r.skipped.front() ? ";" : ",", k.path, k.reason);
     return r;
 }
 
@@ -428,6 +522,7 @@ LibraryStatus status(const detail::Located& where, bool load, Load&& do_load, bo
     s.version = where.version;
     s.loaded = loaded();
     s.error = s.found ? error() : where.why;
+    for (const auto& k : where.skipped) s.skipped.push_back({k.path, k.reason});
     if (s.error.empty() && !s.found) s.error = error();
     return s;
 }

@@ -10,8 +10,11 @@
 //      (lib64, targets/<arch>-linux/lib), the folders of /etc/ld.so.conf, the system library folders;
 //   3. NVIDIA's wheels (nvidia-cuda-nvrtc, nvidia-nvjitlink, their -cu12 forms): every
 //      nvidia/*/lib beside the folder of the binary or module that holds jitexpr (site-packages
-//      for the Python package); the newest major among all of them (CUDA 13's nvidia/cu13/lib
-//      before CUDA 12's nvidia/cuda_nvrtc/lib);
+//      for the Python package); the newest usable major among all of them (CUDA 13's
+//      nvidia/cu13/lib before CUDA 12's nvidia/cuda_nvrtc/lib). A wheel's library is skipped,
+//      the reason kept (Located::skipped), when jitexpr does not use its major (11: only 12
+//      and 13 are) or when it is newer than the driver's CUDA major (a CUDA 13 NVRTC under a
+//      CUDA 12 driver: its kernels would not load; an older major runs on a newer driver);
 //   4. the dynamic loader by name (libnvrtc.so.13, .12): RUNPATHs and ld.so.cache.
 // In each folder the newest major version is taken (.so.13, then .so.12, then the plain .so).
 // NVRTC loads its builtins library (libnvrtc-builtins.so.X.Y) by name; jitexpr loads the one
@@ -68,13 +71,20 @@ const Nvrtc& nvrtc();
 // nvJitLink, the same way; also throws when jitexpr was built without its header.
 const NvJitLink& nvjitlink();
 
+// A library file that was looked at and passed over, and why.
+struct Skipped {
+    std::string path;
+    std::string reason;
+};
+
 // Where a library was found (without loading it) or why not.
 struct Located {
     bool found = false;
-    std::string path;  // the file to dlopen (or a bare soname for the loader's search)
-    int version = 0;   // major*1000 + minor*10 read from the file names, 0 if unknown
-    std::string why;   // !found: what was searched
-    std::string how;   // found: "JITEXPR_NVRTC", "system toolkit", "NVIDIA wheel", "loader"
+    std::string path;              // the file to dlopen (or a bare soname for the loader's search)
+    int version = 0;               // major*1000 + minor*10 read from the file names, 0 if unknown
+    std::string why;               // !found: what was searched
+    std::string how;               // found: "JITEXPR_NVRTC", "system toolkit", "NVIDIA wheel", "loader"
+    std::vector<Skipped> skipped;  // NVIDIA wheels' copies of the wrong major (step 3), found or not
 };
 
 // What to look for: the stem ("libnvrtc.so"), its environment variable, and the label for
@@ -90,9 +100,11 @@ const LibrarySpec& nvrtc_spec();
 const LibrarySpec& nvjitlink_spec();
 
 // The search itself over explicit folders (the steps of the header comment, as folders), for
-// the tests. `env_value` is the environment variable's value (empty: unset).
+// the tests. `env_value` is the environment variable's value (empty: unset); `driver_version`
+// the CUDA version the driver supports (cuDriverGetVersion: 12040), 0 when there is no driver
+// (then no wheel is skipped for being newer than it).
 Located locate_in(const LibrarySpec& spec, const std::string& env_value, const std::vector<std::string>& system_dirs,
-                  const std::vector<std::string>& wheel_dirs);
+                  const std::vector<std::string>& wheel_dirs, int driver_version = 0);
 
 // The folders of steps 2 and 3 on this machine.
 std::vector<std::string> system_library_dirs();

@@ -200,6 +200,13 @@ struct CudaLibraryInfo {
     std::string source;   // how it was found: "JITEXPR_NVRTC", "the system toolkit", "an NVIDIA wheel", ...
     int version = 0;      // major*1000 + minor*10 (13000), 0 when unknown
     std::string error;    // why it was not found or does not load, naming what was searched
+    // The copies in NVIDIA's wheels that were passed over, and why: a CUDA major jitexpr does not
+    // use (11), or one newer than the driver supports (CUDA 13's under a CUDA 12 driver).
+    struct Skipped {
+        std::string path;
+        std::string reason;
+    };
+    std::vector<Skipped> skipped;
 };
 struct CudaDeviceInfo {
     std::string name;                // "NVIDIA H200"

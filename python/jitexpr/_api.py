@@ -171,7 +171,7 @@ def _to_library(result):
     return result
 
 
-# jitexpr.evaluate is the extension's own function (python/src/module.cpp, py_evaluate: the
+# jitexpr.evaluate is the extension's own function (python/src/evaluate.cpp, py_evaluate: the
 # keywords are read from the call itself, with no Python frame in between; its docstring is
 # there); a Tensor result goes through _to_library, as here.
 _core.set_to_library(_to_library)
@@ -264,7 +264,7 @@ class Kernel:
         return list(self._params)
 
     # __call__(local_dict=None, /, *, out=None, backend=None, stream=None, **names) is the
-    # extension's (python/src/module.cpp, py_kernel_call), installed below: names bound as
+    # extension's (python/src/evaluate.cpp, py_kernel_call), installed below: names bound as
     # evaluate binds them; with a signature, a value of another dtype is a jitexpr.TypeError
     # ("'a' has dtype float64 but the kernel's signature says float32").
     if TYPE_CHECKING:
@@ -325,7 +325,8 @@ def info(load_compilers: bool = False) -> dict:
     ``{'version', 'cuda': {'available', 'reason', 'driver_version', 'devices', 'nvrtc': {...},
     'nvjitlink': {...}}, 'cpu_threads'}``; each compiler entry says ``found``, ``loaded``,
     ``path``, ``source`` (``"the system toolkit"``, ``"an NVIDIA wheel"``, ``"JITEXPR_NVRTC"``),
-    ``version`` and ``error``. NVRTC and nvJitLink are loaded only when a kernel is compiled;
+    ``version``, ``error`` and ``skipped`` (NVIDIA wheels' copies passed over for their CUDA
+    major, each ``{'path', 'reason'}``). NVRTC and nvJitLink are loaded only when a kernel is compiled;
     ``load_compilers=True`` loads them now to say whether they work.
     """
     return {

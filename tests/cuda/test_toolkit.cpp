@@ -158,6 +158,89 @@ TEST(ToolkitLocate, TheNewestMajorAmongTheWheelsIsTakenWhicheverFolderHoldsIt) {
     EXPECT_EQ(l.how, "an NVIDIA wheel");
 }
 
+TEST(ToolkitLocate, AWheelNewerThanTheDriverIsSkippedForAnOlderOne) {
+    // Both CUDA majors' wheels under a CUDA 12.4 driver: CUDA 13's NVRTC would write kernels the
+    // driver cannot load, so CUDA 12's is taken and the other is reported.
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.12.9");
+    touch(d / "site/nvidia/cu13/lib/libnvrtc.so.13");
+    touch(d / "site/nvidia/cu13/lib/libnvrtc-builtins.so.13.0");
+    const Located l =
+        locate_in(nvrtc_spec(), "", {d / "sys"}, {d / "site/nvidia/cu13/lib", d / "site/nvidia/cuda_nvrtc/lib"}, 12040);
+    ASSERT_TRUE(l.found) << l.why;
+    EXPECT_EQ(l.path, d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    EXPECT_EQ(l.version, 12090);
+    ASSERT_EQ(l.skipped.size(), 1u);
+    EXPECT_EQ(l.skipped[0].path, d / "site/nvidia/cu13/lib/libnvrtc.so.13");
+    EXPECT_TRUE(contains(l.skipped[0].reason, "CUDA 13's NVRTC, newer than the driver, which supports CUDA 12.4"))
+        << l.skipped[0].reason;
+}
+
+TEST(ToolkitLocate, AWheelOlderThanTheDriverIsTaken) {
+    // A CUDA 13 driver runs CUDA 12's kernels: nothing is skipped.
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/nvjitlink/lib/libnvJitLink.so.12");
+    const Located l = locate_in(nvjitlink_spec(), "", {d / "sys"}, {d / "site/nvidia/nvjitlink/lib"}, 13000);
+    ASSERT_TRUE(l.found) << l.why;
+    EXPECT_EQ(l.path, d / "site/nvidia/nvjitlink/lib/libnvJitLink.so.12");
+    EXPECT_TRUE(l.skipped.empty());
+}
+
+TEST(ToolkitLocate, AWheelOfACudaMajorJitexprDoesNotUseIsSkipped) {
+    // CUDA 11's wheel names its library libnvrtc.so.11.2; beside CUDA 12's, with no driver.
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc-builtins.so.11.8");
+    touch(d / "site/nvidia/cu12/lib/libnvrtc.so.12");
+    const Located l =
+        locate_in(nvrtc_spec(), "", {d / "sys"}, {d / "site/nvidia/cu12/lib", d / "site/nvidia/cuda_nvrtc/lib"});
+    ASSERT_TRUE(l.found) << l.why;
+    EXPECT_EQ(l.path, d / "site/nvidia/cu12/lib/libnvrtc.so.12");
+    ASSERT_EQ(l.skipped.size(), 1u);
+    EXPECT_EQ(l.skipped[0].path, d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.11.2");
+    EXPECT_TRUE(contains(l.skipped[0].reason, "CUDA 11's NVRTC, and jitexpr uses CUDA 12's or 13's"))
+        << l.skipped[0].reason;
+}
+
+TEST(ToolkitLocate, WhenEveryWheelIsSkippedNotFoundSaysWhy) {
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/cu13/lib/libnvJitLink.so.13");
+    const Located l = locate_in(nvjitlink_spec(), "", {d / "sys"}, {d / "site/nvidia/cu13/lib"}, 12080);
+    EXPECT_FALSE(l.found);
+    ASSERT_EQ(l.skipped.size(), 1u);
+    EXPECT_TRUE(contains(l.why, d / "site/nvidia/cu13/lib/libnvJitLink.so.13 was skipped: it is CUDA 13's nvJitLink"))
+        << l.why;
+    EXPECT_TRUE(contains(l.why, "pip install \"jitexpr[cuda12]\"")) << l.why;
+}
+
+TEST(ToolkitLocate, ADriverOlderThanEveryMajorJitexprUsesAsksForANewerDriver) {
+    TempDir d;
+    fs::create_directories(d / "sys");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    const Located l = locate_in(nvrtc_spec(), "", {d / "sys"}, {d / "site/nvidia/cuda_nvrtc/lib"}, 11080);
+    EXPECT_FALSE(l.found);
+    ASSERT_EQ(l.skipped.size(), 1u);
+    EXPECT_TRUE(contains(l.skipped[0].reason, "update the NVIDIA driver to one of CUDA 12 or newer"))
+        << l.skipped[0].reason;
+}
+
+TEST(ToolkitLocate, TheSystemToolkitIsNotWeighedAgainstTheDriver) {
+    // An installed toolkit is taken as it is: a driver too old for it gives the load-time error
+    // that names both versions.
+    TempDir d;
+    touch(d / "sys/libnvrtc.so.13");
+    touch(d / "site/nvidia/cuda_nvrtc/lib/libnvrtc.so.12");
+    const Located l = locate_in(nvrtc_spec(), "", {d / "sys"}, {d / "site/nvidia/cuda_nvrtc/lib"}, 12040);
+    ASSERT_TRUE(l.found);
+    EXPECT_EQ(l.path, d / "sys/libnvrtc.so.13");
+    EXPECT_TRUE(l.skipped.empty());
+}
+
 TEST(ToolkitLocate, NotFoundNamesWhatWasSearchedAndHowToGetIt) {
     TempDir d;
     fs::create_directories(d / "sys");

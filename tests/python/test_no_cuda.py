@@ -57,6 +57,37 @@ def test_without_a_driver_info_says_why_cuda_is_off():
     assert cuda["devices"] == []
 
 
+def test_an_nvidia_wheel_of_a_cuda_major_jitexpr_does_not_use_is_skipped_and_info_says_why(tmp_path):
+    # The package copied into a site folder of its own, beside a CUDA 11 NVRTC wheel's layout.
+    import shutil
+
+    import pytest
+
+    site = tmp_path / "site"
+    import jitexpr
+
+    here = os.path.dirname(jitexpr.__file__)
+    shutil.copytree(here, site / "jitexpr")
+    if os.path.isdir(here + ".libs"):  # a wheel's: the libraries auditwheel copied in (libfmt)
+        shutil.copytree(here + ".libs", site / "jitexpr.libs")
+    lib = site / "nvidia" / "cuda_nvrtc" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnvrtc.so.11.2").write_text("not a library")
+    (lib / "libnvrtc-builtins.so.11.8").write_text("not a library")
+    env = {k: v for k, v in os.environ.items() if k not in ("JITEXPR_NVRTC", "PYTHONPATH")}
+    env["PYTHONPATH"] = str(site)
+    code = "import json, jitexpr; print(json.dumps(jitexpr.info()['cuda']['nvrtc']))"
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    nvrtc = json.loads(r.stdout)
+    if nvrtc["source"] == "the system toolkit":
+        pytest.skip("this machine's CUDA toolkit comes before NVIDIA's wheels (scripts/test-wheel.sh hides it)")
+    assert [s["path"] for s in nvrtc["skipped"]] == [os.path.realpath(lib / "libnvrtc.so.11.2")]
+    assert "CUDA 11's NVRTC, and jitexpr uses CUDA 12's or 13's" in nvrtc["skipped"][0]["reason"]
+    if not nvrtc["found"]:
+        assert "libnvrtc.so.11.2 was skipped" in nvrtc["error"]
+
+
 def test_the_extension_links_nothing_of_cuda():
     import jitexpr._jitexpr as core
     r = subprocess.run(["readelf", "-d", core.__file__], capture_output=True, text=True)
