@@ -1,4 +1,4 @@
-"""jitexpr.evaluate as the extension's own function (py_evaluate in python/src/module.cpp): the
+"""jitexpr.evaluate as the extension's own function (py_evaluate in python/src/evaluate.cpp): the
 call's shape is checked as Python checks a function's, keywords from any source bind, and the
 per-thread state a call reuses keeps nothing alive and is never shared by two calls at once."""
 import gc

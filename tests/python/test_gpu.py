@@ -48,7 +48,7 @@ def test_cupy_inputs_are_read_in_place_not_copied(cupy):
     r = jx.evaluate("v * 3", v=view)
     cupy.testing.assert_array_equal(r, view * 3)
     # A result that shares no memory with the input, and DLPack back into CuPy without a copy.
-    t = jx._jitexpr.evaluate("v * 3", {"v": view}, None, None, None, None)
+    t = jx._jitexpr.evaluate("v * 3", {"v": view}, None, None, None, None, True)
     assert cupy.from_dlpack(t).data.ptr == t.__cuda_array_interface__["data"][0]
 
 
@@ -57,10 +57,59 @@ def test_cupy_current_stream_is_honoured(cupy):
     with s:
         a = cupy.arange(1 << 22, dtype=cupy.float32)
         r = jx.evaluate("a * 2", a=a)
-        t = jx._jitexpr.evaluate("a * 2", {"a": a}, None, None, None, None)
+        t = jx._jitexpr.evaluate("a * 2", {"a": a}, None, None, None, None, True)  # as a jitexpr Tensor
         assert t.stream == s.ptr
         s.synchronize()
     cupy.testing.assert_array_equal(r, a * 2)
+
+
+def test_a_cupy_result_is_made_over_jitexpr_memory_and_freed_with_it(cupy):
+    import gc
+    a = cupy.arange(1000, dtype=cupy.float32)
+    gc.collect()  # results of earlier tests gone first
+    before = jx._jitexpr.live_results()
+    r = jx.evaluate("a * 2", a=a)
+    assert type(r) is cupy.ndarray and r.shape == (1000,) and r.dtype == cupy.float32
+    assert r.device.id == a.device.id
+    assert jx._jitexpr.live_results() == before + 1
+    cupy.testing.assert_array_equal(r, a * 2)
+    del r
+    gc.collect()
+    assert jx._jitexpr.live_results() == before
+
+
+def test_cupy_inputs_of_any_layout_are_read_through_their_attributes(cupy):
+    m = cupy.arange(24, dtype=cupy.float64).reshape(4, 6)
+    for x in (m, m.T, m[::2, ::-3], m[1:, 2:5], m[:0], cupy.float32(3) * cupy.ones(()), m[0]):
+        cupy.testing.assert_array_equal(jx.evaluate("x + 1", x=x), x + 1)
+    # Reductions give 0-d CuPy arrays; an int8 or a bool input keeps its kind.
+    r = jx.evaluate("sum(x)", x=m)
+    assert type(r) is cupy.ndarray and r.shape == () and float(r) == float(m.sum())
+    cupy.testing.assert_array_equal(jx.evaluate("x > 3", x=cupy.arange(6, dtype=cupy.int8)),
+                                    cupy.arange(6) > 3)
+
+
+def test_a_cupy_subclass_goes_the_interface_way(cupy):
+    class Sub(cupy.ndarray):
+        pass
+    a = Sub((8,), cupy.float64)
+    a[...] = cupy.arange(8.0)
+    cupy.testing.assert_array_equal(jx.evaluate("a * 2", a=a), cupy.arange(8.0) * 2)
+
+
+def test_a_cupy_result_on_a_stream_of_the_callers_is_waited_for_on_cupys(cupy):
+    s = cupy.cuda.Stream(non_blocking=True)
+    a = cupy.arange(1 << 22, dtype=cupy.float32)
+    r = jx.evaluate("a * 2", a=a, stream=s.ptr)  # queued on s; CuPy reads it on its own stream
+    cupy.testing.assert_array_equal(r, a * 2)
+
+
+def test_cupy_out_is_bound_once_and_written_in_place(cupy):
+    a = cupy.arange(64, dtype=cupy.float32)
+    out = cupy.empty_like(a)
+    for _ in range(3):
+        assert jx.evaluate("a + 1", a=a, out=out) is out
+    cupy.testing.assert_array_equal(out, a + 1)
 
 
 def test_torch_in_torch_out(torch):
@@ -77,11 +126,29 @@ def test_torch_out_and_stream(torch):
         out = torch.empty_like(a)
         ptr = out.data_ptr()
         jx.evaluate("exp(-a) * a", a=a, out=out)
-        t = jx._jitexpr.evaluate("a + 1", {"a": a}, None, None, None, None)
+        t = jx._jitexpr.evaluate("a + 1", {"a": a}, None, None, None, None, True)
         assert t.stream == s.cuda_stream
     s.synchronize()
     assert out.data_ptr() == ptr
     assert torch.allclose(out, torch.exp(-a) * a)
+
+
+def test_a_torch_result_is_a_plain_cuda_tensor_of_the_inputs_device(torch):
+    a = torch.arange(1000, device="cuda", dtype=torch.float32)
+    r = jx.evaluate("a * 2", a=a)
+    assert type(r) is torch.Tensor and r.device == a.device and r.shape == (1000,)
+    assert torch.equal(r, a * 2)
+    r2 = jx.evaluate("sum(a)", a=a)
+    assert r2.shape == () and float(r2) == float(a.sum())
+
+
+def test_torch_inputs_of_any_layout_and_dtype(torch):
+    m = torch.arange(24, device="cuda", dtype=torch.float64).reshape(4, 6)
+    for x in (m, m.T, m[::2], m[1:, 2:5], m[:0]):
+        assert torch.equal(jx.evaluate("x + 1", x=x), x + 1)
+    for dt in (torch.int32, torch.int64, torch.float16, torch.uint8, torch.bool):
+        x = torch.arange(5, device="cuda").to(dt)
+        assert torch.equal(jx.evaluate("x == x", x=x), torch.ones(5, dtype=torch.bool, device="cuda"))
 
 
 def test_host_and_device_mixed_is_an_error_unless_asked_for(cupy):

@@ -577,7 +577,7 @@ def getExprNames(text, context, sanitize=True):
 
 # ---- evaluate, validate, re_evaluate ---------------------------------------------------------
 
-# evaluate is the extension's own function (python/src/module.cpp, py_numexpr_evaluate), as
+# evaluate is the extension's own function (python/src/numexpr.cpp, py_numexpr_evaluate), as
 # jitexpr.evaluate is: numexpr's arguments read from the call, the names bound by the extension's
 # one binding (bind_names) under numexpr's rules — local_dict, else the caller's locals, then
 # global_dict, else the caller's globals; a name in neither is numexpr's KeyError — and the
