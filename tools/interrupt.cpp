@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <csignal>
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace jit::cli {
@@ -14,6 +15,11 @@ volatile std::sig_atomic_t g_count = 0;    // Ctrl-Cs since clear_interrupt()
 volatile std::sig_atomic_t g_running = 0;  // a statement is running
 const CancelToken* g_token = nullptr;      // set before the handler is installed
 struct sigaction g_previous {};
+// A self-pipe the handler writes a byte into: the kernel hands a process's SIGINT to any thread
+// that does not block it, so the handler may run on a worker thread while the REPL's main thread
+// (which blocks SIGINT outside its wait) gets no EINTR; the byte wakes its wait all the same.
+// Made once, never closed (the handler may run at any time).
+int g_wake[2] = {-1, -1};
 
 extern "C" void on_sigint(int) {
     const int saved_errno = errno;
@@ -28,6 +34,10 @@ extern "C" void on_sigint(int) {
             ::_exit(130);
         }
     }
+    if (g_wake[1] >= 0) {
+        const char b = 1;
+        [[maybe_unused]] ssize_t w = ::write(g_wake[1], &b, 1);  // non-blocking: a full pipe wakes anyway
+    }
     errno = saved_errno;
 }
 
@@ -40,6 +50,7 @@ const CancelToken& interrupt_token() {
 
 InterruptScope::InterruptScope() {
     g_token = &interrupt_token();
+    if (g_wake[0] < 0 && ::pipe2(g_wake, O_CLOEXEC | O_NONBLOCK) != 0) g_wake[0] = g_wake[1] = -1;
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
@@ -52,9 +63,14 @@ InterruptScope::~InterruptScope() { sigaction(SIGINT, &g_previous, nullptr); }
 bool interrupted() noexcept { return g_count != 0; }
 
 void clear_interrupt() noexcept {
+    char buf[64];  // the wake bytes first: a Ctrl-C landing meanwhile is then at worst a spurious wake
+    if (g_wake[0] >= 0)
+        while (::read(g_wake[0], buf, sizeof buf) > 0) {}
     g_count = 0;
     interrupt_token().reset();
 }
+
+int interrupt_wake_fd() noexcept { return g_wake[0]; }
 
 std::string interrupted_text(const CancelledError& e) {
     const auto& names = e.partly_written();

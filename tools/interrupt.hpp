@@ -32,6 +32,9 @@ const CancelToken& interrupt_token();
 bool interrupted() noexcept;
 // Forgets past Ctrl-Cs and resets the token: before each statement, and after the reader took one.
 void clear_interrupt() noexcept;
+// A descriptor that becomes readable at each Ctrl-C, whichever thread the handler ran on (-1
+// before the first InterruptScope, or when no pipe could be made): for a wait that must wake.
+int interrupt_wake_fd() noexcept;
 
 // Marks a statement as running (the second and third Ctrl-C escalate only then).
 class RunningStatement {

@@ -145,13 +145,18 @@ public:
         } restore{outside};
         sigset_t waiting = outside;
         sigdelset(&waiting, SIGINT);
+        const int wake = interrupt_wake_fd();  // readable at a Ctrl-C handled on another thread
         while (!g_done) {
             fd_set fds;
             FD_ZERO(&fds);
             FD_SET(STDIN_FILENO, &fds);
-            int r = ::pselect(STDIN_FILENO + 1, &fds, nullptr, nullptr, nullptr, &waiting);
-            if (r < 0) {
-                if (errno != EINTR) break;
+            if (wake >= 0) FD_SET(wake, &fds);
+            int r = ::pselect(std::max(STDIN_FILENO, wake) + 1, &fds, nullptr, nullptr, nullptr, &waiting);
+            if (r < 0 && errno != EINTR) break;
+            if (r < 0 || (wake >= 0 && FD_ISSET(wake, &fds))) {
+                char drained[64];
+                if (r > 0 && FD_ISSET(wake, &fds))
+                    while (::read(wake, drained, sizeof drained) > 0) {}
                 if (interrupted()) {
                     clear_interrupt();
                     // Abandon the line: readline's state, then a fresh prompt on a new line.
@@ -162,7 +167,7 @@ public:
                     std::fflush(stdout);
                     return {ReadResult::Kind::Interrupted, {}};
                 }
-                continue;
+                if (r < 0 || !FD_ISSET(STDIN_FILENO, &fds)) continue;
             }
             rl_callback_read_char();
         }

@@ -6,7 +6,10 @@ usage: test_repl.py PATH/TO/jitexpr [unittest options]
 Exits 77 (CTest: skipped) when pexpect is not installed. Tests of line editing skip when the
 binary was built without readline.
 """
+import ctypes
 import os
+import platform
+import signal
 import subprocess
 import sys
 import tempfile
@@ -145,6 +148,28 @@ class Repl(ReplBase):
         self.line(c, "1 + 1", "array(2, dtype=int64)")
         self.assertNotIn("abandoned_name", c.before)
         self.assertNotIn("name error", c.before)
+
+    def test_ctrl_c_handled_on_a_worker_thread_still_abandons_the_line(self):
+        # The kernel hands a process's SIGINT to any thread that does not block it: when the
+        # handler ran on a worker thread, the reader's wait got no EINTR and hung (seen under
+        # load: the main thread blocks SIGINT while it handles a key). Here the signal goes to a
+        # worker on purpose.
+        c = self.spawn()
+        self.line(c, "sum(arange(4000000.0)) > 0", "array(True")  # the CPU backend's threads exist
+        workers = [int(t) for t in os.listdir(f"/proc/{c.pid}/task") if int(t) != c.pid]
+        if not workers:
+            self.skipTest("the CLI runs no thread besides its main one here")
+        c.send("abandoned_name + ")
+        c.expect_exact("abandoned_name + ")
+        if platform.machine() != "x86_64":
+            self.skipTest("the tgkill syscall number below is x86-64's")
+        libc = ctypes.CDLL(None, use_errno=True)
+        tgkill = 234  # SYS_tgkill
+        if libc.syscall(tgkill, c.pid, workers[0], signal.SIGINT) != 0:
+            self.skipTest("tgkill failed: " + os.strerror(ctypes.get_errno()))
+        c.expect_exact(PROMPT)
+        self.line(c, "1 + 1", "array(2, dtype=int64)")
+        self.assertNotIn("abandoned_name", c.before)
 
     def test_ctrl_c_abandons_a_multi_line_statement(self):
         c = self.spawn()
