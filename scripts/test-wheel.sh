@@ -5,12 +5,14 @@
 #   scripts/test-wheel.sh [WHEEL]   default: dist/'s manylinux wheel for python3's version
 #   PYTHON=python3.12 ...           the interpreter that makes the venv (its version picks the wheel)
 #   TESTS="test_api.py test_imports.py"   only those test files (default: all, and the examples)
+#   VENV_DIR=build-venv             the venv's folder (made afresh; default: a new temporary one)
 #   EXTRA=cuda13 (or cuda12)        also install that extra (NVIDIA's NVRTC and nvJitLink wheels) and
 #                                   check that jitexpr finds and loads both from them (no GPU needed)
 # Run as root: a private mount namespace (unshare -m) hides those files from this script and its
 # children only, nothing else on the machine sees a change. It hides: /usr/local/cuda*, Boost's,
-# fmt's and xxhash's headers, libfmt itself (the wheel carries its own copy), and the C/C++
-# compilers, CMake, ninja and ccache (each found on PATH is replaced by an empty, unrunnable file).
+# fmt's and xxhash's headers, libfmt itself (the wheel carries its own copy), the C/C++
+# compilers, CMake, ninja and ccache (each found on PATH is replaced by an empty, unrunnable file),
+# and the checkout's build of the jitexpr CLI.
 # The venv is made by PYTHON (python3) and gets the wheel and NumPy from pip, then the test peers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +45,9 @@ hide_dir /usr/include/fmt
 hide_file /usr/include/xxhash.h
 for f in /usr/lib/x86_64-linux-gnu/libfmt.so*; do hide_file "$(readlink -f "$f")"; done
 hide_dir /usr/lib/gcc                  # cc1, cc1plus, the compilers' own libraries
+# The checkout's own build of the CLI (it needs the hidden libfmt, and NVRTC): the test that runs it
+# skips (scripts/test-python.sh runs that one outside, against the same venv).
+for f in build*/tools/jitexpr; do [ -f "$f" ] && hide_file "$(readlink -f "$f")"; done
 for d in /usr/lib/llvm-*; do hide_dir "$d"; done
 tools=(cc c++ gcc g++ cpp clang clang++ nvcc cmake ninja ccache)
 for t in "${tools[@]}"; do
@@ -57,10 +62,15 @@ done
 for f in /usr/local/cuda/include/cuda.h /usr/include/boost/version.hpp /usr/include/fmt/format.h; do
   if [ -e "$f" ]; then echo "test-wheel: $f is still there"; exit 1; fi
 done
-echo "test-wheel: hidden: CUDA toolkit, Boost, fmt, xxhash, ${tools[*]}"
+echo "test-wheel: hidden: CUDA toolkit, Boost, fmt, xxhash, ${tools[*]}, the build tree's CLI"
 
 # --- a fresh venv and the wheel -----------------------------------------------------------------
-venv=$(mktemp -d)/venv
+if [ -n "${VENV_DIR:-}" ]; then
+  venv=$(realpath -m "$VENV_DIR")
+  rm -rf "$venv"
+else
+  venv=$(mktemp -d)/venv
+fi
 "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 start=$(date +%s%N)

@@ -7,8 +7,9 @@
 #                                   `pip install .` keep it off)
 #   GPU_TESTS=0 BENCH=0             build neither the gpu-labelled tests nor the benchmarks (CI's
 #                                   sanitizer pass, which runs `ctest -LE gpu`)
-# The Release run also tests the Python package in a fresh venv (scripts/test-python.sh;
-# PYTHON_TESTS=0 skips it).
+# The Release run also tests the Python package (scripts/test-python.sh; PYTHON_TESTS=0 skips it):
+# as root (CI) the release's manylinux wheel, built once, installed into a fresh venv where no
+# compiler or CUDA toolkit can be seen; otherwise `pip install .` of the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
