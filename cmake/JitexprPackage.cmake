@@ -10,7 +10,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_PACKAGE_DESCRIPTION
     "jitexpr compiles NumPy-style array expressions to CUDA kernels at run time (NVRTC) or\n evaluates them on the CPU. This package holds the jitexpr command-line tool, the C API as a\n shared library, the C++ library, its headers, CMake package (find_package(jitexpr)) and\n pkg-config file. CUDA is opened at run time: nothing of it is a dependency.")
 set(CPACK_PACKAGE_CONTACT "jitexpr developers")
-set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # jitexpr_0.1.0_amd64.deb
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)          # jitexpr_0.2.0_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION libdevel)
 # Run-time dependencies from the binaries (dpkg-shlibdeps: libc6, libstdc++6, libfmt, readline);
 # the CMake package's find_dependency(fmt) needs fmt's development files as well.

@@ -65,7 +65,7 @@ const char* jitexpr_last_error(void);
 int jitexpr_last_error_code(void);
 /* "parse", "name", "type", ... for a status; "ok" for 0; "?" for an unknown value. */
 const char* jitexpr_status_name(int status);
-/* The library version, "0.1.0". */
+/* The library version, "0.2.0". */
 const char* jitexpr_version(void);
 
 /* --- Runtimes ------------------------------------------------------------------------------- */
