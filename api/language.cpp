@@ -127,6 +127,8 @@ static_assert(static_cast<int>(ExprKind::Imag) == static_cast<int>(syntax::ExprK
 static_assert(static_cast<int>(ExprKind::Subscript) == static_cast<int>(syntax::ExprKind::Subscript));
 static_assert(static_cast<int>(IndexItem::Kind::Ellipsis) == static_cast<int>(syntax::IndexItem::Kind::Ellipsis));
 static_assert(static_cast<int>(ExprKind::Tuple) == static_cast<int>(syntax::ExprKind::Tuple));
+static_assert(static_cast<int>(ExprKind::Str) == static_cast<int>(syntax::ExprKind::Str));
+static_assert(static_cast<int>(ExprKind::Bytes) == static_cast<int>(syntax::ExprKind::Bytes));
 
 Module parse_here(std::string_view text);
 

@@ -51,11 +51,47 @@ std::size_t lex_token(iterator_type p, iterator_type last, Tok& out) {
     return best;
 }
 
+iterator_type string_quote(iterator_type p, iterator_type last) {
+    bool b = false, r = false, u = false;
+    iterator_type q = p;
+    for (; q != last && q - p < 2; ++q) {
+        const char c = *q;
+        if ((c == 'b' || c == 'B') && !b && !u) {
+            b = true;
+        } else if ((c == 'r' || c == 'R') && !r && !u) {
+            r = true;
+        } else if ((c == 'u' || c == 'U') && q == p) {
+            u = true;
+        } else {
+            break;
+        }
+    }
+    return q != last && (*q == '\'' || *q == '"') ? q : nullptr;
+}
+
+iterator_type string_end(iterator_type q, iterator_type last) {
+    const char quote = *q;
+    const bool triple = last - q >= 3 && q[1] == quote && q[2] == quote;
+    for (iterator_type p = q + (triple ? 3 : 1); p != last;) {
+        const char c = *p;
+        if (c == '\\') {
+            if (last - p < 2) return nullptr;
+            p += 2;
+            continue;
+        }
+        if (c == '\n' && !triple) return nullptr;
+        if (c == quote && (!triple || (last - p >= 3 && p[1] == quote && p[2] == quote))) return p + (triple ? 3 : 1);
+        ++p;
+    }
+    return nullptr;
+}
+
 bool starts_expression(iterator_type p, iterator_type last) {
     if (p == last) return false;
     const char c = *p;
     if (is_digit(c)) return true;
     if (c == '.') return p + 1 != last && is_digit(p[1]);
+    if (string_quote(p, last)) return true;
     // An operator token begins an expression when it is a prefix operator (a word that is a
     // binary operator, `and`, does not); any other word is a name.
     Tok t;
@@ -145,8 +181,158 @@ std::size_t decode_utf8(iterator_type p, iterator_type last, char32_t& code) {
                      static_cast<std::uint32_t>(code), hint));
 }
 
-// Rejects bytes the language never uses (outside comments) and parentheses nested past the
-// limit, before the grammar recurses into them.
+void append_utf8(std::string& out, char32_t code) {
+    if (code < 0x80) {
+        out += static_cast<char>(code);
+    } else if (code < 0x800) {
+        out += static_cast<char>(0xC0 | (code >> 6));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    } else if (code < 0x10000) {
+        out += static_cast<char>(0xE0 | (code >> 12));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    } else {
+        out += static_cast<char>(0xF0 | (code >> 18));
+        out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+        out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+        out += static_cast<char>(0x80 | (code & 0x3F));
+    }
+}
+
+}  // namespace
+
+namespace grammar {
+
+void decode_string(const ParseState& st, iterator_type p, iterator_type end, std::string& out, bool& bytes) {
+    const iterator_type quote = string_quote(p, end);
+    bytes = false;
+    bool raw = false;
+    for (iterator_type c = p; c != quote; ++c) {
+        bytes = bytes || *c == 'b' || *c == 'B';
+        raw = raw || *c == 'r' || *c == 'R';
+    }
+    const bool triple = end - quote >= 6 && quote[1] == *quote && quote[2] == *quote;
+    const iterator_type body_end = end - (triple ? 3 : 1);
+    const char* kind = bytes ? "bytes" : "string";
+    for (iterator_type c = quote + (triple ? 3 : 1); c < body_end;) {
+        const auto ch = static_cast<unsigned char>(*c);
+        if (ch == '\\' && !raw) {
+            const iterator_type e = c + 1;  // a backslash never ends the body (string_end)
+            const char k = *e;
+            switch (k) {
+                case '\n': c = e + 1; continue;  // a line continued
+                case '\\':
+                case '\'':
+                case '"':
+                    out += k;
+                    c = e + 1;
+                    continue;
+                case 'a':
+                    out += '\a';
+                    c = e + 1;
+                    continue;
+                case 'b':
+                    out += '\b';
+                    c = e + 1;
+                    continue;
+                case 'f':
+                    out += '\f';
+                    c = e + 1;
+                    continue;
+                case 'n':
+                    out += '\n';
+                    c = e + 1;
+                    continue;
+                case 'r':
+                    out += '\r';
+                    c = e + 1;
+                    continue;
+                case 't':
+                    out += '\t';
+                    c = e + 1;
+                    continue;
+                case 'v':
+                    out += '\v';
+                    c = e + 1;
+                    continue;
+                case 'x':
+                case 'u':
+                case 'U': {
+                    if (k != 'x' && bytes) break;  // not an escape in bytes: kept as written
+                    const int digits = k == 'x' ? 2 : k == 'u' ? 4 : 8;
+                    char32_t v = 0;
+                    iterator_type d = e + 1;
+                    for (int i = 0; i < digits; ++i, ++d) {
+                        const int h = d < body_end ? hex_value(*d) : -1;
+                        if (h < 0)
+                            fail(st, c, d < body_end ? d + 1 : d,
+                                 fmt::format("truncated \\{}{} escape in a {} literal ({} hexadecimal digits)", k,
+                                             std::string(static_cast<std::size_t>(digits), 'X'), kind, digits));
+                        v = v * 16 + static_cast<char32_t>(h);
+                    }
+                    if (v > 0x10FFFF) fail(st, c, d, "illegal Unicode character: past U+10FFFF");
+                    if (v >= 0xD800 && v <= 0xDFFF)
+                        fail(st, c, d,
+                             fmt::format("a lone surrogate (U+{:04X}) cannot be in a jitexpr string",
+                                         static_cast<std::uint32_t>(v)));
+                    if (bytes) out += static_cast<char>(v);
+                    else append_utf8(out, v);
+                    c = d;
+                    continue;
+                }
+                case 'N':
+                    if (bytes) break;
+                    fail(st, c, e + 1, "\\N{...} escapes are not supported: write the character itself, or \\uXXXX");
+                default:
+                    if (k >= '0' && k <= '7') {
+                        char32_t v = 0;
+                        iterator_type d = e;
+                        for (int i = 0; i < 3 && d < body_end && *d >= '0' && *d <= '7'; ++i, ++d)
+                            v = v * 8 + static_cast<char32_t>(*d - '0');
+                        if (v > 0xFF && bytes)
+                            fail(st, c, d, "octal escape past \\377 in a bytes literal (a byte is at most 255)");
+                        if (bytes) out += static_cast<char>(v);
+                        else append_utf8(out, v);
+                        c = d;
+                        continue;
+                    }
+                    break;
+            }
+            // Not an escape: the backslash stays, and what follows is read as written (Python's rule).
+            out += '\\';
+            c = e;
+            continue;
+        }
+        if (ch < 0x80) {
+            // Control bytes are written as escapes: jitexpr's messages quote the text and must
+            // not drive a terminal (a newline stands in a triple-quoted literal).
+            if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7F)
+                fail(st, c, c + 1,
+                     fmt::format("control character 0x{:02X} in a {} literal: write it as the escape \\x{:02x}", ch,
+                                 kind, ch));
+            out += static_cast<char>(ch);
+            ++c;
+            continue;
+        }
+        if (bytes) {
+            char32_t code = 0;
+            const std::size_t len = decode_utf8(c, body_end, code);
+            fail(st, c, c + (len ? len : 1), "bytes can only contain ASCII literal characters: write others as \\xNN");
+        }
+        char32_t code = 0;
+        const std::size_t len = decode_utf8(c, body_end, code);
+        if (len == 0) fail(st, c, c + 1, fmt::format("unexpected byte 0x{:02X} (the text is not valid UTF-8)", ch));
+        out.append(c, len);
+        c += len;
+    }
+}
+
+}  // namespace grammar
+
+namespace {
+
+// Rejects bytes the language never uses (outside comments and string literals) and parentheses
+// nested past the limit, before the grammar recurses into them.
 void check_bytes(const ParseState& st, std::size_t skip) {
     int depth = 0;
     for (iterator_type p = st.text_begin + skip; p != st.text_end; ++p) {
@@ -154,6 +340,22 @@ void check_bytes(const ParseState& st, std::size_t skip) {
         if (c == '#') {
             while (p + 1 != st.text_end && p[1] != '\n') ++p;
             continue;
+        }
+        // A string literal (at a word's start for a prefixed one) is the grammar's to read.
+        if (c == '\'' || c == '"' ||
+            (grammar::is_ident_start(static_cast<char>(c)) && (p == st.text_begin || !grammar::is_ident_char(p[-1])))) {
+            if (const iterator_type q = grammar::string_quote(p, st.text_end)) {
+                const iterator_type e = grammar::string_end(q, st.text_end);
+                if (!e) {
+                    const bool triple = st.text_end - q >= 3 && q[1] == *q && q[2] == *q;
+                    iterator_type eol = q;
+                    while (eol != st.text_end && *eol != '\n') ++eol;
+                    fail(st, p, triple ? q + 3 : eol,
+                         triple ? "unterminated triple-quoted string literal" : "unterminated string literal");
+                }
+                p = e - 1;
+                continue;
+            }
         }
         if (c == '(' || c == '[') {
             if (++depth > kMaxNesting) fail(st, p, p + 1, nesting_message());
@@ -448,7 +650,8 @@ private:
 
     ExprPtr literal(const x3ast::Literal& l) {
         ExprPtr node = make(l.kind, span(l));
-        node->text.assign(l.text);
+        if (l.kind == ExprKind::Str || l.kind == ExprKind::Bytes) node->text = l.value;
+        else node->text.assign(l.text);
         node->int_value = l.int_value;
         node->int_big = l.int_big;
         node->float_value = l.float_value;
@@ -551,7 +754,7 @@ private:
         const iterator_type b = st.text_begin + value.span.begin;
         const iterator_type e = st.text_begin + value.span.end;
         if (value.kind == ExprKind::Int || value.kind == ExprKind::Float || value.kind == ExprKind::Imag ||
-            value.kind == ExprKind::Bool) {
+            value.kind == ExprKind::Bool || value.kind == ExprKind::Str || value.kind == ExprKind::Bytes) {
             fail(st, b, e, "cannot assign to a literal");
         }
         if (value.kind == ExprKind::Subscript)

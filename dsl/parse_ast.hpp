@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <iterator>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -110,9 +111,11 @@ struct OpToken : x3::position_tagged {
     ir::Op op = ir::Op::Add;  // the operator it is where it stands (operator tokens only)
 };
 
-// A number or True/False. `text` points into the parsed text.
+// A number, True/False or a string. `text` points into the parsed text; a string's value
+// (escapes decoded, adjacent literals joined) is in `value`.
 struct Literal : x3::position_tagged {
     ExprKind kind = ExprKind::Int;
+    std::string value;
     std::uint64_t int_value = 0;
     bool int_big = false;  // past uint64: the value is in text (exact literal arithmetic reads it)
     double float_value = 0.0;

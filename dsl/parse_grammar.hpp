@@ -83,6 +83,21 @@ inline iterator_type skip_blanks(iterator_type p, iterator_type last, bool newli
 // The operator or punctuation token at p by maximal munch; returns its length (0: none).
 std::size_t lex_token(iterator_type p, iterator_type last, Tok& out);
 
+// ---- string literals: 'abc', "abc", b'abc', r'\d', '''...''' (Python's forms) -------------
+
+// Where a string literal starts at p, a word's first character: after its prefix (b, r, u, br,
+// rb in either case, as Python allows), the opening quote. nullptr when p starts none.
+iterator_type string_quote(iterator_type p, iterator_type last);
+// The end of the string literal whose opening quote is at q (past its closing quote or quotes),
+// or nullptr when it is not closed: a single-quoted literal ends with its line. A backslash
+// always takes the character after it, in raw literals too, as in Python.
+iterator_type string_end(iterator_type q, iterator_type last);
+// Appends the value of the literal [p, end) (prefix and quotes included) to `out`: bytes for a
+// bytes literal, UTF-8 otherwise; `bytes` says which it is. Escapes as Python reads them.
+// Throws jit::ParseError (a caret under the escape or character) for what Python refuses, and
+// for what jitexpr cannot hold: a lone surrogate, a \N{...} name.
+void decode_string(const ParseState& st, iterator_type p, iterator_type end, std::string& out, bool& bytes);
+
 // True when the text at p (after blanks) can begin an expression.
 bool starts_expression(iterator_type p, iterator_type last);
 

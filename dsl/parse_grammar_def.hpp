@@ -30,6 +30,9 @@ inline ParseState& state_of(auto const& context) { return x3::get<state_tag>(con
 // The extent of the token at p, for a caret under the whole token.
 inline iterator_type token_end(iterator_type p, iterator_type last) {
     if (p == last) return p;
+    if (const iterator_type q = string_quote(p, last)) {
+        if (const iterator_type e = string_end(q, last)) return e;
+    }
     if (is_ident_start(*p)) return scan_word(p, last);
     if (is_digit(*p) || *p == '.') {
         iterator_type q = p + 1;
@@ -285,7 +288,8 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
     return q;
 }
 
-// A number, True or False.
+// A number, True, False, or a string literal: adjacent ones ('a' 'b', "a" r'\b') are one, as in
+// Python, and a bytes literal beside a str one is Python's error.
 struct literal_parser : x3::parser<literal_parser> {
     using attribute_type = x3ast::Literal;
     static bool const has_attribute = true;
@@ -298,7 +302,21 @@ struct literal_parser : x3::parser<literal_parser> {
         x3ast::Literal lit;
         Iterator end;
         char c = *first;
-        if (is_ident_start(c)) {
+        if (iterator_type q = string_quote(first, last)) {
+            iterator_type p = first;
+            for (bool first_part = true;; first_part = false) {
+                end = string_end(q, last);  // check_bytes has refused an unterminated one
+                if (!end) fail(st, p, q + 1, "unterminated string literal");
+                bool bytes = false;
+                decode_string(st, p, end, lit.value, bytes);
+                const ExprKind kind = bytes ? ExprKind::Bytes : ExprKind::Str;
+                if (!first_part && kind != lit.kind)
+                    fail(st, first, end, "cannot mix bytes and str literals (b'...' beside '...')");
+                lit.kind = kind;
+                p = skip_blanks(end, last, st.brackets > 0);
+                if (p == last || !(q = string_quote(p, last))) break;
+            }
+        } else if (is_ident_start(c)) {
             end = scan_word(first, last);
             std::string_view word(first, static_cast<std::size_t>(end - first));
             if (word != "True" && word != "False") return false;

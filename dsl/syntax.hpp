@@ -17,7 +17,8 @@
 //   **                (right-assoc; binds tighter than a unary on its left: -a**2 is -(a**2),
 //                      and its right operand may carry a unary: a**-b)
 //   postfix: primary[index, ...]   (binds tightest: -a[0] is -(a[0]), a[0]**2 is (a[0])**2)
-//   primary: number, name, True/False, call f(args, axis=k), ( expr ), tuple ( a, b ) / ( a, )
+//   primary: number, string ('s', "s", b's', r's', '''s'''), name, True/False,
+//            call f(args, axis=k), ( expr ), tuple ( a, b ) / ( a, )
 // An index is an expression, a slice start:stop:step (each part optional), ... or None.
 // Statements: [name [, name]* =] expr, separated by ';' or newlines; '#' starts a comment to end
 // of line. Several names take the results of a function of several (`m, e = frexp(x)`).
@@ -49,6 +50,8 @@ enum class ExprKind : std::uint8_t {
     Subscript,  // operands[0][index...]: each item of `index` names its parts by position in
                 // operands (so a walk over operands sees every sub-expression)
     Tuple,      // ( operands... ) with a comma: only a reduction's axis takes one (axis=(0, 2))
+    Str,        // string literal 'abc' / "abc" (adjacent ones joined): text is its value, UTF-8
+    Bytes,      // bytes literal b'abc': text is its value, one char per byte
 };
 
 // One item between the brackets of a subscript.

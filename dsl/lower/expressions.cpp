@@ -123,6 +123,11 @@ Val Lowerer::expr(const Expr& e) {
         case ExprKind::Tuple:
             throw TypeError("a tuple is not a value here (only a reduction's axis is one: sum(x, axis=(0, 1)))", text_,
                             e.span);
+        case ExprKind::Str:
+        case ExprKind::Bytes:
+            throw TypeError(fmt::format("a {} literal is not a value jitexpr computes with here",
+                                        e.kind == ExprKind::Bytes ? "bytes" : "string"),
+                            text_, e.span);
     }
     throw InternalError("unknown expression kind");
 }

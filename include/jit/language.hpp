@@ -74,6 +74,8 @@ enum class ExprKind : std::uint8_t {
     Imag,       // imaginary literal: float_value is the imaginary part
     Subscript,  // operands[0][index...]: the parts of each index item are operands
     Tuple,      // ( operands... ) with a comma: a reduction's axis, axis=(0, 2)
+    Str,        // string literal 'abc' (adjacent ones joined): text is its value in UTF-8
+    Bytes,      // bytes literal b'abc': text is its value, one char per byte
 };
 
 // One item between the brackets of a Subscript.

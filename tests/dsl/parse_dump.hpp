@@ -24,6 +24,8 @@ inline std::string dump(const Expr& e) {
         case ExprKind::Imag:
         case ExprKind::Name: return e.text;
         case ExprKind::Bool: return e.bool_value ? "True" : "False";
+        case ExprKind::Str: return "'" + e.text + "'";
+        case ExprKind::Bytes: return "b'" + e.text + "'";
         case ExprKind::Chain: {
             std::string s = "(" + dump(*e.operands[0]);
             for (std::size_t i = 0; i < e.ops.size(); ++i)

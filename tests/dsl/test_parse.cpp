@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace {
 
@@ -170,6 +171,121 @@ TEST(ParseLiteral, NumberGluedToLettersIsAnError) {
     EXPECT_EQ(error_of("1.5.2"), "invalid number literal '1.5.2'");
     EXPECT_EQ(error_of("0x1G"), "invalid number literal '0x1G'");
 }
+
+// ---- string literals ---------------------------------------------------------------------------
+
+// The single statement's string value and kind.
+std::pair<ExprKind, std::string> string_of(const std::string& text) {
+    Module m = parse(text);
+    const Expr& e = only_expr(m);
+    return {e.kind, e.text};
+}
+
+TEST(ParseString, SingleAndDoubleQuotesGiveTheSameValue) {
+    EXPECT_EQ(string_of("'abc'"), std::make_pair(ExprKind::Str, std::string("abc")));
+    EXPECT_EQ(string_of("\"abc\""), std::make_pair(ExprKind::Str, std::string("abc")));
+    EXPECT_EQ(string_of("''"), std::make_pair(ExprKind::Str, std::string()));
+}
+
+TEST(ParseString, BytesPrefixInEitherCaseMakesBytes) {
+    EXPECT_EQ(string_of("b'ab'"), std::make_pair(ExprKind::Bytes, std::string("ab")));
+    EXPECT_EQ(string_of("B\"ab\""), std::make_pair(ExprKind::Bytes, std::string("ab")));
+    EXPECT_EQ(string_of("u'ab'"), std::make_pair(ExprKind::Str, std::string("ab")));
+}
+
+TEST(ParseString, EscapesAreReadAsPythonReadsThem) {
+    EXPECT_EQ(string_of(R"('a\'b\"c\\d')").second, "a'b\"c\\d");
+    EXPECT_EQ(string_of(R"('\n\t\r\a\b\f\v')").second, "\n\t\r\a\b\f\v");
+    EXPECT_EQ(string_of(R"('\x41\101\0')").second, std::string("AA\0", 3));
+    EXPECT_EQ(string_of(R"('\u00e9\U0001F600')").second, "\xC3\xA9\xF0\x9F\x98\x80");
+    EXPECT_EQ(string_of(R"(b'\xff\377')").second, "\xFF\xFF");
+}
+
+TEST(ParseString, AnUnknownEscapeKeepsItsBackslash) {
+    EXPECT_EQ(string_of(R"('\d\q')").second, "\\d\\q");
+    EXPECT_EQ(string_of(R"(b'\u00e9')").second, "\\u00e9");  // not an escape in bytes
+}
+
+TEST(ParseString, RawStringsKeepBackslashes) {
+    EXPECT_EQ(string_of(R"(r'\d+\'')").second, "\\d+\\'");
+    EXPECT_EQ(string_of(R"(rb'\x41')"), std::make_pair(ExprKind::Bytes, std::string("\\x41")));
+    EXPECT_EQ(string_of(R"(BR'\n')"), std::make_pair(ExprKind::Bytes, std::string("\\n")));
+}
+
+TEST(ParseString, TripleQuotedStringsSpanLines) {
+    EXPECT_EQ(string_of("'''a\nb'c'''").second, "a\nb'c");
+    EXPECT_EQ(string_of("\"\"\"\"\"\"").second, "");
+}
+
+TEST(ParseString, AdjacentLiteralsAreJoined) {
+    EXPECT_EQ(string_of("'ab' \"cd\"").second, "abcd");
+    EXPECT_EQ(string_of("('ab'\n 'cd')").second, "abcd");
+    EXPECT_EQ(string_of("b'a' b'b'"), std::make_pair(ExprKind::Bytes, std::string("ab")));
+}
+
+TEST(ParseString, NonAsciiTextIsKeptAsUtf8) { EXPECT_EQ(string_of("'Z\xC3\xBCrich'").second, "Z\xC3\xBCrich"); }
+
+TEST(ParseString, HashAndSeparatorsInsideAreText) {
+    Module m = parse("x = 'a # b; c'\ny = 1");
+    ASSERT_EQ(m.statements.size(), 2u);
+    EXPECT_EQ(m.statements[0].value->text, "a # b; c");
+}
+
+TEST(ParseString, BracketsInsideDoNotCount) { EXPECT_EQ(tree("f('(((', ']')"), "f('(((', ']')"); }
+
+TEST(ParseString, ComparedLikeAnyOperand) {
+    EXPECT_EQ(tree("s == 'Oslo'"), "(s == 'Oslo')");
+    EXPECT_EQ(tree("contains(s, b'inc')"), "contains(s, b'inc')");
+}
+
+TEST(ParseString, SpanCoversQuotesAndPrefix) {
+    const std::string text = "s == rb'x' b'y'";
+    Module m = parse(text);
+    EXPECT_EQ(slice(text, only_expr(m).operands.at(1)->span), "rb'x' b'y'");
+}
+
+TEST(ParseString, UnterminatedStringIsAnErrorAtItsQuote) {
+    EXPECT_EQ(error_of("s == 'abc"), "unterminated string literal");
+    EXPECT_EQ(error_of("s == 'abc\n'"), "unterminated string literal");
+    EXPECT_EQ(error_of("s == '''abc"), "unterminated triple-quoted string literal");
+    EXPECT_EQ(error_of(R"(s == 'abc\')"), "unterminated string literal");
+}
+
+TEST(ParseString, BadEscapesAreErrors) {
+    EXPECT_EQ(error_of(R"('\x4')"), "truncated \\xXX escape in a string literal (2 hexadecimal digits)");
+    EXPECT_EQ(error_of(R"('\u12')"), "truncated \\uXXXX escape in a string literal (4 hexadecimal digits)");
+    EXPECT_EQ(error_of(R"('\U00110000')"), "illegal Unicode character: past U+10FFFF");
+    EXPECT_EQ(error_of(R"('\ud800')"), "a lone surrogate (U+D800) cannot be in a jitexpr string");
+    EXPECT_EQ(error_of(R"('\N{DASH}')"), "\\N{...} escapes are not supported: write the character itself, or \\uXXXX");
+    EXPECT_EQ(error_of(R"(b'\777')"), "octal escape past \\377 in a bytes literal (a byte is at most 255)");
+}
+
+TEST(ParseString, BytesTakeAsciiOnly) {
+    EXPECT_EQ(error_of("b'Z\xC3\xBCrich'"), "bytes can only contain ASCII literal characters: write others as \\xNN");
+}
+
+TEST(ParseString, BytesBesideStrIsAnError) {
+    EXPECT_EQ(error_of("'a' b'b'"), "cannot mix bytes and str literals (b'...' beside '...')");
+}
+
+TEST(ParseString, InvalidUtf8InsideIsAnError) {
+    EXPECT_EQ(error_of("'a\xFF'"), "unexpected byte 0xFF (the text is not valid UTF-8)");
+}
+
+TEST(ParseString, ControlBytesInsideAreErrors) {
+    EXPECT_EQ(error_of(std::string("'a\0b'", 5)),
+              "control character 0x00 in a string literal: write it as the escape \\x00");
+    EXPECT_EQ(error_of("b'\x1b[2J'"), "control character 0x1B in a bytes literal: write it as the escape \\x1b");
+    EXPECT_EQ(string_of("'a\tb'").second, "a\tb");
+}
+
+TEST(ParseString, APrefixGluedToANameIsNotAPrefix) {
+    // `ab'x'` is the name ab followed by a string: no operator between them.
+    EXPECT_NE(error_of("ab'x'"), "");
+    EXPECT_EQ(tree("b"), "b");  // b, r and u alone stay names
+}
+
+TEST(ParseString, AStringCannotBeAssignedTo) { EXPECT_EQ(error_of("'a' = 1"), "cannot assign to a literal"); }
 
 // ---- precedence: each level binds tighter than the one below it --------------------------------
 
