@@ -32,6 +32,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 export CMAKE_BUILD_PARALLEL_LEVEL=${JOBS:-$(nproc)}
+# The compilers CMake's own search finds (cc, c++), as scripts/test.sh's build has them: left
+# unset, scikit-build-core takes Python's (sysconfig's gcc and g++), and ccache, which hashes the
+# compiler's name, then finds none of the Release build's objects (the wheel took 15 minutes
+# instead of reusing them).
+if [ -z "${CC:-}" ] && command -v cc >/dev/null; then export CC=cc; fi
+if [ -z "${CXX:-}" ] && command -v c++ >/dev/null; then export CXX=c++; fi
 plat=manylinux_2_34_x86_64
 dist=$PWD/dist
 work=$PWD/build-wheels

@@ -50,6 +50,9 @@ fi
 rm -rf "$venv"
 "$py" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
+# The compilers scripts/test.sh's build uses (see scripts/build-wheels.sh), so ccache shares objects.
+if [ -z "${CC:-}" ] && command -v cc >/dev/null; then export CC=cc; fi
+if [ -z "${CXX:-}" ] && command -v c++ >/dev/null; then export CXX=c++; fi
 # The package build reuses the Release build's objects through ccache (CMake picks ccache up
 # when it is installed: JITEXPR_CCACHE); `pip install .` builds the library and the extension only.
 # Warnings are errors here as in scripts/test.sh (WERROR, default 1), which also keeps the compile
