@@ -3,7 +3,7 @@
 
 Layers, lowest first:
 
-    core  <-  dsl  <-  codegen  <-  backend  <-  api  <-  tools, python
+    core  <-  dsl  <-  codegen  <-  backend  <-  run  <-  api  <-  tools, python
 
 core's public headers are include/jit/core/*.hpp (value types every layer may hold: arrays,
 element types, errors, stop requests and progress, the values bound to variables), and
@@ -20,11 +20,11 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "dsl", "codegen", "backend", "api", "tools"]
+LAYERS = ["core", "dsl", "codegen", "backend", "run", "api", "tools"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 CLIENTS = {"tools", "python"}  # the public API's clients: include/jit/ and their own files only
 CORE_FORWARDERS = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp", "jit/cancel.hpp"}
-SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "api", "tools", "python/src", "include/jit"]
+SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "run", "api", "tools", "python/src", "include/jit"]
 EXTENSIONS = (".cpp", ".hpp", ".h", ".inc", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 
