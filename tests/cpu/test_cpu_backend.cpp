@@ -474,10 +474,10 @@ TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
     Array whole = host(w, {2 * C * R});
     Array stepped = Array::view(whole.data(), DType::Float32, {C, R}, {2 * R, 2}, Backend::Cpu, whole.storage());
     Builder b;
-    ir::NodeId x = b.input(DType::Float32, {C, R}), y = b.input(DType::Float32, {C, R});
+    ir::NodeId xi = b.input(DType::Float32, {C, R}), yi = b.input(DType::Float32, {C, R});
     b.p.inputs[0].strides = t.strides();
     b.p.inputs[1].strides = stepped.strides();
-    b.output(b.same(ir::Op::Sub, {x, y}));
+    b.output(b.same(ir::Op::Sub, {xi, yi}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {t, stepped}, out);
     auto r = out[0].to_vector<float>();
