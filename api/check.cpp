@@ -6,6 +6,7 @@
 #include "dsl/ir.hpp"
 #include "dsl/literal.hpp"
 #include "dsl/lower.hpp"
+#include "dsl/plan.hpp"
 #include "dsl/rows.hpp"
 #include "dsl/syntax.hpp"
 
@@ -209,11 +210,16 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
         out.rows.why_not = "the program has no output";
         return out;
     }
-    const dsl::Lookup lookup = [&](std::string_view name) -> const dsl::Binding* {
+    dsl::Bindings db;
+    db.lookup = [&](std::string_view name) -> const dsl::Binding* {
         auto it = bindings.find(std::string(name));
         return it == bindings.end() ? nullptr : &it->second;
     };
-    const ir::Program p = dsl::lower(module, text, lookup, bound);
+    db.names = [&bound] { return bound; };
+    // The one pipeline every caller takes (dsl::plan), within no backend's limits: the types,
+    // shapes and row split of its program.
+    const ir::Plan plan = dsl::plan(module, text, db, dsl::Limits{});
+    const ir::Program& p = plan.program;
     out.reduces = p.has_reductions();
     out.scans = p.has_scans();
     out.rows = rows_of(p);

@@ -4,9 +4,6 @@
 #include <jit/runtime.hpp>
 
 #include "api/runtime_impl.hpp"
-#include "backend/cpu/cpu_backend.hpp"
-#include "backend/cuda/build.hpp"
-#include "backend/cuda/stream.hpp"
 
 #include <fmt/format.h>
 
@@ -145,7 +142,7 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
     const ir::Program& p = plan.program;
     out += "program\n";
     for (const ir::InputDecl& in : p.inputs) {
-        const Array a = bound_input(in, env.find(in.name)->second.array());
+        const Array a = run::bound_input(in, env.find(in.name)->second.array());
         out +=
             fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
                         a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
@@ -182,88 +179,6 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
 }
 
 }  // namespace
-
-double Runtime::Impl::explain_bandwidth(std::string* source) {
-    std::call_once(bandwidth_once, [&] {
-        if (backend == Backend::Cuda) {
-            // A device-to-device copy: what a memory-bound kernel's bytes can move at.
-            const std::int64_t n = std::int64_t{16} << 20;  // 64 MiB of float32
-            Array a = Array::zeros(DType::Float32, {n}, Backend::Cuda, device);
-            Array b = Array::empty(DType::Float32, {n}, Backend::Cuda, device);
-            core::copy(b, a);
-            cuda::synchronize(nullptr);
-            double best = 0;
-            for (int r = 0; r < 3; ++r) {
-                const auto t0 = Clock::now();
-                core::copy(b, a);
-                cuda::synchronize(nullptr);
-                const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-                if (sec > 0) best = std::max(best, 2.0 * static_cast<double>(a.nbytes()) / sec / 1e9);
-            }
-            bandwidth_gbs = best > 0 ? best : 1;
-            bandwidth_source =
-                "the device's copy bandwidth: a 64 MiB device-to-device copy measured now, best of 3, "
-                "bytes read and written";
-            return;
-        }
-        // The CPU backend's own throughput on a memory-bound program, once per machine.
-        const std::string key =
-            cache::digest(fmt::format("jitexpr cpu bandwidth v1|{}|{}|{}", std::thread::hardware_concurrency(),
-                                      options.cpu_threads, cpu::kernels_name()));
-        std::shared_ptr<cache::DiskCache> store = disk;
-        if (!store && options.disk_cache) {
-            cache::DiskCacheOptions dco;
-            dco.dir = options.cache_dir;
-            auto d = std::make_shared<cache::DiskCache>(dco);
-            if (d->enabled()) store = d;
-        }
-        if (store) {
-            try {
-                if (auto v = store->get(key)) {
-                    double g = 0;
-                    std::istringstream in(*v);
-                    if (in >> g && g > 0) {
-                        bandwidth_gbs = g;
-                        bandwidth_source =
-                            "the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read "
-                            "and written), measured once on this machine and kept in the disk cache";
-                        return;
-                    }
-                }
-            } catch (const Error&) {}
-        }
-        const std::int64_t n = std::int64_t{1} << 23;
-        Array a = Array::zeros(DType::Float32, {n}, Backend::Cpu), b = Array::zeros(DType::Float32, {n}, Backend::Cpu);
-        Array c = Array::empty(DType::Float32, {n}, Backend::Cpu);
-        Environment e{{"a", a}, {"b", b}, {"c", c}};
-        // A runtime of its own, so that this runtime's caches and statistics stay as they were.
-        RuntimeOptions ro = options;
-        ro.backend = Backend::Cpu;
-        ro.device = 0;
-        ro.disk_cache = false;
-        Runtime rt(ro);
-        rt.run("c = a*2+b", e);
-        double best = 0;
-        for (int r = 0; r < 3; ++r) {
-            const auto t0 = Clock::now();
-            rt.run("c = a*2+b", e);
-            const double sec = std::chrono::duration<double>(Clock::now() - t0).count();
-            if (sec > 0) best = std::max(best, 12.0 * static_cast<double>(n) / sec / 1e9);
-        }
-        bandwidth_gbs = best > 0 ? best : 1;
-        bandwidth_source = fmt::format(
-            "the CPU backend's throughput on a*2+b over 2^23 float32 values (bytes read and "
-            "written), measured now{}",
-            store ? " and kept in the disk cache" : " (no disk cache: once per process)");
-        if (store) {
-            try {
-                store->put(key, fmt::format("{}\n", bandwidth_gbs));
-            } catch (const Error&) {}
-        }
-    });
-    *source = bandwidth_source;
-    return bandwidth_gbs;
-}
 
 namespace {
 
@@ -353,95 +268,90 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
     return total;
 }
 
-// What a streamed call would do under `budget`, as explain prints it.
-std::string stream_text(const cuda::stream::ChunkPlan& cp, std::size_t budget, const std::string& budget_source) {
-    return fmt::format("{} chunk{} of {} ({} in flight) along {} row{}, {} of device memory (limit {}: {})", cp.chunks,
-                       cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers, cp.rows, cp.rows == 1 ? "" : "s",
-                       human(cp.device_bytes), human(budget), budget_source);
-}
-
 }  // namespace
 
 std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env,
                                    const ExplainOptions& o) {
     std::string out;
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
-    const auto [host, on_device] = placement_of(f, env);
-    const bool host_path = backend == Backend::Cuda && host && !on_device;
+    const Backend backend = machine.backend();
+    const run::Where where = where_of(f, env);
+    const bool host_path = !run::runs_direct(backend, where);
     if (!host_path) check_devices(f, env);
-    OnDevice on(backend, device);
-    const ir::Plan plan = plan_of(text, f, env);
+    run::OnDevice on(backend, machine.device());
+    const ir::Plan plan = plan_of(text, f, env, machine.limits());
     explain_program(out, plan, f.module, text, env);
 
     // The backend, and why.
     if (backend == Backend::Cpu) {
         out += options.backend == Backend::Cpu
                    ? "backend: cpu (asked for)\n"
-                   : fmt::format("backend: cpu (auto: CUDA is not available: {})\n", fallback);
+                   : fmt::format("backend: cpu (auto: CUDA is not available: {})\n", machine.fallback());
     } else {
-        const cuda::DeviceInfo& d = cuda::device_info();
-        out += fmt::format("backend: cuda:{} ({}, sm_{}{}){}\n", device, d.name, d.cc_major, d.cc_minor,
+        out += fmt::format("backend: cuda:{} ({}){}\n", machine.device(), machine.device_text(),
                            options.backend == Backend::Auto ? " (auto: a driver and a device are present)" : "");
     }
     std::string bw_source = "given";
-    const double gbs = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : explain_bandwidth(&bw_source);
-    detail::PrepareOptions po;
-    po.fast_math = options.fast_math;
-    po.nvrtc_options = options.nvrtc_options;
-    po.tiered = options.tiered_compile;
+    const double gbs = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : machine.bandwidth(backend, &bw_source);
+    const detail::PrepareOptions po = prepare_options();
+    auto stages_of = [&](const ir::Plan& pl, const std::vector<detail::KernelReport>& ks, double at,
+                         const std::string& src) {
+        out += fmt::format("stages and kernels: {}\n", pl.schedule.stages.size());
+        const std::uint64_t total = explain_stages(out, pl, ks, at);
+        out += fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), pl.schedule.stages.size(),
+                           pl.schedule.stages.size() == 1 ? "" : "s", ms_at(total, at), at, src);
+    };
 
-    if (!host_path) {
-        std::string key(text);
-        key += '\0';
-        if (f.strict) key += '!';
-        for (const std::string& n : f.names) append_signature(key, n, env);
+    // The decision a run takes (run::decide), over the plan it reads.
+    const std::shared_ptr<const run::Entry> host = host_path ? host_plan(text, f, env) : nullptr;
+    const ir::Plan& decided = host ? host->plan : plan;
+    std::vector<Array> inputs;
+    for (const ir::InputDecl& in : decided.program.inputs)
+        inputs.push_back(run::bound_input(in, env.find(in.name)->second.array()));
+    run::Request r;
+    r.asked = options.backend;
+    r.backend = backend;
+    r.where = where;
+    r.plan = &decided;
+    r.inputs = inputs;
+    r.device_memory_limit = options.device_memory_limit;
+    const run::Decision d = run::decide(r, machine);
+
+    if (d.way == run::Way::Direct) {
+        std::string key;
+        entry_key(key, text, f, env);
         out += entries.contains(std::string_view(key))
                    ? "program cache: prepared in memory (a run skips parsing, checking and planning)\n"
                    : fmt::format("program cache: not prepared yet (the first run plans it{})\n",
                                  backend == Backend::Cuda ? " and finds or compiles its kernels" : "");
         out += fmt::format("stages and kernels: {}\n", plan.schedule.stages.size());
-        const std::uint64_t total = explain_stages(out, plan, impl->explain(plan, po), gbs);
+        const std::uint64_t total = explain_stages(out, plan, machine.main().explain(plan, po), gbs);
         out += fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), plan.schedule.stages.size(),
                            plan.schedule.stages.size() == 1 ? "" : "s", ms_at(total, gbs), gbs, bw_source);
     }
 
     // Host data under Auto on a machine without CUDA: what a GPU would do with it.
-    if (backend == Backend::Cpu && options.backend == Backend::Auto) {
+    if (d.on_a_gpu) {
+        const run::OnAGpu& g = *d.on_a_gpu;
         out += "on a GPU (none here), backend=auto would:\n";
-        std::vector<Array> inputs;
-        for (const ir::InputDecl& in : plan.program.inputs)
-            inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
-        std::uint64_t in_bytes = 0, out_bytes = 0;
-        for (const Array& a : inputs) in_bytes += a.nbytes();
-        for (const ir::OutputDecl& od : plan.program.outputs) out_bytes += node_bytes(plan.program.node(od.node));
-        const std::uint64_t bytes = in_bytes + out_bytes;
-        if (bytes < kAutoMinBytes) {
+        const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+        if (g.small) {
             out += fmt::format(
                 "  keep these host arrays on the CPU: {} of host data is below {} (the GPU is not worth its "
                 "copies)\n",
-                human(bytes), human(kAutoMinBytes));
+                run::human(bytes), run::human(run::kAutoMinBytes));
         } else {
             out += fmt::format(
                 "  weigh {} of host data with its cost model: the copies of the {} of inputs at the link's "
                 "bandwidth against the CPU's time for all of it, both measured once on that machine; the "
                 "GPU only when {}x faster\n",
-                human(bytes), human(in_bytes), kAutoMargin);
-            cuda::stream::Request req;
-            req.program = &plan.program;
-            for (const Array& a : inputs) {
-                const bool contiguous = a.is_contiguous();
-                req.input_contiguous.push_back(contiguous);
-                const auto b = reinterpret_cast<std::uintptr_t>(a.data());
-                req.input_memory.push_back(contiguous ? cuda::stream::Request::Range{b, b + a.nbytes()}
-                                                      : cuda::stream::Request::Range{});
-            }
-            if (options.device_memory_limit) {
-                req.device_budget = options.device_memory_limit;
-                const cuda::stream::ChunkPlan cp = cuda::stream::plan_stream(req);
-                out += cp.streamable
-                           ? "  if it chose the GPU, stream them: " +
-                                 stream_text(cp, options.device_memory_limit, "device_memory_limit") + "\n"
-                           : fmt::format("  if it chose the GPU, copy them whole (not streamed: {})\n", cp.why_not);
+                run::human(bytes), run::human(d.in_bytes), run::kAutoMargin);
+            if (g.limit) {
+                out +=
+                    g.chunks.streamable
+                        ? "  if it chose the GPU, stream them: " +
+                              run::stream_text(g.chunks, g.device_memory_limit, "device_memory_limit") + "\n"
+                        : fmt::format("  if it chose the GPU, copy them whole (not streamed: {})\n", g.chunks.why_not);
             } else {
                 out +=
                     "  if it chose the GPU, stream them through it in chunks sized to 80% of the device memory free "
@@ -449,73 +359,50 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
             }
         }
         // The kernels a GPU would run: the same plan within CUDA's limits, built as prepare() builds them.
-        const ir::Plan cplan = plan_of(text, f, env, cuda::limits());
-        cuda::KernelOptions ko;
-        std::vector<detail::KernelReport> ks =
-            cuda::describe_kernels(cplan, cuda::build_kernels(cplan, ko, cuda::Tier::Full));
-        for (const detail::KernelReport& k : ks)
+        const ir::Plan cplan = plan_of(text, f, env, run::Machine::cuda_limits());
+        for (const detail::KernelReport& k : run::Machine::cuda_kernels(cplan))
             out += fmt::format("  stage {}: kernel {} {}: index {}; vector {}\n", k.stage, k.kind, k.name, k.index,
                                k.vector);
         out += "  (cache state: unknown without a device: the architecture is part of each kernel's key)\n";
     }
 
     if (host_path) {
-        const std::shared_ptr<const HostEntry> he = host_entry(text, f, env);
-        std::vector<Array> inputs;
-        for (const ir::InputDecl& in : he->plan.program.inputs)
-            inputs.push_back(bound_input(in, env.find(in.name)->second.array()));
-        const std::size_t budget = device_budget();
-        const HostChoice c = choose_host(*he, inputs, false, budget);
         const std::string budget_source =
             options.device_memory_limit ? "device_memory_limit" : "80% of the free device memory";
-        out += fmt::format("host data: {} in, {} out, on the host; backend={}\n", human(c.in_bytes), human(c.out_bytes),
-                           backend_name(options.backend));
-        auto stages_of = [&](const ir::Plan& pl, const std::vector<detail::KernelReport>& ks, double at,
-                             const std::string& src) {
-            out += fmt::format("stages and kernels: {}\n", pl.schedule.stages.size());
-            const std::uint64_t total = explain_stages(out, pl, ks, at);
-            out +=
-                fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), pl.schedule.stages.size(),
-                            pl.schedule.stages.size() == 1 ? "" : "s", ms_at(total, at), at, src);
-        };
-        switch (c.kind) {
-            case HostChoice::Kind::Cpu: {
-                out += "placement: cpu: " + c.why + "\n";
-                Runtime& cr = cpu_runtime();
+        out += fmt::format("host data: {} in, {} out, on the host; backend={}\n", run::human(d.in_bytes),
+                           run::human(d.out_bytes), backend_name(options.backend));
+        switch (d.way) {
+            case run::Way::Direct: break;
+            case run::Way::Cpu: {
+                out += "placement: cpu: " + d.why + "\n";
                 std::string cpu_src = "given";
-                const double cpu_at = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : cr.impl_->explain_bandwidth(&cpu_src);
-                const ir::Plan cp = cr.impl_->plan_of(text, f, env);
-                stages_of(cp, cr.impl_->impl->explain(cp, po), cpu_at, cpu_src);
+                const double cpu_at = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : machine.bandwidth(Backend::Cpu, &cpu_src);
+                const ir::Plan cp = plan_of(text, f, env, machine.cpu_limits());
+                stages_of(cp, machine.cpu().explain(cp, po), cpu_at, cpu_src);
                 break;
             }
-            case HostChoice::Kind::TooLarge:
+            case run::Way::TooLarge:
                 out += fmt::format(
                     "placement: none: the program cannot be streamed ({}) and needs {} of device memory, "
                     "more than the {} it may use ({}): a run is an OutOfMemoryError\n",
-                    c.why, human(c.in_bytes + c.out_bytes), human(budget), budget_source);
+                    d.why, run::human(d.in_bytes + d.out_bytes), run::human(d.budget), budget_source);
                 break;
-            case HostChoice::Kind::Copied:
-                out += c.model.empty() ? "" : "placement: " + c.model + "\n";
-                out += "placement: cuda, copied whole (not streamed: " + c.why + ")\n";
-                stages_of(he->plan, impl->explain(he->plan, po), gbs, bw_source);
+            case run::Way::Copied:
+                out += d.model.empty() ? "" : "placement: " + d.model + "\n";
+                out += "placement: cuda, copied whole (not streamed: " + d.why + ")\n";
+                stages_of(host->plan, machine.main().explain(host->plan, po), gbs, bw_source);
                 break;
-            case HostChoice::Kind::Streamed: {
-                out += c.model.empty() ? "" : "placement: " + c.model + "\n";
-                out += "placement: cuda, streamed: " + stream_text(c.cp, budget, budget_source) + "\n";
-                Environment chunk_env;
-                for (const ir::ScalarDecl& d : he->plan.program.scalars)
-                    chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
-                for (std::size_t i = 0; i < he->plan.program.inputs.size(); ++i)
-                    chunk_env.insert_or_assign(
-                        he->plan.program.inputs[i].name,
-                        Arg(core::prototype(he->plan.program.inputs[i].dtype,
-                                            c.cp.input_chunk_shape(i, c.cp.rows_per_chunk), Backend::Cuda)));
-                const ir::Plan chunk = plan_of(text, f, chunk_env);
-                out += fmt::format("each chunk of {} rows runs:\n", c.cp.rows_per_chunk);
-                stages_of(chunk, impl->explain(chunk, po), gbs, bw_source);
-                const HostModel& m = host_model();
+            case run::Way::Streamed: {
+                out += d.model.empty() ? "" : "placement: " + d.model + "\n";
+                out += "placement: cuda, streamed: " + run::stream_text(d.chunks, d.budget, budget_source) + "\n";
+                const ir::Plan chunk =
+                    plan_of(text, f, run::chunk_environment(host->plan.program, d.chunks, d.chunks.rows_per_chunk, env),
+                            machine.limits());
+                out += fmt::format("each chunk of {} rows runs:\n", d.chunks.rows_per_chunk);
+                stages_of(chunk, machine.main().explain(chunk, po), gbs, bw_source);
+                const run::HostModel& m = machine.host_model();
                 out += fmt::format("link: {} host->device at {:.1f} GB/s ({}): {}; the copies back overlap it\n",
-                                   human(c.in_bytes), m.link_gbs, m.source, ms_at(c.in_bytes, m.link_gbs));
+                                   run::human(d.in_bytes), m.link_gbs, m.source, ms_at(d.in_bytes, m.link_gbs));
                 break;
             }
         }
@@ -529,7 +416,7 @@ std::string Runtime::explain(std::string_view text, const Environment& env, cons
             fmt::format("ExplainOptions::bandwidth_gbs is {}: use a positive figure in GB/s, or 0 for "
                         "the backend's own",
                         options.bandwidth_gbs));
-    const Front& f = impl_->front(text, nullptr);
+    const Front& f = impl_->front(text, /*strict=*/false, /*into=*/false);
     return impl_->explain(text, f, env, options);
 }
 

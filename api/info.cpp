@@ -27,29 +27,22 @@ std::string CudaDeviceInfo::describe() const {
 }
 
 CudaInfo cuda_info(bool load_compilers) {
+    const auto found = cuda::found(load_compilers);
     CudaInfo info;
-    info.available = cuda::available(&info.reason);
-    if (info.available) info.reason.clear();
-    else info.driver_version = cuda::driver_version();  // a driver without a usable device still has a version
-    if (info.available) {
-        for (int d = 0;; ++d) {
-            try {
-                const cuda::DeviceInfo& dev = cuda::device_info(d);
-                info.driver_version = dev.driver_version;
-                CudaDeviceInfo di;
-                di.name = dev.name;
-                di.cc_major = dev.cc_major;
-                di.cc_minor = dev.cc_minor;
-                di.sm_count = dev.sm_count;
-                di.memory = dev.total_memory;
-                info.devices.push_back(std::move(di));
-            } catch (const ArgumentError&) {
-                break;
-            }
-        }
+    info.available = found.available;
+    info.reason = found.reason;
+    info.driver_version = found.driver_version;
+    for (const auto& dev : found.devices) {
+        CudaDeviceInfo di;
+        di.name = dev.name;
+        di.cc_major = dev.cc_major;
+        di.cc_minor = dev.cc_minor;
+        di.sm_count = dev.sm_count;
+        di.memory = dev.total_memory;
+        info.devices.push_back(std::move(di));
     }
-    info.nvrtc = library_info(cuda::nvrtc_status(load_compilers));
-    info.nvjitlink = library_info(cuda::nvjitlink_status(load_compilers));
+    info.nvrtc = library_info(found.nvrtc);
+    info.nvjitlink = library_info(found.nvjitlink);
     return info;
 }
 

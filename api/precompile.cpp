@@ -3,10 +3,8 @@
 #include <jit/error.hpp>
 #include <jit/precompile.hpp>
 
-#include "backend/cache/cache.hpp"
-#include "backend/cuda/build.hpp"
-#include "backend/cuda/cuda.hpp"
 #include "dsl/plan.hpp"
+#include "run/precompile.hpp"
 
 #include <fmt/format.h>
 
@@ -31,49 +29,24 @@ Declaration Declaration::scalar(DType dtype) {
 }
 
 struct Precompiler::Impl {
-    cuda::CompileOptions co;
-    std::shared_ptr<cache::DiskCache> disk;
-    cuda::ImageStore store;
-    std::string dir;
+    explicit Impl(const run::PrecompileTarget& t) : pc(t) {}
+    run::Precompiler pc;
 };
 
-Precompiler::Precompiler(const PrecompileOptions& options) : impl_(std::make_unique<Impl>()) {
-    cuda::CompileOptions& co = impl_->co;
-    co.fast_math = options.fast_math;
-    co.extra = options.nvrtc_options;
-    if (options.arch) {
-        std::tie(co.cc_major, co.cc_minor) = *options.arch;
-    } else {
-        std::string why;
-        if (!cuda::available(&why))
-            throw NoDeviceError(fmt::format("no GPU to take the architecture from ({}); give --arch sm_XY", why));
-        const cuda::DeviceInfo& dev = cuda::device_info();
-        co.cc_major = dev.cc_major;
-        co.cc_minor = dev.cc_minor;
-    }
-
-    cache::DiskCacheOptions dco;
-    dco.dir = options.cache_dir;
-    auto disk = std::make_shared<cache::DiskCache>(dco);
-    if (!disk->enabled()) throw IOError("the disk cache is disabled: " + disk->disabled_reason());
-    // The same store the runtime connects (api/runtime.cpp): the file key is the digest of the
-    // module cache's text key.
-    impl_->store = cuda::ImageStore{
-        [disk](const std::string& key) { return disk->get(cache::digest(key)); },
-        [disk](const std::string& key, const std::string& bytes) {
-            std::string why;
-            if (!disk->put(cache::digest(key), bytes, &why))
-                throw IOError(fmt::format("could not write to the disk cache in {}: {}", disk->directory(), why));
-        }};
-    impl_->dir = disk->directory();
-    impl_->disk = std::move(disk);
+Precompiler::Precompiler(const PrecompileOptions& options) {
+    run::PrecompileTarget t;
+    t.arch = options.arch;
+    t.cache_dir = options.cache_dir;
+    t.fast_math = options.fast_math;
+    t.nvrtc_options = options.nvrtc_options;
+    impl_ = std::make_unique<Impl>(t);
 }
 
 Precompiler::~Precompiler() = default;
 
-int Precompiler::cc_major() const { return impl_->co.cc_major; }
-int Precompiler::cc_minor() const { return impl_->co.cc_minor; }
-const std::string& Precompiler::cache_dir() const { return impl_->dir; }
+int Precompiler::cc_major() const { return impl_->pc.cc_major(); }
+int Precompiler::cc_minor() const { return impl_->pc.cc_minor(); }
+const std::string& Precompiler::cache_dir() const { return impl_->pc.cache_dir(); }
 
 namespace {
 
@@ -88,7 +61,7 @@ ir::Plan plan_of(std::string_view statements, const std::map<std::string, Declar
         b.strides = d.kind == Declaration::Kind::Array && d.strides.empty() ? contiguous_strides(d.shape) : d.strides;
         bindings.emplace(name, std::move(b));
     }
-    return dsl::plan(statements, dsl::bindings_of(bindings), cuda::limits());
+    return dsl::plan(statements, dsl::bindings_of(bindings), run::Precompiler::limits());
 }
 
 }  // namespace
@@ -101,7 +74,7 @@ std::vector<PrecompiledKernel> Precompiler::add(std::string_view statements,
                                                 const std::map<std::string, Declaration, std::less<>>& variables) {
     const ir::Plan plan = plan_of(statements, variables);
     std::vector<PrecompiledKernel> out;
-    for (const auto& k : cuda::precompile(plan, impl_->co, impl_->store)) {
+    for (const auto& k : impl_->pc.add(plan)) {
         PrecompiledKernel pk;
         pk.name = k.name;
         pk.already_cached = k.already_stored;

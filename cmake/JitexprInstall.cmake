@@ -2,12 +2,12 @@
 #   bin/jitexpr, include/jit/*.h*, lib/libjitexpr*.a,
 #   lib/cmake/jitexpr/jitexprConfig.cmake (+ Version, + Targets) exporting jitexpr::jitexpr,
 #   lib/pkgconfig/jitexpr.pc.
-# jitexpr is a static library over internal static libraries (dsl, codegen, backends), so the
+# jitexpr is a static library over internal static libraries (dsl, codegen, backends, run), so the
 # export set holds all of them; their source-tree include directories are build-only.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(_jitexpr_internal jitexpr_core jitexpr_dsl jitexpr_codegen jitexpr_cuda jitexpr_cpu jitexpr_cache)
+set(_jitexpr_internal jitexpr_core jitexpr_dsl jitexpr_codegen jitexpr_run jitexpr_cuda jitexpr_cpu jitexpr_cache)
 foreach(t ${_jitexpr_internal})
   get_target_property(_dirs ${t} INTERFACE_INCLUDE_DIRECTORIES)
   if(_dirs)

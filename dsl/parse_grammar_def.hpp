@@ -386,7 +386,7 @@ struct nest_directive : x3::unary_parser<Subject, nest_directive<Subject, Bracke
     using base_type = x3::unary_parser<Subject, nest_directive<Subject, Brackets>>;
     static bool const is_pass_through_unary = true;
     static bool const handles_container = Subject::handles_container;
-    constexpr nest_directive(Subject const& subject) : base_type(subject) {}
+    constexpr nest_directive(Subject const& s) : base_type(s) {}
 
     template <typename Iterator, typename Context, typename RContext, typename Attribute>
     bool parse(Iterator& first, Iterator const& last, Context const& context, RContext& rcontext,

@@ -3,10 +3,11 @@
 
 Layers, lowest first:
 
-    core  <-  dsl  <-  codegen  <-  backend  <-  api  <-  tools, python
+    core  <-  dsl  <-  codegen  <-  backend  <-  run  <-  api  <-  tools, python
 
-core's public headers are include/jit/{array,dtype,error,cancel}.hpp (value types every layer
-may hold: arrays, element types, errors, stop requests and progress); the other public headers
+core's public headers are include/jit/core/*.hpp (value types every layer may hold: arrays,
+element types, errors, stop requests and progress, the values bound to variables), and
+include/jit/{array,dtype,error,cancel}.hpp, which include them; the other public headers
 (include/jit/*) belong to api. A file may include headers of its own layer and of layers below.
 tools/ and python/ (the extension's C++) are clients of the public API: they include only
 include/jit/ and their own files.
@@ -19,19 +20,24 @@ import os
 import re
 import sys
 
-LAYERS = ["core", "dsl", "codegen", "backend", "api", "tools"]
+LAYERS = ["core", "dsl", "codegen", "backend", "run", "api", "tools"]
 RANK = {name: i for i, name in enumerate(LAYERS)}
 CLIENTS = {"tools", "python"}  # the public API's clients: include/jit/ and their own files only
-CORE_PUBLIC = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp", "jit/cancel.hpp"}
-SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "api", "tools", "python/src", "include/jit"]
+CORE_FORWARDERS = {"jit/array.hpp", "jit/dtype.hpp", "jit/error.hpp", "jit/cancel.hpp"}
+SOURCE_DIRS = ["core", "dsl", "codegen", "backend", "run", "api", "tools", "python/src", "include/jit"]
 EXTENSIONS = (".cpp", ".hpp", ".h", ".inc", ".def")
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
+
+
+def core_public(path):
+    """Whether a public header (jit/...) belongs to core."""
+    return path.startswith("jit/core/") or path in CORE_FORWARDERS
 
 
 def layer_of_file(rel):
     """The layer a file of the tree belongs to."""
     if rel.startswith("include/jit/"):
-        return "core" if rel[len("include/"):] in CORE_PUBLIC else "api"
+        return "core" if core_public(rel[len("include/"):]) else "api"
     return rel.split("/", 1)[0]
 
 
@@ -39,7 +45,7 @@ def layer_of_include(path, quoted, including_dir):
     """The layer of an included header, or None for headers that are not jitexpr's."""
     if not quoted:
         if path.startswith("jit/"):
-            return "core" if path in CORE_PUBLIC else "api"
+            return "core" if core_public(path) else "api"
         return None  # the standard library, fmt, Boost, CUDA, ...
     top = path.split("/", 1)[0]
     if "/" in path and top in RANK:

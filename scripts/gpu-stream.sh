@@ -14,10 +14,10 @@ mkdir -p "$out"
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/stream-cmake.log" 2>&1
 fi
-timeout 300 cmake --build "$build" -j"$(nproc)" --target test_stream_gpu test_stream_plan bench_stream \
+timeout 300 cmake --build "$build" -j"$(nproc)" --target test_stream_gpu test_chunks bench_stream \
   > "$out/stream-build.log" 2>&1 || { echo "stream: build failed, see stream-build.log"; tail -20 "$out/stream-build.log"; }
 {
-  echo "== test_stream_plan"; timeout 60 "$build/tests/cuda/test_stream_plan" 2>&1 | tail -3
+  echo "== test_chunks"; timeout 60 "$build/tests/run/test_chunks" 2>&1 | tail -3
   echo "== test_stream_gpu"; timeout 240 "$build/tests/api/test_stream_gpu" 2>&1
 } > "$out/stream-tests.log"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) |^16 GiB|Failure" "$out/stream-tests.log"

@@ -27,9 +27,9 @@ DType operand_dtype(const ir::Program& p, const ir::Node& n) {
 class StagePlanner {
 public:
     // mask_only: a Compact stage's counting pass (the mask alone).
-    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, int first, int end, const KernelTable& kt,
-                 bool mask_only = false)
-        : p(program), s(schedule), first(first), end(end), kt(kt), mask_only(mask_only) {
+    StagePlanner(const ir::Program& program, const ir::Schedule& schedule, int first_stage, int end_stage,
+                 const KernelTable& table, bool counting_only = false)
+        : p(program), s(schedule), first(first_stage), end(end_stage), kt(table), mask_only(counting_only) {
         if (first < 0 || end <= first || end > static_cast<int>(s.stages.size()))
             throw InternalError(fmt::format("cpu backend: no stages [{}, {}) to plan", first, end));
         const ir::Stage& st = s.stages[static_cast<std::size_t>(first)];

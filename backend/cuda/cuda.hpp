@@ -168,6 +168,18 @@ struct LibraryStatus {
 LibraryStatus nvrtc_status(bool load);
 LibraryStatus nvjitlink_status(bool load);
 
+// Everything found of CUDA at once (jit::cuda_info): whether it can be used (and why not), the
+// driver's version, every device, and NVRTC and nvJitLink (`load_compilers`: loaded now if not
+// yet, to say whether they load).
+struct Found {
+    bool available = false;
+    std::string reason;      // when not available
+    int driver_version = 0;  // 0 when no driver loaded
+    std::vector<DeviceInfo> devices;
+    LibraryStatus nvrtc, nvjitlink;
+};
+Found found(bool load_compilers);
+
 // ---- modules and launch
 class Module;
 using ModulePtr = std::shared_ptr<const Module>;

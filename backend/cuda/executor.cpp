@@ -55,25 +55,18 @@ public:
         // program starts on scalar-only kernels (about half the NVRTC time where transcendental
         // functions dominate) and the full kernels compile in the background, replacing them
         // once all are loaded. Results are the same either way: each element is computed alike.
-        bool tier = false;
         double found_load_ms = 0;  // modules the lookups below loaded from disk
-        if (o.tiered) {
-            for (const auto& k : full.kernels) {
-                if (k.launch.vec <= 1) continue;
-                ModuleCache::Lookup lk;
-                if (!cache_->find(k, compile_, &lk)) tier = true;
-                found_load_ms += lk.load_ms;
-            }
-        }
+        const bool tier = starts_on_first_tier(full, o.tiered, [&](const KernelSource& k) {
+            ModuleCache::Lookup lk;
+            const bool found = cache_->find(k, compile_, &lk) != nullptr;
+            found_load_ms += lk.load_ms;
+            return found;
+        });
         if (tier) {
             // A compile is coming: the full kernels, with NVRTC, in the background. Its library
             // start (long, and paid once per process) overlaps the first tier from here on.
             warm_up_nvrtc();
-            // Flat kernels of the ops PTX expresses exactly are written as PTX and assembled by
-            // nvJitLink (exact numerics only: fast math and extra NVRTC options keep NVRTC).
-            KernelOptions first = ko;
-            if (ptx_assembler_available() && !compile_.fast_math && compile_.extra.empty() && o.ptx_first_tier)
-                first.ptx_sm = compile_.cc_major * 10 + compile_.cc_minor;
+            const KernelOptions first = first_tier_options(ko, compile_, o.ptx_first_tier);
             main_.emitted = build_kernels(plan_, first, Tier::ScalarOnly);
             bool any_ptx = false;
             for (const auto& k : main_.emitted.kernels)
@@ -449,21 +442,18 @@ public:
         ko.block = options_.block;
         const codegen::Emitted full = build_kernels(plan, ko, Tier::Full);
         std::vector<detail::KernelReport> out = describe_kernels(plan, full);
-        bool tier = false;
+        std::vector<ModuleCache::Presence> at(full.kernels.size());
         for (std::size_t i = 0; i < full.kernels.size(); ++i) {
-            const ModuleCache::Presence at = options_.cache->presence(full.kernels[i], co);
-            out[i].cache = at == ModuleCache::Presence::Memory ? "memory (loaded)"
-                           : at == ModuleCache::Presence::Disk ? "disk (loaded at the first run, no compile)"
-                                                               : "not compiled";
-            if (o.tiered && full.kernels[i].launch.vec > 1 && at == ModuleCache::Presence::None) tier = true;
+            at[i] = options_.cache->presence(full.kernels[i], co);
+            out[i].cache = at[i] == ModuleCache::Presence::Memory ? "memory (loaded)"
+                           : at[i] == ModuleCache::Presence::Disk ? "disk (loaded at the first run, no compile)"
+                                                                  : "not compiled";
         }
+        const bool tier = starts_on_first_tier(full, o.tiered, [&](const KernelSource& k) {
+            return at[static_cast<std::size_t>(&k - full.kernels.data())] != ModuleCache::Presence::None;
+        });
         codegen::Emitted first;
-        if (tier) {
-            KernelOptions fo = ko;
-            if (ptx_assembler_available() && !co.fast_math && co.extra.empty() && o.ptx_first_tier)
-                fo.ptx_sm = co.cc_major * 10 + co.cc_minor;
-            first = build_kernels(plan, fo, Tier::ScalarOnly);
-        }
+        if (tier) first = build_kernels(plan, first_tier_options(ko, co, o.ptx_first_tier), Tier::ScalarOnly);
         for (std::size_t i = 0; i < out.size(); ++i) {
             if (!tier) {
                 out[i].tier = "full";

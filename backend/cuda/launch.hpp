@@ -43,7 +43,7 @@ struct Workspace {
 // Launches the kernels of one prepared program.
 class Launcher {
 public:
-    Launcher(const ir::Program& program, const ir::Schedule& schedule) : program(program), schedule(schedule) {}
+    Launcher(const ir::Program& p, const ir::Schedule& s) : program(p), schedule(s) {}
     // One kernel on args.stream: its parameters from the run's arrays, its grid from the shapes.
     void launch(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const;
 

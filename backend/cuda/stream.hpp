@@ -1,6 +1,6 @@
 // jitexpr — the streamed pipeline: host data through the GPU in chunks (no cuda.h types here).
 //
-// For each chunk c (rows [begin, begin + rows) of a ChunkPlan, stream_plan.hpp), in slot
+// For each chunk c (rows [begin, begin + rows), as run/chunks.hpp plans them), in slot
 // s = c % slots:
 //   host:   wait until slot s's previous chunk has left the device, copy its element-wise
 //           results out of the pinned buffers into the caller's pageable outputs, and copy chunk

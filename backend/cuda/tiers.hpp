@@ -1,7 +1,9 @@
-// jitexpr — tiered compiles of the process: counters and the upgrades in flight (internal to
-// backend/cuda; tier_stats() and wait_for_upgrades() in executor.hpp are the public face).
+// jitexpr — tiered compiles: the decision whether a program starts on a first tier (one rule,
+// for preparation and for explain), and the process's counters and upgrades in flight (internal
+// to backend/cuda; tier_stats() and wait_for_upgrades() in executor.hpp are the public face).
 #pragma once
 
+#include "backend/cuda/build.hpp"
 #include "backend/cuda/executor.hpp"
 
 #include <condition_variable>
@@ -9,6 +11,26 @@
 #include <mutex>
 
 namespace jit::cuda {
+
+// Whether a tiered preparation of `full` (build_kernels' Tier::Full kernels) starts on the
+// scalar-only first tier: when some kernel with a vector path is not compiled yet (in memory or
+// on disk). `compiled(kernel)` is asked once for each such kernel, in order, every one of them
+// (preparation's lookup loads what it finds).
+template <class Compiled>
+bool starts_on_first_tier(const codegen::Emitted& full, bool tiered, Compiled&& compiled) {
+    if (!tiered) return false;
+    bool first = false;
+    for (const codegen::KernelSource& k : full.kernels) {
+        if (k.launch.vec <= 1) continue;
+        if (!compiled(k)) first = true;
+    }
+    return first;
+}
+
+// The options of the first tier's kernels (Tier::ScalarOnly): Flat kernels of the ops PTX
+// expresses exactly are written as PTX and assembled by nvJitLink when it is there (exact
+// numerics only: fast math and extra NVRTC options keep NVRTC).
+KernelOptions first_tier_options(const KernelOptions& full, const CompileOptions& compile, bool ptx_first_tier);
 
 // Tiered compiles of the process: counters and the upgrades in flight.
 class Tiers {

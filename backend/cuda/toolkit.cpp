@@ -541,4 +541,25 @@ LibraryStatus nvjitlink_status(bool load) {
         &detail::nvjitlink_error);
 }
 
+Found found(bool load_compilers) {
+    Found f;
+    f.available = available(&f.reason);
+    if (f.available) f.reason.clear();
+    else f.driver_version = driver_version();  // a driver without a usable device still has a version
+    if (f.available) {
+        for (int d = 0;; ++d) {
+            try {
+                const DeviceInfo& dev = device_info(d);
+                f.driver_version = dev.driver_version;
+                f.devices.push_back(dev);
+            } catch (const ArgumentError&) {
+                break;
+            }
+        }
+    }
+    f.nvrtc = nvrtc_status(load_compilers);
+    f.nvjitlink = nvjitlink_status(load_compilers);
+    return f;
+}
+
 }  // namespace jit::cuda

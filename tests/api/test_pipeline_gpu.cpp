@@ -318,9 +318,9 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
         const std::vector<std::uint8_t> bx = bytes_of(x), by = bytes_of(y);
         EXPECT_EQ(bx.size(), by.size());
         // The first element that differs, with the inputs there, in hex.
-        const std::size_t w = itemsize(x.dtype());
-        for (std::size_t e = 0; e * w < std::min(bx.size(), by.size()); ++e) {
-            if (std::memcmp(&bx[e * w], &by[e * w], w) == 0) continue;
+        const std::size_t width = itemsize(x.dtype());
+        for (std::size_t e = 0; e * width < std::min(bx.size(), by.size()); ++e) {
+            if (std::memcmp(&bx[e * width], &by[e * width], width) == 0) continue;
             auto hex = [](const std::uint8_t* p, std::size_t len) {
                 std::string h;
                 for (std::size_t i = len; i-- > 0;) h += fmt::format("{:02x}", p[i]);
@@ -334,8 +334,8 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
                 in += ' ';
                 in += hex(&ba[e * aw], aw);
             }
-            ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * w], w)
-                          << " (first tier) and 0x" << hex(&by[e * w], w) << " (NVRTC); inputs" << in;
+            ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * width], width)
+                          << " (first tier) and 0x" << hex(&by[e * width], width) << " (NVRTC); inputs" << in;
             break;
         }
         tiered.wait_for_compiles();

@@ -423,9 +423,9 @@ TEST_F(CacheSafety, TemporaryFileOfAKilledWriterIsRemovedByALaterRun) {
     if (pid == 0) {
         const int dirfd = ::open(shard.c_str(), O_RDONLY | O_DIRECTORY);
         int err = 0;
-        auto tmp = jit::files::TempFile::create(dirfd, &err);
-        if (!tmp) ::_exit(1);
-        (void)jit::files::write_all(tmp->fd(), "JITXCACH", 8);
+        auto file = jit::files::TempFile::create(dirfd, &err);
+        if (!file) ::_exit(1);
+        (void)jit::files::write_all(file->fd(), "JITXCACH", 8);
         ::raise(SIGKILL);
     }
     int status = 0;

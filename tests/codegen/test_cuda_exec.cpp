@@ -44,7 +44,7 @@ Run run(const Builder& b, const std::vector<Array>& inputs, const std::vector<ir
     r.prepared = backend->prepare(b.plan(backend->limits()), {});
     if (outputs.empty())
         for (const auto& o : b.p.outputs)
-            outputs.push_back(Array::empty(b.at(o.node).dtype, b.at(o.node).shape, Backend::Cuda));
+            outputs.push_back(Array::empty(b.node(o.node).dtype, b.node(o.node).shape, Backend::Cuda));
     detail::RunArgs args;
     args.inputs = inputs;
     args.scalars = scalars;

@@ -50,7 +50,7 @@ TEST_P(AxpbCompiles, ScalarOnlyKernelsCompileToCubin) {
 INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
                          ::testing::Values(DType::Float32, DType::Float64, DType::Int32, DType::Int64, DType::Float16,
                                            DType::BFloat16),
-                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+                         [](const auto& p) { return std::string(dtype_name(p.param)); });
 
 TEST(NvrtcCompiles, WhereWithSine) { expect_compiles(jxtest::where_sin()); }
 

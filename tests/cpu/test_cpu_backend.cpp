@@ -5,7 +5,7 @@
 #include "backend/cpu/kernels.hpp"
 #include "dsl/plan.hpp"
 #include "dsl/semantics.h"
-#include "tests/cpu/program_builder.hpp"
+#include "tests/support/ir_builder.hpp"
 
 #include <gtest/gtest.h>
 
@@ -474,10 +474,10 @@ TEST(CpuBackend, ReadsTransposedAndSteppedInputs) {
     Array whole = host(w, {2 * C * R});
     Array stepped = Array::view(whole.data(), DType::Float32, {C, R}, {2 * R, 2}, Backend::Cpu, whole.storage());
     Builder b;
-    ir::NodeId x = b.input(DType::Float32, {C, R}), y = b.input(DType::Float32, {C, R});
+    ir::NodeId xi = b.input(DType::Float32, {C, R}), yi = b.input(DType::Float32, {C, R});
     b.p.inputs[0].strides = t.strides();
     b.p.inputs[1].strides = stepped.strides();
-    b.output(b.same(ir::Op::Sub, {x, y}));
+    b.output(b.same(ir::Op::Sub, {xi, yi}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {t, stepped}, out);
     auto r = out[0].to_vector<float>();
@@ -686,7 +686,7 @@ TEST(CpuBackend, FullSumOfInt64IsExact) {
     std::iota(v.begin(), v.end(), -1000);
     Builder b;
     ir::NodeId a = b.input(DType::Int64, {n});
-    b.output(b.reduce(ir::Op::Sum, a, -1, DType::Int64));
+    b.output(b.reduce(ir::Op::Sum, a, DType::Int64, -1));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
     EXPECT_EQ(out[0].to_vector<std::int64_t>()[0], std::accumulate(v.begin(), v.end(), std::int64_t{0}));
@@ -697,7 +697,7 @@ TEST(CpuBackend, FullSumOfFloat32IsPairwiseAccurate) {
     std::vector<float> v(static_cast<std::size_t>(n), 0.1f);
     Builder b;
     ir::NodeId a = b.input(DType::Float32, {n});
-    b.output(b.reduce(ir::Op::Sum, a, -1, DType::Float32));
+    b.output(b.reduce(ir::Op::Sum, a, DType::Float32, -1));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
     const double exact = double(0.1f) * double(n);
@@ -711,9 +711,9 @@ TEST(CpuBackend, AxisReductionsOverShortAndLongRows) {
         for (int axis : {0, 1}) {
             Builder b;
             ir::NodeId a = b.input(DType::Float64, {R, C});
-            b.output(b.reduce(ir::Op::Sum, a, axis, DType::Float64));
-            b.output(b.reduce(ir::Op::ReduceMax, a, axis, DType::Float64));
-            b.output(b.reduce(ir::Op::Mean, a, axis, DType::Float64));
+            b.output(b.reduce(ir::Op::Sum, a, DType::Float64, axis));
+            b.output(b.reduce(ir::Op::ReduceMax, a, DType::Float64, axis));
+            b.output(b.reduce(ir::Op::Mean, a, DType::Float64, axis));
             std::vector<Array> out{b.make_output(0), b.make_output(1), b.make_output(2)};
             jxtest::run(*backend4(), b.p, {host(v, {R, C})}, out);
             auto s = out[0].to_vector<double>(), m = out[1].to_vector<double>(), mean = out[2].to_vector<double>();
@@ -739,8 +739,8 @@ TEST(CpuBackend, MinAndMaxPropagateNan) {
     v[7777] = NAN;
     Builder b;
     ir::NodeId a = b.input(DType::Float32, {10000});
-    b.output(b.reduce(ir::Op::ReduceMin, a, -1, DType::Float32));
-    b.output(b.reduce(ir::Op::ReduceMax, a, -1, DType::Float32));
+    b.output(b.reduce(ir::Op::ReduceMin, a, DType::Float32, -1));
+    b.output(b.reduce(ir::Op::ReduceMax, a, DType::Float32, -1));
     std::vector<Array> out{b.make_output(0), b.make_output(1)};
     jxtest::run(*backend1(), b.p, {host(v, {10000})}, out);
     EXPECT_TRUE(std::isnan(out[0].to_vector<float>()[0]));
@@ -754,8 +754,8 @@ TEST(CpuBackend, AnyAndAllOverAComparison) {
     Builder b;
     ir::NodeId a = b.input(DType::Int32, {n});
     ir::NodeId neg = b.op(ir::Op::Lt, DType::Bool, {a, b.constant(ir::Value::of_int(0, DType::Int32))});
-    b.output(b.reduce(ir::Op::Any, neg, -1, DType::Bool));
-    b.output(b.reduce(ir::Op::All, neg, -1, DType::Bool));
+    b.output(b.reduce(ir::Op::Any, neg, DType::Bool, -1));
+    b.output(b.reduce(ir::Op::All, neg, DType::Bool, -1));
     std::vector<Array> out{b.make_output(0), b.make_output(1)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
     EXPECT_TRUE(bools(out[0])[0]);
@@ -768,7 +768,7 @@ TEST(CpuBackend, ReductionResultFeedsALaterStageThroughATemporary) {
     for (std::size_t i = 0; i < v.size(); ++i) v[i] = double(i % 10);
     Builder b;
     ir::NodeId a = b.input(DType::Float64, {n});
-    ir::NodeId mean = b.reduce(ir::Op::Mean, a, -1, DType::Float64);
+    ir::NodeId mean = b.reduce(ir::Op::Mean, a, DType::Float64, -1);
     b.output(b.same(ir::Op::Sub, {a, mean}));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend4(), b.p, {host(v, {n})}, out);
@@ -780,7 +780,7 @@ TEST(CpuBackend, ReductionResultFeedsALaterStageThroughATemporary) {
 TEST(CpuBackend, EmptyAxisSumGivesZeros) {
     Builder b;
     ir::NodeId a = b.input(DType::Float32, {0, 3});
-    b.output(b.reduce(ir::Op::Sum, a, 0, DType::Float32));
+    b.output(b.reduce(ir::Op::Sum, a, DType::Float32, 0));
     std::vector<Array> out{b.make_output(0)};
     jxtest::run(*backend1(), b.p, {Array::zeros(DType::Float32, {0, 3}, Backend::Cpu)}, out);
     EXPECT_EQ(out[0].to_vector<float>(), (std::vector<float>{0, 0, 0}));
@@ -797,7 +797,7 @@ TEST(CpuBackend, FourThreadsEqualOneThreadBitwise) {
     ir::NodeId a = b.input(DType::Float32, {n});
     ir::NodeId e = b.same(ir::Op::Add, {b.same(ir::Op::Sin, {a}), b.same(ir::Op::Exp, {b.same(ir::Op::Neg, {a})})});
     b.output(e);
-    b.output(b.reduce(ir::Op::Sum, e, -1, DType::Float32));
+    b.output(b.reduce(ir::Op::Sum, e, DType::Float32, -1));
     std::vector<Array> o1{b.make_output(0), b.make_output(1)}, o4{b.make_output(0), b.make_output(1)};
     jxtest::run(*backend1(), b.p, {host(v, {n})}, o1);
     jxtest::run(*backend4(), b.p, {host(v, {n})}, o4);

@@ -321,13 +321,13 @@ TEST(ToolkitLoad, TheNvrtcOfTheEnvironmentFolderIsTheOneLoaded) {
     EXPECT_EQ(
         in_fresh_process(
             [] {
-                const std::string dir = std::getenv("JITEXPR_NVRTC");
+                const std::string env = std::getenv("JITEXPR_NVRTC");
                 jit::cuda::CompileOptions o;
                 o.cc_major = 9;
                 const jit::cuda::Image img = jit::cuda::compile(jit::test::kAxpbSource, "axpb.cu", o);
                 if (img.data.empty()) return 1;
                 const jit::CudaInfo info = jit::cuda_info();
-                if (!info.nvrtc.loaded || info.nvrtc.source != "JITEXPR_NVRTC" || info.nvrtc.path.rfind(dir, 0) != 0) {
+                if (!info.nvrtc.loaded || info.nvrtc.source != "JITEXPR_NVRTC" || info.nvrtc.path.rfind(env, 0) != 0) {
                     std::fprintf(stderr, "nvrtc: %s (%s) loaded=%d\n", info.nvrtc.path.c_str(),
                                  info.nvrtc.source.c_str(), info.nvrtc.loaded);
                     return 2;

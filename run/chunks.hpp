@@ -1,7 +1,9 @@
 // jitexpr — how a program over host arrays is cut into chunks that stream through the GPU.
 //
-// Pure functions (no driver, no device): the streamed pipeline (stream.hpp) executes what
-// plan_stream() decides, and tests check the decisions on any machine.
+// Pure functions (no driver, no device): run::decide (decide.hpp) asks plan_stream() whether and
+// how a call streams, run::streamed (streamed.cpp) runs the chunks through the CUDA transport
+// (backend/cuda/stream.hpp, which knows no program), and tests check the decisions on any
+// machine.
 //
 // Which inputs travel with the chunks (chunked) or are copied to the device once and read by
 // every chunk (resident), and which outputs are written by rows or combined from one partial
@@ -29,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace jit::cuda::stream {
+namespace jit::run::chunks {
 
 struct Request {
     const ir::Program* program = nullptr;
@@ -98,4 +100,4 @@ inline constexpr std::size_t kDefaultChunkBytes = std::size_t{96} << 20;
 // non-contiguous input, an operand that needs more device memory than the budget, ...).
 ChunkPlan plan_stream(const Request& r);
 
-}  // namespace jit::cuda::stream
+}  // namespace jit::run::chunks

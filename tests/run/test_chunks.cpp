@@ -1,7 +1,7 @@
-// The chunk plan of the streamed pipeline for host data (backend/cuda/stream_plan): pure
-// decisions, checked without a GPU.
-#include "backend/cuda/stream_plan.hpp"
+// The chunk plan of a streamed call over host data (run/chunks): pure decisions, checked
+// without a GPU.
 #include "dsl/plan.hpp"
+#include "run/chunks.hpp"
 
 #include <jit/error.hpp>
 
@@ -20,8 +20,8 @@
 namespace {
 
 using namespace jit;
-using jit::cuda::stream::ChunkPlan;
-using jit::cuda::stream::Request;
+using jit::run::chunks::ChunkPlan;
+using jit::run::chunks::Request;
 
 struct Var {
     DType dtype;

@@ -1,5 +1,5 @@
-// jitexpr — the chunk plan of a streamed evaluation (see stream_plan.hpp).
-#include "backend/cuda/stream_plan.hpp"
+// jitexpr — the chunk plan of a streamed evaluation (see chunks.hpp).
+#include "run/chunks.hpp"
 
 #include "dsl/rows.hpp"
 
@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace jit::cuda::stream {
+namespace jit::run::chunks {
 
 namespace {
 
@@ -172,4 +172,4 @@ ChunkPlan plan_stream(const Request& r) {
     return p;
 }
 
-}  // namespace jit::cuda::stream
+}  // namespace jit::run::chunks

@@ -1,0 +1,140 @@
+// jitexpr — how a call runs (see decide.hpp).
+#include "run/decide.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <utility>
+
+namespace jit::run {
+
+namespace {
+
+// The streaming request for `plan` over `inputs` as bound: their memory (for overlaps) and
+// whether each is C-contiguous.
+chunks::ChunkPlan plan_chunks(const ir::Plan& plan, std::span<const Array> inputs, std::size_t budget,
+                              bool all_or_nothing) {
+    chunks::Request req;
+    req.program = &plan.program;
+    for (const Array& a : inputs) {
+        const bool contiguous = a.is_contiguous();
+        req.input_contiguous.push_back(contiguous);
+        const auto b = reinterpret_cast<std::uintptr_t>(a.data());
+        req.input_memory.push_back(contiguous ? chunks::Request::Range{b, b + a.nbytes()} : chunks::Request::Range{});
+    }
+    req.device_budget = budget;
+    req.outputs_through_temporaries = all_or_nothing;
+    return chunks::plan_stream(req);
+}
+
+Decision on_cpu(Decision d, std::string why) {
+    d.way = Way::Cpu;
+    d.why = std::move(why);
+    return d;
+}
+
+}  // namespace
+
+Decision not_streamed(Decision d, std::string why, Backend asked) {
+    // Whole arrays to the device and back: only when they fit under the limit.
+    const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+    if (bytes > d.budget) {
+        if (asked == Backend::Auto)
+            return on_cpu(std::move(d),
+                          fmt::format("the program cannot be streamed ({}) and needs {} of device memory, "
+                                      "more than the {} it may use",
+                                      why, human(bytes), human(d.budget)));
+        d.way = Way::TooLarge;
+    } else {
+        d.way = Way::Copied;
+    }
+    d.why = std::move(why);
+    return d;
+}
+
+Decision decide(const Request& r, Probe& probe) {
+    Decision d;
+    if (r.backend == Backend::Cpu && r.asked == Backend::Auto && r.plan) {
+        // No GPU here: what one would do with this host data.
+        for (const Array& a : r.inputs) d.in_bytes += a.nbytes();
+        for (const ir::OutputDecl& od : r.plan->program.outputs) {
+            const ir::Node& n = r.plan->program.node(od.node);
+            d.out_bytes += static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);
+        }
+        OnAGpu g;
+        g.small = d.in_bytes + d.out_bytes < kAutoMinBytes;
+        if (!g.small && r.device_memory_limit) {
+            g.limit = true;
+            g.device_memory_limit = r.device_memory_limit;
+            g.chunks = plan_chunks(*r.plan, r.inputs, r.device_memory_limit, false);
+        }
+        d.on_a_gpu = std::move(g);
+    }
+    if (runs_direct(r.backend, r.where)) return d;
+
+    // Host arrays on a CUDA runtime.
+    const ir::Plan& plan = *r.plan;
+    for (const Array& a : r.inputs) d.in_bytes += a.nbytes();
+    for (const ir::OutputDecl& od : plan.program.outputs) {
+        const ir::Node& n = plan.program.node(od.node);
+        d.out_bytes += static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);
+    }
+    const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+    d.budget = probe.device_budget();
+    // Backend::Auto: the CPU unless the cost model expects the GPU clearly faster.
+    if (r.asked == Backend::Auto) {
+        if (bytes < kAutoMinBytes)
+            return on_cpu(std::move(d), fmt::format("host data of {} (below {}, the GPU is not worth its copies)",
+                                                    human(bytes), human(kAutoMinBytes)));
+        const HostModel& m = probe.host_model();
+        const double gpu_ms = static_cast<double>(d.in_bytes) / (m.link_gbs * 1e6);
+        const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);
+        std::string model_text = fmt::format(
+            "cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
+            "at {:.1f} GB/s ({})",
+            gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
+        if (gpu_ms * kAutoMargin >= cpu_ms) return on_cpu(std::move(d), std::move(model_text));
+        d.model = model_text + "; ";
+    }
+    d.chunks = plan_chunks(plan, r.inputs, d.budget, r.all_or_nothing);
+    if (!probe.can_stream())
+        return not_streamed(std::move(d), "the CUDA driver lacks streams, events or pinned memory", r.asked);
+    if (!d.chunks.streamable) {
+        std::string why = d.chunks.why_not;
+        return not_streamed(std::move(d), std::move(why), r.asked);
+    }
+    d.way = Way::Streamed;
+    return d;
+}
+
+std::string placement(const Decision& d) {
+    switch (d.way) {
+        case Way::Direct: return {};
+        case Way::Cpu: return "cpu: " + d.why;
+        case Way::Copied:
+        case Way::TooLarge: return d.model + "cuda, copied whole: " + d.why;
+        case Way::Streamed: {
+            const chunks::ChunkPlan& cp = d.chunks;
+            return d.model + fmt::format(
+                                 "cuda, streamed: {} chunk{} of {} ({} in flight), {} of device memory "
+                                 "(limit {})",
+                                 cp.chunks, cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers,
+                                 human(cp.device_bytes), human(d.budget));
+        }
+    }
+    return {};
+}
+
+std::string stream_text(const chunks::ChunkPlan& cp, std::size_t budget, const std::string& budget_source) {
+    return fmt::format("{} chunk{} of {} ({} in flight) along {} row{}, {} of device memory (limit {}: {})", cp.chunks,
+                       cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers, cp.rows, cp.rows == 1 ? "" : "s",
+                       human(cp.device_bytes), human(budget), budget_source);
+}
+
+std::string human(std::uint64_t bytes) {
+    if (bytes >= (std::uint64_t{1} << 30)) return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1 << 30));
+    if (bytes >= (std::uint64_t{1} << 20)) return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20));
+    return fmt::format("{} bytes", bytes);
+}
+
+}  // namespace jit::run

@@ -1,0 +1,185 @@
+// jitexpr — a prepared program over the arrays as they are (see ways.hpp).
+#include "run/ways.hpp"
+
+#include "backend/cuda/cuda.hpp"
+#include "core/device.hpp"
+#include "dsl/scalars.hpp"
+
+#include <fmt/format.h>
+
+#include <boost/container/small_vector.hpp>
+
+#include <chrono>
+#include <complex>
+
+namespace jit::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A new array shaped as `proto` (sharing its dimensions, so nothing is allocated for them), on
+// fresh storage; on CUDA, storage first written by work on the legacy default stream (which
+// may reuse a freed block without a driver call) when `default_stream`.
+Array empty_like(const Array& proto, bool default_stream) {
+    const std::size_t bytes = proto.nbytes();
+    if (proto.backend() == Backend::Cuda)
+        return core::with_storage(
+            proto, default_stream ? cuda::make_storage_for_default_stream(bytes) : cuda::make_storage(bytes));
+    return core::with_storage(proto, core::host_storage(bytes));
+}
+
+ir::Value scalar_value(const Arg& a) {
+    const auto& v = a.value();
+    switch (v.index()) {
+        case 1: return ir::Value::of_bool(std::get<bool>(v));
+        case 2: return ir::Value::of_int(std::get<std::int64_t>(v));
+        case 3: return ir::Value::of_float(std::get<double>(v));
+        default: return ir::Value::of_complex(std::get<std::complex<double>>(v));
+    }
+}
+
+// The arrays of a program's outputs whose length the data decides (boolean-mask selections),
+// made when the backend has counted: fresh storage of the runtime's backend.
+class ResultAllocator final : public detail::OutputAllocator {
+public:
+    ResultAllocator(const std::vector<Array>& prototypes, bool default_stream)
+        : prototypes_(prototypes), default_stream_(default_stream) {}
+    Array allocate(std::size_t output, const Shape& shape) override {
+        const Array& proto = prototypes_.at(output);
+        try {
+            return empty_like(core::prototype(proto.dtype(), shape, proto.backend()), default_stream_);
+        } catch (const OutOfMemoryError& e) {
+            // The backend puts the caret under the selection; the message says what it makes.
+            throw OutOfMemoryError(e.requested(), e.available(),
+                                   fmt::format("a selection's result, a {} array of shape {}",
+                                               dtype_name(proto.dtype()), shape_to_string(shape)));
+        }
+    }
+
+private:
+    const std::vector<Array>& prototypes_;
+    bool default_stream_;
+};
+
+// The conditions only the data decides (ir::RunCheck), once the program has run: min() of a
+// selection that selected nothing is a ValueError pointing at the call. (Each is a 0-d Bool
+// output, read as it is: no conversion, which api/array_convert.cpp would make.)
+void enforce_checks(const ir::Program& p, std::span<const Array> outputs) {
+    for (const ir::RunCheck& c : p.checks) {
+        bool ok = false;
+        outputs[static_cast<std::size_t>(c.output)].copy_to_host(&ok);
+        if (!ok) throw ValueError(c.message, p.text, c.span);
+    }
+}
+
+}  // namespace
+
+std::shared_ptr<Entry> prepare(ir::Plan plan, detail::BackendImpl& backend, const detail::PrepareOptions& options) {
+    auto e = std::make_shared<Entry>();
+    e->plan = std::move(plan);
+    e->backend = backend.kind();
+    for (const ir::OutputDecl& od : e->plan.program.outputs) {
+        const ir::Node& n = e->plan.program.node(od.node);
+        e->output_shapes.push_back(core::prototype(n.dtype, n.shape, e->backend));
+    }
+    e->prepared = backend.prepare(e->plan, options);
+    return e;
+}
+
+std::shared_ptr<Entry> host_plan(ir::Plan plan) {
+    auto h = std::make_shared<Entry>();
+    h->plan = std::move(plan);
+    for (const ir::OutputDecl& od : h->plan.program.outputs) {
+        const ir::Node& n = h->plan.program.node(od.node);
+        h->output_shapes.push_back(core::prototype(n.dtype, n.shape, Backend::Cpu));
+    }
+    return h;
+}
+
+Array bound_input(const ir::InputDecl& d, const Array& a) {
+    if (!d.view) return a;
+    return core::restrided(a, d.offset, d.shape, d.strides);
+}
+
+void bind_scalars(const ir::Program& p, const Environment& env, std::span<ir::Value> scalars) {
+    for (std::size_t s = 0; s < p.scalars.size(); ++s) scalars[s] = scalar_value(env.find(p.scalars[s].name)->second);
+    dsl::check_scalars(p, scalars);
+}
+
+Array direct(const Entry& entry, Environment& env, const Call& call) {
+    const Entry* e = &entry;
+    const ir::Program& p = e->plan.program;
+    void* const stream = call.stream;
+    const bool all_or_nothing = call.all_or_nothing;
+    const auto t_run = call.run_ms ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
+    // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
+    boost::container::small_vector<Array, 8> inputs(p.inputs.size());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i)
+        inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
+    boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
+    bind_scalars(p, env, std::span<ir::Value>(scalars.data(), scalars.size()));
+    boost::container::small_vector<Array, 8> outputs(p.outputs.size());
+    boost::container::small_vector<std::size_t, 4> copy_back;
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const ir::OutputDecl& od = p.outputs[o];
+        if (p.is_dynamic(od.node)) continue;  // the backend has it made once it has counted
+        if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
+            outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
+        } else {
+            try {
+                outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
+            } catch (const OutOfMemoryError& oom) {
+                const Array& shape = e->output_shapes[o];
+                throw detail::OutOfMemoryAt(
+                    OutOfMemoryError(oom.requested(), oom.available(),
+                                     fmt::format("{}a {} array of shape {}",
+                                                 od.name.empty() ? "the value, " : fmt::format("'{}', ", od.name),
+                                                 dtype_name(shape.dtype()), shape_to_string(shape.shape()))),
+                    p.node(od.node).span);
+            }
+            if (od.alias_input >= 0) copy_back.push_back(o);
+        }
+    }
+    detail::RunArgs ra;
+    ra.inputs = std::span<const Array>(inputs.data(), inputs.size());
+    ra.scalars = std::span<const ir::Value>(scalars.data(), scalars.size());
+    ra.outputs = std::span<Array>(outputs.data(), outputs.size());
+    ra.stream = stream;
+    ra.control = call.control;
+    ResultAllocator allocate(e->output_shapes, stream == nullptr);
+    ra.allocate = &allocate;
+    boost::container::small_vector<bool, 8> started(p.outputs.size(), false);
+    ra.started_outputs = started.data();
+    try {
+        e->prepared->run(ra);
+    } catch (const CancelledError&) {
+        // New arrays are dropped with `outputs`; in-place targets written directly may be partial.
+        std::vector<std::string> partly;
+        for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+            const ir::OutputDecl& od = p.outputs[o];
+            if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && started[o])
+                partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
+        }
+        throw CancelledError(std::move(partly));
+    }
+    // Results that could not be written in place: copied into the arrays now, on the stream, by
+    // the backend's copy (same dtype and shape; the target may be strided). The program is
+    // complete, so these copies are not cancelled: an in-place write finishes or never starts.
+    for (std::size_t o : copy_back) {
+        const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
+        core::copy(target, outputs[o], stream);
+        outputs[o] = target;
+    }
+    enforce_checks(p, std::span<const Array>(outputs.data(), outputs.size()));
+    if (call.run_ms) {
+        if (e->backend == Backend::Cuda) cuda::synchronize(stream);
+        *call.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
+    }
+    if (call.write_back)
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+            if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
+    return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
+}
+
+}  // namespace jit::run
