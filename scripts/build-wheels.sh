@@ -10,6 +10,9 @@
 #   WERROR=0                                 warnings stay warnings (default: errors, as in CI, which
 #                                            also keeps the compile flags, and so ccache's keys, the
 #                                            same as scripts/test.sh's Release build)
+#   LIBMVEC=OFF                              the AVX2 kernels' transcendentals from libm's scalar
+#                                            functions, as the wheels of 0.2.0 (default DYNAMIC; for
+#                                            measuring the difference)
 #
 # One wheel per CPython version, not one abi3 wheel: the extension's argument binding uses the
 # full C API on its fast paths (PyTuple_GET_ITEM, frames, interned strings, _PyType_Lookup), so it
@@ -20,9 +23,12 @@
 #  * The machine's compiler and libraries, and the few functions they bind to a version newer than
 #    the tag's bound to their older versions instead (JITEXPR_PY_MANYLINUX, python/src/manylinux_compat.c:
 #    std::condition_variable::wait at GLIBCXX_3.4.11, hypot/hypotf at GLIBC_2.2.5).
-#  * Without libmvec (JITEXPR_LIBMVEC=OFF): the vector functions the AVX2 kernels call are glibc
-#    2.35's. The kernels then call the scalar libm functions for float/double transcendentals
-#    (slower than a source build there, the same results within libm's accuracy).
+#  * glibc's libmvec opened at run time (JITEXPR_LIBMVEC=DYNAMIC): 40 of the 50 vector functions
+#    the AVX2 kernels call carry GLIBC_2.35, and libmvec.a cannot go into a shared object (it
+#    refers to the GLIBC_PRIVATE _dl_x86_cpu_features), so nothing of libmvec is linked. The
+#    kernels dlopen libmvec.so.1 when first used and call the functions it has (all 50 on glibc
+#    2.35 or newer, as a source build does, bit for bit; sin, cos, exp, log and pow on 2.34),
+#    the scalar libm function for the others (docs/cpu-performance.md).
 #  * auditwheel repairs each wheel for the tag, copying in libfmt (the one library the extension
 #    needs that the policy does not list) under a private name, and refuses a wheel that needs a
 #    newer symbol version than the tag allows.
@@ -120,7 +126,7 @@ else:
   "$venv/bin/python" -m pip --disable-pip-version-check wheel -v --no-build-isolation --no-deps -w "$raw" . \
     --config-settings=build-dir="build-whl-cp${ver/./}" \
     --config-settings=cmake.define.JITEXPR_WERROR="$werror" \
-    --config-settings=cmake.define.JITEXPR_LIBMVEC=OFF \
+    --config-settings=cmake.define.JITEXPR_LIBMVEC="${LIBMVEC:-DYNAMIC}" \
     --config-settings=cmake.define.JITEXPR_PY_MANYLINUX=ON >"$work/build-cp${ver/./}.log" 2>&1 || {
       tail -40 "$work/build-cp${ver/./}.log"; log "the build for CPython $ver failed (log: $work/build-cp${ver/./}.log)"; exit 1; }
   whl=$(ls "$raw"/jitexpr-*-cp${ver/./}-cp${ver/./}-linux_x86_64.whl)
