@@ -147,8 +147,8 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
     for (const ir::InputDecl& in : p.inputs) {
         const Array a = bound_input(in, env.find(in.name)->second.array());
         out +=
-            fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
-                        a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
+            fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.temporal.value_or(in.dtype)),
+                        shape_text(in.shape), a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
                         a.is_contiguous() ? "" : ", strided", in.view ? ", a slice of it (no copy)" : "");
     }
     for (const ir::ScalarDecl& sd : p.scalars)
@@ -167,7 +167,8 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
             for (const ir::OutputDecl& od : p.outputs)
                 if (od.name == st.target) {
                     const ir::Node& n = p.node(od.node);
-                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(n.dtype), node_shape_text(n),
+                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(od.temporal.value_or(n.dtype)),
+                                       node_shape_text(n),
                                        od.alias_input >= 0 ? "in place into the existing array"
                                        : n.kind == ir::NodeKind::Compact
                                            ? "a new array (a boolean-mask selection: its length is the data's)"
@@ -175,7 +176,10 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
                 }
         } else if (line == module.statements.size() && p.result.valid()) {
             const ir::Node& n = p.node(p.result);
-            made = fmt::format("-> the value, {} {}", dtype_name(n.dtype), node_shape_text(n));
+            DType t = n.dtype;
+            for (const ir::OutputDecl& od : p.outputs)
+                if (od.node == p.result && od.temporal) t = *od.temporal;
+            made = fmt::format("-> the value, {} {}", dtype_name(t), node_shape_text(n));
         }
         out += fmt::format("  {:>2}: {}{}{}\n", line, shown, made.empty() ? "" : "   ", made);
     }
@@ -508,8 +512,9 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                 for (std::size_t i = 0; i < he->plan.program.inputs.size(); ++i)
                     chunk_env.insert_or_assign(
                         he->plan.program.inputs[i].name,
-                        Arg(core::prototype(he->plan.program.inputs[i].dtype,
-                                            c.cp.input_chunk_shape(i, c.cp.rows_per_chunk), Backend::Cuda)));
+                        Arg(core::prototype(
+                            he->plan.program.inputs[i].temporal.value_or(he->plan.program.inputs[i].dtype),
+                            c.cp.input_chunk_shape(i, c.cp.rows_per_chunk), Backend::Cuda)));
                 const ir::Plan chunk = plan_of(text, f, chunk_env);
                 out += fmt::format("each chunk of {} rows runs:\n", c.cp.rows_per_chunk);
                 stages_of(chunk, impl->explain(chunk, po), gbs, bw_source);

@@ -45,8 +45,17 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 // The array an input slot reads: the bound array, or the view of it that the text takes
 // (a[1:]), made from its memory without a copy.
 Array bound_input(const ir::InputDecl& d, const Array& a) {
-    if (!d.view) return a;
-    return core::restrided(a, d.offset, d.shape, d.strides);
+    const Array v = d.view ? core::restrided(a, d.offset, d.shape, d.strides) : a;
+    // A date or duration array: the int64 counts the program computes with.
+    return d.temporal ? core::relabelled(v, d.dtype) : v;
+}
+
+// Outputs of dates and durations, computed as int64 counts, labelled with their dtypes.
+template <class Arrays>
+void label_outputs(const ir::Program& p, Arrays& outputs) {
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (p.outputs[o].temporal && outputs[o].defined())
+            outputs[o] = core::relabelled(outputs[o], *p.outputs[o].temporal);
 }
 
 template <class T>
@@ -601,6 +610,7 @@ Array Runtime::Impl::run(std::string_view text, const Front& front, Environment&
         outputs[o] = target;
     }
     enforce_checks(p, std::span<const Array>(outputs.data(), outputs.size()));
+    runtime_private::label_outputs(p, outputs);
     if (timing) {
         if (backend == Backend::Cuda) cuda::synchronize(stream);
         timing->run_ms = ms_since(t_run);
@@ -818,9 +828,9 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
     for (const ir::ScalarDecl& d : p.scalars) chunk_env.insert_or_assign(d.name, env.find(d.name)->second);
     auto chunk_entry = [&](std::int64_t rows) -> std::shared_ptr<const Entry> {
         for (std::size_t i = 0; i < p.inputs.size(); ++i)
-            chunk_env.insert_or_assign(
-                p.inputs[i].name,
-                Arg(core::prototype(p.inputs[i].dtype, cp.input_chunk_shape(i, rows), Backend::Cuda)));
+            chunk_env.insert_or_assign(p.inputs[i].name,
+                                       Arg(core::prototype(p.inputs[i].temporal.value_or(p.inputs[i].dtype),
+                                                           cp.input_chunk_shape(i, rows), Backend::Cuda)));
         auto e = entry_shared(text, *f, chunk_env, control);
         const ir::Program& q = e->plan.program;
         bool same = q.inputs.size() == p.inputs.size() && q.outputs.size() == p.outputs.size() &&
@@ -913,6 +923,7 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
         core::copy(target, outputs[o]);
         outputs[o] = target;
     }
+    runtime_private::label_outputs(p, outputs);
     if (timing) {
         timing->run_ms = ms_since(t_run);
         timing->streamed = true;
