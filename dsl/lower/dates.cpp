@@ -416,7 +416,13 @@ Val Lowerer::temporal_binary(Op op0, const Val& a, const Val& b, SourceSpan span
                    span);
     };
     auto shape_of = [&](ir::NodeId x, ir::NodeId y) { return broadcast(node(x).shape, node(y).shape, span); };
-    auto either_nat = [&](ir::NodeId x, ir::NodeId y) {
+    auto either_nat = [&](ir::NodeId x, ir::NodeId y) -> std::optional<ir::NodeId> {
+        if (node(x).kind != NodeKind::Const && node(y).kind != NodeKind::Const) {
+            // minimum(x, y) is NaT, the least count, exactly where either is: one test
+            const ir::NodeId m = int64_op(Op::Minimum, x, y, span);
+            const ir::NodeId nat = int64_const(kNaT, span);
+            return op_node(Op::Eq, DType::Bool, node(m).shape, {m, nat}, span);
+        }
         return either(nat_mask(x, span), nat_mask(y, span),
                       [&](ir::NodeId p, ir::NodeId q) { return int64_op(Op::Or, p, q, span); });
     };
@@ -458,9 +464,9 @@ Val Lowerer::temporal_binary(Op op0, const Val& a, const Val& b, SourceSpan span
         // are taken back. == and != are wrong only where both are NaT, < and <= where the left
         // one is, > and >= where the right one is; a constant that is not NaT needs no test.
         const bool both = can_be_nat(x) && can_be_nat(y);
-        auto unless_nat = [&](ir::NodeId v) {
-            const ir::NodeId m = *nat_mask(v, span);
-            r = int64_op(Op::And, r, op_node(Op::Not, DType::Bool, node(m).shape, {m}, span), span);
+        auto unless_nat = [&](ir::NodeId v) {  // r and v != NaT
+            const ir::NodeId nat = nat_const(node(v).dtype, span);
+            r = int64_op(Op::And, r, op_node(Op::Ne, DType::Bool, node(v).shape, {v, nat}, span), span);
         };
         switch (op) {
             case Op::Eq:
@@ -494,7 +500,15 @@ Val Lowerer::temporal_binary(Op op0, const Val& a, const Val& b, SourceSpan span
                                                       : op,
                                      t, shape_of(x, y), {x, y}, span);
         switch (op) {
-            case Op::Maximum: return Val{with_nat(either_nat(x, y), r, t, span), Weak::None};
+            case Op::Maximum: {
+                // NaT must win, but is the least count: maximum(x - 1, y - 1) + 1 in wrapping
+                // int64, where NaT - 1 is the greatest count and + 1 makes it NaT again.
+                if (!can_be_nat(x) && !can_be_nat(y)) return Val{r, Weak::None};
+                const ir::NodeId one = int64_const(1, span);
+                const ir::NodeId m = op_node(Op::Maximum, DType::Int64, shape_of(x, y),
+                                             {int64_op(Op::Sub, x, one, span), int64_op(Op::Sub, y, one, span)}, span);
+                return Val{op_node(Op::Add, t, node(m).shape, {m, one}, span), Weak::None};
+            }
             case Op::Minimum:  // NaT, the smallest count, wins already
             case Op::Fmax:     // NaT, the smallest count, loses already
                 return Val{r, Weak::None};

@@ -528,20 +528,29 @@ Val Lowerer::temporal_reduction(Op op, const std::string& fname, const Val& a, A
         type_error(fmt::format("{}() is not supported for {}{}", fname, dtype_name(t),
                                (op == Op::Sum || op == Op::Mean) ? " (a sum of dates has no meaning)" : ""),
                    span);
-    Val x = a;  // the counts, as int64 (still selected if a is)
-    x.node = cast(Val{a.node, Weak::None}, DType::Int64, span);
-    x.weak = Weak::None;
     auto reduce = [&](Op o, const Val& v) -> ir::NodeId {
         if (v.selected()) return masked_reduction(o, fname, v, arg, span).node;
         rule(o, dt(v), span);
         const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(shape(v).size()), false, fname);
         return plain_reduction(o, v, ax, keepdims_of(arg("keepdims")), arg, fname, span, nullptr).node;
     };
+    if (op == Op::ReduceMax) {
+        // NaT must win, but is the least count: max(x - 1) + 1 in wrapping int64 (NaT - 1 is the
+        // greatest count, and + 1 makes it NaT again): one reduction, no test of its own.
+        const ir::NodeId one = int64_const(1, span);
+        Val shifted = a;  // over the values (a selection stays one)
+        shifted.node = op_node(Op::Sub, DType::Int64, shape(a), {a.node, one}, span);
+        const ir::NodeId m = reduce(Op::ReduceMax, shifted);
+        return Val{op_node(Op::Add, t, node(m).shape, {m, one}, span), Weak::None};
+    }
+    Val x = a;  // the counts, as int64 (still selected if a is)
+    x.node = cast(Val{a.node, Weak::None}, DType::Int64, span);
+    x.weak = Weak::None;
     if (counts_only) return Val{reduce(op, x), Weak::None};
     if (op == Op::ReduceMin) return Val{with_nat(std::nullopt, reduce(op, x), t, span), Weak::None};  // NaT is least
     const ir::NodeId nat = int64_const(kNaT, span);
     const ir::NodeId any_nat = reduce(Op::Any, binary(Op::Eq, x, Val{nat, Weak::None}, span));
-    if (op == Op::ReduceMax || op == Op::Sum) return Val{with_nat(any_nat, reduce(op, x), t, span), Weak::None};
+    if (op == Op::Sum) return Val{with_nat(any_nat, reduce(op, x), t, span), Weak::None};
     // mean: sum // count, rounded towards zero; NaT for no element too
     const ir::NodeId sum = reduce(Op::Sum, x);
     const ir::NodeId count = reduce(Op::Sum, binary(Op::Eq, x, x, span));

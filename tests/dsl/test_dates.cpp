@@ -228,14 +228,24 @@ TEST(DateLowering, AComparisonWithADateLiteralIsOneCompare) {
 }
 
 TEST(DateLowering, ArithmeticOfASameUnitIsOneOpAndItsNaTSelect) {
-    // d - e: the difference, and NaT where either is (NumPy's loops test each element).
+    // d - e: the difference, and NaT where either is (NumPy's loops test each element): one
+    // test of minimum(d, e), NaT being the least count.
     const ir::Program p = lower("d - e", Vars().array("d", DType::DateTime64_s).array("e", DType::DateTime64_s));
     std::map<ir::Op, int> ops;
     for (const ir::Node& n : p.nodes)
         if (n.kind == ir::NodeKind::Op) ++ops[n.op];
     EXPECT_EQ(ops[ir::Op::Sub], 1);
     EXPECT_EQ(ops[ir::Op::Where], 1);
-    EXPECT_EQ(ops[ir::Op::Eq], 2);
+    EXPECT_EQ(ops[ir::Op::Minimum], 1);
+    EXPECT_EQ(ops[ir::Op::Eq], 1);
+}
+
+TEST(DateLowering, MaxOfDatesIsOneReductionOfShiftedCounts) {
+    // max must give NaT where NaT is, the least count: max(x - 1) + 1 wraps NaT - 1 back to NaT.
+    const ir::Program p = lower("max(ts)", Vars().array("ts", DType::DateTime64_s));
+    int reductions = 0;
+    for (const ir::Node& n : p.nodes) reductions += n.kind == ir::NodeKind::Reduce;
+    EXPECT_EQ(reductions, 1) << ir::dump(p);
 }
 
 TEST(DateRules, CommonUnitIsNumPys) {
