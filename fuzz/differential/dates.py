@@ -137,10 +137,17 @@ def numpy_text(t):
         return f"({numpy_text(t[2])} {t[1]} {numpy_text(t[3])})"
     if k == "call":
         return f"np.{t[1]}({', '.join(numpy_text(a) for a in t[2])})"
-    if t[2][0] == "lit" and not t[2][1].startswith(("datetime64", "timedelta64")):
-        return f"np.{t[1]}({t[2][1]}, '{t[3]}')"  # a number literal: NumPy's constructor
+    if numbers_only(t[2]):  # a number, or Python arithmetic of numbers: NumPy's constructor
+        return f"np.{t[1]}({numpy_text(t[2])}, '{t[3]}')"
     code = "M8" if t[1] == "datetime64" else "m8"
     return f"_astype({numpy_text(t[2])}, '{code}[{t[3]}]')"
+
+
+def numbers_only(t):
+    """Whether `t` is number literals alone (which jitexpr folds as Python does)."""
+    if t[0] == "lit":
+        return not t[1].startswith(("datetime64", "timedelta64"))
+    return t[0] == "bin" and numbers_only(t[2]) and numbers_only(t[3])
 
 
 def _astype(x, dtype):
@@ -194,6 +201,8 @@ def reference(t, names):
             r = np.asarray(eval(numpy_text(t), {"np": np, "_astype": _astype}, dict(names)))
         except (TypeError, OverflowError):
             return ("error", "type")
+        except ZeroDivisionError:  # Python's arithmetic of two literals, as jitexpr folds them
+            return ("error", "value")
         except ValueError as e:
             return ("error", "shape" if "broadcast" in str(e) else "value")
     if r.dtype.kind in "Mm" and np.datetime_data(r.dtype)[0] == "generic":
