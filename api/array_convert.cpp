@@ -34,7 +34,9 @@ void with_register_type(DType t, F&& f) {
         case DType::Float32: return f(float{});
         case DType::Float64: return f(double{});
         case DType::Complex64: return f(jx::c64{});
-        case DType::Complex128: return f(jx::c128{});
+        case DType::Complex128:
+            return f(jx::c128{});
+            JIT_TEMPORAL_CASES return f(jx::i64{});  // a date's or duration's count, as NumPy's astype
     }
 }
 

@@ -20,7 +20,8 @@ namespace jit {
 
 namespace {
 
-constexpr std::string_view kSupportedFormats = "c C s S i I l L e f g b";
+constexpr std::string_view kSupportedFormats =
+    "c C s S i I l L e f g b; tdD tdm (date32, date64), ts{s,m,u,n}:[zone] (timestamp), tD{s,m,u,n} (duration)";
 
 // An ArrowArray moved into jitexpr: released once, when the last array viewing it goes.
 struct OwnedArrowArray {
@@ -102,7 +103,18 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
     }
     const void* values = array->buffers[1];
     const std::size_t size = itemsize(dtype);
-    if (dtype == DType::Bool) {
+    if (std::string_view(schema->format) == "tdD") {
+        // date32: int32 days, widened to the int64 of datetime64[D] (a copy)
+        Array days = Array::empty(dtype, {n}, Backend::Cpu);
+        auto* dst = static_cast<std::int64_t*>(days.data());
+        const auto* src = static_cast<const std::byte*>(values);
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::int32_t d = 0;
+            std::memcpy(&d, src + static_cast<std::size_t>(off + i) * 4, 4);
+            dst[i] = d;
+        }
+        col.values = std::move(days);
+    } else if (dtype == DType::Bool) {
         col.values = n > 0 ? unpack_bits(values, off, n, nullptr) : Array::empty(DType::Bool, {0}, Backend::Cpu);
     } else {
         const auto* p = n > 0 ? static_cast<const std::byte*>(values) + static_cast<std::size_t>(off) * size : nullptr;
@@ -178,6 +190,23 @@ const std::uint64_t kEmpty = 0;
 }  // namespace
 
 std::optional<DType> from_arrow_format(std::string_view format) {
+    // Temporal types: date32 (int32 days), date64 (int64 milliseconds), timestamp of a unit with an
+    // optional time zone (int64 counts since the epoch in UTC, whatever the zone), duration.
+    auto unit = [](char c) -> std::optional<TimeUnit> {
+        switch (c) {
+            case 's': return TimeUnit::s;
+            case 'm': return TimeUnit::ms;
+            case 'u': return TimeUnit::us;
+            case 'n': return TimeUnit::ns;
+        }
+        return std::nullopt;
+    };
+    if (format == "tdD") return DType::DateTime64_D;
+    if (format == "tdm") return DType::DateTime64_ms;
+    if (format.size() >= 4 && format.substr(0, 2) == "ts" && format[3] == ':')
+        if (const auto u = unit(format[2])) return datetime_of(*u);
+    if (format.size() == 3 && format.substr(0, 2) == "tD")
+        if (const auto u = unit(format[2])) return timedelta_of(*u);
     if (format.size() != 1) return std::nullopt;
     switch (format[0]) {
         case 'b': return DType::Bool;
@@ -212,7 +241,22 @@ const char* to_arrow_format(DType dtype) {
         case DType::Float64: return "g";
         case DType::BFloat16:
         case DType::Complex64:
-        case DType::Complex128: break;
+        case DType::Complex128: break; JIT_TEMPORAL_CASES break;  // below
+    }
+    if (is_temporal(dtype)) {
+        // date32 for days (to_arrow narrows the values); timestamp (no zone) and duration of s to ns
+        const TimeUnit u = time_unit(dtype);
+        if (dtype == DType::DateTime64_D) return "tdD";
+        static constexpr const char* kStamp[] = {"tss:", "tsm:", "tsu:", "tsn:"};
+        static constexpr const char* kDuration[] = {"tDs", "tDm", "tDu", "tDn"};
+        if (u >= TimeUnit::s && u <= TimeUnit::ns) {
+            const int k = static_cast<int>(u) - static_cast<int>(TimeUnit::s);
+            return is_datetime(dtype) ? kStamp[k] : kDuration[k];
+        }
+        throw ArgumentError(
+            fmt::format("{} has no Arrow type (Arrow's dates are of days, its timestamps and "
+                        "durations of s, ms, us or ns): convert it first, as in {}(x, 's')",
+                        dtype_name(dtype), is_datetime(dtype) ? "datetime64" : "timedelta64"));
     }
     throw ArgumentError(fmt::format("{} has no Arrow C data interface format", dtype_name(dtype)));
 }
@@ -239,6 +283,7 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
     auto s = std::make_unique<SchemaExport>();
     s->name = std::string(name);
     const std::int64_t n = v.size();
+    std::optional<Array> validity = column.validity;
     if (v.dtype() == DType::Bool) {
         e->value_bits = pack_bits(v, nullptr);
         e->buffers[1] = n > 0 ? static_cast<const void*>(e->value_bits.data()) : &kEmpty;
@@ -246,9 +291,32 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
         e->values = v.backend() == Backend::Cpu ? v.contiguous() : v.to(Backend::Cpu);
         e->buffers[1] = n > 0 ? e->values.data() : &kEmpty;
     }
+    if (is_temporal(v.dtype())) {
+        // NaT is Arrow's null; a date32 holds the days as int32.
+        const auto* counts = static_cast<const std::int64_t*>(e->values.data());
+        Array valid = Array::empty(DType::Bool, {n}, Backend::Cpu);
+        auto* ok = static_cast<std::uint8_t*>(valid.data());
+        const Array given = validity ? validity->to(Backend::Cpu) : Array();
+        const auto* was = given.defined() ? static_cast<const std::uint8_t*>(given.data()) : nullptr;
+        for (std::int64_t i = 0; i < n; ++i) ok[i] = counts[i] != kNaT && (!was || was[i]);
+        validity = valid;
+        if (v.dtype() == DType::DateTime64_D) {
+            Array days = Array::empty(DType::Int32, {n}, Backend::Cpu);
+            auto* d = static_cast<std::int32_t*>(days.data());
+            for (std::int64_t i = 0; i < n; ++i) {
+                if (ok[i] && (counts[i] < std::numeric_limits<std::int32_t>::min() ||
+                              counts[i] > std::numeric_limits<std::int32_t>::max()))
+                    throw ArgumentError(fmt::format("to_arrow: {} is past the range of an Arrow date32 (int32 days)",
+                                                    datetime_string(counts[i], TimeUnit::D)));
+                d[i] = ok[i] ? static_cast<std::int32_t>(counts[i]) : 0;
+            }
+            e->values = days;
+            e->buffers[1] = n > 0 ? e->values.data() : &kEmpty;
+        }
+    }
     std::int64_t nulls = 0;
-    if (column.validity) {
-        e->validity = pack_bits(*column.validity, &nulls);
+    if (validity) {
+        e->validity = pack_bits(*validity, &nulls);
         if (nulls == 0) e->validity.clear();
     }
     e->buffers[0] = nulls > 0 ? e->validity.data() : nullptr;

@@ -13,6 +13,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,25 @@ struct LastError {
 LastError& last_error() {
     thread_local LastError e;
     return e;
+}
+
+// The jitexpr_dtype of this thread's last result (jitexpr_last_result_dtype).
+int& last_result_dtype() {
+    thread_local int d = JITEXPR_DTYPE_NUMERIC;
+    return d;
+}
+
+static_assert(JITEXPR_DATETIME64_s == static_cast<int>(jit::DType::DateTime64_s) &&
+                  JITEXPR_TIMEDELTA64_as == static_cast<int>(jit::DType::TimeDelta64_as) &&
+                  JITEXPR_DATETIME64_Y == static_cast<int>(jit::DType::DateTime64_Y),
+              "jitexpr_dtype's codes are jit::DType's values");
+
+// A date or duration dtype of a C code (not the generic units), or nullopt.
+std::optional<jit::DType> temporal_dtype(int code) {
+    const auto t = static_cast<jit::DType>(code);
+    if (code < 0 || code > 255 || !jit::is_temporal(t) || jit::time_unit(t) == jit::TimeUnit::Generic)
+        return std::nullopt;
+    return t;
 }
 
 // Marks a call in flight on `rt` for its scope; throws ArgumentError once destroy has begun.
@@ -132,6 +152,19 @@ jit::Arg to_arg(const jitexpr_arg& a, std::size_t index) {
         case JITEXPR_ARG_TENSOR_VERSIONED:
             if (!a.value.tensor_versioned) throw jit::ArgumentError(fmt::format("argument {}: null tensor", index));
             return jit::Arg(jit::view_dlpack_versioned(*a.value.tensor_versioned));
+        case JITEXPR_ARG_TENSOR_TEMPORAL: {
+            if (!a.value.temporal.tensor) throw jit::ArgumentError(fmt::format("argument {}: null tensor", index));
+            const auto t = temporal_dtype(a.value.temporal.dtype);
+            if (!t)
+                throw jit::ArgumentError(fmt::format("argument {}: {} is not a jitexpr_dtype of a date or duration",
+                                                     index, a.value.temporal.dtype));
+            const jit::Array counts = jit::view_dlpack(a.value.temporal.tensor->dl_tensor);
+            if (counts.dtype() != jit::DType::Int64)
+                throw jit::ArgumentError(fmt::format("argument {}: a {} tensor holds int64 counts, not {}", index,
+                                                     jit::dtype_name(*t), jit::dtype_name(counts.dtype())));
+            return jit::Arg(jit::Array::view(counts.data(), *t, counts.shape(), counts.strides(), counts.backend(),
+                                             counts.device()));
+        }
         case JITEXPR_ARG_BOOL: return jit::Arg(a.value.b != 0);
         case JITEXPR_ARG_INT: return jit::Arg(static_cast<long long>(a.value.i));
         case JITEXPR_ARG_FLOAT: return jit::Arg(a.value.f);
@@ -181,6 +214,8 @@ std::vector<jitexpr_arg> tensor_args(std::size_t n, DLManagedTensor* const* args
 // with one (the program returns an argument, or assigns into it) is copied, so that the
 // exported tensor never outlives memory it does not own.
 DLManagedTensor* export_result(const jit::Array& r, const std::vector<jit::Arg>& args, const jit::Runtime& rt) {
+    last_result_dtype() = r.defined() && jit::is_temporal(r.dtype()) ? static_cast<int>(r.dtype())
+                                                                     : static_cast<int>(JITEXPR_DTYPE_NUMERIC);
     if (!r.defined()) return nullptr;
     rt.synchronize();  // on the runtime's device
     for (const jit::Arg& a : args)
@@ -242,6 +277,14 @@ const char* jitexpr_status_name(int status) {
 }
 
 const char* jitexpr_version(void) { return JITEXPR_VERSION; }
+
+const char* jitexpr_dtype_name(int dtype) {
+    if (dtype == JITEXPR_DTYPE_NUMERIC) return "numeric";
+    const auto t = temporal_dtype(dtype);
+    return t ? jit::dtype_name(*t).data() : "?";  // the names are NUL-terminated literals
+}
+
+int jitexpr_last_result_dtype(void) { return last_result_dtype(); }
 
 jitexpr_runtime* jitexpr_runtime_create(int backend) { return jitexpr_runtime_create_on(backend, -1); }
 

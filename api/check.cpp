@@ -223,12 +223,18 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
     out.reduces = p.has_reductions();
     out.scans = p.has_scans();
     out.rows = rows_of(p);
+    // The dtype each output has for the caller (a date's, not the int64 it is computed in).
+    auto dtype_of = [&](ir::NodeId node) {
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+            if (p.outputs[o].node == node) return p.output_dtype(o);
+        return p.node(node).dtype;
+    };
     for (const ir::OutputDecl& od : p.outputs) {
         if (od.name.empty()) continue;
         const ir::Node& n = p.node(od.node);
         auto it = std::find_if(out.assigned.begin(), out.assigned.end(),
                                [&](const CheckedValue& v) { return v.name == od.name; });
-        const CheckedValue v{od.name, n.dtype, n.shape, n.kind == ir::NodeKind::Compact};
+        const CheckedValue v{od.name, dtype_of(od.node), n.shape, n.kind == ir::NodeKind::Compact};
         if (it == out.assigned.end()) out.assigned.push_back(v);
         else *it = v;
     }
@@ -237,7 +243,7 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
         std::string name;
         const syntax::Statement& last = module.statements.back();
         if (!last.target.empty()) name = last.more_targets.empty() ? last.target : last.more_targets.back().name;
-        out.result = CheckedValue{name, n.dtype, n.shape, n.kind == ir::NodeKind::Compact};
+        out.result = CheckedValue{name, dtype_of(p.result), n.shape, n.kind == ir::NodeKind::Compact};
     }
     return out;
 }

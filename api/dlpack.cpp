@@ -121,7 +121,7 @@ DLDataType to_dlpack_dtype(DType dtype) {
     r.lanes = 1;
     r.bits = static_cast<std::uint8_t>(itemsize(dtype) * 8);
     if (is_bool(dtype)) r.code = kDLBool;
-    else if (is_signed_int(dtype)) r.code = kDLInt;
+    else if (is_signed_int(dtype) || is_temporal(dtype)) r.code = kDLInt;  // a date: its int64 count
     else if (is_unsigned_int(dtype)) r.code = kDLUInt;
     else if (dtype == DType::BFloat16) r.code = kDLBfloat;
     else if (is_float(dtype)) r.code = kDLFloat;

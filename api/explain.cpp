@@ -144,8 +144,8 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
     for (const ir::InputDecl& in : p.inputs) {
         const Array a = run::bound_input(in, env.find(in.name)->second.array());
         out +=
-            fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.dtype), shape_text(in.shape),
-                        a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
+            fmt::format("  input  {:<12} {:<10} {:<16} {}{}{}\n", in.name, dtype_name(in.temporal.value_or(in.dtype)),
+                        shape_text(in.shape), a.backend() == Backend::Cpu ? "host" : fmt::format("cuda:{}", a.device()),
                         a.is_contiguous() ? "" : ", strided", in.view ? ", a slice of it (no copy)" : "");
     }
     for (const ir::ScalarDecl& sd : p.scalars)
@@ -164,7 +164,8 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
             for (const ir::OutputDecl& od : p.outputs)
                 if (od.name == st.target) {
                     const ir::Node& n = p.node(od.node);
-                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(n.dtype), node_shape_text(n),
+                    made = fmt::format("-> {} {} {}, {}", st.target, dtype_name(od.temporal.value_or(n.dtype)),
+                                       node_shape_text(n),
                                        od.alias_input >= 0 ? "in place into the existing array"
                                        : n.kind == ir::NodeKind::Compact
                                            ? "a new array (a boolean-mask selection: its length is the data's)"
@@ -172,7 +173,10 @@ void explain_program(std::string& out, const ir::Plan& plan, const syntax::Modul
                 }
         } else if (line == module.statements.size() && p.result.valid()) {
             const ir::Node& n = p.node(p.result);
-            made = fmt::format("-> the value, {} {}", dtype_name(n.dtype), node_shape_text(n));
+            DType t = n.dtype;
+            for (const ir::OutputDecl& od : p.outputs)
+                if (od.node == p.result && od.temporal) t = *od.temporal;
+            made = fmt::format("-> the value, {} {}", dtype_name(t), node_shape_text(n));
         }
         out += fmt::format("  {:>2}: {}{}{}\n", line, shown, made.empty() ? "" : "   ", made);
     }

@@ -60,6 +60,15 @@ struct Descr {
 
 std::optional<Descr> parse_descr(std::string_view d) {
     if (d == "bfloat16") return Descr{DType::BFloat16, std::endian::native == std::endian::big};
+    // datetime64 and timedelta64 of a unit: '<M8[s]', '>m8[ns]' (not of no unit, 'M8', nor of a
+    // multiple of one, 'M8[5s]')
+    if (d.size() > 3 && (d.substr(1, 2) == "M8" || d.substr(1, 2) == "m8") && d[0] != '|') {
+        const auto t = dtype_from_name(d.substr(1));
+        if (!t || time_unit(*t) == TimeUnit::Generic) return std::nullopt;
+        const bool little = d[0] == '<' || (d[0] == '=' && std::endian::native == std::endian::little);
+        if (d[0] != '<' && d[0] != '>' && d[0] != '=') return std::nullopt;
+        return Descr{*t, little != (std::endian::native == std::endian::little)};
+    }
     if (d.size() < 3) return std::nullopt;
     char order = d[0];
     std::string_view code = d.substr(1);
@@ -466,7 +475,9 @@ std::string npy_descr(DType t) {
         case DType::Float32: return "<f4";
         case DType::Float64: return "<f8";
         case DType::Complex64: return "<c8";
-        case DType::Complex128: return "<c16";
+        case DType::Complex128:
+            return "<c16";
+            JIT_TEMPORAL_CASES return fmt::format("<{}8[{}]", is_datetime(t) ? 'M' : 'm', time_unit_code(time_unit(t)));
     }
     throw InternalError("npy_descr: unknown dtype");
 }

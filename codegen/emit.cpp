@@ -162,7 +162,9 @@ std::string reg_type(DType t) {
         case DType::Float32: return "float";
         case DType::Float64: return "double";
         case DType::Complex64: return "jx::c64";
-        case DType::Complex128: return "jx::c128";
+        case DType::Complex128:
+            return "jx::c128";
+            JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
     }
     internal("unknown dtype");
 }
@@ -570,7 +572,9 @@ std::string cuda_literal(const ir::Value& value, DType t) {
         case DType::Complex64:
             return fmt::format("jx::c64{{{}, {}}}", float_literal(static_cast<float>(n.re)),
                                float_literal(static_cast<float>(n.im)));
-        case DType::Complex128: return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
+        case DType::Complex128:
+            return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
+            JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
     }
     internal("unknown dtype");
 }

@@ -53,6 +53,7 @@ void check_shape(const Shape& shape) {
 
 struct ArrayAccess {
     static void set_storage(Array& a, std::shared_ptr<Storage> st) { a.storage_ = std::move(st); }
+    static void set_dtype(Array& a, DType t) { a.dtype_ = t; }
     static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b,
                       std::shared_ptr<Storage> st) {
         Array a;
@@ -110,6 +111,15 @@ std::pair<std::int64_t, std::int64_t> reach(const Shape& shape, const Strides& s
     return {lo, hi};
 }
 }  // namespace
+
+Array relabelled(const Array& a, DType t) {
+    if (itemsize(t) != itemsize(a.dtype()))
+        throw ArgumentError(
+            fmt::format("relabelled: {} as {}, another itemsize", dtype_name(a.dtype()), dtype_name(t)));
+    Array r = a;
+    ArrayAccess::set_dtype(r, t);
+    return r;
+}
 
 Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides strides) {
     check_shape(shape);

@@ -109,4 +109,9 @@ Array with_storage(const Array& proto, std::shared_ptr<Storage> storage);
 // a's elements.
 Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides strides);
 
+// The same array (memory, shape, strides, read-only flag) seen as dtype `t` of the same
+// itemsize: a datetime64/timedelta64 array as the int64 counts a program computes with, and
+// back (ir::InputDecl::temporal, ir::OutputDecl::temporal). ArgumentError for another itemsize.
+Array relabelled(const Array& a, DType t);
+
 }  // namespace jit::core

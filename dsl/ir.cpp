@@ -84,7 +84,18 @@ float round_to_bfloat16(double v) {
 
 }  // namespace
 
+Value Value::of_temporal(std::int64_t v, DType t) {
+    Value r;
+    r.dtype = t;
+    r.i = v;
+    return r;
+}
+
 Value Value::cast(DType t) const {
+    // A date or duration converts as its int64 count (the unit is dsl/lower/'s business); a value
+    // becomes one as an int64.
+    if (is_temporal(dtype)) return of_int(i).cast(t);
+    if (is_temporal(t)) return of_temporal(cast(DType::Int64).i, t);
     Value r;
     r.dtype = t;
     // Source as the widest representations.
@@ -147,13 +158,14 @@ Value Value::cast(DType t) const {
             r.f = as_f64();
             r.im = src_complex ? im : 0.0;
             break;
+            JIT_TEMPORAL_CASES break;  // above
     }
     return r;
 }
 
 double Value::as_double() const {
     if (is_bool(dtype)) return b ? 1.0 : 0.0;
-    if (is_signed_int(dtype)) return static_cast<double>(i);
+    if (is_signed_int(dtype) || is_temporal(dtype)) return static_cast<double>(i);
     if (is_unsigned_int(dtype)) return static_cast<double>(u);
     return f;
 }
@@ -170,7 +182,7 @@ std::string exact_double(double v) {
 
 std::string Value::to_string() const {
     if (is_bool(dtype)) return b ? "True" : "False";
-    if (is_signed_int(dtype)) return std::to_string(i);
+    if (is_signed_int(dtype) || is_temporal(dtype)) return std::to_string(i);
     if (is_unsigned_int(dtype)) return std::to_string(u);
     if (is_complex(dtype))
         return fmt::format("({}{}{}j)", exact_double(f), im < 0 || std::signbit(im) ? "" : "+", exact_double(im));
@@ -272,8 +284,9 @@ std::string dump(const Program& p) {
     std::string r;
     for (std::size_t i = 0; i < p.nodes.size(); ++i) r += fmt::format("%{} = {}\n", i, node_text(p, p.nodes[i], true));
     for (const OutputDecl& o : p.outputs)
-        r += fmt::format("{} <- %{}{}\n", o.name.empty() ? "(value)" : o.name, o.node,
-                         o.alias_input >= 0 ? fmt::format(" (in place into input {})", o.alias_input) : "");
+        r += fmt::format("{} <- %{}{}{}\n", o.name.empty() ? "(value)" : o.name, o.node,
+                         o.alias_input >= 0 ? fmt::format(" (in place into input {})", o.alias_input) : "",
+                         o.temporal ? fmt::format(" as {}", dtype_name(*o.temporal)) : "");
     for (const RunCheck& c : p.checks) r += fmt::format("check output {}: {}\n", c.output, c.message);
     return r;
 }

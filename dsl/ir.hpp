@@ -39,6 +39,7 @@
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ struct Value {
     static Value of_uint(std::uint64_t v, DType t = DType::UInt64);
     static Value of_float(double v, DType t = DType::Float64);
     static Value of_complex(std::complex<double> v, DType t = DType::Complex128);
+    // A datetime64/timedelta64 count (i) of dtype t (kNaT for NaT).
+    static Value of_temporal(std::int64_t v, DType t);
     // The same number converted to `t` with NumPy's casting (wrapping for integers).
     Value cast(DType t) const;
     double as_double() const;
@@ -170,6 +173,10 @@ struct InputDecl {
     // have several view slots and one plain slot.
     bool view = false;
     std::int64_t offset = 0;
+    // Set when the array is a datetime64/timedelta64 one: its dtype, whose int64 counts the
+    // program reads (`dtype` is then Int64, all a backend sees). The runtime binds the array's
+    // memory as int64 (dsl/lower/ lowered every operation on it to int64 work).
+    std::optional<DType> temporal = std::nullopt;
 };
 
 struct ScalarDecl {
@@ -188,6 +195,9 @@ struct OutputDecl {
     std::string name;               // the variable assigned
     NodeId node;                    // the value
     std::int32_t alias_input = -1;  // >= 0: writes in place into that input's memory
+    // Set when the value is a datetime64/timedelta64: its dtype as the caller sees it; the node
+    // computes its int64 counts (the node's dtype is Int64), which the runtime labels so.
+    std::optional<DType> temporal = std::nullopt;
 };
 
 // A condition only the data can decide, checked after the program has run (min() of a
@@ -243,6 +253,10 @@ struct Program {
     // What each OrderStat node selects, indexed by the node's `slot`.
     std::vector<OrderStatDecl> order_stats;
 
+    // The dtype output `o` has for the caller: its datetime64/timedelta64 dtype, else its node's.
+    DType output_dtype(std::size_t o) const {
+        return outputs[o].temporal ? *outputs[o].temporal : node(outputs[o].node).dtype;
+    }
     const Node& node(NodeId n) const { return nodes[n.index()]; }
     Node& node(NodeId n) { return nodes[n.index()]; }
     NodeIds ids() const { return NodeIds(nodes.size()); }

@@ -109,6 +109,17 @@ DType promote_weak(DType strong, Weak weak) {
 
 bool can_cast_same_kind(DType from, DType to) {
     if (from == to) return true;
+    if (is_temporal(from) || is_temporal(to)) {
+        // Dates between units, durations between units of one kind (calendar or fixed), and
+        // integers as durations (NumPy's same_kind).
+        if (is_temporal(from) && is_temporal(to)) {
+            const bool cal_from = time_unit(from) == TimeUnit::Y || time_unit(from) == TimeUnit::M;
+            const bool cal_to = time_unit(to) == TimeUnit::Y || time_unit(to) == TimeUnit::M;
+            return is_datetime(from) == is_datetime(to) &&
+                   (is_datetime(from) || time_unit(from) == TimeUnit::Generic || cal_from == cal_to);
+        }
+        return is_timedelta(to) && (is_integer(from) || is_bool(from));
+    }
     const Weak kf = weak_kind_of(from), kt = weak_kind_of(to);
     if (kf == Weak::Int && kt == Weak::Int) {
         // Signed into unsigned is a different kind; unsigned into signed is fine.
@@ -125,6 +136,9 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
     };
     const std::string what = oi.kind == ir::OpKind::Operator ? fmt::format("operator '{}'", oi.token)
                                                              : fmt::format("{}()", ir::spelling(op));
+    // Dates and durations have rules of their own (dsl/lower/dates.cpp); an op that reaches here
+    // with one is not defined for them.
+    if (is_temporal(p)) return reject(what);
     switch (oi.rule) {
         case Rule::Arith:
         case Rule::Identity:

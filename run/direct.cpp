@@ -98,8 +98,15 @@ std::shared_ptr<Entry> host_plan(ir::Plan plan) {
 }
 
 Array bound_input(const ir::InputDecl& d, const Array& a) {
-    if (!d.view) return a;
-    return core::restrided(a, d.offset, d.shape, d.strides);
+    const Array v = d.view ? core::restrided(a, d.offset, d.shape, d.strides) : a;
+    // A date or duration array: the int64 counts the program computes with.
+    return d.temporal ? core::relabelled(v, d.dtype) : v;
+}
+
+void label_outputs(const ir::Program& p, std::span<Array> outputs) {
+    for (std::size_t o = 0; o < p.outputs.size(); ++o)
+        if (p.outputs[o].temporal && outputs[o].defined())
+            outputs[o] = core::relabelled(outputs[o], *p.outputs[o].temporal);
 }
 
 void bind_scalars(const ir::Program& p, const Environment& env, std::span<ir::Value> scalars) {
@@ -172,6 +179,7 @@ Array direct(const Entry& entry, Environment& env, const Call& call) {
         outputs[o] = target;
     }
     enforce_checks(p, std::span<const Array>(outputs.data(), outputs.size()));
+    label_outputs(p, std::span<Array>(outputs.data(), outputs.size()));
     if (call.run_ms) {
         if (e->backend == Backend::Cuda) cuda::synchronize(stream);
         *call.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();

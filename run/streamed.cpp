@@ -18,8 +18,9 @@ Environment chunk_environment(const ir::Program& p, const chunks::ChunkPlan& cp,
     Environment chunk_env;
     for (const ir::ScalarDecl& sd : p.scalars) chunk_env.insert_or_assign(sd.name, env.find(sd.name)->second);
     for (std::size_t i = 0; i < p.inputs.size(); ++i)
-        chunk_env.insert_or_assign(
-            p.inputs[i].name, Arg(core::prototype(p.inputs[i].dtype, cp.input_chunk_shape(i, rows), Backend::Cuda)));
+        chunk_env.insert_or_assign(p.inputs[i].name,
+                                   Arg(core::prototype(p.inputs[i].temporal.value_or(p.inputs[i].dtype),
+                                                       cp.input_chunk_shape(i, rows), Backend::Cuda)));
     return chunk_env;
 }
 
@@ -129,6 +130,7 @@ std::optional<Array> streamed(const Decision& d, const Entry& host, Programs& pr
         core::copy(target, outputs[o]);
         outputs[o] = target;
     }
+    label_outputs(p, std::span<Array>(outputs.data(), outputs.size()));
     if (call.run_ms) *call.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
     if (call.write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)

@@ -64,6 +64,9 @@ struct Call {
 // (a[1:]), made from its memory without a copy.
 Array bound_input(const ir::InputDecl& d, const Array& a);
 
+// Outputs of dates and durations, computed as int64 counts, labelled with their dtypes.
+void label_outputs(const ir::Program& p, std::span<Array> outputs);
+
 // The values `env` binds to `p`'s scalars, checked by the language's rules (dsl/scalars.hpp).
 void bind_scalars(const ir::Program& p, const Environment& env, std::span<ir::Value> scalars);
 

@@ -151,6 +151,20 @@ std::vector<std::string> format_elements(const std::vector<const unsigned char*>
         for (auto* e : elems) out.push_back(pad_left(*e ? "True" : "False", any_false ? 5 : 4));
         return out;
     }
+    if (is_temporal(t)) {
+        // NumPy's: a date in ISO text, a duration its count, NaT, quoted but for counts;
+        // right-aligned
+        std::size_t w = 0;
+        for (auto* e : elems) {
+            std::int64_t v = 0;
+            std::memcpy(&v, e, sizeof v);
+            if (is_datetime(t)) out.push_back(fmt::format("'{}'", datetime_string(v, time_unit(t))));
+            else out.push_back(v == kNaT ? std::string("'NaT'") : std::to_string(v));
+            w = std::max(w, out.back().size());
+        }
+        for (auto& s : out) s = pad_left(s, w);
+        return out;
+    }
     if (is_integer(t)) {
         std::size_t w = 0;
         for (auto* e : elems) {
@@ -296,7 +310,10 @@ std::string shape_text(const Shape& s) {
 }
 
 std::string format_array(const Array& a, const PrintOptions& options) {
-    const std::string suffix = fmt::format(", dtype={})  # shape {}", dtype_name(a.dtype()), shape_text(a.shape()));
+    // NumPy quotes the names of datetime64 and timedelta64 dtypes: dtype='datetime64[s]'.
+    const std::string quote = is_temporal(a.dtype()) ? "'" : "";
+    const std::string suffix =
+        fmt::format(", dtype={}{}{})  # shape {}", quote, dtype_name(a.dtype()), quote, shape_text(a.shape()));
     if (a.size() == 0) return "array([]" + suffix;
     std::unique_ptr<unsigned char[]> host(new unsigned char[a.nbytes()]);
     a.copy_to_host(host.get());

@@ -146,7 +146,11 @@ void store(void* dst, DType t, const Number& n) {
             put<std::complex<float>>(dst, {static_cast<float>(c.real()), static_cast<float>(c.imag())});
             break;
         }
-        case DType::Complex128: put<std::complex<double>>(dst, n.as_complex()); break;
+        case DType::Complex128:
+            put<std::complex<double>>(dst, n.as_complex());
+            break;
+            JIT_TEMPORAL_CASES store_integer<std::int64_t>(dst, n);
+            break;  // a date's count
     }
 }
 
@@ -172,7 +176,9 @@ Number load(const void* src, DType t) {
             auto c = get<std::complex<float>>(src);
             return Number::of_complex({c.real(), c.imag()});
         }
-        case DType::Complex128: return Number::of_complex(get<std::complex<double>>(src));
+        case DType::Complex128:
+            return Number::of_complex(get<std::complex<double>>(src));
+            JIT_TEMPORAL_CASES return Number::of_int(get<std::int64_t>(src));  // a date's count
     }
     return Number{};
 }

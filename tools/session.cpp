@@ -675,8 +675,19 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     const std::size_t off = chunk.offset;
     const std::string& st = chunk.text;
 
-    // load("file") and save(x, "file"): strings are not in the expression grammar.
-    if (auto strings = find_strings(st); !strings.empty()) {
+    // load("file") and save(x, "file"): the file names are the CLI's, not the language's. (Other
+    // strings are the language's: datetime64('2024-03-01').)
+    auto file_statement = [&](const std::vector<StringLit>& strings) {
+        if (strings.empty()) return false;
+        std::size_t rest = 0;
+        (void)assignment_target(st, &rest);
+        Cursor c{st, rest};
+        c.ws();
+        const std::string_view fn = c.ident();
+        c.ws();
+        return (fn == "load" || fn == "save") && c.eat('(');
+    };
+    if (auto strings = find_strings(st); file_statement(strings)) {
         std::size_t rest = 0;
         std::string_view target = assignment_target(st, &rest);
         Cursor c{st, rest};
@@ -685,11 +696,7 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         std::string_view fn = c.ident();
         const SourceSpan fn_span = span_of(off + name_begin, off + c.p);
         c.ws();
-        const SourceSpan first_string = span_of(off + strings[0].begin, off + strings[0].end);
-        if ((fn != "load" && fn != "save") || !c.eat('('))
-            throw ParseError(
-                "strings are only allowed as the file name in load(\"file.npy\") and save(x, \"file.npy\")", full,
-                first_string);
+        c.eat('(');
         if (fn == "load") {
             c.ws();
             if (strings.size() != 1 || c.p != strings[0].begin)

@@ -31,7 +31,7 @@ bool folds(ir::Op reduction) {
 }  // namespace
 
 bool can_combine(ir::Op reduction, DType dtype) {
-    if (!folds(reduction)) return false;
+    if (!folds(reduction) || static_cast<int>(dtype) >= kNumDTypes) return false;  // a compute dtype only
     const KernelTable& kt = kernels();
     const int k = static_cast<int>(red_slot(reduction)), w = static_cast<int>(wide_of(dtype));
     return kt.identity[k][w] && kt.combine[k][w] &&

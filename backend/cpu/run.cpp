@@ -592,7 +592,9 @@ void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
         case DType::Float32: return wide ? select_rows<float, 0, double>(sp, b) : select_rows<float, 0, float>(sp, b);
         case DType::Float64: return select_rows<double, 0, double>(sp, b);
         case DType::Complex64: return select_rows<jx::c64, 0, jx::c64>(sp, b);
-        case DType::Complex128: return select_rows<jx::c128, 0, jx::c128>(sp, b);
+        case DType::Complex128:
+            return select_rows<jx::c128, 0, jx::c128>(sp, b);
+            JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
     }
     throw InternalError("cpu backend: an order statistic of an unknown dtype");
 }

@@ -73,6 +73,7 @@ void value_to_reg(const ir::Value& v0, DType t, void* out) {
             std::memcpy(out, &x, 16);
             break;
         }
+            JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
     }
 }
 

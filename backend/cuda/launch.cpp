@@ -91,6 +91,7 @@ std::size_t pack_scalar(const ir::Value& v, DType t, unsigned char* out) {
             std::memcpy(out, c, 16);
             return 16;
         }
+            JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
     }
     return 0;
 }

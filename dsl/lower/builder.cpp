@@ -69,6 +69,7 @@ void Lowerer::check_fit(const Val& v, DType t) {
 
 // Converts v to dtype t (folding constants; a weak integer must fit).
 ir::NodeId Lowerer::cast(const Val& v, DType t, SourceSpan span) {
+    if (is_temporal(t) || is_temporal(node(v.node).dtype)) return temporal_cast(v, t, span);
     const Node& n = node(v.node);
     if (auto big = big_.find(v.node); big != big_.end()) {
         if (is_integer(t))
@@ -131,6 +132,7 @@ DType Lowerer::promote_all(std::initializer_list<const Val*> vals, Weak* weak_ou
     std::optional<DType> strong;
     Weak weak = Weak::None;
     for (const Val* v : vals) {
+        if (is_temporal(dt(*v))) throw InternalError("lowering: a date or duration in numeric promotion");
         if (v->weak != Weak::None) {
             weak = std::max(weak, v->weak);
         } else {

@@ -17,6 +17,13 @@ std::vector<Val> Lowerer::call(const Expr& e, const syntax::Statement* several) 
     // dtype casts: float32(x), int64(x), bool(x), ...; complex(re, im) with two arguments
     // is the function of the op table (numexpr's constructor), complex(x) the cast.
     const bool complex_function = fname == "complex" && nargs == 2 && e.keywords.empty();
+    // The date functions (dsl/lower/dates.cpp), unless the name is a variable's.
+    if ((fname == "datetime64" || fname == "timedelta64" || fname == "isnat") && locals_.count(fname) == 0 &&
+        !(lookup_ && lookup_(fname))) {
+        if (several) not_several(*several);
+        if (fname == "isnat") return {isnat_call(e)};
+        return {date_call(e, fname == "datetime64")};
+    }
     if (auto t = complex_function ? std::nullopt : dtype_from_name(fname)) {
         if (nargs != 1 || !e.keywords.empty())
             throw TypeError(fmt::format("{}() takes exactly 1 argument ({} given)", fname, nargs), text_, e.span);
@@ -126,7 +133,7 @@ std::vector<Val> Lowerer::call(const Expr& e, const syntax::Statement* several) 
         case 1: return {unary(fn->op, strong(args[0]), e.span)};
         case 2:  // power(): typed
             if (fn->op == Op::Pow) return {typed(power(args[0], args[1], e.span, false))};
-            return {typed(binary(fn->op, args[0], args[1], e.span))};
+            return {typed(binary(fn->op, args[0], args[1], e.span, /*function_form=*/true))};
         default: break;
     }
     if (fn->op == Op::Where) return {where(args[0], args[1], args[2], e.span)};
@@ -140,6 +147,7 @@ std::vector<Val> Lowerer::call(const Expr& e, const syntax::Statement* several) 
 }
 
 Val Lowerer::clip(const ir::OpInfo& fnr, const std::vector<Val>& args, const Expr& e) {
+    if (temporal(args[0]) || temporal(args[1]) || temporal(args[2])) return temporal_clip(args, e);
     const ir::OpInfo* fn = &fnr;
     Weak weak = Weak::None;
     const DType p = promote_all({&args[0], &args[1], &args[2]}, &weak);

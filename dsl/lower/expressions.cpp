@@ -137,6 +137,7 @@ Val Lowerer::name(const Expr& e) {
         throw TypeError("None is not a value here (it is only a reduction's axis: sum(x, axis=None))", text_, e.span);
     if (auto it = locals_.find(e.text); it != locals_.end()) return it->second;
     if (const Binding* b = lookup_ ? lookup_(e.text) : nullptr) {
+        check_binding(e.text, *b, e.span);
         if (b->kind == Binding::Kind::Array) {
             if (static_cast<int>(b->shape.size()) > kMaxDims)
                 throw ShapeError(fmt::format("'{}' has more than {} dimensions", e.text, kMaxDims), text_, e.span);

@@ -105,6 +105,7 @@ std::vector<std::string> builtin_names() {
     JIT_FOR_EACH_DTYPE(JIT_DTYPE_NAME_LIST)
 #undef JIT_DTYPE_NAME_LIST
     for (const auto& [n, v] : named_constants()) r.emplace_back(n);
+    for (const char* n : {"datetime64", "timedelta64", "isnat"}) r.emplace_back(n);  // dsl/lower/dates.cpp
     std::sort(r.begin(), r.end());
     r.erase(std::unique(r.begin(), r.end()), r.end());
     return r;

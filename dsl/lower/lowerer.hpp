@@ -129,7 +129,9 @@ private:
     ir::NodeId abs2(ir::NodeId v, SourceSpan span);
 
     // ---- operators.cpp: unary and binary operators, exact comparisons of integers, powers, where
-    Val binary(Op op, const Val& a, const Val& b, SourceSpan span);
+    // (`function_form`: called as a function, add(a, b), not an operator: NumPy's ufunc, which
+    // lacks the operator's fallbacks)
+    Val binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form = false);
     static Op mirrored(Op op);
     Val all_bool(ir::NodeId x, bool v, SourceSpan span);
     std::optional<Val> integer_compare(Op op, const Val& a, const Val& b, SourceSpan span);
@@ -204,6 +206,8 @@ private:
     Val scan_call(const ir::OpInfo& fn, const Expr& e);
     template <class Arg>
     Val order_statistic(Op op, const Val& a, Arg&& arg, const std::string& fname, SourceSpan span);
+    template <class Arg>
+    Val temporal_reduction(Op op, const std::string& fname, const Val& a, Arg&& arg, SourceSpan span);
     ir::NodeId scan_sum(ir::NodeId x, std::int32_t axis, SourceSpan span);
 
     // ---- statistics.cpp: the statistics built of several passes: var/std, argmin/argmax, average and its
@@ -216,6 +220,30 @@ private:
     void require_nonzero_weights(ir::NodeId den, const std::string& fname, SourceSpan span);
     ir::NodeId cast_to_shape(ir::NodeId v, const Shape& s, SourceSpan span) { return fresh(v, s, span); }
     Val selected_weights(Val w, const Sel* sel, const Expr& we, const std::string& fname);
+
+    // ---- dates.cpp: datetime64 and timedelta64 (NumPy 2's rules, dsl/dates.hpp), every operation
+    // lowered to int64 work (a unit change a multiply or floor division, NaT INT64_MIN and its rules
+    // compares and selects); erase_temporal() leaves their dtypes only at the program's edges
+    bool temporal(const Val& v) const { return is_temporal(dt(v)); }
+    Val date_call(const Expr& e, bool datetime);
+    Val isnat_call(const Expr& e);
+    Val temporal_binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form);
+    Val temporal_unary(Op op, const Val& a, SourceSpan span);
+    Val temporal_where(const Val& c, const Val& x, const Val& y, SourceSpan span);
+    Val temporal_clip(const std::vector<Val>& args, const Expr& e);
+    ir::NodeId temporal_cast(const Val& v, DType t, SourceSpan span);
+    ir::NodeId convert_unit(ir::NodeId x, DType to, SourceSpan span);
+    ir::NodeId nat_const(DType t, SourceSpan span) { return constant(ir::Value::of_temporal(kNaT, t), span); }
+    bool can_be_nat(ir::NodeId x) const;
+    std::optional<ir::NodeId> nat_mask(ir::NodeId x, SourceSpan span);
+    ir::NodeId with_nat(std::optional<ir::NodeId> mask, ir::NodeId value, DType label, SourceSpan span);
+    ir::NodeId int64_op(Op op, ir::NodeId a, ir::NodeId b, SourceSpan span);
+    ir::NodeId int64_const(std::int64_t v, SourceSpan span) { return constant(ir::Value::of_int(v), span); }
+    ir::NodeId trunc_div(ir::NodeId x, ir::NodeId n, SourceSpan span);
+    ir::NodeId all_of_shape(bool v, Shape s, SourceSpan span);
+    std::string describe(const Val& v) const;
+    void check_binding(const std::string& name, const Binding& b, SourceSpan span) const;
+    void erase_temporal();
 
     // ---- statements.cpp: statements and assignments: outputs, in-place targets, the run-time checks
     void statement(const syntax::Statement& st, bool last);

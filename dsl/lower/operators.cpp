@@ -4,12 +4,13 @@
 
 namespace jit::dsl::lowering {
 
-Val Lowerer::binary(Op op, const Val& a, const Val& b, SourceSpan span) {
+Val Lowerer::binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form) {
     if (a.selected() || b.selected()) {
         Val x = a, y = b;
         const Sel sel = unselect({&x, &y}, span);
-        return reselect(binary(op, x, y, span), sel);
+        return reselect(binary(op, x, y, span, function_form), sel);
     }
+    if (temporal(a) || temporal(b)) return temporal_binary(op, a, b, span, function_form);
     if (ir::info(op).rule == ir::Rule::Compare)
         if (auto r = integer_compare(op, a, b, span)) return *r;
     Weak weak = Weak::None;
@@ -153,6 +154,7 @@ Val Lowerer::unary(Op op, const Val& a, SourceSpan span) {
         const Sel sel = unselect({&x}, span);
         return reselect(unary(op, x, span), sel);
     }
+    if (temporal(a)) return temporal_unary(op, a, span);
     const Node& n = node(a.node);
     if (op == Op::Neg && a.weak != Weak::None && n.kind == NodeKind::Const && !is_bool(n.dtype)) {
         ir::Value v = n.value;  // fold -literal so that it stays an exact weak constant
@@ -229,6 +231,7 @@ Val Lowerer::where(const Val& c, const Val& x, const Val& y, SourceSpan span) {
         const Sel sel = unselect({&c1, &x1, &y1}, span);
         return reselect(where(c1, x1, y1, span), sel);
     }
+    if (temporal(x) || temporal(y)) return temporal_where(c, x, y, span);
     const ir::NodeId cb = cast(c, DType::Bool, span);
     Weak weak = Weak::None;
     const DType p = promote_all({&x, &y}, &weak);

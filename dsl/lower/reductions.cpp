@@ -171,6 +171,7 @@ Val Lowerer::reduction_call(const ir::OpInfo& fn, const Expr& e) {
         return it == given.end() ? nullptr : it->second;
     };
     const Val a = strong(expr(*e.operands[0]));
+    if (temporal(a)) return temporal_reduction(op, fname, a, arg, span);
     if (a.selected()) return masked_reduction(op, fname, a, arg, span);
     if (is_order_stat(op)) return order_statistic(op, a, arg, fname, span);
     rule(op, dt(a), span);  // the operand's dtype first, as NumPy finds no loop before it checks an axis
@@ -400,6 +401,8 @@ Val Lowerer::masked_reduction(Op op, const std::string& fname, const Val& a, Arg
         case Op::Average: {  // with weights= (without, it is the mean)
             const Expr* we = arg("weights");
             const Val w = strong(expr(*we));
+            if (temporal(w))
+                type_error(fmt::format("{}(): weights= are numbers, not {}", fname, dtype_name(dt(w))), we->span);
             auto not_same_mask = [&] {
                 throw ValueError(fmt::format("{}(): the weights of a boolean-mask selection must be selected by "
                                              "the same mask (weights=w[m])",
@@ -511,6 +514,52 @@ Val Lowerer::masked_reduction(Op op, const std::string& fname, const Val& a, Arg
 // prod). Without an axis, or on a 0-d or 1-d x, the scan runs over every element in C order
 // and gives a 1-d result (NumPy takes a 0-d x as 1-d, so its axis may be 0 or -1).
 // nancumsum/nancumprod scan x with NaN replaced by 0/1 first (what NumPy does).
+// A reduction of dates or durations (NumPy 2's): min and max of either, NaT where any element is;
+// sum and mean of durations, NaT where any element is (the mean rounded towards zero, and NaT for
+// no element); any, all and count_nonzero of the counts. Each is int64 reductions of the counts
+// (the selected ones for a selection), so every path of those (axes, keepdims, masks) serves.
+template <class Arg>
+Val Lowerer::temporal_reduction(Op op, const std::string& fname, const Val& a, Arg&& arg, SourceSpan span) {
+    const DType t = dt(a);
+    const bool counts_only = op == Op::Any || op == Op::All || op == Op::CountNonzero;
+    const bool ok = counts_only || op == Op::ReduceMin || op == Op::ReduceMax ||
+                    ((op == Op::Sum || op == Op::Mean) && is_timedelta(t));
+    if (!ok)
+        type_error(fmt::format("{}() is not supported for {}{}", fname, dtype_name(t),
+                               (op == Op::Sum || op == Op::Mean) ? " (a sum of dates has no meaning)" : ""),
+                   span);
+    auto reduce = [&](Op o, const Val& v) -> ir::NodeId {
+        if (v.selected()) return masked_reduction(o, fname, v, arg, span).node;
+        rule(o, dt(v), span);
+        const Axes ax = axes_of(arg("axis"), static_cast<std::int32_t>(shape(v).size()), false, fname);
+        return plain_reduction(o, v, ax, keepdims_of(arg("keepdims")), arg, fname, span, nullptr).node;
+    };
+    if (op == Op::ReduceMax) {
+        // NaT must win, but is the least count: max(x - 1) + 1 in wrapping int64 (NaT - 1 is the
+        // greatest count, and + 1 makes it NaT again): one reduction, no test of its own.
+        const ir::NodeId one = int64_const(1, span);
+        Val shifted = a;  // over the values (a selection stays one)
+        shifted.node = op_node(Op::Sub, DType::Int64, shape(a), {a.node, one}, span);
+        const ir::NodeId m = reduce(Op::ReduceMax, shifted);
+        return Val{op_node(Op::Add, t, node(m).shape, {m, one}, span), Weak::None};
+    }
+    Val x = a;  // the counts, as int64 (still selected if a is)
+    x.node = cast(Val{a.node, Weak::None}, DType::Int64, span);
+    x.weak = Weak::None;
+    if (counts_only) return Val{reduce(op, x), Weak::None};
+    if (op == Op::ReduceMin) return Val{with_nat(std::nullopt, reduce(op, x), t, span), Weak::None};  // NaT is least
+    const ir::NodeId nat = int64_const(kNaT, span);
+    const ir::NodeId any_nat = reduce(Op::Any, binary(Op::Eq, x, Val{nat, Weak::None}, span));
+    if (op == Op::Sum) return Val{with_nat(any_nat, reduce(op, x), t, span), Weak::None};
+    // mean: sum // count, rounded towards zero; NaT for no element too
+    const ir::NodeId sum = reduce(Op::Sum, x);
+    const ir::NodeId count = reduce(Op::Sum, binary(Op::Eq, x, x, span));
+    const ir::NodeId none = int64_op(Op::Eq, count, int64_const(0, span), span);
+    const ir::NodeId one = int64_const(1, span);
+    const ir::NodeId safe = select(none, one, count, span);  // no division by 0, even where masked
+    return Val{with_nat(int64_op(Op::Or, any_nat, none, span), trunc_div(sum, safe, span), t, span), Weak::None};
+}
+
 Val Lowerer::scan_call(const ir::OpInfo& fn, const Expr& e) {
     const std::string& fname = e.text;
     const Op op = fn.op;

@@ -11,6 +11,7 @@ ir::Program Lowerer::run(const syntax::Module& m) {
         p_.checks.push_back(ir::RunCheck{static_cast<std::int32_t>(p_.outputs.size()), std::move(c.message), c.span});
         p_.outputs.push_back(ir::OutputDecl{"", c.node, -1});
     }
+    erase_temporal();
     return std::move(p_);
 }
 
@@ -92,16 +93,22 @@ void Lowerer::assign(const std::string& target, SourceSpan target_span, const Va
                 text_, target_span);
         // Written in place: the value must fit the array's dtype (same kind) and shape.
         if (!can_cast_same_kind(dt(v), bound->dtype)) {
+            // The conversion to name: float32(x); a date's, datetime64(x, 's').
+            const std::string cast_to =
+                is_temporal(bound->dtype)
+                    ? fmt::format("{}64(x, '{}')", is_datetime(bound->dtype) ? "datetime" : "timedelta",
+                                  time_unit_code(time_unit(bound->dtype)))
+                    : fmt::format("{}(...)", dtype_name(bound->dtype));
             // run_into's target is the caller's out= (Runtime::run_into binds it as "(out)").
             if (target == "(out)")
-                throw TypeError(fmt::format("cannot store a {} result in out= ({} {}) under same-kind casting; "
-                                            "pass casting='unsafe' (jitexpr.numexpr) or cast it with {}(...)",
-                                            dtype_name(dt(v)), dtype_name(bound->dtype), shape_to_string(bound->shape),
-                                            dtype_name(bound->dtype)),
-                                text_, st.value->span);
+                throw TypeError(
+                    fmt::format("cannot store a {} result in out= ({} {}) under same-kind casting; "
+                                "pass casting='unsafe' (jitexpr.numexpr) or cast it with {}",
+                                dtype_name(dt(v)), dtype_name(bound->dtype), shape_to_string(bound->shape), cast_to),
+                    text_, st.value->span);
             throw TypeError(
-                fmt::format("cannot store a {} value in '{}' ({} {}) in place; cast it with {}(...)", dtype_name(dt(v)),
-                            target, dtype_name(bound->dtype), shape_to_string(bound->shape), dtype_name(bound->dtype)),
+                fmt::format("cannot store a {} value in '{}' ({} {}) in place; cast it with {}", dtype_name(dt(v)),
+                            target, dtype_name(bound->dtype), shape_to_string(bound->shape), cast_to),
                 text_, st.value->span);
         }
         const Shape bs = broadcast(shape(v), bound->shape, st.value->span);

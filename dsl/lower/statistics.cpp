@@ -70,6 +70,8 @@ ir::NodeId Lowerer::average(ir::NodeId x, const Typed& t, const Expr* weights, c
                             bool keep, const std::string& fname, SourceSpan span, const Sel* sel) {
     if (!weights) return reduce_nodes(Op::Mean, x, t.result, ax, keep, span);
     const Val w0 = strong(expr(*weights));
+    if (temporal(w0))
+        type_error(fmt::format("{}(): weights= are numbers, not {}", fname, dtype_name(dt(w0))), weights->span);
     Val w = selected_weights(w0, sel, *weights, fname);
     DType p = promote(t.operand, dt(w));
     if (is_bool(p) || is_integer(p)) p = DType::Float64;

@@ -7,7 +7,9 @@ evaluated by jitexpr and by NumPy 2, and the smallest program that tells them ap
     fuzz_numpy.py --driver cli --binary build/tools/jitexpr --minutes 5
     fuzz_numpy.py --library ... --seed 7 --case 1234 -v                         # one case again
 
-Each case is a random expression (operators, functions, where/?:, casts, reductions, scans) over 1-3
+One case in five (unless --no-dates) is a program of dates and durations (dates.py): datetime64 and
+timedelta64 arrays of random units with NaT, literals, NumPy's arithmetic, comparisons and errors.
+Each other case is a random expression (operators, functions, where/?:, casts, reductions, scans) over 1-3
 arrays of random dtypes (all 15: bool, the integers, float16, bfloat16, float32, float64,
 complex64, complex128) and shapes (0-d, empty, broadcasting, and for the Python driver strided
 and transposed views), host scalars (weakly typed Python bool/int/float/complex) and literals
@@ -36,6 +38,7 @@ except ImportError:  # pragma: no cover
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from drivers import BF16, CliDriver, DriverError, PythonDriver  # noqa: E402
+import dates  # noqa: E402
 
 warnings.simplefilter("ignore")
 np.seterr(all="ignore")
@@ -1442,12 +1445,21 @@ def case_rng(seed, i):
     return np.random.default_rng([seed, i])
 
 
-def run_case(driver, seed, i):
+def run_case(driver, seed, i, with_dates=True):
     rng = case_rng(seed, i)
+    if with_dates and i % 5 == 4:  # one case in five: dates and durations (dates.py)
+        g = dates.DateGenerator(rng)
+        names = g.inputs()
+        tree = ("dates", g.program(names))
+        return tree, names, dates.judge(driver, tree[1], names)
     g = Generator(rng, driver)
     names = g.inputs()
     tree = g.program(names, int(rng.integers(1, 5)))
     return tree, names, judge(driver, tree, names)
+
+
+def case_text(tree):
+    return dates.text(tree[1]) if tree[0] == "dates" else text(tree)
 
 
 def main(argv=None):
@@ -1461,6 +1473,7 @@ def main(argv=None):
     ap.add_argument("--minutes", type=float, default=0, help="stop after this much time")
     ap.add_argument("--case", type=int, help="run only this case (with its seed)")
     ap.add_argument("--max-findings", type=int, default=20)
+    ap.add_argument("--no-dates", action="store_true", help="no date cases (one case in five otherwise)")
     ap.add_argument("-v", "--verbose", action="store_true")
     a = ap.parse_args(argv)
     driver = PythonDriver(a.backend) if a.driver == "python" else CliDriver(a.binary, a.backend)
@@ -1477,20 +1490,25 @@ def main(argv=None):
                     break
                 if not a.cases and not a.minutes:
                     break
-            tree, names, why = run_case(driver, a.seed, i)
+            tree, names, why = run_case(driver, a.seed, i, not a.no_dates)
             if a.verbose:
-                print(f"case {i}: {text(tree)} -> {why or 'agree'}")
+                print(f"case {i}: {case_text(tree)} -> {why or 'agree'}")
             if why == "skip":
                 stats["skip"] += 1
             elif why:
-                small = shrink(driver, tree, names, why)
-                key = text(small)
+                if tree[0] == "dates":
+                    small = dates.shrink(driver, tree[1], names, why)
+                    key, again, inputs = dates.text(small), dates.judge(driver, small, names), dates.describe_inputs(
+                        small, names)
+                else:
+                    small = shrink(driver, tree, names, why)
+                    key, again, inputs = text(small), judge(driver, small, names), describe_inputs(small, names)
                 if key not in findings:
                     findings[key] = why
-                    print(f"FINDING (seed {a.seed}, case {i}): {key}\n  {judge(driver, small, names)}")
-                    for line in describe_inputs(small, names):
+                    print(f"FINDING (seed {a.seed}, case {i}): {key}\n  {again}")
+                    for line in inputs:
                         print("    " + line)
-                    print(f"  original: {text(tree)}", flush=True)
+                    print(f"  original: {case_text(tree)}", flush=True)
                 if len(findings) >= a.max_findings:
                     break
             else:

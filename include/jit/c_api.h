@@ -68,6 +68,51 @@ const char* jitexpr_status_name(int status);
 /* The library version, "0.2.0". */
 const char* jitexpr_version(void);
 
+/* --- Dates and durations ---------------------------------------------------------------------- */
+
+/* DLPack has no date type: a NumPy datetime64 or timedelta64 tensor travels as an int64 tensor
+ * of its counts (of the unit since 1970-01-01T00:00 UTC, or of the unit; INT64_MIN is NaT) with
+ * one of these codes beside it: in a JITEXPR_ARG_TENSOR_TEMPORAL argument, and from
+ * jitexpr_last_result_dtype() for a result. The values are jit::DType's (include/jit/dtype.hpp);
+ * the suffix is NumPy's unit code (M months, m minutes). */
+typedef enum {
+    JITEXPR_DTYPE_NUMERIC = 0, /* not a date or duration: the DLPack dtype says what it is */
+    JITEXPR_DATETIME64_Y = 33,
+    JITEXPR_DATETIME64_M = 34,
+    JITEXPR_DATETIME64_W = 35,
+    JITEXPR_DATETIME64_D = 36,
+    JITEXPR_DATETIME64_h = 37,
+    JITEXPR_DATETIME64_m = 38,
+    JITEXPR_DATETIME64_s = 39,
+    JITEXPR_DATETIME64_ms = 40,
+    JITEXPR_DATETIME64_us = 41,
+    JITEXPR_DATETIME64_ns = 42,
+    JITEXPR_DATETIME64_ps = 43,
+    JITEXPR_DATETIME64_fs = 44,
+    JITEXPR_DATETIME64_as = 45,
+    JITEXPR_TIMEDELTA64_Y = 49,
+    JITEXPR_TIMEDELTA64_M = 50,
+    JITEXPR_TIMEDELTA64_W = 51,
+    JITEXPR_TIMEDELTA64_D = 52,
+    JITEXPR_TIMEDELTA64_h = 53,
+    JITEXPR_TIMEDELTA64_m = 54,
+    JITEXPR_TIMEDELTA64_s = 55,
+    JITEXPR_TIMEDELTA64_ms = 56,
+    JITEXPR_TIMEDELTA64_us = 57,
+    JITEXPR_TIMEDELTA64_ns = 58,
+    JITEXPR_TIMEDELTA64_ps = 59,
+    JITEXPR_TIMEDELTA64_fs = 60,
+    JITEXPR_TIMEDELTA64_as = 61
+} jitexpr_dtype;
+
+/* "datetime64[s]", "timedelta64[ns]" for a code of jitexpr_dtype; "numeric" for
+ * JITEXPR_DTYPE_NUMERIC; "?" for anything else. */
+const char* jitexpr_dtype_name(int dtype);
+/* The jitexpr_dtype of the result (*out) of this thread's last successful evaluation:
+ * JITEXPR_DTYPE_NUMERIC when it is a number or bool (its DLPack dtype says which), else the date
+ * or duration its int64 counts are. JITEXPR_DTYPE_NUMERIC when there was no result. */
+int jitexpr_last_result_dtype(void);
+
 /* --- Runtimes ------------------------------------------------------------------------------- */
 
 typedef struct jitexpr_runtime jitexpr_runtime;
@@ -113,7 +158,11 @@ typedef enum {
      * it (an assignment to its name of a value of its dtype and shape) fails with
      * JITEXPR_ERROR_READ_ONLY before anything runs. (A JITEXPR_ARG_TENSOR has no such flag: it
      * is writable.) */
-    JITEXPR_ARG_TENSOR_VERSIONED = 5
+    JITEXPR_ARG_TENSOR_VERSIONED = 5,
+    /* value.temporal: an int64 DLPack tensor, borrowed, of the counts of the date or duration
+     * dtype value.temporal.dtype (a jitexpr_dtype); another DLPack dtype, or a code that is not
+     * a date or duration, is JITEXPR_ERROR_ARGUMENT. */
+    JITEXPR_ARG_TENSOR_TEMPORAL = 6
 } jitexpr_arg_kind;
 
 /* One positional argument. Host scalars are kernel parameters and weakly typed (like Python
@@ -127,6 +176,10 @@ typedef struct {
         int64_t i;
         double f;
         double c[2];
+        struct {
+            const DLManagedTensor* tensor;
+            int32_t dtype; /* a jitexpr_dtype */
+        } temporal;
     } value;
 } jitexpr_arg;
 

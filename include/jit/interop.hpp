@@ -94,10 +94,15 @@ struct ArrowColumn {
 };
 
 // The jitexpr dtype of an Arrow format string: "c" "C" "s" "S" "i" "I" "l" "L" (int8 ... uint64),
-// "e" "f" "g" (float16, float32, float64), "b" (bool). nullopt for every other format.
+// "e" "f" "g" (float16, float32, float64), "b" (bool); the temporal types "tdD" (date32: its int32
+// days are widened on import, a copy) datetime64[D], "tdm" (date64) datetime64[ms], "tss:ZONE"
+// "tsm:" "tsu:" "tsn:" (timestamp, any zone: its values are UTC) datetime64[s|ms|us|ns], "tDs"
+// "tDm" "tDu" "tDn" (duration) timedelta64[s|ms|us|ns]. nullopt for every other format.
 std::optional<DType> from_arrow_format(std::string_view format);
 // The Arrow format string of a dtype; throws ArgumentError for bfloat16 and complex dtypes,
-// which the Arrow C data interface has no primitive format for.
+// which the Arrow C data interface has no primitive format for, and for dates and durations of
+// a unit Arrow lacks (datetime64[D] is "tdD", date32; datetime64 of s to ns a timestamp with no
+// zone, "tss:" ...; timedelta64 of s to ns a duration).
 const char* to_arrow_format(DType dtype);
 
 // Imports a primitive column, taking ownership of `array` by the specification's move
@@ -126,7 +131,8 @@ ArrowColumn view_arrow(const ArrowSchema* schema, const ArrowArray* array);
 // frees what its structure owns; the consumer calls out_array->release(out_array) and
 // out_schema->release(out_schema) once each. Throws ArgumentError (and writes nothing) for a
 // values array that is not 1-D, a validity of another shape or dtype, or a dtype without an
-// Arrow format.
+// Arrow format. Dates and durations: NaT is exported as null; a datetime64[D] as a date32, whose
+// int32 days must hold every value (copied).
 void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out_schema, std::string_view name = "");
 
 // Evaluates `text` with the columns bound by position (in order of first appearance, as

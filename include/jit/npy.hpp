@@ -7,10 +7,12 @@
 //   float16 '<f2'   float32 '<f4'   float64 '<f8'   complex64 '<c8'   complex128 '<c16'
 //   bfloat16 'bfloat16'  (the name ml_dtypes registers with NumPy; little-endian 16-bit patterns.
 //                         NumPy reads it when ml_dtypes is imported.)
+//   datetime64 '<M8[unit]'   timedelta64 '<m8[unit]'   every unit, Y to as (not generic '<M8',
+//                         nor a multiple of a unit, '<M8[5s]')
 //
 // Loading accepts either byte order ('>' is swapped, '=' means this machine's), '|' or any order
 // for one-byte types, C or Fortran order (Fortran data is converted to C order), 0 to 8
-// dimensions. Anything else (structured dtypes, strings, objects, datetimes, long double), a
+// dimensions. Anything else (structured dtypes, strings, objects, long double), a
 // malformed header, a shape whose size overflows, or a file shorter than its data is a
 // jit::IOError that names the file and says what is wrong. Bytes after the data are ignored
 // (as NumPy does).

@@ -542,7 +542,7 @@ nb::object cupy_of(const jit::Array& r) {
     const CupyApi* api = cupy_api();
     if (!api || !api->ndarray || !api->unowned_memory || !api->memory_pointer) return {};
     const int type = npy_type_of(r.dtype());
-    if (type < 0 || r.backend() != jit::Backend::Cuda) return {};
+    if (type < 0 || jit::is_temporal(r.dtype()) || r.backend() != jit::Backend::Cuda) return {};
     const auto item = static_cast<std::int64_t>(jit::itemsize(r.dtype()));
     std::int64_t span = 1;  // elements from the first to one past the last
     const int nd = r.ndim();

@@ -96,6 +96,8 @@ void translate(const std::exception_ptr& p, void*);
 // values.cpp
 std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d);
 int npy_type_of(jit::DType t);
+// A new reference to the NumPy dtype of t (datetime64 and timedelta64 with their unit).
+PyArray_Descr* descr_of(jit::DType t);
 void free_result_capsule(PyObject* capsule) noexcept;
 nb::object numpy_of(const jit::Array& r);
 nb::tuple dlpack_device(const Tensor& t);

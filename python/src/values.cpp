@@ -6,6 +6,30 @@ namespace jitexpr_py {
 
 // ------------------------------------------------------------------------------- dtypes
 
+namespace {
+
+std::optional<jit::TimeUnit> time_unit_of(int base) {
+    switch (base) {
+        case NPY_FR_Y: return jit::TimeUnit::Y;
+        case NPY_FR_M: return jit::TimeUnit::M;
+        case NPY_FR_W: return jit::TimeUnit::W;
+        case NPY_FR_D: return jit::TimeUnit::D;
+        case NPY_FR_h: return jit::TimeUnit::h;
+        case NPY_FR_m: return jit::TimeUnit::m;
+        case NPY_FR_s: return jit::TimeUnit::s;
+        case NPY_FR_ms: return jit::TimeUnit::ms;
+        case NPY_FR_us: return jit::TimeUnit::us;
+        case NPY_FR_ns: return jit::TimeUnit::ns;
+        case NPY_FR_ps: return jit::TimeUnit::ps;
+        case NPY_FR_fs: return jit::TimeUnit::fs;
+        case NPY_FR_as: return jit::TimeUnit::as;
+        case NPY_FR_GENERIC: return jit::TimeUnit::Generic;  // refused, with the reason, when checked
+        default: return std::nullopt;
+    }
+}
+
+}  // namespace
+
 std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
     const char kind = d->kind;
     const auto size = PyDataType_ELSIZE(d);
@@ -40,6 +64,14 @@ std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
                 case 16: return jit::DType::Complex128;
             }
             break;
+        case 'M':  // datetime64 and timedelta64: the unit from the dtype's metadata
+        case 'm': {
+            const auto* md = reinterpret_cast<const PyArray_DatetimeDTypeMetaData*>(PyDataType_C_METADATA(d));
+            if (size != 8 || !md || md->meta.num != 1) break;  // not a multiple of a unit (M8[5s])
+            const auto u = time_unit_of(md->meta.base);
+            if (!u) break;
+            return kind == 'M' ? jit::datetime_of(*u) : jit::timedelta_of(*u);
+        }
         case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named (ml_dtypes.)bfloat16
             if (size == 2 && d->typeobj) {
                 const std::string_view name = d->typeobj->tp_name;
@@ -68,9 +100,26 @@ int npy_type_of(jit::DType t) {
         case jit::DType::Float64: return NPY_FLOAT64;
         case jit::DType::Complex64: return NPY_COMPLEX64;
         case jit::DType::Complex128: return NPY_COMPLEX128;
-        case jit::DType::BFloat16: return -1;  // NumPy has none
+        case jit::DType::BFloat16:
+            return -1;                                                                     // NumPy has none
+            JIT_TEMPORAL_CASES return jit::is_datetime(t) ? NPY_DATETIME : NPY_TIMEDELTA;  // the unit: descr_of
     }
     return -1;
+}
+
+PyArray_Descr* descr_of(jit::DType t) {
+    if (!jit::is_temporal(t)) return PyArray_DescrFromType(npy_type_of(t));
+    // NumPy's datetime64[unit] and timedelta64[unit]: made from the name once each, kept.
+    static std::mutex mutex;
+    static PyArray_Descr* made[2][jit::kNumTimeUnits] = {};
+    std::lock_guard<std::mutex> lock(mutex);
+    PyArray_Descr*& d = made[jit::is_timedelta(t) ? 1 : 0][static_cast<int>(jit::time_unit(t))];
+    if (!d) {
+        nb::object name = nb::str(std::string(jit::dtype_name(t)).c_str());
+        if (!PyArray_DescrConverter(name.ptr(), &d)) throw nb::python_error();
+    }
+    Py_INCREF(d);
+    return d;
 }
 
 // ------------------------------------------------------------------------------- results
@@ -106,7 +155,7 @@ nb::object numpy_of(const jit::Array& r) {
         throw nb::python_error();
     }
     g_live_results.fetch_add(1, std::memory_order_relaxed);
-    PyArray_Descr* descr = PyArray_DescrFromType(type);  // a new reference, stolen below
+    PyArray_Descr* descr = descr_of(r.dtype());  // a new reference, stolen below
     PyObject* arr =
         PyArray_NewFromDescr(&PyArray_Type, descr, nd, dims, strides, r.data(), NPY_ARRAY_WRITEABLE, nullptr);
     if (!arr) {

@@ -279,10 +279,12 @@ class Errors(Base):
         self.assertIn("value error", r.stderr)
         self.assertIn("line 1: x = zeros(3, -2)\n" + " " * len("line 1: x = zeros(3, ") + "^^", r.stderr)
 
-    def test_string_outside_load_and_save_is_an_error(self):
+    def test_string_outside_load_and_save_is_the_languages_error(self):
+        # A string literal is the language's (datetime64('2024-03-01')); as a number, an error.
         r = run(["-e", 'x = sin("a")'])
         self.assertEqual(r.returncode, 1)
-        self.assertIn("strings are only allowed", r.stderr)
+        self.assertIn("a string literal is not a value", r.stderr)
+        self.assertIn("line 1: x = sin(\"a\")\n" + " " * len("line 1: x = sin(") + "^^^", r.stderr)
 
     def test_missing_load_file_exits_1(self):
         r = run(["--load", "x=" + self.path("missing.npy"), "-e", "x"])
@@ -771,6 +773,73 @@ class TwoResults(Base):
         r = run(["-e", "a, b = arange(3)"])
         self.assertEqual(r.returncode, 1)
         self.assertIn("type error: 2 names are assigned one value", r.stderr)
+
+
+UNITS = ["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as"]
+
+
+class Dates(Base):
+    """datetime64 and timedelta64 .npy files in and out, printed as NumPy prints them."""
+
+    def sample_dates(self, kind, unit, n=7, seed=3):
+        v = np.random.default_rng(seed).integers(-10**6, 10**6, n)
+        v[1] = np.iinfo(np.int64).min  # NaT
+        return v.view(f"{kind}8[{unit}]")
+
+    def test_every_unit_round_trips_through_load_and_save(self):
+        for kind in "Mm":
+            for unit in UNITS:
+                with self.subTest(dtype=f"{kind}8[{unit}]"):
+                    a = self.sample_dates(kind, unit)
+                    got = self.round_trip(a)
+                    self.assertEqual(got.dtype, a.dtype)
+                    self.assertEqual(got.view("i8").tolist(), a.view("i8").tolist())
+
+    def test_big_endian_dates_load(self):
+        a = np.array(["2024-03-01T12:30", "NaT"], dtype=">M8[m]")
+        got = self.round_trip(a)
+        self.assertEqual(got.dtype, np.dtype("<M8[m]"))
+        self.assertEqual(got.astype("i8").tolist(), a.astype("<M8[m]").view("i8").tolist())
+
+    def test_dates_print_as_numpy_prints_them(self):
+        for a in (np.array(["2024-03-01T12:30", "NaT", "1969-12-31T23:59:59"], "M8[s]"),
+                  np.array(["-0001-03-01", "10000-01-01"], "M8[D]"), np.array([0, -1], "M8[ns]"),
+                  np.array([5, -300, "NaT"], "m8[ms]"), np.array(["2024-07"], "M8[M]")):
+            with self.subTest(dtype=a.dtype):
+                np.save(self.path("d.npy"), a)
+                r = run(["--load", "d=" + self.path("d.npy"), "-e", "d"])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                body = np.array2string(a, separator=", ", prefix="array(")
+                self.assertEqual(r.stdout, f"array({body}, dtype='{a.dtype.name}')  # shape {a.shape}\n")
+
+    def test_a_zero_dimensional_date_prints_quoted(self):
+        r = run(["-e", "datetime64('2024-03-01') + timedelta64(36, 'h')"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "array('2024-03-02T12', dtype='datetime64[h]')  # shape ()\n")
+
+    def test_date_arithmetic_saves_what_numpy_computes(self):
+        d = np.array(["2024-03-01T12:30", "NaT", "1999-12-31T23:59"], "M8[m]")
+        np.save(self.path("d.npy"), d)
+        r = run(["--load", "d=" + self.path("d.npy"), "-e", "t = d - datetime64('2000-01-01'); m = max(t)",
+                 "--save", "t=" + self.path("t.npy"), "--save", "m=" + self.path("m.npy")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = d - np.datetime64("2000-01-01")
+        got = np.load(self.path("t.npy"))
+        self.assertEqual(got.dtype, want.dtype)
+        self.assertEqual(got.view("i8").tolist(), want.view("i8").tolist())
+        self.assertTrue(np.isnat(np.load(self.path("m.npy"))))  # NaT propagates, as np.max
+
+    def test_a_bad_date_literal_has_a_caret(self):
+        r = run(["-e", "datetime64('2024-02-30')"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("day 30 is out of range", r.stderr)
+        self.assertIn("line 1: datetime64('2024-02-30')\n" + " " * len("line 1: datetime64(") + "^" * 12, r.stderr)
+
+    def test_a_date_file_of_no_unit_is_refused(self):
+        np.save(self.path("g.npy"), np.array(["NaT"], dtype="M8"))
+        r = run(["--load", "g=" + self.path("g.npy"), "-e", "g"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("unsupported dtype descr '<M8'", r.stderr)
 
 
 class DocsTellTheTruth(Base):

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -168,6 +169,33 @@ TEST(NpyParse, ReadsEmptyArray) {
     EXPECT_EQ(a.size(), 0);
 }
 
+TEST(NpyParse, ReadsDatesAndDurationsOfTheirUnit) {
+    const std::vector<std::int64_t> v{19783, std::numeric_limits<std::int64_t>::min(), -1};
+    Array a =
+        jit::parse_npy(npy_v1("{'descr': '<M8[D]', 'fortran_order': False, 'shape': (3,), }", raw(v)), Backend::Cpu);
+    EXPECT_EQ(a.dtype(), DType::DateTime64_D);
+    EXPECT_EQ(a.to_vector<std::int64_t>(), v);
+    Array b =
+        jit::parse_npy(npy_v1("{'descr': '<m8[ps]', 'fortran_order': False, 'shape': (3,), }", raw(v)), Backend::Cpu);
+    EXPECT_EQ(b.dtype(), DType::TimeDelta64_ps);
+    std::string big(8, '\0');
+    big[7] = 5;  // 5, big-endian
+    Array c = jit::parse_npy(npy_v1("{'descr': '>m8[s]', 'fortran_order': False, 'shape': (), }", big), Backend::Cpu);
+    EXPECT_EQ(c.dtype(), DType::TimeDelta64_s);
+    EXPECT_EQ(c.item<std::int64_t>(), 5);
+}
+
+TEST(NpySerialise, WritesNumPysDescrOfADate) {
+    const std::int64_t v = 7;
+    for (const auto& [t, descr] :
+         {std::pair{DType::DateTime64_ns, "'<M8[ns]'"}, std::pair{DType::TimeDelta64_Y, "'<m8[Y]'"},
+          std::pair{DType::DateTime64_as, "'<M8[as]'"}}) {
+        const std::string bytes = jit::to_npy_bytes(Array::from_host(&v, t, {}, Backend::Cpu));
+        EXPECT_NE(bytes.find(std::string("'descr': ") + descr), std::string::npos) << bytes;
+        EXPECT_EQ(jit::parse_npy(bytes, Backend::Cpu).dtype(), t);
+    }
+}
+
 TEST(NpyParse, ReadsBfloat16Descr) {
     std::vector<std::uint16_t> bits{0x3F80, 0xC000};  // 1.0, -2.0
     Array a = jit::parse_npy(npy_v1("{'descr': 'bfloat16', 'fortran_order': False, 'shape': (2,), }", raw(bits)),
@@ -201,7 +229,9 @@ TEST(NpyParseErrors, RejectsTruncatedData) {
 }
 
 TEST(NpyParseErrors, RejectsUnsupportedDescr) {
-    for (const char* d : {"<U10", "|O", "<M8[ns]", "<f16", "|V8", "<f3", "bf16", "<bfloat16"}) {
+    // (datetime64 of no unit, of a multiple of one, or of a unit NumPy lacks too)
+    for (const char* d :
+         {"<U10", "|O", "<M8", "<m8[5s]", "<M8[q]", "|M8[s]", "<f16", "|V8", "<f3", "bf16", "<bfloat16"}) {
         std::string msg = io_error_message(npy_v1(
             std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (), }", std::string(16, '\0')));
         EXPECT_NE(msg.find("unsupported dtype descr"), std::string::npos) << d << ": " << msg;

@@ -113,6 +113,14 @@ class Repl(ReplBase):
         self.line(c, "sum(a[a > 0] * 2)", "array(12, dtype=int64)")
         self.line(c, "min(a[a > 10])", "min() of an empty array has no value")
 
+    def test_dates_and_durations(self):
+        c = self.spawn()
+        self.line(c, "d = datetime64('2024-02-28T22:00') + timedelta64(1, 'D')", "")
+        self.line(c, "d", "array('2024-02-29T22:00', dtype='datetime64[m]')")
+        self.line(c, "d - datetime64('2024-02-01')", "array(41640, dtype='timedelta64[m]')")
+        self.line(c, "d + d", "a date plus a date has no meaning")
+        self.line(c, "datetime64('NaT', 's') < d", "array(False, dtype=bool)")
+
     def test_a_byte_order_mark_on_the_first_line_is_skipped(self):
         c = self.spawn()
         self.line(c, "\ufeffq + 1", "line 1: q + 1\r\n        ^")

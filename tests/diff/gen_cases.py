@@ -431,6 +431,11 @@ import gen_quantile_cases  # noqa: E402
 
 gen_quantile_cases.add(save, lines, values, rng)
 
+# dates and durations: every unit, NaT, unit promotion, literals, reductions, conversions
+import gen_date_cases  # noqa: E402
+
+gen_date_cases.add(save, lines, rng)
+
 with open(os.path.join(OUT, "cases.tsv"), "w") as f:
     f.write("\n".join(lines) + "\n")
 print(f"{len(lines)} cases in {OUT}")

@@ -134,6 +134,8 @@ Elem element(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
             e.re = c.real(), e.im = c.imag();
             break;
         }
+            JIT_TEMPORAL_CASES e.exact = get(std::int64_t{});
+            break;  // a date's count: exact
     }
     return e;
 }

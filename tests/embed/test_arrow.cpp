@@ -11,6 +11,7 @@
 #include "test_util.hpp"
 
 #include <cstring>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -121,10 +122,96 @@ TEST(ArrowFormat, MapsEveryPrimitiveFormatBothWays) {
 }
 
 TEST(ArrowFormat, HasNoDTypeForStringsNestedOrParametricTypes) {
-    for (const char* f : {"u", "U", "z", "n", "+l", "+s", "d:10,2", "w:4", "tdD", "", "ii"})
+    for (const char* f :
+         {"u", "U", "z", "n", "+l", "+s", "d:10,2", "w:4", "tts", "ttn", "tin", "tDD", "tsx:", "tss", "", "ii"})
         EXPECT_FALSE(jit::from_arrow_format(f)) << f;
     EXPECT_THROW(jit::to_arrow_format(jit::DType::Complex64), jit::ArgumentError);
     EXPECT_THROW(jit::to_arrow_format(jit::DType::BFloat16), jit::ArgumentError);
+}
+
+TEST(ArrowFormat, MapsTheTemporalTypesToDatesAndDurations) {
+    EXPECT_EQ(jit::from_arrow_format("tdD"), jit::DType::DateTime64_D);
+    EXPECT_EQ(jit::from_arrow_format("tdm"), jit::DType::DateTime64_ms);
+    EXPECT_EQ(jit::from_arrow_format("tsu:"), jit::DType::DateTime64_us);
+    EXPECT_EQ(jit::from_arrow_format("tsn:Europe/Oslo"), jit::DType::DateTime64_ns);  // the values are UTC
+    EXPECT_EQ(jit::from_arrow_format("tDs"), jit::DType::TimeDelta64_s);
+    EXPECT_STREQ(jit::to_arrow_format(jit::DType::DateTime64_D), "tdD");
+    EXPECT_STREQ(jit::to_arrow_format(jit::DType::DateTime64_ms), "tsm:");
+    EXPECT_STREQ(jit::to_arrow_format(jit::DType::TimeDelta64_ns), "tDn");
+    // Units Arrow lacks: the message says to convert.
+    for (const jit::DType t :
+         {jit::DType::DateTime64_h, jit::DType::DateTime64_M, jit::DType::TimeDelta64_D, jit::DType::DateTime64_ps}) {
+        try {
+            jit::to_arrow_format(t);
+            ADD_FAILURE() << jit::dtype_name(t);
+        } catch (const jit::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find("convert it first"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ArrowImport, WidensADate32ColumnWithOffsetAndNulls) {
+    std::vector<std::byte> days(6 * 4);
+    const std::int32_t v[] = {7, -1, 19783, 0, -719468, 2};
+    std::memcpy(days.data(), v, sizeof v);
+    Producer p;
+    produce(p, "tdD", days, 1, 5, {true, true, false, true, true, true}, 1);
+    const jit::ArrowColumn c = jit::from_arrow(&p.schema, &p.array);
+    EXPECT_EQ(p.released, 1);  // widened: nothing is viewed
+    EXPECT_EQ(c.values.dtype(), jit::DType::DateTime64_D);
+    EXPECT_EQ(c.values.to_vector<std::int64_t>()[1], 19783);
+    EXPECT_EQ(c.values.to_vector<std::int64_t>()[3], -719468);
+    EXPECT_EQ(c.null_count, 1);
+}
+
+TEST(ArrowImport, ViewsATimestampColumnInPlace) {
+    std::vector<std::byte> ns(3 * 8);
+    const std::int64_t v[] = {1, std::numeric_limits<std::int64_t>::max(), -5};
+    std::memcpy(ns.data(), v, sizeof v);
+    Producer p;
+    produce(p, "tsn:UTC", ns, 0, 3);
+    const jit::ArrowColumn c = jit::view_arrow(&p.schema, &p.array);
+    EXPECT_EQ(c.values.dtype(), jit::DType::DateTime64_ns);
+    EXPECT_EQ(c.values.data(), p.values.data());
+}
+
+TEST(ArrowExport, NaTIsNullAndADayDateIsADate32) {
+    const std::int64_t v[] = {19783, jit::kNaT, -3};
+    jit::ArrowColumn c;
+    c.values = jit::Array::from_host(v, jit::DType::DateTime64_D, {3}, jit::Backend::Cpu);
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(c, &out, &schema);
+    EXPECT_STREQ(schema.format, "tdD");
+    EXPECT_EQ(out.null_count, 1);
+    EXPECT_FALSE(bit(out.buffers[0], 1));
+    EXPECT_EQ(exported_values<std::int32_t>(out)[0], 19783);
+    EXPECT_EQ(exported_values<std::int32_t>(out)[2], -3);
+    out.release(&out);
+    schema.release(&schema);
+    const std::int64_t far[] = {std::int64_t{1} << 40};
+    c.values = jit::Array::from_host(far, jit::DType::DateTime64_D, {1}, jit::Backend::Cpu);
+    EXPECT_THROW(jit::to_arrow(c, &out, &schema), jit::ArgumentError);
+    EXPECT_EQ(out.release, nullptr);
+}
+
+TEST(ArrowEval, DatesWithNullsAndNaT) {
+    std::vector<std::byte> s(4 * 8);
+    const std::int64_t v[] = {0, 60, jit::kNaT, 120};
+    std::memcpy(s.data(), v, sizeof v);
+    Producer p;
+    produce(p, "tss:", s, 0, 4, {true, false, true, true}, 1);
+    const jit::ArrowColumn a = jit::view_arrow(&p.schema, &p.array);
+    const jit::ArrowColumn r = jit::eval_arrow("a + timedelta64(1, 'm')", {a}, cpu_runtime());
+    EXPECT_EQ(r.values.dtype(), jit::DType::DateTime64_s);
+    ArrowArray out{};
+    ArrowSchema schema{};
+    jit::to_arrow(r, &out, &schema);
+    EXPECT_STREQ(schema.format, "tss:");
+    EXPECT_EQ(out.null_count, 2);  // Arrow's null and the NaT
+    EXPECT_EQ(exported_values<std::int64_t>(out)[3], 180);
+    out.release(&out);
+    schema.release(&schema);
 }
 
 TEST(ArrowImport, RoundTripsEveryPrimitiveTypeWithOffsetAndNulls) {

@@ -72,6 +72,51 @@ TEST(CApi, ParseErrorGivesItsCodeAndACaretMessage) {
     EXPECT_STREQ(jitexpr_status_name(JITEXPR_ERROR_PARSE), "parse");
 }
 
+TEST(CApi, DatesTravelAsInt64TensorsWithADTypeCode) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor ts;
+    host_tensor(ts, std::vector<std::int64_t>{0, jit::kNaT, 3600});
+    jitexpr_arg a{};
+    a.kind = JITEXPR_ARG_TENSOR_TEMPORAL;
+    a.value.temporal.tensor = &ts.managed;
+    a.value.temporal.dtype = JITEXPR_DATETIME64_s;
+    DLManagedTensor* raw = nullptr;
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a + timedelta64(1, 'h')", 1, &a, &raw), JITEXPR_OK) << jitexpr_last_error();
+    TensorPtr out(raw);
+    EXPECT_EQ(out->dl_tensor.dtype.code, kDLInt);
+    EXPECT_EQ(out->dl_tensor.dtype.bits, 64);
+    EXPECT_EQ(jitexpr_last_result_dtype(), JITEXPR_DATETIME64_s);
+    EXPECT_STREQ(jitexpr_dtype_name(jitexpr_last_result_dtype()), "datetime64[s]");
+    EXPECT_EQ(values<std::int64_t>(out.get()), (std::vector<std::int64_t>{3600, jit::kNaT, 7200}));
+    // A number afterwards: the code says so.
+    ASSERT_EQ(jitexpr_eval(rt.get(), "a < datetime64('1970-01-01T00:30')", 1, &a, &raw), JITEXPR_OK);
+    TensorPtr flags(raw);
+    EXPECT_EQ(jitexpr_last_result_dtype(), JITEXPR_DTYPE_NUMERIC);
+    EXPECT_EQ(values<std::uint8_t>(flags.get()), (std::vector<std::uint8_t>{1, 0, 0}));
+}
+
+TEST(CApi, ATemporalArgumentOfAnotherDTypeOrCodeIsAnArgumentError) {
+    RuntimePtr rt = cpu_runtime();
+    HostTensor f;
+    host_tensor(f, std::vector<double>{1.0});
+    jitexpr_arg a{};
+    a.kind = JITEXPR_ARG_TENSOR_TEMPORAL;
+    a.value.temporal.tensor = &f.managed;
+    a.value.temporal.dtype = JITEXPR_TIMEDELTA64_ns;
+    DLManagedTensor* out = nullptr;
+    EXPECT_EQ(jitexpr_eval(rt.get(), "a", 1, &a, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("int64 counts"), std::string::npos) << jitexpr_last_error();
+    HostTensor i;
+    host_tensor(i, std::vector<std::int64_t>{1});
+    a.value.temporal.tensor = &i.managed;
+    for (const int bad : {0, 32, 46, 255, -1}) {
+        a.value.temporal.dtype = bad;
+        EXPECT_EQ(jitexpr_eval(rt.get(), "a", 1, &a, &out), JITEXPR_ERROR_ARGUMENT) << bad;
+    }
+    EXPECT_STREQ(jitexpr_dtype_name(46), "?");
+    EXPECT_STREQ(jitexpr_dtype_name(JITEXPR_DTYPE_NUMERIC), "numeric");
+}
+
 TEST(CApi, CompileReportsSyntaxErrorsAndReturnsNull) {
     RuntimePtr rt = cpu_runtime();
     EXPECT_EQ(jitexpr_compile(rt.get(), "c = a +"), nullptr);

@@ -87,6 +87,8 @@ inline std::vector<std::byte> sample(jit::DType dtype, std::size_t n) {
                 std::memcpy(p, &re, 8);
                 std::memcpy(p + 8, &im, 8);
             } break;
+                JIT_TEMPORAL_CASES put(static_cast<std::int64_t>(v));
+                break;  // a date's count
         }
     }
     return out;

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace jit {
@@ -27,13 +28,101 @@ namespace jit {
     X(Complex64, complex64, "complex64", 8) \
     X(Complex128, complex128, "complex128", 16)
 
+// Dates and durations: NumPy's datetime64 (a count of the unit since 1970-01-01T00:00, no time
+// zone) and timedelta64 (a count of the unit), one dtype per unit, stored as int64; INT64_MIN is
+// NaT ("not a time"). A family apart from the compute dtypes above: dsl/lower/ lowers every
+// operation on them to int64 work, so the backends, their kernel tables (sized by kNumDTypes)
+// and the generated code never see them; they exist at the edges, where arrays go in and out.
+// The units, coarsest first: Generic is NumPy's unitless datetime64/timedelta64, which only a
+// literal has (datetime64('NaT'), timedelta64(5)); an array of it is refused.
+#define JIT_FOR_EACH_TIME_UNIT(X) \
+    X(Generic, "")                \
+    X(Y, "Y")                     \
+    X(M, "M")                     \
+    X(W, "W")                     \
+    X(D, "D")                     \
+    X(h, "h")                     \
+    X(m, "m")                     \
+    X(s, "s")                     \
+    X(ms, "ms")                   \
+    X(us, "us")                   \
+    X(ns, "ns")                   \
+    X(ps, "ps")                   \
+    X(fs, "fs")                   \
+    X(as, "as")
+
+enum class TimeUnit : std::uint8_t {
+#define JIT_TIME_UNIT_ENUM(Id, code) Id,
+    JIT_FOR_EACH_TIME_UNIT(JIT_TIME_UNIT_ENUM)
+#undef JIT_TIME_UNIT_ENUM
+};
+inline constexpr int kNumTimeUnits = 14;
+
+// DType values of the family: datetime64 from kDateTimeBase, timedelta64 from kTimeDeltaBase,
+// each plus its TimeUnit (DType::DateTime64_s is kDateTimeBase + TimeUnit::s).
+inline constexpr int kDateTimeBase = 32;
+inline constexpr int kTimeDeltaBase = 48;
+
 enum class DType : std::uint8_t {
 #define JIT_DTYPE_ENUM(Id, lower, name, size) Id,
     JIT_FOR_EACH_DTYPE(JIT_DTYPE_ENUM)
 #undef JIT_DTYPE_ENUM
+// The dates and durations (below): DateTime64_Generic, DateTime64_Y, ..., DateTime64_as, then
+// TimeDelta64_Generic, ..., TimeDelta64_as.
+#define JIT_DATETIME_ENUM(Id, code) DateTime64_##Id = kDateTimeBase + static_cast<int>(TimeUnit::Id),
+#define JIT_TIMEDELTA_ENUM(Id, code) TimeDelta64_##Id = kTimeDeltaBase + static_cast<int>(TimeUnit::Id),
+        JIT_FOR_EACH_TIME_UNIT(JIT_DATETIME_ENUM) JIT_FOR_EACH_TIME_UNIT(JIT_TIMEDELTA_ENUM)
+#undef JIT_DATETIME_ENUM
+#undef JIT_TIMEDELTA_ENUM
 };
 
+// The compute dtypes (JIT_FOR_EACH_DTYPE), which the backends' tables are indexed by.
 inline constexpr int kNumDTypes = 15;
+
+// The case labels of every datetime64/timedelta64 dtype, for a switch over the compute dtypes
+// that the compiler should still check for exhaustiveness (-Wswitch): `JIT_TEMPORAL_CASES break;`.
+#define JIT_TEMPORAL_CASE_DT_(Id, code) case ::jit::DType::DateTime64_##Id:
+#define JIT_TEMPORAL_CASE_TD_(Id, code) case ::jit::DType::TimeDelta64_##Id:
+#define JIT_TEMPORAL_CASES                        \
+    JIT_FOR_EACH_TIME_UNIT(JIT_TEMPORAL_CASE_DT_) \
+    JIT_FOR_EACH_TIME_UNIT(JIT_TEMPORAL_CASE_TD_)
+
+constexpr bool is_datetime(DType t) {
+    const int v = static_cast<int>(t);
+    return v >= kDateTimeBase && v < kDateTimeBase + kNumTimeUnits;
+}
+constexpr bool is_timedelta(DType t) {
+    const int v = static_cast<int>(t);
+    return v >= kTimeDeltaBase && v < kTimeDeltaBase + kNumTimeUnits;
+}
+// datetime64 or timedelta64 of any unit.
+constexpr bool is_temporal(DType t) { return is_datetime(t) || is_timedelta(t); }
+// The unit of a datetime64/timedelta64 dtype (Generic for any other dtype).
+constexpr TimeUnit time_unit(DType t) {
+    if (is_datetime(t)) return static_cast<TimeUnit>(static_cast<int>(t) - kDateTimeBase);
+    if (is_timedelta(t)) return static_cast<TimeUnit>(static_cast<int>(t) - kTimeDeltaBase);
+    return TimeUnit::Generic;
+}
+constexpr DType datetime_of(TimeUnit u) { return static_cast<DType>(kDateTimeBase + static_cast<int>(u)); }
+constexpr DType timedelta_of(TimeUnit u) { return static_cast<DType>(kTimeDeltaBase + static_cast<int>(u)); }
+// NumPy's code of a unit: "Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as"
+// ("" for Generic).
+constexpr std::string_view time_unit_code(TimeUnit u) {
+    switch (u) {
+#define JIT_TIME_UNIT_CODE(Id, code) \
+    case TimeUnit::Id: return code;
+        JIT_FOR_EACH_TIME_UNIT(JIT_TIME_UNIT_CODE)
+#undef JIT_TIME_UNIT_CODE
+    }
+    return "";
+}
+// "Y" -> TimeUnit::Y, ..., also "μs" for us (as NumPy); nullopt for anything else ("" too).
+std::optional<TimeUnit> time_unit_from_code(std::string_view code);
+// The NaT value of every datetime64/timedelta64 dtype.
+inline constexpr std::int64_t kNaT = INT64_MIN;
+// NumPy's text of a datetime64 value of unit `unit` (str(np.datetime64(v, unit))): "2024-03-01",
+// "2024-03-01T12:30:00.250", "-001-03-01", "NaT"; the date of a Generic unit is "NaT" or its count.
+std::string datetime_string(std::int64_t value, TimeUnit unit);
 
 constexpr std::size_t itemsize(DType t) {
     switch (t) {
@@ -41,9 +130,21 @@ constexpr std::size_t itemsize(DType t) {
     case DType::Id: return size;
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_SIZE)
 #undef JIT_DTYPE_SIZE
+        JIT_TEMPORAL_CASES return 8;
     }
     return 0;
 }
+
+namespace detail {
+// "datetime64[s]", "timedelta64[ns]", "datetime64" (generic), as NumPy's dtype.name.
+inline constexpr std::string_view kTemporalNames[2][kNumTimeUnits] = {
+    {"datetime64", "datetime64[Y]", "datetime64[M]", "datetime64[W]", "datetime64[D]", "datetime64[h]", "datetime64[m]",
+     "datetime64[s]", "datetime64[ms]", "datetime64[us]", "datetime64[ns]", "datetime64[ps]", "datetime64[fs]",
+     "datetime64[as]"},
+    {"timedelta64", "timedelta64[Y]", "timedelta64[M]", "timedelta64[W]", "timedelta64[D]", "timedelta64[h]",
+     "timedelta64[m]", "timedelta64[s]", "timedelta64[ms]", "timedelta64[us]", "timedelta64[ns]", "timedelta64[ps]",
+     "timedelta64[fs]", "timedelta64[as]"}};
+}  // namespace detail
 
 constexpr std::string_view dtype_name(DType t) {
     switch (t) {
@@ -51,11 +152,14 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::Id: return name;
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_NAME)
 #undef JIT_DTYPE_NAME
+        JIT_TEMPORAL_CASES return detail::kTemporalNames[is_timedelta(t) ? 1 : 0][static_cast<int>(time_unit(t))];
     }
     return "?";
 }
 
-// "float32" -> DType::Float32; also accepts the NumPy aliases "float", "int", "complex", "half", "double".
+// "float32" -> DType::Float32; also accepts the NumPy aliases "float", "int", "complex", "half", "double",
+// and the dates and durations by NumPy's names and codes: "datetime64[ns]", "M8[ns]",
+// "timedelta64[s]", "m8[s]", "datetime64" and "M8" (generic).
 std::optional<DType> dtype_from_name(std::string_view name);
 
 constexpr bool is_bool(DType t) { return t == DType::Bool; }

@@ -304,6 +304,8 @@ class Combine:
             n = _keep(_api.evaluate(reduce_text("sum", "n", axes, nd), {"n": p["n"]}), p["n"].shape, axes)
             if not self.final:
                 return {"s": s, "n": n}
+            if np.dtype(self.dtype).kind == "m":  # a duration: the sum over the count, towards zero (NumPy's)
+                return self._finish(_api.evaluate("s / int64(n)", {"s": s, "n": n}), keepdims)
             wide = "complex128" if np.dtype(s.dtype).kind == "c" else "float64"
             return self._finish(_api.evaluate(f"{self.dtype}({wide}(s) / n)", {"s": s, "n": n}), keepdims)
         if kind in ("var", "std"):

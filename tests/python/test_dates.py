@@ -1,0 +1,167 @@
+"""Dates and durations through the Python package: NumPy datetime64/timedelta64 arrays in and out
+of evaluate, run, Kernel and out=, NumPy's errors as jitexpr's, Arrow temporal columns (pyarrow,
+Polars, DuckDB) with nulls, pandas datetime columns through jitexpr.numexpr, and jitexpr.check.
+(Every operation and unit against NumPy: tests/diff/gen_date_cases.py and the fuzzer.)"""
+import numpy as np
+import pytest
+
+from support import need
+
+import jitexpr as jx
+
+NAT = np.iinfo(np.int64).min
+UNITS = ["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "ns", "ps", "fs", "as"]
+
+
+def dates(unit="s", n=9, seed=1):
+    v = np.random.default_rng(seed).integers(-10**6, 10**6, n)
+    v[::4] = NAT
+    return v.view(f"M8[{unit}]")
+
+
+def same(got, want):
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype
+    assert got.shape == want.shape
+    if want.dtype.kind in "Mm":
+        assert got.view("i8").tolist() == want.view("i8").tolist()
+    else:
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("unit", UNITS)
+def test_every_unit_in_and_out_of_evaluate(unit):
+    a = dates(unit)
+    same(jx.evaluate("a + 1", a=a), a + 1)
+    same(jx.evaluate("a - a[::-1]", a=a), a - a[::-1])
+    same(jx.evaluate("a < a[::-1]", a=a), a < a[::-1])
+
+
+def test_a_filter_over_timestamps_is_numpys():
+    ts = np.array(["2024-02-28T23:59", "NaT", "2024-03-01T00:00", "2025-01-01"], "M8[ns]")
+    same(jx.evaluate("ts > datetime64('2024-03-01')", ts=ts), ts > np.datetime64("2024-03-01"))
+    same(jx.evaluate("ts[ts >= datetime64('2024-03-01')]", ts=ts), ts[ts >= np.datetime64("2024-03-01")])
+
+
+def test_durations_and_their_reductions():
+    t0 = np.array(["2024-03-01T00:00", "2024-03-01T00:10", "NaT"], "M8[s]")
+    t1 = np.array(["2024-03-01T00:04", "2024-03-01T00:30", "2024-03-01T00:00"], "M8[s]")
+    same(jx.evaluate("(t1 - t0) < timedelta64(5, 'm')", t0=t0, t1=t1), (t1 - t0) < np.timedelta64(5, "m"))
+    same(jx.evaluate("mean(t1[:2] - t0[:2])", t0=t0, t1=t1), np.mean(t1[:2] - t0[:2]))
+    same(jx.evaluate("max(t1 - t0)", t0=t0, t1=t1), np.max(t1 - t0))  # NaT
+    same(jx.evaluate("(t1 - t0) / timedelta64(1, 'm')", t0=t0, t1=t1), (t1 - t0) / np.timedelta64(1, "m"))
+
+
+def test_numpy_date_scalars_are_zero_dimensional_arrays():
+    cut = np.datetime64("2024-03-01T12:00")
+    ts = np.array(["2024-03-01T11:00", "2024-03-01T13:00"], "M8[s]")
+    same(jx.evaluate("ts > cut", ts=ts, cut=cut), ts > cut)
+
+
+def test_numpys_errors_are_jitexprs_type_errors_with_a_caret():
+    a = dates("s")
+    with pytest.raises(jx.TypeError, match=r"(?s)date plus a date.*\^"):
+        jx.evaluate("a + a", a=a)
+    with pytest.raises(jx.TypeError):
+        jx.evaluate("a * 2", a=a)
+    with pytest.raises(jx.TypeError, match="not a unit"):
+        jx.evaluate("timedelta64(1, 'q')")
+    with pytest.raises(jx.ValueError, match="not a date"):
+        jx.evaluate("datetime64('2024-3-1')")
+
+
+def test_an_array_of_no_unit_is_refused():
+    with pytest.raises(jx.TypeError, match="no unit"):
+        jx.evaluate("g + timedelta64(1, 's')", g=np.array(["NaT"], "M8"))
+
+
+def test_run_writes_in_place_and_out_takes_a_date_array():
+    ts = np.array(["2024-03-01T00:00:00", "NaT"], "M8[s]")
+    env = {"ts": ts}
+    jx.run("ts = ts + timedelta64(90, 's')", env)
+    assert env["ts"] is ts
+    same(ts, np.array(["2024-03-01T00:01:30", "NaT"], "M8[s]"))
+    out = np.empty(2, "M8[ms]")
+    r = jx.evaluate("ts + timedelta64(1, 'ms')", ts=ts, out=out)
+    assert r is out
+    same(out, ts + np.timedelta64(1, "ms"))
+
+
+def test_a_kernel_with_a_date_signature():
+    k = jx.compile("ts - datetime64('2000-01-01')", {"ts": "datetime64[us]"})
+    ts = np.array(["2000-01-02", "NaT"], "M8[us]")
+    same(k(ts=ts), ts - np.datetime64("2000-01-01"))
+    with pytest.raises(jx.TypeError):
+        k(ts=ts.astype("M8[s]"))
+
+
+def test_check_reports_date_dtypes():
+    c = jx.check("d = ts - ts; m = max(ts)", ts=(np.dtype("M8[ns]"), (5,)))
+    assert [v.dtype for v in c.assigned.values()] == [np.dtype("m8[ns]"), np.dtype("M8[ns]")]
+    assert c.result.dtype == np.dtype("M8[ns]")
+
+
+# ---- Arrow: date32, date64, timestamp (zones: UTC values), duration; nulls and NaT
+
+
+def test_pyarrow_temporal_columns_in_and_out_with_nulls():
+    pa = need("pyarrow")
+    ts = pa.array([0, None, 86_400_000_000 * 3], type=pa.timestamp("us"))
+    r = jx.evaluate("ts + timedelta64(1, 'h')", ts=ts)
+    assert isinstance(r, pa.Array)
+    assert r.type == pa.timestamp("us")
+    assert r.to_pylist()[1] is None
+    assert r.cast(pa.int64()).to_pylist() == [3_600_000_000, None, 86_400_000_000 * 3 + 3_600_000_000]
+    d = pa.array([19783, None, 0], type=pa.date32())
+    r = jx.evaluate("d > datetime64('2000-01-01')", d=d)
+    assert r.to_pylist() == [True, None, False]
+    r = jx.evaluate("d + timedelta64(1, 'D')", d=d)
+    assert r.type == pa.date32()
+    assert r.cast(pa.int32()).to_pylist() == [19784, None, 1]
+    dur = pa.array([5, None, -2], type=pa.duration("ms"))
+    r = jx.evaluate("dur * 2", dur=dur)
+    assert r.type == pa.duration("ms") and r.cast(pa.int64()).to_pylist() == [10, None, -4]
+    d64 = pa.array([86_400_000, None], type=pa.date64())
+    assert jx.evaluate("d64 == datetime64('1970-01-02')", d64=d64).to_pylist() == [True, None]
+
+
+def test_a_timestamp_with_a_zone_compares_in_utc():
+    pa = need("pyarrow")
+    # 2024-03-01T00:30 in Oslo (UTC+1) is 2024-02-29T23:30 UTC
+    utc = int(np.datetime64("2024-02-29T23:30", "s").astype(np.int64))
+    oslo = pa.array([utc], type=pa.timestamp("s", tz="Europe/Oslo"))
+    assert jx.evaluate("t < datetime64('2024-03-01')", t=oslo).to_pylist() == [True]
+
+
+def test_nat_goes_out_to_arrow_as_null():
+    pa = need("pyarrow")
+    t = pa.array([1, 2], type=pa.duration("s"))
+    r = jx.evaluate("where(t > timedelta64(1, 's'), t, timedelta64('NaT'))", t=t)
+    assert r.to_pylist()[0] is None and r.null_count == 1
+
+
+def test_polars_and_duckdb_temporal_columns():
+    pl = need("polars")
+    s = pl.Series("ts", [0, 60_000_000, None], dtype=pl.Datetime("us"))
+    r = jx.evaluate("ts >= datetime64('1970-01-01T00:01')", ts=s)
+    assert r.to_list() == [False, True, None]
+    duckdb = need("duckdb")
+    rel = duckdb.sql("select * from (values (timestamp '2024-03-01 12:00'), (null), (timestamp '1999-12-31 00:00')) t(ts)")
+    table = rel.arrow()  # a RecordBatchReader from DuckDB 1.4 on, a Table before
+    col = (table.read_all() if hasattr(table, "read_all") else table)["ts"]
+    r = jx.evaluate("ts - datetime64('2000-01-01')", ts=col)
+    pa = need("pyarrow")
+    assert r.type == pa.duration("us")
+    assert r.to_pylist()[1] is None
+
+
+# ---- pandas through the numexpr drop-in
+
+
+def test_pandas_query_on_a_datetime_column_through_the_drop_in():
+    pd = need("pandas")
+    import jitexpr.numexpr  # noqa: F401  (pandas finds numexpr; the drop-in is what it finds)
+    df = pd.DataFrame({"ts": pd.to_datetime(["2024-02-28", "2024-03-02", None, "2024-03-05"]), "x": [1, 2, 3, 4]})
+    want = df[df.ts > pd.Timestamp("2024-03-01")]
+    got = df.query("ts > '2024-03-01'", engine="numexpr")
+    pd.testing.assert_frame_equal(got, want)
