@@ -8,6 +8,8 @@
 
 #include <jit/error.hpp>
 
+#include <cuda.h>  // CU_STREAM_PER_THREAD
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -122,7 +124,7 @@ public:
     ~CudaPrepared() override {
         if (upgrade_.joinable()) upgrade_.join();
         DeviceScope scope(device_);
-        for (auto& [stream, ws] : workspaces_) cuda::free(ws.base);
+        for (auto& [key, sw] : workspaces_) cuda::free(sw.ws.base);
     }
 
     void run(const detail::RunArgs& args) override {
@@ -130,12 +132,17 @@ public:
         check_args(args);
         const Variant* v = live_.load(std::memory_order_acquire);
         if (needs_strided(args)) v = &strided_variant();
-        const Workspace& ws = workspace(args.stream);
-        if (!args.control) {
-            for (auto& l : v->kernels) launcher_.launch(l, args, ws);
+        if (workspace_bytes_ == 0) {  // most programs: no workspace, no lock on the launch path
+            launch_all(*v, args, Workspace{});
             return;
         }
-        run_watched(*v, args, ws, *args.control);
+        // The kernels of one call pass temporaries and reduction counters through the stream's
+        // workspace: a call of this program from another thread on the same stream must not
+        // queue its kernels between ours (it would overwrite a temporary before our next kernel
+        // reads it), so one call's kernels are queued together; the stream runs them in order.
+        StreamWorkspace& sw = workspace(args.stream);
+        std::lock_guard<std::mutex> queue(sw.queue);
+        launch_all(*v, args, sw.ws);
     }
 
     std::string source() const override {
@@ -378,20 +385,42 @@ private:
         return *strided_;
     }
 
-    const Workspace& workspace(void* stream) {
-        static const Workspace none;
-        if (workspace_bytes_ == 0) return none;  // most programs: no lock on the launch path
-        std::lock_guard<std::mutex> lock(ws_mutex_);
-        auto it = workspaces_.find(stream);
-        if (it != workspaces_.end()) return it->second;
+    void launch_all(const Variant& v, const detail::RunArgs& args, const Workspace& ws) const {
+        if (!args.control) {
+            for (auto& l : v.kernels) launcher_.launch(l, args, ws);
+            return;
+        }
+        run_watched(v, args, ws, *args.control);
+    }
+
+    // A workspace of one stream, and the lock that keeps the kernels of one call together on it.
+    struct StreamWorkspace {
         Workspace ws;
-        if (workspace_bytes_ > 0) {
+        std::mutex queue;
+    };
+    // The per-thread default stream is one handle for a stream of each thread: its workspaces
+    // are told apart by thread. Every other handle is one stream, whichever thread queues on it.
+    using WorkspaceKey = std::pair<void*, std::thread::id>;
+
+    StreamWorkspace& workspace(void* stream) {
+        const WorkspaceKey key{stream, stream == reinterpret_cast<void*>(CU_STREAM_PER_THREAD)
+                                           ? std::this_thread::get_id()
+                                           : std::thread::id()};
+        std::lock_guard<std::mutex> lock(ws_mutex_);
+        auto [it, fresh] = workspaces_.try_emplace(key);
+        if (!fresh) return it->second;
+        try {
+            Workspace& ws = it->second.ws;
             ws.base = cuda::alloc_for(workspace_bytes_, "the workspace of the program's reductions and scans");
             ws.bytes = workspace_bytes_;
             // Counters of the full reductions start at zero; the last block resets its own.
             if (counters_bytes_ > 0) cuda::memset(ws.base, 0, counters_bytes_, stream);
+        } catch (...) {
+            if (it->second.ws.base) cuda::free(it->second.ws.base);
+            workspaces_.erase(it);
+            throw;
         }
-        return workspaces_.emplace(stream, ws).first->second;
+        return it->second;
     }
 
     const ir::Plan plan_;
@@ -412,7 +441,7 @@ private:
     std::unique_ptr<Variant> strided_;
     std::size_t counters_bytes_ = 0, workspace_bytes_ = 0;
     std::mutex ws_mutex_;
-    std::map<void*, Workspace> workspaces_;
+    std::map<WorkspaceKey, StreamWorkspace> workspaces_;
 };
 
 class CudaBackend final : public detail::BackendImpl {

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace jit;
@@ -127,4 +128,33 @@ TEST_F(ReductionsGpu, FloatingReductionsAgreeWithTheCpuBackendAndRepeatTheirBits
                     EXPECT_NEAR(gv[i], cv[i], 1e-9 * std::max(1.0, std::fabs(cv[i])) * 64) << text << " [" << i << "]";
                 }
             }
+}
+
+// One runtime, one program of two stages (the mean passes to the second stage through the
+// program's workspace), called from eight threads at once on the default stream, each on its own
+// data: every call gives its own data's answer. (Kernels of calls from two threads queued between
+// each other made one call's second stage read the other's mean.)
+TEST_F(ReductionsGpu, CallsFromManyThreadsOfAProgramOfStagesEachReadTheirOwnTemporaries) {
+    Runtime gpu(options(Backend::Cuda));
+    constexpr int kThreads = 8, kCalls = 150;
+    constexpr std::int64_t n = 4096;
+    std::vector<Array> data;
+    for (int t = 0; t < kThreads; ++t) {
+        std::vector<double> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = 1000.0 * t + static_cast<double>(i % 7);
+        data.push_back(Array::from(v, Shape{n}, Backend::Cpu).to(Backend::Cuda));
+    }
+    const std::string text = "a - mean(a) + sum(a) / 1000";
+    std::vector<std::vector<unsigned char>> want;
+    for (int t = 0; t < kThreads; ++t) want.push_back(bytes(run(gpu, text, data[static_cast<std::size_t>(t)])));
+    std::vector<int> wrong(kThreads, 0);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < kThreads; ++t)
+        pool.emplace_back([&, t] {
+            for (int k = 0; k < kCalls; ++k)
+                if (bytes(run(gpu, text, data[static_cast<std::size_t>(t)])) != want[static_cast<std::size_t>(t)])
+                    ++wrong[static_cast<std::size_t>(t)];
+        });
+    for (auto& th : pool) th.join();
+    for (int t = 0; t < kThreads; ++t) EXPECT_EQ(wrong[static_cast<std::size_t>(t)], 0) << "thread " << t;
 }
