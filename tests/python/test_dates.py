@@ -2,6 +2,8 @@
 of evaluate, run, Kernel and out=, NumPy's errors as jitexpr's, Arrow temporal columns (pyarrow,
 Polars, DuckDB) with nulls, pandas datetime columns through jitexpr.numexpr, and jitexpr.check.
 (Every operation and unit against NumPy: tests/diff/gen_date_cases.py and the fuzzer.)"""
+import sys
+
 import numpy as np
 import pytest
 
@@ -158,10 +160,18 @@ def test_polars_and_duckdb_temporal_columns():
 # ---- pandas through the numexpr drop-in
 
 
-def test_pandas_query_on_a_datetime_column_through_the_drop_in():
+def test_pandas_query_on_a_datetime_column_through_the_drop_in(monkeypatch):
     pd = need("pandas")
-    import jitexpr.numexpr  # noqa: F401  (pandas finds numexpr; the drop-in is what it finds)
+    from pandas.core.computation import check
+    if not check.NUMEXPR_INSTALLED:
+        pytest.skip("pandas found no numexpr when it was imported, so it offers no numexpr engine")
+    import jitexpr.numexpr as jne
+    calls = []
+    evaluate = jne.evaluate
+    monkeypatch.setattr(jne, "evaluate", lambda *a, **k: calls.append(a[0]) or evaluate(*a, **k))
+    monkeypatch.setitem(sys.modules, "numexpr", jne)  # pandas imports numexpr when it evaluates
     df = pd.DataFrame({"ts": pd.to_datetime(["2024-02-28", "2024-03-02", None, "2024-03-05"]), "x": [1, 2, 3, 4]})
     want = df[df.ts > pd.Timestamp("2024-03-01")]
     got = df.query("ts > '2024-03-01'", engine="numexpr")
     pd.testing.assert_frame_equal(got, want)
+    assert calls, "pandas did not evaluate through the drop-in"
