@@ -33,6 +33,9 @@ std::vector<Val> Lowerer::call(const Expr& e, const syntax::Statement* several) 
             if (several) not_several(*several);
             Val a = expr(*e.operands[0]);
             const bool literal_int = a.weak == Weak::Int && node(a.node).kind == NodeKind::Const;
+            // An expression of host integers is Python's arithmetic before it is converted: its
+            // errors (a negative shift count) and its leaving int64 are checked when bound.
+            if (a.weak == Weak::Int && !literal_int) check_fit(a, DType::Int64);
             if (a.selected()) {
                 const Sel sel = unselect({&a}, e.span);
                 return {reselect(Val{cast(Val{a.node, Weak::None}, *t, e.span), Weak::None}, sel)};

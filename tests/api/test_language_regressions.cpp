@@ -594,6 +594,17 @@ TEST(HostScalarExpression, ANegativeShiftCountIsPythonsValueErrorWithACaret) {
     EXPECT_THROW(run("conj(s << s)", env), ValueError);  // an operand made an int64 array
 }
 
+// A dtype conversion of an expression of host integers checks it as Python computes it too
+// (fuzzer seeds 31 and 32: uint32(s >> s) and int32(s >> (-2)) answered where Python raises);
+// the conversion itself stays NumPy's cast of the int64 value.
+TEST(HostScalarExpression, ANegativeShiftCountInsideADtypeConversionIsPythonsValueError) {
+    Environment env{{"s", Arg(std::int64_t{-287})}, {"b", Arg(false)}, {"t", Arg(std::int64_t{3})}};
+    EXPECT_THROW(run("uint32(s >> s)", env), ValueError);
+    EXPECT_THROW(run("int32(b >> (-2))", env), ValueError);
+    EXPECT_THROW(run("float64(s << s)", env), ValueError);
+    EXPECT_EQ(run("uint32(s >> t)", env).to_vector<std::uint32_t>(), (std::vector<std::uint32_t>{4294967260u}));
+}
+
 // The value of a program of host integers alone is stored as an int64: a Python value past it is
 // an error, not a wrapped number (k * 4 with k = 2**62 gave 0).
 TEST(HostScalarExpression, AProgramOfHostIntegersAloneMustFitInt64) {
