@@ -1290,7 +1290,11 @@ def compare(got, lo, hi, n_inexact, signed_zeros=True):
                 mp = np.asarray(part(m), dtype=np.longdouble)
                 finite_moves &= np.isfinite(mp)
                 spread = np.maximum(spread, np.where(np.isfinite(mp), np.abs(mp - ex), 0))
-            u = ulp(ex.astype(np.float64), gdt).astype(np.longdouble)
+            # A complex result's error is promised relative to its magnitude, not to each part:
+            # a part far smaller than the other (cancellation in pow, exp of a near-imaginary
+            # argument) carries the larger part's rounding.
+            scale = np.abs(np.asarray(exact_value, dtype=np.clongdouble)) if kind == "c" else ex
+            u = ulp(np.asarray(scale, dtype=np.float64), gdt).astype(np.longdouble)
             finite = np.isfinite(ex) & np.isfinite(pwl) & finite_moves
             # jitexpr may be off by what NumPy is off (the operations both round alike), plus
             # how far the allowed errors of the inexact ones carry through the rest, plus 2 ulps
