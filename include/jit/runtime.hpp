@@ -45,7 +45,7 @@ struct CacheStats {
 struct RuntimeOptions {
     // Auto: CUDA when a driver and a device are present, else CPU; for calls over host arrays on
     // such a machine, a per-call choice of the CPU or the GPU by a cost model (docs/api.md,
-    // "Host data on the GPU").
+    // "Host data on the GPU"). CUDA starts only when a call needs it (backend() says more).
     Backend backend = Backend::Auto;
     // The CUDA device ordinal this runtime evaluates on (0: the first GPU). Its arrays must live
     // on that device: an array on another device, or host arrays mixed with device arrays, is a
