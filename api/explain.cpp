@@ -278,9 +278,10 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                                    const ExplainOptions& o) {
     std::string out;
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
+    // Explaining says which backend: under Auto it starts (the CUDA driver, when there is one).
     const Backend backend = machine.backend();
     const run::Where where = where_of(f, env);
-    const bool host_path = !run::runs_direct(backend, where);
+    const bool host_path = !run::runs_direct(options.backend, backend, where);
     if (!host_path) check_devices(f, env);
     run::OnDevice on(backend, machine.device());
     const ir::Plan plan = plan_of(text, f, env, machine.limits());
@@ -295,8 +296,13 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
         out += fmt::format("backend: cuda:{} ({}){}\n", machine.device(), machine.device_text(),
                            options.backend == Backend::Auto ? " (auto: a driver and a device are present)" : "");
     }
+    // The backend's bandwidth, measured (a device copy on CUDA) only when a part printed needs it.
     std::string bw_source = "given";
-    const double gbs = o.bandwidth_gbs > 0 ? o.bandwidth_gbs : machine.bandwidth(backend, &bw_source);
+    double gbs_value = o.bandwidth_gbs;
+    auto gbs = [&] {
+        if (!(gbs_value > 0)) gbs_value = machine.bandwidth(backend, &bw_source);
+        return gbs_value;
+    };
     const detail::PrepareOptions po = prepare_options();
     auto stages_of = [&](const ir::Plan& pl, const std::vector<detail::KernelReport>& ks, double at,
                          const std::string& src) {
@@ -329,9 +335,10 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                    : fmt::format("program cache: not prepared yet (the first run plans it{})\n",
                                  backend == Backend::Cuda ? " and finds or compiles its kernels" : "");
         out += fmt::format("stages and kernels: {}\n", plan.schedule.stages.size());
-        const std::uint64_t total = explain_stages(out, plan, machine.main().explain(plan, po), gbs);
+        const double at = gbs();
+        const std::uint64_t total = explain_stages(out, plan, machine.main().explain(plan, po), at);
         out += fmt::format("total: {} in {} stage{}: {} at {:.1f} GB/s ({})\n", mb(total), plan.schedule.stages.size(),
-                           plan.schedule.stages.size() == 1 ? "" : "s", ms_at(total, gbs), gbs, bw_source);
+                           plan.schedule.stages.size() == 1 ? "" : "s", ms_at(total, at), at, bw_source);
     }
 
     // Host data under Auto on a machine without CUDA: what a GPU would do with it.
@@ -394,7 +401,7 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
             case run::Way::Copied:
                 out += d.model.empty() ? "" : "placement: " + d.model + "\n";
                 out += "placement: cuda, copied whole (not streamed: " + d.why + ")\n";
-                stages_of(host->plan, machine.main().explain(host->plan, po), gbs, bw_source);
+                stages_of(host->plan, machine.main().explain(host->plan, po), gbs(), bw_source);
                 break;
             case run::Way::Streamed: {
                 out += d.model.empty() ? "" : "placement: " + d.model + "\n";
@@ -403,7 +410,7 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
                     plan_of(text, f, run::chunk_environment(host->plan.program, d.chunks, d.chunks.rows_per_chunk, env),
                             machine.limits());
                 out += fmt::format("each chunk of {} rows runs:\n", d.chunks.rows_per_chunk);
-                stages_of(chunk, machine.main().explain(chunk, po), gbs, bw_source);
+                stages_of(chunk, machine.main().explain(chunk, po), gbs(), bw_source);
                 const run::HostModel& m = machine.host_model();
                 out += fmt::format("link: {} host->device at {:.1f} GB/s ({}): {}; the copies back overlap it\n",
                                    run::human(d.in_bytes), m.link_gbs, m.source, ms_at(d.in_bytes, m.link_gbs));

@@ -248,7 +248,7 @@ std::shared_ptr<const run::Entry> Runtime::Impl::host_plan(std::string_view text
     std::string key;
     entry_key(key, text, f, env);
     return host_plans.fetch(std::string_view(key), [&] {
-        return std::shared_ptr<const run::Entry>(run::host_plan(plan_of(text, f, env, machine.limits())));
+        return std::shared_ptr<const run::Entry>(run::host_plan(plan_of(text, f, env, machine.host_limits())));
     });
 }
 
@@ -271,7 +271,7 @@ run::Where Runtime::Impl::where_of(const Front& f, const Environment& env) {
 }
 
 void Runtime::Impl::check_devices(const Front& f, const Environment& env) const {
-    const Backend backend = machine.backend();
+    const Backend backend = machine.started_backend();  // started: a call that runs directly
     const int device = machine.device();
     for (const std::string& n : f.names) {
         auto it = env.find(n);
@@ -326,11 +326,22 @@ Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& en
 Array Runtime::Impl::run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing) {
     if (f.module.statements.empty()) return Array();
     if (c.control) c.control->check();  // cancelled before it began
-    const Backend backend = machine.backend();
-    const run::Where where = backend == Backend::Cuda ? where_of(f, env) : run::Where{};
-    if (!run::runs_direct(backend, where)) return run_host(text, f, env, c, timing);
+    // Under Auto, Backend::Auto until a call needs the GPU: host data is decided (run_host)
+    // before anything of CUDA starts; device arrays mean the driver is up already.
+    Backend backend = machine.started_backend();
+    run::Where where;
+    if (backend != Backend::Cpu) {
+        where = where_of(f, env);
+        if (backend == Backend::Auto && where.on_device) backend = machine.start();
+    }
+    if (!run::runs_direct(options.backend, backend, where)) return run_host(text, f, env, c, timing);
+    return run_direct(text, f, env, c, timing);
+}
+
+Array Runtime::Impl::run_direct(std::string_view text, const Front& f, Environment& env, const run::Call& c,
+                                Timing* timing) {
     check_devices(f, env);
-    run::OnDevice on(backend, machine.device());
+    run::OnDevice on(machine.started_backend(), machine.device());
     const run::Entry& e = *entry(On::Main, text, f, env, timing, c.control);
     check_out(e.plan.program, text);
     return run::direct(e, env, c);
@@ -338,8 +349,8 @@ Array Runtime::Impl::run(std::string_view text, const Front& f, Environment& env
 
 Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment& env, const run::Call& c,
                               Timing* timing) {
-    run::OnDevice on(machine.backend(),
-                     machine.device());  // the pipeline's streams, buffers and kernels are this device's
+    // The pipeline's streams, buffers and kernels are this device's (a scope only: it starts nothing).
+    run::OnDevice on(Backend::Cuda, machine.device());
     const std::shared_ptr<const run::Entry> host = host_plan(text, f, env);
     const ir::Program& p = host->plan.program;
     check_out(p, text);
@@ -348,13 +359,17 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment
         inputs[i] = run::bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
     run::Request r;
     r.asked = options.backend;
-    r.backend = machine.backend();
+    r.backend = machine.started_backend();
     r.where = where_of(f, env);
     r.plan = &host->plan;
     r.inputs = inputs;
     r.all_or_nothing = c.all_or_nothing;
     r.device_memory_limit = options.device_memory_limit;
-    return execute(run::decide(r, machine), *host, text, f, env, c, timing);
+    const run::Decision d = run::decide(r, machine);
+    // Under Auto, the backend this call started is the CPU (no CUDA here): the runtime's own.
+    if (d.way == run::Way::Direct && machine.started_backend() == Backend::Cpu)
+        return run_direct(text, f, env, c, timing);
+    return execute(d, *host, text, f, env, c, timing);
 }
 
 Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std::string_view text, const Front& f,
@@ -402,11 +417,15 @@ Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(
 Runtime::~Runtime() = default;
 
 Backend Runtime::backend() const { return impl_->machine.backend(); }
+std::optional<Backend> Runtime::started_backend() const {
+    const Backend b = impl_->machine.started_backend();
+    return b == Backend::Auto ? std::nullopt : std::optional<Backend>(b);
+}
 int Runtime::device() const { return impl_->machine.device(); }
 
 void Runtime::wait_for_compiles() const { impl_->machine.wait_for_compiles(); }
 void Runtime::synchronize(void* stream) const {
-    run::OnDevice on(impl_->machine.backend(), impl_->machine.device());
+    run::OnDevice on(impl_->machine.started_backend(), impl_->machine.device());
     impl_->machine.synchronize(stream);
 }
 std::string Runtime::setup_note() const { return impl_->machine.setup_note(); }
@@ -416,7 +435,18 @@ std::string Runtime::fallback_reason() const {
 const RuntimeOptions& Runtime::options() const { return impl_->options; }
 
 CacheStats Runtime::stats() const {
-    const cache::MemoryStats es = impl_->entries.stats();
+    cache::MemoryStats es = impl_->entries.stats();
+    if (impl_->machine.started_backend() != Backend::Cuda) {
+        // Under Auto before CUDA started (and on the CPU it then started), host data kept on the
+        // CPU is this runtime's own work: its programs count. A CUDA runtime's do not.
+        const cache::MemoryStats cs = impl_->cpu_entries.stats();
+        es.hits += cs.hits;
+        es.coalesced += cs.coalesced;
+        es.coalesced_failures += cs.coalesced_failures;
+        es.misses += cs.misses;
+        es.failures += cs.failures;
+        es.entries += cs.entries;
+    }
     CacheStats s;
     s.hits = es.hits + es.coalesced - es.coalesced_failures;
     s.misses = es.misses - es.failures;
@@ -431,6 +461,8 @@ CacheStats Runtime::stats() const {
 void Runtime::clear_memory_cache() {
     impl_->entries.clear();
     impl_->fronts.clear();
+    impl_->host_plans.clear();
+    impl_->cpu_entries.clear();
 }
 
 void Runtime::cancel() noexcept { impl_->cancel_epoch.fetch_add(1, std::memory_order_acq_rel); }
@@ -538,7 +570,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 
 std::string Runtime::source(std::string_view text, const Environment& env) {
     const Front& f = impl_->front(text, /*strict=*/false, /*into=*/false);
-    run::OnDevice on(impl_->machine.backend(), impl_->machine.device());
+    run::OnDevice on(impl_->machine.backend(), impl_->machine.device());  // starts the backend under Auto
     return impl_->entry(Impl::On::Main, text, f, env, nullptr, nullptr)->prepared->source();
 }
 

@@ -138,7 +138,10 @@ struct Runtime::Impl {
     Array call(std::string_view text, const Front& f, Environment& env, const CallOptions& o, bool write_back);
     // The same, without the OutOfMemoryError's caret. `control` null: the call cannot be stopped.
     Array run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
-    // Host arrays on a CUDA runtime: decided (run::decide), then run that way.
+    // Arrays on the runtime's started backend and device (or none), run as they are.
+    Array run_direct(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
+    // Host arrays on a CUDA runtime, or under Auto before one started: decided (run::decide),
+    // then run that way.
     Array run_host(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
     // The same text prepared over other arrays, for a way of running (run::Programs).
     class CallPrograms;

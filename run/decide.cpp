@@ -52,15 +52,35 @@ Decision not_streamed(Decision d, std::string why, Backend asked) {
     return d;
 }
 
-Decision decide(const Request& r, Probe& probe) {
+Decision decide(const Request& request, Probe& probe) {
+    Request r = request;
     Decision d;
-    if (r.backend == Backend::Cpu && r.asked == Backend::Auto && r.plan) {
-        // No GPU here: what one would do with this host data.
+    auto count_bytes = [&] {
+        d.in_bytes = d.out_bytes = 0;
         for (const Array& a : r.inputs) d.in_bytes += a.nbytes();
         for (const ir::OutputDecl& od : r.plan->program.outputs) {
             const ir::Node& n = r.plan->program.node(od.node);
             d.out_bytes += static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);
         }
+    };
+    auto too_small = [&] {
+        const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+        return on_cpu(std::move(d), fmt::format("host data of {} (below {}, the GPU is not worth its copies)",
+                                                human(bytes), human(kAutoMinBytes)));
+    };
+    if (r.backend == Backend::Auto) {
+        // Under Auto, nothing started yet: host data too small for the GPU stays on the CPU from
+        // the plan alone; only data the GPU may be worth starts the backend (the CUDA driver).
+        if (!r.where.on_device) {
+            count_bytes();
+            if (d.in_bytes + d.out_bytes < kAutoMinBytes) return too_small();
+        }
+        r.backend = probe.start();
+        d = Decision{};
+    }
+    if (r.backend == Backend::Cpu && r.asked == Backend::Auto && r.plan) {
+        // No GPU here: what one would do with this host data.
+        count_bytes();
         OnAGpu g;
         g.small = d.in_bytes + d.out_bytes < kAutoMinBytes;
         if (!g.small && r.device_memory_limit) {
@@ -70,22 +90,17 @@ Decision decide(const Request& r, Probe& probe) {
         }
         d.on_a_gpu = std::move(g);
     }
-    if (runs_direct(r.backend, r.where)) return d;
+    if (runs_direct(r.asked, r.backend, r.where)) return d;
 
-    // Host arrays on a CUDA runtime.
+    // Host arrays on a CUDA runtime (or, under Auto, no arrays at all).
     const ir::Plan& plan = *r.plan;
-    for (const Array& a : r.inputs) d.in_bytes += a.nbytes();
-    for (const ir::OutputDecl& od : plan.program.outputs) {
-        const ir::Node& n = plan.program.node(od.node);
-        d.out_bytes += static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);
-    }
+    count_bytes();
     const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+    // Backend::Auto: the CPU unless the cost model expects the GPU clearly faster; too little
+    // data is kept there before the device is asked anything.
+    if (r.asked == Backend::Auto && bytes < kAutoMinBytes) return too_small();
     d.budget = probe.device_budget();
-    // Backend::Auto: the CPU unless the cost model expects the GPU clearly faster.
     if (r.asked == Backend::Auto) {
-        if (bytes < kAutoMinBytes)
-            return on_cpu(std::move(d), fmt::format("host data of {} (below {}, the GPU is not worth its copies)",
-                                                    human(bytes), human(kAutoMinBytes)));
         const HostModel& m = probe.host_model();
         const double gpu_ms = static_cast<double>(d.in_bytes) / (m.link_gbs * 1e6);
         const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);

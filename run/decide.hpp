@@ -45,6 +45,10 @@ struct HostModel {
 class Probe {
 public:
     virtual ~Probe() = default;
+    // A runtime under Backend::Auto that has not started its backend (Request::backend is Auto):
+    // starts it now, the CUDA driver (cuInit, the device's primary context) when there is one,
+    // and returns the backend, Cuda or Cpu. Asked only for host data that the GPU may be worth.
+    virtual Backend start() = 0;
     virtual const HostModel& host_model() = 0;
     // The device memory a call may use now: device_memory_limit within 90% of the free memory,
     // else 80% of the free memory.
@@ -81,8 +85,11 @@ struct Decision {
 };
 
 struct Request {
-    Backend asked = Backend::Cpu;    // RuntimeOptions::backend (Auto, Cuda or Cpu)
-    Backend backend = Backend::Cpu;  // the runtime's
+    Backend asked = Backend::Cpu;  // RuntimeOptions::backend (Auto, Cuda or Cpu)
+    // The runtime's: Cuda or Cpu, or Auto while a runtime under Backend::Auto has not started
+    // one (no call has needed the GPU yet: decide() starts it through Probe::start only when
+    // the host data is not too small for the GPU, so that CPU work never starts the driver).
+    Backend backend = Backend::Cpu;
     Where where;
     // Host data only (never read for a Direct call on a CUDA runtime): the plan made for the
     // host arrays, and its inputs as bound (views applied), one per Program::inputs.
@@ -93,12 +100,20 @@ struct Request {
 };
 
 // Whether a call with arrays `where` runs directly on `backend` (no decision to weigh): what
-// decide() says first, and what the runtime's fast path asks.
-inline bool runs_direct(Backend backend, Where where) {
-    return !(backend == Backend::Cuda && where.host && !where.on_device);
+// decide() says first, and what the runtime's fast path asks. Under Backend::Auto (`asked`) a
+// call with no array on a device is host work, arrays or none (a program of scalars alone is
+// weighed as host data of its outputs' bytes, and so stays on the CPU), whether or not the
+// runtime has started CUDA (`backend` Auto: not yet): where it runs does not depend on what
+// ran before it.
+inline bool runs_direct(Backend asked, Backend backend, Where where) {
+    if (backend == Backend::Cpu) return true;
+    if (where.on_device) return backend == Backend::Cuda;
+    return !(where.host || asked == Backend::Auto);
 }
 
-// How the call runs. Throws what measuring the host model or the device's memory throws.
+// How the call runs. Throws what measuring the host model or the device's memory throws, and
+// what starting the backend throws. Host data below kAutoMinBytes under Auto is kept on the CPU
+// before anything of the machine is asked (no driver started, no memory or link measured).
 Decision decide(const Request& r, Probe& probe);
 
 // The same decision after a streamed run found, preparing its chunks, that they make another

@@ -58,7 +58,20 @@ double cpu_throughput(detail::BackendImpl& cpu, bool into_c) {
 
 }  // namespace
 
-Machine::Machine(const MachineOptions& options) : options_(options) {
+Machine::Machine(const MachineOptions& options) : options_(options), host_limits_(cuda::limits()) {
+    // Auto on device 0 waits for a call that needs the GPU; everything else starts now, so that
+    // a device that is not there is an error when the runtime is made.
+    if (options_.backend != Backend::Auto || options_.device != 0) (void)start();
+}
+
+Machine::~Machine() = default;
+
+Backend Machine::start() {
+    if (!started()) std::call_once(start_once_, [this] { start_backend(); });
+    return backend_;
+}
+
+void Machine::start_backend() {
     std::string why;
     switch (options_.backend) {
         case Backend::Cpu:
@@ -99,29 +112,48 @@ Machine::Machine(const MachineOptions& options) : options_(options) {
             }
         }
         modules_ = eo.cache;
-        main_ = cuda::make_cuda_backend(eo);
+        cuda_ = cuda::make_cuda_backend(eo);
+        main_ = cuda_.get();
     } else {
-        main_ = detail::make_cpu_backend(options_.cpu_threads);
+        main_ = &cpu();  // the one that host data kept on the CPU may have made already
     }
     limits_ = main_->limits();
+    started_.store(true, std::memory_order_release);
 }
 
-Machine::~Machine() = default;
+detail::BackendImpl& Machine::main() {
+    (void)start();
+    return *main_;
+}
+
+const dsl::Limits& Machine::limits() {
+    (void)start();
+    return limits_;
+}
 
 detail::BackendImpl& Machine::cpu() {
-    if (backend_ == Backend::Cpu) return *main_;
+    if (detail::BackendImpl* c = cpu_ready_.load(std::memory_order_acquire)) return *c;
     std::lock_guard<std::mutex> lock(cpu_mutex_);
     if (!cpu_) {
         cpu_ = detail::make_cpu_backend(options_.cpu_threads);
         cpu_limits_ = cpu_->limits();
+        cpu_ready_.store(cpu_.get(), std::memory_order_release);
     }
     return *cpu_;
 }
 
 const dsl::Limits& Machine::cpu_limits() {
-    if (backend_ == Backend::Cpu) return limits_;
     (void)cpu();
     return cpu_limits_;
+}
+
+std::string Machine::setup_note() const {
+    std::string note = started() && main_ != cpu_ready_.load(std::memory_order_acquire) ? main_->setup_note() : "";
+    if (const detail::BackendImpl* c = cpu_ready_.load(std::memory_order_acquire)) {
+        std::string n = c->setup_note();
+        if (!n.empty()) note += (note.empty() ? "" : "; ") + n;
+    }
+    return note;
 }
 
 CompileCounts Machine::compile_counts() const {
@@ -247,11 +279,12 @@ std::string Machine::device_text() const {
 }
 
 void Machine::synchronize(void* stream) const {
-    if (backend_ == Backend::Cuda) cuda::synchronize(stream);
+    if (started_backend() == Backend::Cuda) cuda::synchronize(stream);
 }
 
 void Machine::wait_for_compiles() const {
-    if (backend_ == Backend::Cuda) cuda::wait_for_upgrades();
+    // Process-wide (a counter, no driver call): other runtimes' compiles are waited for too.
+    if (started_backend() != Backend::Cpu) cuda::wait_for_upgrades();
 }
 
 dsl::Limits Machine::cuda_limits() { return cuda::limits(); }

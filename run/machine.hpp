@@ -1,7 +1,8 @@
-// jitexpr — what a runtime runs on: its backend (CUDA on a device, or the CPU), the CPU backend
-// that host data kept on the CPU runs on (a second backend object, made when first needed), the
-// compiled modules (memory, then the disk cache), and the measurements decide() and explain
-// read (the host model, the device's free memory, bandwidths).
+// jitexpr — what a runtime runs on: its backend (CUDA on a device, or the CPU; under
+// Backend::Auto started only when a call needs the GPU), the CPU backend that host data kept on
+// the CPU runs on (a second backend object, made when first needed), the compiled modules
+// (memory, then the disk cache), and the measurements decide() and explain read (the host
+// model, the device's free memory, bandwidths).
 #pragma once
 
 #include "backend/backend.hpp"
@@ -11,6 +12,7 @@
 
 #include <jit/array.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,24 +44,43 @@ struct CompileCounts {
 
 class Machine final : public Probe {
 public:
-    // Chooses and makes the backend: NoDeviceError where CUDA was asked for and is not there (or
-    // Auto asked for device N > 0 of a machine without CUDA), ArgumentError for a device the
-    // machine does not have.
+    // Chooses the backend. Backend::Cpu makes the CPU backend; Backend::Cuda starts the CUDA
+    // driver now (NoDeviceError where it is not there, ArgumentError for a device the machine
+    // does not have); so does Backend::Auto with a device N > 0 (NoDeviceError without CUDA: the
+    // CPU is not a silent stand-in for a GPU that was named). Backend::Auto on device 0 starts
+    // nothing: start() does, when a call needs to know (run::decide, for host data the GPU may
+    // be worth; a call over device arrays; backend()), so that a process whose work all stays
+    // on the CPU never loads the driver.
     explicit Machine(const MachineOptions& options);
     ~Machine() override;
     Machine(const Machine&) = delete;
     Machine& operator=(const Machine&) = delete;
 
-    Backend backend() const { return backend_; }
+    // Starts the backend if it is not yet (Backend::Auto): CUDA when available (the driver
+    // initialised, the device's primary context made), else the CPU, with fallback() saying why.
+    // Once per machine; after it, an atomic load.
+    Backend start() override;
+    bool started() const { return started_.load(std::memory_order_acquire); }
+    // The backend, started if it was not.
+    Backend backend() { return start(); }
+    // The backend if started, else Backend::Auto (nothing asked of the driver).
+    Backend started_backend() const { return started() ? backend_ : Backend::Auto; }
     int device() const { return device_; }
-    // Backend::Auto on a machine without CUDA: why.
+    // Backend::Auto on a machine without CUDA, once started: why.
     const std::string& fallback() const { return fallback_; }
-    detail::BackendImpl& main() { return *main_; }
-    const dsl::Limits& limits() const { return limits_; }
-    // The CPU backend for host data kept on the CPU (the main one on a CPU runtime).
+    // The started backend (start() first).
+    detail::BackendImpl& main();
+    // The limits of the started backend's plans.
+    const dsl::Limits& limits();
+    // The limits of the plans run::decide reads for host data: those of a CUDA runtime's, also
+    // before Backend::Auto has started one (they depend on no device).
+    const dsl::Limits& host_limits() const { return host_limits_; }
+    // The CPU backend for host data kept on the CPU (the main one on a CPU runtime), made when
+    // first asked.
     detail::BackendImpl& cpu();
     const dsl::Limits& cpu_limits();
-    std::string setup_note() const { return main_->setup_note(); }
+    // What could not be set up as asked (the CPU backend's threads), of the backends made so far.
+    std::string setup_note() const;
     CompileCounts compile_counts() const;
 
     // Probe (decide.hpp).
@@ -73,6 +94,7 @@ public:
     double bandwidth(Backend which, std::string* source);
     // "H200, sm_90" of the runtime's device (CUDA).
     std::string device_text() const;
+    // Nothing to wait for where CUDA is not started.
     void synchronize(void* stream) const;
     void wait_for_compiles() const;
 
@@ -82,17 +104,23 @@ public:
     static std::vector<detail::KernelReport> cuda_kernels(const ir::Plan& plan);
 
 private:
+    void start_backend();  // start()'s work, once
+
     MachineOptions options_;
-    Backend backend_ = Backend::Cpu;
+    std::once_flag start_once_;
+    std::atomic<bool> started_{false};
+    Backend backend_ = Backend::Cpu;  // valid once started
     int device_ = 0;
     std::string fallback_;
-    std::unique_ptr<detail::BackendImpl> main_;
-    dsl::Limits limits_;
+    std::unique_ptr<detail::BackendImpl> cuda_;  // a CUDA runtime's backend
+    detail::BackendImpl* main_ = nullptr;        // cuda_, or the CPU backend on a CPU runtime
+    dsl::Limits limits_, host_limits_;
     std::shared_ptr<cuda::ModuleCache> modules_;  // CUDA: compiled modules (memory, then disk)
     std::shared_ptr<cache::DiskCache> disk_;      // CUDA: the disk level, when enabled
 
-    std::mutex cpu_mutex_;
-    std::unique_ptr<detail::BackendImpl> cpu_;  // a CUDA runtime's CPU backend (made when first asked)
+    mutable std::mutex cpu_mutex_;
+    std::unique_ptr<detail::BackendImpl> cpu_;  // the CPU backend (made when first asked)
+    std::atomic<detail::BackendImpl*> cpu_ready_{nullptr};
     dsl::Limits cpu_limits_;
 
     std::once_flag model_once_;

@@ -27,6 +27,7 @@
 #include <iostream>
 #include <iterator>
 #include <new>
+#include <optional>
 #include <sstream>
 
 #include <unistd.h>
@@ -150,6 +151,27 @@ int cache_command(const std::string& command) {
     return kExitOk;
 }
 
+// What -v says once each: why auto uses the CPU backend (once the runtime has looked for CUDA)
+// and the CPU backend's setup note (once it exists).
+struct VerboseNotes {
+    bool fallback_said = false, note_said = false;
+    void say(const Session& session, const RuntimeOptions& ro) {
+        const std::optional<Backend> b = session.started_backend();
+        if (!fallback_said && b && *b == Backend::Cpu && ro.backend == Backend::Auto) {
+            fallback_said = true;
+            const std::string why = session.runtime().fallback_reason();
+            if (!why.empty()) std::cerr << "jitexpr: using the CPU backend: " << why << '\n';
+        }
+        if (!note_said) {
+            const std::string note = session.runtime().setup_note();
+            if (!note.empty()) {
+                note_said = true;
+                std::cerr << "jitexpr: " << note << '\n';
+            }
+        }
+    }
+};
+
 int run_mode(const CliOptions& o) {
     const RuntimeOptions ro = runtime_options(o);
     // From here on Ctrl-C stops what runs (the session's token) instead of killing the process.
@@ -163,17 +185,19 @@ int run_mode(const CliOptions& o) {
     call.cancel = interrupt_token();
     if (progress.enabled()) call.progress = [&progress](const Progress& p) { progress.update(p); };
     session.set_call_options(call);
-    if (o.time) {
-        const Backend b = session.backend();
-        session.set_time_report([b](const StatementTime& t) { std::cerr << "jitexpr: " << time_text(t, b) << '\n'; });
-    }
-    if (o.verbose && session.backend() == Backend::Cpu && ro.backend == Backend::Auto) {
-        const std::string why = session.runtime().fallback_reason();
-        if (!why.empty()) std::cerr << "jitexpr: using the CPU backend: " << why << '\n';
-    }
-    if (o.verbose) {
-        const std::string note = session.runtime().setup_note();
-        if (!note.empty()) std::cerr << "jitexpr: " << note << '\n';
+    // Under backend=auto the runtime starts CUDA only for a statement placed on the GPU, so what
+    // -v says of the backend is said when it is known: after the statement that started it (or
+    // made the CPU backend), and each statement's placement when it has one.
+    VerboseNotes notes;
+    if (o.verbose) notes.say(session, ro);
+    if (o.time || o.verbose) {
+        session.set_time_report([&session, &notes, &o, &ro](const StatementTime& t) {
+            const Backend b = session.started_backend().value_or(Backend::Cpu);
+            if (o.verbose) notes.say(session, ro);
+            if (o.time) std::cerr << "jitexpr: " << time_text(t, b) << '\n';
+            else if (!t.timing.placement.empty())
+                std::cerr << fmt::format("jitexpr: line {}: {}\n", t.line, t.timing.placement);
+        });
     }
     for (const NameFile& l : o.loads) {
         ProgressStep step(progress);
@@ -433,8 +457,10 @@ const std::vector<Spec>& specs() {
         {{"-v", "--verbose"},
          "",
          "",
-         "Says on standard error when auto falls back to the CPU, and why, and when the CPU backend runs on "
-         "fewer threads than asked because the system could not start one.",
+         "Says on standard error where each statement over host data ran and why (under auto, CUDA starts "
+         "only for one placed on the GPU), when auto falls back to the CPU because CUDA is not available, "
+         "and why, and when the CPU backend runs on fewer threads than asked because the system could not "
+         "start one.",
          [](CliOptions& o, const std::string&) { o.verbose = true; }},
         {{"-h", "--help"},
          "",

@@ -139,9 +139,8 @@ const std::vector<std::string>& constructor_names() {
     return names;
 }
 
-Session::Session(RuntimeOptions options) : runtime_(std::make_unique<Runtime>(options)) {
-    backend_ = runtime_->backend();
-}
+// Under backend=auto nothing of CUDA starts here: a statement placed on the GPU starts it.
+Session::Session(RuntimeOptions options) : runtime_(std::make_unique<Runtime>(options)) {}
 
 std::optional<Array> Session::variable(std::string_view name) const {
     auto it = env_.find(name);
@@ -165,10 +164,9 @@ void Session::set_backend(Backend backend) {
     RuntimeOptions o = runtime_->options();
     o.backend = backend;
     auto fresh = std::make_unique<Runtime>(o);
-    const Backend actual = fresh->backend();  // throws NoDeviceError for cuda without a device
+    (void)fresh->backend();  // throws NoDeviceError for cuda without a device
     // Variables live in host memory whatever evaluates them: nothing moves.
     runtime_ = std::move(fresh);
-    backend_ = actual;
 }
 
 void Session::keep_on_host(const Chunk& chunk) {
@@ -199,7 +197,8 @@ void Session::run(std::string_view text, const std::function<void(const Array&)>
         // a stack deep enough for the deepest text the language accepts, whatever this thread's.
         std::optional<Array> value;
         with_front_stack([&] { value = run_statement(c, text, t, &bare); });
-        if (backend_ != Backend::Cpu) {
+        // Device results only where the statement ran on a GPU (which then started the runtime).
+        if (const std::optional<Backend> b = runtime_->started_backend(); b && *b != Backend::Cpu) {
             keep_on_host(c);
             if (value && value->defined() && value->backend() != Backend::Cpu) value = value->to(Backend::Cpu);
         }
@@ -222,7 +221,9 @@ void Session::set_threads(int threads) {
     RuntimeOptions o = runtime_->options();
     o.cpu_threads = threads;
     auto fresh = std::make_unique<Runtime>(o);
-    if (fresh->backend() != backend_) throw InternalError("a runtime with new thread count changed its backend");
+    // A started backend stays as it was (under auto, one not yet started is left so).
+    if (const std::optional<Backend> b = runtime_->started_backend(); b && fresh->backend() != *b)
+        throw InternalError("a runtime with new thread count changed its backend");
     runtime_ = std::move(fresh);
 }
 

@@ -43,7 +43,12 @@ public:
     const RuntimeOptions& runtime_options() const { return runtime_->options(); }
     Environment& env() { return env_; }
     const Environment& env() const { return env_; }
-    Backend backend() const { return backend_; }
+    // The runtime's backend. Under backend=auto, asking starts CUDA when no statement has yet
+    // (Runtime::backend): the REPL asks, a script does not (started_backend()).
+    Backend backend() const { return runtime_->backend(); }
+    // The backend if a statement (or the options) started one; nullopt under auto until a
+    // statement is placed on the GPU.
+    std::optional<Backend> started_backend() const { return runtime_->started_backend(); }
 
     // Runs every statement of `text` in order; the value of each bare expression is passed to
     // `print`. Stops at the first error, which is thrown with its caret pointing into `text`.
@@ -77,7 +82,6 @@ private:
     std::optional<Array> run_statement(const Chunk& chunk, std::string_view full, Timing* timing, bool* bare);
 
     std::unique_ptr<Runtime> runtime_;
-    Backend backend_ = Backend::Cpu;
     Environment env_;
     CallOptions call_;
     StatementTime::Kind kind_ = StatementTime::Kind::Runtime;  // of the statement run last

@@ -45,7 +45,7 @@ struct CacheStats {
 struct RuntimeOptions {
     // Auto: CUDA when a driver and a device are present, else CPU; for calls over host arrays on
     // such a machine, a per-call choice of the CPU or the GPU by a cost model (docs/api.md,
-    // "Host data on the GPU").
+    // "Host data on the GPU"). CUDA starts only when a call needs it (backend() says more).
     Backend backend = Backend::Auto;
     // The CUDA device ordinal this runtime evaluates on (0: the first GPU). Its arrays must live
     // on that device: an array on another device, or host arrays mixed with device arrays, is a
@@ -224,9 +224,17 @@ public:
     // The device ordinal this runtime evaluates on (RuntimeOptions::device; 0 on the CPU).
     int device() const;
     // The backend this runtime evaluates on (Auto resolved). Throws NoDeviceError for an
-    // explicit Cuda request on a machine without a driver or device.
+    // explicit Cuda request on a machine without a driver or device. Under Backend::Auto the
+    // CUDA driver starts when a call first needs it (one that the GPU runs, one over device
+    // arrays, explain()); asking backend() before then starts it (loads libcuda, cuInit, the
+    // device's primary context): started_backend() asks without starting.
     Backend backend() const;
+    // backend() if it is known without starting anything: always, except under Backend::Auto
+    // before a call needed CUDA (nullopt: nothing of CUDA is loaded by this runtime; calls over
+    // small host data, or over scalars alone, run on the CPU without it).
+    std::optional<Backend> started_backend() const;
     // Why CUDA is not in use, when backend() is Cpu under Auto ("no CUDA driver (libcuda.so.1 not found)").
+    // Starts the backend, as backend() does.
     std::string fallback_reason() const;
     // What could not be set up as asked and how this runtime runs instead: CPU threads the system
     // could not start (`ulimit -v`, a process limit), so that it runs on fewer, down to the

@@ -159,7 +159,7 @@ void prepare(Call& c, const Items& names, nb::handle backend_arg, nb::handle str
                                        "(or backend='cpu' for the other way), or move them yourself");
     if (!runtime_arg.is_none()) {
         c.runtime = nb::cast<std::shared_ptr<PyRuntime>>(runtime_arg);
-        c.backend = c.runtime->backend;
+        c.backend = c.runtime->backend();
         if (requested != jit::Backend::Auto && requested != c.backend)
             throw jit::ArgumentError("backend='" + std::string(jit::backend_name(requested)) +
                                      "' but the runtime evaluates on " + std::string(jit::backend_name(c.backend)));

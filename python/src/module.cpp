@@ -42,8 +42,16 @@ NB_MODULE(_jitexpr, m) {
             },
             "backend"_a = "auto", "threads"_a = 0, "cache_dir"_a = nb::none(), "disk_cache"_a = true,
             "fast_math"_a = false, "tiered"_a = true)
-        .def_prop_ro("backend", [](const PyRuntime& r) { return std::string(jit::backend_name(r.backend)); })
-        .def_prop_ro("fallback_reason", [](const PyRuntime& r) { return r.fallback; })
+        .def_prop_ro("backend",
+                     [](const PyRuntime& r) {
+                         nb::gil_scoped_release release;  // under auto, the first ask starts CUDA
+                         return std::string(jit::backend_name(r.backend()));
+                     })
+        .def_prop_ro("fallback_reason",
+                     [](const PyRuntime& r) {
+                         nb::gil_scoped_release release;
+                         return r.fallback();
+                     })
         .def_prop_ro("setup_note", [](const PyRuntime& r) { return r.get()->setup_note(); })
         .def_prop_ro("closed", &PyRuntime::closed)
         .def_prop_ro("threads", [](const PyRuntime& r) { return r.get()->options().cpu_threads; })

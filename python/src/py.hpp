@@ -37,6 +37,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace nb = nanobind;
@@ -272,13 +273,13 @@ struct Tensor {
 struct PyRuntime {
     mutable std::mutex m;
     std::shared_ptr<jit::Runtime> rt;
-    jit::Backend backend = jit::Backend::Cpu;
-    std::string fallback;
 
-    explicit PyRuntime(const jit::RuntimeOptions& o) : rt(std::make_shared<jit::Runtime>(o)) {
-        backend = rt->backend();
-        fallback = rt->fallback_reason();
-    }
+    explicit PyRuntime(const jit::RuntimeOptions& o) : rt(std::make_shared<jit::Runtime>(o)) {}
+    // The backend it evaluates on, and why not CUDA under auto. Asked of the runtime at the first
+    // use, not when it is made: under auto that starts the CUDA driver, which a runtime made and
+    // never asked (or closed first) does not pay. Kept, so that a closed runtime still says.
+    jit::Backend backend() const { return known().first; }
+    std::string fallback() const { return known().second; }
     std::shared_ptr<jit::Runtime> get() const {
         std::lock_guard lock(m);
         if (!rt) throw jit::ArgumentError("this jitexpr Runtime is closed");
@@ -296,6 +297,17 @@ struct PyRuntime {
     bool closed() const {
         std::lock_guard lock(m);
         return !rt;
+    }
+
+private:
+    mutable std::optional<std::pair<jit::Backend, std::string>> known_;
+    const std::pair<jit::Backend, std::string>& known() const {
+        std::lock_guard lock(m);
+        if (!known_) {
+            if (!rt) throw jit::ArgumentError("this jitexpr Runtime is closed");
+            known_.emplace(rt->backend(), rt->fallback_reason());
+        }
+        return *known_;
     }
 };
 

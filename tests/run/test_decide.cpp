@@ -24,8 +24,13 @@ public:
     run::HostModel model{10.0, 10.0, "a test's figures"};
     std::size_t budget = 8 * GiB;
     bool streams = true;
-    int model_asked = 0, budget_asked = 0;
+    Backend starts_as = Backend::Cuda;  // what start() finds: a GPU, or none (Cpu)
+    int model_asked = 0, budget_asked = 0, started = 0;
 
+    Backend start() override {
+        ++started;
+        return starts_as;
+    }
     const run::HostModel& host_model() override {
         ++model_asked;
         return model;
@@ -98,7 +103,60 @@ TEST(Decide, AutoKeepsSmallHostDataOnTheCpuWithoutMeasuring) {
     EXPECT_EQ(d.out_bytes, 4000u);
     EXPECT_EQ(d.why, "host data of 12000 bytes (below 64.0 MiB, the GPU is not worth its copies)");
     EXPECT_EQ(run::placement(d), "cpu: " + d.why);
-    EXPECT_EQ(probe.model_asked, 0);
+    EXPECT_EQ(probe.model_asked + probe.budget_asked, 0);
+}
+
+// A runtime under Auto that has not started CUDA (Request::backend Auto).
+run::Request unstarted_request(const HostCall& c) {
+    run::Request r = host_request(c, Backend::Auto);
+    r.backend = Backend::Auto;
+    return r;
+}
+
+TEST(Decide, AutoDecidesSmallHostDataBeforeStartingTheBackend) {
+    const HostCall c = call_of("a*2+b", {"a", "b"}, 1000);
+    FakeProbe probe;
+    const run::Decision d = run::decide(unstarted_request(c), probe);
+    EXPECT_EQ(d.way, run::Way::Cpu);
+    EXPECT_EQ(d.why, "host data of 12000 bytes (below 64.0 MiB, the GPU is not worth its copies)");
+    EXPECT_EQ(probe.started + probe.model_asked + probe.budget_asked, 0);
+}
+
+TEST(Decide, AutoKeepsAProgramOfScalarsAloneOnTheCpuStartedOrNot) {
+    HostCall c;
+    c.plan =
+        dsl::plan("x = 1.5 * 2", dsl::bindings_of(std::map<std::string, dsl::Binding, std::less<>>{}), dsl::Limits{});
+    FakeProbe probe;
+    run::Request r = unstarted_request(c);
+    r.where = {};  // no arrays at all
+    run::Decision d = run::decide(r, probe);
+    EXPECT_EQ(d.way, run::Way::Cpu) << d.why;
+    EXPECT_EQ(d.why, "host data of 8 bytes (below 64.0 MiB, the GPU is not worth its copies)");
+    r.backend = Backend::Cuda;  // the same once CUDA started for another call
+    d = run::decide(r, probe);
+    EXPECT_EQ(d.way, run::Way::Cpu) << d.why;
+    EXPECT_EQ(probe.started + probe.model_asked + probe.budget_asked, 0);
+    r.asked = Backend::Cuda;  // asked for: it runs on the device
+    EXPECT_EQ(run::decide(r, probe).way, run::Way::Direct);
+}
+
+TEST(Decide, AutoStartsTheBackendForHostDataTheGpuMayBeWorth) {
+    const HostCall big = call_of("a*2+b", {"a", "b"}, std::int64_t{64} << 20);
+    FakeProbe probe;
+    probe.model = {100.0, 15.0, "a test's figures"};
+    run::Decision d = run::decide(unstarted_request(big), probe);
+    EXPECT_EQ(probe.started, 1);
+    EXPECT_EQ(d.way, run::Way::Streamed) << d.why;
+    EXPECT_EQ(d.in_bytes, 512 * MiB);
+    // Where the start finds no GPU the call is the CPU runtime's own (direct), with what a GPU
+    // would do for explain.
+    probe.starts_as = Backend::Cpu;
+    d = run::decide(unstarted_request(big), probe);
+    EXPECT_EQ(probe.started, 2);
+    EXPECT_EQ(d.way, run::Way::Direct);
+    ASSERT_TRUE(d.on_a_gpu);
+    EXPECT_FALSE(d.on_a_gpu->small);
+    EXPECT_EQ(d.in_bytes, 512 * MiB);
 }
 
 TEST(Decide, AutoTakesTheGpuOnlyWhenTheCostModelExpectsItClearlyFaster) {
