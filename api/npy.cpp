@@ -467,6 +467,9 @@ std::string npy_descr(DType t) {
         case DType::Float64: return "<f8";
         case DType::Complex64: return "<c8";
         case DType::Complex128: return "<c16";
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // (a width of its own: npy_descr(t, itemsize))
     }
     throw InternalError("npy_descr: unknown dtype");
 }

@@ -76,6 +76,7 @@ void append_signature(std::string& key, const std::string& name, const Environme
     key += static_cast<char>(arr.read_only());  // a read-only target is refused when checked
     for (auto e : arr.shape()) append_raw(key, e);
     for (auto e : arr.strides()) append_raw(key, e);
+    if (is_string(arr.dtype())) append_raw(key, arr.itemsize());  // a string array's width
 }
 
 DType scalar_dtype(const Arg& a) {

@@ -206,6 +206,7 @@ struct Runtime::Impl {
                 b.dtype = a.dtype();
                 b.shape = a.shape();
                 b.strides = a.strides();
+                b.itemsize = a.itemsize();
                 b.read_only = a.read_only();
                 // run_into's out= is always written in place (cast and broadcast into it).
                 b.strict = f.strict || n == kOutName;

@@ -196,6 +196,7 @@ struct SemanticsNeeds {
     std::vector<ir::Op> ops;
     bool complex = false;
     bool half = false;
+    bool strings = false;
 };
 // The parts of semantics.h (its `// @section` markers, see codegen/semantics_sections.cpp) that `needs`
 // asks for, `base` and every `@needs` dependency included, in file order. Throws InternalError

@@ -163,6 +163,11 @@ std::string reg_type(DType t) {
         case DType::Float64: return "double";
         case DType::Complex64: return "jx::c64";
         case DType::Complex128: return "jx::c128";
+        // A string value: a pointer and a length (dsl/semantics.h), made from the column by
+        // its accessor's operator[] (string_accessor).
+        case DType::Bytes: return "jx::sb";
+        case DType::Str: return "jx::su";
+        case DType::Utf8: return "jx::s8";
     }
     internal("unknown dtype");
 }
@@ -227,6 +232,7 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
     auto touch = [&needs](DType t) {
         needs.complex = needs.complex || is_complex(t);
         needs.half = needs.half || t == DType::Float16 || t == DType::BFloat16;
+        needs.strings = needs.strings || is_string(t);
     };
     for (const ir::NodeId i : p_.ids()) {
         if (!needed_[i]) continue;
@@ -571,8 +577,11 @@ std::string cuda_literal(const ir::Value& value, DType t) {
             return fmt::format("jx::c64{{{}, {}}}", float_literal(static_cast<float>(n.re)),
                                float_literal(static_cast<float>(n.im)));
         case DType::Complex128: return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // never text: a string constant is a kernel parameter
     }
-    internal("unknown dtype");
+    internal("a literal of a dtype that has none");
 }
 
 std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {

@@ -1,6 +1,8 @@
 // Element types: names (part of jitexpr_core).
 #include <jit/dtype.hpp>
 
+#include <fmt/format.h>
+
 namespace jit {
 
 std::optional<DType> dtype_from_name(std::string_view name) {
@@ -14,6 +16,15 @@ std::optional<DType> dtype_from_name(std::string_view name) {
     if (name == "uint") return DType::UInt64;
     if (name == "complex") return DType::Complex128;
     return std::nullopt;
+}
+
+std::string dtype_name(DType t, std::size_t itemsize) {
+    switch (t) {
+        case DType::Bytes: return fmt::format("S{}", itemsize);
+        case DType::Str: return fmt::format("U{}", itemsize / 4);
+        case DType::Utf8: return itemsize == 8 ? "large_string" : "string";
+        default: return std::string(dtype_name(t));
+    }
 }
 
 }  // namespace jit

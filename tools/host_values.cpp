@@ -1,5 +1,7 @@
 #include "host_values.hpp"
 
+#include <jit/error.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -147,6 +149,9 @@ void store(void* dst, DType t, const Number& n) {
             break;
         }
         case DType::Complex128: put<std::complex<double>>(dst, n.as_complex()); break;
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: throw jit::ArgumentError(fmt::format("a number stored as {}", dtype_name(t)));
     }
 }
 
@@ -173,6 +178,9 @@ Number load(const void* src, DType t) {
             return Number::of_complex({c.real(), c.imag()});
         }
         case DType::Complex128: return Number::of_complex(get<std::complex<double>>(src));
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;
     }
     return Number{};
 }

@@ -1,6 +1,7 @@
 // jitexpr — the CPU backend's planner: a stage (or a pass of stages) as one block program (plan.hpp).
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/plan.hpp"
+#include "backend/cpu/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -215,7 +216,7 @@ void StagePlanner::pick_representatives() {
             rep[n] = rep[nd.args[0]];
             continue;
         }
-        if (nd.kind == ir::NodeKind::Const) {
+        if (nd.kind == ir::NodeKind::Const && !is_string(nd.dtype)) {
             const ir::Value& v = nd.value;
             const auto [it, fresh] = consts.emplace(ConstKey{nd.dtype, v.b, v.i, v.u, bits(v.f), bits(v.im)}, n);
             if (!fresh && v.dtype == p.node(it->second).value.dtype && p.node(it->second).shape == nd.shape) {
@@ -353,6 +354,21 @@ void StagePlanner::select_instructions() {
                 break;
             }
             case ir::NodeKind::Op: {
+                if (is_string(p.node(nd.args[0]).dtype)) {
+                    // A string op (strings.hpp): a literal operand is read as one value.
+                    const DType a = p.node(nd.args[0]).dtype;
+                    const DType b = nd.nargs > 1 ? p.node(nd.args[1]).dtype : a;
+                    int scalar = 0;
+                    for (int k = 0; k < nd.nargs; ++k)
+                        if (is_fill(p.node(rep[nd.args[k]]))) scalar |= 1 << k;
+                    ins.fn = string_kernel(nd.op, a, b, scalar);
+                    if (!ins.fn)
+                        throw InternalError(fmt::format("cpu backend: no string kernel for {} on {} and {}",
+                                                        ir::info(nd.op).id, dtype_name(a), dtype_name(b)));
+                    ins.nin = nd.nargs;
+                    ins.scalar_in = static_cast<std::uint8_t>(scalar);
+                    break;
+                }
                 if (fuse[n].fn) {
                     ins.fn = fuse[n].fn;
                     ins.nin = 3;

@@ -7,6 +7,7 @@
 // rounding as NumPy's cumsum).
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/prepared.hpp"
+#include "backend/cpu/strings.hpp"
 #include "core/device.hpp"
 #include "dsl/semantics.h"
 
@@ -98,7 +99,14 @@ void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, 
     for (const Instr& f : sp.fills) {
         const ir::Node& nd = program_.node(f.node);
         alignas(16) std::byte one[16];
-        if (nd.kind == ir::NodeKind::Scalar) {
+        if (nd.kind == ir::NodeKind::Const && is_string(nd.dtype)) {
+            // A string literal: its bytes in the program, as one string value (strings.hpp).
+            const std::string& s = program_.strings.at(static_cast<std::size_t>(nd.slot));
+            const void* p = s.data();
+            const std::int64_t units = static_cast<std::int64_t>(nd.dtype == DType::Str ? s.size() / 4 : s.size());
+            std::memcpy(one, &p, sizeof p);
+            std::memcpy(one + 8, &units, sizeof units);
+        } else if (nd.kind == ir::NodeKind::Scalar) {
             if (static_cast<std::size_t>(nd.slot) >= ctx.args->scalars.size())
                 throw ArgumentError(fmt::format("scalar {} is missing", nd.slot));
             value_to_reg(ctx.args->scalars[static_cast<std::size_t>(nd.slot)], nd.dtype, one);
@@ -123,8 +131,16 @@ void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scr
                 ptr[ins.out] = op.base + start * op.item;
                 continue;
             }
-            const LoadFn load = kt_.load[static_cast<int>(sp.loads[static_cast<std::size_t>(ins.load)].dtype)];
-            const i64 rs = reg_size(sp.loads[static_cast<std::size_t>(ins.load)].dtype);
+            const DType ld = sp.loads[static_cast<std::size_t>(ins.load)].dtype;
+            if (is_string(ld)) {
+                walk(b.space.shape, op.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                    load_strings(ld, op.base, op.item, op.chars, off, stride, buf + done * kStringRegBytes, run);
+                });
+                ptr[ins.out] = buf;
+                continue;
+            }
+            const LoadFn load = kt_.load[static_cast<int>(ld)];
+            const i64 rs = reg_size(ld);
             walk(b.space.shape, op.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
                 load(op.base + off * op.item, stride, buf + done * rs, run);
             });
@@ -593,6 +609,9 @@ void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
         case DType::Float64: return select_rows<double, 0, double>(sp, b);
         case DType::Complex64: return select_rows<jx::c64, 0, jx::c64>(sp, b);
         case DType::Complex128: return select_rows<jx::c128, 0, jx::c128>(sp, b);
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;
     }
     throw InternalError("cpu backend: an order statistic of an unknown dtype");
 }

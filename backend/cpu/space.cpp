@@ -73,6 +73,9 @@ void value_to_reg(const ir::Value& v0, DType t, void* out) {
             std::memcpy(out, &x, 16);
             break;
         }
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: throw InternalError("cpu backend: a string filled as a number");
     }
 }
 

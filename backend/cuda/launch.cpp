@@ -91,6 +91,9 @@ std::size_t pack_scalar(const ir::Value& v, DType t, unsigned char* out) {
             std::memcpy(out, c, 16);
             return 16;
         }
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // no host scalar is a string
     }
     return 0;
 }

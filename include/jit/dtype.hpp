@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace jit {
@@ -31,16 +32,30 @@ enum class DType : std::uint8_t {
 #define JIT_DTYPE_ENUM(Id, lower, name, size) Id,
     JIT_FOR_EACH_DTYPE(JIT_DTYPE_ENUM)
 #undef JIT_DTYPE_ENUM
+    // Strings, a family apart from the compute dtypes above (which kNumDTypes counts and the
+    // kernel tables are sized by): values from 64 up. No value of these dtypes is ever computed:
+    // only the string ops (comparisons, contains, startswith, endswith, find, str_len) read them,
+    // and give bool or int64. Their width is each array's own (Array::itemsize()); itemsize() of
+    // the dtype is 0.
+    Bytes = 64,  // NumPy 'S': itemsize bytes per element; trailing NULs do not count
+    Str = 65,    // NumPy 'U': itemsize / 4 code points (UCS-4, native order); trailing NULs do not count
+    Utf8 = 66,   // Arrow string / large_string: itemsize 4 / 8, the width of the offsets (Array::chars())
 };
 
 inline constexpr int kNumDTypes = 15;
 
+constexpr bool is_string(DType t) { return t == DType::Bytes || t == DType::Str || t == DType::Utf8; }
+
+// Bytes per element of a compute dtype; 0 for the string dtypes, whose width is per array.
 constexpr std::size_t itemsize(DType t) {
     switch (t) {
 #define JIT_DTYPE_SIZE(Id, lower, name, size) \
     case DType::Id: return size;
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_SIZE)
 #undef JIT_DTYPE_SIZE
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: return 0;
     }
     return 0;
 }
@@ -51,9 +66,17 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::Id: return name;
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_NAME)
 #undef JIT_DTYPE_NAME
+        case DType::Bytes: return "bytes";
+        case DType::Str: return "str";
+        case DType::Utf8: return "string";
     }
     return "?";
 }
+
+// The name of a dtype with an array's width: NumPy's "S5" and "U3" for the fixed-width string
+// dtypes, Arrow's "string" and "large_string" for Utf8 (by the offsets' width), dtype_name() for
+// the others.
+std::string dtype_name(DType t, std::size_t itemsize);
 
 // "float32" -> DType::Float32; also accepts the NumPy aliases "float", "int", "complex", "half", "double".
 std::optional<DType> dtype_from_name(std::string_view name);

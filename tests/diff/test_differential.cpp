@@ -134,6 +134,9 @@ Elem element(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
             e.re = c.real(), e.im = c.imag();
             break;
         }
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // (no case computes strings)
     }
     return e;
 }

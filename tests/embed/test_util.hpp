@@ -87,6 +87,9 @@ inline std::vector<std::byte> sample(jit::DType dtype, std::size_t n) {
                 std::memcpy(p, &re, 8);
                 std::memcpy(p + 8, &im, 8);
             } break;
+            case DType::Bytes:
+            case DType::Str:
+            case DType::Utf8: break;  // (numbers only)
         }
     }
     return out;
