@@ -818,6 +818,40 @@ struct sb { const u8* p; i64 n; };
 struct su { const u32* p; i64 n; };
 struct s8 { const u8* p; i64 n; };
 
+// The columns a CUDA kernel reads strings from, passed by value (codegen's string_accessor):
+// column[i] is element i's string, i in elements of the array's layout. S and U elements of `w`
+// bytes lose their trailing NULs; an Arrow column's element i is c[o[i], o[i + 1]).
+struct col_sb {
+    const u8* p;
+    i64 w;
+    JX_HD sb operator[](i64 i) const {
+        const u8* q = p + i * w;
+        i64 n = w;
+        while (n > 0 && q[n - 1] == 0) --n;
+        return sb{q, n};
+    }
+};
+struct col_su {
+    const u8* p;
+    i64 w;
+    JX_HD su operator[](i64 i) const {
+        const u32* q = (const u32*)(p + i * w);
+        i64 n = w / 4;
+        while (n > 0 && q[n - 1] == 0u) --n;
+        return su{q, n};
+    }
+};
+template <class O> struct col_utf8 {
+    const O* o;
+    const u8* c;
+    JX_HD s8 operator[](i64 i) const {
+        const i64 b = (i64)o[i];
+        return s8{c + b, (i64)o[i + 1] - b};
+    }
+};
+using col_s8 = col_utf8<i32>;   // Arrow string: int32 offsets
+using col_s8l = col_utf8<i64>;  // Arrow large_string: int64 offsets
+
 namespace str {
 template <class T> struct is_str { static constexpr bool value = false; };
 template <> struct is_str<sb> { static constexpr bool value = true; };
