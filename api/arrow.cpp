@@ -106,10 +106,6 @@ std::int64_t offset_at(const void* offsets, std::size_t width, std::int64_t k) {
 
 // Formats jitexpr knows to be strings or bytes it does not take, with what to do about them.
 std::optional<std::string> unsupported_string_format(std::string_view f) {
-    if (f == "vu")
-        return std::string(
-            "Arrow string_view columns (format \"vu\") are not supported in this version; cast the "
-            "column to string or large_string first (pyarrow: .cast(pa.string()))");
     if (f == "z" || f == "Z" || f == "vz")
         return fmt::format(
             "Arrow binary columns (format \"{}\") are not supported; cast them to string if they hold "
@@ -201,7 +197,96 @@ DType check_import(const ArrowSchema* schema, const ArrowArray* array) {
     return *dtype;
 }
 
+// A string_view column (format "vu", Polars' strings): its views (16 bytes each: a length, then
+// up to 12 bytes inline, or a prefix, a buffer index and an offset into the variadic buffers
+// whose sizes the last buffer holds) gathered into a new string column of offsets and bytes.
+// Every view is checked against the buffers' sizes before it is read; the bytes must be UTF-8.
+// A copy: the array is consumed (released) once copied.
+ArrowColumn import_string_view(const ArrowSchema* schema, const ArrowArray* array, ArrowArray* to_own) {
+    if (!schema || !array) throw ArgumentError("Arrow import: null schema or array");
+    if (!schema->release) throw ArgumentError("Arrow import: the schema is released");
+    if (!array->release) throw ArgumentError("Arrow import: the array is released (already moved or consumed)");
+    if (schema->dictionary || array->dictionary || schema->n_children != 0 || array->n_children != 0)
+        throw ArgumentError("Arrow import: a string_view column with children or a dictionary");
+    if (array->n_buffers < 3 || !array->buffers)
+        throw ArgumentError(
+            fmt::format("Arrow import: a string_view column with {} buffers; it has at least 3 "
+                        "(validity, views, the data buffers' sizes)",
+                        array->n_buffers));
+    if (array->length < 0 || array->offset < 0 ||
+        array->length > std::numeric_limits<std::int64_t>::max() / 16 - array->offset)
+        throw ArgumentError(fmt::format("Arrow import: length {} and offset {}", array->length, array->offset));
+    if (array->null_count < -1 || array->null_count > array->length)
+        throw ArgumentError(fmt::format("Arrow import: null_count {} for length {}", array->null_count, array->length));
+    if (array->null_count > 0 && !array->buffers[0])
+        throw ArgumentError(fmt::format("Arrow import: null_count {} but no validity bitmap", array->null_count));
+    const std::int64_t n = array->length, off = array->offset;
+    const std::int64_t variadic = array->n_buffers - 3;
+    const auto* views = static_cast<const unsigned char*>(array->buffers[1]);
+    const auto* sizes = static_cast<const std::int64_t*>(array->buffers[array->n_buffers - 1]);
+    if (n > 0 && !views) throw ArgumentError("Arrow import: null views buffer");
+    if (variadic > 0 && !sizes) throw ArgumentError("Arrow import: null buffer of the data buffers' sizes");
+    ArrowColumn col;
+    std::vector<std::uint8_t> valid;
+    if (array->null_count != 0 && array->buffers[0]) {
+        std::int64_t zeros = 0;
+        Array mask = unpack_bits(array->buffers[0], off, n, &zeros);
+        col.null_count = zeros;
+        if (zeros > 0) {
+            valid.assign(static_cast<const std::uint8_t*>(mask.data()),
+                         static_cast<const std::uint8_t*>(mask.data()) + n);
+            col.validity = std::move(mask);
+        }
+    }
+    struct Buffers {
+        std::vector<std::int64_t> offsets;
+        std::string chars;
+    };
+    auto b = std::make_shared<Buffers>();
+    b->offsets.reserve(static_cast<std::size_t>(n + 1));
+    b->offsets.push_back(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const unsigned char* v = views + (off + i) * 16;
+        std::int32_t len = 0;
+        std::memcpy(&len, v, 4);
+        if (!valid.empty() && !valid[static_cast<std::size_t>(i)]) len = 0;  // a null's view is not read
+        if (len < 0) throw ArgumentError(fmt::format("Arrow import: string_view row {} has length {}", i, len));
+        if (len <= 12) {
+            b->chars.append(reinterpret_cast<const char*>(v + 4), static_cast<std::size_t>(len));
+        } else {
+            std::int32_t index = 0, at = 0;
+            std::memcpy(&index, v + 8, 4);
+            std::memcpy(&at, v + 12, 4);
+            if (index < 0 || index >= variadic || at < 0 || static_cast<std::int64_t>(at) + len > sizes[index] ||
+                !array->buffers[2 + index])
+                throw ArgumentError(fmt::format(
+                    "Arrow import: string_view row {} points past its data (buffer {}, offset {}, length {})", i, index,
+                    at, len));
+            b->chars.append(static_cast<const char*>(array->buffers[2 + index]) + at, static_cast<std::size_t>(len));
+        }
+        b->offsets.push_back(static_cast<std::int64_t>(b->chars.size()));
+    }
+    std::size_t bad = 0;
+    if (!valid_utf8(reinterpret_cast<const unsigned char*>(b->chars.data()), b->chars.size(), &bad)) {
+        std::int64_t row = 0;
+        while (row + 1 < n && b->offsets[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(bad)) ++row;
+        throw ArgumentError(fmt::format("Arrow import: row {} of a string_view column is not valid UTF-8", row));
+    }
+    if (to_own) {  // everything is copied: consumed now (released once, here)
+        OwnedArrowArray owned;
+        owned.array = *to_own;
+        to_own->release = nullptr;
+    }
+    const std::int64_t* offsets = b->offsets.data();
+    const char* chars = b->chars.data();
+    const std::size_t bytes = b->chars.size();
+    col.values = Array::view_utf8(offsets, 8, chars, bytes, n, Backend::Cpu, 0, b);
+    return col;
+}
+
 ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArray* to_own) {
+    if (schema && schema->format && std::string_view(schema->format) == "vu")
+        return import_string_view(schema, array, to_own);
     const DType dtype = check_import(schema, array);
     const std::int64_t n = array->length, off = array->offset;
     ArrowColumn col;

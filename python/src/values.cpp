@@ -40,6 +40,8 @@ std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
                 case 16: return jit::DType::Complex128;
             }
             break;
+        case 'S': return jit::DType::Bytes;  // NumPy's fixed-width bytes: the width is the array's
+        case 'U': return jit::DType::Str;    // UCS-4 code points
         case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named (ml_dtypes.)bfloat16
             if (size == 2 && d->typeobj) {
                 const std::string_view name = d->typeobj->tp_name;
@@ -69,6 +71,9 @@ int npy_type_of(jit::DType t) {
         case jit::DType::Complex64: return NPY_COMPLEX64;
         case jit::DType::Complex128: return NPY_COMPLEX128;
         case jit::DType::BFloat16: return -1;  // NumPy has none
+        case jit::DType::Bytes:
+        case jit::DType::Str:
+        case jit::DType::Utf8: return -1;  // (no result is strings)
     }
     return -1;
 }

@@ -276,9 +276,9 @@ TEST(ArrowImport, CopiesValuesNotAlignedToTheirSize) {
     EXPECT_EQ(c.values.to_vector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
 }
 
-TEST(ArrowImport, RejectsStringViewAndLeavesTheArrayToItsOwner) {
+TEST(ArrowImport, RejectsBinaryViewAndLeavesTheArrayToItsOwner) {
     Producer p;
-    produce(p, "vu", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // string_view: not taken yet
+    produce(p, "vz", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // binary_view: not taken
     p.array.n_buffers = 3;
     EXPECT_THROW(jit::from_arrow(&p.schema, &p.array), jit::ArgumentError);
     EXPECT_NE(p.array.release, nullptr);  // not consumed
@@ -490,7 +490,7 @@ TEST(ArrowCApi, ReportsAnUnsupportedFormatAsAnArgumentError) {
     jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
     ASSERT_NE(rt, nullptr);
     Producer p;
-    produce(p, "vu", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // string_view: not taken yet
+    produce(p, "vz", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // binary_view: not taken
     p.array.n_buffers = 3;
     const ArrowSchema* schemas[] = {&p.schema};
     const ArrowArray* arrays[] = {&p.array};
@@ -499,7 +499,7 @@ TEST(ArrowCApi, ReportsAnUnsupportedFormatAsAnArgumentError) {
     out.release = &release_producer_array;  // must be marked released on failure
     EXPECT_EQ(jitexpr_eval_arrow(rt, "a + 1", 1, schemas, arrays, &out, &schema), JITEXPR_ERROR_ARGUMENT);
     EXPECT_EQ(out.release, nullptr);
-    EXPECT_NE(std::string(jitexpr_last_error()).find("\"vu\""), std::string::npos) << jitexpr_last_error();
+    EXPECT_NE(std::string(jitexpr_last_error()).find("\"vz\""), std::string::npos) << jitexpr_last_error();
     jitexpr_runtime_destroy(rt);
 }
 
@@ -615,8 +615,8 @@ TEST(ArrowStrings, RefusesInvalidUtf8NamingTheRow) {
     EXPECT_NO_THROW(jit::view_arrow(&ok.p.schema, &ok.p.array));
 }
 
-TEST(ArrowStrings, RefusesStringViewAndBinaryWithWhatToDo) {
-    for (const char* f : {"vu", "z", "Z", "vz"}) {
+TEST(ArrowStrings, RefusesBinaryWithWhatToDo) {
+    for (const char* f : {"z", "Z", "vz"}) {
         Producer p;
         produce(p, f, as_bytes(std::vector<std::int32_t>{0, 1}), 0, 1);
         p.array.n_buffers = 3;
@@ -665,4 +665,74 @@ TEST(ArrowStrings, CApiEvaluatesAStringColumn) {
     EXPECT_NE(s.p.array.release, nullptr);  // borrowed
     s.p.array.release(&s.p.array);
     jitexpr_runtime_destroy(rt);
+}
+
+namespace {
+
+// A string_view column (format "vu"): 16-byte views, strings of up to 12 bytes inline, longer
+// ones in the variadic data buffers, whose sizes the last buffer holds.
+struct ViewProducer {
+    Producer p;
+    std::vector<std::byte> views;
+    std::vector<std::string> data;
+    std::vector<std::int64_t> sizes;
+    std::vector<const void*> buffers;
+};
+
+void produce_views(ViewProducer& v, const std::vector<std::string>& rows, const std::vector<bool>& valid = {},
+                   std::int64_t null_count = 0) {
+    v.data.assign(2, std::string());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        unsigned char view[16] = {};
+        const auto len = static_cast<std::int32_t>(rows[i].size());
+        std::memcpy(view, &len, 4);
+        if (len <= 12) {
+            std::memcpy(view + 4, rows[i].data(), rows[i].size());
+        } else {
+            const std::int32_t index = static_cast<std::int32_t>(i % 2);
+            const auto at = static_cast<std::int32_t>(v.data[static_cast<std::size_t>(index)].size());
+            v.data[static_cast<std::size_t>(index)] += rows[i];
+            std::memcpy(view + 4, rows[i].data(), 4);
+            std::memcpy(view + 8, &index, 4);
+            std::memcpy(view + 12, &at, 4);
+        }
+        const auto* b = reinterpret_cast<const std::byte*>(view);
+        v.views.insert(v.views.end(), b, b + 16);
+    }
+    v.sizes = {static_cast<std::int64_t>(v.data[0].size()), static_cast<std::int64_t>(v.data[1].size())};
+    produce(v.p, "vu", v.views, 0, static_cast<std::int64_t>(rows.size()), valid, null_count);
+    v.buffers = {v.p.buffers[0], v.views.data(), v.data[0].data(), v.data[1].data(), v.sizes.data()};
+    v.p.array.n_buffers = 5;
+    v.p.array.buffers = v.buffers.data();
+}
+
+}  // namespace
+
+TEST(ArrowStrings, ImportsStringViewAsACopyWithNulls) {
+    // Polars' strings: string_view. Inline rows, rows in both data buffers, a null.
+    ViewProducer v;
+    produce_views(v, {"oslo", "a string longer than twelve", "", "troms\xc3\xb8", "another long one, in buffer 0"},
+                  {true, true, false, true, true}, 1);
+    jit::ArrowColumn c = jit::from_arrow(&v.p.schema, &v.p.array);
+    EXPECT_EQ(v.p.array.release, nullptr);
+    EXPECT_EQ(v.p.released, 1);  // copied, so released at once
+    EXPECT_EQ(c.values.dtype(), jit::DType::Utf8);
+    jit::ArrowColumn r = jit::eval_arrow("contains(s, 'long') | (s == 'oslo')", {c});
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[0], 1);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[1], 1);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[3], 0);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[4], 1);
+    EXPECT_EQ(r.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1, 0, 1, 1}));
+    EXPECT_EQ(jit::eval_arrow("str_len(s)", {c}).values.to_vector<std::int64_t>()[3], 6);
+}
+
+TEST(ArrowStrings, RefusesAStringViewThatPointsPastItsData) {
+    for (int which = 0; which < 3; ++which) {
+        ViewProducer v;
+        produce_views(v, {"a string longer than twelve", "ok"});
+        std::int32_t bad = which == 0 ? 7 : which == 1 ? 1000 : -3;  // buffer index, offset, length
+        std::memcpy(v.views.data() + (which == 0 ? 8 : which == 1 ? 12 : 0), &bad, 4);
+        EXPECT_THROW(jit::view_arrow(&v.p.schema, &v.p.array), jit::ArgumentError) << which;
+        EXPECT_NE(v.p.array.release, nullptr);
+    }
 }
