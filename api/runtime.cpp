@@ -873,7 +873,10 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& front, Environ
         for (std::size_t i = 0; i < p.inputs.size(); ++i) {
             Shape sh = cp.input_chunk_shape(i, rows);
             Strides str = contiguous_strides(sh);
-            ins[i] = Array::view(in[i], p.inputs[i].dtype, std::move(sh), std::move(str), Backend::Cuda);
+            ins[i] = is_string(p.inputs[i].dtype)  // (an S or U chunk: rows of the array's width)
+                         ? Array::view(in[i], p.inputs[i].dtype, p.inputs[i].itemsize, std::move(sh), std::move(str),
+                                       Backend::Cuda)
+                         : Array::view(in[i], p.inputs[i].dtype, std::move(sh), std::move(str), Backend::Cuda);
         }
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             Shape sh = cp.outputs[o].reduction ? Shape{} : cp.chunk_shape(rows);
@@ -936,7 +939,8 @@ namespace {
 // A host array's C-contiguous copy on CUDA device `device`; with a control, copied in pieces that
 // a stop request ends between (the copy is then dropped: no one has seen it).
 Array copy_to_cuda(const Array& host, int device, detail::CallControl* control) {
-    if (!control) return host.to(Backend::Cuda, device);
+    // (strings through Array::to: their width, and an Arrow column's offsets and bytes)
+    if (!control || is_string(host.dtype())) return host.to(Backend::Cuda, device);
     const Array h = host.contiguous();
     Array d = Array::empty(h.dtype(), h.shape(), Backend::Cuda, device);
     cuda::copy_to_device(d.data(), h.data(), h.nbytes(), nullptr, control);

@@ -834,7 +834,15 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     }
     const std::string lib = module_of(obj);
     const Names& k = names();
-    const bool arrow = lib != "pandas" && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
+    // pandas objects are taken as NumPy takes them (their numbers as arrays), except a column of
+    // pandas' string dtype, which NumPy would make an object array of: its Arrow data, with its
+    // missing values as nulls.
+    auto pandas_strings = [&] {
+        nb::object dt = get_attr_or_null(o, interned("dtype"));
+        return dt.is_valid() && std::string_view(Py_TYPE(dt.ptr())->tp_name) == "StringDtype";
+    };
+    const bool arrow =
+        (lib != "pandas" || pandas_strings()) && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
     // A producer whose protocol answers are not of the types the protocol gives (a lying or
     // broken object) is a TypeError naming the value and the protocol, not a C++ cast error.
     auto protocol_error = [&](const char* what) {

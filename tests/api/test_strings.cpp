@@ -4,7 +4,9 @@
 // their results used as masks, in where and in reductions. Expected values are NumPy 2's
 // (np.strings and the comparison ufuncs) for the same data; tests/python/test_strings.py compares
 // with NumPy and numexpr over random data.
+#include <jit/check.hpp>
 #include <jit/jit.hpp>
+#include <jit/sharded.hpp>
 
 #include "dsl/plan.hpp"
 #include "dsl/verify.hpp"
@@ -13,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -272,4 +275,46 @@ TEST(Strings, ArrayWidthsAndBadInput) {
     Environment env2{{"p", Arg(every_other)}};
     EXPECT_EQ(bools(cpu().run("p == 'f'", env2)), (std::vector<std::uint8_t>{0, 1}));
     EXPECT_THROW(c.array.copy_to_host(buf), ArgumentError);
+}
+
+TEST(Strings, RowSplitsOfStringColumns) {
+    // S and U arrays split into rows as numbers do (a row is its elements times the width); an
+    // Arrow column is read whole by no part: refused, saying why.
+    Specs s{{"s", ValueSpec::strings(DType::Bytes, 12, {1000, 3})},
+            {"u", ValueSpec::strings(DType::Str, 20, {1000, 3})},
+            {"x", ValueSpec::array(DType::Float32, {1000, 3})}};
+    const CheckedProgram c = check("sum(where(contains(s, b'a') & (u > 'm'), x, 0))", s);
+    ASSERT_TRUE(c.rows.splits) << c.rows.why_not;
+    std::map<std::string, std::size_t> row_bytes;
+    for (const auto& in : c.rows.inputs) row_bytes[in.name] = in.row_bytes;
+    EXPECT_EQ(row_bytes["s"], 3u * 12);
+    EXPECT_EQ(row_bytes["u"], 3u * 20);
+    EXPECT_EQ(row_bytes["x"], 3u * 4);
+    Specs t{{"t", ValueSpec::strings(DType::Utf8, 4, {1000})}};
+    const CheckedProgram d = check("t == 'x'", t);
+    EXPECT_FALSE(d.rows.splits);
+    EXPECT_NE(d.rows.why_not.find("'t' is an Arrow string column"), std::string::npos) << d.rows.why_not;
+}
+
+TEST(Strings, ShardedRowsOfSAndUAndArrowColumns) {
+    // Sharded::split cuts S and U arrays into blocks of rows (views), an Arrow column too (each
+    // block a copy of its rows, offsets rebased: Array::to); the program's value is the whole's.
+    const Array s = bytes_array(kWords, 8);
+    const Utf8Column c = utf8(kWords);
+    const Array x = Array::from(std::vector<double>{1, 2, 3, 4, 5, 6, 7}, {}, Backend::Cpu);
+    RuntimeOptions o;
+    o.backend = Backend::Cpu;
+    o.disk_cache = false;
+    ShardedRuntime rt({0, 0, 0}, o);
+    ShardedEnvironment env{{"s", Sharded::split(s, {0, 0, 0}, Backend::Cpu)},
+                           {"x", Sharded::split(x, {0, 0, 0}, Backend::Cpu)}};
+    EXPECT_EQ(rt.eval("sum(where(startswith(s, b'a'), x, 0))", env).whole().item<double>(), 1 + 4 + 7);
+    const Sharded parts = Sharded::split(c.array, {0, 0, 0}, Backend::Cpu);
+    ASSERT_EQ(parts.shards().size(), 3u);
+    std::vector<std::uint8_t> got;
+    for (const Array& p : parts.shards()) {
+        Environment e{{"t", Arg(p)}};
+        for (auto b : bools(cpu().run("t == 'apple'", e))) got.push_back(b);
+    }
+    EXPECT_EQ(got, (std::vector<std::uint8_t>{1, 0, 0, 0, 0, 0, 1}));
 }

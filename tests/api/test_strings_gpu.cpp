@@ -170,3 +170,34 @@ TEST_F(StringsGpu, ANewNeedleCompilesNoNewKernel) {
     const auto after = gpu_->stats();
     EXPECT_EQ(after.compiles, before.compiles);
 }
+
+TEST_F(StringsGpu, HostColumnsStreamInChunksOrGoWhole) {
+    // Host S and U arrays on a CUDA runtime under a small device-memory limit: streamed in
+    // chunks of rows like numbers (their rows are their width times their elements); a sum of a
+    // predicate combines across chunks. An Arrow column is not cut (no fixed row size): it goes
+    // to the device whole (Array::to copies its offsets and bytes), and the answer is the same.
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.disk_cache = false;
+    o.device_memory_limit = std::size_t{8} << 20;
+    Runtime limited(o);
+    const auto c = columns(words(400'000, 12, 9));
+    Environment host{{"s", Arg(c->s)}, {"u", Arg(c->u)}};
+    Timing t;
+    CallOptions co;
+    co.timing = &t;
+    for (const char* text : {"contains(s, b'ab') | (u > 'b')", "sum(endswith(u, 'a'))", "str_len(s) + find(u, 'x')"}) {
+        SCOPED_TRACE(text);
+        Environment h = host, h2 = host;
+        const Array got = limited.run(text, h, co);
+        ASSERT_TRUE(t.streamed) << t.placement;
+        EXPECT_GT(t.stream_chunks, 1u);
+        const Array want = cpu_->run(text, h2);
+        EXPECT_EQ(bytes(got.to(Backend::Cpu)), bytes(want));
+    }
+    Environment arrow{{"t", Arg(c->utf8)}};
+    Environment arrow2 = arrow;
+    const Array got = limited.run("contains(t, 'ab')", arrow, co);
+    EXPECT_FALSE(t.streamed) << t.placement;
+    EXPECT_EQ(bytes(got.to(Backend::Cpu)), bytes(cpu_->run("contains(t, 'ab')", arrow2)));
+}
