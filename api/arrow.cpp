@@ -4,6 +4,7 @@
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
 
+#include "core/device.hpp"
 #include "dsl/syntax.hpp"
 #include "dsl/tree_walk.hpp"
 
@@ -56,6 +57,14 @@ Array unpack_bits(const void* buffer, std::int64_t offset, std::int64_t length, 
 bool valid_utf8(const unsigned char* s, std::size_t n, std::size_t* bad) {
     std::size_t i = 0;
     while (i < n) {
+        // 64 bytes at a time while they are ASCII (the compiler keeps the words in vector registers).
+        while (i + 64 <= n) {
+            std::uint64_t w[8];
+            std::memcpy(w, s + i, 64);
+            const std::uint64_t any = (w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) & 0x8080808080808080ULL;
+            if (any != 0) break;
+            i += 64;
+        }
         if (i + 8 <= n) {
             std::uint64_t w;
             std::memcpy(&w, s + i, 8);
@@ -280,7 +289,7 @@ ArrowColumn import_string_view(const ArrowSchema* schema, const ArrowArray* arra
     const std::int64_t* offsets = b->offsets.data();
     const char* chars = b->chars.data();
     const std::size_t bytes = b->chars.size();
-    col.values = Array::view_utf8(offsets, 8, chars, bytes, n, Backend::Cpu, 0, b);
+    col.values = core::view_utf8_checked(offsets, 8, chars, bytes, n, Backend::Cpu, 0, b);  // (made here: in order)
     return col;
 }
 
@@ -313,8 +322,9 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
             to_own->release = nullptr;
             keep = std::move(owned);
         }
-        col.values = Array::view_utf8(offsets, w, array->buffers[2], static_cast<std::size_t>(last), n, Backend::Cpu, 0,
-                                      std::move(keep));
+        // (check_import has checked the offsets and the bytes: not again)
+        col.values = core::view_utf8_checked(offsets, w, array->buffers[2], static_cast<std::size_t>(last), n,
+                                             Backend::Cpu, 0, std::move(keep));
         return col;
     }
     if (dtype == DType::Bool) {
@@ -378,8 +388,18 @@ std::vector<std::uint8_t> pack_bits(const Array& bools, std::int64_t* zeros) {
     const std::int64_t n = h.size();
     std::vector<std::uint8_t> out(static_cast<std::size_t>((n + 7) / 8), 0);
     const auto* src = static_cast<const std::uint8_t*>(h.data());
-    std::int64_t z = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t z = 0, i = 0;
+    // Eight bools (bytes 0 or 1, as jitexpr stores them) to one byte, lowest bit first: the multiply
+    // gathers bit 0 of byte k into bit k of the top byte. Other nonzero bytes take the loop below.
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, src + i, 8);
+        if ((w & ~0x0101010101010101ULL) != 0) break;
+        const auto bits = static_cast<std::uint8_t>((w * 0x0102040810204080ULL) >> 56);
+        out[static_cast<std::size_t>(i >> 3)] = bits;
+        z += 8 - static_cast<std::int64_t>((w * 0x0101010101010101ULL) >> 56);  // (the bytes' sum: the trues)
+    }
+    for (; i < n; ++i) {
         if (src[i]) out[static_cast<std::size_t>(i >> 3)] |= static_cast<std::uint8_t>(1u << (i & 7));
         else ++z;
     }

@@ -264,6 +264,12 @@ Array Array::view_utf8(const void* offsets, std::size_t offset_width, const void
                                             i, v, chars_bytes));
         prev = v;
     }
+    return core::view_utf8_checked(offsets, offset_width, chars, chars_bytes, rows, backend, device,
+                                   std::move(keep_alive));
+}
+
+Array core::view_utf8_checked(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                              std::int64_t rows, Backend backend, int device, std::shared_ptr<void> keep_alive) {
     // The offsets' storage holds rows + 1 of them; the array's elements are the first `rows`.
     Array a = make_view(const_cast<void*>(offsets), DType::Utf8, offset_width, Shape{rows + 1}, Strides{1}, backend,
                         device, keep_alive);

@@ -109,4 +109,9 @@ Array with_storage(const Array& proto, std::shared_ptr<Storage> storage);
 // a's elements.
 Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides strides);
 
+// Array::view_utf8 without its check of the offsets, for a caller that has checked them already
+// (the Arrow import checks them once, with the UTF-8 of the bytes): never for unchecked input.
+Array view_utf8_checked(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                        std::int64_t rows, Backend backend, int device, std::shared_ptr<void> keep_alive);
+
 }  // namespace jit::core

@@ -45,6 +45,7 @@ public:
         mark_needed();
         pick_representatives();
         fuse_pairs();
+        scan_strings();
         find_last_uses();
         select_instructions();
         size_slots();
@@ -66,6 +67,7 @@ private:
     void mark_needed();
     void pick_representatives();
     void fuse_pairs();
+    void scan_strings();
     void find_last_uses();
     void select_instructions();
     void size_slots();
@@ -79,14 +81,17 @@ private:
     const KernelTable& kt;
     bool mask_only = false;
     StagePlan sp;
-    std::vector<ir::NodeId> roots;  // what the stages store, and their reductions' operands
-    ir::NodeMap<char> need;         // the roots need it
-    ir::NodeMap<ir::NodeId> rep;    // the node whose value it is (casts to the same dtype)
-    std::vector<ir::NodeId> order;  // the representatives needed, in node order
-    ir::NodeMap<Fuse> fuse;         // the fused kernel computing it with its operand
-    ir::NodeMap<char> fused_away;   // computed inside its reader's fused instruction
-    ir::NodeMap<int> last;          // per value: position in `order` of its last reader
-    ir::NodeMap<int> slot;          // the slot holding its value
+    std::vector<ir::NodeId> roots;   // what the stages store, and their reductions' operands
+    ir::NodeMap<char> need;          // the roots need it
+    ir::NodeMap<ir::NodeId> rep;     // the node whose value it is (casts to the same dtype)
+    std::vector<ir::NodeId> order;   // the representatives needed, in node order
+    ir::NodeMap<Fuse> fuse;          // the fused kernel computing it with its operand
+    ir::NodeMap<char> fused_away;    // computed inside its reader's fused instruction
+    ir::NodeMap<int> last;           // per value: position in `order` of its last reader
+    ir::NodeMap<int> slot;           // the slot holding its value
+    ir::NodeMap<StringScanFn> scan;  // a string op read straight from its column (scan_strings)
+    ir::NodeMap<char> scanned;       // a string column only such ops read: no block of it is loaded
+    ir::NodeMap<int> load_of;        // a scanned column: its index into sp.loads
 };
 
 // The roots of the stages: what they store, their reductions' and scans' operands (with where
@@ -285,8 +290,44 @@ void StagePlanner::fuse_pairs() {
     }
 }
 
+// String ops of a column and a literal (==, !=, contains of an Arrow or S column) read the
+// column straight from its memory (string_scan_kernel); a column that only such ops read is not
+// loaded as a block of string values at all.
+void StagePlanner::scan_strings() {
+    scan.assign(p.nodes.size(), nullptr);
+    scanned.assign(p.nodes.size(), 0);
+    load_of.assign(p.nodes.size(), -1);
+    ir::NodeMap<int> readers(p.nodes.size(), 0), scan_readers(p.nodes.size(), 0);
+    for (const ir::NodeId n : order) {
+        const ir::Node& nd = p.node(n);
+        if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) continue;
+        for (int k = 0; k < nd.nargs; ++k) ++readers[rep[nd.args[k]]];
+        if (nd.kind != ir::NodeKind::Op || nd.nargs != 2 || fuse[n].fn) continue;
+        const ir::NodeId col = rep[nd.args[0]], lit = rep[nd.args[1]];
+        const ir::Node& c = p.node(col);
+        if (c.kind != ir::NodeKind::Input || !is_string(c.dtype) || !is_fill(p.node(lit)) ||
+            p.node(lit).dtype != c.dtype)
+            continue;
+        if (const StringScanFn f = string_scan_kernel(nd.op, c.dtype)) {
+            scan[n] = f;
+            ++scan_readers[col];
+        }
+    }
+    for (const ir::NodeId n : order)
+        if (p.node(n).kind == ir::NodeKind::Input && is_string(p.node(n).dtype) && readers[n] > 0 &&
+            readers[n] == scan_readers[n])
+            scanned[n] = 1;
+    // A column another op reads as values is loaded anyway: its scans read the loaded values.
+    for (const ir::NodeId n : order)
+        if (scan[n] && !scanned[rep[p.node(n).args[0]]]) scan[n] = nullptr;
+}
+
 // The values an instruction for node n reads (representatives), in operand order.
 int StagePlanner::reads(ir::NodeId n, ir::NodeId* r) const {
+    if (scan[n]) {  // the literal alone: the column is read from memory
+        r[0] = rep[p.node(n).args[1]];
+        return 1;
+    }
     const Fuse& f = fuse[n];
     if (f.fn) {
         std::copy(f.reads, f.reads + 3, r);
@@ -339,6 +380,15 @@ void StagePlanner::select_instructions() {
                 sp.fills.push_back(ins);
                 continue;
             case ir::NodeKind::Input:
+                if (scanned[n]) {  // read by its string ops from memory: a LoadPlan, no instruction
+                    LoadPlan lp;
+                    lp.input = nd.slot;
+                    lp.dtype = nd.dtype;
+                    load_of[n] = static_cast<int>(sp.loads.size());
+                    sp.loads.push_back(lp);
+                    continue;
+                }
+                [[fallthrough]];
             case ir::NodeKind::Reduce:
             case ir::NodeKind::Scan: {
                 LoadPlan lp;
@@ -354,6 +404,13 @@ void StagePlanner::select_instructions() {
                 break;
             }
             case ir::NodeKind::Op: {
+                if (scan[n]) {
+                    ins.scan = scan[n];
+                    ins.load = load_of[rep[nd.args[0]]];
+                    ins.nin = 1;
+                    ins.scalar_in = 1;  // the literal, one value
+                    break;
+                }
                 if (is_string(p.node(nd.args[0]).dtype)) {
                     // A string op (strings.hpp): a literal operand is read as one value.
                     const DType a = p.node(nd.args[0]).dtype;
@@ -423,7 +480,8 @@ void StagePlanner::select_instructions() {
         // Free the slots whose last reader this was (after taking `out`: kernels' pointers are restrict).
         for (int k = 0; k < nr; ++k) {
             const ir::NodeId a = rd[k];
-            if (last[a] == pos && p.node(a).kind != ir::NodeKind::Const && p.node(a).kind != ir::NodeKind::Scalar) {
+            if (last[a] == pos && p.node(a).kind != ir::NodeKind::Const && p.node(a).kind != ir::NodeKind::Scalar &&
+                slot[a] >= 0) {
                 const int sl = slot[a];
                 if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
             }

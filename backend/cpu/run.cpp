@@ -152,7 +152,15 @@ void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scr
                 const Operand& o = b.stores[static_cast<std::size_t>(ins.store)];
                 buf = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(o.base)) + start * o.item;
             }
-            ins.fn(in, buf, len);
+            if (ins.scan) {  // a string op read straight from its column (strings.hpp)
+                const Operand& col = b.loads[static_cast<std::size_t>(ins.load)];
+                auto* out = reinterpret_cast<bool*>(buf);
+                walk(b.space.shape, col.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                    ins.scan(col.base, col.item, col.chars, off, stride, run, in[0], out + done);
+                });
+            } else {
+                ins.fn(in, buf, len);
+            }
             ptr[ins.out] = buf;
         }
     }

@@ -26,4 +26,14 @@ void load_strings(DType t, const char* base, std::int64_t item, const char* char
 // has no kernel for those dtypes.
 OpFn string_kernel(ir::Op op, DType a, DType b, int scalar);
 
+// The same op read straight from the column, without a block of string values first: out[j] =
+// op(element (off + j * stride) of the column, *needle), j < n, the needle one string value
+// (a literal). `base`, `item`, `chars` as load_strings takes them. For ==, != and contains of an
+// Arrow (Utf8) or S (Bytes) column against a literal; null otherwise. Stride 1 (a block's rows in
+// order) is the fast path: Arrow lengths from adjacent offsets, one search over the block's
+// bytes, S rows compared whole with the needle NUL-padded to their width.
+using StringScanFn = void (*)(const char* base, std::int64_t item, const char* chars, std::int64_t off,
+                              std::int64_t stride, std::int64_t n, const void* needle, bool* out);
+StringScanFn string_scan_kernel(ir::Op op, DType column);
+
 }  // namespace jit::cpu

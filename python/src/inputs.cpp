@@ -770,6 +770,56 @@ jit::ArrowColumn import_arrow(nb::handle obj, const std::string& name) {
     return join_chunks(chunks, chunks[0].values.dtype());
 }
 
+// --- imported Arrow string columns, by the pyarrow object they came from
+
+// Importing a string column checks its offsets and that its bytes are UTF-8: a pass over all of
+// them. A pyarrow Array or ChunkedArray is immutable, so the column imported from one stays right
+// while the object lives: the last few are kept, each under a weak reference to its object whose
+// callback drops it when the object goes (nothing is held past the object). The GIL guards them.
+struct ArrowCacheEntry {
+    PyObject* ref = nullptr;  // a weak reference to the pyarrow object
+    jit::ArrowColumn column;
+};
+constexpr std::size_t kArrowCacheEntries = 8;
+ArrowCacheEntry g_arrow_cache[kArrowCacheEntries];
+std::size_t g_arrow_cache_next = 0;
+
+PyObject* arrow_cache_drop(PyObject*, PyObject* ref) {
+    for (ArrowCacheEntry& e : g_arrow_cache)
+        if (e.ref == ref) {
+            e.column = {};
+            Py_CLEAR(e.ref);
+        }
+    Py_RETURN_NONE;
+}
+PyMethodDef g_arrow_cache_drop_def = {"_arrow_cache_drop", &arrow_cache_drop, METH_O, nullptr};
+
+bool arrow_cache_find(PyObject* o, jit::ArrowColumn& out) {
+    for (const ArrowCacheEntry& e : g_arrow_cache)
+        if (e.ref && PyWeakref_GetObject(e.ref) == o) {
+            out = e.column;
+            return true;
+        }
+    return false;
+}
+
+void arrow_cache_keep(PyObject* o, const jit::ArrowColumn& c) {
+    static PyObject* drop = PyCFunction_New(&g_arrow_cache_drop_def, nullptr);  // kept for the process
+    if (!drop) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject* ref = PyWeakref_NewRef(o, drop);
+    if (!ref) {  // an object without weak references: not kept
+        PyErr_Clear();
+        return;
+    }
+    ArrowCacheEntry& e = g_arrow_cache[g_arrow_cache_next++ % kArrowCacheEntries];
+    Py_XDECREF(e.ref);
+    e.ref = ref;
+    e.column = c;
+}
+
 // --- any value
 
 // Converts a Python value into `b` (no copy for arrays; `hold` keeps the objects viewed alive
@@ -851,7 +901,13 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     if (arrow) {
         jit::ArrowColumn c;
         try {
-            c = import_arrow(obj, name);
+            // A pyarrow string column imported before is taken as imported then (its offsets and
+            // UTF-8 checked once: pyarrow's arrays are immutable while they live).
+            if (lib == "pyarrow" && arrow_cache_find(o, c)) {
+            } else {
+                c = import_arrow(obj, name);
+                if (lib == "pyarrow" && c.values.dtype() == jit::DType::Utf8) arrow_cache_keep(o, c);
+            }
         } catch (const nb::cast_error&) {
             protocol_error(
                 "__arrow_c_array__ must return a (schema, array) tuple of PyCapsules, and __arrow_c_stream__ a "

@@ -257,3 +257,18 @@ def test_pandas_string_columns_through_the_drop_in():
         pd.testing.assert_series_equal(got, df.eval("n * 2 + (city == 'bergen')", engine="python"))
     finally:
         jne.uninstall()
+
+
+def test_a_pyarrow_column_imported_once_is_not_held_past_its_object():
+    pa = pytest.importorskip("pyarrow")
+    import gc
+    base = pa.total_allocated_bytes()
+    col = pa.array(["oslo", "bergen", None] * 100_000)
+    first = jx.evaluate("s == 'oslo'", s=col).to_pylist()
+    assert jx.evaluate("s == 'oslo'", s=col).to_pylist() == first  # (the second call reuses the import)
+    assert jx.evaluate("contains(s, 'erg')", s=col).to_pylist()[:3] == [False, True, None]
+    held = pa.total_allocated_bytes()
+    assert held > base
+    del col
+    gc.collect()
+    assert pa.total_allocated_bytes() <= base + 4096  # the kept import went with the array
