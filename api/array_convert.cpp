@@ -5,6 +5,10 @@
 
 #include "dsl/semantics.h"
 
+#include <jit/error.hpp>
+
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -37,6 +41,9 @@ void with_register_type(DType t, F&& f) {
         case DType::Complex128:
             return f(jx::c128{});
             JIT_TEMPORAL_CASES return f(jx::i64{});  // a date's or duration's count, as NumPy's astype
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: return;  // (copy_to_host_as refuses strings first)
     }
 }
 
@@ -86,6 +93,9 @@ void convert_elements(const unsigned char* src, DType from, unsigned char* dst, 
 
 void Array::copy_to_host_as(void* dst, DType to) const {
     if (to == dtype_ || (to == DType::UInt8 && dtype_ == DType::Bool)) return copy_to_host(dst);
+    if (is_string(dtype_) || is_string(to))
+        throw ArgumentError(
+            fmt::format("copy_to_host_as: {} holds strings, which do not convert to {}", describe(), dtype_name(to)));
     const auto n = static_cast<std::size_t>(size());
     if (n == 0) return;
     std::unique_ptr<unsigned char[]> raw(new unsigned char[nbytes()]);

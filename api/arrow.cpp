@@ -4,6 +4,7 @@
 #include <jit/interop.hpp>
 #include <jit/jit.hpp>
 
+#include "core/device.hpp"
 #include "dsl/syntax.hpp"
 #include "dsl/tree_walk.hpp"
 
@@ -21,7 +22,8 @@ namespace jit {
 namespace {
 
 constexpr std::string_view kSupportedFormats =
-    "c C s S i I l L e f g b; tdD tdm (date32, date64), ts{s,m,u,n}:[zone] (timestamp), tD{s,m,u,n} (duration)";
+    "c C s S i I l L e f g b; u U (string, large_string); tdD tdm (date32, date64), ts{s,m,u,n}:[zone] (timestamp), "
+    "tD{s,m,u,n} (duration)";
 
 // An ArrowArray moved into jitexpr: released once, when the last array viewing it goes.
 struct OwnedArrowArray {
@@ -52,12 +54,122 @@ Array unpack_bits(const void* buffer, std::int64_t offset, std::int64_t length, 
     return out;
 }
 
+// Whether bytes [0, n) are UTF-8 (no overlong form, no surrogate, nothing above U+10FFFF); the
+// offset of the first bad byte in *bad. Eight bytes at a time while they are ASCII.
+bool valid_utf8(const unsigned char* s, std::size_t n, std::size_t* bad) {
+    std::size_t i = 0;
+    while (i < n) {
+        // 64 bytes at a time while they are ASCII (the compiler keeps the words in vector registers).
+        while (i + 64 <= n) {
+            std::uint64_t w[8];
+            std::memcpy(w, s + i, 64);
+            const std::uint64_t any = (w[0] | w[1] | w[2] | w[3] | w[4] | w[5] | w[6] | w[7]) & 0x8080808080808080ULL;
+            if (any != 0) break;
+            i += 64;
+        }
+        if (i + 8 <= n) {
+            std::uint64_t w;
+            std::memcpy(&w, s + i, 8);
+            if ((w & 0x8080808080808080ULL) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        const unsigned c = s[i];
+        if (c < 0x80) {
+            ++i;
+            continue;
+        }
+        std::size_t len = 0;
+        unsigned lo = 0x80, hi = 0xBF;  // the second byte's range
+        if (c >= 0xC2 && c <= 0xDF) len = 2;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            len = 3;
+            if (c == 0xE0) lo = 0xA0;  // no overlong form
+            if (c == 0xED) hi = 0x9F;  // no surrogate
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            len = 4;
+            if (c == 0xF0) lo = 0x90;
+            if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+        }
+        bool ok = len != 0 && i + len <= n && s[i + 1] >= lo && s[i + 1] <= hi;
+        for (std::size_t k = 2; ok && k < len; ++k) ok = (s[i + k] & 0xC0) == 0x80;
+        if (!ok) {
+            *bad = i;
+            return false;
+        }
+        i += len;
+    }
+    return true;
+}
+
+// Offset k of an Arrow offsets buffer of `width` bytes per offset.
+std::int64_t offset_at(const void* offsets, std::size_t width, std::int64_t k) {
+    if (width == 4) {
+        std::int32_t v;
+        std::memcpy(&v, static_cast<const char*>(offsets) + k * 4, 4);
+        return v;
+    }
+    std::int64_t v;
+    std::memcpy(&v, static_cast<const char*>(offsets) + k * 8, 8);
+    return v;
+}
+
+// Formats jitexpr knows to be strings or bytes it does not take, with what to do about them.
+std::optional<std::string> unsupported_string_format(std::string_view f) {
+    if (f == "z" || f == "Z" || f == "vz")
+        return fmt::format(
+            "Arrow binary columns (format \"{}\") are not supported; cast them to string if they hold "
+            "UTF-8, or pass a NumPy S array",
+            f);
+    return std::nullopt;
+}
+
+// A string column's offsets (rows offset .. offset + length, and the one after): not below 0,
+// never decreasing, and (with the data buffer null) all 0; its bytes UTF-8 for format "u"/"U"
+// (Arrow's string is UTF-8 by definition; jitexpr compares code points). The C data interface
+// gives no size for the data buffer: the last offset is its size, so an offset past it is one
+// that is larger than a later one.
+void check_string_offsets(const ArrowSchema* schema, const ArrowArray* array) {
+    const std::size_t w = std::string_view(schema->format) == "U" ? 8 : 4;
+    const std::int64_t n = array->length, off = array->offset;
+    if (n == 0 && !array->buffers[1]) return;
+    const void* offsets = array->buffers[1];
+    std::int64_t prev = offset_at(offsets, w, off);
+    if (prev < 0) throw ArgumentError(fmt::format("Arrow import: string offset of row 0 is {}, below 0", prev));
+    const std::int64_t first = prev;
+    for (std::int64_t i = 1; i <= n; ++i) {
+        const std::int64_t v = offset_at(offsets, w, off + i);
+        if (v < prev)
+            throw ArgumentError(
+                fmt::format("Arrow import: string offsets decrease at row {} ({} after {}): the column is malformed",
+                            i - 1, v, prev));
+        prev = v;
+    }
+    if (prev > first && !array->buffers[2])
+        throw ArgumentError(
+            fmt::format("Arrow import: a string column of {} bytes with a null data buffer", prev - first));
+    std::size_t bad = 0;
+    if (prev > first && !valid_utf8(static_cast<const unsigned char*>(array->buffers[2]) + first,
+                                    static_cast<std::size_t>(prev - first), &bad)) {
+        // The row of the bad byte, for the message.
+        const std::int64_t at = first + static_cast<std::int64_t>(bad);
+        std::int64_t row = 0;
+        while (row + 1 < n && offset_at(offsets, w, off + row + 1) <= at) ++row;
+        throw ArgumentError(fmt::format(
+            "Arrow import: row {} of a string column is not valid UTF-8 (byte {} of the "
+            "row, 0x{:02x})",
+            row, at - offset_at(offsets, w, off + row), static_cast<const unsigned char*>(array->buffers[2])[at]));
+    }
+}
+
 // Checks everything about the pair; returns the dtype. Nothing is consumed or allocated.
 DType check_import(const ArrowSchema* schema, const ArrowArray* array) {
     if (!schema || !array) throw ArgumentError("Arrow import: null schema or array");
     if (!schema->release) throw ArgumentError("Arrow import: the schema is released");
     if (!array->release) throw ArgumentError("Arrow import: the array is released (already moved or consumed)");
     if (!schema->format) throw ArgumentError("Arrow import: the schema has a null format");
+    if (auto why = unsupported_string_format(schema->format)) throw ArgumentError("Arrow import: " + *why);
     const std::optional<DType> dtype = from_arrow_format(schema->format);
     if (!dtype)
         throw ArgumentError(fmt::format("Arrow format \"{}\" is not a primitive type jitexpr supports ({})",
@@ -71,11 +183,15 @@ DType check_import(const ArrowSchema* schema, const ArrowArray* array) {
         throw ArgumentError(fmt::format("Arrow import: a primitive column (format \"{}\") with {} children",
                                         schema->format,
                                         array->n_children != 0 ? array->n_children : schema->n_children));
-    if (array->n_buffers != 2)
-        throw ArgumentError(
-            fmt::format("Arrow import: format \"{}\" with {} buffers; primitive arrays have 2 "
-                        "(validity, values)",
-                        schema->format, array->n_buffers));
+    const bool strings = *dtype == DType::Utf8;
+    if (array->n_buffers != (strings ? 3 : 2))
+        throw ArgumentError(strings
+                                ? fmt::format("Arrow import: format \"{}\" with {} buffers; string arrays have 3 "
+                                              "(validity, offsets, data)",
+                                              schema->format, array->n_buffers)
+                                : fmt::format("Arrow import: format \"{}\" with {} buffers; primitive arrays have 2 "
+                                              "(validity, values)",
+                                              schema->format, array->n_buffers));
     if (!array->buffers) throw ArgumentError("Arrow import: null buffers pointer");
     if (array->length < 0 || array->offset < 0)
         throw ArgumentError(fmt::format("Arrow import: negative length {} or offset {}", array->length, array->offset));
@@ -86,11 +202,102 @@ DType check_import(const ArrowSchema* schema, const ArrowArray* array) {
         throw ArgumentError(fmt::format("Arrow import: null_count {} for length {}", array->null_count, array->length));
     if (array->null_count > 0 && !array->buffers[0])
         throw ArgumentError(fmt::format("Arrow import: null_count {} but no validity bitmap", array->null_count));
-    if (array->length > 0 && !array->buffers[1]) throw ArgumentError("Arrow import: null values buffer");
+    if (array->length > 0 && !array->buffers[1])
+        throw ArgumentError(strings ? "Arrow import: null offsets buffer" : "Arrow import: null values buffer");
+    if (strings) check_string_offsets(schema, array);
     return *dtype;
 }
 
+// A string_view column (format "vu", Polars' strings): its views (16 bytes each: a length, then
+// up to 12 bytes inline, or a prefix, a buffer index and an offset into the variadic buffers
+// whose sizes the last buffer holds) gathered into a new string column of offsets and bytes.
+// Every view is checked against the buffers' sizes before it is read; the bytes must be UTF-8.
+// A copy: the array is consumed (released) once copied.
+ArrowColumn import_string_view(const ArrowSchema* schema, const ArrowArray* array, ArrowArray* to_own) {
+    if (!schema || !array) throw ArgumentError("Arrow import: null schema or array");
+    if (!schema->release) throw ArgumentError("Arrow import: the schema is released");
+    if (!array->release) throw ArgumentError("Arrow import: the array is released (already moved or consumed)");
+    if (schema->dictionary || array->dictionary || schema->n_children != 0 || array->n_children != 0)
+        throw ArgumentError("Arrow import: a string_view column with children or a dictionary");
+    if (array->n_buffers < 3 || !array->buffers)
+        throw ArgumentError(
+            fmt::format("Arrow import: a string_view column with {} buffers; it has at least 3 "
+                        "(validity, views, the data buffers' sizes)",
+                        array->n_buffers));
+    if (array->length < 0 || array->offset < 0 ||
+        array->length > std::numeric_limits<std::int64_t>::max() / 16 - array->offset)
+        throw ArgumentError(fmt::format("Arrow import: length {} and offset {}", array->length, array->offset));
+    if (array->null_count < -1 || array->null_count > array->length)
+        throw ArgumentError(fmt::format("Arrow import: null_count {} for length {}", array->null_count, array->length));
+    if (array->null_count > 0 && !array->buffers[0])
+        throw ArgumentError(fmt::format("Arrow import: null_count {} but no validity bitmap", array->null_count));
+    const std::int64_t n = array->length, off = array->offset;
+    const std::int64_t variadic = array->n_buffers - 3;
+    const auto* views = static_cast<const unsigned char*>(array->buffers[1]);
+    const auto* sizes = static_cast<const std::int64_t*>(array->buffers[array->n_buffers - 1]);
+    if (n > 0 && !views) throw ArgumentError("Arrow import: null views buffer");
+    if (variadic > 0 && !sizes) throw ArgumentError("Arrow import: null buffer of the data buffers' sizes");
+    ArrowColumn col;
+    std::vector<std::uint8_t> valid;
+    if (array->null_count != 0 && array->buffers[0]) {
+        std::int64_t zeros = 0;
+        Array mask = unpack_bits(array->buffers[0], off, n, &zeros);
+        col.null_count = zeros;
+        if (zeros > 0) {
+            valid.assign(static_cast<const std::uint8_t*>(mask.data()),
+                         static_cast<const std::uint8_t*>(mask.data()) + n);
+            col.validity = std::move(mask);
+        }
+    }
+    struct Buffers {
+        std::vector<std::int64_t> offsets;
+        std::string chars;
+    };
+    auto b = std::make_shared<Buffers>();
+    b->offsets.reserve(static_cast<std::size_t>(n + 1));
+    b->offsets.push_back(0);
+    for (std::int64_t i = 0; i < n; ++i) {
+        const unsigned char* v = views + (off + i) * 16;
+        std::int32_t len = 0;
+        std::memcpy(&len, v, 4);
+        if (!valid.empty() && !valid[static_cast<std::size_t>(i)]) len = 0;  // a null's view is not read
+        if (len < 0) throw ArgumentError(fmt::format("Arrow import: string_view row {} has length {}", i, len));
+        if (len <= 12) {
+            b->chars.append(reinterpret_cast<const char*>(v + 4), static_cast<std::size_t>(len));
+        } else {
+            std::int32_t index = 0, at = 0;
+            std::memcpy(&index, v + 8, 4);
+            std::memcpy(&at, v + 12, 4);
+            if (index < 0 || index >= variadic || at < 0 || static_cast<std::int64_t>(at) + len > sizes[index] ||
+                !array->buffers[2 + index])
+                throw ArgumentError(fmt::format(
+                    "Arrow import: string_view row {} points past its data (buffer {}, offset {}, length {})", i, index,
+                    at, len));
+            b->chars.append(static_cast<const char*>(array->buffers[2 + index]) + at, static_cast<std::size_t>(len));
+        }
+        b->offsets.push_back(static_cast<std::int64_t>(b->chars.size()));
+    }
+    std::size_t bad = 0;
+    if (!valid_utf8(reinterpret_cast<const unsigned char*>(b->chars.data()), b->chars.size(), &bad)) {
+        std::int64_t row = 0;
+        while (row + 1 < n && b->offsets[static_cast<std::size_t>(row) + 1] <= static_cast<std::int64_t>(bad)) ++row;
+        throw ArgumentError(fmt::format("Arrow import: row {} of a string_view column is not valid UTF-8", row));
+    }
+    if (to_own) {  // everything is copied: consumed now (released once, here)
+        OwnedArrowArray owned;
+        owned.array = *to_own;
+        to_own->release = nullptr;
+    }
+    const std::int64_t* offsets = b->offsets.data();
+    const char* chars = b->chars.data();
+    const std::size_t bytes = b->chars.size();
+    col.values = core::view_utf8_checked(offsets, 8, chars, bytes, n, Backend::Cpu, 0, b);  // (made here: in order)
+    return col;
+}
+
 ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArray* to_own) {
+    if (schema && schema->format && std::string_view(schema->format) == "vu")
+        return import_string_view(schema, array, to_own);
     const DType dtype = check_import(schema, array);
     const std::int64_t n = array->length, off = array->offset;
     ArrowColumn col;
@@ -103,6 +310,25 @@ ArrowColumn import(const ArrowSchema* schema, const ArrowArray* array, ArrowArra
     }
     const void* values = array->buffers[1];
     const std::size_t size = itemsize(dtype);
+    if (dtype == DType::Utf8) {
+        // Viewed in place: the offsets from the array's offset on, the data buffer as it is.
+        const std::size_t w = std::string_view(schema->format) == "U" ? 8 : 4;
+        static const std::int64_t kZeros[2] = {0, 0};
+        const void* offsets = n == 0 && !values ? static_cast<const void*>(kZeros)
+                                                : static_cast<const char*>(values) + off * static_cast<std::int64_t>(w);
+        const std::int64_t last = offset_at(offsets, w, n);
+        std::shared_ptr<void> keep;
+        if (to_own) {
+            auto owned = std::make_shared<OwnedArrowArray>();
+            owned->array = *to_own;
+            to_own->release = nullptr;
+            keep = std::move(owned);
+        }
+        // (check_import has checked the offsets and the bytes: not again)
+        col.values = core::view_utf8_checked(offsets, w, array->buffers[2], static_cast<std::size_t>(last), n,
+                                             Backend::Cpu, 0, std::move(keep));
+        return col;
+    }
     if (std::string_view(schema->format) == "tdD") {
         // date32: int32 days, widened to the int64 of datetime64[D] (a copy)
         Array days = Array::empty(dtype, {n}, Backend::Cpu);
@@ -175,8 +401,18 @@ std::vector<std::uint8_t> pack_bits(const Array& bools, std::int64_t* zeros) {
     const std::int64_t n = h.size();
     std::vector<std::uint8_t> out(static_cast<std::size_t>((n + 7) / 8), 0);
     const auto* src = static_cast<const std::uint8_t*>(h.data());
-    std::int64_t z = 0;
-    for (std::int64_t i = 0; i < n; ++i) {
+    std::int64_t z = 0, i = 0;
+    // Eight bools (bytes 0 or 1, as jitexpr stores them) to one byte, lowest bit first: the multiply
+    // gathers bit 0 of byte k into bit k of the top byte. Other nonzero bytes take the loop below.
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, src + i, 8);
+        if ((w & ~0x0101010101010101ULL) != 0) break;
+        const auto bits = static_cast<std::uint8_t>((w * 0x0102040810204080ULL) >> 56);
+        out[static_cast<std::size_t>(i >> 3)] = bits;
+        z += 8 - static_cast<std::int64_t>((w * 0x0101010101010101ULL) >> 56);  // (the bytes' sum: the trues)
+    }
+    for (; i < n; ++i) {
         if (src[i]) out[static_cast<std::size_t>(i >> 3)] |= static_cast<std::uint8_t>(1u << (i & 7));
         else ++z;
     }
@@ -221,6 +457,8 @@ std::optional<DType> from_arrow_format(std::string_view format) {
         case 'e': return DType::Float16;
         case 'f': return DType::Float32;
         case 'g': return DType::Float64;
+        case 'u':                      // string: UTF-8 with int32 offsets
+        case 'U': return DType::Utf8;  // large_string: int64 offsets
     }
     return std::nullopt;
 }
@@ -241,7 +479,10 @@ const char* to_arrow_format(DType dtype) {
         case DType::Float64: return "g";
         case DType::BFloat16:
         case DType::Complex64:
-        case DType::Complex128: break; JIT_TEMPORAL_CASES break;  // below
+        case DType::Complex128:
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break; JIT_TEMPORAL_CASES break;  // below
     }
     if (is_temporal(dtype)) {
         // date32 for days (to_arrow narrows the values); timestamp (no zone) and duration of s to ns
@@ -400,11 +641,45 @@ bool has_subscript(const syntax::Expr& root) {
     return any_node(root, [](const syntax::Expr& e) { return e.kind == syntax::ExprKind::Subscript; });
 }
 
+// The rows of a string column where `keep` is true, as a new host column (offsets from 0).
+Array compact_strings(const Array& values, const std::vector<std::uint8_t>& keep) {
+    const Array h = values.to(Backend::Cpu);  // contiguous, offsets from 0
+    const std::size_t w = h.itemsize();
+    struct Buffers {
+        std::vector<std::int64_t> off64;
+        std::vector<std::int32_t> off32;
+        std::string chars;
+    };
+    auto b = std::make_shared<Buffers>();
+    const auto* src = static_cast<const char*>(h.chars());
+    std::int64_t rows = 0;
+    auto push = [&](std::int64_t v) {
+        if (w == 8) b->off64.push_back(v);
+        else b->off32.push_back(static_cast<std::int32_t>(v));
+    };
+    push(0);
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+        if (!keep[i]) continue;
+        const std::int64_t s = offset_at(h.data(), w, static_cast<std::int64_t>(i));
+        const std::int64_t e = offset_at(h.data(), w, static_cast<std::int64_t>(i) + 1);
+        b->chars.append(src + s, static_cast<std::size_t>(e - s));
+        push(static_cast<std::int64_t>(b->chars.size()));
+        ++rows;
+    }
+    const void* offsets =
+        w == 8 ? static_cast<const void*>(b->off64.data()) : static_cast<const void*>(b->off32.data());
+    const char* chars = b->chars.data();
+    const std::size_t bytes = b->chars.size();
+    return Array::view_utf8(offsets, w, chars, bytes, rows, Backend::Cpu, 0, b);
+}
+
 // The rows of a 1-D host array where `keep` is true, as a new contiguous host array.
 Array compact(const Array& values, const std::vector<std::uint8_t>& keep, std::int64_t kept) {
+    if (values.dtype() == DType::Utf8) return compact_strings(values, keep);
     const Array h = values.backend() == Backend::Cpu ? values.contiguous() : values.to(Backend::Cpu);
-    Array out = Array::empty(h.dtype(), {kept}, Backend::Cpu);
-    const std::size_t size = itemsize(h.dtype());
+    Array out = is_string(h.dtype()) ? Array::empty(h.dtype(), h.itemsize(), {kept}, Backend::Cpu)
+                                     : Array::empty(h.dtype(), {kept}, Backend::Cpu);
+    const std::size_t size = h.itemsize();
     const auto* src = static_cast<const std::byte*>(h.data());
     auto* dst = static_cast<std::byte*>(out.data());
     for (std::size_t i = 0, j = 0; i < keep.size(); ++i)

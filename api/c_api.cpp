@@ -169,6 +169,22 @@ jit::Arg to_arg(const jitexpr_arg& a, std::size_t index) {
         case JITEXPR_ARG_INT: return jit::Arg(static_cast<long long>(a.value.i));
         case JITEXPR_ARG_FLOAT: return jit::Arg(a.value.f);
         case JITEXPR_ARG_COMPLEX: return jit::Arg(std::complex<double>(a.value.c[0], a.value.c[1]));
+        case JITEXPR_ARG_STRINGS: {
+            const jitexpr_strings* s = a.value.strings;
+            if (!s) throw jit::ArgumentError(fmt::format("argument {}: null strings", index));
+            if (s->kind != JITEXPR_STRINGS_BYTES && s->kind != JITEXPR_STRINGS_UCS4)
+                throw jit::ArgumentError(fmt::format("argument {}: unknown strings kind {}", index, s->kind));
+            if (s->ndim < 0 || s->ndim > jit::kMaxDims || (s->ndim > 0 && !s->shape) || s->itemsize < 0)
+                throw jit::ArgumentError(
+                    fmt::format("argument {}: strings of {} dimensions, itemsize {}", index, s->ndim, s->itemsize));
+            jit::Shape shape(s->shape, s->shape + s->ndim);
+            jit::Strides strides = s->strides ? jit::Strides(s->strides, s->strides + s->ndim) : jit::Strides{};
+            if (!s->data && jit::shape_size(shape) > 0)
+                throw jit::ArgumentError(fmt::format("argument {}: null strings data", index));
+            return jit::Arg(jit::Array::view(
+                s->data, s->kind == JITEXPR_STRINGS_UCS4 ? jit::DType::Str : jit::DType::Bytes,
+                static_cast<std::size_t>(s->itemsize), std::move(shape), std::move(strides), jit::Backend::Cpu));
+        }
     }
     throw jit::ArgumentError(fmt::format("argument {}: unknown kind {}", index, a.kind));
 }

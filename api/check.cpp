@@ -202,6 +202,7 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
                 if (e < 0) throw ArgumentError("'" + n + "' has a negative extent in its shape");
             b.shape = spec.shape;
             b.strides = contiguous_strides(spec.shape);
+            b.itemsize = spec.itemsize;
         }
         bindings.emplace(n, std::move(b));
         bound.push_back(n);

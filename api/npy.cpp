@@ -55,7 +55,8 @@ std::string shown(std::string_view s, std::size_t limit = 60) {
 
 struct Descr {
     DType dtype;
-    bool swap;  // data is in the other byte order than this machine's
+    bool swap;             // data is in the other byte order than this machine's
+    std::size_t item = 0;  // S and U: the width in bytes (S5: 5, U3: 12); else the dtype's
 };
 
 std::optional<Descr> parse_descr(std::string_view d) {
@@ -72,6 +73,20 @@ std::optional<Descr> parse_descr(std::string_view d) {
     if (d.size() < 3) return std::nullopt;
     char order = d[0];
     std::string_view code = d.substr(1);
+    if (code[0] == 'S' || code[0] == 'U') {
+        // NumPy's fixed-width strings: '|S5' (bytes), '<U3' (UCS-4 code points, in the given order).
+        std::size_t n = 0;
+        for (char c : code.substr(1)) {
+            if (c < '0' || c > '9' || n > (std::size_t{1} << 31)) return std::nullopt;
+            n = n * 10 + static_cast<std::size_t>(c - '0');
+        }
+        const bool u = code[0] == 'U';
+        const bool little =
+            order == '<' || ((order == '|' || order == '=') && std::endian::native == std::endian::little);
+        if (order != '<' && order != '>' && order != '|' && order != '=') return std::nullopt;
+        return Descr{u ? DType::Str : DType::Bytes, u && little != (std::endian::native == std::endian::little),
+                     u ? n * 4 : n};
+    }
     bool little;
     switch (order) {
         case '<': little = true; break;
@@ -103,6 +118,7 @@ std::optional<Descr> parse_descr(std::string_view d) {
 
 struct Header {
     DType dtype = DType::Float64;
+    std::size_t item = 0;  // bytes per element (a string width for S and U)
     bool swap = false;
     bool fortran = false;
     Shape shape;
@@ -134,6 +150,12 @@ public:
                 if (!descr) bad(fmt::format("unsupported dtype descr '{}'", shown(d)));
                 h.dtype = descr->dtype;
                 h.swap = descr->swap;
+                h.item = descr->item ? descr->item : itemsize(descr->dtype);
+                if (h.item == 0)
+                    bad(
+                        fmt::format("'descr' is '{}', a string of width 0, which holds nothing (jitexpr takes S "
+                                    "and U of width 1 and more)",
+                                    shown(d)));
             } else if (key == "fortran_order") {
                 if (have_fortran) bad("key 'fortran_order' appears twice");
                 have_fortran = true;
@@ -298,7 +320,7 @@ Header parse_header(std::string_view bytes, std::string_view name, std::size_t* 
         if (span > limit / static_cast<std::uint64_t>(d)) overflow = true;
         else span *= static_cast<std::uint64_t>(d);
     }
-    const std::uint64_t isz = itemsize(h.dtype);
+    const std::uint64_t isz = h.item;
     if (overflow || span > limit / isz || span * isz > std::numeric_limits<std::size_t>::max())
         fail(name, fmt::format("malformed .npy header: shape {} is too large", shape_to_string(h.shape)));
     const std::uint64_t count = empty ? 0 : span;
@@ -309,7 +331,8 @@ Header parse_header(std::string_view bytes, std::string_view name, std::size_t* 
 // ---- data conversions, in place on host memory
 
 void byteswap_elements(unsigned char* p, std::size_t bytes, DType t) {
-    const std::size_t w = is_complex(t) ? itemsize(t) / 2 : itemsize(t);
+    // (a U array's code points are 4-byte units; S has bytes only)
+    const std::size_t w = t == DType::Str ? 4 : is_complex(t) ? itemsize(t) / 2 : itemsize(t);
     if (w <= 1) return;
     for (std::size_t i = 0; i + w <= bytes; i += w) std::reverse(p + i, p + i + w);
 }
@@ -369,15 +392,21 @@ Array finish(const Header& h, const unsigned char* data, Backend backend) {
     }
     const unsigned char* src = owned ? owned.get() : data;
     if (h.fortran && h.shape.size() > 1 && h.data_bytes > 0) {
-        owned = fortran_to_c(src, h.shape, itemsize(h.dtype), h.data_bytes);
+        owned = fortran_to_c(src, h.shape, h.item, h.data_bytes);
         src = owned.get();
+    }
+    if (is_string(h.dtype)) {
+        Array a = Array::empty(h.dtype, h.item, h.shape, Backend::Cpu);
+        if (h.data_bytes > 0) std::memcpy(a.data(), src, h.data_bytes);
+        return core::resolve(backend) == Backend::Cpu ? a : a.to(backend);
     }
     return Array::from_host(src, h.dtype, h.shape, backend);
 }
 
 // ---- writing
 
-std::string make_header(DType t, const Shape& shape) {
+std::string make_header(const Array& a) {
+    const Shape& shape = a.shape();
     std::string shape_text = "(";
     for (std::size_t i = 0; i < shape.size(); ++i) {
         if (i) shape_text += ", ";
@@ -385,8 +414,8 @@ std::string make_header(DType t, const Shape& shape) {
     }
     if (shape.size() == 1) shape_text += ",";
     shape_text += ")";
-    std::string dict =
-        fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", npy_descr(t), shape_text);
+    std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}",
+                                   npy_descr(a.dtype(), a.itemsize()), shape_text);
     // Pad with spaces and end with '\n' so that the data starts at a multiple of 64 bytes.
     std::size_t total = kPreludeV1 + dict.size() + 1;
     bool v2 = false;
@@ -478,8 +507,19 @@ std::string npy_descr(DType t) {
         case DType::Complex128:
             return "<c16";
             JIT_TEMPORAL_CASES return fmt::format("<{}8[{}]", is_datetime(t) ? 'M' : 'm', time_unit_code(time_unit(t)));
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // (a width of its own: npy_descr(t, itemsize))
     }
     throw InternalError("npy_descr: unknown dtype");
+}
+
+std::string npy_descr(DType t, std::size_t itemsize) {
+    if (t == DType::Bytes) return fmt::format("|S{}", itemsize);
+    if (t == DType::Str) return fmt::format("<U{}", itemsize / 4);
+    if (t == DType::Utf8)
+        throw ArgumentError("an Arrow string column has no .npy dtype (NumPy's are fixed-width S and U)");
+    return npy_descr(t);
 }
 
 Array parse_npy(std::string_view bytes, Backend backend, std::string_view name) {
@@ -493,7 +533,7 @@ Array parse_npy(std::string_view bytes, Backend backend, std::string_view name) 
 
 std::string to_npy_bytes(const Array& a) {
     if (!a.defined()) throw ArgumentError("to_npy_bytes: the array is undefined");
-    std::string out = make_header(a.dtype(), a.shape());
+    std::string out = make_header(a);
     const std::size_t off = out.size();
     out.resize(off + a.nbytes());
     host_bytes(a, reinterpret_cast<unsigned char*>(out.data()) + off);
@@ -577,7 +617,7 @@ void save_npy(const std::string& path, const Array& a, const CallOptions& option
     if (!a.defined()) throw ArgumentError(fmt::format("{}: cannot save an undefined array", printable(path)));
     if (path.empty()) throw IOError("cannot save: the file name is empty");
     // Everything that can fail before touching the file system happens first.
-    const std::string header = make_header(a.dtype(), a.shape());
+    const std::string header = make_header(a);
     std::unique_ptr<unsigned char[]> data =
         core::host_buffer<unsigned char>(a.nbytes(), fmt::format("the bytes of {} to write ({} {})", printable(path),
                                                                  dtype_name(a.dtype()), shape_to_string(a.shape())));

@@ -54,6 +54,7 @@ void append_signature(std::string& key, const std::string& name, const Environme
     key += static_cast<char>(arr.read_only());  // a read-only target is refused when checked
     for (auto e : arr.shape()) append_raw(key, e);
     for (auto e : arr.strides()) append_raw(key, e);
+    if (is_string(arr.dtype())) append_raw(key, arr.itemsize());  // a string array's width
 }
 
 DType scalar_dtype(const Arg& a) {
@@ -219,6 +220,7 @@ ir::Plan Runtime::Impl::plan_of(std::string_view text, const Front& f, const Env
             b.dtype = a.dtype();
             b.shape = a.shape();
             b.strides = a.strides();
+            b.itemsize = a.itemsize();
             b.read_only = a.read_only();
             // run_into's out= is always written in place (cast and broadcast into it).
             b.strict = f.strict || n == kOutName;

@@ -80,10 +80,14 @@ struct Param {
         VectorFlag,  // int: 1 when the vector path may run (Flat/Strided/Tiled with vec > 1)
         Phase,       // int: ScanAll's launch, 0 (chunk totals and their prefixes) then 1 (the scan)
         OutStride,   // long long: ScanAll, elements between consecutive elements of the 1-d result
+        Text,        // a string constant by value (jx::sb / su / s8 of `dtype`: a device pointer to its
+                     // bytes and its length in code units), Program::strings[text]
     };
     Kind kind = Kind::Array;
-    ArrayRef array;                // Array
+    ArrayRef array;                // Array (of a string dtype: the accessor of dsl/semantics.h by value, two pointers
+                                   // or a pointer and the width, codegen's string_accessor)
     std::int32_t scalar = -1;      // Scalar: index into Program::scalars
+    std::int32_t text = -1;        // Text: index into Program::strings
     DType dtype = DType::Float32;  // Array / Scalar
     bool written = false;          // Array: the kernel stores into it
     bool vectorized = false;       // Array: read/written with `vec`-element vectors (when the flag is set)
@@ -196,6 +200,7 @@ struct SemanticsNeeds {
     std::vector<ir::Op> ops;
     bool complex = false;
     bool half = false;
+    bool strings = false;
 };
 // The parts of semantics.h (its `// @section` markers, see codegen/semantics_sections.cpp) that `needs`
 // asks for, `base` and every `@needs` dependency included, in file order. Throws InternalError

@@ -165,6 +165,11 @@ std::string reg_type(DType t) {
         case DType::Complex128:
             return "jx::c128";
             JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
+        // A string value: a pointer and a length (dsl/semantics.h), made from the column by
+        // its accessor's operator[] (string_accessor).
+        case DType::Bytes: return "jx::sb";
+        case DType::Str: return "jx::su";
+        case DType::Utf8: return "jx::s8";
     }
     internal("unknown dtype");
 }
@@ -189,6 +194,15 @@ std::string red_type(ir::Op op, DType t) {
     const ir::OpInfo& i = ir::info(op);
     if (i.kind != ir::OpKind::Reduction) internal(fmt::format("{} is not a reduction", op_id(op)));
     return fmt::format("jx::red::{}<{}>", ir::info(i.accumulate).id, reg_type(t));
+}
+
+std::string string_accessor(const ReadArray& a) {
+    switch (a.dtype) {
+        case DType::Bytes: return "jx::col_sb";
+        case DType::Str: return "jx::col_su";
+        case DType::Utf8: return a.item == 8 ? "jx::col_s8l" : "jx::col_s8";
+        default: internal(fmt::format("a string accessor for {}", dtype_name(a.dtype)));
+    }
 }
 
 bool same_flat(const Shape& shape, const Strides& strides, const Shape& target) {
@@ -229,6 +243,7 @@ SemanticsNeeds StageEmitter::semantics_needs() const {
     auto touch = [&needs](DType t) {
         needs.complex = needs.complex || is_complex(t);
         needs.half = needs.half || t == DType::Float16 || t == DType::BFloat16;
+        needs.strings = needs.strings || is_string(t);
     };
     for (const ir::NodeId i : p_.ids()) {
         if (!needed_[i]) continue;
@@ -294,7 +309,7 @@ void StageEmitter::collect() {
         for (auto n : st_.stores) visit(n);
     }
     // Arrays read: inputs by slot, then buffers by node.
-    std::set<std::int32_t> slots, scalars;
+    std::set<std::int32_t> slots, scalars, texts;
     std::set<ir::NodeId> bufs;
     for (const ir::NodeId n : p_.ids()) {
         if (!needed_[n]) continue;
@@ -302,11 +317,16 @@ void StageEmitter::collect() {
         if (is_buffer(n)) bufs.insert(n);
         else if (node.kind == ir::NodeKind::Input) slots.insert(node.slot);
         else if (node.kind == ir::NodeKind::Scalar) scalars.insert(node.slot);
+        else if (node.kind == ir::NodeKind::Const && is_string(node.dtype)) {
+            texts.insert(node.slot);
+            text_dtypes_[node.slot] = node.dtype;
+        }
     }
     for (auto slot : slots) {
         if (slot < 0 || slot >= static_cast<std::int32_t>(p_.inputs.size())) internal("input slot out of range");
         const ir::InputDecl& in = p_.inputs[static_cast<std::size_t>(slot)];
         ReadArray r{{ArrayRef::Kind::Input, slot}, in.dtype, in.shape, in.strides, fmt::format("in{}", reads_.size())};
+        r.item = in.itemsize;
         if (r.strides.size() != r.shape.size()) r.strides = contiguous_strides(r.shape);
         input_read_[slot] = static_cast<int>(reads_.size());
         reads_.push_back(std::move(r));
@@ -324,6 +344,10 @@ void StageEmitter::collect() {
     for (auto s : scalars) {
         if (s < 0 || s >= static_cast<std::int32_t>(p_.scalars.size())) internal("scalar slot out of range");
         scalars_.push_back(s);
+    }
+    for (auto t : texts) {
+        if (t < 0 || t >= static_cast<std::int32_t>(p_.strings.size())) internal("string slot out of range");
+        texts_.push_back(t);
     }
     // Arrays written.
     auto output_alias = [&](ir::NodeId n) -> std::int32_t {
@@ -360,6 +384,10 @@ std::string StageEmitter::compute_function() {
     for (auto s : scalars_) {
         sep();
         params += fmt::format("const {} s{}", reg_type(p_.scalars[static_cast<std::size_t>(s)].dtype), s);
+    }
+    for (auto t : texts_) {
+        sep();
+        params += fmt::format("const {} t{}", reg_type(text_dtype(t)), t);
     }
     std::string ret = is_compact_stage() ? "bool" : "void";
     if (is_root_stage()) {
@@ -412,7 +440,10 @@ std::string StageEmitter::node_line(ir::NodeId n) {
                     e = fmt::format("jx::cast<{}>({})", t, e);
                 break;
             }
-            case ir::NodeKind::Const: e = cuda_literal(node.value, node.dtype); break;
+            case ir::NodeKind::Const:
+                // A string constant is a kernel parameter (its bytes are data), never text.
+                e = is_string(node.dtype) ? fmt::format("t{}", node.slot) : cuda_literal(node.value, node.dtype);
+                break;
             case ir::NodeKind::Op: {
                 // nextafter steps in the 16-bit format, not in the float that carries it.
                 if (node.op == ir::Op::Nextafter && node.dtype == DType::Float16) e = "jx::nextafter_f16(";
@@ -449,7 +480,8 @@ std::string StageEmitter::array_params(bool flat) {
     std::string s;
     for (auto& a : reads_) {
         const char* r = a.restrict_ok ? " __restrict__" : "";
-        s += fmt::format("const {}*{} {}, ", store_type(a.dtype), r, a.name);
+        if (is_string(a.dtype)) s += fmt::format("const {} {}, ", string_accessor(a), a.name);
+        else s += fmt::format("const {}*{} {}, ", store_type(a.dtype), r, a.name);
     }
     for (auto& w : writes_) {
         const char* r = w.restrict_ok ? " __restrict__" : "";
@@ -457,6 +489,7 @@ std::string StageEmitter::array_params(bool flat) {
     }
     for (auto sc : scalars_)
         s += fmt::format("const {} s{}, ", reg_type(p_.scalars[static_cast<std::size_t>(sc)].dtype), sc);
+    for (auto t : texts_) s += fmt::format("const {} t{}, ", reg_type(text_dtype(t)), t);
     return s;
 }
 
@@ -474,6 +507,10 @@ std::string StageEmitter::call_args(const std::vector<std::string>& read_exprs,
         sep();
         s += fmt::format("s{}", sc);
     }
+    for (auto t : texts_) {
+        sep();
+        s += fmt::format("t{}", t);
+    }
     for (auto& w : write_exprs) {
         sep();
         s += w;
@@ -489,9 +526,10 @@ void StageEmitter::add_array_params(KernelSource& k, bool with_rows) {
         p.array = a.ref;
         p.dtype = a.dtype;
         p.broadcast = a.broadcast;
-        p.vectorized = k.launch.vec > 1 && ((kind_ == KernelKind::Flat && !a.broadcast) ||
-                                            (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit) ||
-                                            (kind_ == KernelKind::Tiled && a.inner == InnerClass::Tile));
+        p.vectorized = k.launch.vec > 1 && !is_string(a.dtype) &&
+                       ((kind_ == KernelKind::Flat && !a.broadcast) ||
+                        (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit) ||
+                        (kind_ == KernelKind::Tiled && a.inner == InnerClass::Tile));
         if (with_rows) p.layout_row = row++;
         k.params.push_back(p);
     }
@@ -512,6 +550,13 @@ void StageEmitter::add_array_params(KernelSource& k, bool with_rows) {
         p.kind = Param::Kind::Scalar;
         p.scalar = sc;
         p.dtype = p_.scalars[static_cast<std::size_t>(sc)].dtype;
+        k.params.push_back(p);
+    }
+    for (auto t : texts_) {
+        Param p;
+        p.kind = Param::Kind::Text;
+        p.text = t;
+        p.dtype = text_dtype(t);
         k.params.push_back(p);
     }
 }
@@ -575,8 +620,11 @@ std::string cuda_literal(const ir::Value& value, DType t) {
         case DType::Complex128:
             return fmt::format("jx::c128{{{}, {}}}", double_literal(n.re), double_literal(n.im));
             JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // never text: a string constant is a kernel parameter
     }
-    internal("unknown dtype");
+    internal("a literal of a dtype that has none");
 }
 
 std::uint64_t fnv1a(std::string_view text, std::uint64_t seed) {

@@ -37,8 +37,9 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
         if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
     }
     for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-    const int vec =
-        static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only ? static_cast<int>(16 / widest) : 1;
+    const int vec = static_cast<int>(16 / widest) >= 2 && !compute_bound() && !opt_.scalar_only && !reads_strings()
+                        ? static_cast<int>(16 / widest)
+                        : 1;
     k.launch.vec = vec;
     add_params(k, false, Param::Kind::Count);
 
@@ -147,7 +148,8 @@ void ElementwiseEmitter::classify_inner() {
     };
     std::size_t widest = 0;
     for (auto& a : reads_) {
-        a.inner = inner_class_of(a.shape, a.strides, !opt_.force_strided);
+        // (a string array is read through its accessor, never staged through shared memory)
+        a.inner = inner_class_of(a.shape, a.strides, !opt_.force_strided && !is_string(a.dtype));
         if (a.inner == InnerClass::Tile) widest = std::max(widest, stored_bytes(a.dtype));
     }
     // Larger tiles keep more loads in flight per thread; 8- and 16-byte elements use the
@@ -164,6 +166,10 @@ void ElementwiseEmitter::classify_inner() {
         w.inner = opt_.force_strided ? InnerClass::General : inner_class_of(p_.node(w.node).shape, w.strides, false);
         if (w.inner == InnerClass::Zero) w.inner = InnerClass::General;  // never a broadcast store
     }
+}
+
+bool ElementwiseEmitter::reads_strings() const {
+    return std::any_of(reads_.begin(), reads_.end(), [](const ReadArray& a) { return is_string(a.dtype); });
 }
 
 bool ElementwiseEmitter::any_inner(InnerClass c) const {
@@ -212,6 +218,7 @@ std::string ElementwiseEmitter::index_entries(KernelSource& k, const std::string
     for (auto& a : reads_) args += a.name + ", ";
     for (auto& w : writes_) args += w.name + ", ";
     for (auto sc : scalars_) args += fmt::format("s{}, ", sc);
+    for (auto t : texts_) args += fmt::format("t{}, ", t);
     args += tail_args;
     std::string s;
     const char* suffix[2] = {"_i64", "_i32"};
@@ -237,8 +244,8 @@ std::string ElementwiseEmitter::strided_kernel(KernelSource& k) {
     for (auto& a : reads_)
         if (a.inner == InnerClass::Unit) widest = std::max(widest, itemsize(a.dtype));
     for (auto& w : writes_) widest = std::max(widest, itemsize(w.dtype));
-    const bool can_vector =
-        !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound() && !opt_.scalar_only;
+    const bool can_vector = !any_inner(InnerClass::General) && widest > 0 && 16 / widest >= 2 && !compute_bound() &&
+                            !opt_.scalar_only && !reads_strings();
     const int vec = can_vector ? static_cast<int>(16 / widest) : 1;
     k.launch.vec = vec;
     add_params(k, true, Param::Kind::Layout);

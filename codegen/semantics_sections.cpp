@@ -5,7 +5,8 @@
 //                           its pieces stay in file order)
 //   // @needs A B           NAME brings sections A and B along
 //   // @ops Id Id ...       the jx::op / jx::red definitions of these ops (dsl/ops.def ids) are in NAME
-//   // @dtypes complex|half NAME is needed by every kernel touching a complex / 16-bit float value
+//   // @dtypes complex|half|strings NAME is needed by every kernel touching a complex / 16-bit float /
+//                           string value
 // Section `base` is always emitted. Text before the first marker (the header comment) is left
 // out, and so are the marker lines themselves. An op no section claims brings every section
 // (slower, never wrong); the codegen tests insist that every op is claimed.
@@ -41,7 +42,7 @@ struct Layout {
     std::vector<Section> sections;
     std::vector<Chunk> chunks;    // file order
     std::vector<int> op_section;  // by ir::Op; -1: no section claims it
-    std::uint64_t base = 0, complex = 0, half = 0;
+    std::uint64_t base = 0, complex = 0, half = 0, strings = 0;
     std::uint64_t all = 0;
     std::string error;  // a malformed marker: reported on use
 };
@@ -121,7 +122,8 @@ Layout parse(std::string_view text) {
                     for (std::size_t k = 1; k < w.size(); ++k) {
                         if (w[k] == "complex") L.complex |= std::uint64_t{1} << current;
                         else if (w[k] == "half") L.half |= std::uint64_t{1} << current;
-                        else fail(fmt::format("@dtypes `{}`: expected complex or half", w[k]));
+                        else if (w[k] == "strings") L.strings |= std::uint64_t{1} << current;
+                        else fail(fmt::format("@dtypes `{}`: expected complex, half or strings", w[k]));
                     }
                 }
             }
@@ -186,6 +188,7 @@ std::uint64_t select(const Layout& L, const SemanticsNeeds& needs) {
     std::uint64_t mask = L.base;
     if (needs.complex) mask |= L.complex;
     if (needs.half) mask |= L.half;
+    if (needs.strings) mask |= L.strings;
     for (ir::Op op : needs.ops) {
         const auto i = static_cast<std::size_t>(op);
         const int s = i < L.op_section.size() ? L.op_section[i] : -1;

@@ -57,10 +57,15 @@ struct ReadArray {
     Shape shape;
     Strides strides;
     std::string name;
+    std::size_t item = 0;                    // a string input's width (S, U) or offset width (Utf8)
     bool broadcast = false;                  // Flat: one element
     bool restrict_ok = true;                 // false when an output writes the same memory
     InnerClass inner = InnerClass::General;  // Strided / Tiled
 };
+
+// The by-value accessor a kernel reads a string array through (dsl/semantics.h's col_*):
+// `name[i]` is element i's string, whatever the layout.
+std::string string_accessor(const ReadArray& a);
 
 struct WriteArray {
     ir::NodeId node;
@@ -122,6 +127,9 @@ protected:
     std::vector<ReadArray> reads_;
     std::vector<WriteArray> writes_;
     std::vector<std::int32_t> scalars_;
+    std::vector<std::int32_t> texts_;            // string constants read (Program::strings slots), kernel parameters
+    std::map<std::int32_t, DType> text_dtypes_;  // each one's dtype (its encoding)
+    DType text_dtype(std::int32_t slot) const { return text_dtypes_.at(slot); }
     std::map<std::int32_t, int> input_read_;  // input slot -> index into reads_
     std::map<ir::NodeId, int> buffer_read_;   // node -> index into reads_
     KernelKind kind_ = KernelKind::Flat;
@@ -149,6 +157,9 @@ private:
     // smaller edge to stay within the shared memory budget.
     void classify_inner();
     bool any_inner(InnerClass c) const;
+    // Whether the stage reads a string array: no vector loads then (its elements are read
+    // through an accessor, a row at a time).
+    bool reads_strings() const;
     // Element expressions for the scalar (one element per call) form of the strided kernels:
     // `pos` is the last-axis coordinate, p<r> the row offset, t<r> the last-axis stride.
     std::string strided_ref(const std::string& name, InnerClass c, int r, const std::string& pos) const;

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace jit {
 
@@ -49,34 +50,76 @@ void check_shape(const Shape& shape) {
         throw ArgumentError(fmt::format("shape {} is too large: {} elements", shape_to_string(shape), n));
 }
 
+// The itemsize of a fixed-width string array, checked; `what` names the caller.
+std::size_t string_itemsize(DType dtype, std::size_t itemsize, const char* what) {
+    if (dtype != DType::Bytes && dtype != DType::Str)
+        throw ArgumentError(
+            fmt::format("{}: an itemsize is given only for the fixed-width string dtypes (bytes, "
+                        "str), not {}",
+                        what, dtype_name(dtype)));
+    if (itemsize == 0)
+        throw ArgumentError(
+            fmt::format("{}: a {} array with itemsize 0 ({} of no width) holds no string; jitexpr "
+                        "takes widths of 1 and more",
+                        what, dtype_name(dtype), dtype == DType::Bytes ? "S0" : "U0"));
+    if (dtype == DType::Str && itemsize % 4 != 0)
+        throw ArgumentError(
+            fmt::format("{}: a str (U) array's itemsize is 4 bytes per code point, not {}", what, itemsize));
+    if (itemsize > (std::size_t{1} << 31))
+        throw ArgumentError(fmt::format("{}: itemsize {} is too large (at most 2**31)", what, itemsize));
+    return itemsize;
+}
+
+// The bytes of `n` elements of `item` bytes, or an ArgumentError when they cannot be counted.
+std::size_t bytes_of(std::int64_t n, std::size_t item, const Shape& shape) {
+    std::size_t bytes = 0;
+    if (__builtin_mul_overflow(static_cast<std::size_t>(n), item, &bytes) ||
+        bytes > static_cast<std::size_t>(std::numeric_limits<std::int64_t>::max()))
+        throw ArgumentError(fmt::format("shape {} of {}-byte elements is too large", shape_to_string(shape), item));
+    return bytes;
+}
+
 }  // namespace
 
 struct ArrayAccess {
     static void set_storage(Array& a, std::shared_ptr<Storage> st) { a.storage_ = std::move(st); }
     static void set_dtype(Array& a, DType t) { a.dtype_ = t; }
     static Array make(DType t, Shape shape, Strides strides, std::int64_t offset, Backend b,
-                      std::shared_ptr<Storage> st) {
+                      std::shared_ptr<Storage> st, std::size_t item = 0) {
         Array a;
         a.dtype_ = t;
+        a.itemsize_ = item ? item : jit::itemsize(t);
         a.set_dims(std::move(shape), std::move(strides));
         a.offset_ = offset;
         a.backend_ = b;
         a.storage_ = std::move(st);
         return a;
     }
+    // `a` with other dimensions and offset, the same storage, dtype, width and chars.
+    static Array redim(const Array& a, Shape shape, Strides strides, std::int64_t offset) {
+        Array v = a;
+        v.set_dims(std::move(shape), std::move(strides));
+        v.offset_ = offset;
+        return v;
+    }
+    static void set_chars(Array& a, std::shared_ptr<Storage> chars) { a.chars_ = std::move(chars); }
 };
 
 namespace {
 // A C-contiguous array of a checked shape on storage from `allocate(bytes)`.
 template <class Allocate>
-Array contiguous_on(DType dtype, Shape shape, Backend backend, Allocate&& allocate) {
-    const std::size_t bytes = static_cast<std::size_t>(shape_size(shape)) * itemsize(dtype);
+Array contiguous_on(DType dtype, Shape shape, Backend backend, Allocate&& allocate, std::size_t item = 0) {
+    if (item == 0) item = jit::itemsize(dtype);
+    const std::size_t bytes = bytes_of(shape_size(shape), item, shape);
     Strides strides = contiguous_strides(shape);
-    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, allocate(bytes));
+    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, allocate(bytes), item);
 }
 }  // namespace
 
 Array Array::empty(DType dtype, Shape shape, Backend backend, int device) {
+    if (is_string(dtype))
+        throw ArgumentError(fmt::format("empty: a {} array needs its itemsize (Array::empty(dtype, itemsize, shape))",
+                                        dtype_name(dtype)));
     check_shape(shape);
     backend = core::resolve(backend);
     const core::Device& dev = core::device(backend);
@@ -86,10 +129,22 @@ Array Array::empty(DType dtype, Shape shape, Backend backend, int device) {
                          [&dev, device](std::size_t bytes) { return dev.allocate(device, bytes); });
 }
 
-namespace core {
-Array prototype(DType dtype, const Shape& shape, Backend backend) {
+Array Array::empty(DType dtype, std::size_t itemsize, Shape shape, Backend backend, int device) {
+    const std::size_t item = string_itemsize(dtype, itemsize, "empty");
     check_shape(shape);
-    return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, resolve(backend), nullptr);
+    backend = core::resolve(backend);
+    const core::Device& dev = core::device(backend);
+    device = core::resolve_ordinal(backend, device);
+    core::check_ordinal(backend, device);
+    return contiguous_on(
+        dtype, std::move(shape), backend, [&dev, device](std::size_t bytes) { return dev.allocate(device, bytes); },
+        item);
+}
+
+namespace core {
+Array prototype(DType dtype, const Shape& shape, Backend backend, std::size_t itemsize) {
+    check_shape(shape);
+    return ArrayAccess::make(dtype, shape, contiguous_strides(shape), 0, resolve(backend), nullptr, itemsize);
 }
 
 Array with_storage(const Array& proto, std::shared_ptr<Storage> storage) {
@@ -113,7 +168,7 @@ std::pair<std::int64_t, std::int64_t> reach(const Shape& shape, const Strides& s
 }  // namespace
 
 Array relabelled(const Array& a, DType t) {
-    if (itemsize(t) != itemsize(a.dtype()))
+    if (is_string(t) || is_string(a.dtype()) || itemsize(t) != a.itemsize())
         throw ArgumentError(
             fmt::format("relabelled: {} as {}, another itemsize", dtype_name(a.dtype()), dtype_name(t)));
     Array r = a;
@@ -130,9 +185,8 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
     if (lo <= hi && (alo > ahi || offset + lo < alo || offset + hi > ahi))
         throw ArgumentError(fmt::format("a view reaching elements {}..{} falls outside {} (elements {}..{})",
                                         offset + lo, offset + hi, a.describe(), alo, ahi));
-    Array v = ArrayAccess::make(a.dtype(), std::move(shape), std::move(strides),
-                                lo <= hi ? a.offset() + offset : a.offset(), a.backend(), a.storage());
-    return a.read_only() ? v.as_read_only() : v;  // a view of read-only memory stays read-only
+    // (the same dtype, width and, for a Utf8 column, chars: a view of rows of one column)
+    return ArrayAccess::redim(a, std::move(shape), std::move(strides), lo <= hi ? a.offset() + offset : a.offset());
 }
 }  // namespace core
 
@@ -155,8 +209,92 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
     return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));
 }
 
+namespace {
+// The view of Array::view, with the element size `item` (the dtype's, or a string array's width).
+Array make_view(void* data, DType dtype, std::size_t item, Shape shape, Strides strides, Backend backend, int device,
+                std::shared_ptr<void> keep_alive);
+}  // namespace
+
 Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
                   std::shared_ptr<void> keep_alive) {
+    if (is_string(dtype))
+        throw ArgumentError(fmt::format(
+            "view: a {} array needs its itemsize (Array::view(data, dtype, itemsize, shape, ...))", dtype_name(dtype)));
+    return make_view(data, dtype, jit::itemsize(dtype), std::move(shape), std::move(strides), backend, device,
+                     std::move(keep_alive));
+}
+
+Array Array::view(void* data, DType dtype, std::size_t itemsize, Shape shape, Strides strides, Backend backend,
+                  int device, std::shared_ptr<void> keep_alive) {
+    const std::size_t item = string_itemsize(dtype, itemsize, "view");
+    return make_view(data, dtype, item, std::move(shape), std::move(strides), backend, device, std::move(keep_alive));
+}
+
+Array Array::view(const void* data, DType dtype, std::size_t itemsize, Shape shape, Strides strides, Backend backend,
+                  int device, std::shared_ptr<void> keep_alive) {
+    return view(const_cast<void*>(data), dtype, itemsize, std::move(shape), std::move(strides), backend, device,
+                std::move(keep_alive))
+        .as_read_only();
+}
+
+Array Array::view_utf8(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                       std::int64_t rows, Backend backend, int device, std::shared_ptr<void> keep_alive) {
+    if (offset_width != 4 && offset_width != 8)
+        throw ArgumentError(
+            fmt::format("view_utf8: offsets of {} bytes; Arrow's are 4 (string) or 8 (large_string)", offset_width));
+    if (rows < 0) throw ArgumentError(fmt::format("view_utf8: {} rows", rows));
+    if (!offsets) throw ArgumentError("view_utf8: null offsets");
+    if (!chars && chars_bytes > 0) throw ArgumentError("view_utf8: null chars with a size");
+    backend = core::resolve(backend);
+    if (backend != Backend::Cpu)
+        throw ArgumentError("view_utf8: the offsets are checked when viewed, so they must be host memory");
+    // Every offset in [0, chars_bytes], none below the one before: nothing past the data is ever read.
+    const auto at = [&](std::int64_t i) -> std::int64_t {
+        if (offset_width == 4) {
+            std::int32_t v;
+            std::memcpy(&v, static_cast<const char*>(offsets) + i * 4, 4);
+            return v;
+        }
+        std::int64_t v;
+        std::memcpy(&v, static_cast<const char*>(offsets) + i * 8, 8);
+        return v;
+    };
+    std::int64_t prev = at(0);
+    if (prev < 0 || static_cast<std::uint64_t>(prev) > chars_bytes)
+        throw ArgumentError(
+            fmt::format("view_utf8: offset 0 is {}, outside the data buffer of {} bytes", prev, chars_bytes));
+    for (std::int64_t i = 1; i <= rows; ++i) {
+        const std::int64_t v = at(i);
+        if (v < prev)
+            throw ArgumentError(fmt::format(
+                "view_utf8: offset {} ({}) is below offset {} ({}): the offsets of a string column must not decrease",
+                i, v, i - 1, prev));
+        if (static_cast<std::uint64_t>(v) > chars_bytes)
+            throw ArgumentError(fmt::format("view_utf8: offset {} ({}) is past the end of the data buffer ({} bytes)",
+                                            i, v, chars_bytes));
+        prev = v;
+    }
+    return core::view_utf8_checked(offsets, offset_width, chars, chars_bytes, rows, backend, device,
+                                   std::move(keep_alive));
+}
+
+Array core::view_utf8_checked(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                              std::int64_t rows, Backend backend, int device, std::shared_ptr<void> keep_alive) {
+    // The offsets' storage holds rows + 1 of them; the array's elements are the first `rows`.
+    Array a = make_view(const_cast<void*>(offsets), DType::Utf8, offset_width, Shape{rows + 1}, Strides{1}, backend,
+                        device, keep_alive);
+    a = a.slice(0, 0, rows);
+    static const unsigned char kNoChars = 0;
+    auto chars_storage = std::make_shared<BorrowedStorage>(
+        const_cast<void*>(chars ? chars : static_cast<const void*>(&kNoChars)), chars_bytes, backend,
+        core::resolve_ordinal(backend, device), std::move(keep_alive));
+    ArrayAccess::set_chars(a, std::move(chars_storage));
+    return a.as_read_only();
+}
+
+namespace {
+Array make_view(void* data, DType dtype, std::size_t item_bytes, Shape shape, Strides strides, Backend backend,
+                int device, std::shared_ptr<void> keep_alive) {
     check_shape(shape);
     backend = core::resolve(backend);
     device = core::resolve_ordinal(backend, device);
@@ -179,15 +317,16 @@ Array Array::view(void* data, DType dtype, Shape shape, Strides strides, Backend
                                             shape_to_string(strides), shape_to_string(shape)));
     }
     std::int64_t reach = 0;
-    const auto item = static_cast<std::int64_t>(itemsize(dtype));
+    const auto item = static_cast<std::int64_t>(item_bytes);
     if (__builtin_mul_overflow(hi, item, &reach) || __builtin_add_overflow(reach, item, &reach) ||
         __builtin_mul_overflow(lo, item, &lo))
         throw ArgumentError(fmt::format("view: strides {} of shape {} reach past any address", shape_to_string(strides),
                                         shape_to_string(shape)));
     const std::size_t bytes = empty ? 0 : static_cast<std::size_t>(reach);
     auto st = std::make_shared<BorrowedStorage>(data, bytes, backend, device, std::move(keep_alive));
-    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st));
+    return ArrayAccess::make(dtype, std::move(shape), std::move(strides), 0, backend, std::move(st), item_bytes);
 }
+}  // namespace
 
 Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend,
                   std::shared_ptr<void> keep_alive) {
@@ -219,7 +358,7 @@ void* Array::data() const {
     if (!storage_) return nullptr;
     auto* base = static_cast<char*>(storage_->data());
     if (!base) return nullptr;
-    return base + offset_ * static_cast<std::int64_t>(itemsize(dtype_));
+    return base + offset_ * static_cast<std::int64_t>(itemsize_);
 }
 
 Array Array::transpose() const {
@@ -293,23 +432,126 @@ void Array::check_item() const {
 }
 
 void Array::copy_to_host(void* dst) const {
+    if (dtype_ == DType::Utf8)
+        throw ArgumentError(
+            fmt::format("copy_to_host: {} is a variable-length string column, which has no elements "
+                        "of one size to copy; read its offsets (data()) and chars()",
+                        describe()));
     if (size() == 0) return;
     const Array c = contiguous();
     core::device(c.backend()).to_host(c.device(), dst, c.data(), c.nbytes());
 }
 
+namespace {
+// A Utf8 array of another backend, its storage (offsets and chars) copied whole to the host.
+Array utf8_storage_to_host(const Array& a) {
+    const core::Device& dev = core::device(a.backend());
+    auto offsets = core::host_storage(a.storage()->bytes());
+    auto chars = core::host_storage(a.chars_bytes());
+    if (a.storage()->bytes() > 0) dev.to_host(a.device(), offsets->data(), a.storage()->data(), a.storage()->bytes());
+    if (a.chars_bytes() > 0) dev.to_host(a.device(), chars->data(), a.chars(), a.chars_bytes());
+    Array h = ArrayAccess::make(DType::Utf8, a.shape(), a.strides(), a.offset(), Backend::Cpu, std::move(offsets),
+                                a.itemsize());
+    ArrayAccess::set_chars(h, std::move(chars));
+    return h;
+}
+
+// A Utf8 column's rows, gathered into new host offsets (from 0) and chars: `a` read on the host.
+Array gather_utf8(const Array& a) {
+    const Array h = a.backend() == Backend::Cpu ? a : utf8_storage_to_host(a);
+    const std::int64_t n = h.size();
+    const std::size_t w = h.itemsize();
+    auto off = [&](std::int64_t k) -> std::int64_t {
+        const char* p = static_cast<const char*>(h.data()) + k * static_cast<std::int64_t>(w);
+        if (w == 4) {
+            std::int32_t v;
+            std::memcpy(&v, p, 4);
+            return v;
+        }
+        std::int64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+    };
+    // Element k of a strided view reads its string from offsets k and k + 1 of the storage.
+    std::vector<std::int64_t> at(static_cast<std::size_t>(n));
+    std::size_t total = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::int64_t k = 0, rem = i;
+        for (std::size_t d = h.shape().size(); d-- > 0;) {
+            k += (rem % h.shape()[d]) * h.strides()[d];
+            rem /= h.shape()[d];
+        }
+        at[static_cast<std::size_t>(i)] = k;
+        total += static_cast<std::size_t>(off(k + 1) - off(k));
+    }
+    if (w == 4 && total > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) {
+        throw ArgumentError(
+            fmt::format("a copy of {} holds {} bytes, past the 2**31 - 1 of a string column", h.describe(), total));
+    }
+    auto offsets = core::host_storage(static_cast<std::size_t>(n + 1) * w);
+    auto chars = core::host_storage(std::max<std::size_t>(total, 1));
+    auto* o = static_cast<char*>(offsets->data());
+    auto* c = static_cast<char*>(chars->data());
+    const auto* src = static_cast<const char*>(h.chars());
+    std::int64_t pos = 0;
+    auto put = [&](std::int64_t i, std::int64_t v) {
+        if (w == 4) {
+            const auto v32 = static_cast<std::int32_t>(v);
+            std::memcpy(o + i * 4, &v32, 4);
+        } else {
+            std::memcpy(o + i * 8, &v, 8);
+        }
+    };
+    for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t k = at[static_cast<std::size_t>(i)];
+        const std::int64_t b = off(k), e = off(k + 1);
+        put(i, pos);
+        if (e > b) std::memcpy(c + pos, src + b, static_cast<std::size_t>(e - b));
+        pos += e - b;
+    }
+    put(n, pos);
+    Array out = ArrayAccess::make(DType::Utf8, h.shape(), contiguous_strides(h.shape()), 0, Backend::Cpu,
+                                  std::move(offsets), w);
+    ArrayAccess::set_chars(out, std::move(chars));
+    return out;
+}
+}  // namespace
+
 // A C-contiguous copy through the device's own copy: no program is compiled for it.
 Array Array::contiguous() const {
     if (is_contiguous()) return *this;
-    Array out = empty(dtype_, shape(), backend_, device());
+    if (dtype_ == DType::Utf8) {
+        const Array g = gather_utf8(*this);
+        return backend_ == Backend::Cpu ? g : g.to(backend_, device());
+    }
+    Array out = is_string(dtype_) ? empty(dtype_, itemsize_, shape(), backend_, device())
+                                  : empty(dtype_, shape(), backend_, device());
     core::copy(out, *this);
     return out;
 }
 
 Array Array::to(Backend backend, int device) const {
     backend = core::resolve(backend);
+    if (dtype_ == DType::Utf8) {
+        // The rows alone, offsets from 0: a slice of a long column copies only its own bytes.
+        const Array g = gather_utf8(*this);
+        if (backend == Backend::Cpu) return g;
+        const std::size_t bytes = g.chars_bytes();
+        const core::Device& dev = core::device(backend);
+        device = core::resolve_ordinal(backend, device);
+        core::check_ordinal(backend, device);
+        auto offsets = dev.allocate(device, static_cast<std::size_t>(g.size() + 1) * g.itemsize());
+        dev.from_host(device, offsets->data(), g.data(), static_cast<std::size_t>(g.size() + 1) * g.itemsize());
+        auto chars = dev.allocate(device, bytes);
+        if (bytes > 0) dev.from_host(device, chars->data(), g.chars(), bytes);
+        Array out =
+            ArrayAccess::make(DType::Utf8, g.shape(), g.strides(), 0, backend, std::move(offsets), g.itemsize());
+        ArrayAccess::set_chars(out, std::move(chars));
+        return out;
+    }
     const Array c = contiguous();
-    Array out = empty(dtype_, shape(), backend, device);
+    Array out = is_string(dtype_) ? empty(dtype_, itemsize_, shape(), backend, device)
+                                  : empty(dtype_, shape(), backend, device);
     if (out.nbytes() == 0) return out;
     if (c.backend() == Backend::Cpu) {
         core::device(backend).from_host(out.device(), out.data(), c.data(), c.nbytes());
@@ -331,7 +573,7 @@ std::string Array::place() const {
 }
 
 std::string Array::describe() const {
-    return fmt::format("{} {} on {}", dtype_name(dtype_), shape_to_string(shape()), place());
+    return fmt::format("{} {} on {}", dtype_name(dtype_, itemsize_), shape_to_string(shape()), place());
 }
 
 }  // namespace jit

@@ -285,7 +285,7 @@ std::int64_t CopyLayout::size() const {
 
 CopyLayout copy_layout(const Array& dst, const Array& src) {
     CopyLayout l;
-    l.item = itemsize(dst.dtype());
+    l.item = dst.itemsize();
     const Shape& shape = dst.shape();
     const Strides& a = dst.strides();
     const Strides& b = src.strides();
@@ -312,8 +312,8 @@ CopyLayout copy_layout(const Array& dst, const Array& src) {
 }
 
 void copy(const Array& dst, const Array& src, void* stream) {
-    if (dst.dtype() != src.dtype() || dst.shape() != src.shape() || dst.backend() != src.backend() ||
-        dst.device() != src.device())
+    if (dst.dtype() != src.dtype() || dst.itemsize() != src.itemsize() || dst.shape() != src.shape() ||
+        dst.backend() != src.backend() || dst.device() != src.device() || dst.dtype() == DType::Utf8)
         throw ArgumentError(fmt::format("copy: {} into {}", src.describe(), dst.describe()));
     if (dst.size() == 0) return;
     device(dst.backend()).copy(dst.device(), dst.data(), src.data(), copy_layout(dst, src), stream);

@@ -94,7 +94,8 @@ Backend resolve(Backend b);
 void copy(const Array& dst, const Array& src, void* stream = nullptr);
 
 // A C-contiguous array of that dtype and shape with no storage: a prototype for with_storage.
-Array prototype(DType dtype, const Shape& shape, Backend backend);
+// `itemsize`: an S or U array's width (0: the dtype's own).
+Array prototype(DType dtype, const Shape& shape, Backend backend, std::size_t itemsize = 0);
 // The device ordinal an array of `b` gets when none is named (Array::kDefaultDevice): the
 // backend's current device of the calling thread (CUDA: the device a DeviceScope chose, else 0).
 // Set by the backend that registers the device; 0 otherwise.
@@ -113,5 +114,9 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
 // itemsize: a datetime64/timedelta64 array as the int64 counts a program computes with, and
 // back (ir::InputDecl::temporal, ir::OutputDecl::temporal). ArgumentError for another itemsize.
 Array relabelled(const Array& a, DType t);
+// Array::view_utf8 without its check of the offsets, for a caller that has checked them already
+// (the Arrow import checks them once, with the UTF-8 of the bytes): never for unchecked input.
+Array view_utf8_checked(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                        std::int64_t rows, Backend backend, int device, std::shared_ptr<void> keep_alive);
 
 }  // namespace jit::core

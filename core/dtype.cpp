@@ -110,4 +110,13 @@ std::string datetime_string(std::int64_t value, TimeUnit unit) {
     return r + "." + frac;
 }
 
+std::string dtype_name(DType t, std::size_t itemsize) {
+    switch (t) {
+        case DType::Bytes: return fmt::format("S{}", itemsize);
+        case DType::Str: return fmt::format("U{}", itemsize / 4);
+        case DType::Utf8: return itemsize == 8 ? "large_string" : "string";
+        default: return std::string(dtype_name(t));
+    }
+}
+
 }  // namespace jit

@@ -159,6 +159,9 @@ Value Value::cast(DType t) const {
             r.im = src_complex ? im : 0.0;
             break;
             JIT_TEMPORAL_CASES break;  // above
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: throw InternalError(fmt::format("a number cast to {}", dtype_name(t)));
     }
     return r;
 }
@@ -247,7 +250,17 @@ std::string node_text(const Program& p, const Node& n, bool with_names) {
             r = with_names ? fmt::format("scalar {} \"{}\"", n.slot, p.scalars[static_cast<std::size_t>(n.slot)].name)
                            : fmt::format("scalar {}", n.slot);
             break;
-        case NodeKind::Const: r = fmt::format("const {}", n.value.to_string()); break;
+        case NodeKind::Const:
+            if (is_string(n.dtype)) {
+                // The bytes as hex: part of the program's text (a needle is data to the kernels).
+                std::string hex;
+                if (n.slot >= 0 && static_cast<std::size_t>(n.slot) < p.strings.size())
+                    for (unsigned char c : p.strings[static_cast<std::size_t>(n.slot)]) hex += fmt::format("{:02x}", c);
+                r = fmt::format("const str{} x\"{}\"", n.slot, hex);
+            } else {
+                r = fmt::format("const {}", n.value.to_string());
+            }
+            break;
         case NodeKind::Cast: r = fmt::format("cast %{}", n.args[0]); break;
         case NodeKind::Compact: r = fmt::format("compact %{} where %{} axes={}", n.args[0], n.args[1], n.axis); break;
         case NodeKind::Op:
@@ -267,7 +280,8 @@ std::string node_text(const Program& p, const Node& n, bool with_names) {
 std::string Program::canonical() const {
     std::string r;
     for (const InputDecl& in : inputs) {
-        r += fmt::format("in {}{} [", dtype_name(in.dtype), shape_key(in.shape));
+        r += fmt::format("in {}{} [", is_string(in.dtype) ? dtype_name(in.dtype, in.itemsize) : dtype_name(in.dtype),
+                         shape_key(in.shape));
         for (auto s : in.strides) r += std::to_string(s) + ",";
         r += "]";
         if (in.view) r += fmt::format(" view @{}", in.offset);
@@ -347,6 +361,9 @@ std::string_view rule_text(Rule r) {
             return "integers give float64, a tuple q float64; not bool, not complex; percentile and quantile of an "
                    "empty array are an error";
         case Rule::OrderStat: return "the operand's dtype; gives the statistic's";
+        case Rule::StrSearch: return "strings of one kind (bytes with bytes, str with str); gives bool";
+        case Rule::StrFind: return "strings of one kind; gives int64";
+        case Rule::StrLen: return "a string; gives int64";
     }
     return "";
 }

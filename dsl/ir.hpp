@@ -18,6 +18,12 @@
 //   * float16/bfloat16 values are computed in float32 and rounded when stored to memory or
 //     when a Cast leaves or enters a 16-bit float type (explicit or from promotion);
 //   * integer arithmetic wraps; integer // and % by zero give 0.
+//   * strings (DType::Bytes, Str, Utf8): a string node is an Input of a string dtype or a Const
+//     of one (a literal: its `slot` indexes Program::strings, the bytes encoded for its dtype).
+//     Only the string ops read string nodes: the comparisons (Lt Le Eq Ne Ge Gt) and the
+//     StrSearch/StrFind/StrLen ops, whose operands are all string nodes of one kind (Bytes with
+//     Bytes; Str and Utf8 with either) and whose result is Bool (Int64 for Find and StrLen). No
+//     node of a string dtype is ever cast, stored, reduced or an output;
 //   * Compact nodes (boolean-mask selection, b[m]): args[0] the values and args[1] the Bool
 //     mask, both of one shape S (the stage's iteration space); `axis` is k, the number of
 //     leading axes of S the mask selects along (the mask is constant along S[k:]). The node's
@@ -173,6 +179,9 @@ struct InputDecl {
     // have several view slots and one plain slot.
     bool view = false;
     std::int64_t offset = 0;
+    // Bytes per element of the bound array: a string input's width (S, U) or offset width
+    // (Utf8: 4 or 8); the dtype's own for the others.
+    std::size_t itemsize = 0;
     // Set when the array is a datetime64/timedelta64 one: its dtype, whose int64 counts the
     // program reads (`dtype` is then Int64, all a backend sees). The runtime binds the array's
     // memory as int64 (dsl/lower/ lowered every operation on it to int64 work).
@@ -252,6 +261,10 @@ struct Program {
     std::string text;                         // the user's text, for messages
     // What each OrderStat node selects, indexed by the node's `slot`.
     std::vector<OrderStatDecl> order_stats;
+    // The string constants (the needles of contains(s, 'x')), indexed by a string Const node's
+    // `slot`, encoded for the node's dtype: Bytes the bytes, Utf8 UTF-8, Str UCS-4 code points
+    // (4 bytes each, native order). Backends pass them as data, never as kernel text.
+    std::vector<std::string> strings;
 
     // The dtype output `o` has for the caller: its datetime64/timedelta64 dtype, else its node's.
     DType output_dtype(std::size_t o) const {

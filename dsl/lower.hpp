@@ -19,6 +19,9 @@ struct Binding {
     DType dtype = DType::Float32;  // Scalar: Bool, Int64, Float64 or Complex128 (weakly typed)
     Shape shape;
     Strides strides;
+    // Array: bytes per element (Array::itemsize()); 0 means the dtype's own. The width of a
+    // string array (S, U) or its offsets' (Utf8).
+    std::size_t itemsize = 0;
     // Array: jitexpr may not write into it; an assignment that would is a ReadOnlyError.
     bool read_only = false;
     // Array: an assignment to the name always writes into it (same-kind cast, broadcast;

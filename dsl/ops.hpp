@@ -58,7 +58,10 @@ enum class Rule : std::uint8_t {
     PtpReduce,
     MedianReduce,
     QuantileReduce,
-    OrderStat
+    OrderStat,
+    StrSearch,
+    StrFind,
+    StrLen
 };
 
 // What a reduction does with its accumulated value.
@@ -131,6 +134,12 @@ constexpr bool is_prefix_operator(const OpInfo& i) { return i.kind == OpKind::Op
 // pairwise (a < b < c is a < b and b < c), every other level folds from the left.
 constexpr bool is_right_assoc(Op op) { return info(op).prec == kPowerPrec; }
 constexpr bool is_comparison(Op op) { return info(op).rule == Rule::Compare; }
+// The ops of string operands: contains, startswith, endswith, find, str_len (the comparisons
+// take strings too).
+constexpr bool is_string_function(Op op) {
+    const Rule r = info(op).rule;
+    return r == Rule::StrSearch || r == Rule::StrFind || r == Rule::StrLen;
+}
 
 namespace detail {
 constexpr bool table_is_consistent() {

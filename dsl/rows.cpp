@@ -112,7 +112,7 @@ RowSplit split_rows(const ir::Program& prog, std::size_t small_row_bytes) {
     const int nd = static_cast<int>(r.shape.size());
     std::size_t element_bytes = 0;  // one element of every operand together
     for (const auto& od : prog.outputs) element_bytes += itemsize(prog.node(od.node).dtype);
-    for (const auto& in : prog.inputs) element_bytes += itemsize(in.dtype);
+    for (const auto& in : prog.inputs) element_bytes += in.itemsize ? in.itemsize : itemsize(in.dtype);
     int split = 0;
     for (int k = 1; k <= nd; ++k) {
         bool ok = true;
@@ -143,8 +143,17 @@ RowSplit split_rows(const ir::Program& prog, std::size_t small_row_bytes) {
         ir.chunked = role_on(in.shape, r.shape, split) == 1;
         if (ir.chunked) {
             ir.row_shape.assign(in.shape.begin() + split, in.shape.end());
-            ir.row_bytes = static_cast<std::size_t>(shape_size(ir.row_shape)) * itemsize(in.dtype);
+            // (an S or U array's rows are its width times their elements, as numbers' are)
+            ir.row_bytes =
+                static_cast<std::size_t>(shape_size(ir.row_shape)) * (in.itemsize ? in.itemsize : itemsize(in.dtype));
         }
+        // An Arrow string column's rows are of no one size and its bytes are a buffer apart from
+        // its offsets: no part reads a block of it as bytes.
+        if (in.dtype == DType::Utf8 && ir.why.empty())
+            ir.why = fmt::format(
+                "'{}' is an Arrow string column, whose rows have no fixed size: it is not cut into chunks (evaluate "
+                "it whole, or pass a NumPy S or U array)",
+                in.name);
         r.inputs.push_back(std::move(ir));
     }
 

@@ -807,6 +807,207 @@ template <class R> JX_HD bool chasnan(cx<R> a) { return m::isnan(a.re) || m::isn
 template <class R> JX_HD bool cge(cx<R> a, cx<R> b) { return a.re > b.re || (a.re == b.re && a.im >= b.im); }
 template <class R> JX_HD bool cle(cx<R> a, cx<R> b) { return a.re < b.re || (a.re == b.re && a.im <= b.im); }
 
+// @section strings
+// @dtypes strings
+// ---------------------------------------------------------------- strings
+// A string as the string ops read it: `n` code units at `p`, never written. sb: bytes (NumPy's S),
+// units compared unsigned; su: UCS-4 code points (NumPy's U); s8: UTF-8 (Arrow's string), whose
+// byte order is its code points' order. A fixed-width S or U element arrives without its
+// trailing NULs (the loaders cut them, as NumPy does). No string op reads p[n] or past it.
+struct sb { const u8* p; i64 n; };
+struct su { const u32* p; i64 n; };
+struct s8 { const u8* p; i64 n; };
+
+// The columns a CUDA kernel reads strings from, passed by value (codegen's string_accessor):
+// column[i] is element i's string, i in elements of the array's layout. S and U elements of `w`
+// bytes lose their trailing NULs; an Arrow column's element i is c[o[i], o[i + 1]).
+struct col_sb {
+    const u8* p;
+    i64 w;
+    JX_HD sb operator[](i64 i) const {
+        const u8* q = p + i * w;
+        i64 n = w;
+        while (n > 0 && q[n - 1] == 0) --n;
+        return sb{q, n};
+    }
+};
+struct col_su {
+    const u8* p;
+    i64 w;
+    JX_HD su operator[](i64 i) const {
+        const u32* q = (const u32*)(p + i * w);
+        i64 n = w / 4;
+        while (n > 0 && q[n - 1] == 0u) --n;
+        return su{q, n};
+    }
+};
+template <class O> struct col_utf8 {
+    const O* o;
+    const u8* c;
+    JX_HD s8 operator[](i64 i) const {
+        const i64 b = (i64)o[i];
+        return s8{c + b, (i64)o[i + 1] - b};
+    }
+};
+using col_s8 = col_utf8<i32>;   // Arrow string: int32 offsets
+using col_s8l = col_utf8<i64>;  // Arrow large_string: int64 offsets
+
+namespace str {
+template <class T> struct is_str { static constexpr bool value = false; };
+template <> struct is_str<sb> { static constexpr bool value = true; };
+template <> struct is_str<su> { static constexpr bool value = true; };
+template <> struct is_str<s8> { static constexpr bool value = true; };
+template <class A, class B> struct both { static constexpr bool value = is_str<A>::value && is_str<B>::value; };
+
+// The next code point of UTF-8 at p[i] (i < n), advancing i; a sequence cut by the end reads
+// what is there (columns are checked to be UTF-8 when imported; this only keeps reads in bounds).
+JX_HD u32 utf8_next(const u8* p, i64 n, i64& i) {
+    const u32 c = p[i++];
+    if (c < 0x80u) return c;
+    int extra = c >= 0xF0u ? 3 : c >= 0xE0u ? 2 : 1;
+    u32 cp = c & (0x3Fu >> extra);
+    for (; extra > 0 && i < n; --extra) cp = (cp << 6) | (p[i++] & 0x3Fu);
+    return cp;
+}
+// Code points of UTF-8 bytes [0, n): the bytes that start one (all but the continuation bytes,
+// 10xxxxxx; on the host eight bytes at a time).
+JX_HD i64 utf8_count(const u8* p, i64 n) {
+    i64 c = 0, i = 0;
+#ifndef JX_CUDA
+    for (; i + 8 <= n; i += 8) {
+        u64 w;
+        std::memcpy(&w, p + i, 8);
+        const u64 cont = (w & ~(w << 1) & 0x8080808080808080ULL) >> 7;  // bit 7 set, bit 6 clear
+        c += 8 - (i64)((cont * 0x0101010101010101ULL) >> 56);            // (their sum: no popcount needed)
+    }
+#endif
+    for (; i < n; ++i) c += (p[i] & 0xC0u) != 0x80u;
+    return c;
+}
+
+// One code point at a time, for the ops between su and s8.
+struct cursor {
+    const u8* b;
+    const u32* w;
+    i64 n, i;
+    JX_HD bool done() const { return i >= n; }
+    JX_HD u32 next() { return w ? w[i++] : utf8_next(b, n, i); }
+};
+JX_HD cursor cur(su s) { return cursor{nullptr, s.p, s.n, 0}; }
+JX_HD cursor cur(s8 s) { return cursor{s.p, nullptr, s.n, 0}; }
+JX_HD i64 points(su s) { return s.n; }
+JX_HD i64 points(s8 s) { return utf8_count(s.p, s.n); }
+JX_HD i64 points(sb s) { return s.n; }
+
+// Lexicographic order of two strings of one unit type: -1, 0, 1 (a prefix is less).
+template <class U> JX_HD int compare_units(const U* a, i64 na, const U* b, i64 nb) {
+    const i64 m = na < nb ? na : nb;
+#ifndef JX_CUDA
+    if (sizeof(U) == 1) {
+        const int c = m > 0 ? std::memcmp(a, b, (size_t)m) : 0;
+        if (c != 0) return c < 0 ? -1 : 1;
+        return na == nb ? 0 : na < nb ? -1 : 1;
+    }
+#endif
+    for (i64 k = 0; k < m; ++k)
+        if (a[k] != b[k]) return a[k] < b[k] ? -1 : 1;
+    return na == nb ? 0 : na < nb ? -1 : 1;
+}
+template <class U> JX_HD bool equal_units(const U* a, const U* b, i64 n) {
+#ifndef JX_CUDA
+    if (sizeof(U) == 1) return n == 0 || std::memcmp(a, b, (size_t)n) == 0;
+#endif
+    for (i64 k = 0; k < n; ++k)
+        if (a[k] != b[k]) return false;
+    return true;
+}
+// The first position of s (m units) in h (n units), or -1.
+template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
+    if (m == 0) return 0;
+    if (m > n) return -1;
+#ifndef JX_CUDA
+    if (sizeof(U) == 1) {
+        const void* f = ::memmem(h, (size_t)n, s, (size_t)m);
+        return f ? (i64)((const u8*)f - (const u8*)h) : -1;
+    }
+#endif
+    const U first = s[0];
+    for (i64 i = 0; i + m <= n; ++i) {
+        if (h[i] != first) continue;
+        i64 k = 1;
+        while (k < m && h[i + k] == s[k]) ++k;
+        if (k == m) return i;
+    }
+    return -1;
+}
+
+// Code point by code point, for su against s8 (either way round).
+template <class A, class B> JX_HD int compare_points(A a, B b) {
+    cursor x = cur(a), y = cur(b);
+    while (!x.done() && !y.done()) {
+        const u32 c = x.next(), d = y.next();
+        if (c != d) return c < d ? -1 : 1;
+    }
+    return x.done() ? (y.done() ? 0 : -1) : 1;
+}
+// Whether s is a prefix of h from h's cursor position on.
+JX_HD bool prefix_at(cursor h, cursor s) {
+    while (!s.done()) {
+        if (h.done() || h.next() != s.next()) return false;
+    }
+    return true;
+}
+// The code point index of the first s in h, or -1.
+template <class A, class B> JX_HD i64 find_points(A h, B s) {
+    cursor c = cur(h);
+    for (i64 k = 0;; ++k) {
+        if (prefix_at(c, cur(s))) return k;
+        if (c.done()) return -1;
+        c.next();
+    }
+}
+
+JX_HD int compare(sb a, sb b) { return compare_units(a.p, a.n, b.p, b.n); }
+JX_HD int compare(su a, su b) { return compare_units(a.p, a.n, b.p, b.n); }
+JX_HD int compare(s8 a, s8 b) { return compare_units(a.p, a.n, b.p, b.n); }
+JX_HD int compare(su a, s8 b) { return compare_points(a, b); }
+JX_HD int compare(s8 a, su b) { return compare_points(a, b); }
+
+JX_HD bool equal(sb a, sb b) { return a.n == b.n && equal_units(a.p, b.p, a.n); }
+JX_HD bool equal(su a, su b) { return a.n == b.n && equal_units(a.p, b.p, a.n); }
+JX_HD bool equal(s8 a, s8 b) { return a.n == b.n && equal_units(a.p, b.p, a.n); }
+JX_HD bool equal(su a, s8 b) { return compare_points(a, b) == 0; }
+JX_HD bool equal(s8 a, su b) { return compare_points(a, b) == 0; }
+
+// find: the position in code points (bytes for sb), -1 when absent.
+JX_HD i64 find(sb h, sb s) { return find_units(h.p, h.n, s.p, s.n); }
+JX_HD i64 find(su h, su s) { return find_units(h.p, h.n, s.p, s.n); }
+JX_HD i64 find(s8 h, s8 s) {
+    const i64 at = find_units(h.p, h.n, s.p, s.n);
+    return at <= 0 ? at : utf8_count(h.p, at);
+}
+JX_HD i64 find(su h, s8 s) { return find_points(h, s); }
+JX_HD i64 find(s8 h, su s) { return find_points(h, s); }
+// contains: find's answer without counting code points.
+template <class A> JX_HD bool contains(A h, A s) { return find_units(h.p, h.n, s.p, s.n) >= 0; }
+JX_HD bool contains(su h, s8 s) { return find_points(h, s) >= 0; }
+JX_HD bool contains(s8 h, su s) { return find_points(h, s) >= 0; }
+
+template <class A> JX_HD bool starts(A h, A s) { return s.n <= h.n && equal_units(h.p, s.p, s.n); }
+JX_HD bool starts(su h, s8 s) { return prefix_at(cur(h), cur(s)); }
+JX_HD bool starts(s8 h, su s) { return prefix_at(cur(h), cur(s)); }
+template <class A> JX_HD bool ends(A h, A s) { return s.n <= h.n && equal_units(h.p + (h.n - s.n), s.p, s.n); }
+template <class A, class B> JX_HD bool ends_points(A h, B s) {
+    const i64 nh = points(h), ns = points(s);
+    if (ns > nh) return false;
+    cursor c = cur(h);
+    for (i64 k = 0; k < nh - ns; ++k) c.next();
+    return prefix_at(c, cur(s));
+}
+JX_HD bool ends(su h, s8 s) { return ends_points(h, s); }
+JX_HD bool ends(s8 h, su s) { return ends_points(h, s); }
+}  // namespace str
+
 // @section base
 // ================================================================ the ops, one per line of ops.def
 namespace op {
@@ -1261,6 +1462,25 @@ template <class T> JX_HD en<is_flt<T>::value, T> ModfFraction(T x) {
     if (m::isinf(x)) return m::copysign(T(0), x);
     return m::copysign(x - m::trunc(x), x);
 }
+
+// @section strings
+// @ops Contains Startswith Endswith Find StrLen
+// ---- strings: comparisons in code-unit (code-point) order, NumPy's np.strings functions.
+// Defined for the string types only (sb with sb; su and s8 with either).
+#define JX_SCMP(Name, EXPR)                                                              \
+    template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Name(A a, B b) { \
+        const int c = str::compare(a, b);                                                \
+        return EXPR;                                                                     \
+    }
+JX_SCMP(Lt, c < 0) JX_SCMP(Le, c <= 0) JX_SCMP(Ge, c >= 0) JX_SCMP(Gt, c > 0)
+#undef JX_SCMP
+template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Eq(A a, B b) { return str::equal(a, b); }
+template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Ne(A a, B b) { return !str::equal(a, b); }
+template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Contains(A h, B s) { return str::contains(h, s); }
+template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Startswith(A h, B s) { return str::starts(h, s); }
+template <class A, class B> JX_HD en<str::both<A, B>::value, bool> Endswith(A h, B s) { return str::ends(h, s); }
+template <class A, class B> JX_HD en<str::both<A, B>::value, i64> Find(A h, B s) { return str::find(h, s); }
+template <class A> JX_HD en<str::is_str<A>::value, i64> StrLen(A s) { return str::points(s); }
 
 // @section base
 }  // namespace op

@@ -139,6 +139,14 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
     // Dates and durations have rules of their own (dsl/lower/dates.cpp); an op that reaches here
     // with one is not defined for them.
     if (is_temporal(p)) return reject(what);
+    if (is_string(p)) {
+        if (error)
+            *error = fmt::format(
+                "{} is not supported for strings ({}): jitexpr computes no string-valued result; strings take part "
+                "in the comparisons (== != < <= > >=) and contains, startswith, endswith, find and str_len",
+                what, dtype_name(p));
+        return std::nullopt;
+    }
     switch (oi.rule) {
         case Rule::Arith:
         case Rule::Identity:
@@ -266,6 +274,16 @@ std::optional<Typed> apply_rule(Op op, DType p, std::string* error) {
             if (is_integer(p)) return Typed{p, DType::Float64};
             return Typed{p, p};
         case Rule::OrderStat: return Typed{p, is_bool(p) || is_integer(p) ? DType::Float64 : p};
+        case Rule::StrSearch:
+        case Rule::StrFind:
+        case Rule::StrLen:
+            // (strings are typed by dsl/lower/strings.cpp; any other operand is an error)
+            if (error)
+                *error = fmt::format(
+                    "{} takes strings (S, U or Arrow string columns, or string literals), "
+                    "not {}",
+                    what, dtype_name(p));
+            return std::nullopt;
     }
     return Typed{p, p};
 }

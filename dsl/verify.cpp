@@ -98,7 +98,26 @@ void check_operand_dtypes(const Program& p, NodeId n) {
             if (dt(k) != t) return false;
         return true;
     };
+    // Strings: the comparisons and string functions over string operands of one kind.
+    auto one_kind = [&] {
+        for (int k = 0; k < nd.nargs; ++k)
+            if (!is_string(dt(k)) || (dt(k) == DType::Bytes) != (dt(0) == DType::Bytes)) return false;
+        return true;
+    };
+    if (i.rule == Rule::Compare && nd.nargs > 0 && is_string(dt(0))) {
+        need(nd.dtype == DType::Bool && one_kind(), "string operands of one kind and a bool result");
+        return;
+    }
+    for (int k = 0; k < nd.nargs; ++k)
+        if (is_string(dt(k)) && !ir::is_string_function(nd.op)) need(false, "no string operand");
     switch (i.rule) {
+        case Rule::StrSearch:
+            need(nd.dtype == DType::Bool && one_kind(), "string operands of one kind and a bool result");
+            return;
+        case Rule::StrFind:
+        case Rule::StrLen:
+            need(nd.dtype == DType::Int64 && one_kind(), "string operands of one kind and an int64 result");
+            return;
         case Rule::Compare:
         case Rule::Predicate:
             need(nd.dtype == DType::Bool && all_operands(dt(0)), "operands of one dtype and a bool result");
@@ -168,6 +187,14 @@ void check_node(const Program& p, NodeId n) {
         case NodeKind::Const:
             arity_is(0);
             shape_is({}, "a constant's");
+            if (is_string(nd.dtype)) {
+                if (nd.slot < 0 || static_cast<std::size_t>(nd.slot) >= p.strings.size())
+                    broken(fmt::format("{}: string slot {} of {}", describe(p, n), nd.slot, p.strings.size()));
+                if (nd.dtype == DType::Str && p.strings[static_cast<std::size_t>(nd.slot)].size() % 4 != 0)
+                    broken(fmt::format("{}: UCS-4 text of {} bytes", describe(p, n),
+                                       p.strings[static_cast<std::size_t>(nd.slot)].size()));
+                return;
+            }
             if (nd.value.dtype != nd.dtype)
                 broken(fmt::format("{}: dtype {}, value of {}", describe(p, n), dtype_name(nd.dtype),
                                    dtype_name(nd.value.dtype)));
@@ -176,6 +203,8 @@ void check_node(const Program& p, NodeId n) {
             // A cast may broadcast too: an assignment into a bound array converts the value to
             // the array's dtype and shape in one node.
             arity_is(1);
+            if (is_string(nd.dtype) || is_string(p.node(nd.args[0]).dtype))
+                broken(fmt::format("{}: a cast of strings", describe(p, n)));
             const auto b = broadcast(p.node(nd.args[0]).shape, nd.shape);
             if (!b || *b != nd.shape)
                 broken(fmt::format("{}: shape {}, which its operand's {} does not broadcast to", describe(p, n),
@@ -209,6 +238,7 @@ void check_node(const Program& p, NodeId n) {
                 return;
             }
             const Node& x = p.node(nd.args[0]);
+            if (is_string(x.dtype)) broken(fmt::format("{}: a reduction of strings", describe(p, n)));
             const auto nd_in = static_cast<std::int32_t>(x.shape.size());
             if (nd.axis < -1 || nd.axis >= nd_in)
                 broken(fmt::format("{}: axis {} of an operand of {} dimensions", describe(p, n), nd.axis, nd_in));
@@ -240,6 +270,7 @@ void check_node(const Program& p, NodeId n) {
             const Node& m = p.node(nd.args[1]);
             if (m.dtype != DType::Bool)
                 broken(fmt::format("{}: a mask of {}, not bool", describe(p, n), dtype_name(m.dtype)));
+            if (is_string(v.dtype)) broken(fmt::format("{}: a selection of strings", describe(p, n)));
             if (v.dtype != nd.dtype)
                 broken(fmt::format("{}: dtype {} from values of {}", describe(p, n), dtype_name(nd.dtype),
                                    dtype_name(v.dtype)));
@@ -298,6 +329,7 @@ void verify(const Program& p) {
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const OutputDecl& od = p.outputs[o];
         if (!valid(od.node)) broken(fmt::format("output {} is node {}", o, od.node));
+        if (is_string(p.node(od.node).dtype)) broken(fmt::format("output {} is strings", o));
         if (od.alias_input < -1 || (od.alias_input >= 0 && static_cast<std::size_t>(od.alias_input) >= p.inputs.size()))
             broken(fmt::format("output {} aliases input {} of {}", o, od.alias_input, p.inputs.size()));
     }

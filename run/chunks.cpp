@@ -81,7 +81,8 @@ ChunkPlan plan_stream(const Request& r) {
             ip.row_bytes = ir.row_bytes;
             row_bytes += ip.row_bytes;
         } else {
-            ip.bytes = static_cast<std::size_t>(shape_size(in.shape)) * itemsize(in.dtype);
+            ip.bytes =
+                static_cast<std::size_t>(shape_size(in.shape)) * (in.itemsize ? in.itemsize : itemsize(in.dtype));
             p.resident_bytes += ip.bytes;
             // Its axes within the split collapse to one axis of extent 1 (when it has any).
             const int off = nd - static_cast<int>(in.shape.size());

@@ -16,7 +16,8 @@ namespace {
 // A host array's C-contiguous copy on CUDA device `device`; with a control, copied in pieces that
 // a stop request ends between (the copy is then dropped: no one has seen it).
 Array copy_to_cuda(const Array& host, int device, detail::CallControl* control) {
-    if (!control) return host.to(Backend::Cuda, device);
+    // (strings through Array::to: their width, and an Arrow column's offsets and bytes)
+    if (!control || is_string(host.dtype())) return host.to(Backend::Cuda, device);
     const Array h = host.contiguous();
     Array d = Array::empty(h.dtype(), h.shape(), Backend::Cuda, device);
     cuda::copy_to_device(d.data(), h.data(), h.nbytes(), nullptr, control);

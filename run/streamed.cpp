@@ -18,9 +18,10 @@ Environment chunk_environment(const ir::Program& p, const chunks::ChunkPlan& cp,
     Environment chunk_env;
     for (const ir::ScalarDecl& sd : p.scalars) chunk_env.insert_or_assign(sd.name, env.find(sd.name)->second);
     for (std::size_t i = 0; i < p.inputs.size(); ++i)
-        chunk_env.insert_or_assign(p.inputs[i].name,
-                                   Arg(core::prototype(p.inputs[i].temporal.value_or(p.inputs[i].dtype),
-                                                       cp.input_chunk_shape(i, rows), Backend::Cuda)));
+        chunk_env.insert_or_assign(
+            p.inputs[i].name,
+            Arg(core::prototype(p.inputs[i].temporal.value_or(p.inputs[i].dtype), cp.input_chunk_shape(i, rows),
+                                Backend::Cuda, is_string(p.inputs[i].dtype) ? p.inputs[i].itemsize : 0)));
     return chunk_env;
 }
 
@@ -89,7 +90,10 @@ std::optional<Array> streamed(const Decision& d, const Entry& host, Programs& pr
         for (std::size_t i = 0; i < p.inputs.size(); ++i) {
             Shape sh = cp.input_chunk_shape(i, rows);
             Strides str = contiguous_strides(sh);
-            ins[i] = Array::view(in[i], p.inputs[i].dtype, std::move(sh), std::move(str), Backend::Cuda);
+            ins[i] = is_string(p.inputs[i].dtype)  // (an S or U chunk: rows of the array's width)
+                         ? Array::view(in[i], p.inputs[i].dtype, p.inputs[i].itemsize, std::move(sh), std::move(str),
+                                       Backend::Cuda)
+                         : Array::view(in[i], p.inputs[i].dtype, std::move(sh), std::move(str), Backend::Cuda);
         }
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             Shape sh = cp.outputs[o].reduction ? Shape{} : cp.chunk_shape(rows);

@@ -5,11 +5,13 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings]"
 #   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
 #   ufuncs: issue 16's ufuncs on CUDA on their own (the CUDA differential suite, which holds every
 #   new function x dtype, timed; every op compiled for sm_90 by NVRTC); `tests` runs both among
 #   the other GPU tests.
+#   strings: issue 32's string kernels against the CPU and bench_strings (GPU predicates against a
+#   device copy of the bytes they read).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 set -u
@@ -36,6 +38,14 @@ if has ufuncs; then
   echo "test_diff_cuda: exit $rc in $((SECONDS - t0)) s"; tail -3 "$out/diff-cuda.log"
   timeout 200 build-gpu/tests/cpu/test_semantics_nvrtc > "$out/semantics-nvrtc.log" 2>&1; echo "test_semantics_nvrtc: exit $?"
   tail -3 "$out/semantics-nvrtc.log"
+fi
+if has strings; then
+  # Issue 32: the string kernels against the CPU (test_strings_gpu, also in `tests`), then the
+  # string predicates against a device copy of the bytes they read (goal: half its GB/s or more).
+  timeout 200 build-gpu/tests/api/test_strings_gpu > "$out/strings-gpu-tests.log" 2>&1; echo "test_strings_gpu: exit $?"
+  tail -3 "$out/strings-gpu-tests.log"
+  timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
+  cat "$out/bench-strings.txt"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \

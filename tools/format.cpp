@@ -2,6 +2,9 @@
 
 #include "host_values.hpp"
 
+#include <jit/error.hpp>
+#include <jit/npy.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -201,10 +204,71 @@ std::vector<std::string> format_elements(const std::vector<const unsigned char*>
     return out;
 }
 
+// A string element as Python's repr shows it, as NumPy prints string arrays: b'..' for bytes,
+// '..' for str; the quote that needs no escape ('' unless the text holds a ' and no ");
+// backslash, the quote, \t \n \r and the other control characters escaped.
+std::string repr_string(const std::u32string& cps, bool bytes) {
+    const bool has_single = cps.find(U'\'') != std::u32string::npos;
+    const bool has_double = cps.find(U'"') != std::u32string::npos;
+    const char q = has_single && !has_double ? '"' : '\'';
+    std::string out = bytes ? "b" : "";
+    out += q;
+    for (char32_t c : cps) {
+        if (c == U'\\') out += "\\\\";
+        else if (c == static_cast<char32_t>(q)) out += std::string("\\") + q;
+        else if (c == U'\t') out += "\\t";
+        else if (c == U'\n') out += "\\n";
+        else if (c == U'\r') out += "\\r";
+        else if (c < 0x20 || c == 0x7f || (bytes && c >= 0x80) || (c >= 0x80 && c < 0xa0))
+            out += fmt::format("\\x{:02x}", static_cast<unsigned>(c));
+        else if (c >= 0xd800 && c < 0xe000) out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
+        else if (c < 0x80) out += static_cast<char>(c);
+        else if (c < 0x800) {
+            out += static_cast<char>(0xc0 | (c >> 6));
+            out += static_cast<char>(0x80 | (c & 0x3f));
+        } else if (c < 0x10000) {
+            out += static_cast<char>(0xe0 | (c >> 12));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (c & 0x3f));
+        } else if (c < 0x110000) {
+            out += static_cast<char>(0xf0 | (c >> 18));
+            out += static_cast<char>(0x80 | ((c >> 12) & 0x3f));
+            out += static_cast<char>(0x80 | ((c >> 6) & 0x3f));
+            out += static_cast<char>(0x80 | (c & 0x3f));
+        } else {
+            out += fmt::format("\\U{:08x}", static_cast<unsigned>(c));
+        }
+    }
+    out += q;
+    return out;
+}
+
+// The elements of an S or U array of `item` bytes each, without their trailing NULs (as NumPy
+// reads them), as Python's reprs.
+std::vector<std::string> format_strings(const std::vector<const unsigned char*>& elems, DType t, std::size_t item) {
+    std::vector<std::string> out;
+    for (const unsigned char* e : elems) {
+        std::u32string cps;
+        if (t == DType::Str) {
+            for (std::size_t k = 0; k + 4 <= item; k += 4) {
+                char32_t c;
+                std::memcpy(&c, e + k, 4);
+                cps += c;
+            }
+        } else {
+            for (std::size_t k = 0; k < item; ++k) cps += static_cast<char32_t>(e[k]);
+        }
+        while (!cps.empty() && cps.back() == 0) cps.pop_back();
+        out.push_back(repr_string(cps, t == DType::Bytes));
+    }
+    return out;
+}
+
 class Printer {
 public:
-    Printer(const unsigned char* data, DType t, const Shape& shape, const PrintOptions& o, bool summarise)
-        : data_(data), t_(t), shape_(shape), o_(o), summarise_(summarise) {
+    Printer(const unsigned char* data, DType t, const Shape& shape, const PrintOptions& o, bool summarise,
+            std::size_t item)
+        : data_(data), t_(t), item_(item), shape_(shape), o_(o), summarise_(summarise) {
         strides_ = contiguous_strides(shape);
     }
 
@@ -212,7 +276,7 @@ public:
         // Pass 1: the elements shown, in order; pass 2: their text; pass 3: the layout.
         std::vector<const unsigned char*> elems;
         collect(0, 0, elems);
-        cells_ = format_elements(elems, t_);
+        cells_ = is_string(t_) ? format_strings(elems, t_, item_) : format_elements(elems, t_);
         next_ = 0;
         return layout(0, 0, std::string(prefix_len, ' '), static_cast<std::size_t>(o_.line_width));
     }
@@ -237,7 +301,7 @@ private:
 
     void collect(std::size_t axis, std::int64_t offset, std::vector<const unsigned char*>& out) const {
         if (axis == shape_.size()) {
-            out.push_back(data_ + static_cast<std::size_t>(offset) * itemsize(t_));
+            out.push_back(data_ + static_cast<std::size_t>(offset) * item_);
             return;
         }
         for (std::int64_t i : shown(axis))
@@ -289,6 +353,7 @@ private:
 
     const unsigned char* data_;
     DType t_;
+    std::size_t item_;  // bytes per element (an S or U array's width)
     Shape shape_;
     Strides strides_;
     PrintOptions o_;
@@ -310,16 +375,21 @@ std::string shape_text(const Shape& s) {
 }
 
 std::string format_array(const Array& a, const PrintOptions& options) {
-    // NumPy quotes the names of datetime64 and timedelta64 dtypes: dtype='datetime64[s]'.
-    const std::string quote = is_temporal(a.dtype()) ? "'" : "";
-    const std::string suffix =
-        fmt::format(", dtype={}{}{})  # shape {}", quote, dtype_name(a.dtype()), quote, shape_text(a.shape()));
+    if (a.dtype() == DType::Utf8)
+        throw ArgumentError(
+            fmt::format("{} is an Arrow string column: the command line prints NumPy arrays", a.describe()));
+    // NumPy quotes the names of datetime64 and timedelta64 dtypes (dtype='datetime64[s]'), and
+    // shows strings by their NumPy dtype (dtype='|S3', dtype='<U5').
+    const std::string dtype = is_string(a.dtype())     ? fmt::format("'{}'", npy_descr(a.dtype(), a.itemsize()))
+                              : is_temporal(a.dtype()) ? fmt::format("'{}'", dtype_name(a.dtype()))
+                                                       : std::string(dtype_name(a.dtype()));
+    const std::string suffix = fmt::format(", dtype={})  # shape {}", dtype, shape_text(a.shape()));
     if (a.size() == 0) return "array([]" + suffix;
     std::unique_ptr<unsigned char[]> host(new unsigned char[a.nbytes()]);
     a.copy_to_host(host.get());
     const std::string prefix = "array(";
     const bool summarise = static_cast<std::size_t>(a.size()) > options.threshold;
-    Printer p(host.get(), a.dtype(), a.shape(), options, summarise);
+    Printer p(host.get(), a.dtype(), a.shape(), options, summarise, a.itemsize());
     std::string out = prefix;
     out += p.body(prefix.size() + 1);  // rows align under the first '['
     out += suffix;

@@ -1,5 +1,7 @@
 #include "host_values.hpp"
 
+#include <jit/error.hpp>
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -151,6 +153,9 @@ void store(void* dst, DType t, const Number& n) {
             break;
             JIT_TEMPORAL_CASES store_integer<std::int64_t>(dst, n);
             break;  // a date's count
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: throw jit::ArgumentError(fmt::format("a number stored as {}", dtype_name(t)));
     }
 }
 
@@ -179,6 +184,9 @@ Number load(const void* src, DType t) {
         case DType::Complex128:
             return Number::of_complex(get<std::complex<double>>(src));
             JIT_TEMPORAL_CASES return Number::of_int(get<std::int64_t>(src));  // a date's count
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;
     }
     return Number{};
 }

@@ -2,6 +2,7 @@
 
 #include "host_values.hpp"
 #include "random.hpp"
+#include "statements.hpp"
 
 #include <jit/language.hpp>
 
@@ -42,20 +43,7 @@ bool is_ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c))
 bool is_ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-std::string_view trim(std::string_view s, std::size_t* lead = nullptr) {
-    std::size_t b = 0, e = s.size();
-    while (b < e && is_space(s[b])) ++b;
-    while (e > b && is_space(s[e - 1])) --e;
-    if (lead) *lead = b;
-    return s.substr(b, e - b);
-}
-
-bool is_identifier(std::string_view s) {
-    if (s.empty() || !is_ident_start(s[0])) return false;
-    return std::all_of(s.begin(), s.end(), is_ident_char);
-}
-
-// A tiny cursor over a statement's text, for the forms the grammar cannot parse (strings).
+// A tiny cursor over a statement's text (assignment targets, constructors' shape tuples).
 struct Cursor {
     std::string_view s;
     std::size_t p = 0;
@@ -90,23 +78,6 @@ std::string_view assignment_target(std::string_view s, std::size_t* rest) {
     }
     *rest = 0;
     return {};
-}
-
-struct StringLit {
-    std::size_t begin = 0, end = 0;  // of the quotes, end exclusive
-    std::string value;
-};
-
-std::vector<StringLit> find_strings(std::string_view s) {
-    std::vector<StringLit> out;
-    for (std::size_t i = 0; i < s.size(); ++i) {
-        if (s[i] != '"' && s[i] != '\'') continue;
-        std::size_t j = s.find(s[i], i + 1);
-        if (j == std::string_view::npos) j = s.size() - 1;  // split_statements already rejected this
-        out.push_back({i, j + 1, std::string(s.substr(i + 1, j - i - 1))});
-        i = j;
-    }
-    return out;
 }
 
 // ---- constructor arguments
@@ -540,6 +511,12 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
 std::vector<Range> blank_shape_tuples(std::string& s) {
     std::vector<Range> out;
     for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i] == '\'' || s[i] == '"') {  // a string literal's text is its own: never a tuple
+            const std::size_t end = string_literal_end(s, i);
+            if (end == std::string::npos) break;
+            i = end - 1;
+            continue;
+        }
         if (!is_ident_start(s[i]) || (i > 0 && is_ident_char(s[i - 1]))) continue;
         Cursor c{s, i};
         std::string_view name = c.ident();
@@ -676,89 +653,8 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
     const std::size_t off = chunk.offset;
     const std::string& st = chunk.text;
 
-    // load("file") and save(x, "file"): the file names are the CLI's, not the language's. (Other
-    // strings are the language's: datetime64('2024-03-01').)
-    auto file_statement = [&](const std::vector<StringLit>& strings) {
-        if (strings.empty()) return false;
-        std::size_t rest = 0;
-        (void)assignment_target(st, &rest);
-        Cursor c{st, rest};
-        c.ws();
-        const std::string_view fn = c.ident();
-        c.ws();
-        return (fn == "load" || fn == "save") && c.eat('(');
-    };
-    if (auto strings = find_strings(st); file_statement(strings)) {
-        std::size_t rest = 0;
-        std::string_view target = assignment_target(st, &rest);
-        Cursor c{st, rest};
-        c.ws();
-        const std::size_t name_begin = c.p;
-        std::string_view fn = c.ident();
-        const SourceSpan fn_span = span_of(off + name_begin, off + c.p);
-        c.ws();
-        c.eat('(');
-        if (fn == "load") {
-            c.ws();
-            if (strings.size() != 1 || c.p != strings[0].begin)
-                throw ParseError("use load(\"file.npy\")", full, span_of(off + name_begin, off + st.size()));
-            c.p = strings[0].end;
-            c.ws();
-            if (!c.eat(')'))
-                throw ParseError("expected ')' after the file name", full, span_of(off + c.p, off + c.p + 1));
-            c.ws();
-            if (!c.at_end())
-                throw ParseError("unexpected text after load(...)", full, span_of(off + c.p, off + st.size()));
-            Array a;
-            try {
-                a = load_npy(strings[0].value, Backend::Cpu, call_);
-            } catch (const IOError& e) {
-                throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
-            }
-            *bare = target.empty();
-            if (!target.empty()) env_.insert_or_assign(std::string(target), Arg(a));
-            kind_ = StatementTime::Kind::Load;
-            return a;
-        }
-        // save(expr, "file")
-        const StringLit& path = strings.back();
-        if (!target.empty()) throw ParseError("save() gives no value to assign", full, span_of(off, off + st.size()));
-        Cursor after{st, path.end};
-        after.ws();
-        const bool closed = after.eat(')');
-        after.ws();
-        if (strings.size() != 1 || !closed || !after.at_end())
-            throw ParseError("use save(x, \"file.npy\")", full, span_of(off + name_begin, off + st.size()));
-        std::size_t comma = path.begin;
-        while (comma > c.p && is_space(st[comma - 1])) --comma;
-        if (comma == c.p || st[comma - 1] != ',')
-            throw ParseError("use save(x, \"file.npy\")", full, span_of(off + name_begin, off + st.size()));
-        --comma;
-        std::size_t lead = 0;
-        const std::string_view expr = trim(std::string_view(st).substr(c.p, comma - c.p), &lead);
-        const std::size_t expr_off = c.p + lead;
-        if (expr.empty())
-            throw ParseError("save() needs a value to save", full, span_of(off + name_begin, off + st.size()));
-        Array value;
-        if (is_identifier(expr) && env_.count(expr)) {
-            value = *variable(expr);
-        } else {
-            // Any expression, constructors included: save(arange(3), "f.npy").
-            value = evaluate_expression(*runtime_, env_, Backend::Cpu, full, off + expr_off, expr, call_, timing);
-        }
-        if (!value.defined())
-            throw ValueError("there is no value to save", full, span_of(off + expr_off, off + expr_off + expr.size()));
-        try {
-            save_npy(path.value, value, call_);
-        } catch (const IOError& e) {
-            throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
-        }
-        *bare = false;
-        kind_ = StatementTime::Kind::Save;
-        return std::nullopt;
-    }
-
-    // Constructors; everything else goes to the runtime.
+    // Constructors, load("file") and save(x, "file"); everything else goes to the runtime (string
+    // literals too: contains(s, 'x')).
     std::string text = st;
     const auto tuples = blank_shape_tuples(text);
     parsed::Module m;
@@ -766,6 +662,63 @@ std::optional<Array> Session::run_statement(const Chunk& chunk, std::string_view
         m = parsed::parse(text);
     } catch (const SourceError& e) {
         rethrow_in(e, full, off);
+    }
+    if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
+        (m.statements[0].value->text == "load" || m.statements[0].value->text == "save")) {
+        const parsed::Statement& s = m.statements[0];
+        const parsed::Expr& call = *s.value;
+        const SourceSpan fn_span = shifted(call.name_span, off);
+        const SourceSpan whole = shifted(call.span, off);
+        // The file name: a str literal, the last argument.
+        const parsed::Expr* file = call.operands.empty() ? nullptr : call.operands.back().get();
+        const bool named = file && file->kind == parsed::ExprKind::Str && call.keywords.empty();
+        if (call.text == "load") {
+            if (!named || call.operands.size() != 1) throw ParseError("use load(\"file.npy\")", full, whole);
+            if (!s.more_targets.empty())
+                throw TypeError("load() gives one array; assign it to one name", full, shifted(s.span, off));
+            Array a;
+            try {
+                a = load_npy(file->text, Backend::Cpu, call_);
+            } catch (const IOError& e) {
+                throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
+            }
+            *bare = s.target.empty();
+            if (!s.target.empty()) env_.insert_or_assign(s.target, Arg(a));
+            kind_ = StatementTime::Kind::Load;
+            return a;
+        }
+        // save(expr, "file")
+        if (!s.target.empty()) throw ParseError("save() gives no value to assign", full, shifted(s.span, off));
+        if (!named || call.operands.size() != 2) throw ParseError("use save(x, \"file.npy\")", full, whole);
+        const parsed::Expr& what = *call.operands[0];
+        const std::string_view expr = std::string_view(st).substr(what.span.begin, what.span.end - what.span.begin);
+        Array value;
+        if (what.kind == parsed::ExprKind::Name && env_.count(what.text)) {
+            value = *variable(what.text);
+        } else {
+            // Any expression, constructors included: save(arange(3), "f.npy").
+            value =
+                evaluate_expression(*runtime_, env_, Backend::Cpu, full, off + what.span.begin, expr, call_, timing);
+        }
+        if (!value.defined()) throw ValueError("there is no value to save", full, shifted(what.span, off));
+        try {
+            save_npy(file->text, value, call_);
+        } catch (const IOError& e) {
+            throw IOError(std::string(e.what()) + "\n" + render_caret(full, fn_span));
+        }
+        *bare = false;
+        kind_ = StatementTime::Kind::Save;
+        return std::nullopt;
+    }
+    // A name alone shows its array as it is bound: an S or U array too, which no program computes.
+    if (m.statements.size() == 1 && m.statements[0].target.empty() && m.statements[0].more_targets.empty() &&
+        m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Name) {
+        auto it = env_.find(m.statements[0].value->text);
+        if (it != env_.end() && it->second.is_array() && is_string(it->second.array().dtype())) {
+            *bare = true;
+            kind_ = StatementTime::Kind::Runtime;
+            return it->second.array();
+        }
     }
     CtorContext cx{*runtime_, env_, Backend::Cpu, full, off, text, &tuples, call_};
     if (m.statements.size() == 1 && m.statements[0].value && m.statements[0].value->kind == parsed::ExprKind::Call &&
@@ -798,13 +751,13 @@ std::string Session::explain(std::string_view text, const ExplainOptions& option
 }
 
 std::string Session::explain_here(std::string_view text, const ExplainOptions& options) {
-    if (auto strings = find_strings(text); !strings.empty())
-        throw ArgumentError(
-            "explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "
-            "first as statements of their own\n" +
-            render_caret(text, span_of(strings[0].begin, strings[0].end)));
     parsed::Module m = parsed::parse(text);
     std::function<void(const parsed::Expr&)> visit = [&](const parsed::Expr& e) {
+        if (e.kind == parsed::ExprKind::Call && (e.text == "load" || e.text == "save"))
+            throw ArgumentError(
+                "explain shows programs the runtime compiles; load(\"...\") and save(...) are not: run them "
+                "first as statements of their own\n" +
+                render_caret(text, e.span));
         if (e.kind == parsed::ExprKind::Call && is_constructor(e.text))
             throw ArgumentError(
                 fmt::format("explain shows programs the runtime compiles; {}(...) is made by the command "

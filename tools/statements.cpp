@@ -48,6 +48,7 @@ struct Scan {
     int depth = 0;                    // open brackets at the end
     bool continues = false;           // the last line ends with a continuation
     bool open_string = false;
+    bool open_multiline = false;  // the open string is triple-quoted: more lines may close it
     std::size_t string_start = 0;
 };
 
@@ -55,23 +56,23 @@ Scan scan(std::string_view text) {
     Scan s;
     s.blanked.assign(text);
     std::size_t line_start = 0;
-    char quote = 0;
     for (std::size_t i = 0; i < text.size(); ++i) {
         const char c = text[i];
-        if (quote) {
-            if (c == quote) quote = 0;
-            else if (c == '\n') {
-                s.open_string = true;
-                return s;
-            }
-            continue;
-        }
         switch (c) {
             case '\'':
-            case '"':
-                quote = c;
-                s.string_start = i;
+            case '"': {
+                // A string literal is skipped whole: its '#', ';' and brackets are its text.
+                bool multiline = false;
+                const std::size_t end = string_literal_end(text, i, &multiline);
+                if (end == std::string_view::npos) {
+                    s.open_string = true;
+                    s.open_multiline = multiline;
+                    s.string_start = i;
+                    return s;
+                }
+                i = end - 1;
                 break;
+            }
             case '#': {
                 std::size_t j = i;
                 while (j < text.size() && text[j] != '\n') s.blanked[j++] = ' ';
@@ -107,10 +108,6 @@ Scan scan(std::string_view text) {
             default: break;
         }
     }
-    if (quote) {
-        s.open_string = true;
-        return s;
-    }
     s.continues = ends_with_continuation(std::string_view(s.blanked).substr(line_start));
     return s;
 }
@@ -123,13 +120,33 @@ bool blank(std::string_view s) {
 
 }  // namespace
 
+std::size_t string_literal_end(std::string_view text, std::size_t quote, bool* multiline) {
+    const char q = text[quote];
+    const bool triple = text.compare(quote, 3, std::string(3, q)) == 0;
+    if (multiline) *multiline = triple;
+    for (std::size_t k = quote + (triple ? 3 : 1); k < text.size();) {
+        const char c = text[k];
+        if (c == '\\') {
+            k += 2;  // the next character is the escape's (or a line continuation)
+        } else if (triple ? text.compare(k, 3, std::string(3, q)) == 0 : c == q) {
+            return k + (triple ? 3 : 1);
+        } else if (c == '\n' && !triple) {
+            return std::string_view::npos;
+        } else {
+            ++k;
+        }
+    }
+    return std::string_view::npos;
+}
+
 std::vector<Chunk> split_statements(std::string_view text) {
     Scan s = scan(text);
     if (s.open_string) {
-        std::size_t end = text.find('\n', s.string_start);
+        std::size_t end = s.open_multiline ? text.size() : text.find('\n', s.string_start);
         if (end == std::string_view::npos) end = text.size();
-        throw ParseError("this string is not closed on its line", text,
-                         {static_cast<std::uint32_t>(s.string_start), static_cast<std::uint32_t>(end)});
+        throw ParseError(
+            s.open_multiline ? "this triple-quoted string is not closed" : "this string is not closed on its line",
+            text, {static_cast<std::uint32_t>(s.string_start), static_cast<std::uint32_t>(end)});
     }
     std::vector<Chunk> out;
     std::size_t start = 0;
@@ -144,7 +161,7 @@ std::vector<Chunk> split_statements(std::string_view text) {
 
 bool needs_more_input(std::string_view text) {
     Scan s = scan(text);
-    if (s.open_string) return false;  // an error: let the statement run and report it
+    if (s.open_string) return s.open_multiline;  // a ''' string may close on a later line; else an error to report
     return s.depth > 0 || s.continues;
 }
 

@@ -20,8 +20,16 @@ struct Chunk {
     std::size_t offset = 0;  // of text[0] in the whole program
 };
 
-// Throws jit::ParseError (with a caret into `text`) for a string that is not closed on its line.
+// Throws jit::ParseError (with a caret into `text`) for a string that is not closed on its line
+// (a triple-quoted one: by the end of the text).
 std::vector<Chunk> split_statements(std::string_view text);
+
+// The end (one past the closing quote) of the string literal whose opening quote is text[quote],
+// as Python's tokenizer finds it, raw (r'...') or not: a backslash takes the next character
+// along, a triple quote (''' or """) is closed only by the same three. npos when it is not
+// closed: at a newline (one quote) or at the end of the text; *multiline (may be null) is set
+// for a triple-quoted literal.
+std::size_t string_literal_end(std::string_view text, std::size_t quote, bool* multiline = nullptr);
 
 // True when `text` cannot end here: brackets still open, or the last line continues
 // (operator, ',', '=', or '\' at its end). The REPL keeps reading lines while this holds.

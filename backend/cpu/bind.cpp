@@ -30,6 +30,9 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
                 throw ArgumentError(fmt::format("input {} is {}, the program expects {}", lp.input,
                                                 dtype_name(a.dtype()), dtype_name(lp.dtype)));
             op.base = static_cast<const char*>(a.data());
+            // A string column's width (S, U) or offsets' (Utf8), and a Utf8 column's bytes.
+            if (is_string(lp.dtype)) op.item = static_cast<i64>(a.itemsize());
+            op.chars = static_cast<const char*>(a.chars());
             src_shape = &a.shape();
             src_strides = &a.strides();
         } else {
@@ -185,8 +188,8 @@ void CpuPrepared::bind(const StagePlan& sp, const Ctx& ctx, Bound& b) const {
         const LoadPlan& lp = sp.loads[i];
         const bool aliased =
             lp.is_input && std::find(aliased_inputs_.begin(), aliased_inputs_.end(), lp.input) != aliased_inputs_.end();
-        op.direct =
-            !keep_last && flat && !is_half(lp.dtype) && !aliased && (shape.empty() ? false : op.strides[0] == 1);
+        op.direct = !keep_last && flat && !is_half(lp.dtype) && !is_string(lp.dtype) && !aliased &&
+                    (shape.empty() ? false : op.strides[0] == 1);
     }
     for (std::size_t i = 0; i < sp.stores.size(); ++i) {
         Operand& op = b.stores[i];

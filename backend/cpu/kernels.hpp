@@ -25,6 +25,7 @@ inline constexpr int kNumOps = static_cast<int>(ir::kNumOps);
 // Register bytes of an IR value of dtype `t`.
 constexpr std::int64_t reg_size(DType t) {
     if (is_half(t)) return 4;
+    if (is_string(t)) return 16;  // a string value: pointer and length (backend/cpu/strings.hpp)
     return static_cast<std::int64_t>(itemsize(t));
 }
 

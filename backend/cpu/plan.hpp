@@ -9,6 +9,7 @@
 #pragma once
 
 #include "backend/cpu/kernels.hpp"
+#include "backend/cpu/strings.hpp"
 #include "dsl/ir.hpp"
 
 #include <cstdint>
@@ -31,6 +32,9 @@ struct Instr {
     ir::NodeId inner;            // Compute, a fused pair: the node computed inside it (its first op)
     bool full = true;            // Fill: some reader needs the whole block (else only element 0 is written)
     std::uint8_t scalar_in = 0;  // Compute: bit k set when in[k] is read as one value (op_vs/op_sv)
+    // Compute, a string op read straight from its column (strings.hpp): the column is
+    // StagePlan::loads[load] (no block of it is loaded), in[0] the literal it meets.
+    StringScanFn scan = nullptr;
 };
 
 struct LoadPlan {

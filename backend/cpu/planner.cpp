@@ -1,6 +1,7 @@
 // jitexpr — the CPU backend's planner: a stage (or a pass of stages) as one block program (plan.hpp).
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/plan.hpp"
+#include "backend/cpu/strings.hpp"
 
 #include <fmt/format.h>
 
@@ -44,6 +45,7 @@ public:
         mark_needed();
         pick_representatives();
         fuse_pairs();
+        scan_strings();
         find_last_uses();
         select_instructions();
         size_slots();
@@ -65,6 +67,7 @@ private:
     void mark_needed();
     void pick_representatives();
     void fuse_pairs();
+    void scan_strings();
     void find_last_uses();
     void select_instructions();
     void size_slots();
@@ -78,14 +81,17 @@ private:
     const KernelTable& kt;
     bool mask_only = false;
     StagePlan sp;
-    std::vector<ir::NodeId> roots;  // what the stages store, and their reductions' operands
-    ir::NodeMap<char> need;         // the roots need it
-    ir::NodeMap<ir::NodeId> rep;    // the node whose value it is (casts to the same dtype)
-    std::vector<ir::NodeId> order;  // the representatives needed, in node order
-    ir::NodeMap<Fuse> fuse;         // the fused kernel computing it with its operand
-    ir::NodeMap<char> fused_away;   // computed inside its reader's fused instruction
-    ir::NodeMap<int> last;          // per value: position in `order` of its last reader
-    ir::NodeMap<int> slot;          // the slot holding its value
+    std::vector<ir::NodeId> roots;   // what the stages store, and their reductions' operands
+    ir::NodeMap<char> need;          // the roots need it
+    ir::NodeMap<ir::NodeId> rep;     // the node whose value it is (casts to the same dtype)
+    std::vector<ir::NodeId> order;   // the representatives needed, in node order
+    ir::NodeMap<Fuse> fuse;          // the fused kernel computing it with its operand
+    ir::NodeMap<char> fused_away;    // computed inside its reader's fused instruction
+    ir::NodeMap<int> last;           // per value: position in `order` of its last reader
+    ir::NodeMap<int> slot;           // the slot holding its value
+    ir::NodeMap<StringScanFn> scan;  // a string op read straight from its column (scan_strings)
+    ir::NodeMap<char> scanned;       // a string column only such ops read: no block of it is loaded
+    ir::NodeMap<int> load_of;        // a scanned column: its index into sp.loads
 };
 
 // The roots of the stages: what they store, their reductions' and scans' operands (with where
@@ -118,11 +124,11 @@ void StagePlanner::find_roots() {
 
 // A Reduce or Scan stage's root: what it reduces or scans, how, and where the result goes.
 void StagePlanner::add_root_stage(const ir::Stage& stage) {
-    const bool scan = stage.kind == ir::Stage::Kind::Scan;
+    const bool is_scan = stage.kind == ir::Stage::Kind::Scan;
     const ir::Node& r = p.node(stage.reduce);
-    if (r.kind != (scan ? ir::NodeKind::Scan : ir::NodeKind::Reduce) || r.nargs != 1)
-        throw InternalError(scan ? "cpu backend: scan stage without a Scan node"
-                                 : "cpu backend: reduce stage without a Reduce node");
+    if (r.kind != (is_scan ? ir::NodeKind::Scan : ir::NodeKind::Reduce) || r.nargs != 1)
+        throw InternalError(is_scan ? "cpu backend: scan stage without a Scan node"
+                                    : "cpu backend: reduce stage without a Reduce node");
     ReducePlan rp;
     rp.reduce_node = stage.reduce;
     rp.operand = r.args[0];
@@ -135,7 +141,7 @@ void StagePlanner::add_root_stage(const ir::Stage& stage) {
         rp.temp = static_cast<int>(it - s.temps.begin());
     }
     if (p.node(r.args[0]).shape != sp.shape) throw InternalError("cpu backend: a stage root over another shape");
-    if (scan) {
+    if (is_scan) {
         rp.red = red_slot(r.op);
         if (rp.red != Red::Sum && rp.red != Red::Prod)
             throw InternalError(fmt::format("cpu backend: {} is not a scan", ir::info(r.op).id));
@@ -215,7 +221,7 @@ void StagePlanner::pick_representatives() {
             rep[n] = rep[nd.args[0]];
             continue;
         }
-        if (nd.kind == ir::NodeKind::Const) {
+        if (nd.kind == ir::NodeKind::Const && !is_string(nd.dtype)) {
             const ir::Value& v = nd.value;
             const auto [it, fresh] = consts.emplace(ConstKey{nd.dtype, v.b, v.i, v.u, bits(v.f), bits(v.im)}, n);
             if (!fresh && v.dtype == p.node(it->second).value.dtype && p.node(it->second).shape == nd.shape) {
@@ -284,8 +290,44 @@ void StagePlanner::fuse_pairs() {
     }
 }
 
+// String ops of a column and a literal (==, !=, contains of an Arrow or S column) read the
+// column straight from its memory (string_scan_kernel); a column that only such ops read is not
+// loaded as a block of string values at all.
+void StagePlanner::scan_strings() {
+    scan.assign(p.nodes.size(), nullptr);
+    scanned.assign(p.nodes.size(), 0);
+    load_of.assign(p.nodes.size(), -1);
+    ir::NodeMap<int> readers(p.nodes.size(), 0), scan_readers(p.nodes.size(), 0);
+    for (const ir::NodeId n : order) {
+        const ir::Node& nd = p.node(n);
+        if (nd.kind != ir::NodeKind::Op && nd.kind != ir::NodeKind::Cast) continue;
+        for (int k = 0; k < nd.nargs; ++k) ++readers[rep[nd.args[k]]];
+        if (nd.kind != ir::NodeKind::Op || nd.nargs != 2 || fuse[n].fn) continue;
+        const ir::NodeId col = rep[nd.args[0]], lit = rep[nd.args[1]];
+        const ir::Node& c = p.node(col);
+        if (c.kind != ir::NodeKind::Input || !is_string(c.dtype) || !is_fill(p.node(lit)) ||
+            p.node(lit).dtype != c.dtype)
+            continue;
+        if (const StringScanFn f = string_scan_kernel(nd.op, c.dtype)) {
+            scan[n] = f;
+            ++scan_readers[col];
+        }
+    }
+    for (const ir::NodeId n : order)
+        if (p.node(n).kind == ir::NodeKind::Input && is_string(p.node(n).dtype) && readers[n] > 0 &&
+            readers[n] == scan_readers[n])
+            scanned[n] = 1;
+    // A column another op reads as values is loaded anyway: its scans read the loaded values.
+    for (const ir::NodeId n : order)
+        if (scan[n] && !scanned[rep[p.node(n).args[0]]]) scan[n] = nullptr;
+}
+
 // The values an instruction for node n reads (representatives), in operand order.
 int StagePlanner::reads(ir::NodeId n, ir::NodeId* r) const {
+    if (scan[n]) {  // the literal alone: the column is read from memory
+        r[0] = rep[p.node(n).args[1]];
+        return 1;
+    }
     const Fuse& f = fuse[n];
     if (f.fn) {
         std::copy(f.reads, f.reads + 3, r);
@@ -338,6 +380,15 @@ void StagePlanner::select_instructions() {
                 sp.fills.push_back(ins);
                 continue;
             case ir::NodeKind::Input:
+                if (scanned[n]) {  // read by its string ops from memory: a LoadPlan, no instruction
+                    LoadPlan lp;
+                    lp.input = nd.slot;
+                    lp.dtype = nd.dtype;
+                    load_of[n] = static_cast<int>(sp.loads.size());
+                    sp.loads.push_back(lp);
+                    continue;
+                }
+                [[fallthrough]];
             case ir::NodeKind::Reduce:
             case ir::NodeKind::Scan: {
                 LoadPlan lp;
@@ -353,6 +404,28 @@ void StagePlanner::select_instructions() {
                 break;
             }
             case ir::NodeKind::Op: {
+                if (scan[n]) {
+                    ins.scan = scan[n];
+                    ins.load = load_of[rep[nd.args[0]]];
+                    ins.nin = 1;
+                    ins.scalar_in = 1;  // the literal, one value
+                    break;
+                }
+                if (is_string(p.node(nd.args[0]).dtype)) {
+                    // A string op (strings.hpp): a literal operand is read as one value.
+                    const DType a = p.node(nd.args[0]).dtype;
+                    const DType b = nd.nargs > 1 ? p.node(nd.args[1]).dtype : a;
+                    int scalar = 0;
+                    for (int k = 0; k < nd.nargs; ++k)
+                        if (is_fill(p.node(rep[nd.args[k]]))) scalar |= 1 << k;
+                    ins.fn = string_kernel(nd.op, a, b, scalar);
+                    if (!ins.fn)
+                        throw InternalError(fmt::format("cpu backend: no string kernel for {} on {} and {}",
+                                                        ir::info(nd.op).id, dtype_name(a), dtype_name(b)));
+                    ins.nin = nd.nargs;
+                    ins.scalar_in = static_cast<std::uint8_t>(scalar);
+                    break;
+                }
                 if (fuse[n].fn) {
                     ins.fn = fuse[n].fn;
                     ins.nin = 3;
@@ -407,7 +480,8 @@ void StagePlanner::select_instructions() {
         // Free the slots whose last reader this was (after taking `out`: kernels' pointers are restrict).
         for (int k = 0; k < nr; ++k) {
             const ir::NodeId a = rd[k];
-            if (last[a] == pos && p.node(a).kind != ir::NodeKind::Const && p.node(a).kind != ir::NodeKind::Scalar) {
+            if (last[a] == pos && p.node(a).kind != ir::NodeKind::Const && p.node(a).kind != ir::NodeKind::Scalar &&
+                slot[a] >= 0) {
                 const int sl = slot[a];
                 if (std::find(free_slots.begin(), free_slots.end(), sl) == free_slots.end()) free_slots.push_back(sl);
             }

@@ -21,10 +21,11 @@ namespace jit::cpu::impl {
 
 // ---- run-time iteration spaces (space.cpp)
 struct Operand {
-    const char* base = nullptr;  // element (0, ..., 0)
-    i64 item = 0;                // bytes per stored element
-    Strides strides;             // over the collapsed iteration space, in elements
-    bool direct = false;         // contiguous and stored as its register type: read in place
+    const char* base = nullptr;   // element (0, ..., 0)
+    i64 item = 0;                 // bytes per stored element
+    Strides strides;              // over the collapsed iteration space, in elements
+    bool direct = false;          // contiguous and stored as its register type: read in place
+    const char* chars = nullptr;  // a Utf8 column's data buffer (base: its offsets)
 };
 
 struct Space {

@@ -7,6 +7,7 @@
 // rounding as NumPy's cumsum).
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/prepared.hpp"
+#include "backend/cpu/strings.hpp"
 #include "core/device.hpp"
 #include "dsl/semantics.h"
 
@@ -98,7 +99,14 @@ void CpuPrepared::fill(const StagePlan& sp, const Ctx& ctx, std::byte* scratch, 
     for (const Instr& f : sp.fills) {
         const ir::Node& nd = program_.node(f.node);
         alignas(16) std::byte one[16];
-        if (nd.kind == ir::NodeKind::Scalar) {
+        if (nd.kind == ir::NodeKind::Const && is_string(nd.dtype)) {
+            // A string literal: its bytes in the program, as one string value (strings.hpp).
+            const std::string& s = program_.strings.at(static_cast<std::size_t>(nd.slot));
+            const void* p = s.data();
+            const std::int64_t units = static_cast<std::int64_t>(nd.dtype == DType::Str ? s.size() / 4 : s.size());
+            std::memcpy(one, &p, sizeof p);
+            std::memcpy(one + 8, &units, sizeof units);
+        } else if (nd.kind == ir::NodeKind::Scalar) {
             if (static_cast<std::size_t>(nd.slot) >= ctx.args->scalars.size())
                 throw ArgumentError(fmt::format("scalar {} is missing", nd.slot));
             value_to_reg(ctx.args->scalars[static_cast<std::size_t>(nd.slot)], nd.dtype, one);
@@ -123,8 +131,16 @@ void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scr
                 ptr[ins.out] = op.base + start * op.item;
                 continue;
             }
-            const LoadFn load = kt_.load[static_cast<int>(sp.loads[static_cast<std::size_t>(ins.load)].dtype)];
-            const i64 rs = reg_size(sp.loads[static_cast<std::size_t>(ins.load)].dtype);
+            const DType ld = sp.loads[static_cast<std::size_t>(ins.load)].dtype;
+            if (is_string(ld)) {
+                walk(b.space.shape, op.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                    load_strings(ld, op.base, op.item, op.chars, off, stride, buf + done * kStringRegBytes, run);
+                });
+                ptr[ins.out] = buf;
+                continue;
+            }
+            const LoadFn load = kt_.load[static_cast<int>(ld)];
+            const i64 rs = reg_size(ld);
             walk(b.space.shape, op.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
                 load(op.base + off * op.item, stride, buf + done * rs, run);
             });
@@ -136,7 +152,15 @@ void CpuPrepared::eval_block(const StagePlan& sp, const Bound& b, std::byte* scr
                 const Operand& o = b.stores[static_cast<std::size_t>(ins.store)];
                 buf = const_cast<std::byte*>(reinterpret_cast<const std::byte*>(o.base)) + start * o.item;
             }
-            ins.fn(in, buf, len);
+            if (ins.scan) {  // a string op read straight from its column (strings.hpp)
+                const Operand& col = b.loads[static_cast<std::size_t>(ins.load)];
+                auto* out = reinterpret_cast<bool*>(buf);
+                walk(b.space.shape, col.strides, start, len, [&](i64 off, i64 stride, i64 done, i64 run) {
+                    ins.scan(col.base, col.item, col.chars, off, stride, run, in[0], out + done);
+                });
+            } else {
+                ins.fn(in, buf, len);
+            }
             ptr[ins.out] = buf;
         }
     }
@@ -595,6 +619,9 @@ void CpuPrepared::run_select(const StagePlan& sp, const Bound& b) const {
         case DType::Complex128:
             return select_rows<jx::c128, 0, jx::c128>(sp, b);
             JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;
     }
     throw InternalError("cpu backend: an order statistic of an unknown dtype");
 }

@@ -74,6 +74,9 @@ void value_to_reg(const ir::Value& v0, DType t, void* out) {
             break;
         }
             JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: throw InternalError("cpu backend: a string filled as a number");
     }
 }
 

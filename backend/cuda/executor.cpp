@@ -118,6 +118,7 @@ public:
         for (std::size_t t = 0; t < schedule_.temps.size(); ++t)
             launcher_.temp_offset[schedule_.temps[t]] = off + temps.offset[t];
         workspace_bytes_ = off + temps.bytes;
+        upload_strings();
         if (full_) start_upgrade();
     }
 
@@ -125,6 +126,30 @@ public:
         if (upgrade_.joinable()) upgrade_.join();
         DeviceScope scope(device_);
         for (auto& [key, sw] : workspaces_) cuda::free(sw.ws.base);
+        if (strings_) cuda::free(strings_);
+    }
+
+    // The program's string constants in one device buffer, each at a multiple of 16 bytes (U's
+    // code points are read 4 bytes at a time): kernel parameters point into it.
+    void upload_strings() {
+        if (program_.strings.empty()) return;
+        std::string all;
+        std::vector<std::size_t> at;
+        for (const std::string& s : program_.strings) {
+            at.push_back(all.size());
+            all += s;
+            all.resize((all.size() + 15) / 16 * 16, '\0');
+        }
+        all.resize(std::max<std::size_t>(all.size(), 16), '\0');
+        strings_ = cuda::alloc_for(all.size(), "the program's string constants");
+        cuda::copy_to_device(strings_, all.data(), all.size());
+        for (std::size_t k = 0; k < program_.strings.size(); ++k) {
+            long long units = static_cast<long long>(program_.strings[k].size());
+            for (const ir::Node& n : program_.nodes)
+                if (n.kind == ir::NodeKind::Const && n.slot == static_cast<std::int32_t>(k) && n.dtype == DType::Str)
+                    units /= 4;  // code points of UCS-4
+            launcher_.texts.emplace_back(static_cast<const char*>(strings_) + at[k], units);
+        }
     }
 
     void run(const detail::RunArgs& args) override {
@@ -440,6 +465,7 @@ private:
     std::mutex variant_mutex_;
     std::unique_ptr<Variant> strided_;
     std::size_t counters_bytes_ = 0, workspace_bytes_ = 0;
+    void* strings_ = nullptr;  // Program::strings on the device (upload_strings)
     std::mutex ws_mutex_;
     std::map<WorkspaceKey, StreamWorkspace> workspaces_;
 };

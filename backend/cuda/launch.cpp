@@ -92,6 +92,9 @@ std::size_t pack_scalar(const ir::Value& v, DType t, unsigned char* out) {
             return 16;
         }
             JIT_TEMPORAL_CASES break;  // lowered to int64 by dsl/lower/: never here
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // no host scalar is a string
     }
     return 0;
 }
@@ -143,6 +146,28 @@ void Launcher::write_row(const KernelSource& k, const Param& p, const detail::Ru
     }
 }
 
+void Launcher::pack_strings(const Param& p, const detail::RunArgs& args, void* ptr, unsigned char* slot) const {
+    if (p.kind == Param::Kind::Text) {
+        if (p.text < 0 || static_cast<std::size_t>(p.text) >= texts.size())
+            throw InternalError(fmt::format("cuda backend: string constant {} is not on the device", p.text));
+        const auto& [at, units] = texts[static_cast<std::size_t>(p.text)];
+        std::memcpy(slot, &at, sizeof at);
+        std::memcpy(slot + 8, &units, sizeof units);
+        return;
+    }
+    if (p.array.kind != codegen::ArrayRef::Kind::Input)
+        throw InternalError("cuda backend: a string array that is no input");
+    const Array& a = args.inputs[p.array.input()];
+    std::memcpy(slot, &ptr, sizeof ptr);
+    if (p.dtype == DType::Utf8) {
+        const void* chars = a.chars();
+        std::memcpy(slot + 8, &chars, sizeof chars);
+    } else {
+        const long long width = static_cast<long long>(a.itemsize());
+        std::memcpy(slot + 8, &width, sizeof width);
+    }
+}
+
 void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, const Workspace& ws) const {
     const KernelSource& k = *l.kernel;
     const ir::Stage& st = schedule.stages[static_cast<std::size_t>(k.stage)];
@@ -172,12 +197,14 @@ void Launcher::launch_compact(const Loaded& l, const detail::RunArgs& args, cons
                         const Array& a = args.outputs[static_cast<std::size_t>(schedule.output_of[p.array.node()])];
                         ptr = a.defined() ? a.data() : nullptr;
                     }
-                    std::memcpy(slot, &ptr, sizeof ptr);
+                    if (is_string(p.dtype)) pack_strings(p, args, ptr, slot);
+                    else std::memcpy(slot, &ptr, sizeof ptr);
                     break;
                 }
                 case Param::Kind::Scalar:
                     pack_scalar(args.scalars[static_cast<std::size_t>(p.scalar)], p.dtype, slot);
                     break;
+                case Param::Kind::Text: pack_strings(p, args, nullptr, slot); break;
                 case Param::Kind::Count: {
                     long long c = n;
                     std::memcpy(slot, &c, sizeof c);
@@ -256,12 +283,14 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
                     const std::int32_t o = schedule.output_of[p.array.node()];
                     if (o >= 0) args.started_outputs[o] = true;
                 }
-                std::memcpy(slot, &ptr, sizeof ptr);
+                if (is_string(p.dtype)) pack_strings(p, args, ptr, slot);
+                else std::memcpy(slot, &ptr, sizeof ptr);
                 break;
             }
             case Param::Kind::Scalar:
                 pack_scalar(args.scalars[static_cast<std::size_t>(p.scalar)], p.dtype, slot);
                 break;
+            case Param::Kind::Text: pack_strings(p, args, nullptr, slot); break;
             case Param::Kind::Count: {
                 long long c = n;
                 std::memcpy(slot, &c, sizeof c);

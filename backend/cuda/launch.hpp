@@ -51,6 +51,9 @@ public:
     const ir::Schedule& schedule;
     int sm_count = 1;
     std::map<ir::NodeId, std::size_t> temp_offset;  // node -> bytes into the workspace
+    // Program::strings on the device (the needles of the string ops: data, never kernel text):
+    // per slot, the device address of its bytes and its length in code units.
+    std::vector<std::pair<const void*, long long>> texts;
 
 private:
     void* array_pointer(const codegen::Param& p, const detail::RunArgs& args, const Workspace& ws) const;
@@ -58,6 +61,9 @@ private:
     void write_row(const codegen::KernelSource& k, const codegen::Param& p, const detail::RunArgs& args,
                    std::int64_t* row) const;
     static void set_flag(unsigned char* slot, bool on);
+    // A string input's accessor by value (dsl/semantics.h's col_*): its data address and width
+    // (S, U), or its offsets and data addresses (Utf8). A string constant's value (Param::Text).
+    void pack_strings(const codegen::Param& p, const detail::RunArgs& args, void* ptr, unsigned char* slot) const;
     // Whether every offset a Strided or Tiled kernel forms (and `counts`, the largest loop bound
     // plus step) fits a 32-bit signed index.
     static bool fits_int32(const codegen::KernelSource& k, const std::int64_t* layout, std::int64_t counts);

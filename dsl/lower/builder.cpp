@@ -71,6 +71,11 @@ void Lowerer::check_fit(const Val& v, DType t) {
 ir::NodeId Lowerer::cast(const Val& v, DType t, SourceSpan span) {
     if (is_temporal(t) || is_temporal(node(v.node).dtype)) return temporal_cast(v, t, span);
     const Node& n = node(v.node);
+    if (is_string(n.dtype) && n.dtype != t)
+        type_error(fmt::format("strings ({}) do not convert to {}: jitexpr reads strings only in the comparisons and "
+                               "contains, startswith, endswith, find and str_len",
+                               dtype_name(n.dtype), dtype_name(t)),
+                   span);
     if (auto big = big_.find(v.node); big != big_.end()) {
         if (is_integer(t))
             throw ValueError(fmt::format("integer {} is out of bounds for {}", big->second.digits, dtype_name(t)),

@@ -124,10 +124,7 @@ Val Lowerer::expr(const Expr& e) {
             throw TypeError("a tuple is not a value here (only a reduction's axis is one: sum(x, axis=(0, 1)))", text_,
                             e.span);
         case ExprKind::Str:
-        case ExprKind::Bytes:
-            throw TypeError(fmt::format("a {} literal is not a value jitexpr computes with here",
-                                        e.kind == ExprKind::Bytes ? "bytes" : "string"),
-                            text_, e.span);
+        case ExprKind::Bytes: return string_literal(e);
     }
     throw InternalError("unknown expression kind");
 }
@@ -144,7 +141,8 @@ Val Lowerer::name(const Expr& e) {
             auto [it, inserted] = input_slot_.try_emplace(e.text, -1);
             if (inserted) {
                 it->second = static_cast<std::int32_t>(p_.inputs.size());
-                p_.inputs.push_back(ir::InputDecl{e.text, b->dtype, b->shape, b->strides, false, 0});
+                p_.inputs.push_back(ir::InputDecl{e.text, b->dtype, b->shape, b->strides, false, 0,
+                                                  b->itemsize ? b->itemsize : itemsize(b->dtype)});
                 Node n;
                 n.kind = NodeKind::Input;
                 n.dtype = b->dtype;

@@ -180,6 +180,11 @@ bool Lowerer::identity(const View& v, const Shape& s) {
 ir::NodeId Lowerer::view_of(ir::NodeId n, const View& v, SourceSpan span) {
     const Node src = node(n);
     if (identity(v, src.shape)) return n;
+    if (is_string(src.dtype) && (src.kind != NodeKind::Input || src.shape.empty()))
+        type_error(fmt::format("indexing {} strings ({}) is not supported: index a string array (s[1:], s[m]) and "
+                               "compare the result or call a string function on it",
+                               src.kind == NodeKind::Const ? "a literal's" : "0-d", dtype_name(src.dtype)),
+                   span);
     std::string key = std::to_string(n.value());
     for (auto x : v.out) key += fmt::format(",{}", x);
     for (const ViewAxis& x : v.axes) key += fmt::format(";{},{},{}", x.start, x.step, x.out);
@@ -273,6 +278,7 @@ ir::NodeId Lowerer::view_input(const Node& src, const View& v, SourceSpan span) 
     ir::InputDecl w;
     w.name = d.name;
     w.dtype = d.dtype;
+    w.itemsize = d.itemsize;
     w.shape = v.out;
     w.strides.assign(v.out.size(), 0);
     w.view = true;

@@ -150,6 +150,17 @@ private:
     [[noreturn]] void unknown_name(const std::string& name, SourceSpan span) const;
     Val chain(const Expr& e);
 
+    // ---- strings.cpp: string and bytes literals, the string ops (comparisons of strings, contains,
+    // startswith, endswith, find, str_len), the refusal of strings anywhere else
+    bool is_text(const Val& v) const { return is_string(dt(v)); }
+    bool is_string_literal(const Val& v) const;
+    Val string_literal(const Expr& e);
+    ir::NodeId string_const(std::string bytes, DType t, SourceSpan span);
+    ir::NodeId string_for(const Val& literal, DType t, SourceSpan span);
+    void no_strings(std::initializer_list<const Val*> vals, std::string_view what, SourceSpan span) const;
+    Val string_op(Op op, const std::vector<Val>& args, SourceSpan span);
+    std::string kinds(const std::vector<Val>& in) const;
+
     // ---- masks.cpp: boolean-mask selections (b[m]): operands unselected and reselected, views of them,
     // compaction
     bool same_value(ir::NodeId a, ir::NodeId b) const;
@@ -273,6 +284,7 @@ private:
     };
     std::vector<PendingCheck> checks_;
     std::map<std::string, ir::NodeId> compact_masks_;  // a Compact node's mask by mask node and shape
+    std::map<ir::NodeId, std::string> literal_text_;   // string literals: their text (UTF-8 or bytes)
 };
 
 }  // namespace jit::dsl::lowering

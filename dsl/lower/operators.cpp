@@ -5,6 +5,15 @@
 namespace jit::dsl::lowering {
 
 Val Lowerer::binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form) {
+    if (is_text(a) || is_text(b)) {
+        // Strings meet only in comparisons and the string functions (strings.cpp).
+        if (ir::is_comparison(op) || ir::is_string_function(op)) return string_op(op, {a, b}, span);
+        const ir::OpInfo& oi = ir::info(op);
+        no_strings({&a, &b},
+                   oi.kind == OpKind::Operator ? fmt::format("operator '{}'", oi.token)
+                                               : fmt::format("{}()", ir::spelling(op)),
+                   span);
+    }
     if (a.selected() || b.selected()) {
         Val x = a, y = b;
         const Sel sel = unselect({&x, &y}, span);
@@ -149,6 +158,14 @@ void Lowerer::mark_nonnegative_scalar(ir::NodeId n) {
 }
 
 Val Lowerer::unary(Op op, const Val& a, SourceSpan span) {
+    if (is_text(a)) {
+        if (ir::is_string_function(op)) return string_op(op, {a}, span);
+        const ir::OpInfo& oi = ir::info(op);
+        no_strings(
+            {&a},
+            oi.kind == OpKind::Operator ? fmt::format("unary '{}'", oi.token) : fmt::format("{}()", ir::spelling(op)),
+            span);
+    }
     if (a.selected()) {
         Val x = a;
         const Sel sel = unselect({&x}, span);
@@ -226,6 +243,7 @@ Val Lowerer::power(const Val& a, const Val& b, SourceSpan span, bool operator_fo
 }
 
 Val Lowerer::where(const Val& c, const Val& x, const Val& y, SourceSpan span) {
+    no_strings({&c, &x, &y}, "where()", span);
     if (c.selected() || x.selected() || y.selected()) {
         Val c1 = c, x1 = x, y1 = y;
         const Sel sel = unselect({&c1, &x1, &y1}, span);

@@ -27,6 +27,18 @@ void Lowerer::statement(const syntax::Statement& st, bool last) {
         return;
     }
     const Val v = expr(*st.value);
+    if (is_text(v) && (last || !st.target.empty()))
+        type_error(
+            st.target.empty()
+                ? fmt::format("the program's value would be strings ({}): jitexpr computes no string-valued result; "
+                              "compare them or call a string function (contains, startswith, endswith, find, "
+                              "str_len)",
+                              dtype_name(dt(v)))
+                : fmt::format("'{}' would hold strings ({}): jitexpr computes no string-valued result; compare them "
+                              "or call a string function (contains, startswith, endswith, find, str_len) in the "
+                              "expression that reads them",
+                              st.target, dtype_name(dt(v))),
+            st.value->span);
     const bool into = !st.target.empty() && in_place_target(st.target, v) != nullptr;
     if (big_.count(v.node) && !into) strong(v);  // an integer past every dtype is no array
     // A value of host integers alone is stored as an int64 (into a bound array, cast() checks
@@ -164,7 +176,8 @@ std::int32_t Lowerer::input_slot_for(const std::string& name, const Binding& b) 
     auto [it, inserted] = input_slot_.try_emplace(name, -1);
     if (inserted) {
         it->second = static_cast<std::int32_t>(p_.inputs.size());
-        p_.inputs.push_back(ir::InputDecl{name, b.dtype, b.shape, b.strides, false, 0});
+        p_.inputs.push_back(
+            ir::InputDecl{name, b.dtype, b.shape, b.strides, false, 0, b.itemsize ? b.itemsize : itemsize(b.dtype)});
     }
     return it->second;
 }

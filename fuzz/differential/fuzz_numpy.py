@@ -13,7 +13,9 @@ Each other case is a random expression (operators, functions, where/?:, casts, r
 arrays of random dtypes (all 15: bool, the integers, float16, bfloat16, float32, float64,
 complex64, complex128) and shapes (0-d, empty, broadcasting, and for the Python driver strided
 and transposed views), host scalars (weakly typed Python bool/int/float/complex) and literals
-(weak ints, floats, big integers, the named constants). NumPy evaluates it as a NumPy user's
+(weak ints, floats, big integers, the named constants), and now and then string columns (NumPy
+S and U arrays, t0 and t1) read by comparisons and the string functions, whose bool and int64
+results meet the rest (issue 32). NumPy evaluates it as a NumPy user's
 Python code would (literals folded by Python itself), with jitexpr's documented choices where
 NumPy is undefined or differs on purpose (see docs/fuzzing.md, "What is compared"). The two must
 agree on the error kind or on dtype, shape and every element, within the tolerance of the
@@ -85,6 +87,13 @@ BINOPS = ["+", "-", "*", "/", "//", "%", "**", "&", "|", "^", "<<", ">>", "<", "
           "and", "or"]
 CASTS = DTYPES + ["float", "int", "complex"]
 CAST_ALIAS = {"float": "float64", "int": "int64", "complex": "complex128"}
+# Strings (issue 32): comparisons and the functions that read S and U columns, each with NumPy's
+# equivalent (np.strings); contains(h, n) is find(h, n) >= 0.
+STR_COMPARE = ["==", "!=", "<", "<=", ">", ">="]
+STR_FUNCS = {"contains": lambda a, b: np.strings.find(a, b) >= 0, "startswith": np.strings.startswith,
+             "endswith": np.strings.endswith, "find": np.strings.find}
+BYTE_ALPHABET = [b"a", b"b", b"ab", b"\x00", b"\xff", b"\x80", b"z", b" "]
+STR_ALPHABET = ["a", "b", "ab", "\x00", "\xe9", "\u20ac", "\U0001f600", "z", " "]
 
 
 class RefError(Exception):
@@ -524,6 +533,8 @@ def evaluate(node, ev):
     k = node[0]
     if k in ("lit", "const", "var"):
         return ev.leaf(node)
+    if k == "str":
+        return string_op(node, ev)
     if k == "un":
         return unary(node[1], evaluate(node[2], ev), ev)
     if k == "bin":
@@ -551,6 +562,30 @@ def evaluate(node, ev):
             raise RefError("value")  # jitexpr: an order statistic of a selection is refused (docs/language.md)
         return ostat_(node[1], v, node[3], node[4], ev)
     raise AssertionError(node)
+
+
+def string_operand(x, ev):
+    return ev.inputs[x[1]] if x[0] == "var" else np.asarray(x[1])
+
+
+def string_op(node, ev):
+    """("str", op, column, other, swapped): a comparison (other on the left when swapped) or a
+    string function of a column and another column or a literal ("slit"); str_len of one. The
+    result is NumPy's bool or int64 array. A bytes column meets bytes, a str column str: NumPy
+    compares S with str as unequal where jitexpr (numexpr's rule) refuses the mixture."""
+    op, a = node[1], ev.inputs[node[2]]
+    if op == "str_len":
+        return Arr(np.asarray(np.strings.str_len(a)).astype(np.int64), "int64")
+    b = string_operand(node[3], ev)
+    if (a.dtype.kind == "S") != (b.dtype.kind == "S"):
+        raise RefError("type")
+    if node[4]:
+        a, b = b, a
+    if op in STR_FUNCS:
+        r = np.asarray(STR_FUNCS[op](a, b))
+    else:
+        r = np.asarray(eval(f"_a {op} _b", {"_a": a, "_b": b}))
+    return Arr(r.astype(np.int64) if op == "find" else r, "int64" if op == "find" else "bool")
 
 
 def weak_expr(n, ev):
@@ -1025,9 +1060,58 @@ def layout(rng, value, driver):
     return BF16(t) if isinstance(value, BF16) else t
 
 
+def sample_strings(rng, kind, shape):
+    """An S or U array of short random strings: empty ones, NULs inside and at the end (NumPy
+    drops a trailing one), bytes above 0x7f, code points past the BMP."""
+    n = int(np.prod(shape)) if shape else 1
+    alphabet = BYTE_ALPHABET if kind == "S" else STR_ALPHABET
+    join = b"".join if kind == "S" else "".join
+    vals = [join(alphabet[int(rng.integers(len(alphabet)))] for _ in range(int(rng.integers(0, 5))))
+            for _ in range(n)]
+    width = max([len(v) for v in vals] + [1]) + int(rng.integers(0, 3))
+    return np.array(vals, dtype=f"{kind}{width}").reshape(shape)
+
+
 class Generator:
-    def __init__(self, rng, driver):
+    """The random programs. `srng` draws what concerns strings only (whether a case has string
+    columns, where a string operation replaces a leaf), so that the numeric programs of a seed are
+    the ones it drew before strings were added."""
+
+    def __init__(self, rng, driver, srng=None):
         self.rng, self.driver = rng, driver
+        self.srng = srng if srng is not None else np.random.default_rng(0)
+        self.strings = []
+
+    def string_inputs(self, names):
+        """t0 (and t1) of a shape that broadcasts with the numeric inputs, in a third of cases."""
+        srng = self.srng
+        if srng.random() >= 0.3:
+            return
+        arrays = [v.bits if isinstance(v, BF16) else v for v in names.values() if not np.isscalar(v)]
+        kind = "S" if srng.random() < 0.5 else "U"
+        for i in range(int(srng.integers(1, 3))):
+            shape = arrays[int(srng.integers(len(arrays)))].shape if arrays else ()
+            if srng.random() < 0.1:
+                kind = "U" if kind == "S" else "S"  # a mixture, refused
+            names[f"t{i}"] = layout(srng, sample_strings(srng, kind, shape), self.driver)
+            self.strings.append(f"t{i}")
+
+    def string_op(self, names):
+        srng = self.srng
+        t = str(srng.choice(self.strings))
+        r = srng.random()
+        if r < 0.1:
+            return ("str", "str_len", t, None, False)
+        op = str(srng.choice(STR_COMPARE)) if r < 0.55 else str(srng.choice(sorted(STR_FUNCS)))
+        if srng.random() < 0.35:
+            other = ("var", str(srng.choice(self.strings)))
+        else:
+            kind = names[t].dtype.kind if srng.random() < 0.95 else ("U" if names[t].dtype.kind == "S" else "S")
+            other = ("slit", sample_strings(srng, kind, ()).item())
+        return ("str", op, t, other, op in STR_COMPARE and srng.random() < 0.3)
+
+    def numeric(self, names):
+        return sorted(k for k in names if k not in self.strings)
 
     def inputs(self):
         rng = self.rng
@@ -1048,6 +1132,7 @@ class Generator:
                 names[f"s{i}"] = (bool(rng.integers(2)) if r < 0.15 else int(rng.integers(-300, 300)) if r < 0.5
                                   else float(rng.choice([2.5, -0.5, 1e10, 3.0, 0.1, -7.25])) if r < 0.9
                                   else complex(float(rng.normal()), float(rng.normal())))
+        self.string_inputs(names)
         return names
 
     def literal(self):
@@ -1070,12 +1155,14 @@ class Generator:
         so jitexpr lets it meet nothing it would have to broadcast with)."""
         rng = self.rng
         r = rng.random()
-        if r < 0.76 or not names:
+        if r < 0.76 or not self.numeric(names):
             return self.expr(names, depth)
         x = self.expr(names, depth - 1, plain=r < 0.88)
-        var = ("var", str(rng.choice(sorted(names))))
+        var = ("var", str(rng.choice(self.numeric(names))))
         left = x if used_names(x) and rng.random() < 0.6 else var
         sel = ("mask", x, ("bin", str(rng.choice(["<", ">", "!=", "=="])), left, self.literal()))
+        if self.strings and self.srng.random() < 0.4:
+            sel = ("mask", x, self.string_op(names))  # a[t0 == b'ab']
         r = rng.random()
         axis = None if rng.random() < 0.6 else int(rng.integers(-1, 3))
         if r < 0.4:
@@ -1100,9 +1187,13 @@ class Generator:
         operand)."""
         rng = self.rng
         if depth <= 0 or rng.random() < 0.25:
-            if names and rng.random() < 0.65:
-                return ("var", str(rng.choice(sorted(names))))
-            return self.literal()
+            if self.numeric(names) and rng.random() < 0.65:
+                leaf = ("var", str(rng.choice(self.numeric(names))))
+            else:
+                leaf = self.literal()
+            if self.strings and self.srng.random() < 0.3:
+                return self.string_op(names)
+            return leaf
         r = rng.random()
         sub = lambda: self.expr(names, depth - 1, plain)  # noqa: E731
         if r < 0.38:
@@ -1149,6 +1240,15 @@ def text(n):
         return lit_text(n[1])
     if k in ("const", "var"):
         return n[1]
+    if k == "slit":
+        return repr(n[1])
+    if k == "str":
+        if n[1] == "str_len":
+            return f"str_len({n[2]})"
+        a, b = n[2], text(n[3])
+        if n[4]:
+            a, b = b, a
+        return f"({a} {n[1]} {b})" if n[1] in STR_COMPARE else f"{n[1]}({a}, {b})"
     if k == "un":
         return f"({n[1]} {text(n[2])})" if n[1] == "not" else f"({n[1]}{text(n[2])})"
     if k == "bin":
@@ -1211,6 +1311,10 @@ def used_names(n, out=None):
     out = set() if out is None else out
     if n[0] == "var":
         out.add(n[1])
+    if n[0] == "str":
+        out.add(n[2])
+        if n[3] is not None and n[3][0] == "var":
+            out.add(n[3][1])
     for c in children(n):
         used_names(c, out)
     return out
@@ -1439,7 +1543,7 @@ def describe_inputs(tree, names):
         if isinstance(v, BF16):
             out.append(f"{k}: bfloat16 {v.bits.shape} strides {v.bits.strides} = {bf16_from_bits(np.ascontiguousarray(v.bits)).tolist()!r}")
         elif isinstance(v, np.ndarray):
-            out.append(f"{k}: {v.dtype} {v.shape} strides {v.strides} = {v.tolist()!r}")
+            out.append(f"{k}: {v.dtype.str[1:] if v.dtype.kind in 'SU' else v.dtype} {v.shape} strides {v.strides} = {v.tolist()!r}")
         else:
             out.append(f"{k}: host {type(v).__name__} = {v!r}")
     return out
@@ -1456,7 +1560,7 @@ def run_case(driver, seed, i, with_dates=True):
         names = g.inputs()
         tree = ("dates", g.program(names))
         return tree, names, dates.judge(driver, tree[1], names)
-    g = Generator(rng, driver)
+    g = Generator(rng, driver, np.random.default_rng([seed, i, 32]))
     names = g.inputs()
     tree = g.program(names, int(rng.integers(1, 5)))
     return tree, names, judge(driver, tree, names)

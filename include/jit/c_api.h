@@ -162,8 +162,30 @@ typedef enum {
     /* value.temporal: an int64 DLPack tensor, borrowed, of the counts of the date or duration
      * dtype value.temporal.dtype (a jitexpr_dtype); another DLPack dtype, or a code that is not
      * a date or duration, is JITEXPR_ERROR_ARGUMENT. */
-    JITEXPR_ARG_TENSOR_TEMPORAL = 6
+    JITEXPR_ARG_TENSOR_TEMPORAL = 6,
+    /* value.strings: a fixed-width string array in host memory (NumPy's S and U layout), borrowed
+     * and only read: the string functions and comparisons take it (DLPack has no string dtype).
+     * Arrow string columns go through jitexpr_eval_arrow. */
+    JITEXPR_ARG_STRINGS = 7
 } jitexpr_arg_kind;
+
+typedef enum {
+    JITEXPR_STRINGS_BYTES = 0, /* NumPy S: `itemsize` bytes per element */
+    JITEXPR_STRINGS_UCS4 = 1   /* NumPy U: `itemsize` / 4 code points (native order) per element */
+} jitexpr_strings_kind;
+
+/* A fixed-width string array: element (i0, i1, ...) is `itemsize` bytes at data + (i0 * strides[0]
+ * + i1 * strides[1] + ...) * itemsize, its NULs at the end not counted (NumPy's rule). strides in
+ * elements, or NULL for C order. itemsize 0, or one that is no multiple of 4 for UCS4, fails with
+ * JITEXPR_ERROR_ARGUMENT. */
+typedef struct {
+    const void* data;
+    int32_t kind; /* a jitexpr_strings_kind */
+    int32_t ndim;
+    int64_t itemsize;
+    const int64_t* shape;
+    const int64_t* strides;
+} jitexpr_strings;
 
 /* One positional argument. Host scalars are kernel parameters and weakly typed (like Python
  * scalars: float32 array * 2.5 stays float32). */
@@ -172,6 +194,7 @@ typedef struct {
     union {
         const DLManagedTensor* tensor;
         const DLManagedTensorVersioned* tensor_versioned;
+        const jitexpr_strings* strings;
         int32_t b;
         int64_t i;
         double f;

@@ -33,8 +33,14 @@ struct ValueSpec {
     bool scalar = false;
     DType dtype = DType::Float64;
     Shape shape;  // arrays only; C-contiguous is assumed (layout never changes a dtype or shape)
+    // String arrays: the width (S, U: bytes per element) or offset width (Utf8: 4 or 8), which
+    // the row sizes of CheckedProgram::rows count; 0 for the other dtypes.
+    std::size_t itemsize = 0;
 
     static ValueSpec array(DType d, Shape s) { return ValueSpec{false, d, std::move(s)}; }
+    static ValueSpec strings(DType d, std::size_t itemsize, Shape s) {
+        return ValueSpec{false, d, std::move(s), itemsize};
+    }
     static ValueSpec host_scalar(DType d) { return ValueSpec{true, d, {}}; }
 };
 using Specs = std::map<std::string, ValueSpec, std::less<>>;

@@ -54,5 +54,8 @@ std::string to_npy_bytes(const Array& a);
 
 // The descr string written for `t` ("<f4", "|b1", "bfloat16").
 std::string npy_descr(DType t);
+// The same for an array of `itemsize` bytes per element: "|S5" and "<U3" for NumPy's
+// fixed-width strings, npy_descr(t) for the others.
+std::string npy_descr(DType t, std::size_t itemsize);
 
 }  // namespace jit

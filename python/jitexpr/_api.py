@@ -149,7 +149,7 @@ def _to_library(result):
     if type(result) is not Tensor:
         return result
     lib = getattr(result, "library", "")
-    if result.shape == () and lib in ("pyarrow", "polars", "duckdb"):
+    if result.shape == () and lib in ("pyarrow", "polars", "duckdb", "pandas"):
         # A reduction over Arrow columns: a Python scalar, None when no row was valid.
         v = result.validity()
         return None if v is not None and not bool(v) else result.numpy().item()
@@ -166,6 +166,10 @@ def _to_library(result):
         if lib == "polars":
             import polars
             return polars.Series(result)
+        if lib == "pandas":  # a pandas string column came in as Arrow: a pandas Arrow array out
+            import pandas
+            import pyarrow
+            return pandas.arrays.ArrowExtensionArray(pyarrow.array(result))
     except ImportError:
         pass
     return result

@@ -409,7 +409,23 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
         nb::tuple t = nb::cast<nb::tuple>(v);
         const std::string kind = nb::cast<std::string>(t[0]);
         const std::string dt = nb::cast<std::string>(t[1]);
-        const std::optional<jit::DType> d = jit::dtype_from_name(dt);
+        std::optional<jit::DType> d = jit::dtype_from_name(dt);
+        // NumPy's names of its string dtypes: S5 is 'bytes40', U3 'str96' (bits).
+        std::size_t string_bytes = 0;
+        for (const auto& [prefix, t] : {std::pair<std::string_view, jit::DType>{"bytes", jit::DType::Bytes},
+                                        std::pair<std::string_view, jit::DType>{"str", jit::DType::Str}})
+            if (!d && dt.size() > prefix.size() && std::string_view(dt).substr(0, prefix.size()) == prefix &&
+                std::all_of(dt.begin() + static_cast<std::ptrdiff_t>(prefix.size()), dt.end(),
+                            [](char c) { return c >= '0' && c <= '9'; }) &&
+                dt.size() - prefix.size() < 12) {
+                string_bytes = std::stoull(dt.substr(prefix.size())) / 8;
+                d = t;
+            }
+        // Arrow's string columns (jitexpr.dask's frames): 'string' and 'large_string' (offset widths 4, 8).
+        if (!d && (dt == "string" || dt == "large_string")) {
+            d = jit::DType::Utf8;
+            string_bytes = dt == "string" ? 4 : 8;
+        }
         if (!d) throw jit::ArgumentError("'" + name + "': '" + dt + "' is not a jitexpr dtype");
         if (kind == "scalar") {
             s.emplace(name, jit::ValueSpec::host_scalar(*d));
@@ -419,7 +435,8 @@ nb::dict check_program(const std::string& text, nb::dict specs) {
             if (shape.size() > static_cast<std::size_t>(jit::kMaxDims))
                 throw jit::ArgumentError("'" + name + "' has " + std::to_string(shape.size()) +
                                          " dimensions; jitexpr arrays have at most 8");
-            s.emplace(name, jit::ValueSpec::array(*d, std::move(shape)));
+            s.emplace(name, string_bytes ? jit::ValueSpec::strings(*d, string_bytes, std::move(shape))
+                                         : jit::ValueSpec::array(*d, std::move(shape)));
         }
     }
     jit::CheckedProgram p;

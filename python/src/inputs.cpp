@@ -162,7 +162,12 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
         type_error(fmt_name(name) + " has " + std::to_string(nd) + " dimensions; jitexpr arrays have at most 8");
     jit::Shape shape(static_cast<std::size_t>(nd));
     jit::Strides strides(static_cast<std::size_t>(nd));
-    const npy_intp item = static_cast<npy_intp>(jit::itemsize(*dt));
+    // The width of an S or U array is its own (NumPy's S5: 5 bytes); S0 and U0 hold nothing.
+    const npy_intp item =
+        jit::is_string(*dt) ? static_cast<npy_intp>(PyDataType_ELSIZE(d)) : static_cast<npy_intp>(jit::itemsize(*dt));
+    if (item == 0)
+        type_error(fmt_name(name) + " has NumPy dtype " + descr_name(d) +
+                   ", of itemsize 0: it holds no string (jitexpr takes S and U arrays of width 1 and more)");
     for (int k = 0; k < nd; ++k) {
         shape[static_cast<std::size_t>(k)] = PyArray_DIM(a, k);
         const npy_intp st = PyArray_STRIDE(a, k);
@@ -170,6 +175,9 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
             type_error(fmt_name(name) + " has a stride that is not a whole number of elements; pass a copy");
         strides[static_cast<std::size_t>(k)] = st / item;
     }
+    if (jit::is_string(*dt))
+        return jit::Array::view(PyArray_DATA(a), *dt, static_cast<std::size_t>(item), std::move(shape),
+                                std::move(strides), jit::Backend::Cpu);
     return jit::Array::view(PyArray_DATA(a), *dt, std::move(shape), std::move(strides), jit::Backend::Cpu);
 }
 
@@ -613,9 +621,75 @@ nb::object torch_of(const jit::Array& r) {
 
 // --- Arrow PyCapsule interface in
 
+// Chunks of a string column, joined: offsets rebased onto one data buffer (a copy).
+jit::Array join_string_chunks(const std::vector<jit::ArrowColumn>& chunks) {
+    std::size_t width = 4, bytes = 0;
+    std::int64_t n = 0;
+    for (const auto& c : chunks) {
+        width = std::max(width, c.values.itemsize());
+        bytes += c.values.to(jit::Backend::Cpu).chars_bytes();
+        n += c.values.size();
+    }
+    if (width == 4 && bytes > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max())) width = 8;
+    struct Buffers {
+        std::vector<unsigned char> offsets;
+        std::string chars;
+    };
+    auto b = std::make_shared<Buffers>();
+    b->offsets.resize(static_cast<std::size_t>(n + 1) * width);
+    b->chars.reserve(bytes);
+    std::int64_t row = 0;
+    auto put = [&](std::int64_t v) {
+        if (width == 8) std::memcpy(b->offsets.data() + row * 8, &v, 8);
+        else {
+            const auto v32 = static_cast<std::int32_t>(v);
+            std::memcpy(b->offsets.data() + row * 4, &v32, 4);
+        }
+    };
+    for (const auto& c : chunks) {
+        const jit::Array h = c.values.to(jit::Backend::Cpu);  // rows alone, offsets from 0
+        const std::size_t w = h.itemsize();
+        for (std::int64_t i = 0; i < h.size(); ++i, ++row) {
+            std::int64_t o = 0;
+            if (w == 8) std::memcpy(&o, static_cast<const char*>(h.data()) + i * 8, 8);
+            else {
+                std::int32_t o32;
+                std::memcpy(&o32, static_cast<const char*>(h.data()) + i * 4, 4);
+                o = o32;
+            }
+            put(static_cast<std::int64_t>(b->chars.size()) + o);
+        }
+        b->chars.append(static_cast<const char*>(h.chars()), h.chars_bytes());
+    }
+    put(static_cast<std::int64_t>(b->chars.size()));
+    const void* offsets = b->offsets.data();
+    const char* chars = b->chars.data();
+    const std::size_t size = b->chars.size();
+    return jit::Array::view_utf8(offsets, width, chars, size, n, jit::Backend::Cpu, 0, b);
+}
+
 // Chunks of one column, joined (a copy: Arrow chunks are separate buffers).
 jit::ArrowColumn join_chunks(const std::vector<jit::ArrowColumn>& chunks, jit::DType dtype) {
     if (chunks.size() == 1) return chunks[0];
+    if (dtype == jit::DType::Utf8) {
+        jit::ArrowColumn out;
+        out.values = join_string_chunks(chunks);
+        bool nulls = false;
+        for (const auto& c : chunks) nulls = nulls || c.validity.has_value();
+        out.null_count = 0;
+        if (nulls) {
+            out.validity = jit::Array::empty(jit::DType::Bool, {out.values.size()}, jit::Backend::Cpu);
+            std::int64_t at = 0;
+            for (const auto& c : chunks) {
+                auto* v = static_cast<std::uint8_t*>(out.validity->data()) + at;
+                if (c.validity) c.validity->contiguous().copy_to_host(v);
+                else std::memset(v, 1, static_cast<std::size_t>(c.values.size()));
+                out.null_count += c.null_count > 0 ? c.null_count : 0;
+                at += c.values.size();
+            }
+        }
+        return out;
+    }
     std::int64_t n = 0;
     bool nulls = false;
     for (const auto& c : chunks) {
@@ -685,10 +759,65 @@ jit::ArrowColumn import_arrow(nb::handle obj, const std::string& name) {
             throw jit::ArgumentError(what + ": Arrow format \"" + std::string(schema.format ? schema.format : "") +
                                      "\" is not a primitive type jitexpr supports");
         jit::ArrowColumn c;
-        c.values = jit::Array::empty(*dtype, {0}, jit::Backend::Cpu);
+        if (*dtype == jit::DType::Utf8) {
+            static const std::int64_t kZero = 0;
+            c.values = jit::Array::view_utf8(&kZero, 8, nullptr, 0, 0, jit::Backend::Cpu);
+        } else {
+            c.values = jit::Array::empty(*dtype, {0}, jit::Backend::Cpu);
+        }
         return c;
     }
     return join_chunks(chunks, chunks[0].values.dtype());
+}
+
+// --- imported Arrow string columns, by the pyarrow object they came from
+
+// Importing a string column checks its offsets and that its bytes are UTF-8: a pass over all of
+// them. A pyarrow Array or ChunkedArray is immutable, so the column imported from one stays right
+// while the object lives: the last few are kept, each under a weak reference to its object whose
+// callback drops it when the object goes (nothing is held past the object). The GIL guards them.
+struct ArrowCacheEntry {
+    PyObject* ref = nullptr;  // a weak reference to the pyarrow object
+    jit::ArrowColumn column;
+};
+constexpr std::size_t kArrowCacheEntries = 8;
+ArrowCacheEntry g_arrow_cache[kArrowCacheEntries];
+std::size_t g_arrow_cache_next = 0;
+
+PyObject* arrow_cache_drop(PyObject*, PyObject* ref) {
+    for (ArrowCacheEntry& e : g_arrow_cache)
+        if (e.ref == ref) {
+            e.column = {};
+            Py_CLEAR(e.ref);
+        }
+    Py_RETURN_NONE;
+}
+PyMethodDef g_arrow_cache_drop_def = {"_arrow_cache_drop", &arrow_cache_drop, METH_O, nullptr};
+
+bool arrow_cache_find(PyObject* o, jit::ArrowColumn& out) {
+    for (const ArrowCacheEntry& e : g_arrow_cache)
+        if (e.ref && PyWeakref_GetObject(e.ref) == o) {
+            out = e.column;
+            return true;
+        }
+    return false;
+}
+
+void arrow_cache_keep(PyObject* o, const jit::ArrowColumn& c) {
+    static PyObject* drop = PyCFunction_New(&g_arrow_cache_drop_def, nullptr);  // kept for the process
+    if (!drop) {
+        PyErr_Clear();
+        return;
+    }
+    PyObject* ref = PyWeakref_NewRef(o, drop);
+    if (!ref) {  // an object without weak references: not kept
+        PyErr_Clear();
+        return;
+    }
+    ArrowCacheEntry& e = g_arrow_cache[g_arrow_cache_next++ % kArrowCacheEntries];
+    Py_XDECREF(e.ref);
+    e.ref = ref;
+    e.column = c;
 }
 
 // --- any value
@@ -755,7 +884,15 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     }
     const std::string lib = module_of(obj);
     const Names& k = names();
-    const bool arrow = lib != "pandas" && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
+    // pandas objects are taken as NumPy takes them (their numbers as arrays), except a column of
+    // pandas' string dtype, which NumPy would make an object array of: its Arrow data, with its
+    // missing values as nulls.
+    auto pandas_strings = [&] {
+        nb::object dt = get_attr_or_null(o, interned("dtype"));
+        return dt.is_valid() && std::string_view(Py_TYPE(dt.ptr())->tp_name) == "StringDtype";
+    };
+    const bool arrow =
+        (lib != "pandas" || pandas_strings()) && (has_attr(o, k.arrow_array) || has_attr(o, k.arrow_stream));
     // A producer whose protocol answers are not of the types the protocol gives (a lying or
     // broken object) is a TypeError naming the value and the protocol, not a C++ cast error.
     auto protocol_error = [&](const char* what) {
@@ -764,7 +901,13 @@ void bind_value(nb::handle obj, const std::string& name, Bound& b, std::vector<n
     if (arrow) {
         jit::ArrowColumn c;
         try {
-            c = import_arrow(obj, name);
+            // A pyarrow string column imported before is taken as imported then (its offsets and
+            // UTF-8 checked once: pyarrow's arrays are immutable while they live).
+            if (lib == "pyarrow" && arrow_cache_find(o, c)) {
+            } else {
+                c = import_arrow(obj, name);
+                if (lib == "pyarrow" && c.values.dtype() == jit::DType::Utf8) arrow_cache_keep(o, c);
+            }
         } catch (const nb::cast_error&) {
             protocol_error(
                 "__arrow_c_array__ must return a (schema, array) tuple of PyCapsules, and __arrow_c_stream__ a "

@@ -15,10 +15,62 @@ namespace jitexpr_py {
 // the text the drop-in evaluates for it (numexpr_text).
 PyObject* g_numexpr_checked = nullptr;
 
+// numexpr's string literals are bytes ('abc' is b'abc': numexpr encodes it as ASCII): each str
+// literal of `text` written as a bytes one (a 'b' before its prefix and quote). Tokenized as
+// Python's tokenizer does (prefixes, escapes, triple quotes). Empty when there is none.
+std::string numexpr_bytes_literals(std::string_view text) {
+    std::string out;
+    std::size_t copied = 0;
+    bool changed = false;
+    auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        if (text[i] == '#') {  // a comment runs to the end of its line
+            while (i < text.size() && text[i] != '\n') ++i;
+            continue;
+        }
+        if (text[i] != '\'' && text[i] != '"') continue;
+        // The prefix: up to two letters of r, b, u, f right before the quote, after no word char.
+        std::size_t start = i;
+        while (start > 0 && i - start < 2 && std::strchr("rRbBuUfF", text[start - 1])) --start;
+        if (start > 0 && word(text[start - 1])) start = i;  // (part of a name: no prefix)
+        const std::string_view prefix = text.substr(start, i - start);
+        const bool bytes = prefix.find_first_of("bB") != std::string_view::npos;
+        // Its end, as the tokenizer finds it.
+        const char q = text[i];
+        const bool triple = text.compare(i, 3, std::string(3, q)) == 0;
+        std::size_t k = i + (triple ? 3 : 1);
+        while (k < text.size()) {
+            if (text[k] == '\\') k += 2;
+            else if (triple ? text.compare(k, 3, std::string(3, q)) == 0 : text[k] == q) break;
+            else ++k;
+        }
+        const std::size_t end = std::min(text.size(), k + (triple ? 3 : 1));
+        // (a literal of other than ASCII stays text: numexpr cannot encode it either)
+        const bool ascii =
+            std::all_of(text.begin() + static_cast<std::ptrdiff_t>(i), text.begin() + static_cast<std::ptrdiff_t>(end),
+                        [](char c) { return static_cast<unsigned char>(c) < 0x80; });
+        if (!bytes && ascii) {
+            changed = true;
+            out.append(text.substr(copied, start - copied));
+            out += 'b';
+            for (char c : prefix)  // (a u prefix cannot join a b: u'x' is 'x' anyway)
+                if (c != 'u' && c != 'U') out += c;
+            copied = i;
+        }
+        i = end - 1;
+    }
+    if (!changed) return {};
+    out.append(text.substr(copied));
+    return out;
+}
+
 // The text numexpr means by `text`, where its meaning is not jitexpr's: numexpr folds constants
 // with Python's arithmetic, so `~True` is -2 and `~False` -1 (NumPy's ~True is False), also
-// parenthesised as pandas writes it, `~(True)`. Empty when the text is evaluated as it is.
-std::string numexpr_text(std::string_view text) {
+// parenthesised as pandas writes it, `~(True)`; its str literals are bytes. Empty when the text
+// is evaluated as it is.
+std::string numexpr_text(std::string_view original) {
+    const std::string literals = numexpr_bytes_literals(original);
+    const std::string_view text = literals.empty() ? original : std::string_view(literals);
     std::string out;
     std::size_t copied = 0;
     auto blanks = [&](std::size_t k) {
@@ -44,7 +96,7 @@ std::string numexpr_text(std::string_view text) {
         copied = end;
         i = end - 1;
     }
-    if (copied == 0) return {};
+    if (copied == 0) return literals;
     out.append(text.substr(copied));
     return out;
 }
@@ -225,6 +277,11 @@ void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
         } else if (PyArray_IsScalar(v, Generic)) {
             d = PyArray_DescrFromScalar(v);
             Py_XDECREF(d);  // a borrowed view suffices: the scalar holds its dtype
+        } else if (PyUnicode_Check(v)) {
+            // numexpr makes an array of a str value: Unicode, which it does not take
+            PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError,
+                            "NumExpr 2 does not support Unicode as a dtype.");
+            throw nb::python_error();
         } else if (PyLong_Check(v) && !PyBool_Check(v)) {
             int overflow = 0;
             (void)PyLong_AsLongLongAndOverflow(v, &overflow);
@@ -536,6 +593,56 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
                 }
             }
         };
+        // numexpr's evaluate('s') of a bytes array is a copy of it (jitexpr computes no string-valued
+        // result; numexpr's machine copies).
+        // (a bytes value is a 0-d array of its bytes, all of them kept: numexpr's test_null_chars)
+        const auto bytes_array = [](nb::handle v) -> nb::object {
+            if (PyBytes_Check(v.ptr()) || PyArray_IsScalar(v.ptr(), String)) return nb::steal(PyArray_FROM_O(v.ptr()));
+            if (PyArray_Check(v.ptr()) && PyArray_TYPE(reinterpret_cast<PyArrayObject*>(v.ptr())) == NPY_STRING)
+                return nb::borrow(v);
+            return nb::object();
+        };
+        if (nb::object single =
+                sc->items.size() == 1 && out.is_none() ? bytes_array(sc->items[0].second) : nb::object();
+            single.is_valid()) {
+            Py_ssize_t n = 0;
+            const char* name = PyUnicode_AsUTF8AndSize(sc->items[0].first.ptr(), &n);
+            std::string_view t = text;
+            while (!t.empty() && (t.front() == ' ' || t.front() == '\t')) t.remove_prefix(1);
+            while (!t.empty() && (t.back() == ' ' || t.back() == '\t')) t.remove_suffix(1);
+            if (name && t == std::string_view(name, static_cast<std::size_t>(n))) {
+                PyObject* copy = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(single.ptr()), NPY_CORDER);
+                if (!copy) return nullptr;
+                if (keep_last) numexpr_keep_last(ex, out_ref, order_arg, casting_arg);
+                return copy;
+            }
+        }
+        // A string operation jitexpr's checker refuses is numexpr's NotImplementedError naming the
+        // opcode its machine lacks ('add_sss', 'ge_bsi'), where numexpr's typing finds none.
+        auto numexpr_string_error = [&]() -> bool {
+            bool strings = text.find_first_of("'\"") != std::string_view::npos;
+            for (const auto& [name, value] : sc->items)
+                strings = strings || (PyArray_Check(value.ptr()) &&
+                                      PyArray_TYPE(reinterpret_cast<PyArrayObject*>(value.ptr())) == NPY_STRING);
+            if (!strings) return false;
+            static PyObject* opcode_error = [] {
+                nb::object m = nb::module_::import_("jitexpr.numexpr.necompiler");
+                nb::object f = m.attr("_opcode_error");
+                return f.release().ptr();  // kept for the life of the process
+            }();
+            nb::dict names;
+            for (const auto& [name, value] : sc->items) names[name] = value;
+            nb::object e = nb::borrow(opcode_error)(nb::str(text.data(), text.size()), names);
+            if (e.is_none()) return false;
+            const bool not_implemented = PyErr_GivenExceptionMatches(e.ptr(), PyExc_NotImplementedError);
+            PyObject* type = not_implemented
+                                 ? (g_errors.not_implemented ? g_errors.not_implemented : PyExc_NotImplementedError)
+                                 : (g_errors.type ? g_errors.type : PyExc_TypeError);
+            nb::object msg = nb::steal(PyObject_Str(e.ptr()));
+            if (!msg.is_valid()) return false;
+            PyErr_SetObject(type, msg.ptr());
+            return true;
+        };
         nb::object result;
         if (!out.is_none() && casting != NPY_SAME_KIND_CASTING) {
             // Other casting rules than the runtime's own: evaluated apart, then cast into out as
@@ -549,7 +656,13 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
             nb::borrow(copyto)(out, value, "casting"_a = casting_arg);
             result = nb::borrow(out);
         } else {
-            PyObject* r = result_to_python(evaluate_text(out));
+            PyObject* r = nullptr;
+            try {
+                r = result_to_python(evaluate_text(out));
+            } catch (const jit::TypeError&) {
+                if (numexpr_string_error()) return nullptr;
+                throw;
+            }
             if (!r) return numexpr_retype_error();
             result = nb::steal(r);
             if (out.is_none() && sc->items.empty()) result = numexpr_constant_result(std::move(result));

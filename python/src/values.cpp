@@ -72,6 +72,8 @@ std::optional<jit::DType> dtype_of_descr(PyArray_Descr* d) {
             if (!u) break;
             return kind == 'M' ? jit::datetime_of(*u) : jit::timedelta_of(*u);
         }
+        case 'S': return jit::DType::Bytes;  // NumPy's fixed-width bytes: the width is the array's
+        case 'U': return jit::DType::Str;    // UCS-4 code points
         case 'V':  // ml_dtypes' bfloat16 registers as a 2-byte type named (ml_dtypes.)bfloat16
             if (size == 2 && d->typeobj) {
                 const std::string_view name = d->typeobj->tp_name;
@@ -103,6 +105,9 @@ int npy_type_of(jit::DType t) {
         case jit::DType::BFloat16:
             return -1;                                                                     // NumPy has none
             JIT_TEMPORAL_CASES return jit::is_datetime(t) ? NPY_DATETIME : NPY_TIMEDELTA;  // the unit: descr_of
+        case jit::DType::Bytes:
+        case jit::DType::Str:
+        case jit::DType::Utf8: return -1;  // (no result is strings)
     }
     return -1;
 }

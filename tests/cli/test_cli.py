@@ -279,12 +279,12 @@ class Errors(Base):
         self.assertIn("value error", r.stderr)
         self.assertIn("line 1: x = zeros(3, -2)\n" + " " * len("line 1: x = zeros(3, ") + "^^", r.stderr)
 
-    def test_string_outside_load_and_save_is_the_languages_error(self):
-        # A string literal is the language's (datetime64('2024-03-01')); as a number, an error.
+    def test_string_where_no_string_op_reads_it_is_a_type_error(self):
+        # String literals reach the runtime (contains(s, 'x')); sin() of one is its TypeError.
         r = run(["-e", 'x = sin("a")'])
         self.assertEqual(r.returncode, 1)
-        self.assertIn("a string literal is not a value", r.stderr)
-        self.assertIn("line 1: x = sin(\"a\")\n" + " " * len("line 1: x = sin(") + "^^^", r.stderr)
+        self.assertIn("type error: sin() is not supported for strings", r.stderr)
+        self.assertIn('line 1: x = sin("a")\n' + " " * len("line 1: x = ") + "^" * 8, r.stderr)
 
     def test_missing_load_file_exits_1(self):
         r = run(["--load", "x=" + self.path("missing.npy"), "-e", "x"])
@@ -330,6 +330,90 @@ class Errors(Base):
 
     def test_unknown_cache_command_exits_2(self):
         self.assertEqual(run(["cache", "shrink"]).returncode, 2)
+
+
+class Strings(Base):
+    """NumPy S and U arrays through --load, -e, printing and save(), against NumPy 2 (issue 32)."""
+
+    S = np.array([b"oslo", b"bergen", b"", b"os\x00lo", b"it's"])
+    U = np.array(["oslo", "bergen", "troms\u00f8", 'a"b', ""])
+
+    def setUp(self):
+        super().setUp()
+        np.save(self.path("s.npy"), self.S)
+        np.save(self.path("u.npy"), self.U)
+        np.save(self.path("x.npy"), np.arange(5.0))
+        self.loads = ["--load", "s=" + self.path("s.npy"), "--load", "u=" + self.path("u.npy"),
+                      "--load", "x=" + self.path("x.npy")]
+
+    def value_of(self, text):
+        out = self.path("r.npy")
+        r = run(self.loads + ["-e", "r = " + text, "--save", "r=" + out])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return np.load(out)
+
+    def test_loaded_arrays_print_as_numpy_does(self):
+        r = run(self.loads + ["-e", "s; u"])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.splitlines(), [repr(self.S) + "  # shape (5,)", repr(self.U) + "  # shape (5,)"])
+
+    def test_predicates_and_their_uses_are_numpys(self):
+        S, U, x = self.S, self.U, np.arange(5.0)
+        cases = [
+            ("s == b'oslo'", S == b"oslo"), ("s < b'c'", S < b"c"), ("u >= 'b'", U >= "b"),
+            ("contains(u, '\\u00f8')", np.strings.find(U, "\u00f8") >= 0),
+            ("startswith(s, b'os')", np.strings.startswith(S, b"os")), ("endswith(u, 'o')", np.strings.endswith(U, "o")),
+            ("find(u, 'e')", np.strings.find(U, "e")), ("str_len(s)", np.strings.str_len(S)),
+            ("str_len(u)", np.strings.str_len(U)), ("x[startswith(s, b'os')]", x[np.strings.startswith(S, b"os")]),
+            ("sum(where(contains(u, 'o'), x, 0))", np.sum(np.where(np.strings.find(U, "o") >= 0, x, 0))),
+        ]
+        for text, want in cases:
+            with self.subTest(text=text):
+                got = self.value_of(text)
+                self.assertEqual(got.dtype, np.asarray(want).dtype)
+                np.testing.assert_array_equal(got, want)
+
+    def test_big_endian_u_and_save_round_trip(self):
+        np.save(self.path("ub.npy"), self.U.astype(">U6"))
+        r = run(["--load", "u=" + self.path("ub.npy"), "-e", "save(u, 'back.npy'); u == 'oslo'"], cwd=self.dir)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("[ True, False, False, False, False]", r.stdout)
+        back = np.load(self.path("back.npy"))
+        self.assertEqual(back.dtype, np.dtype("<U6"))
+        np.testing.assert_array_equal(back, self.U)
+
+    def test_statements_split_where_python_would(self):
+        # An escaped quote, a ';' and a '#' inside literals, a raw string, a triple-quoted one over
+        # two lines, adjacent literals joined: each statement's str_len is Python's len.
+        script = ("a = str_len('x;y\\'z')  # 'not a string'\n"
+                  "b = str_len(r'\\d#')\n"
+                  'c = str_len("""one\ntwo""")\n'
+                  "d = str_len('ab' \"cd\"); a; b; c; d")
+        r = run(["-e", script])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        want = [len("x;y'z"), len(r"\d#"), len("one\ntwo"), len("abcd")]
+        self.assertEqual(r.stdout.splitlines(), ["array(%d, dtype=int64)  # shape ()" % n for n in want])
+        r = run(["-e", "x = '''open\n1"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("this triple-quoted string is not closed", r.stderr)
+
+    def test_refusals_name_what_to_do(self):
+        for text, words in [("s + s", "operator '+' is not supported for strings"),
+                            ("s == 'oslo'", "does not mix bytes and str"),
+                            ("r = u", "'r' would hold strings"),
+                            ("u == 1", "takes strings on both sides")]:
+            with self.subTest(text=text):
+                r = run(self.loads + ["-e", text])
+                self.assertEqual(r.returncode, 1)
+                self.assertIn(words, r.stderr)
+                self.assertIn("^", r.stderr)
+        with open(self.path("s0.npy"), "wb") as f:
+            header = "{'descr': '|S0', 'fortran_order': False, 'shape': (3,), }"
+            header += " " * (64 - 10 - len(header) - 1) + "\n"
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode())
+        r = run(["--load", "z=" + self.path("s0.npy"), "-e", "z == b''"])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("width 0", r.stderr)
 
 
 class Saving(Base):

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <complex>
@@ -229,13 +230,41 @@ TEST(NpyParseErrors, RejectsTruncatedData) {
 }
 
 TEST(NpyParseErrors, RejectsUnsupportedDescr) {
-    // (datetime64 of no unit, of a multiple of one, or of a unit NumPy lacks too)
-    for (const char* d :
-         {"<U10", "|O", "<M8", "<m8[5s]", "<M8[q]", "|M8[s]", "<f16", "|V8", "<f3", "bf16", "<bfloat16"}) {
+    // (S and U of no width, or of no number; datetime64 of no unit, of a multiple of one, or of a
+    // unit NumPy lacks too)
+    for (const char* d : {"<Ux", "|S-1", "<S1.5", "|O", "<M8", "<m8[5s]", "<M8[q]", "|M8[s]", "<f16", "|V8", "<f3",
+                          "bf16", "<bfloat16"}) {
         std::string msg = io_error_message(npy_v1(
             std::string("{'descr': '") + d + "', 'fortran_order': False, 'shape': (), }", std::string(16, '\0')));
         EXPECT_NE(msg.find("unsupported dtype descr"), std::string::npos) << d << ": " << msg;
     }
+}
+
+TEST(NpyParse, ReadsFixedWidthStringsOfEitherByteOrder) {
+    // S3 (bytes, NUL-padded) and U2 little- and big-endian (UCS-4 code points).
+    jit::Array s =
+        jit::parse_npy(npy_v1("{'descr': '|S3', 'fortran_order': False, 'shape': (2,), }", std::string("ab\0xyz", 6)),
+                       jit::Backend::Cpu, "s.npy");
+    EXPECT_EQ(s.dtype(), jit::DType::Bytes);
+    EXPECT_EQ(s.itemsize(), 3u);
+    EXPECT_EQ(jit::to_npy_bytes(s).substr(0, 40).find("'descr': '|S3'") != std::string::npos, true);
+    const std::string le = raw(std::vector<std::uint32_t>{0x61, 0xf8, 0x1F600, 0});
+    std::string be = le;
+    for (std::size_t i = 0; i < be.size(); i += 4)
+        std::reverse(be.begin() + static_cast<std::ptrdiff_t>(i), be.begin() + static_cast<std::ptrdiff_t>(i) + 4);
+    for (const auto& [descr, data] : {std::pair<std::string, std::string>{"<U2", le}, {">U2", be}}) {
+        jit::Array u = jit::parse_npy(
+            npy_v1("{'descr': '" + descr + "', 'fortran_order': False, 'shape': (2,), }", data), jit::Backend::Cpu);
+        EXPECT_EQ(u.dtype(), jit::DType::Str);
+        EXPECT_EQ(u.itemsize(), 8u);
+        std::vector<std::uint32_t> got(4);
+        u.copy_to_host(got.data());
+        EXPECT_EQ(got, (std::vector<std::uint32_t>{0x61, 0xf8, 0x1F600, 0})) << descr;
+        EXPECT_NE(jit::to_npy_bytes(u).find("'descr': '<U2'"), std::string::npos);
+    }
+    // A string of width 0 holds nothing: an error that says so.
+    EXPECT_NE(io_error_message(npy_v1("{'descr': '|S0', 'fortran_order': False, 'shape': (2,), }", "")).find("width 0"),
+              std::string::npos);
 }
 
 TEST(NpyParseErrors, RejectsStructuredDescr) {

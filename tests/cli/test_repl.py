@@ -179,6 +179,27 @@ class Repl(ReplBase):
         self.line(c, "1 + 1", "array(2, dtype=int64)")
         self.assertNotIn("abandoned_name", c.before)
 
+    def test_string_arrays_and_literals(self):
+        # An S4 array written by hand (.npy 1.0; no NumPy needed): b'oslo', b'os'.
+        header = "{'descr': '|S4', 'fortran_order': False, 'shape': (2,), }"
+        header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+        path = os.path.join(self.state, "s.npy")
+        with open(path, "wb") as f:
+            f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode("latin1"))
+            f.write(b"oslo" + b"os\x00\x00")
+        c = self.spawn()
+        self.line(c, "s = load(%r)" % path, "")
+        self.line(c, "s", "array([b'oslo', b'os'], dtype='|S4')")
+        self.line(c, "contains(s, b'sl'); x = 1", "")
+        self.line(c, "str_len(s) + (s == b'os\\x00')", "array([4, 3], dtype=int64)")
+        self.line(c, "s == 'os'", "does not mix bytes and str")
+        # A triple-quoted literal continues on the next line; its ';' and '#' are text.
+        c.send("n = str_len('''a;#\r")
+        c.expect_exact("... ")
+        c.send("b''')\r")
+        c.expect_exact(PROMPT)
+        self.line(c, "n", "array(5, dtype=int64)")
+
     def test_ctrl_c_abandons_a_multi_line_statement(self):
         c = self.spawn()
         c.send("(1 +\r")

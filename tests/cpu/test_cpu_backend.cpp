@@ -3,6 +3,7 @@
 // outputs, reductions, 16-bit floats, and thread-count independence.
 #include "backend/cpu/cpu_backend.hpp"
 #include "backend/cpu/kernels.hpp"
+#include "backend/cpu/strings.hpp"
 #include "dsl/plan.hpp"
 #include "dsl/semantics.h"
 #include "tests/support/ir_builder.hpp"
@@ -430,7 +431,29 @@ TEST(CpuKernels, EveryElementwiseOpHasAKernelForSomeDtype) {
         if (info.kind == ir::OpKind::Reduction || info.kind == ir::OpKind::Scan) continue;  // not element-wise
         bool any = false;
         for (int d = 0; d < jit::kNumDTypes; ++d) any |= kt.op[static_cast<int>(info.op)][d] != nullptr;
+        // The string functions have kernels over string values only (backend/cpu/strings.hpp).
+        if (ir::is_string_function(info.op))
+            for (const DType t : {DType::Bytes, DType::Str, DType::Utf8})
+                for (int scalar : {0, 1, 2}) any |= jit::cpu::string_kernel(info.op, t, t, scalar) != nullptr;
         EXPECT_TRUE(any) << info.id;
+    }
+}
+
+TEST(CpuKernels, StringOpsHaveKernelsForEveryPairOfOneKind) {
+    const DType text[] = {DType::Str, DType::Utf8};
+    for (const auto& info : ir::op_table()) {
+        if (!ir::is_string_function(info.op) && !ir::is_comparison(info.op)) continue;
+        for (int scalar : {0, 1, 2}) {
+            EXPECT_NE(jit::cpu::string_kernel(info.op, DType::Bytes, DType::Bytes, scalar), nullptr) << info.id;
+            for (DType a : text)
+                for (DType b : text)
+                    EXPECT_NE(jit::cpu::string_kernel(info.op, a, b, scalar), nullptr)
+                        << info.id << " " << dtype_name(a) << " " << dtype_name(b);
+            // bytes never meet text (lowering refuses them before a backend sees them)
+            if (info.op != ir::Op::StrLen) {
+                EXPECT_EQ(jit::cpu::string_kernel(info.op, DType::Bytes, DType::Str, scalar), nullptr) << info.id;
+            }
+        }
     }
 }
 

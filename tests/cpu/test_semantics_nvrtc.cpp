@@ -40,12 +40,17 @@ JX_SPELL(float, "float")
 JX_SPELL(double, "double")
 JX_SPELL(jx::c64, "jx::c64")
 JX_SPELL(jx::c128, "jx::c128")
+JX_SPELL(jx::sb, "jx::sb")
+JX_SPELL(jx::su, "jx::su")
+JX_SPELL(jx::s8, "jx::s8")
 #undef JX_SPELL
 
 template <class... T>
 struct type_list {};
 using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::u16, jx::u32, jx::u64, float, double,
                            jx::c64, jx::c128>;
+// The string values (the comparisons and the string functions take them; casts and reductions do not).
+using StringTypes = type_list<jx::sb, jx::su, jx::s8>;
 
 // One probe per element-wise op of ops.def: which argument lists jx::op::<Id> accepts.
 #define JX_PROBE_Operator(Id, Arity) JX_PROBE(Id, Arity)
@@ -64,6 +69,10 @@ using AllTypes = type_list<bool, jx::i8, jx::i16, jx::i32, jx::i64, jx::u8, jx::
         template <class T>                                                                        \
         static constexpr bool cond_first = Arity == 3 && requires(T x, bool c) {                  \
             jx::op::Id(c, x, x);                                                                  \
+        };                                                                                        \
+        template <class A, class B>                                                               \
+        static constexpr bool mixed = Arity == 2 && requires(A x, B y) {                          \
+            jx::op::Id(x, y);                                                                     \
         };                                                                                        \
     };
 #define JIT_OP(Id, Kind, Arity, ...) JX_PROBE_##Kind(Id, Arity)
@@ -88,6 +97,15 @@ void emit_calls(std::ostream& os, int& count) {
 template <class P, class... T>
 void emit_op(std::ostream& os, int& count, type_list<T...>) {
     (emit_calls<P, T>(os, count), ...);
+}
+
+// A U string against an Arrow one, both ways round.
+template <class P>
+void emit_mixed_strings(std::ostream& os, int& count) {
+    if constexpr (P::template mixed<jx::su, jx::s8>)
+        os << "    st(out, " << count++ << ", jx::op::" << P::name << "(ld<jx::su>(in, 0), ld<jx::s8>(in, 1)));\n";
+    if constexpr (P::template mixed<jx::s8, jx::su>)
+        os << "    st(out, " << count++ << ", jx::op::" << P::name << "(ld<jx::s8>(in, 0), ld<jx::su>(in, 1)));\n";
 }
 
 template <class To, class... From>
@@ -130,8 +148,11 @@ constexpr int kCallsPerKernel = 48;
 std::string kernel_source(int* calls) {
     std::ostringstream os;  // the calls, one per line
     int count = 0;
-#define JX_EMIT_Operator(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
-#define JX_EMIT_Function(Id) emit_op<Probe_##Id>(os, count, AllTypes{});
+#define JX_EMIT_Operator(Id)                       \
+    emit_op<Probe_##Id>(os, count, AllTypes{});    \
+    emit_op<Probe_##Id>(os, count, StringTypes{}); \
+    emit_mixed_strings<Probe_##Id>(os, count);
+#define JX_EMIT_Function(Id) JX_EMIT_Operator(Id)
 #define JX_EMIT_Result(Id) JX_EMIT_Function(Id)
 #define JX_EMIT_Reduction(Id)
 #define JX_EMIT_Scan(Id)

@@ -136,6 +136,9 @@ Elem element(const std::vector<unsigned char>& bytes, DType t, std::size_t k) {
         }
             JIT_TEMPORAL_CASES e.exact = get(std::int64_t{});
             break;  // a date's count: exact
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: break;  // (no case computes strings)
     }
     return e;
 }

@@ -1,5 +1,6 @@
 // Golden files for the messages of checking errors (names, types, shapes, values): each
 // golden/semantic/NAME.input holds `#bind NAME DTYPE SHAPE` lines (or `#bind NAME DTYPE scalar`;
+// DTYPE a dtype name, or S8, U4, string, large_string for the string columns;
 // an array's line may end in `strict` and `read-only`, the Binding's flags) and then the program; NAME.expect holds the exact what() of the error it must raise.
 // JITEXPR_UPDATE_GOLDEN=1 rewrites the .expect files.
 #include "dsl/lower.hpp"
@@ -36,7 +37,15 @@ std::string parse_case(const std::string& input, std::map<std::string, dsl::Bind
             ls >> name >> dtype;
             std::getline(ls, rest);
             dsl::Binding b;
-            b.dtype = *dtype_from_name(dtype);
+            if (auto t = dtype_from_name(dtype)) {
+                b.dtype = *t;
+            } else if (dtype == "string" || dtype == "large_string") {  // Arrow string columns
+                b.dtype = DType::Utf8;
+                b.itemsize = dtype == "string" ? 4 : 8;
+            } else {  // NumPy's S5 and U3
+                b.dtype = dtype.at(0) == 'S' ? DType::Bytes : DType::Str;
+                b.itemsize = std::stoul(dtype.substr(1)) * (dtype[0] == 'U' ? 4 : 1);
+            }
             if (rest.find("scalar") != std::string::npos) {
                 b.kind = dsl::Binding::Kind::Scalar;
             } else {

@@ -123,8 +123,12 @@ TEST(ArrowFormat, MapsEveryPrimitiveFormatBothWays) {
 
 TEST(ArrowFormat, HasNoDTypeForStringsNestedOrParametricTypes) {
     for (const char* f :
-         {"u", "U", "z", "n", "+l", "+s", "d:10,2", "w:4", "tts", "ttn", "tin", "tDD", "tsx:", "tss", "", "ii"})
+         {"z", "Z", "vu", "vz", "n", "+l", "+s", "d:10,2", "w:4", "tts", "ttn", "tin", "tDD", "tsx:", "tss", "", "ii"})
         EXPECT_FALSE(jit::from_arrow_format(f)) << f;
+    // Arrow's string and large_string are one dtype, the offsets' width the array's own.
+    EXPECT_EQ(jit::from_arrow_format("u"), jit::DType::Utf8);
+    EXPECT_EQ(jit::from_arrow_format("U"), jit::DType::Utf8);
+    EXPECT_THROW(jit::to_arrow_format(jit::DType::Utf8), jit::ArgumentError);
     EXPECT_THROW(jit::to_arrow_format(jit::DType::Complex64), jit::ArgumentError);
     EXPECT_THROW(jit::to_arrow_format(jit::DType::BFloat16), jit::ArgumentError);
 }
@@ -359,9 +363,9 @@ TEST(ArrowImport, CopiesValuesNotAlignedToTheirSize) {
     EXPECT_EQ(c.values.to_vector<float>(), (std::vector<float>{1.5f, 2.5f, 3.5f}));
 }
 
-TEST(ArrowImport, RejectsUtf8AndLeavesTheArrayToItsOwner) {
+TEST(ArrowImport, RejectsBinaryViewAndLeavesTheArrayToItsOwner) {
     Producer p;
-    produce(p, "u", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);
+    produce(p, "vz", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // binary_view: not taken
     p.array.n_buffers = 3;
     EXPECT_THROW(jit::from_arrow(&p.schema, &p.array), jit::ArgumentError);
     EXPECT_NE(p.array.release, nullptr);  // not consumed
@@ -573,7 +577,7 @@ TEST(ArrowCApi, ReportsAnUnsupportedFormatAsAnArgumentError) {
     jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
     ASSERT_NE(rt, nullptr);
     Producer p;
-    produce(p, "u", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);
+    produce(p, "vz", as_bytes(std::vector<std::int32_t>{0, 1, 3}), 0, 2);  // binary_view: not taken
     p.array.n_buffers = 3;
     const ArrowSchema* schemas[] = {&p.schema};
     const ArrowArray* arrays[] = {&p.array};
@@ -582,6 +586,240 @@ TEST(ArrowCApi, ReportsAnUnsupportedFormatAsAnArgumentError) {
     out.release = &release_producer_array;  // must be marked released on failure
     EXPECT_EQ(jitexpr_eval_arrow(rt, "a + 1", 1, schemas, arrays, &out, &schema), JITEXPR_ERROR_ARGUMENT);
     EXPECT_EQ(out.release, nullptr);
-    EXPECT_NE(std::string(jitexpr_last_error()).find("\"u\""), std::string::npos) << jitexpr_last_error();
+    EXPECT_NE(std::string(jitexpr_last_error()).find("\"vz\""), std::string::npos) << jitexpr_last_error();
     jitexpr_runtime_destroy(rt);
+}
+
+// ---- string columns (format "u", int32 offsets, and "U", int64): offsets + data + validity
+
+namespace {
+
+// A string column of `rows` (offsets from `base` into `chars`, which may hold bytes before the
+// first row), `offset` rows skipped, with validity `valid` (empty: no bitmap).
+struct StringProducer {
+    Producer p;
+    std::vector<std::byte> offsets;
+    std::string chars;
+};
+
+void produce_strings(StringProducer& s, const std::string& format, const std::vector<std::string>& rows,
+                     std::int64_t offset = 0, const std::vector<bool>& valid = {}, std::int64_t null_count = 0,
+                     std::size_t base = 0) {
+    s.chars.assign(base, '#');
+    std::vector<std::int64_t> off{static_cast<std::int64_t>(base)};
+    for (const auto& r : rows) {
+        s.chars += r;
+        off.push_back(static_cast<std::int64_t>(s.chars.size()));
+    }
+    if (format == "U") {
+        s.offsets = as_bytes(off);
+    } else {
+        std::vector<std::int32_t> o32(off.begin(), off.end());
+        s.offsets = as_bytes(o32);
+    }
+    produce(s.p, format, s.offsets, offset, static_cast<std::int64_t>(rows.size()) - offset, valid, null_count);
+    s.p.array.n_buffers = 3;
+    s.p.buffers[2] = s.chars.data();
+}
+
+}  // namespace
+
+TEST(ArrowStrings, ImportsStringAndLargeStringInPlaceWithOffsetAndNulls) {
+    for (const char* format : {"u", "U"}) {
+        StringProducer s;
+        // Rows 1.. of the column (offset 1), the first byte of data before any row, row 2 null.
+        produce_strings(s, format, {"skip", "apple", "pear", "b\xc3\xa9t", "apple"}, 1, {true, true, true, false, true},
+                        1, 3);
+        jit::ArrowColumn c = jit::from_arrow(&s.p.schema, &s.p.array);
+        EXPECT_EQ(s.p.array.release, nullptr);  // moved
+        EXPECT_EQ(c.values.dtype(), jit::DType::Utf8);
+        EXPECT_EQ(c.values.itemsize(), std::string(format) == "U" ? 8u : 4u);
+        EXPECT_EQ(c.values.size(), 4);
+        EXPECT_EQ(c.values.chars(), s.chars.data());  // viewed, not copied
+        EXPECT_TRUE(c.values.read_only());
+        ASSERT_TRUE(c.validity.has_value());
+        jit::ArrowColumn r = jit::eval_arrow("s == 'apple'", {c});
+        EXPECT_EQ(r.values.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 0, 0, 1}));
+        EXPECT_EQ(r.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1, 0, 1}));
+        // A reduction skips the null rows: str_len of apple, pear, apple.
+        jit::ArrowColumn n = jit::eval_arrow("sum(str_len(s))", {c});
+        EXPECT_EQ(n.values.item<std::int64_t>(), 14);
+        jit::ArrowColumn m = jit::eval_arrow("sum(contains(s, 'p'))", {c});
+        EXPECT_EQ(m.values.item<std::int64_t>(), 3);
+        c = {};
+        r = {};
+        n = {};
+        m = {};
+        EXPECT_EQ(s.p.released, 1);  // released once, when the last view went
+    }
+}
+
+TEST(ArrowStrings, RefusesMalformedOffsetsAndLeavesTheArrayToItsOwner) {
+    // Decreasing offsets, an offset below 0, and offsets past what the rows hold are refused
+    // before anything reads the data (tests/embed/test_arrow_asan.cpp reads them under ASan).
+    struct Case {
+        std::vector<std::int32_t> offsets;
+        const char* words;
+    };
+    const Case cases[] = {
+        {{0, 3, 2, 4}, "decrease at row 1"},
+        {{-1, 2, 3, 4}, "below 0"},
+        {{0, 2, 1000, 3}, "decrease at row 2"},
+    };
+    for (const Case& c : cases) {
+        Producer p;
+        std::string chars = "abcd";
+        produce(p, "u", as_bytes(c.offsets), 0, 3);
+        p.array.n_buffers = 3;
+        p.buffers[2] = chars.data();
+        try {
+            jit::from_arrow(&p.schema, &p.array);
+            ADD_FAILURE() << c.words << ": no error";
+        } catch (const jit::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find(c.words), std::string::npos) << e.what();
+        }
+        EXPECT_NE(p.array.release, nullptr);  // not consumed
+        p.array.release(&p.array);
+    }
+}
+
+TEST(ArrowStrings, RefusesInvalidUtf8NamingTheRow) {
+    for (const std::string& bad : {std::string("\xff"), std::string("a\xc3"), std::string("\xed\xa0\x80"),
+                                   std::string("\xc0\xaf"), std::string("\xf4\x90\x80\x80")}) {
+        StringProducer s;
+        produce_strings(s, "u", {"fine", "ok", bad + "x"});
+        try {
+            jit::view_arrow(&s.p.schema, &s.p.array);
+            ADD_FAILURE() << "no error";
+        } catch (const jit::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find("row 2 of a string column is not valid UTF-8"), std::string::npos)
+                << e.what();
+        }
+    }
+    StringProducer ok;  // every length of a sequence, the extremes of each
+    produce_strings(ok, "u",
+                    {"\x7f", "\xc2\x80\xdf\xbf", "\xe0\xa0\x80\xef\xbf\xbf", "\xf0\x90\x80\x80\xf4\x8f\xbf\xbf"});
+    EXPECT_NO_THROW(jit::view_arrow(&ok.p.schema, &ok.p.array));
+}
+
+TEST(ArrowStrings, RefusesBinaryWithWhatToDo) {
+    for (const char* f : {"z", "Z", "vz"}) {
+        Producer p;
+        produce(p, f, as_bytes(std::vector<std::int32_t>{0, 1}), 0, 1);
+        p.array.n_buffers = 3;
+        try {
+            jit::view_arrow(&p.schema, &p.array);
+            ADD_FAILURE() << f;
+        } catch (const jit::ArgumentError& e) {
+            EXPECT_NE(std::string(e.what()).find("not supported"), std::string::npos) << e.what();
+        }
+    }
+}
+
+TEST(ArrowStrings, EmptyColumnsAndEmptyRows) {
+    StringProducer s;
+    produce_strings(s, "u", {"", "", ""});
+    s.p.buffers[2] = nullptr;  // no byte at all: Arrow allows a null data buffer
+    jit::ArrowColumn c = jit::view_arrow(&s.p.schema, &s.p.array);
+    EXPECT_EQ(jit::eval_arrow("str_len(s) + contains(s, '')", {c}).values.to_vector<std::int64_t>(),
+              (std::vector<std::int64_t>{1, 1, 1}));
+    StringProducer none;
+    produce_strings(none, "U", {});
+    EXPECT_EQ(jit::eval_arrow("s == 'x'", {jit::view_arrow(&none.p.schema, &none.p.array)}).values.size(), 0);
+}
+
+TEST(ArrowStrings, CApiEvaluatesAStringColumn) {
+    jitexpr_runtime* rt = jitexpr_runtime_create(JITEXPR_BACKEND_CPU);
+    ASSERT_NE(rt, nullptr);
+    StringProducer s;
+    produce_strings(s, "u", {"oslo", "bergen", "oslo", "troms\xc3\xb8"}, 0, {true, true, false, true}, 1);
+    const ArrowSchema* schemas[] = {&s.p.schema};
+    const ArrowArray* arrays[] = {&s.p.array};
+    ArrowArray out{};
+    ArrowSchema schema{};
+    ASSERT_EQ(
+        jitexpr_eval_arrow(rt, "startswith(city, 'o') | endswith(city, '\\u00f8')", 1, schemas, arrays, &out, &schema),
+        JITEXPR_OK)
+        << jitexpr_last_error();
+    EXPECT_STREQ(schema.format, "b");
+    EXPECT_EQ(out.null_count, 1);
+    EXPECT_TRUE(bit(out.buffers[1], 0));
+    EXPECT_FALSE(bit(out.buffers[1], 1));
+    EXPECT_TRUE(bit(out.buffers[1], 3));
+    EXPECT_FALSE(bit(out.buffers[0], 2));
+    out.release(&out);
+    schema.release(&schema);
+    EXPECT_NE(s.p.array.release, nullptr);  // borrowed
+    s.p.array.release(&s.p.array);
+    jitexpr_runtime_destroy(rt);
+}
+
+namespace {
+
+// A string_view column (format "vu"): 16-byte views, strings of up to 12 bytes inline, longer
+// ones in the variadic data buffers, whose sizes the last buffer holds.
+struct ViewProducer {
+    Producer p;
+    std::vector<std::byte> views;
+    std::vector<std::string> data;
+    std::vector<std::int64_t> sizes;
+    std::vector<const void*> buffers;
+};
+
+void produce_views(ViewProducer& v, const std::vector<std::string>& rows, const std::vector<bool>& valid = {},
+                   std::int64_t null_count = 0) {
+    v.data.assign(2, std::string());
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        unsigned char view[16] = {};
+        const auto len = static_cast<std::int32_t>(rows[i].size());
+        std::memcpy(view, &len, 4);
+        if (len <= 12) {
+            std::memcpy(view + 4, rows[i].data(), rows[i].size());
+        } else {
+            const std::int32_t index = static_cast<std::int32_t>(i % 2);
+            const auto at = static_cast<std::int32_t>(v.data[static_cast<std::size_t>(index)].size());
+            v.data[static_cast<std::size_t>(index)] += rows[i];
+            std::memcpy(view + 4, rows[i].data(), 4);
+            std::memcpy(view + 8, &index, 4);
+            std::memcpy(view + 12, &at, 4);
+        }
+        const auto* b = reinterpret_cast<const std::byte*>(view);
+        v.views.insert(v.views.end(), b, b + 16);
+    }
+    v.sizes = {static_cast<std::int64_t>(v.data[0].size()), static_cast<std::int64_t>(v.data[1].size())};
+    produce(v.p, "vu", v.views, 0, static_cast<std::int64_t>(rows.size()), valid, null_count);
+    v.buffers = {v.p.buffers[0], v.views.data(), v.data[0].data(), v.data[1].data(), v.sizes.data()};
+    v.p.array.n_buffers = 5;
+    v.p.array.buffers = v.buffers.data();
+}
+
+}  // namespace
+
+TEST(ArrowStrings, ImportsStringViewAsACopyWithNulls) {
+    // Polars' strings: string_view. Inline rows, rows in both data buffers, a null.
+    ViewProducer v;
+    produce_views(v, {"oslo", "a string longer than twelve", "", "troms\xc3\xb8", "another long one, in buffer 0"},
+                  {true, true, false, true, true}, 1);
+    jit::ArrowColumn c = jit::from_arrow(&v.p.schema, &v.p.array);
+    EXPECT_EQ(v.p.array.release, nullptr);
+    EXPECT_EQ(v.p.released, 1);  // copied, so released at once
+    EXPECT_EQ(c.values.dtype(), jit::DType::Utf8);
+    jit::ArrowColumn r = jit::eval_arrow("contains(s, 'long') | (s == 'oslo')", {c});
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[0], 1);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[1], 1);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[3], 0);
+    EXPECT_EQ(r.values.to_vector<std::uint8_t>()[4], 1);
+    EXPECT_EQ(r.validity->to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{1, 1, 0, 1, 1}));
+    EXPECT_EQ(jit::eval_arrow("str_len(s)", {c}).values.to_vector<std::int64_t>()[3], 6);
+}
+
+TEST(ArrowStrings, RefusesAStringViewThatPointsPastItsData) {
+    for (int which = 0; which < 3; ++which) {
+        ViewProducer v;
+        produce_views(v, {"a string longer than twelve", "ok"});
+        std::int32_t bad = which == 0 ? 7 : which == 1 ? 1000 : -3;  // buffer index, offset, length
+        std::memcpy(v.views.data() + (which == 0 ? 8 : which == 1 ? 12 : 0), &bad, 4);
+        EXPECT_THROW(jit::view_arrow(&v.p.schema, &v.p.array), jit::ArgumentError) << which;
+        EXPECT_NE(v.p.array.release, nullptr);
+    }
 }

@@ -824,3 +824,53 @@ TEST(CApiReadOnly, AnArrowColumnAssignedIsRefused) {
         << jitexpr_last_error();
     EXPECT_EQ(data, (std::vector<float>{1, 2}));
 }
+
+// ---- fixed-width string arrays (NumPy's S and U layout): JITEXPR_ARG_STRINGS
+
+TEST(CApiStrings, SAndUArraysAreComparedAndSearched) {
+    RuntimePtr rt = cpu_runtime();
+    const char s_data[] = "oslo\0\0bergenoslo\0\0";  // S6: oslo, bergen, oslo
+    const std::int64_t shape[] = {3};
+    jitexpr_strings s{s_data, JITEXPR_STRINGS_BYTES, 1, 6, shape, nullptr};
+    const char32_t u_data[] = {U'o', U's', U'\0', U'\u00f8', U'x', U'\0'};  // U3: "os", "\u00f8x"
+    const std::int64_t ushape[] = {2};
+    jitexpr_strings u{u_data, JITEXPR_STRINGS_UCS4, 1, 12, ushape, nullptr};
+    auto arg = [](const jitexpr_strings* x) {
+        jitexpr_arg a{};
+        a.kind = JITEXPR_ARG_STRINGS;
+        a.value.strings = x;
+        return a;
+    };
+    DLManagedTensor* out = nullptr;
+    jitexpr_arg sa[] = {arg(&s)};
+    ASSERT_EQ(jitexpr_eval(rt.get(), "(s == b'oslo') & startswith(s, b'os')", 1, sa, &out), JITEXPR_OK)
+        << jitexpr_last_error();
+    ASSERT_EQ(out->dl_tensor.shape[0], 3);
+    const auto* b = static_cast<const std::uint8_t*>(out->dl_tensor.data);
+    EXPECT_EQ(std::vector<std::uint8_t>(b, b + 3), (std::vector<std::uint8_t>{1, 0, 1}));
+    out->deleter(out);
+    jitexpr_arg ua[] = {arg(&u)};
+    ASSERT_EQ(jitexpr_eval(rt.get(), "find(u, '\\u00f8') + str_len(u)", 1, ua, &out), JITEXPR_OK)
+        << jitexpr_last_error();
+    const auto* i = static_cast<const std::int64_t*>(out->dl_tensor.data);
+    EXPECT_EQ(std::vector<std::int64_t>(i, i + 2), (std::vector<std::int64_t>{1, 2}));
+    out->deleter(out);
+    // bytes against str: NumPy's TypeError; a string-valued result: refused too.
+    jitexpr_arg both[] = {arg(&s), arg(&u)};
+    const char* names[] = {"s", "u"};
+    EXPECT_EQ(jitexpr_eval_named(rt.get(), "s[:2] == u", 2, names, both, &out), JITEXPR_ERROR_TYPE);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("does not mix bytes and str"), std::string::npos)
+        << jitexpr_last_error();
+    EXPECT_EQ(jitexpr_eval(rt.get(), "s", 1, sa, &out), JITEXPR_ERROR_TYPE);
+    // An itemsize of 0, or of a part of a code point, is an argument error.
+    jitexpr_strings bad = s;
+    bad.itemsize = 0;
+    jitexpr_arg badarg[] = {arg(&bad)};
+    EXPECT_EQ(jitexpr_eval(rt.get(), "s == b''", 1, badarg, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_NE(std::string(jitexpr_last_error()).find("itemsize 0"), std::string::npos) << jitexpr_last_error();
+    jitexpr_strings odd = u;
+    odd.itemsize = 6;
+    jitexpr_arg oddarg[] = {arg(&odd)};
+    EXPECT_EQ(jitexpr_eval(rt.get(), "u == 'a'", 1, oddarg, &out), JITEXPR_ERROR_ARGUMENT);
+    EXPECT_EQ(out, nullptr);
+}

@@ -89,6 +89,9 @@ inline std::vector<std::byte> sample(jit::DType dtype, std::size_t n) {
             } break;
                 JIT_TEMPORAL_CASES put(static_cast<std::int64_t>(v));
                 break;  // a date's count
+            case DType::Bytes:
+            case DType::Str:
+            case DType::Utf8: break;  // (numbers only)
         }
     }
     return out;

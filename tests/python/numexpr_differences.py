@@ -60,6 +60,12 @@ DIFFERENCES = [
                "float64); NumPy 2 keeps them: int8 + 1 is int8, sin(int8) is float16, bool * 2 is int64"),
     Difference("int64 with float32", lambda t, a, b: (a, b) == ("int64", "float32"), "numpy",
                "numexpr gives float32 for int64 with float32; NumPy promotes to float64"),
+    Difference("NUL inside bytes in contains", lambda t, a, b: a == "bytes" and "contains(" in t, "numpy",
+               "numexpr's contains() stops at a NUL byte inside a string (a C string's end): contains(b'x\\0ab', "
+               "b'ab') is False; jitexpr searches every byte but the trailing NULs, as np.strings.find does"),
+    Difference("order of bytes above 0x7f", lambda t, a, b: a == "bytes" and ("<" in t or ">" in t), "numpy",
+               "numexpr orders byte strings by C char, signed where the platform's char is (x86: b'\\xff' < b'a'); "
+               "jitexpr orders them as NumPy does, by unsigned byte, on every platform"),
 ]
 
 

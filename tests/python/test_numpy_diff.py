@@ -16,6 +16,9 @@ NUMPY = {name: getattr(np, name) for name in (
 NUMPY.update(pi=np.pi, e=np.e, inf=np.inf, nan=np.nan)
 NUMPY["max"] = np.max
 NUMPY["min"] = np.min
+# The string functions (issue 32) as np.strings computes them.
+NUMPY.update(contains=lambda s, sub: np.strings.find(s, sub) >= 0, startswith=np.strings.startswith,
+             endswith=np.strings.endswith, find=np.strings.find, str_len=np.strings.str_len)
 
 EXPRESSIONS = [
     "a * 2 + b",

@@ -67,6 +67,12 @@ public:
         return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
 
+    // Fixed-width string arrays (DType::Bytes, DType::Str), C-contiguous, of `itemsize` bytes per
+    // element (NumPy's S5 is Bytes with itemsize 5, U3 is Str with itemsize 12). An itemsize of
+    // 0, or one that is no multiple of 4 for Str, is an ArgumentError. Uninitialised.
+    static Array empty(DType dtype, std::size_t itemsize, Shape shape, Backend backend = Backend::Auto,
+                       int device = kDefaultDevice);
+
     // A view over memory that jitexpr does not own (a cudaMalloc pointer, a host buffer).
     // `keep_alive` (may be null) is held as long as any array refers to the memory.
     static Array view(void* data, DType dtype, Shape shape, Strides strides, Backend backend,
@@ -83,12 +89,36 @@ public:
     static Array view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend, int device,
                       std::shared_ptr<void> keep_alive = nullptr);
 
+    // Views of fixed-width string memory (DType::Bytes, DType::Str; strides in elements of
+    // `itemsize` bytes), writable and read-only as the views above.
+    static Array view(void* data, DType dtype, std::size_t itemsize, Shape shape, Strides strides, Backend backend,
+                      int device = kDefaultDevice, std::shared_ptr<void> keep_alive = nullptr);
+    static Array view(const void* data, DType dtype, std::size_t itemsize, Shape shape, Strides strides,
+                      Backend backend, int device = kDefaultDevice, std::shared_ptr<void> keep_alive = nullptr);
+    // A read-only view of a variable-length UTF-8 column in Arrow's layout (DType::Utf8): `rows`
+    // strings, row i the bytes [offsets[i], offsets[i + 1]) of `chars`; `offsets` holds rows + 1
+    // integers of `offset_width` bytes (4: Arrow's string, 8: large_string), counted from `chars`.
+    // The array's elements are the offsets (itemsize() is their width, data() points at
+    // offsets[0]; a view of it, a slice or a broadcast, reads element k's string from the offsets
+    // k and k + 1); chars() is the data buffer. The offsets must not decrease and must lie in
+    // [0, chars_bytes] (checked: an ArgumentError names the first bad row); the bytes are not
+    // checked here (from_arrow checks that they are UTF-8).
+    static Array view_utf8(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,
+                           std::int64_t rows, Backend backend, int device = kDefaultDevice,
+                           std::shared_ptr<void> keep_alive = nullptr);
+
     DType dtype() const { return dtype_; }
+    // Bytes per element: the dtype's own, an S or U array's width, a Utf8 array's offset width.
+    std::size_t itemsize() const { return itemsize_; }
+    // A Utf8 array's data buffer (on the array's backend), and its size; null and 0 otherwise.
+    const void* chars() const { return chars_ ? chars_->data() : nullptr; }
+    std::size_t chars_bytes() const { return chars_ ? chars_->bytes() : 0; }
+    const std::shared_ptr<Storage>& chars_storage() const { return chars_; }
     const Shape& shape() const { return dims_ ? dims_->shape : no_dims().shape; }
     const Strides& strides() const { return dims_ ? dims_->strides : no_dims().strides; }
     int ndim() const { return static_cast<int>(shape().size()); }
     std::int64_t size() const { return shape_size(shape()); }
-    std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize(dtype_); }
+    std::size_t nbytes() const { return static_cast<std::size_t>(size()) * itemsize_; }
     Backend backend() const { return backend_; }
     // The ordinal of the device holding the data (0 on the CPU and for an undefined array).
     int device() const { return storage_ ? storage_->device() : 0; }
@@ -173,11 +203,13 @@ private:
         dims_ = std::make_shared<const Dims>(Dims{std::move(shape), std::move(strides)});
     }
     DType dtype_ = DType::Float32;
+    std::size_t itemsize_ = 4;
     std::shared_ptr<const Dims> dims_;
     std::int64_t offset_ = 0;
     Backend backend_ = Backend::Cpu;
     bool read_only_ = false;
     std::shared_ptr<Storage> storage_;
+    std::shared_ptr<Storage> chars_;  // Utf8: the data buffer the offsets (storage_) index
     friend struct ArrayAccess;
 };
 

@@ -74,10 +74,20 @@ enum class DType : std::uint8_t {
         JIT_FOR_EACH_TIME_UNIT(JIT_DATETIME_ENUM) JIT_FOR_EACH_TIME_UNIT(JIT_TIMEDELTA_ENUM)
 #undef JIT_DATETIME_ENUM
 #undef JIT_TIMEDELTA_ENUM
+    // Strings, a family apart from the compute dtypes (which kNumDTypes counts and the kernel
+    // tables are sized by) and from the dates: values from 64 up. No value of these dtypes is ever
+    // computed: only the string ops (comparisons, contains, startswith, endswith, find, str_len)
+    // read them, and give bool or int64. Their width is each array's own (Array::itemsize());
+    // itemsize() of the dtype is 0.
+    Bytes = 64,  // NumPy 'S': itemsize bytes per element; trailing NULs do not count
+    Str = 65,    // NumPy 'U': itemsize / 4 code points (UCS-4, native order); trailing NULs do not count
+    Utf8 = 66,   // Arrow string / large_string: itemsize 4 / 8, the width of the offsets (Array::chars())
 };
 
 // The compute dtypes (JIT_FOR_EACH_DTYPE), which the backends' tables are indexed by.
 inline constexpr int kNumDTypes = 15;
+
+constexpr bool is_string(DType t) { return t == DType::Bytes || t == DType::Str || t == DType::Utf8; }
 
 // The case labels of every datetime64/timedelta64 dtype, for a switch over the compute dtypes
 // that the compiler should still check for exhaustiveness (-Wswitch): `JIT_TEMPORAL_CASES break;`.
@@ -131,6 +141,9 @@ constexpr std::size_t itemsize(DType t) {
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_SIZE)
 #undef JIT_DTYPE_SIZE
         JIT_TEMPORAL_CASES return 8;
+        case DType::Bytes:
+        case DType::Str:
+        case DType::Utf8: return 0;  // the width is each array's (Array::itemsize())
     }
     return 0;
 }
@@ -153,9 +166,17 @@ constexpr std::string_view dtype_name(DType t) {
         JIT_FOR_EACH_DTYPE(JIT_DTYPE_NAME)
 #undef JIT_DTYPE_NAME
         JIT_TEMPORAL_CASES return detail::kTemporalNames[is_timedelta(t) ? 1 : 0][static_cast<int>(time_unit(t))];
+        case DType::Bytes: return "bytes";
+        case DType::Str: return "str";
+        case DType::Utf8: return "string";
     }
     return "?";
 }
+
+// The name of a dtype with an array's width: NumPy's "S5" and "U3" for the fixed-width string
+// dtypes, Arrow's "string" and "large_string" for Utf8 (by the offsets' width), dtype_name() for
+// the others.
+std::string dtype_name(DType t, std::size_t itemsize);
 
 // "float32" -> DType::Float32; also accepts the NumPy aliases "float", "int", "complex", "half", "double",
 // and the dates and durations by NumPy's names and codes: "datetime64[ns]", "M8[ns]",

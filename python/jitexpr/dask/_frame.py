@@ -23,10 +23,26 @@ from .._errors import TypeError as JxTypeError
 _ROWS = 7919  # the length the checker is told for a partition (any length gives the same dtypes)
 
 
-def _kind(dtype):
-    """'numpy', 'arrow' (pd.ArrowDtype) or 'masked' (pandas' nullable dtypes)."""
+def _arrow_string(dtype):
+    """'string' or 'large_string' for a column of Arrow strings (pandas' pyarrow-backed string
+    dtype, or pd.ArrowDtype of a string type), else None."""
     import pandas as pd
+    if type(dtype).__name__ == "StringDtype" and getattr(dtype, "storage", "") == "pyarrow":
+        return "large_string"
     if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+        t = dtype.pyarrow_dtype
+        if pa.types.is_string(t):
+            return "string"
+        if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+            return "large_string"
+    return None
+
+
+def _kind(dtype):
+    """'numpy', 'arrow' (pd.ArrowDtype, pandas' pyarrow strings) or 'masked' (pandas' nullable dtypes)."""
+    import pandas as pd
+    if isinstance(dtype, pd.ArrowDtype) or _arrow_string(dtype):
         return "arrow"
     if isinstance(dtype, pd.api.extensions.ExtensionDtype) and hasattr(dtype, "numpy_dtype") and \
             type(dtype).__name__ in ("Float64Dtype", "Float32Dtype", "Int8Dtype", "Int16Dtype", "Int32Dtype",
@@ -34,6 +50,12 @@ def _kind(dtype):
                                      "BooleanDtype"):
         return "masked"
     return "numpy"
+
+
+def _spec_dtype(name, dtype):
+    """The dtype name the checker is told for a column: NumPy's, or 'string' / 'large_string' for
+    a column of Arrow strings (each partition's column is read whole, its own offsets)."""
+    return _arrow_string(dtype) or _numpy_dtype(name, dtype).name
 
 
 def _numpy_dtype(name, dtype):
@@ -96,7 +118,7 @@ class Partition:
                 return self.scalars[name]
             col = part[name]
             want = self.columns.get(name)
-            if want is not None and _numpy_dtype(name, col.dtype).name != want:
+            if want is not None and _spec_dtype(name, col.dtype) != want:
                 raise JxTypeError(f"a partition's column '{name}' has dtype {col.dtype}, but the graph was "
                                   f"built for {want}")
             env[name] = _reader(col)
@@ -209,10 +231,10 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
         if not isinstance(c, str):
             continue
         try:
-            d = _numpy_dtype(c, meta[c].dtype)
+            d = _spec_dtype(c, meta[c].dtype)
         except JxTypeError:
-            continue  # a column of strings, say: fine as long as the program does not read it
-        specs[c] = ("array", d.name, (_ROWS,))
+            continue  # a column of objects, say: fine as long as the program does not read it
+        specs[c] = ("array", d, (_ROWS,))
         kinds_of[c] = _kind(meta[c].dtype)
     for n, v in scalars.items():
         specs[n] = spec_of(n, v)

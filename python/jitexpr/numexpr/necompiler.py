@@ -616,3 +616,19 @@ def re_evaluate(local_dict=None, global_dict=None, _frame_depth: int = 2):
     ex, out, order, casting = last
     # evaluate's _frame_depth 3 is its caller; from here, re_evaluate's caller is one more.
     return evaluate(ex, local_dict, global_dict, out, order, casting, None, _frame_depth + 2)
+
+
+def _opcode_error(ex, names):
+    """numexpr's error for ``ex`` over ``names`` (``{name: value}``) where its typing refuses byte
+    strings: the NotImplementedError naming the opcode its machine lacks (``add_sss`` for two
+    byte strings added, ``ge_bsi`` for one against an int32), or the TypeError of a string
+    meeting a number in arithmetic; None otherwise. The drop-in asks it when jitexpr's checker
+    refuses an operation on strings, so that the exception is numexpr's."""
+    try:
+        signature = [(name, getType(np.asarray(value))) for name, value in names.items()]
+        precompile(ex, signature, sanitize=False)
+    except (NotImplementedError, TypeError) as e:
+        return e
+    except Exception:  # noqa: BLE001 - any other answer: jitexpr's own error stands
+        return None
+    return None

@@ -1,0 +1,203 @@
+// String predicates on CUDA against the CPU backend (issue 32): S, U and Arrow columns (int32
+// and int64 offsets) copied to the device (Array::to moves a column's offsets and bytes), every
+// string op against literals and columns, results as masks, in where and in reductions, strided
+// and broadcast views, a selection, sizes of one element to many blocks, rows of a few bytes to
+// thousands (a long row per thread), needles longer than the rows. Exact: the results are bools
+// and integers, bit for bit the CPU's. Skips without a device.
+#include <jit/jit.hpp>
+
+#include "backend/cuda/cuda.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace jit;
+
+namespace {
+
+std::vector<unsigned char> bytes(const Array& a) {
+    std::vector<unsigned char> b(a.nbytes());
+    a.copy_to_host(b.data());
+    return b;
+}
+
+// Random words over a small alphabet (so that needles match) with UTF-8 of 2, 3 and 4 bytes.
+std::vector<std::string> words(std::size_t n, std::size_t max_len, unsigned seed) {
+    static const char* const kPieces[] = {"a", "b", "ab", "x", "\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "q"};
+    std::mt19937 rng(seed);
+    std::vector<std::string> out(n);
+    for (auto& w : out) {
+        const std::size_t len = rng() % (max_len + 1);
+        while (w.size() < len) w += kPieces[rng() % 8];
+    }
+    return out;
+}
+
+struct Columns {
+    std::vector<std::int32_t> off32;
+    std::vector<std::int64_t> off64;
+    std::string chars;
+    std::vector<unsigned char> fixed;  // S of `width`
+    std::vector<char32_t> ucs4;        // U of `width` code points
+    Array utf8, large, s, u;
+};
+
+// The same words as an Arrow string and large_string column, an S array (bytes) and a U array.
+std::unique_ptr<Columns> columns(const std::vector<std::string>& w) {
+    auto c = std::make_unique<Columns>();
+    c->off32.push_back(0);
+    c->off64.push_back(0);
+    std::size_t width = 1, cps = 1;
+    std::vector<std::u32string> points;
+    for (const auto& s : w) {
+        c->chars += s;
+        c->off32.push_back(static_cast<std::int32_t>(c->chars.size()));
+        c->off64.push_back(static_cast<std::int64_t>(c->chars.size()));
+        width = std::max(width, s.size());
+        std::u32string p;
+        for (std::size_t i = 0; i < s.size();) {
+            const auto b = static_cast<unsigned char>(s[i]);
+            const int len = b < 0x80 ? 1 : b < 0xE0 ? 2 : b < 0xF0 ? 3 : 4;
+            char32_t cp = len == 1 ? b : b & (0x3F >> (len - 1));
+            for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+            p += cp;
+            i += len;
+        }
+        cps = std::max(cps, p.size());
+        points.push_back(p);
+    }
+    const auto n = static_cast<std::int64_t>(w.size());
+    c->utf8 = Array::view_utf8(c->off32.data(), 4, c->chars.data(), c->chars.size(), n, Backend::Cpu);
+    c->large = Array::view_utf8(c->off64.data(), 8, c->chars.data(), c->chars.size(), n, Backend::Cpu);
+    c->fixed.assign(w.size() * width, 0);
+    for (std::size_t i = 0; i < w.size(); ++i) std::memcpy(c->fixed.data() + i * width, w[i].data(), w[i].size());
+    c->s = Array::view(static_cast<const void*>(c->fixed.data()), DType::Bytes, width, {n}, {}, Backend::Cpu);
+    c->ucs4.assign(w.size() * cps, 0);
+    for (std::size_t i = 0; i < w.size(); ++i)
+        std::memcpy(c->ucs4.data() + i * cps, points[i].data(), points[i].size() * 4);
+    c->u = Array::view(static_cast<const void*>(c->ucs4.data()), DType::Str, cps * 4, {n}, {}, Backend::Cpu);
+    return c;
+}
+
+class StringsGpu : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string why;
+        if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+        RuntimeOptions g;
+        g.backend = Backend::Cuda;
+        g.disk_cache = false;
+        gpu_ = std::make_unique<Runtime>(g);
+        RuntimeOptions c;
+        c.backend = Backend::Cpu;
+        c.disk_cache = false;
+        cpu_ = std::make_unique<Runtime>(c);
+    }
+    // `text` over host arrays on the CPU and over device copies on CUDA: equal dtype, shape, bytes.
+    void same(const std::string& text, const Environment& host) {
+        SCOPED_TRACE(text);
+        Environment dev;
+        for (const auto& [n, v] : host) dev.insert_or_assign(n, v.is_array() ? Arg(v.array().to(Backend::Cuda)) : v);
+        Environment h = host;
+        const Array want = cpu_->run(text, h);
+        const Array got = gpu_->run(text, dev);
+        ASSERT_EQ(got.backend(), Backend::Cuda);
+        EXPECT_EQ(got.dtype(), want.dtype());
+        EXPECT_EQ(got.shape(), want.shape());
+        EXPECT_EQ(bytes(got), bytes(want));
+    }
+    std::unique_ptr<Runtime> gpu_, cpu_;
+};
+
+const char* const kPrograms[] = {
+    "t == 'ab'",
+    "t != l",
+    "t < 'b\\u00e9'",
+    "u >= t",
+    "s > b'ab'",
+    "contains(t, 'a\\u00e9')",
+    "contains(l, '\\U0001F600x')",
+    "contains(s, b'xq')",
+    "contains(u, t)",
+    "startswith(t, 'ab') | endswith(u, '\\u20ac')",
+    "find(t, 'x') + find(u, 'b') + find(l, u)",
+    "str_len(t) * 2 + str_len(s) + str_len(u)",
+    "sum(contains(t, 'b'))",
+    "sum(where(t == u, str_len(l), -1))",
+    "contains(t, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')",
+    "x[startswith(l, 'a')]",
+    "cumsum(endswith(s, b'b'))",
+};
+
+}  // namespace
+
+TEST_F(StringsGpu, EveryOpAgainstTheCpuOverManySizes) {
+    for (std::size_t n : {1u, 7u, 256u, 1000u, 100003u}) {
+        const auto c = columns(words(n, 12, static_cast<unsigned>(n)));
+        std::vector<float> xs(n);
+        for (std::size_t i = 0; i < n; ++i) xs[i] = static_cast<float>(i % 17);
+        const Array x = Array::from(xs, {}, Backend::Cpu);
+        Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}, {"s", Arg(c->s)}, {"u", Arg(c->u)}, {"x", Arg(x)}};
+        for (const char* text : kPrograms) same(text, env);
+    }
+}
+
+TEST_F(StringsGpu, LongRowsAndStridedViews) {
+    const auto c = columns(words(3000, 2000, 7));  // rows up to thousands of bytes, one per thread
+    Environment env{{"t", Arg(c->utf8)}, {"u", Arg(c->u)}, {"s", Arg(c->s)}};
+    same("contains(t, 'qqqa')", env);
+    same("find(u, 'b\\u00e9x')", env);
+    same("endswith(s, b'ab')", env);
+    // A reversed view, every other row, and a column against a row of a 2-d broadcast.
+    same("t[::-1] == 'a'", env);
+    same("contains(t[::2], 'x')", env);
+    const Array m = Array::from(std::vector<std::int64_t>{1, 2}, {2, 1}, Backend::Cpu);
+    Environment env2{{"t", Arg(c->utf8)}, {"m", Arg(m)}};
+    same("str_len(t) * m", env2);
+}
+
+TEST_F(StringsGpu, ANewNeedleCompilesNoNewKernel) {
+    const auto c = columns(words(5000, 12, 3));
+    Environment dev{{"t", Arg(c->utf8.to(Backend::Cuda))}};
+    gpu_->run("contains(t, 'ab')", dev);
+    const auto before = gpu_->stats();
+    gpu_->run("contains(t, 'xq\\u00e9')", dev);
+    const auto after = gpu_->stats();
+    EXPECT_EQ(after.compiles, before.compiles);
+}
+
+TEST_F(StringsGpu, HostColumnsStreamInChunksOrGoWhole) {
+    // Host S and U arrays on a CUDA runtime under a small device-memory limit: streamed in
+    // chunks of rows like numbers (their rows are their width times their elements); a sum of a
+    // predicate combines across chunks. An Arrow column is not cut (no fixed row size): it goes
+    // to the device whole (Array::to copies its offsets and bytes), and the answer is the same.
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.disk_cache = false;
+    o.device_memory_limit = std::size_t{8} << 20;
+    Runtime limited(o);
+    const auto c = columns(words(400'000, 12, 9));
+    Environment host{{"s", Arg(c->s)}, {"u", Arg(c->u)}};
+    Timing t;
+    CallOptions co;
+    co.timing = &t;
+    for (const char* text : {"contains(s, b'ab') | (u > 'b')", "sum(endswith(u, 'a'))", "str_len(s) + find(u, 'x')"}) {
+        SCOPED_TRACE(text);
+        Environment h = host, h2 = host;
+        const Array got = limited.run(text, h, co);
+        ASSERT_TRUE(t.streamed) << t.placement;
+        EXPECT_GT(t.stream_chunks, 1u);
+        const Array want = cpu_->run(text, h2);
+        EXPECT_EQ(bytes(got.to(Backend::Cpu)), bytes(want));
+    }
+    Environment arrow{{"t", Arg(c->utf8)}};
+    Environment arrow2 = arrow;
+    const Array got = limited.run("contains(t, 'ab')", arrow, co);
+    EXPECT_FALSE(t.streamed) << t.placement;
+    EXPECT_EQ(bytes(got.to(Backend::Cpu)), bytes(cpu_->run("contains(t, 'ab')", arrow2)));
+}
