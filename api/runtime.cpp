@@ -414,6 +414,16 @@ Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std
 
 // ---- jit::Runtime
 
+namespace {
+// A call's Timing describes that call alone: emptied before it starts (a caller may pass the same
+// one to every call), its parse time filled by front() on a miss. Where the parse's time goes.
+double* fresh_timing(const CallOptions& o) {
+    if (!o.timing) return nullptr;
+    *o.timing = Timing{};
+    return &o.timing->parse_ms;
+}
+}  // namespace
+
 Runtime::Runtime(RuntimeOptions options) : impl_(std::make_unique<Impl>(checked(std::move(options)))) {}
 
 Runtime::~Runtime() = default;
@@ -476,7 +486,7 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, void* s
 }
 
 Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const CallOptions& options) {
-    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/false);
+    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/false, fresh_timing(options));
     if (args.size() != f->params.size()) {
         std::string names;
         for (auto& p : f->params) names += (names.empty() ? "" : ", ") + p;
@@ -522,7 +532,7 @@ Array Runtime::eval(std::string_view text, const Named& named, void* stream) {
 }
 
 Array Runtime::eval(std::string_view text, const Named& named, const CallOptions& options) {
-    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/false);
+    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/false, fresh_timing(options));
     const Environment& names = named.values();
     for (const auto& [n, v] : names) {
         if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
@@ -543,9 +553,7 @@ Array Runtime::run(std::string_view text, Environment& env, void* stream, Timing
 }
 
 Array Runtime::run(std::string_view text, Environment& env, const CallOptions& options) {
-    double parse_ms = 0;
-    const Front& f = impl_->front(text, options.strict_in_place, /*into=*/false, &parse_ms);
-    if (options.timing) options.timing->parse_ms = parse_ms;
+    const Front& f = impl_->front(text, options.strict_in_place, /*into=*/false, fresh_timing(options));
     return impl_->call(text, f, env, options, /*write_back=*/true);
 }
 
@@ -557,7 +565,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
     if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
-    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/true);
+    const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/true, fresh_timing(options));
     const std::string name(kOutName);
     // Bound for this call only: the name leaves env however the call ends.
     struct Unbind {

@@ -578,3 +578,26 @@ TEST(CpuPasses, ASelectionAScanAndAMedianBesideSharedPassesGiveNumPysAnswers) {
 }
 
 }  // namespace
+
+// A Timing passed to call after call describes the last call alone: nothing of an earlier call
+// (its placement, its streaming, its cache state) stays in it.
+TEST(Timing, AReusedTimingHoldsOnlyTheLastCall) {
+    Runtime& rt = cpu();
+    Timing t;
+    t.streamed = true;
+    t.stream_chunks = 7;
+    t.placement = "cuda, streamed: from an earlier call";
+    t.cache_hit = true;
+    CallOptions o;
+    o.timing = &t;
+    Environment env{{"a", Arg(host({1, 2}))}};
+    rt.run("b = a * 3.5 + 0.25", env, o);
+    EXPECT_FALSE(t.streamed);
+    EXPECT_EQ(t.stream_chunks, 0u);
+    EXPECT_EQ(t.placement, "");
+    EXPECT_FALSE(t.cache_hit);  // the first call of this text: a miss
+    EXPECT_GT(t.parse_ms, 0.0);
+    t.placement = "stale";
+    rt.eval("a * 3.5 + 0.25", Named{{"a", Arg(host({1, 2}))}}, o);
+    EXPECT_EQ(t.placement, "");
+}
