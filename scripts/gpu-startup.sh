@@ -72,7 +72,7 @@ time_runs() {
           rc ? "  FAILED (exit " rc ", see " label ".stderr)" : "" }' | tee -a "$summary"
 }
 
-say "machine: $(uname -r); $(nvidia-smi -L 2>/dev/null | head -1); $(git rev-parse --short HEAD 2>/dev/null)"
+say "machine: $(uname -r); $(nvidia-smi -L 2>/dev/null | head -1)"
 say "$runs runs in a row of: jitexpr -e '$program' (disk cache $JITEXPR_CACHE_DIR, warmed first)"
 time_runs auto "$cli" -e "$program"
 time_runs cpu "$cli" --backend cpu -e "$program"
