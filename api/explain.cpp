@@ -108,7 +108,9 @@ StageTraffic stage_traffic(const ir::Plan& plan, std::size_t s) {
         if (node.kind == ir::NodeKind::Input) {
             if (input_seen[static_cast<std::size_t>(node.slot)]++) continue;
             const ir::InputDecl& in = p.inputs[static_cast<std::size_t>(node.slot)];
-            const std::uint64_t b = static_cast<std::uint64_t>(shape_size(in.shape)) * itemsize(in.dtype);
+            // (a string input's width, S and U; an Arrow column's offsets, its text being data's)
+            const std::uint64_t b =
+                static_cast<std::uint64_t>(shape_size(in.shape)) * (in.itemsize ? in.itemsize : itemsize(in.dtype));
             t.read += b;
             t.reads.emplace_back(in.name, b);
             continue;

@@ -57,7 +57,8 @@ Decision decide(const Request& request, Probe& probe) {
     Decision d;
     auto count_bytes = [&] {
         d.in_bytes = d.out_bytes = 0;
-        for (const Array& a : r.inputs) d.in_bytes += a.nbytes();
+        for (const Array& a : r.inputs)
+            d.in_bytes += a.nbytes() + a.chars_bytes();  // an Arrow string column's text too
         for (const ir::OutputDecl& od : r.plan->program.outputs) {
             const ir::Node& n = r.plan->program.node(od.node);
             d.out_bytes += static_cast<std::uint64_t>(shape_size(n.shape)) * itemsize(n.dtype);

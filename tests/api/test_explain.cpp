@@ -136,3 +136,12 @@ TEST(Explain, AutoWithoutCudaSaysWhatAGpuWouldDoWithHostData) {
 }
 
 }  // namespace
+
+// A fixed-width string input reads its width per element (S8: 8 bytes), not nothing.
+TEST(Explain, AStringInputReadsItsWidthPerElement) {
+    jit::Runtime rt(cpu_options());
+    const jit::Array s = jit::Array::empty(jit::DType::Bytes, 8, {1000}, jit::Backend::Cpu);
+    jit::Environment env{{"s", s}};
+    const std::string text = rt.explain("contains(s, b'needle')", env, at_10_gbs());
+    EXPECT_NE(text.find("reads s 8.0 kB"), std::string::npos) << text;
+}

@@ -216,6 +216,34 @@ TEST(Decide, WhatCannotStreamIsCopiedWholeWhenItFitsElseTooLargeOrTheCpu) {
     EXPECT_NE(d.why.find("more than the 1.0 MiB it may use"), std::string::npos) << d.why;
 }
 
+// An Arrow string column goes to the device whole (its rows have no fixed size): what it needs
+// there is its offsets and its text, and the text decides whether it fits.
+TEST(Decide, AnArrowStringColumnCountsItsTextAgainstTheDeviceBudget) {
+    constexpr std::int64_t rows = 1024, width = 4096;  // 4 MiB of text
+    std::vector<std::int32_t> offsets(rows + 1);
+    for (std::int64_t i = 0; i <= rows; ++i)
+        offsets[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(i * width);
+    const std::vector<char> text(static_cast<std::size_t>(rows * width), 'a');
+    const Array t = Array::view_utf8(offsets.data(), 4, text.data(), text.size(), rows, Backend::Cpu);
+    dsl::Binding x;
+    x.kind = dsl::Binding::Kind::Array;
+    x.dtype = DType::Utf8;
+    x.itemsize = 4;
+    x.shape = {rows};
+    x.strides = {1};
+    std::map<std::string, dsl::Binding, std::less<>> b{{"t", x}};
+    HostCall c;
+    c.plan = dsl::plan("contains(t, 'ab')", dsl::bindings_of(b), dsl::Limits{});
+    c.inputs = {t};
+    FakeProbe probe;
+    probe.budget = 2 * MiB;
+    const run::Decision d = run::decide(host_request(c, Backend::Cuda), probe);
+    EXPECT_GE(d.in_bytes, static_cast<std::uint64_t>(rows * width));
+    EXPECT_EQ(d.way, run::Way::TooLarge) << run::placement(d);
+    probe.budget = 64 * MiB;
+    EXPECT_EQ(run::decide(host_request(c, Backend::Cuda), probe).way, run::Way::Copied);
+}
+
 TEST(Decide, NotStreamedAppliesTheRulesOfDecide) {
     const std::int64_t n = std::int64_t{64} << 20;
     const HostCall c = call_of("a*2+b", {"a", "b"}, n);
