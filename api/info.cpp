@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <thread>
+
 namespace jit {
 
 namespace {
@@ -44,6 +47,15 @@ CudaInfo cuda_info(bool load_compilers) {
     info.nvrtc = library_info(found.nvrtc);
     info.nvjitlink = library_info(found.nvjitlink);
     return info;
+}
+
+SystemInfo system_info() {
+    SystemInfo si;
+    si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
+    // Compilers found, not loaded: a REPL banner or --version must not map NVRTC or nvJitLink in
+    // a process that may never compile (NVRTC's version comes from its file names).
+    si.cuda = cuda_info(/*load_compilers=*/false);
+    return si;
 }
 
 }  // namespace jit

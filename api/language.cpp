@@ -1,5 +1,6 @@
 // The language as data (include/jit/language.hpp): the op table and the syntax tree, copied
-// into the public types.
+// into the public types; and what a text names (parameters, targets, a Kernel over them).
+#include <jit/jit.hpp>
 #include <jit/language.hpp>
 
 #include "core/stack.hpp"
@@ -164,5 +165,16 @@ Module parse_here(std::string_view text) {
 void with_front_stack(const std::function<void()>& fn) {
     core::with_stack(core::kFrontStackBytes, [&fn] { fn(); });
 }
+
+// The parameters and targets of a text, and a Kernel over them (jit/runtime.hpp).
+Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), runtime_(runtime) {
+    params_ = dsl::parameters(syntax::parse(text_));
+}
+
+Kernel compile(std::string_view text, Runtime& runtime) { return Kernel(std::string(text), &runtime); }
+
+std::vector<std::string> parameters(std::string_view text) { return dsl::parameters(syntax::parse(text)); }
+
+std::vector<std::string> targets(std::string_view text) { return dsl::targets(syntax::parse(text)); }
 
 }  // namespace jit

@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <thread>
 #include <unordered_map>
 
 namespace jit {
@@ -584,28 +583,9 @@ std::string Runtime::source(std::string_view text, const Environment& env) {
     return impl_->entry(Impl::On::Main, text, f, env, nullptr, nullptr)->prepared->source();
 }
 
-SystemInfo system_info() {
-    SystemInfo si;
-    si.hardware_threads = std::max(1u, std::thread::hardware_concurrency());
-    // Compilers found, not loaded: a REPL banner or --version must not map NVRTC or nvJitLink in
-    // a process that may never compile (NVRTC's version comes from its file names).
-    si.cuda = cuda_info(/*load_compilers=*/false);
-    return si;
-}
-
 Runtime& Runtime::default_runtime() {
     static Runtime rt(RuntimeOptions::from_environment());
     return rt;
 }
-
-Kernel::Kernel(std::string text, Runtime* runtime) : text_(std::move(text)), runtime_(runtime) {
-    params_ = dsl::parameters(syntax::parse(text_));
-}
-
-Kernel compile(std::string_view text, Runtime& runtime) { return Kernel(std::string(text), &runtime); }
-
-std::vector<std::string> parameters(std::string_view text) { return dsl::parameters(syntax::parse(text)); }
-
-std::vector<std::string> targets(std::string_view text) { return dsl::targets(syntax::parse(text)); }
 
 }  // namespace jit
