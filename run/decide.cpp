@@ -112,6 +112,11 @@ Decision decide(const Request& request, Probe& probe) {
         if (gpu_ms * kAutoMargin >= cpu_ms) return on_cpu(std::move(d), std::move(model_text));
         d.model = model_text + "; ";
     }
+    if (bytes < kCopyWholeBelow && bytes <= d.budget) {
+        d.way = Way::Copied;
+        d.why = fmt::format("host data of {} (below {}, not worth a pipeline)", human(bytes), human(kCopyWholeBelow));
+        return d;
+    }
     d.chunks = plan_chunks(plan, r.inputs, d.budget, r.all_or_nothing);
     if (!probe.can_stream())
         return not_streamed(std::move(d), "the CUDA driver lacks streams, events or pinned memory", r.asked);

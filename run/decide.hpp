@@ -29,6 +29,9 @@ namespace jit::run {
 // Host data below this many bytes (inputs and outputs) stays on the CPU under Backend::Auto:
 // the copies, a kernel compile and the pipeline's start cost more than the CPU's loop.
 constexpr std::uint64_t kAutoMinBytes = std::uint64_t{64} << 20;
+// Host data below this many bytes on a CUDA runtime is copied whole: the streamed pipeline's
+// pinned buffers, events and second stream cost more than the copies they would overlap.
+constexpr std::uint64_t kCopyWholeBelow = std::uint64_t{1} << 20;
 // Under Auto the GPU is chosen only when the cost model expects it this many times faster.
 constexpr double kAutoMargin = 1.5;
 

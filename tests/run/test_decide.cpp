@@ -194,6 +194,20 @@ TEST(Decide, CudaStreamsWhatSplitsByRowsWithinTheBudget) {
     EXPECT_EQ(run::placement(d).rfind("cuda, streamed: ", 0), 0u);
 }
 
+TEST(Decide, CudaCopiesHostDataBelowAMebibyteWholeInsteadOfStreamingIt) {
+    // 1000 float32 elements of a, b and the result: 12000 bytes, not worth a pipeline's start.
+    const HostCall c = call_of("a*2+b", {"a", "b"}, 1000);
+    FakeProbe probe;
+    run::Decision d = run::decide(host_request(c, Backend::Cuda), probe);
+    EXPECT_EQ(d.way, run::Way::Copied) << d.why;
+    EXPECT_EQ(run::placement(d), "cuda, copied whole: host data of 12000 bytes (below 1.0 MiB, not worth a pipeline)");
+    EXPECT_EQ(probe.model_asked, 0);
+    // At a mebibyte the pipeline is worth it.
+    const HostCall big = call_of("a*2+b", {"a", "b"}, std::int64_t{1} << 18);  // 3 MiB
+    d = run::decide(host_request(big, Backend::Cuda), probe);
+    EXPECT_EQ(d.way, run::Way::Streamed) << d.why;
+}
+
 TEST(Decide, WhatCannotStreamIsCopiedWholeWhenItFitsElseTooLargeOrTheCpu) {
     const std::int64_t n = std::int64_t{1} << 20;
     // A driver without streams, events or pinned memory sends every program whole.
