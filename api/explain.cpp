@@ -385,7 +385,8 @@ std::string Runtime::Impl::explain(std::string_view text, const Front& f, const 
         out += fmt::format("host data: {} in, {} out, on the host; backend={}\n", run::human(d.in_bytes),
                            run::human(d.out_bytes), backend_name(options.backend));
         switch (d.way) {
-            case run::Way::Direct: break;
+            case run::Way::Direct:
+            case run::Way::Sharded: break;  // (a Runtime's call is never sharded)
             case run::Way::Cpu: {
                 out += "placement: cpu: " + d.why + "\n";
                 std::string cpu_src = "given";

@@ -377,7 +377,8 @@ Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std
                              Environment& env, const run::Call& c, Timing* timing) {
     Array r;
     switch (d.way) {
-        case run::Way::Direct: throw InternalError("Runtime: host data decided to run directly");
+        case run::Way::Direct:
+        case run::Way::Sharded: throw InternalError("Runtime: host data decided to run directly or sharded");
         case run::Way::Cpu: {
             // The CPU backend's program over the host arrays, on the calling thread (no stream).
             run::Call on_cpu = c;

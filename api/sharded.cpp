@@ -1,26 +1,22 @@
 // Sharded evaluation (include/jit/sharded.hpp): one program over row blocks on several devices,
 // each block on its device's runtime, all at once; reductions over the split axis combined on the
 // host by jitexpr's own CPU kernels. What each statement gives (split, combined, replicated) is
-// decided from jit::check and jit::outline before any device runs anything.
+// run::decide's (run/shards.hpp), from what jit::check and jit::outline say of the program,
+// before any device runs anything; run::sharded (run/sharded.cpp) runs that decision.
 #include <jit/check.hpp>
 #include <jit/error.hpp>
 #include <jit/jit.hpp>
 #include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
-#include "backend/cpu/combine.hpp"
-#include "dsl/ops.hpp"
 #include "dsl/tree_walk.hpp"
+#include "run/decide.hpp"
+#include "run/ways.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
-#include <exception>
-#include <mutex>
 #include <optional>
-#include <set>
-#include <thread>
 
 namespace jit {
 
@@ -173,14 +169,6 @@ Sharded ShardedRuntime::eval(std::string_view text, const ShardedEnvironment& en
 
 namespace {
 
-enum class Out { Split, Whole, Replicated };
-
-struct StatementPlan {
-    std::string name;  // empty: the last statement's bare value
-    Out out = Out::Split;
-    ir::Op reduction = ir::Op::Sum;  // Whole: the reduction its partials are combined with
-};
-
 ValueSpec spec_of(const Array& a) { return ValueSpec::array(a.dtype(), a.shape()); }
 
 ValueSpec spec_of(const Arg& a) {
@@ -198,35 +186,6 @@ const CheckedValue* value_of(const CheckedProgram& p, const std::string& name) {
     for (const auto& v : p.assigned)
         if (v.name == name) return &v;
     return nullptr;
-}
-
-// The reduction named `function` (a spelling of the op table's, as jit::outline reports it).
-std::optional<ir::Op> reduction_named(std::string_view function) {
-    for (const ir::OpInfo& i : ir::op_table())
-        if (i.kind == ir::OpKind::Reduction && ir::spelling(i.op) == function) return i.op;
-    return std::nullopt;
-}
-
-// The combine step on the host: `partials` (one per shard that has rows; each of the whole
-// value's shape) folded element by element through the CPU kernel table (cpu::combine); a mean
-// weighs each shard's by its rows.
-Array combine(ir::Op op, const std::vector<Array>& partials, const std::vector<std::int64_t>& rows,
-              const CheckedValue& whole) {
-    std::vector<std::size_t> use;
-    for (std::size_t i = 0; i < partials.size(); ++i)
-        if (rows[i] > 0) use.push_back(i);
-    if (use.empty()) use.push_back(0);  // no rows anywhere: every partial is the empty reduction
-    const auto width = static_cast<std::size_t>(shape_size(whole.shape));
-    const std::size_t bytes = width * itemsize(whole.dtype);
-    std::vector<unsigned char> stacked(use.size() * bytes);
-    std::vector<std::int64_t> weights;
-    for (std::size_t k = 0; k < use.size(); ++k) {
-        partials[use[k]].copy_to_host(stacked.data() + k * bytes);
-        weights.push_back(rows[use[k]]);
-    }
-    Array out = Array::empty(whole.dtype, whole.shape, Backend::Cpu);
-    cpu::combine(op, whole.dtype, stacked.data(), use.size(), width, weights.data(), out.data());
-    return out;
 }
 
 using tree::any_node;  // dsl/tree_walk.hpp
@@ -248,57 +207,19 @@ bool has_scan(const parsed::Expr& root) {
     });
 }
 
-// The shards of the inputs: how many, on which devices, and the row counts of the split ones.
-struct Layout {
-    std::size_t k = 0;
-    std::vector<int> devices;        // per shard
-    std::vector<std::int64_t> rows;  // per shard, of the split inputs
-    std::int64_t total_rows = 0;
-    std::set<std::string, std::less<>> split_names;
-};
-
-Layout layout_of(const ShardedEnvironment& env, Backend backend) {
-    Layout l;
-    std::string first_split;
+// The Sharded inputs as the decision reads them (in name order; scalars are not inputs).
+std::vector<run::shards::Input> inputs_of(const ShardedEnvironment& env) {
+    std::vector<run::shards::Input> inputs;
     for (const auto& [name, v] : env) {
         const auto* s = std::get_if<Sharded>(&v);
         if (!s) continue;
-        need(s->kind() != Sharded::Kind::Whole,
-             fmt::format("'{}' is one whole array, not on the shards' devices: pass Sharded::replicate(...) or "
-                         "Sharded::split(...) of it (jitexpr copies between devices only when asked)",
-                         name));
-        const auto& parts = s->shards();
-        for (const Array& a : parts)
-            if (a.backend() != backend)
-                throw DeviceMismatchError(
-                    fmt::format("a shard of '{}' is on {} but this sharded runtime evaluates on {}", name, where(a),
-                                backend_name(backend)));
-        if (l.k == 0) {
-            l.k = parts.size();
-            for (const Array& a : parts) l.devices.push_back(a.device());
-        }
-        need(parts.size() == l.k, fmt::format("'{}' has {} shards but another input has {}", name, parts.size(), l.k));
-        for (std::size_t i = 0; i < l.k; ++i)
-            if (parts[i].device() != l.devices[i])
-                throw DeviceMismatchError(
-                    fmt::format("shard {} of '{}' is on {} but shard {} of another input is on "
-                                "device {}: every input's shard i must be on one device",
-                                i, name, where(parts[i]), i, l.devices[i]));
-        if (s->kind() == Sharded::Kind::Split) {
-            l.split_names.insert(name);
-            std::vector<std::int64_t> r;
-            for (const Array& a : parts) r.push_back(a.shape()[0]);
-            if (first_split.empty()) {
-                first_split = name;
-                l.rows = r;
-            }
-            need(r == l.rows,
-                 fmt::format("'{}' and '{}' are split into blocks of different row counts", name, first_split));
-        }
+        using Kind = run::shards::Input::Kind;
+        const Kind kind = s->kind() == Sharded::Kind::Split        ? Kind::Split
+                          : s->kind() == Sharded::Kind::Replicated ? Kind::Replicated
+                                                                   : Kind::Whole;
+        inputs.push_back({name, kind, s->shards()});
     }
-    need(l.k > 0, "sharded evaluation needs at least one Sharded input");
-    for (auto r : l.rows) l.total_rows += r;
-    return l;
+    return inputs;
 }
 
 // The program checked over the whole arrays and over each shard's part of them.
@@ -340,182 +261,85 @@ Checked check_shards(std::string_view text, const ShardedEnvironment& env, std::
     return c;
 }
 
-// What each statement gives (split, combined, replicated), from the checker alone; an
-// ArgumentError for a statement sharding does not take.
-std::vector<StatementPlan> plan_statements(std::string_view text, const Outline& outline, const Checked& checked,
-                                           const Layout& layout) {
-    const std::size_t k = layout.k;
-    std::vector<StatementPlan> plans;
-    std::set<std::string, std::less<>> split_dependent(layout.split_names.begin(), layout.split_names.end());
-    std::set<std::string, std::less<>> combined, assigned_once;
+// What the checker and the syntax say of each statement, for run::decide.
+std::vector<run::shards::Statement> statements_of(std::string_view text, const Checked& checked) {
+    const Outline outline = jit::outline(text);
+    std::vector<run::shards::Statement> out;
     for (std::size_t j = 0; j < outline.statements.size(); ++j) {
         const OutlineStatement& st = outline.statements[j];
-        const std::string stmt(text.substr(st.span.begin, st.span.end - st.span.begin));
-        need(st.more_targets.empty(),
-             fmt::format("'{}' assigns several names; sharded evaluation takes one name a statement (assign the "
-                         "results of the function in statements of their own)",
-                         stmt));
-        StatementPlan plan;
-        plan.name = st.target;
-        if (plan.name.empty() && j + 1 != outline.statements.size()) continue;  // a bare value that is dropped
-        need(plan.name.empty() || assigned_once.insert(plan.name).second,
-             fmt::format("'{}' is assigned twice; in sharded evaluation each name is assigned once", plan.name));
-        const std::string value(text.substr(st.value_span.begin, st.value_span.end - st.value_span.begin));
-        bool reads_split = false;
-        for (const std::string& n : jit::parameters(value)) {
-            need(!combined.count(n), fmt::format("'{}' reads '{}', a reduction combined across the devices; evaluate "
-                                                 "what uses it as a second program",
-                                                 plan.name.empty() ? value : plan.name, n));
-            reads_split = reads_split || split_dependent.count(n) > 0;
+        run::shards::Statement s;
+        s.target = st.target;
+        s.several_targets = !st.more_targets.empty();
+        s.text = std::string(text.substr(st.span.begin, st.span.end - st.span.begin));
+        s.value = std::string(text.substr(st.value_span.begin, st.value_span.end - st.value_span.begin));
+        s.reads = jit::parameters(s.value);
+        for (const auto& ps : parsed::parse(s.value).statements) {
+            s.slices = s.slices || (ps.value && has_subscript(*ps.value));
+            s.scans = s.scans || (ps.value && has_scan(*ps.value));
         }
-        // A slice of rows on each shard is not a slice of the whole (a[::-1] would reverse each block).
-        if (reads_split)
-            for (const auto& ps : parsed::parse(value).statements)
-                need(!ps.value || !has_subscript(*ps.value),
-                     fmt::format("'{}' indexes or slices an array (a[...]); sharded evaluation over split inputs does "
-                                 "not take slices: evaluate it as a program of its own",
-                                 plan.name.empty() ? value : plan.name));
-        // A running sum over the rows of one shard is not the running sum over all of them.
-        if (reads_split)
-            for (const auto& ps : parsed::parse(value).statements)
-                need(!ps.value || !has_scan(*ps.value),
-                     fmt::format("'{}' has a scan (cumsum, cumprod, ...); sharded evaluation over split inputs does "
-                                 "not take scans: evaluate it as a program of its own",
-                                 plan.name.empty() ? value : plan.name));
-        std::vector<const OutlineReduction*> reductions;
-        for (const auto& r : outline.reductions)
-            if (r.statement == static_cast<int>(j)) reductions.push_back(&r);
-        const CheckedValue* w = value_of(checked.whole, plan.name);
-        need(w != nullptr, "sharded evaluation: the checker did not report a statement's value");
-        auto shard_value = [&](std::size_t i) { return value_of(checked.per_shard[i], plan.name); };
-        bool rows_follow = w->shape.size() >= 1 && w->shape[0] == layout.total_rows;
-        bool same_everywhere = true;
-        for (std::size_t i = 0; i < k; ++i) {
-            const CheckedValue* s = shard_value(i);
-            rows_follow = rows_follow && s && s->shape.size() == w->shape.size() && s->shape[0] == layout.rows[i] &&
-                          tail(s->shape) == tail(w->shape);
-            same_everywhere = same_everywhere && s && s->shape == w->shape;
-        }
-        if (!reads_split) {
-            plan.out = Out::Replicated;
-        } else if (reductions.empty() || (k > 1 && rows_follow && !same_everywhere)) {
-            need(rows_follow,
-                 fmt::format("'{}' does not keep the rows of the split inputs as its axis 0 ({} for inputs of {} "
-                             "rows); split inputs whose axis 0 is the result's axis 0",
-                             plan.name.empty() ? value : plan.name, shape_to_string(w->shape), layout.total_rows));
-            // A reduction over other axes only keeps the rows: each device's value is its rows' own.
-            plan.out = Out::Split;
-        } else {
-            const OutlineReduction& r = *reductions.front();
-            need(reductions.size() == 1 && r.span.begin == st.value_span.begin && r.span.end == st.value_span.end,
-                 fmt::format("'{}': a reduction over the split rows is combined across devices only when it is the "
-                             "whole value of a statement (s = sum(a * b)); make it a statement of its own",
-                             value));
-            const std::optional<ir::Op> op = reduction_named(r.function);
-            need(op && cpu::can_combine(*op, w->dtype),
-                 fmt::format("'{}': {} over the split rows is not combined across devices (sum, prod, min, max, any, "
-                             "all and mean are); gather the array first",
-                             value, r.function));
-            need(same_everywhere || k == 1,
-                 fmt::format("'{}': the value's shape depends on the shard ({}), so it cannot be combined", value,
-                             shape_to_string(w->shape)));
-            plan.out = Out::Whole;
-            plan.reduction = *op;
-        }
-        if (!plan.name.empty()) {
-            if (plan.out != Out::Replicated) split_dependent.insert(plan.name);
-            if (plan.out == Out::Whole) combined.insert(plan.name);
-        }
-        plans.push_back(std::move(plan));
+        for (const OutlineReduction& r : outline.reductions)
+            if (r.statement == static_cast<int>(j))
+                s.reductions.push_back(
+                    {r.function, r.span.begin == st.value_span.begin && r.span.end == st.value_span.end});
+        auto value = [&](const CheckedProgram& p) -> std::optional<run::shards::Value> {
+            const CheckedValue* v = value_of(p, s.target);
+            if (!v) return std::nullopt;
+            return run::shards::Value{v->dtype, v->shape};
+        };
+        s.whole = value(checked.whole);
+        for (const CheckedProgram& p : checked.per_shard) s.per_shard.push_back(value(p));
+        out.push_back(std::move(s));
     }
-    return plans;
+    return out;
 }
 
-// The program on every shard at once, each on its device's runtime (the calling thread takes
-// the last shard): each shard's environment afterwards, and its value in `values`.
-std::vector<Environment> run_shards(std::string_view text, const ShardedEnvironment& env, const Layout& layout,
-                                    const std::map<int, std::unique_ptr<Runtime>>& runtimes,
-                                    std::vector<Array>& values) {
-    const std::size_t k = layout.k;
-    std::vector<Environment> envs(k);
-    values.assign(k, Array());
-    for (std::size_t i = 0; i < k; ++i)
-        for (const auto& [name, v] : env) {
-            if (const auto* s = std::get_if<Sharded>(&v)) envs[i].emplace(name, Arg(s->shards()[i]));
-            else envs[i].emplace(name, std::get<Arg>(v));
-        }
-    std::vector<std::exception_ptr> errors(k);
-    {
-        std::vector<std::thread> threads;
-        threads.reserve(k);
-        for (std::size_t i = 0; i < k; ++i) {
-            Runtime* rt = runtimes.at(layout.devices[i]).get();
-            auto work = [&, i, rt] {
-                try {
-                    values[i] = rt->run(text, envs[i]);
-                } catch (...) {
-                    errors[i] = std::current_exception();
-                }
-            };
-            if (i + 1 == k) {
-                work();  // the calling thread takes the last shard
-            } else {
-                try {
-                    threads.emplace_back(work);
-                } catch (...) {
-                    work();  // no thread to be had: in turn
-                }
-            }
-        }
-        for (auto& t : threads) t.join();
+// Each shard's program on its device's runtime.
+class OnRuntimes final : public run::Shards {
+public:
+    OnRuntimes(std::string_view text, const run::shards::Layout& layout,
+               const std::map<int, std::unique_ptr<Runtime>>& runtimes)
+        : text_(text), layout_(layout), runtimes_(runtimes) {}
+    Array run(std::size_t shard, Environment& env) override {
+        return runtimes_.at(layout_.devices[shard])->run(text_, env);
     }
-    for (auto& e : errors)
-        if (e) std::rethrow_exception(e);
-    return envs;
-}
+
+private:
+    std::string_view text_;
+    const run::shards::Layout& layout_;
+    const std::map<int, std::unique_ptr<Runtime>>& runtimes_;
+};
 
 }  // namespace
 
 ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
-    const Layout layout = layout_of(env, impl_->backend);
-    for (int d : layout.devices)
-        need(impl_->runtimes.count(d) > 0, fmt::format("a shard is on device {}, which is not one of this runtime's "
-                                                       "devices",
-                                                       d));
-    const Checked checked = check_shards(text, env, layout.k);
-    const Outline outline = jit::outline(text);
-    const std::vector<StatementPlan> plans = plan_statements(text, outline, checked, layout);
-    std::vector<Array> values;
-    std::vector<Environment> envs = run_shards(text, env, layout, impl_->runtimes, values);
+    // Decided before any device runs anything (run/shards.hpp), then run that way (run/sharded.cpp).
+    run::shards::Request request;
+    request.layout = run::shards::layout(inputs_of(env), impl_->backend, impl_->devices);
+    const Checked checked = check_shards(text, env, request.layout.k);
+    request.statements = statements_of(text, checked);
+    const run::Decision d = run::decide(request);
+    const run::shards::Layout& layout = d.sharding->layout;
 
-    // ---- the values, assembled
-    const std::size_t k = layout.k;
+    // Each shard's environment: its part of every Sharded input, and the shared scalars.
+    std::vector<Environment> envs(layout.k);
+    for (std::size_t i = 0; i < layout.k; ++i)
+        for (const auto& [name, v] : env) {
+            if (const auto* s = std::get_if<Sharded>(&v)) envs[i].emplace(name, Arg(s->shards()[i]));
+            else envs[i].emplace(name, std::get<Arg>(v));
+        }
+    OnRuntimes shards(text, layout, impl_->runtimes);
     ShardedResult result;
-    for (const StatementPlan& plan : plans) {
-        std::vector<Array> parts(k);
-        for (std::size_t i = 0; i < k; ++i) {
-            if (plan.name.empty()) {
-                parts[i] = values[i];
-            } else {
-                auto it = envs[i].find(plan.name);
-                need(it != envs[i].end() && it->second.is_array(), "sharded evaluation: a statement gave no array");
-                parts[i] = it->second.array();
-            }
+    for (run::ShardValue& v : run::sharded(d, shards, envs)) {
+        Sharded value;
+        switch (v.out) {
+            case run::shards::StatementPlan::Out::Split: value = Sharded::from_shards(std::move(v.parts)); break;
+            case run::shards::StatementPlan::Out::Replicated: value = Sharded::from_replicas(std::move(v.parts)); break;
+            case run::shards::StatementPlan::Out::Whole: value = Sharded::from_whole(std::move(v.parts.front())); break;
         }
-        Sharded v;
-        switch (plan.out) {
-            case Out::Split: v = Sharded::from_shards(std::move(parts)); break;
-            case Out::Replicated: v = Sharded::from_replicas(std::move(parts)); break;
-            case Out::Whole:
-                v = Sharded::from_whole(
-                    combine(plan.reduction, parts, layout.rows, *value_of(checked.whole, plan.name)));
-                break;
-        }
-        if (plan.name.empty()) result.value = v;
-        else result.assigned.insert_or_assign(plan.name, v);
+        if (v.name.empty()) result.value = value;
+        else result.assigned.insert_or_assign(v.name, value);
     }
-    if (!outline.statements.empty() && !outline.statements.back().target.empty())
-        result.value = result.assigned.at(outline.statements.back().target);
+    if (!d.sharding->result.empty()) result.value = result.assigned.at(d.sharding->result);
     return result;
 }
 

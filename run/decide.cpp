@@ -128,6 +128,13 @@ Decision decide(const Request& request, Probe& probe) {
     return d;
 }
 
+Decision decide(const shards::Request& r) {
+    Decision d;
+    d.way = Way::Sharded;
+    d.sharding = shards::plan(r);
+    return d;
+}
+
 std::string placement(const Decision& d) {
     switch (d.way) {
         case Way::Direct: return {};
@@ -141,6 +148,13 @@ std::string placement(const Decision& d) {
                                  "(limit {})",
                                  cp.chunks, cp.chunks == 1 ? "" : "s", human(cp.chunk_bytes), cp.buffers,
                                  human(cp.device_bytes), human(d.budget));
+        }
+        case Way::Sharded: {
+            const shards::Layout& l = d.sharding->layout;
+            std::string devices;
+            for (int v : l.devices) devices += fmt::format("{}{}", devices.empty() ? "" : ", ", v);
+            return fmt::format("sharded: {} shard{} (devices {}) of {} row{}", l.k, l.k == 1 ? "" : "s", devices,
+                               l.total_rows, l.total_rows == 1 ? "" : "s");
         }
     }
     return {};

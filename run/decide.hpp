@@ -11,10 +11,13 @@
 //   Copied    host arrays copied whole to the device and the results back, when the program
 //             cannot be streamed (the reason is kept) and fits the device memory it may use.
 //   TooLarge  neither streamed nor fitting, on Backend::Cuda: the run is an OutOfMemoryError.
+//   Sharded   arrays in row blocks on several devices (jit::ShardedRuntime), each block on its
+//             device, reductions' partials combined on the host (run/shards.hpp says how).
 #pragma once
 
 #include "dsl/plan.hpp"
 #include "run/chunks.hpp"
+#include "run/shards.hpp"
 
 #include <jit/array.hpp>
 
@@ -66,7 +69,7 @@ struct Where {
     bool on_device = false;  // some on a device
 };
 
-enum class Way : std::uint8_t { Direct, Cpu, Streamed, Copied, TooLarge };
+enum class Way : std::uint8_t { Direct, Cpu, Streamed, Copied, TooLarge, Sharded };
 
 // What a GPU would do with host data, for a CPU runtime under Backend::Auto on a machine without
 // one (explain says it).
@@ -85,6 +88,7 @@ struct Decision {
     std::size_t budget = 0;    // host data on CUDA: the device memory the call may use
     std::uint64_t in_bytes = 0, out_bytes = 0;  // host data: the inputs' and outputs' bytes
     std::optional<OnAGpu> on_a_gpu;             // a CPU runtime under Auto, host data: see OnAGpu
+    std::optional<shards::Sharding> sharding;   // Sharded: the shards and what each statement gives
 };
 
 struct Request {
@@ -118,6 +122,10 @@ inline bool runs_direct(Backend asked, Backend backend, Where where) {
 // what starting the backend throws. Host data below kAutoMinBytes under Auto is kept on the CPU
 // before anything of the machine is asked (no driver started, no memory or link measured).
 Decision decide(const Request& r, Probe& probe);
+
+// How a program over row blocks on several devices runs (Way::Sharded, its `sharding`): an
+// ArgumentError saying why for a program sharding does not take, before any device runs anything.
+Decision decide(const shards::Request& r);
 
 // The same decision after a streamed run found, preparing its chunks, that they make another
 // program than the whole (`why`): copied whole, or kept on the CPU, or too large, by the rules

@@ -37,7 +37,13 @@ std::optional<Array> streamed(const Decision& d, const Entry& host, Programs& pr
     const auto t_run = Clock::now();
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
     bind_scalars(p, env, std::span<ir::Value>(scalars.data(), scalars.size()));
-    // The chunk programs: the same text over chunk-shaped device arrays (at most two shapes).
+    // The chunk programs: the same text over chunk-shaped device arrays, at most two shapes
+    // (balanced chunks differ by at most one row), each asked for once here and prepared once
+    // by the runtime's entry cache, which keys it by its shapes: a call of many chunks plans the
+    // text once per shape, never per chunk, and a repeated call not at all. One plan re-bound to
+    // both shapes cannot be had: a prepared program runs only over the shapes it was planned
+    // for (the CUDA executor checks them), and dsl::plan's choices (index width, kernel kind)
+    // depend on the extents.
     auto chunk_entry = [&](std::int64_t rows) -> std::shared_ptr<const Entry> {
         auto e = programs.entry(chunk_environment(p, cp, rows, env), /*timed=*/false);
         const ir::Program& q = e->plan.program;

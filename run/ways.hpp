@@ -6,7 +6,10 @@
 //                 copied back (Way::Copied; Way::TooLarge is its OutOfMemoryError);
 //   streamed.cpp  host arrays through the GPU in chunks (Way::Streamed): the chunk programs
 //                 run on the CUDA transport (backend/cuda/stream.hpp), which knows no program,
-//                 and reductions' partials are combined by the CPU kernel table (cpu::combine).
+//                 and reductions' partials are combined by the CPU kernel table (cpu::combine);
+//   sharded.cpp   row blocks on several devices at once (Way::Sharded): each shard's program on
+//                 its device (Shards), the statements' values assembled as the decision says,
+//                 reductions' partials combined by the same cpu::combine.
 //
 // The runtime (api/) decides (run::decide), keeps the caches and hands each way what it needs:
 // the prepared program (an Entry), and for copied and streamed the Programs it may ask for the
@@ -93,5 +96,28 @@ Environment chunk_environment(const ir::Program& p, const chunks::ChunkPlan& cp,
 // the chunks make another program than the whole (then not_streamed() says what runs instead).
 std::optional<Array> streamed(const Decision& d, const Entry& host, Programs& programs, Environment& env,
                               const Call& call);
+
+// The program on one shard, on that shard's device (the API layer's runtime of the device).
+class Shards {
+public:
+    virtual ~Shards() = default;
+    // Runs the program over `env` (shard `shard`'s arrays and the shared scalars), assigning its
+    // names into `env`; returns the value of its last statement.
+    virtual Array run(std::size_t shard, Environment& env) = 0;
+};
+
+// A statement's value over the shards, as the decision says it is given.
+struct ShardValue {
+    std::string name;  // empty: the last statement's bare value
+    shards::StatementPlan::Out out = shards::StatementPlan::Out::Split;
+    std::vector<Array> parts;  // Split, Replicated: one per shard; Whole: the combined value alone
+};
+
+// Way::Sharded: the program on every shard at once (`envs`, one environment per shard of
+// d.sharding's layout, each shard on its own thread, the calling thread taking the last), then
+// every statement's value assembled by d.sharding: the shards' parts as they are, or (Whole)
+// their partials combined on the host through cpu::combine, a mean weighing each by its rows.
+// The first error of any shard is rethrown once every shard has finished.
+std::vector<ShardValue> sharded(const Decision& d, Shards& shards, std::span<Environment> envs);
 
 }  // namespace jit::run

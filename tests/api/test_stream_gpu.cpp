@@ -99,6 +99,27 @@ TEST(StreamGpu, ElementwiseMatchesTheCpuAtSizesAroundTheChunk) {
     }
 }
 
+// The text is planned once per chunk shape (at most two: balanced chunks differ by at most one
+// row), never once per chunk: a streamed call of many chunks prepares at most two programs, and
+// the same call again prepares none.
+TEST(StreamGpu, EachChunkShapeIsPlannedOncePerRuntime) {
+    SKIP_WITHOUT_GPU();
+    Runtime rt = gpu(kSmallLimit);
+    const std::int64_t big = 4'000'037;
+    const Array a = host_array<float>(big, 5), b = host_array<float>(big, 6);
+    Timing t;
+    CallOptions o;
+    o.timing = &t;
+    (void)rt.eval("a*2+b", {a, b}, o);
+    ASSERT_TRUE(t.streamed) << t.placement;
+    ASSERT_GT(t.stream_chunks, 2u) << t.placement;
+    const CacheStats first = rt.stats();
+    EXPECT_GE(first.misses, 1u);
+    EXPECT_LE(first.misses, 2u);
+    (void)rt.eval("a*2+b", {a, b});
+    EXPECT_EQ(rt.stats().misses, first.misses);
+}
+
 TEST(StreamGpu, BroadcastsAcrossChunksMatchTheCpu) {
     SKIP_WITHOUT_GPU();
     Runtime rt = gpu(kSmallLimit), ref = cpu();
