@@ -9,6 +9,7 @@
 #include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
+#include "core/device.hpp"
 #include "dsl/tree_walk.hpp"
 #include "run/decide.hpp"
 #include "run/ways.hpp"
@@ -123,12 +124,39 @@ Array Sharded::gather(Backend backend, int device) const {
     need(!parts_.empty(), "Sharded: empty");
     if (kind_ != Kind::Split) return parts_.front().to(backend, device);
     const Shape s = shape();
-    Array host = Array::empty(dtype(), s, Backend::Cpu);
-    const std::size_t row_bytes = static_cast<std::size_t>(shape_size(tail(s))) * itemsize(dtype());
-    auto* out = static_cast<unsigned char*>(host.data());
-    for (const Array& p : parts_) {
-        p.copy_to_host(out);
-        out += static_cast<std::size_t>(p.shape()[0]) * row_bytes;
+    Array host;
+    if (dtype() == DType::Utf8) {
+        // Rows of no fixed size: the bytes concatenated, the offsets rebased.
+        host = core::concat_utf8(parts_, s);
+    } else if (is_string(dtype())) {
+        // S and U rows of the widest shard's width, a narrower shard's values padded with NULs
+        // (which do not count), as np.concatenate widens S3 and S5 to S5.
+        std::size_t w = 0;
+        for (const Array& p : parts_) w = std::max(w, p.itemsize());
+        host = Array::empty(dtype(), w, s, Backend::Cpu);
+        auto* out = static_cast<unsigned char*>(host.data());
+        std::vector<unsigned char> narrow;
+        for (const Array& p : parts_) {
+            const auto n = static_cast<std::size_t>(p.size());
+            if (p.itemsize() == w) {
+                p.copy_to_host(out);
+            } else {
+                narrow.resize(p.nbytes());
+                p.copy_to_host(narrow.data());
+                std::memset(out, 0, n * w);
+                for (std::size_t i = 0; i < n; ++i)
+                    std::memcpy(out + i * w, narrow.data() + i * p.itemsize(), p.itemsize());
+            }
+            out += n * w;
+        }
+    } else {
+        host = Array::empty(dtype(), s, Backend::Cpu);
+        const std::size_t row_bytes = static_cast<std::size_t>(shape_size(tail(s))) * itemsize(dtype());
+        auto* out = static_cast<unsigned char*>(host.data());
+        for (const Array& p : parts_) {
+            p.copy_to_host(out);
+            out += static_cast<std::size_t>(p.shape()[0]) * row_bytes;
+        }
     }
     return backend == Backend::Cpu && device == 0 ? host : host.to(backend, device);
 }
@@ -169,7 +197,10 @@ Sharded ShardedRuntime::eval(std::string_view text, const ShardedEnvironment& en
 
 namespace {
 
-ValueSpec spec_of(const Array& a) { return ValueSpec::array(a.dtype(), a.shape()); }
+ValueSpec spec_of(const Array& a) {
+    return is_string(a.dtype()) ? ValueSpec::strings(a.dtype(), a.itemsize(), a.shape())
+                                : ValueSpec::array(a.dtype(), a.shape());
+}
 
 ValueSpec spec_of(const Arg& a) {
     if (a.is_array()) return spec_of(a.array());
@@ -233,7 +264,10 @@ Checked check_shards(std::string_view text, const ShardedEnvironment& env, std::
     std::vector<Specs> shard_specs(k);
     for (const auto& [name, v] : env) {
         if (const auto* s = std::get_if<Sharded>(&v)) {
-            whole_specs.emplace(name, ValueSpec::array(s->dtype(), s->shape()));
+            std::size_t width = 0;  // a string column's: the widest shard's
+            for (const Array& p : s->shards()) width = std::max(width, p.itemsize());
+            whole_specs.emplace(name, is_string(s->dtype()) ? ValueSpec::strings(s->dtype(), width, s->shape())
+                                                            : ValueSpec::array(s->dtype(), s->shape()));
             for (std::size_t i = 0; i < k; ++i) shard_specs[i].emplace(name, spec_of(s->shards()[i]));
         } else {
             const Arg& a = std::get<Arg>(v);

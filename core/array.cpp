@@ -517,6 +517,63 @@ Array gather_utf8(const Array& a) {
 }
 }  // namespace
 
+namespace core {
+Array concat_utf8(const std::vector<Array>& parts, const Shape& shape) {
+    // Offset k of a host Utf8 array that gather_utf8 made (C-contiguous, from 0).
+    auto off = [](const Array& r, std::int64_t k) -> std::int64_t {
+        const char* q = static_cast<const char*>(r.data()) + k * static_cast<std::int64_t>(r.itemsize());
+        if (r.itemsize() == 4) {
+            std::int32_t v;
+            std::memcpy(&v, q, 4);
+            return v;
+        }
+        std::int64_t v;
+        std::memcpy(&v, q, 8);
+        return v;
+    };
+    std::vector<Array> rows;  // each part's rows on the host, offsets from 0
+    std::size_t w = 4, total = 0;
+    std::int64_t n = 0;
+    for (const Array& p : parts) {
+        if (p.dtype() != DType::Utf8) throw InternalError("concat_utf8: a part is not an Arrow string column");
+        rows.push_back(gather_utf8(p));
+        w = std::max(w, p.itemsize());
+        total += static_cast<std::size_t>(off(rows.back(), rows.back().size()));
+        n += p.size();
+    }
+    if (n != shape_size(shape)) throw InternalError("concat_utf8: the parts' rows are not the shape's");
+    if (w == 4 && total > static_cast<std::size_t>(std::numeric_limits<std::int32_t>::max()))
+        throw ArgumentError(
+            fmt::format("the parts of a string column hold {} bytes together, past the 2**31 - 1 of "
+                        "a string column's int32 offsets (a large_string part makes room)",
+                        total));
+    auto offsets = host_storage(static_cast<std::size_t>(n + 1) * w);
+    auto chars = host_storage(std::max<std::size_t>(total, 1));
+    auto* o = static_cast<char*>(offsets->data());
+    auto* c = static_cast<char*>(chars->data());
+    std::int64_t row = 0, base = 0;
+    auto put = [&](std::int64_t v) {
+        if (w == 4) {
+            const auto v32 = static_cast<std::int32_t>(v);
+            std::memcpy(o + row * 4, &v32, 4);
+        } else {
+            std::memcpy(o + row * 8, &v, 8);
+        }
+    };
+    for (const Array& r : rows) {
+        for (std::int64_t k = 0; k < r.size(); ++k, ++row) put(base + off(r, k));
+        const std::int64_t bytes = off(r, r.size());
+        if (bytes > 0) std::memcpy(c + base, r.chars(), static_cast<std::size_t>(bytes));
+        base += bytes;
+    }
+    put(base);
+    Array out =
+        ArrayAccess::make(DType::Utf8, shape, contiguous_strides(shape), 0, Backend::Cpu, std::move(offsets), w);
+    ArrayAccess::set_chars(out, std::move(chars));
+    return out;
+}
+}  // namespace core
+
 // A C-contiguous copy through the device's own copy: no program is compiled for it.
 Array Array::contiguous() const {
     if (is_contiguous()) return *this;

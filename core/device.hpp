@@ -17,6 +17,7 @@
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace jit::core {
 
@@ -114,6 +115,11 @@ Array restrided(const Array& a, std::int64_t offset, Shape shape, Strides stride
 // itemsize: a datetime64/timedelta64 array as the int64 counts a program computes with, and
 // back (ir::InputDecl::temporal, ir::OutputDecl::temporal). ArgumentError for another itemsize.
 Array relabelled(const Array& a, DType t);
+// The rows of `parts` (Arrow string columns, each in C order, on any backend) one after another
+// in one new host column of `shape` (as many elements as the parts together): the bytes
+// concatenated and the offsets rebased from 0, int64 where any part's are (int32 otherwise; an
+// ArgumentError when the bytes pass int32's range).
+Array concat_utf8(const std::vector<Array>& parts, const Shape& shape);
 // Array::view_utf8 without its check of the offsets, for a caller that has checked them already
 // (the Arrow import checks them once, with the UTF-8 of the bytes): never for unchecked input.
 Array view_utf8_checked(const void* offsets, std::size_t offset_width, const void* chars, std::size_t chars_bytes,

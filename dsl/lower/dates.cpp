@@ -360,6 +360,36 @@ Val Lowerer::date_call(const Expr& e, bool datetime) {
     return sel.mask.valid() ? reselect(r, sel) : r;
 }
 
+// A comparison of a date or duration with a string literal. Text against a date is the date it
+// writes, read as datetime64('...') reads it (its own unit, which then meets the date's as two
+// dates' units do): `ts == '2024-03-01'` is `ts == datetime64('2024-03-01')`, as pandas reads such
+// text against a datetime Series (NumPy 2's operators have no loop for it: its == is False
+// everywhere and its < raises, which no filter means). A bytes literal is read the same way (it
+// is what numexpr's dialect makes of '2024-03-01'; np.datetime64(b'...') reads bytes too). A
+// duration against text stays NumPy's TypeError.
+Val Lowerer::compare_with_text(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form) {
+    const bool left = is_string_literal(a);
+    const Val& text = left ? a : b;
+    const Val& other = left ? b : a;
+    const ir::OpInfo& oi = ir::info(op);
+    const std::string what = oi.kind == OpKind::Operator && !function_form ? fmt::format("operator '{}'", oi.token)
+                                                                           : fmt::format("{}()", function_name(oi));
+    if (!is_datetime(dt(other)))
+        type_error(fmt::format("{} has no loop for {} and {}: text is read as a date only against a datetime64 (write "
+                               "a duration as timedelta64(5, 'm'))",
+                               what, dtype_name(dt(other)), dt(text) == DType::Bytes ? "bytes" : "str"),
+                   span);
+    const SourceSpan at = node(text.node).span;
+    std::string err;
+    const auto d = dates::parse_datetime(literal_text_.at(text.node), &err);
+    if (!d)
+        throw ValueError(fmt::format("{} (text compared with {} is read as a date, as datetime64() reads it)", err,
+                                     dtype_name(dt(other))),
+                         text_, at);
+    const Val date{constant(ir::Value::of_temporal(d->value, datetime_of(d->unit)), at), Weak::None};
+    return left ? binary(op, date, other, span, function_form) : binary(op, other, date, span, function_form);
+}
+
 Val Lowerer::isnat_call(const Expr& e) {
     if (!e.keywords.empty())
         throw TypeError(fmt::format("isnat() got an unexpected keyword argument '{}'", e.keywords[0].name), text_,

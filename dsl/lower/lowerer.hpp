@@ -237,6 +237,7 @@ private:
     // compares and selects); erase_temporal() leaves their dtypes only at the program's edges
     bool temporal(const Val& v) const { return is_temporal(dt(v)); }
     Val date_call(const Expr& e, bool datetime);
+    Val compare_with_text(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form);
     Val isnat_call(const Expr& e);
     Val temporal_binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form);
     Val temporal_unary(Op op, const Val& a, SourceSpan span);

@@ -5,6 +5,9 @@
 namespace jit::dsl::lowering {
 
 Val Lowerer::binary(Op op, const Val& a, const Val& b, SourceSpan span, bool function_form) {
+    // A string literal compared with a date or duration (dates.cpp: text is read as a date).
+    if (ir::is_comparison(op) && (temporal(a) || temporal(b)) && (is_string_literal(a) || is_string_literal(b)))
+        return compare_with_text(op, a, b, span, function_form);
     if (is_text(a) || is_text(b)) {
         // Strings meet only in comparisons and the string functions (strings.cpp).
         if (ir::is_comparison(op) || ir::is_string_function(op)) return string_op(op, {a, b}, span);

@@ -36,7 +36,8 @@ public:
     Sharded() = default;
     // Row blocks, in order (shard i is rows [sum of earlier extents, + shape()[0]) of the whole).
     // All of one dtype, the same number of dimensions (at least 1) and the same extents beyond
-    // axis 0, each on one device (its backend and device() tell which). ArgumentError otherwise.
+    // axis 0, each on one device (its backend and device() tell which); string shards may differ
+    // in width (S3 and S5; int32 and int64 offsets). ArgumentError otherwise.
     static Sharded from_shards(std::vector<Array> shards);
     // One copy of the whole array per device, as given (the caller made the copies).
     static Sharded from_replicas(std::vector<Array> replicas);
@@ -53,7 +54,9 @@ public:
     DType dtype() const;
     Shape shape() const;  // of the whole array
     // The whole array as one C-contiguous copy on `backend`/`device` (the shards' rows in
-    // order; a replica; or the whole value).
+    // order; a replica; or the whole value). String columns too: S and U rows at the widest
+    // shard's width (np.concatenate's), an Arrow string column's bytes concatenated with its
+    // offsets rebased from 0 (int64 where any shard's are).
     Array gather(Backend backend = Backend::Cpu, int device = 0) const;
     // The value of a Whole (ArgumentError for the other kinds).
     const Array& whole() const;

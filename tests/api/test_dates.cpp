@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace {
@@ -57,6 +58,53 @@ TEST_F(Dates, ComparisonsWithNaTAreFalseButNotEqual) {
     const Array ne = rt.eval("ts != ts", {ts});
     EXPECT_EQ(ne.to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 0, 0}));
     EXPECT_EQ(rt.eval("isnat(ts)", {ts}).to_vector<std::uint8_t>(), (std::vector<std::uint8_t>{0, 1, 0, 0}));
+}
+
+TEST_F(Dates, TextComparedWithADateIsReadAsADate) {
+    // ts is 2024-03-01T00:00:00, NaT, 1970-01-01T00:00:01, 1969-12-31T23:59:59 (seconds).
+    auto bools = [&](const char* text) { return rt.eval(text, {ts}).to_vector<std::uint8_t>(); };
+    using B = std::vector<std::uint8_t>;
+    EXPECT_EQ(bools("ts == '2024-03-01'"), (B{1, 0, 0, 0}));
+    EXPECT_EQ(bools("ts != '2024-03-01'"), (B{0, 1, 1, 1}));
+    EXPECT_EQ(bools("ts < '2024-03-01'"), (B{0, 0, 1, 1}));
+    EXPECT_EQ(bools("ts <= '2024-03-01'"), (B{1, 0, 1, 1}));
+    EXPECT_EQ(bools("ts > '1970-01-01'"), (B{1, 0, 1, 0}));
+    EXPECT_EQ(bools("ts >= '1970-01-01T00:00:01'"), (B{1, 0, 1, 0}));
+    EXPECT_EQ(bools("'1970-01-01' < ts"), (B{1, 0, 1, 0}));  // the literal on the left
+    EXPECT_EQ(bools("equal(ts, \"2024-03-01\")"), (B{1, 0, 0, 0}));
+    EXPECT_EQ(bools("ts == b'2024-03-01'"), (B{1, 0, 0, 0}));  // bytes too: numexpr's dialect of '...'
+    // The text's own unit meets the column's: a date of D (the day's midnight), of M, of ms.
+    EXPECT_EQ(bools("ts == '2024-03'"), (B{1, 0, 0, 0}));
+    EXPECT_EQ(bools("ts > '1970-01-01T00:00:00.500'"), (B{1, 0, 1, 0}));
+    const Array r = rt.eval("ts < '1970-01-01T00:00:00.500'", {ts});
+    EXPECT_EQ(r.dtype(), DType::Bool);
+    EXPECT_EQ(r.to_vector<std::uint8_t>(), (B{0, 0, 0, 1}));
+    // NaT text compares as NaT: False, except != (True).
+    EXPECT_EQ(bools("ts == 'NaT'"), (B{0, 0, 0, 0}));
+    EXPECT_EQ(bools("ts != ''"), (B{1, 1, 1, 1}));
+    // In masks and where, as any bool.
+    EXPECT_EQ(counts_of(rt.eval("ts[ts >= '1970-01-01']", {ts})), (std::vector<std::int64_t>{19783LL * 86400, 1}));
+    EXPECT_EQ(rt.eval("sum(ts > '1960-01-01')", {ts}).item<std::int64_t>(), 3);
+}
+
+TEST_F(Dates, TextThatIsNoDateIsAValueErrorUnderTheLiteral) {
+    try {
+        rt.eval("ts == '2024-3-1'", {ts});
+        FAIL() << "no error";
+    } catch (const jit::ValueError& e) {
+        const std::string w = e.what();
+        EXPECT_NE(w.find("'2024-3-1' is not a date"), std::string::npos) << w;
+        EXPECT_NE(w.find("ts == '2024-3-1'\n              ^^^^^^^^^^"), std::string::npos) << w;
+    }
+    EXPECT_THROW(rt.eval("ts < 'now'", {ts}), jit::ValueError);
+    EXPECT_THROW(rt.eval("ts < '2024-03-01Z'", {ts}), jit::ValueError);
+    // A date the column's unit cannot hold, as datetime64('...') against that column.
+    const Array ns = counts(DType::DateTime64_ns, {0, kNaT});
+    EXPECT_THROW(rt.eval("ns < '3000-01-01'", {{"ns", ns}}), jit::ValueError);
+    // Durations, a string column and arithmetic do not read text as a date (NumPy's TypeError).
+    const Array d = counts(DType::TimeDelta64_s, {1, 2});
+    EXPECT_THROW(rt.eval("d < '1'", {{"d", d}}), jit::TypeError);
+    EXPECT_THROW(rt.eval("ts - '2024-03-01'", {ts}), jit::TypeError);
 }
 
 TEST_F(Dates, AnAssignmentOfTheSameDTypeWritesInPlace) {

@@ -65,6 +65,14 @@ TEST_F(DatesGpu, DeviceArraysGiveTheCpusCounts) {
         same(text, env, true);
 }
 
+TEST_F(DatesGpu, TextComparedWithADateIsReadAsADate) {
+    // `a < '1970-01-10'` is `a < datetime64('1970-01-10')`: the same constant on both backends.
+    const Environment env{{"a", dates(DType::DateTime64_ms, 100'003, 6)}};
+    for (const char* text : {"a < '1970-01-10'", "'1970-01-10T12' >= a", "a == '1970-01-01T00:00:00.000'", "a != 'NaT'",
+                             "where(a > '1969-12-25', a, datetime64('2000-01-01'))"})
+        same(text, env, true);
+}
+
 TEST_F(DatesGpu, HostArraysStreamedThroughTheGpuGiveTheCpusCounts) {
     // Large enough to be streamed in chunks (docs/api.md, host data on a CUDA runtime).
     const Environment env{{"a", dates(DType::DateTime64_ns, 1 << 24, 4)},

@@ -236,6 +236,13 @@ def add(save, lines, rng):
         case("datetime64('2024-01-01', 'M') + t", {"t": t},
              lambda t: np.datetime64("2024-01-01", "M") + t)
         case("a - datetime64(0, 'Y')", {"a": a}, lambda a: a - np.datetime64(0, "Y"))
+        # Text compared with a date is read as datetime64(text) (pandas' query reads it so; NumPy 2's
+        # own operators have no loop for a str: its == is False everywhere and its < raises).
+        for text in ["2024-03-01", "1969-12-31T23:59", "1999-12", "1970-01-01T00:00:00.5", "NaT"]:
+            for op in ["==", "!=", "<", "<=", ">", ">="]:
+                f = eval(f"lambda a, x: a {op} x")
+                case(f"a {op} '{text}'", {"a": a}, lambda a, f=f, text=text: f(a, np.datetime64(text)))
+            case(f"'{text}' < a", {"a": a}, lambda a, text=text: np.datetime64(text) < a)
 
     # ---- unit conversions: datetime64(x, unit) and timedelta64(x, unit), NumPy's astype
     for u1 in UNITS:

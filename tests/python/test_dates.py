@@ -72,6 +72,55 @@ def test_numpys_errors_are_jitexprs_type_errors_with_a_caret():
         jx.evaluate("datetime64('2024-3-1')")
 
 
+# ---- text compared with a date: read as datetime64(text)
+
+OPS = ["==", "!=", "<", "<=", ">", ">="]
+
+
+@pytest.mark.parametrize("unit", ["D", "s", "ms", "ns"])
+@pytest.mark.parametrize("text", ["2024-03-01", "2024-03-01T12", "2024-03", "1970-01-01T00:00:00.5", "NaT", ""])
+def test_text_compared_with_a_date_is_datetime64_of_it(unit, text):
+    # NumPy 2's own operator has no loop for a str (its == is False everywhere, its < raises);
+    # jitexpr reads the text as np.datetime64(text), as pandas' query does.
+    ts = np.concatenate([np.array(["2024-03-01", "2024-03-01T12:00", "2024-02-29T23:59:59", "NaT",
+                                   "1970-01-01T00:00:00.5", "1970-01-01"], "M8[ms]").astype(f"M8[{unit}]"),
+                         dates(unit)])
+    for op in OPS:
+        want = eval(f"ts {op} np.datetime64(text)", {"ts": ts, "np": np, "text": text})
+        same(jx.evaluate(f"ts {op} '{text}'", ts=ts), want)
+        same(jx.evaluate(f"'{text}' {op} ts", ts=ts), eval(f"np.datetime64(text) {op} ts",
+                                                           {"ts": ts, "np": np, "text": text}))
+
+
+def test_text_compared_with_a_date_through_the_numexpr_drop_in():
+    # numexpr's dialect makes '...' bytes; against a date it is read as a date all the same.
+    # (numexpr itself takes no datetime64 array: "unknown type datetime64[D]".)
+    import jitexpr.numexpr as jne
+    ts = np.array(["2024-03-01", "2024-03-02", "NaT"], "M8[D]")
+    same(jne.evaluate("ts == '2024-03-01'", local_dict={"ts": ts}), ts == np.datetime64("2024-03-01"))
+    same(jne.evaluate("(ts >= '2024-03-02') | (ts < '2024-03-01T12')", local_dict={"ts": ts}),
+         (ts >= np.datetime64("2024-03-02")) | (ts < np.datetime64("2024-03-01T12")))
+    same(jx.evaluate("ts == b'2024-03-01'", ts=ts), ts == np.datetime64(b"2024-03-01"))
+
+
+def test_text_compared_with_a_date_in_a_filter():
+    ts = np.array(["2024-02-28T23:59", "NaT", "2024-03-01T00:00", "2025-01-01"], "M8[ns]")
+    x = np.arange(4.0)
+    same(jx.evaluate("x[ts >= '2024-03-01']", ts=ts, x=x), x[ts >= np.datetime64("2024-03-01")])
+    same(jx.evaluate("sum(where(ts < '2024-03-01', x, 0))", ts=ts, x=x),
+         np.sum(np.where(ts < np.datetime64("2024-03-01"), x, 0)))
+
+
+def test_text_that_is_no_date_is_a_value_error_under_the_literal():
+    ts = dates("s")
+    with pytest.raises(jx.ValueError, match=r"(?s)'2024-3-1' is not a date.*ts == '2024-3-1'\n {14}\^{10}"):
+        jx.evaluate("ts == '2024-3-1'", ts=ts)
+    with pytest.raises(jx.ValueError, match="does not fit datetime64"):
+        jx.evaluate("ns < '3000-01-01'", ns=ts.astype("M8[ns]"))
+    with pytest.raises(jx.TypeError, match="read as a date only against a datetime64"):
+        jx.evaluate("t < '5'", t=np.array([1, 2], "m8[s]"))
+
+
 def test_an_array_of_no_unit_is_refused():
     with pytest.raises(jx.TypeError, match="no unit"):
         jx.evaluate("g + timedelta64(1, 's')", g=np.array(["NaT"], "M8"))
@@ -174,4 +223,10 @@ def test_pandas_query_on_a_datetime_column_through_the_drop_in(monkeypatch):
     want = df[df.ts > pd.Timestamp("2024-03-01")]
     got = df.query("ts > '2024-03-01'", engine="numexpr")
     pd.testing.assert_frame_equal(got, want)
+    # Text against a datetime column is pandas' own work before numexpr sees anything: < and > read
+    # it as a Timestamp; == and != are membership tests (isin(['2024-03-02']), False everywhere in
+    # pandas 3). Whatever pandas gives, the drop-in gives what its python engine gives.
+    for q in ["ts == '2024-03-02' or ts < '2024-03-01'", "ts > '2024-03-01' and ts < '2024-03-05'",
+              "ts != '2024-03-02'"]:
+        pd.testing.assert_frame_equal(df.query(q, engine="numexpr"), df.query(q, engine="python"))
     assert calls, "pandas did not evaluate through the drop-in"
