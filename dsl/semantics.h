@@ -921,41 +921,6 @@ template <class U> JX_HD bool equal_units(const U* a, const U* b, i64 n) {
         if (a[k] != b[k]) return false;
     return true;
 }
-#ifdef JX_CUDA
-// Whether s[1..m) follows at h + at (its first unit is known to match).
-JX_HD bool rest_matches(const u8* h, i64 at, const u8* s, i64 m) {
-    for (i64 k = 1; k < m; ++k)
-        if (h[at + k] != s[k]) return false;
-    return true;
-}
-// The first position of s (m bytes, 0 < m <= n) in h (n bytes), or -1, on the GPU: one thread
-// holds a row, so a byte at a time costs a load per byte. The aligned 4-byte words that lie
-// inside the haystack are read whole and their bytes equal to s's first byte found at once
-// (__vcmpeq4); the bytes before the first such word and after the last are read one at a time,
-// so nothing outside the string is read.
-JX_HD i64 find_bytes(const u8* h, i64 n, const u8* s, i64 m) {
-    const u8 first = s[0];
-    const i64 last = n - m;  // the last position s can start at
-    const i64 head = (i64)((4u - ((u32)(u64)h & 3u)) & 3u);
-    i64 i = 0;
-    for (; i < head && i <= last; ++i)
-        if (h[i] == first && rest_matches(h, i, s, m)) return i;
-    const u32 pattern = (u32)first * 0x01010101u;
-    for (; i + 4 <= n && i <= last; i += 4) {
-        u32 eq = __vcmpeq4(*reinterpret_cast<const u32*>(h + i), pattern);  // 0xff per equal byte
-        while (eq != 0u) {
-            const int byte = (__ffs((int)eq) - 1) >> 3;  // little-endian: byte 0 is h[i]
-            const i64 at = i + byte;
-            if (at > last) return -1;
-            if (rest_matches(h, at, s, m)) return at;
-            eq &= ~(0xffu << (byte * 8));
-        }
-    }
-    for (; i <= last; ++i)
-        if (h[i] == first && rest_matches(h, i, s, m)) return i;
-    return -1;
-}
-#endif
 // The first position of s (m units) in h (n units), or -1.
 template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     if (m == 0) return 0;
@@ -965,8 +930,6 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
         const void* f = ::memmem(h, (size_t)n, s, (size_t)m);
         return f ? (i64)((const u8*)f - (const u8*)h) : -1;
     }
-#else
-    if (sizeof(U) == 1) return find_bytes(reinterpret_cast<const u8*>(h), n, reinterpret_cast<const u8*>(s), m);
 #endif
     const U first = s[0];
     for (i64 i = 0; i + m <= n; ++i) {
