@@ -298,7 +298,7 @@ nb::object evaluate_items(std::string_view text, const Items& names, nb::handle 
         void* s = reinterpret_cast<void*>(c.stream);
         const bool host = c.backend == jit::Backend::Cpu;
         const bool atomic = JITEXPR_PY_HAVE_CANCEL && host && predicted_long(text, o.size());
-        const auto t0 = std::chrono::steady_clock::now();
+        const auto t0 = host ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
         (void)call_released([&](const Token* token) {
             if (!overlap) return run_into_with(*rt, text, env, o, s, token, atomic);
             jit::Array tmp = run_with(*rt, text, env, s, token);

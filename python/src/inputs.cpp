@@ -124,6 +124,10 @@ void check_out_object(nb::handle out) {
                 "pass a writable array");
         return;
     }
+    // A cupy.ndarray (the exact type) is never read-only: bound as an input is, without asking
+    // its class for the protocols.
+    if (const CupyApi* api = cupy_api(); api && api->ndarray && reinterpret_cast<PyObject*>(Py_TYPE(o)) == api->ndarray)
+        return;
     const Names& k = names();
     if (!PyArray_IsScalar(o, Generic) && !PyBool_Check(o) && !PyLong_Check(o) && !PyFloat_Check(o) &&
         !PyComplex_Check(o)) {
