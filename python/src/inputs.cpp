@@ -214,6 +214,7 @@ const CupyApi* cupy_api() {
     api.get_current_stream = attr_or_null(cuda, "get_current_stream");
     api.unowned_memory = attr_or_null(cuda, "UnownedMemory");
     api.memory_pointer = attr_or_null(cuda, "MemoryPointer");
+    api.from_dlpack = attr_or_null(cupy, "from_dlpack");
     Py_XDECREF(cuda);
     return &api;
 }
@@ -545,16 +546,60 @@ bool import_cupy(PyObject* o, Bound& b, jit::Array& out) {
     }
 }
 
-// A CUDA result as a cupy.ndarray over jitexpr's memory (held by a result capsule, as NumPy
-// results are), for a result written on CuPy's current stream, where CuPy's next work on it
-// is queued after ours: what cupy.from_dlpack makes of it, without the exchange. A null
-// object where this way does not apply (negative strides, a dtype CuPy lacks, CuPy's classes
-// not found): the caller goes through cupy.from_dlpack.
+// A CUDA result as a cupy.ndarray over jitexpr's memory (held, and counted among the live
+// results, as NumPy results are), for a result written on CuPy's current stream, where CuPy's
+// next work on it is queued after ours: a DLPack capsule handed to cupy.from_dlpack, which takes
+// a capsule as it is (no stream exchange), or else CuPy's memory, pointer and array objects made
+// here. A null object where this way does not apply (negative strides, a dtype CuPy lacks,
+// CuPy's classes not found): the caller goes through the Tensor's __dlpack__.
 nb::object cupy_of(const jit::Array& r) {
     const CupyApi* api = cupy_api();
-    if (!api || !api->ndarray || !api->unowned_memory || !api->memory_pointer) return {};
+    if (!api || !api->ndarray) return {};
     const int type = npy_type_of(r.dtype());
     if (type < 0 || jit::is_temporal(r.dtype()) || r.backend() != jit::Backend::Cuda) return {};
+    for (int i = 0; i < r.ndim(); ++i)
+        if (r.strides()[static_cast<std::size_t>(i)] < 0) return {};
+    if (api->from_dlpack) {
+        // A DLPack capsule of the result, taken by CuPy's own import (a capsule has no stream
+        // handshake: the result was written on CuPy's current stream). One call into CuPy, whose
+        // Cython makes the memory, pointer and array objects, instead of three from here.
+        // The tensor holds the result, counted among the live results as a NumPy result's capsule is.
+        struct Held {
+            DLManagedTensor m{};
+            jit::Array array;
+            std::int64_t shape[jit::kMaxDims] = {}, strides[jit::kMaxDims] = {};
+        };
+        auto* h = new Held;
+        h->array = r;
+        DLTensor& t = h->m.dl_tensor;
+        t.data = r.data();
+        t.device = {kDLCUDA, r.device()};
+        t.ndim = r.ndim();
+        t.dtype = jit::to_dlpack_dtype(r.dtype());
+        for (int i = 0; i < r.ndim(); ++i) {
+            h->shape[i] = r.shape()[static_cast<std::size_t>(i)];
+            h->strides[i] = r.strides()[static_cast<std::size_t>(i)];
+        }
+        t.shape = h->shape;
+        t.strides = h->strides;
+        t.byte_offset = 0;
+        h->m.manager_ctx = h;
+        h->m.deleter = [](DLManagedTensor* m) {
+            delete static_cast<Held*>(m->manager_ctx);
+            g_live_results.fetch_sub(1, std::memory_order_relaxed);
+        };
+        g_live_results.fetch_add(1, std::memory_order_relaxed);
+        PyObject* capsule = PyCapsule_New(&h->m, "dltensor", &dlpack_capsule_destructor);
+        if (!capsule) {
+            h->m.deleter(&h->m);
+            throw nb::python_error();
+        }
+        nb::object held = nb::steal(capsule);
+        nb::object arr = nb::steal(PyObject_CallOneArg(api->from_dlpack, capsule));
+        if (arr.is_valid()) return arr;
+        PyErr_Clear();  // a CuPy whose import lacks this dtype (bool before DLPack 0.8): the objects made here
+    }
+    if (!api->unowned_memory || !api->memory_pointer) return {};
     const auto item = static_cast<std::int64_t>(jit::itemsize(r.dtype()));
     std::int64_t span = 1;  // elements from the first to one past the last
     const int nd = r.ndim();

@@ -357,6 +357,7 @@ struct CupyApi {
     PyObject* get_current_stream = nullptr;  // cupy.cuda.get_current_stream
     PyObject* unowned_memory = nullptr;      // cupy.cuda.UnownedMemory
     PyObject* memory_pointer = nullptr;      // cupy.cuda.MemoryPointer
+    PyObject* from_dlpack = nullptr;         // cupy.from_dlpack
 };
 
 // What jitexpr uses of PyTorch, looked up once torch is imported, as CupyApi: the tensor type,
