@@ -187,6 +187,35 @@ void BM_SumOfProduct(benchmark::State& state) {
              2.0 * n * 4);
 }
 
+// ---- dates (issue 32: date arithmetic at the memory limit, like other element-wise work)
+// datetime64[s] timestamps over about three years from late 2023, made on the device.
+Array device_dates(std::int64_t n, int salt) {
+    static std::map<std::pair<std::int64_t, int>, Array> keep;
+    if (auto it = keep.find({n, salt}); it != keep.end()) return it->second;
+    Array a = gpu().eval("datetime64(int64(x * 100000000.0) + 1700000000, 's')",
+                         {device_random(DType::Float64, n, salt)});
+    keep.emplace(std::make_pair(n, salt), a);
+    return a;
+}
+
+// A timestamp shifted by a duration: 8 bytes read and 8 written per element.
+void BM_DatesShift(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "ts + timedelta64(5, 'm')", {device_dates(n, 1)}, 16.0 * n);
+}
+
+// A filter: 8 bytes read and a bool written.
+void BM_DatesFilter(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "ts > datetime64('2025-01-01')", {device_dates(n, 1)}, 9.0 * n);
+}
+
+// Two columns' difference against a duration: 16 bytes read and a bool written.
+void BM_DatesWithin(benchmark::State& state) {
+    const std::int64_t n = state.range(0);
+    run_expr(state, "(t1 - t0) < timedelta64(30, 'D')", {device_dates(n, 1), device_dates(n, 2)}, 17.0 * n);
+}
+
 // Host cost of one call, measured as bench_compile and bench_hit measure it (bench/host_cost.hpp):
 // each benchmark iteration is a batch of kHostCostBatch calls timed on the host, then a
 // synchronisation outside the timing; the reported time is per call. The *Sustained variants
@@ -389,6 +418,9 @@ BENCHMARK(BM_TranscendentalInto)->Arg(1 << 28)->UseManualTime()->Unit(benchmark:
 BENCHMARK(BM_BroadcastColumnRow)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StridedTranspose)->Arg(16384)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SumOfProduct)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DatesShift)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DatesFilter)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DatesWithin)->Arg(1 << 28)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostOverheadPerEval)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostOverheadEvalText)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostOverheadInto)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
