@@ -4,6 +4,11 @@ by jitexpr and by NumPy 2 (the same text as NumPy code: datetime64('...') is np.
 datetime64(x, 'u') of an array is x.astype('M8[u]')). The two must agree on the error (a NumPy
 TypeError or OverflowError is jitexpr's type error) or on dtype, shape and every count.
 
+Text compared with a value (`ts > '2024-03-01'`) is read as a date by jitexpr (where NumPy's
+operator compares a date with a str): its reference is the comparison with np.datetime64 of the
+text, what jitexpr documents it to mean; text compared with anything but a date is jitexpr's
+TypeError (NumPy's == and != answer False and True there).
+
 jitexpr's documented choices are not judged (fuzz_numpy.py counts them as "not judged"): a date
 literal its unit cannot hold is a ValueError where NumPy wraps it, and where() of a date and a
 duration is refused where NumPy reads the duration as a date (docs/language.md, "Dates and
@@ -93,6 +98,9 @@ class DateGenerator:
         if depth <= 0 or rng.random() < 0.3:
             return self.leaf(names)
         r = rng.random()
+        if r < 0.06:  # text read as a date where it meets one
+            op = str(rng.choice(["<", "<=", "==", "!=", ">=", ">"]))
+            return ("tcmp", op, self.expr(names, depth - 1), _date_text(rng))
         if r < 0.5:
             op = str(rng.choice(["+", "-", "-", "*", "/", "//", "%", "<", "<=", "==", "!=", ">=", ">"]))
             return ("bin", op, self.expr(names, depth - 1), self.expr(names, depth - 1))
@@ -123,6 +131,8 @@ def text(t):
         return f"({text(t[2])} {t[1]} {text(t[3])})"
     if k == "call":
         return f"{t[1]}({', '.join(text(a) for a in t[2])})"
+    if k == "tcmp":
+        return f"({text(t[2])} {t[1]} '{t[3]}')"
     return f"{t[1]}({text(t[2])}, '{t[3]}')"
 
 
@@ -137,6 +147,8 @@ def numpy_text(t):
         return f"({numpy_text(t[2])} {t[1]} {numpy_text(t[3])})"
     if k == "call":
         return f"np.{t[1]}({', '.join(numpy_text(a) for a in t[2])})"
+    if k == "tcmp":
+        return f"_text_compared({numpy_text(t[2])}, '{t[1]}', '{t[3]}')"
     if numbers_only(t[2]):  # a number, or Python arithmetic of numbers: NumPy's constructor
         return f"np.{t[1]}({numpy_text(t[2])}, '{t[3]}')"
     code = "M8" if t[1] == "datetime64" else "m8"
@@ -148,6 +160,13 @@ def numbers_only(t):
     if t[0] == "lit":
         return not t[1].startswith(("datetime64", "timedelta64"))
     return t[0] == "bin" and numbers_only(t[2]) and numbers_only(t[3])
+
+
+def _text_compared(x, op, text):
+    """`x op 'text'` as jitexpr documents it: the text read as np.datetime64 where x is a date."""
+    if np.asarray(x).dtype.kind != "M":
+        raise TypeError("text is read as a date only against a datetime64")
+    return eval(f"x {op} np.datetime64(text)", {"np": np, "x": x, "text": text})
 
 
 def _astype(x, dtype):
@@ -166,7 +185,7 @@ def children(t):
         return [t[2], t[3]]
     if t[0] == "call":
         return list(t[2])
-    if t[0] == "conv":
+    if t[0] in ("conv", "tcmp"):
         return [t[2]]
     return []
 
@@ -184,9 +203,9 @@ def replacements(t):
         for i, a in enumerate(t[2]):
             for c in replacements(a):
                 yield ("call", t[1], t[2][:i] + [c] + t[2][i + 1:])
-    elif k == "conv":
+    elif k in ("conv", "tcmp"):
         for c in replacements(t[2]):
-            yield ("conv", t[1], c, t[3])
+            yield (k, t[1], c, t[3])
 
 
 def size(t):
@@ -198,7 +217,8 @@ def reference(t, names):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            r = np.asarray(eval(numpy_text(t), {"np": np, "_astype": _astype}, dict(names)))
+            r = np.asarray(eval(numpy_text(t), {"np": np, "_astype": _astype, "_text_compared": _text_compared},
+                                dict(names)))
         except (TypeError, OverflowError):
             return ("error", "type")
         except ZeroDivisionError:  # Python's arithmetic of two literals, as jitexpr folds them
