@@ -192,8 +192,8 @@ void BM_SumOfProduct(benchmark::State& state) {
 Array device_dates(std::int64_t n, int salt) {
     static std::map<std::pair<std::int64_t, int>, Array> keep;
     if (auto it = keep.find({n, salt}); it != keep.end()) return it->second;
-    Array a = gpu().eval("datetime64(int64(x * 100000000.0) + 1700000000, 's')",
-                         {device_random(DType::Float64, n, salt)});
+    Array a =
+        gpu().eval("datetime64(int64(x * 100000000.0) + 1700000000, 's')", {device_random(DType::Float64, n, salt)});
     keep.emplace(std::make_pair(n, salt), a);
     return a;
 }
