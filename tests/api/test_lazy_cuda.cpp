@@ -6,6 +6,7 @@
 // reach the GPU fails with a CudaError after the driver started. Each test runs its work in a
 // child process of its own (nothing of CUDA loaded before it), which notes what it saw in the
 // same log; the test reads the log.
+#include <jit/interop.hpp>
 #include <jit/jit.hpp>
 
 #include <gtest/gtest.h>
@@ -158,6 +159,26 @@ TEST(LazyCuda, AProgramOfScalarsAloneRunsOnTheCpuAndLoadsNoDriver) {
         note("result on " + std::string(backend_name(r.backend())) + ": " + std::to_string(r.item<double>()));
     });
     EXPECT_EQ(log, (std::vector<std::string>{"test: result on cpu: 3.000000", "test: returned"})) << text(log);
+}
+
+TEST(LazyCuda, ArrowEvaluationOfSmallHostColumnsLoadsNoDriver) {
+    REQUIRE_FAKE_DRIVER();
+    const auto log = in_a_fresh_process([] {
+        Runtime rt(auto_options());
+        ArrowColumn a, b;
+        a.values = host_floats(4, 0);
+        b.values = host_floats(4, 1);
+        const std::uint8_t valid[] = {1, 1, 0, 1};
+        b.validity = Array::from_host(valid, DType::Bool, {4}, Backend::Cpu);
+        b.null_count = 1;
+        const ArrowColumn r = eval_arrow("a*2 + b", {a, b}, rt);
+        note(values_text(r.values) + " on " + std::string(backend_name(r.values.backend())));
+        note("valid: " + values_text(*r.validity));
+        note("started: " + started_text(rt));
+    });
+    EXPECT_EQ(log, (std::vector<std::string>{"test: 1 4 7 10 on cpu", "test: valid: 1 1 0 1",
+                                             "test: started: not started", "test: returned"}))
+        << text(log);
 }
 
 TEST(LazyCuda, HostDataTheGpuMayBeWorthStartsTheDriverOnce) {
