@@ -722,9 +722,21 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
             if (v.ndim() == 1) rows = v.shape()[0];
         }
     }
-    // Arrays travel to a CUDA runtime explicitly here: Arrow memory is host memory.
+    // Where the columns are evaluated. Under Auto, host columns stay host arrays and the
+    // runtime places each call as it places any host data (small data on the CPU before CUDA
+    // starts); device arrays among them start CUDA, and the rest follow them there. Otherwise
+    // arrays travel to the runtime's backend explicitly here: Arrow memory is host memory.
+    const Backend target = [&] {
+        if (runtime.options().backend == Backend::Auto) {
+            bool on_device = false;
+            for (const auto& [name, a] : env)
+                on_device = on_device || (a.is_array() && a.array().backend() != Backend::Cpu);
+            if (!on_device) return Backend::Cpu;
+        }
+        return runtime.backend();
+    }();
     Environment bound;
-    for (const auto& [name, a] : env) bound.emplace(name, a.is_array() ? Arg(on(a.array(), runtime.backend())) : a);
+    for (const auto& [name, a] : env) bound.emplace(name, a.is_array() ? Arg(on(a.array(), target)) : a);
 
     // One reduction over the whole of an expression: evaluated over the rows valid in every
     // variable it reads.
@@ -762,8 +774,8 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
         Environment compacted;
         for (const auto& [name, a] : env) {
             const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
-            compacted.emplace(
-                name, column ? Arg(on(compact(a.array(), keep, kept), runtime.backend())) : bound.find(name)->second);
+            compacted.emplace(name,
+                              column ? Arg(on(compact(a.array(), keep, kept), target)) : bound.find(name)->second);
         }
         const std::string_view name = module.statements[0].value->text;
         if (kept == 0 && name != "sum" && name != "prod" && name != "any" && name != "all" && name != "mean") {
@@ -771,11 +783,10 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
             Environment one;
             for (const auto& [n, a] : env) {
                 const bool column = a.is_array() && a.array().ndim() == 1 && a.array().shape()[0] == rows;
-                one.emplace(n, column
-                                   ? Arg(on(a.array().slice(0, 0, std::min<std::int64_t>(rows, 1)), runtime.backend()))
-                                   : bound.find(n)->second);
+                one.emplace(n, column ? Arg(on(a.array().slice(0, 0, std::min<std::int64_t>(rows, 1)), target))
+                                      : bound.find(n)->second);
             }
-            out.values = rows > 0 ? runtime.run(text, one) : Array::zeros(DType::Float64, {}, runtime.backend());
+            out.values = rows > 0 ? runtime.run(text, one) : Array::zeros(DType::Float64, {}, target);
         } else {
             out.values = runtime.run(text, compacted);
         }
@@ -803,7 +814,7 @@ ArrowColumn eval_arrow(std::string_view text, const Environment& env,
     for (std::size_t k = 0; k < masks.size(); ++k) {
         const std::string n = fmt::format("m{}", k);
         conj += (k ? " & " : "") + n;
-        menv.emplace(n, Arg(on(masks[k].second, runtime.backend())));
+        menv.emplace(n, Arg(on(masks[k].second, target)));
     }
     out.validity = runtime.run(conj, menv);
     out.null_count = -1;

@@ -33,6 +33,25 @@ Decision on_cpu(Decision d, std::string why) {
     return d;
 }
 
+// The cost model over `d`'s bytes: its sentence, and whether it keeps them on the CPU (the GPU
+// is chosen only when its copies are expected kAutoMargin times faster than the CPU's work).
+struct Weighed {
+    bool cpu = true;
+    std::string text;
+};
+Weighed weigh(const Decision& d, const HostModel& m) {
+    const std::uint64_t bytes = d.in_bytes + d.out_bytes;
+    const double gpu_ms = static_cast<double>(d.in_bytes) / (m.link_gbs * 1e6);
+    const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);
+    Weighed w;
+    w.cpu = gpu_ms * kAutoMargin >= cpu_ms;
+    w.text = fmt::format(
+        "cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
+        "at {:.1f} GB/s ({})",
+        gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
+    return w;
+}
+
 }  // namespace
 
 Decision not_streamed(Decision d, std::string why, Backend asked) {
@@ -71,10 +90,17 @@ Decision decide(const Request& request, Probe& probe) {
     };
     if (r.backend == Backend::Auto) {
         // Under Auto, nothing started yet: host data too small for the GPU stays on the CPU from
-        // the plan alone; only data the GPU may be worth starts the backend (the CUDA driver).
+        // the plan alone, and larger data the known host model keeps there too; only data the
+        // GPU may be worth starts the backend (the CUDA driver).
         if (!r.where.on_device) {
             count_bytes();
             if (d.in_bytes + d.out_bytes < kAutoMinBytes) return too_small();
+            // Data the GPU may be worth: where the host model is known without the driver (the
+            // disk cache's figures of this machine) and keeps it on the CPU, nothing starts.
+            if (const HostModel* m = probe.known_host_model()) {
+                Weighed w = weigh(d, *m);
+                if (w.cpu) return on_cpu(std::move(d), std::move(w.text));
+            }
         }
         r.backend = probe.start();
         d = Decision{};
@@ -102,15 +128,9 @@ Decision decide(const Request& request, Probe& probe) {
     if (r.asked == Backend::Auto && bytes < kAutoMinBytes) return too_small();
     d.budget = probe.device_budget();
     if (r.asked == Backend::Auto) {
-        const HostModel& m = probe.host_model();
-        const double gpu_ms = static_cast<double>(d.in_bytes) / (m.link_gbs * 1e6);
-        const double cpu_ms = static_cast<double>(bytes) / (m.cpu_gbs * 1e6);
-        std::string model_text = fmt::format(
-            "cost model: the GPU's copies {:.1f} ms at {:.1f} GB/s, the CPU {:.1f} ms "
-            "at {:.1f} GB/s ({})",
-            gpu_ms, m.link_gbs, cpu_ms, m.cpu_gbs, m.source);
-        if (gpu_ms * kAutoMargin >= cpu_ms) return on_cpu(std::move(d), std::move(model_text));
-        d.model = model_text + "; ";
+        Weighed w = weigh(d, probe.host_model());
+        if (w.cpu) return on_cpu(std::move(d), std::move(w.text));
+        d.model = std::move(w.text) + "; ";
     }
     if (bytes < kCopyWholeBelow && bytes <= d.budget) {
         d.way = Way::Copied;

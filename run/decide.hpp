@@ -56,6 +56,12 @@ public:
     // and returns the backend, Cuda or Cpu. Asked only for host data that the GPU may be worth.
     virtual Backend start() = 0;
     virtual const HostModel& host_model() = 0;
+    // The host model as far as it is known without starting anything, or nullptr: the figures
+    // this machine's last process that had them kept in the disk cache (keyed by the CPU, not
+    // the device, which only the driver can name). decide() asks it before Probe::start, so
+    // that host data the model keeps on the CPU starts no driver; a first run, or one without
+    // the disk cache, starts the backend and measures.
+    virtual const HostModel* known_host_model() = 0;
     // The device memory a call may use now: device_memory_limit within 90% of the free memory,
     // else 80% of the free memory.
     virtual std::size_t device_budget() = 0;
@@ -120,7 +126,9 @@ inline bool runs_direct(Backend asked, Backend backend, Where where) {
 
 // How the call runs. Throws what measuring the host model or the device's memory throws, and
 // what starting the backend throws. Host data below kAutoMinBytes under Auto is kept on the CPU
-// before anything of the machine is asked (no driver started, no memory or link measured).
+// before anything of the machine is asked (no driver started, no memory or link measured); on
+// a runtime under Auto that has not started, larger host data that the known host model
+// (Probe::known_host_model) keeps on the CPU is kept there without starting the backend.
 Decision decide(const Request& r, Probe& probe);
 
 // How a program over row blocks on several devices runs (Way::Sharded, its `sharding`): an

@@ -177,30 +177,84 @@ std::size_t Machine::device_budget() {
 
 bool Machine::can_stream() { return cuda::streaming_supported(); }
 
+namespace {
+
+// A host model's two figures as the disk cache keeps them, and back.
+std::string model_text(const HostModel& m) { return fmt::format("{} {}\n", m.link_gbs, m.cpu_gbs); }
+
+std::optional<HostModel> model_of(const std::string& text, std::string source) {
+    double link = 0, cpu_gbs = 0;
+    std::istringstream in(text);
+    if (in >> link >> cpu_gbs && link > 0 && cpu_gbs > 0) return HostModel{link, cpu_gbs, std::move(source)};
+    return std::nullopt;
+}
+
+// The key of the known host model: the CPU's alone (threads, kernels), no device fact, since it
+// is read before the driver starts. Written by host_model() whenever it has figures, so it
+// follows the machine's last device and driver.
+std::string known_model_key(int cpu_threads) {
+    return cache::digest(fmt::format("jitexpr host model, last known v1|{}|{}|{}", std::thread::hardware_concurrency(),
+                                     cpu_threads, cpu::kernels_name()));
+}
+
+}  // namespace
+
+void remember_host_model(cache::DiskCache& store, int cpu_threads, const HostModel& m) {
+    try {
+        store.put(known_model_key(cpu_threads), model_text(m));
+    } catch (const Error&) {}  // not kept: the next process starts the driver to know
+}
+
+cache::DiskCache* Machine::host_store() {
+    std::call_once(host_store_once_, [&] {
+        if (!options_.disk_cache) return;
+        try {
+            cache::DiskCacheOptions dco;
+            dco.dir = options_.cache_dir;
+            auto d = std::make_shared<cache::DiskCache>(dco);
+            if (d->enabled()) host_store_ = std::move(d);
+        } catch (const Error&) {}  // no store: the model is measured, as without a disk cache
+    });
+    return host_store_.get();
+}
+
+const HostModel* Machine::known_host_model() {
+    std::call_once(known_once_, [&] {
+        cache::DiskCache* store = host_store();
+        if (!store) return;
+        try {
+            if (auto v = store->get(known_model_key(options_.cpu_threads)))
+                known_ = model_of(*v, "the disk cache's last figures, CUDA not started");
+        } catch (const Error&) {}
+    });
+    return known_ ? &*known_ : nullptr;
+}
+
 const HostModel& Machine::host_model() {
     std::call_once(model_once_, [&] {
         const cuda::DeviceInfo& dev = cuda::device_info();
         const std::string key = cache::digest(fmt::format("jitexpr host model v1|{}|{}|{}|{}|{}", dev.name,
                                                           dev.total_memory, std::thread::hardware_concurrency(),
                                                           options_.cpu_threads, cuda::driver_version()));
-        if (disk_) {
-            if (auto v = disk_->get(key)) {
-                double link = 0, cpu_gbs = 0;
-                std::istringstream in(*v);
-                if (in >> link >> cpu_gbs && link > 0 && cpu_gbs > 0) {
-                    model_ = {link, cpu_gbs, "the disk cache"};
-                    return;
-                }
-            }
+        std::optional<HostModel> cached;
+        if (disk_)
+            if (auto v = disk_->get(key)) cached = model_of(*v, "the disk cache");
+        if (cached) {
+            model_ = std::move(*cached);
+        } else {
+            const cuda::LinkMeasure m = cuda::measure_link(std::size_t{64} << 20, 3);
+            // Pageable memory (NumPy's) is the common case: the link as the pipeline sees it.
+            model_.link_gbs = std::min(m.pinned_to_device_gbs, m.staging_gbs);
+            // The CPU backend on a*2+b, float32, 2^23 elements (96 MiB read and written), best of 3.
+            const double best = cpu_throughput(cpu(), /*into_c=*/false);
+            model_.cpu_gbs = best > 0 ? best : 1;
+            model_.source = "measured";
+            if (disk_) disk_->put(key, model_text(model_));
         }
-        const cuda::LinkMeasure m = cuda::measure_link(std::size_t{64} << 20, 3);
-        // Pageable memory (NumPy's) is the common case: the link as the pipeline sees it.
-        model_.link_gbs = std::min(m.pinned_to_device_gbs, m.staging_gbs);
-        // The CPU backend on a*2+b, float32, 2^23 elements (96 MiB read and written), best of 3.
-        const double best = cpu_throughput(cpu(), /*into_c=*/false);
-        model_.cpu_gbs = best > 0 ? best : 1;
-        model_.source = "measured";
-        if (disk_) disk_->put(key, fmt::format("{} {}\n", model_.link_gbs, model_.cpu_gbs));
+        // The figures later processes read before starting the driver, when they differ.
+        const HostModel* known = known_host_model();
+        if (cache::DiskCache* store = host_store(); store && (!known || model_text(*known) != model_text(model_)))
+            remember_host_model(*store, options_.cpu_threads, model_);
     });
     return model_;
 }

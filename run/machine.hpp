@@ -85,6 +85,9 @@ public:
 
     // Probe (decide.hpp).
     const HostModel& host_model() override;
+    // The figures host_model() last had on this machine (any device), read from the disk cache
+    // without starting anything; host_model() keeps them there.
+    const HostModel* known_host_model() override;
     std::size_t device_budget() override;
     bool can_stream() override;
 
@@ -123,8 +126,15 @@ private:
     std::atomic<detail::BackendImpl*> cpu_ready_{nullptr};
     dsl::Limits cpu_limits_;
 
+    // The disk cache for what is kept before a backend starts (the known host model), made when
+    // first asked: null when the disk cache is off or unusable.
+    cache::DiskCache* host_store();
+
     std::once_flag model_once_;
     HostModel model_;
+    std::once_flag known_once_, host_store_once_;
+    std::optional<HostModel> known_;
+    std::shared_ptr<cache::DiskCache> host_store_;
     struct Measured {
         std::once_flag once;
         double gbs = 0;
@@ -132,6 +142,10 @@ private:
     };
     Measured device_bandwidth_, cpu_bandwidth_;
 };
+
+// Keeps `m` in `store` as the known host model (Machine::known_host_model) of machines with
+// `cpu_threads`: what Machine::host_model does whenever it has figures. Never throws.
+void remember_host_model(cache::DiskCache& store, int cpu_threads, const HostModel& m);
 
 // Makes the runtime's CUDA device current on this thread for one call (nothing on the CPU):
 // arrays it allocates, modules it loads and kernels it launches are on that device.

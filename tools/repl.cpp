@@ -26,6 +26,8 @@
 #include <new>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/select.h>
@@ -325,13 +327,26 @@ std::string cuda_version(int v) { return fmt::format("{}.{}", v / 1000, v % 1000
 
 int cpu_threads(const Session& s) {
     const int t = s.runtime_options().cpu_threads;
-    return t > 0 ? t : static_cast<int>(system_info().hardware_threads);
+    return t > 0 ? t : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));  // no driver asked
+}
+
+// Under auto, what starts CUDA: said where the backend would be named before a statement has
+// been placed on the GPU (naming it would start the driver).
+constexpr std::string_view kWhenCudaStarts = "CUDA starts with the first statement placed on the GPU";
+
+// The session's backend as far as it is started: "cuda", "cpu", or under auto before any
+// statement was placed on the GPU, "auto" (nothing of CUDA asked).
+std::string backend_text(const Session& s) {
+    const std::optional<Backend> b = s.started_backend();
+    return std::string(backend_name(b.value_or(Backend::Auto)));
 }
 
 void show_info(Session& s) {
+    // Looks for the driver and its devices (the CUDA lines), but starts no backend.
     const CudaInfo c = system_info().cuda;
-    std::cout << fmt::format("jitexpr {}\nbackend: {}\nCPU threads: {}\n", JITEXPR_VERSION, backend_name(s.backend()),
-                             cpu_threads(s));
+    const std::string backend =
+        s.started_backend() ? backend_text(s) : fmt::format("auto, not started ({})", kWhenCudaStarts);
+    std::cout << fmt::format("jitexpr {}\nbackend: {}\nCPU threads: {}\n", JITEXPR_VERSION, backend, cpu_threads(s));
     std::cout << "CUDA driver: " << (c.driver_version ? cuda_version(c.driver_version) : std::string("none")) << '\n';
     std::cout << "CUDA toolkit (NVRTC): "
               << (c.nvrtc.found && c.nvrtc.version ? cuda_version(c.nvrtc.version) : std::string("none"))
@@ -351,7 +366,7 @@ void show_cache(Session& s) {
     const CacheStats st = s.runtime().stats();
     std::cout << fmt::format(
         "backend {}: {} hits, {} misses, {} programs held, {} compiles ({:.1f} ms), {} modules from disk\n",
-        backend_name(s.backend()), st.hits, st.misses, st.entries, st.compiles, st.compile_ms, st.disk_hits);
+        backend_text(s), st.hits, st.misses, st.entries, st.compiles, st.compile_ms, st.disk_hits);
 }
 
 // Cuts `text` to at most `width` columns (ASCII), ending in "..." when cut.
@@ -361,14 +376,16 @@ std::string fit(std::string text, std::size_t width) {
     return text + "...";
 }
 
-// Every line within 80 columns; the reason CUDA is not used on a line of its own, cut short
-// (:info has all of it).
+// Every line within 80 columns. Under auto before a statement was placed on the GPU, the banner
+// says "auto" and what starts CUDA (asking would start it); where auto fell back to the CPU, the
+// reason CUDA is not used is on a line of its own, cut short (:info has all of it).
 std::string banner_lines(const Session& s) {
-    std::string b = fit(fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.", JITEXPR_VERSION,
-                                    backend_name(s.backend())),
-                        80) +
-                    "\n";
-    if (s.backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
+    std::string b =
+        fit(fmt::format("jitexpr {} on {}. Type :help for help, Ctrl-D to leave.", JITEXPR_VERSION, backend_text(s)),
+            80) +
+        "\n";
+    if (!s.started_backend()) b += fit(std::string(kWhenCudaStarts) + " (:info looks for it)", 80) + "\n";
+    if (s.started_backend() == Backend::Cpu && s.runtime().options().backend == Backend::Auto) {
         std::string why = s.runtime().fallback_reason();
         if (!why.empty()) {
             // The reason's first clause: "no CUDA driver (libcuda.so.1 not found)" is kept whole when it fits.
@@ -395,7 +412,7 @@ bool run_command(Session& s, const std::string& line, const ExplainOptions& expl
         if (arg.empty()) throw ArgumentError(":source needs a statement, e.g. :source c = a * 2 + b");
         const std::string src = s.runtime().source(arg, s.env());
         if (src.empty())
-            std::cout << "(no generated source: the " << backend_name(s.backend())
+            std::cout << "(no generated source: the " << backend_text(s)
                       << " backend evaluates the program directly)\n";
         else std::cout << src << '\n';
     } else if (cmd == ":explain") {
@@ -407,7 +424,7 @@ bool run_command(Session& s, const std::string& line, const ExplainOptions& expl
         const auto t0 = std::chrono::steady_clock::now();
         s.run(arg, print_value, &t);
         const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        show_timing(t, total, s.backend());
+        show_timing(t, total, s.started_backend().value_or(Backend::Cpu));
     } else if (cmd == ":cache") {
         show_cache(s);
     } else if (cmd == ":info") {
@@ -425,10 +442,12 @@ bool run_command(Session& s, const std::string& line, const ExplainOptions& expl
             s.set_threads(static_cast<int>(std::min<long long>(n, 1024)));
         }
         std::cout << cpu_threads(s) << " CPU thread" << (cpu_threads(s) == 1 ? "" : "s")
-                  << (s.backend() == Backend::Cuda ? " (the CPU backend's; this session runs on cuda)" : "") << '\n';
+                  << (s.started_backend() == Backend::Cuda ? " (the CPU backend's; this session runs on cuda)" : "")
+                  << '\n';
     } else if (cmd == ":backend") {
         if (arg.empty()) {
-            std::cout << backend_name(s.backend()) << '\n';
+            if (s.started_backend()) std::cout << backend_text(s) << '\n';
+            else std::cout << "auto, not started (" << kWhenCudaStarts << ")\n";
         } else if (arg == "cpu" || arg == "cuda") {
             s.set_backend(arg == "cpu" ? Backend::Cpu : Backend::Cuda);
             std::cout << "backend " << backend_name(s.backend()) << '\n';

@@ -142,7 +142,10 @@ void to_arrow(const ArrowColumn& column, ArrowArray* out_array, ArrowSchema* out
 // 1-D with their length (a reduction such as sum(a) throws ArgumentError: nulls have no
 // meaning there). Values at null positions are computed from whatever the input buffers hold
 // and are unspecified. Runs on `runtime`'s backend; results of a CUDA runtime are on the device
-// (to_arrow copies them to host memory).
+// (to_arrow copies them to host memory). Under Backend::Auto, host columns stay in host memory
+// and each call is placed as any host data is (docs/api.md): small columns run on the CPU
+// without starting CUDA, and results of host columns are host arrays; device arrays among the
+// variables bring the rest to the device.
 ArrowColumn eval_arrow(std::string_view text, const std::vector<ArrowColumn>& columns,
                        Runtime& runtime = Runtime::default_runtime());
 

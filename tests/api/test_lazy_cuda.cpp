@@ -6,7 +6,11 @@
 // reach the GPU fails with a CudaError after the driver started. Each test runs its work in a
 // child process of its own (nothing of CUDA loaded before it), which notes what it saw in the
 // same log; the test reads the log.
+#include <jit/interop.hpp>
 #include <jit/jit.hpp>
+
+#include "backend/cache/cache.hpp"
+#include "run/machine.hpp"
 
 #include <gtest/gtest.h>
 
@@ -160,6 +164,26 @@ TEST(LazyCuda, AProgramOfScalarsAloneRunsOnTheCpuAndLoadsNoDriver) {
     EXPECT_EQ(log, (std::vector<std::string>{"test: result on cpu: 3.000000", "test: returned"})) << text(log);
 }
 
+TEST(LazyCuda, ArrowEvaluationOfSmallHostColumnsLoadsNoDriver) {
+    REQUIRE_FAKE_DRIVER();
+    const auto log = in_a_fresh_process([] {
+        Runtime rt(auto_options());
+        ArrowColumn a, b;
+        a.values = host_floats(4, 0);
+        b.values = host_floats(4, 1);
+        const std::uint8_t valid[] = {1, 1, 0, 1};
+        b.validity = Array::from_host(valid, DType::Bool, {4}, Backend::Cpu);
+        b.null_count = 1;
+        const ArrowColumn r = eval_arrow("a*2 + b", {a, b}, rt);
+        note(values_text(r.values) + " on " + std::string(backend_name(r.values.backend())));
+        note("valid: " + values_text(*r.validity));
+        note("started: " + started_text(rt));
+    });
+    EXPECT_EQ(log, (std::vector<std::string>{"test: 1 4 7 10 on cpu", "test: valid: 1 1 0 1",
+                                             "test: started: not started", "test: returned"}))
+        << text(log);
+}
+
 TEST(LazyCuda, HostDataTheGpuMayBeWorthStartsTheDriverOnce) {
     REQUIRE_FAKE_DRIVER();
     const auto log = in_a_fresh_process([] {
@@ -183,6 +207,76 @@ TEST(LazyCuda, HostDataTheGpuMayBeWorthStartsTheDriverOnce) {
     EXPECT_EQ(count(log, "cuInit"), 1u) << text(log);
     EXPECT_EQ(count(log, "cuDevicePrimaryCtxRetain"), 1u) << text(log);
     EXPECT_EQ(count(log, "test: CudaError"), 2u) << text(log);
+    EXPECT_TRUE(has(log, "test: started: cuda")) << text(log);
+}
+
+// An Auto runtime over a disk cache in a fresh folder that holds `link_gbs` and `cpu_gbs` as this
+// machine's host model: what an earlier process that measured them kept there.
+RuntimeOptions with_known_model(const std::filesystem::path& dir, double link_gbs, double cpu_gbs) {
+    RuntimeOptions o = auto_options();
+    o.disk_cache = true;
+    o.cache_dir = dir.string();
+    cache::DiskCacheOptions dco;
+    dco.dir = o.cache_dir;
+    dco.fsync = false;
+    cache::DiskCache store(dco);
+    run::remember_host_model(store, o.cpu_threads, run::HostModel{link_gbs, cpu_gbs, ""});
+    return o;
+}
+
+// A fresh folder for a disk cache, removed when the test ends.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir() {
+        path = std::filesystem::temp_directory_path() / ("jitexpr_lazy_cuda_cache_" + std::to_string(::getpid()));
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+TEST(LazyCuda, LargeHostDataTheKnownModelKeepsOnTheCpuLoadsNoDriver) {
+    REQUIRE_FAKE_DRIVER();
+    TempDir dir;
+    const auto log = in_a_fresh_process([&] {
+        // A link no faster than the CPU: 64 MiB in and 32 MiB out stay on the CPU.
+        Runtime rt(with_known_model(dir.path, 10.0, 15.0));
+        const std::int64_t n = std::int64_t{8} << 20;
+        Environment env{{"a", Array::zeros(DType::Float32, {n}, Backend::Cpu)},
+                        {"b", Array::zeros(DType::Float32, {n}, Backend::Cpu)}};
+        Timing t;
+        (void)rt.run("c = a*2 + b", env, nullptr, &t);
+        note("placement: " + t.placement);
+        note("started: " + started_text(rt));
+    });
+    EXPECT_FALSE(has(log, "loaded")) << text(log);
+    EXPECT_TRUE(has(log,
+                    "test: placement: cpu: cost model: the GPU's copies 6.7 ms at 10.0 GB/s, the CPU 6.7 ms at 15.0 "
+                    "GB/s (the disk cache's last figures, CUDA not started)"))
+        << text(log);
+    EXPECT_TRUE(has(log, "test: started: not started")) << text(log);
+    EXPECT_TRUE(has(log, "test: returned")) << text(log);
+}
+
+TEST(LazyCuda, LargeHostDataTheKnownModelSendsToTheGpuStartsTheDriverOnce) {
+    REQUIRE_FAKE_DRIVER();
+    TempDir dir;
+    const auto log = in_a_fresh_process([&] {
+        Runtime rt(with_known_model(dir.path, 100.0, 15.0));
+        const std::int64_t n = std::int64_t{8} << 20;
+        Environment env{{"a", Array::zeros(DType::Float32, {n}, Backend::Cpu)},
+                        {"b", Array::zeros(DType::Float32, {n}, Backend::Cpu)}};
+        try {
+            (void)rt.eval("a*2 + b", Named(env));
+            note("ran");
+        } catch (const CudaError&) {
+            note("CudaError");
+        }
+        note("started: " + started_text(rt));
+    });
+    EXPECT_EQ(count(log, "loaded"), 1u) << text(log);
+    EXPECT_EQ(count(log, "cuInit"), 1u) << text(log);
+    EXPECT_TRUE(has(log, "test: CudaError")) << text(log);
     EXPECT_TRUE(has(log, "test: started: cuda")) << text(log);
 }
 

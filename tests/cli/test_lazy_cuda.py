@@ -8,9 +8,13 @@ NVIDIA's is installed), which logs each call to $JITEXPR_FAKE_CUDA_LOG ("loaded"
 usage: test_lazy_cuda.py PATH/TO/jitexpr PATH/TO/fake_driver [unittest options]
 """
 import os
+import pty
+import select
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 JITEXPR = None
@@ -27,15 +31,59 @@ class LazyCuda(unittest.TestCase):
         self.log = os.path.join(self.dir, "driver.log")
 
     def tearDown(self):
-        if os.path.exists(self.log):
-            os.remove(self.log)
-        os.rmdir(self.dir)
+        shutil.rmtree(self.dir)
 
     def run_cli(self, args, backend="auto"):
         env = dict(os.environ)
         env.update({"LD_LIBRARY_PATH": FAKE_DIR, "JITEXPR_FAKE_CUDA_LOG": self.log, "JITEXPR_BACKEND": backend,
                     "JITEXPR_DISK_CACHE": "0"})
         return subprocess.run([JITEXPR] + args, capture_output=True, text=True, env=env, timeout=120)
+
+    def run_repl(self, lines, backend="auto"):
+        """An interactive session on a pseudo-terminal: each line sent at the prompt, then Ctrl-D.
+        Returns everything the session wrote."""
+        env = dict(os.environ)
+        env.update({"LD_LIBRARY_PATH": FAKE_DIR, "JITEXPR_FAKE_CUDA_LOG": self.log, "JITEXPR_BACKEND": backend,
+                    "JITEXPR_DISK_CACHE": "0", "XDG_STATE_HOME": self.dir, "TERM": "dumb",
+                    "INPUTRC": os.devnull})
+        master, slave = pty.openpty()
+        p = subprocess.Popen([JITEXPR], stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
+        os.close(slave)
+        out = b""
+
+        def read_until(prompts):
+            nonlocal out
+            deadline = time.monotonic() + 60
+            while out.count(b">>> ") < prompts:
+                self.assertLess(time.monotonic(), deadline, out)
+                if select.select([master], [], [], 1)[0]:
+                    try:
+                        out += os.read(master, 4096)
+                    except OSError:  # the session ended
+                        return
+
+        try:
+            for i, line in enumerate(lines):
+                read_until(i + 1)
+                os.write(master, line.encode() + b"\r")
+            read_until(len(lines) + 1)
+            os.write(master, b"\x04")
+            p.wait(timeout=60)
+            while select.select([master], [], [], 0.2)[0]:
+                try:
+                    chunk = os.read(master, 4096)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            os.close(master)
+        self.assertEqual(p.returncode, 0, out)
+        return out.decode(errors="replace").replace("\r\n", "\n")
 
     def driver_log(self):
         if not os.path.exists(self.log):
@@ -66,6 +114,23 @@ class LazyCuda(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("; " + WHY_CPU + "\n", r.stderr)
         self.assertEqual(self.driver_log(), [])
+
+    def test_a_repl_session_of_cpu_statements_loads_no_driver(self):
+        out = self.run_repl(["a = arange(4.0)", "a * 2", ":time a + 1", ":threads", ":cache", ":backend",
+                             ":vars"])
+        self.assertIn("on auto. Type :help", out)
+        self.assertIn("CUDA starts with the first statement placed on the GPU", out)
+        self.assertIn("array([0., 2., 4., 6.], dtype=float64)", out)
+        self.assertIn("auto, not started (CUDA starts with the first statement placed on the GPU)", out)
+        self.assertEqual(self.driver_log(), [])
+
+    def test_repl_info_looks_for_the_driver_but_starts_no_backend(self):
+        # :info asks the driver what it has (jit::cuda_info); the session's backend stays as it was.
+        out = self.run_repl([":info", ":backend"])
+        self.assertIn("backend: auto, not started", out)
+        self.assertIn("device 0: jitexpr test driver device", out)
+        self.assertIn("\nauto, not started (", out)
+        self.assertEqual(self.driver_log().count("cuInit"), 1)
 
     def test_host_data_the_gpu_may_be_worth_starts_the_driver_once(self):
         # 80 MB in, 80 MB out: weighed for the GPU, so CUDA starts (the stand-in then refuses the

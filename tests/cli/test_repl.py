@@ -337,14 +337,18 @@ class LongWork(ReplBase):
         self.line(c, "w", "unknown name 'w'")
         self.assertTrue(c.isalive())
 
-    def test_banner_fits_80_columns_with_the_cuda_reason_on_a_line_of_its_own(self):
+    def test_banner_fits_80_columns_and_says_what_starts_cuda_under_auto(self):
         c = self.spawn(backend="auto")
         banner = [l for l in c.before.replace("\x1b[?2004h", "").splitlines() if l.strip()]
         for l in banner:
             self.assertLessEqual(len(l), 80, l)
-        if "on cpu" in banner[0]:  # no CUDA here: the reason follows, short, and :info has all of it
-            self.assertTrue(banner[1].startswith("no CUDA: "), banner)
-            self.line(c, ":info", "CUDA not usable: ")
+        # Under auto nothing of CUDA has started: the banner says so instead of asking the driver.
+        self.assertIn(" on auto. ", banner[0])
+        self.assertTrue(banner[1].startswith("CUDA starts with the first statement placed on the GPU"), banner)
+        c.send(":info\r")
+        i = c.expect_exact(["CUDA not usable: ", "device 0: "])  # :info looks: all of the reason, or the device
+        c.expect_exact(PROMPT)
+        self.assertIn(i, (0, 1))
 
     def test_time_on_the_cpu_says_nothing_of_a_module_cache(self):
         c = self.spawn()

@@ -61,3 +61,18 @@ def test_an_evaluation_on_the_gpu_starts_the_driver_once(tmp_path):
     assert log.count("loaded") == 1, log
     assert log.count("cuInit") == 1, log
     assert log.count("cuDevicePrimaryCtxRetain") == 1, log
+
+
+def test_the_numexpr_drop_in_loads_no_driver(tmp_path):
+    code = ("import numpy as np, jitexpr.numexpr as ne\n"
+            "a = np.arange(4.0)\n"
+            "assert (ne.evaluate('a * 2') == a * 2).all()\n")
+    assert driver_calls(tmp_path, code) == []
+
+
+def test_an_arrow_evaluation_of_host_columns_loads_no_driver(tmp_path):
+    pytest.importorskip("pyarrow")
+    code = ("import pyarrow as pa, jitexpr as jx\n"
+            "r = jx.evaluate('a * 2 + b', a=pa.array([1.0, None, 3.0]), b=pa.array([1.0, 2.0, 3.0]))\n"
+            "assert r.to_pylist() == [3.0, None, 9.0], r\n")
+    assert driver_calls(tmp_path, code) == []

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,9 @@ public:
     run::HostModel model{10.0, 10.0, "a test's figures"};
     std::size_t budget = 8 * GiB;
     bool streams = true;
-    Backend starts_as = Backend::Cuda;  // what start() finds: a GPU, or none (Cpu)
-    int model_asked = 0, budget_asked = 0, started = 0;
+    Backend starts_as = Backend::Cuda;    // what start() finds: a GPU, or none (Cpu)
+    std::optional<run::HostModel> known;  // what known_host_model() has before the start
+    int model_asked = 0, budget_asked = 0, started = 0, known_asked = 0;
 
     Backend start() override {
         ++started;
@@ -34,6 +36,10 @@ public:
     const run::HostModel& host_model() override {
         ++model_asked;
         return model;
+    }
+    const run::HostModel* known_host_model() override {
+        ++known_asked;
+        return known ? &*known : nullptr;
     }
     std::size_t device_budget() override {
         ++budget_asked;
@@ -157,6 +163,41 @@ TEST(Decide, AutoStartsTheBackendForHostDataTheGpuMayBeWorth) {
     ASSERT_TRUE(d.on_a_gpu);
     EXPECT_FALSE(d.on_a_gpu->small);
     EXPECT_EQ(d.in_bytes, 512 * MiB);
+}
+
+TEST(Decide, AutoKeepsLargeHostDataOnTheCpuWithoutStartingWhenTheKnownModelSaysSo) {
+    const HostCall big = call_of("a*2+b", {"a", "b"}, std::int64_t{64} << 20);  // 512 MiB in, 256 out
+    FakeProbe probe;
+    // The figures of an earlier process: the link moves the inputs about as fast as the CPU works.
+    probe.known = run::HostModel{10.0, 15.0, "known before the start"};
+    run::Decision d = run::decide(unstarted_request(big), probe);
+    EXPECT_EQ(d.way, run::Way::Cpu) << d.why;
+    EXPECT_EQ(d.why.rfind("cost model: the GPU's copies ", 0), 0u) << d.why;
+    EXPECT_NE(d.why.find("(known before the start)"), std::string::npos) << d.why;
+    EXPECT_EQ(run::placement(d), "cpu: " + d.why);
+    EXPECT_EQ(probe.started + probe.model_asked + probe.budget_asked, 0);
+    // Known figures that expect the GPU clearly faster start it, and the started machine's own
+    // model decides.
+    probe.known = run::HostModel{100.0, 15.0, "known before the start"};
+    probe.model = {100.0, 15.0, "a test's figures"};
+    d = run::decide(unstarted_request(big), probe);
+    EXPECT_EQ(probe.started, 1);
+    EXPECT_EQ(probe.model_asked, 1);
+    ASSERT_EQ(d.way, run::Way::Streamed) << d.why;
+    EXPECT_NE(d.model.find("(a test's figures)"), std::string::npos) << d.model;
+    // No figures known (a first run, no disk cache): the backend starts and measures.
+    probe.known.reset();
+    probe.model = {10.0, 15.0, "a test's figures"};
+    d = run::decide(unstarted_request(big), probe);
+    EXPECT_EQ(probe.started, 2);
+    EXPECT_EQ(d.way, run::Way::Cpu);
+    EXPECT_NE(d.why.find("(a test's figures)"), std::string::npos) << d.why;
+    // Small data asks nothing, known figures included; a started runtime does not read them.
+    const HostCall small = call_of("a*2+b", {"a", "b"}, 1000);
+    const int known_before = probe.known_asked;
+    (void)run::decide(unstarted_request(small), probe);
+    (void)run::decide(host_request(big, Backend::Auto), probe);
+    EXPECT_EQ(probe.known_asked, known_before);
 }
 
 TEST(Decide, AutoTakesTheGpuOnlyWhenTheCostModelExpectsItClearlyFaster) {
