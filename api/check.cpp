@@ -2,6 +2,8 @@
 // Runtime::run, stopped before anything is emitted, compiled or run.
 #include <jit/check.hpp>
 
+#include "api/checked.hpp"
+
 #include "core/stack.hpp"
 #include "dsl/ir.hpp"
 #include "dsl/literal.hpp"
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <limits>
 #include <unordered_map>
+#include <utility>
 
 namespace jit {
 
@@ -170,14 +173,16 @@ CheckedRows rows_of(const ir::Program& p) {
     return out;
 }
 
-CheckedProgram check_here(std::string_view text, const Specs& names);
+CheckedPlan check_here(std::string_view text, const Specs& names);
 Outline outline_here(std::string_view text);
 
 }  // namespace
 
 // The parser, the lowering and collect() recurse once per nesting level: on a stack of known
 // size, whatever the caller's (core/stack.hpp).
-CheckedProgram check(std::string_view text, const Specs& names) {
+CheckedProgram check(std::string_view text, const Specs& names) { return check_planned(text, names).checked; }
+
+CheckedPlan check_planned(std::string_view text, const Specs& names) {
     return core::with_stack(core::kFrontStackBytes, [&] { return check_here(text, names); });
 }
 
@@ -187,9 +192,10 @@ Outline outline(std::string_view text) {
 
 namespace {
 
-CheckedProgram check_here(std::string_view text, const Specs& names) {
+CheckedPlan check_here(std::string_view text, const Specs& names) {
     const syntax::Module module = syntax::parse(text);
-    CheckedProgram out;
+    CheckedPlan planned;
+    CheckedProgram& out = planned.checked;
     out.parameters = dsl::parameters(module);
     std::unordered_map<std::string, dsl::Binding> bindings;
     std::vector<std::string> bound;
@@ -209,7 +215,7 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
     }
     if (module.statements.empty()) {
         out.rows.why_not = "the program has no output";
-        return out;
+        return planned;
     }
     dsl::Bindings db;
     db.lookup = [&](std::string_view name) -> const dsl::Binding* {
@@ -219,8 +225,8 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
     db.names = [&bound] { return bound; };
     // The one pipeline every caller takes (dsl::plan), within no backend's limits: the types,
     // shapes and row split of its program.
-    const ir::Plan plan = dsl::plan(module, text, db, dsl::Limits{});
-    const ir::Program& p = plan.program;
+    ir::Plan plan = dsl::plan(module, text, db, dsl::Limits{});
+    const ir::Program& p = planned.program.emplace(std::move(plan.program));
     out.reduces = p.has_reductions();
     out.scans = p.has_scans();
     out.rows = rows_of(p);
@@ -246,7 +252,7 @@ CheckedProgram check_here(std::string_view text, const Specs& names) {
         if (!last.target.empty()) name = last.more_targets.empty() ? last.target : last.more_targets.back().name;
         out.result = CheckedValue{name, dtype_of(p.result), n.shape, n.kind == ir::NodeKind::Compact};
     }
-    return out;
+    return planned;
 }
 
 Outline outline_here(std::string_view text) {

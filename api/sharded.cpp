@@ -1,22 +1,23 @@
 // Sharded evaluation (include/jit/sharded.hpp): one program over row blocks on several devices,
 // each block on its device's runtime, all at once; reductions over the split axis combined on the
 // host by jitexpr's own CPU kernels. What each statement gives (split, combined, replicated) is
-// run::decide's (run/shards.hpp), from what jit::check and jit::outline say of the program,
-// before any device runs anything; run::sharded (run/sharded.cpp) runs that decision.
+// run::decide's (run/shards.hpp), from what jit::check and jit::outline say of the program and
+// what its outputs' own nodes need beyond a shard's rows by their kinds (dsl::split_rows, the
+// row split streaming and jit::check's program info read too), before any device runs anything;
+// run::sharded (run/sharded.cpp) runs that decision.
 #include <jit/check.hpp>
 #include <jit/error.hpp>
 #include <jit/jit.hpp>
-#include <jit/language.hpp>
 #include <jit/sharded.hpp>
 
+#include "api/checked.hpp"
 #include "core/device.hpp"
-#include "dsl/tree_walk.hpp"
+#include "dsl/rows.hpp"
 #include "run/decide.hpp"
 #include "run/ways.hpp"
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <optional>
 
 namespace jit {
@@ -219,25 +220,6 @@ const CheckedValue* value_of(const CheckedProgram& p, const std::string& name) {
     return nullptr;
 }
 
-using tree::any_node;  // dsl/tree_walk.hpp
-
-// Whether the expression indexes anything (a[1:], m[:, 0]).
-bool has_subscript(const parsed::Expr& root) {
-    return any_node(root, [](const parsed::Expr& e) { return e.kind == parsed::ExprKind::Subscript; });
-}
-
-// Whether `e` calls a scan (cumsum, ...): over split rows each shard would scan its own alone.
-bool has_scan(const parsed::Expr& root) {
-    return any_node(root, [](const parsed::Expr& e) {
-        if (e.kind != parsed::ExprKind::Call) return false;
-        for (const FunctionInfo& f : functions())
-            if (f.kind == FunctionInfo::Kind::Scan &&
-                std::find(f.names.begin(), f.names.end(), e.text) != f.names.end())
-                return true;
-        return false;
-    });
-}
-
 // The Sharded inputs as the decision reads them (in name order; scalars are not inputs).
 std::vector<run::shards::Input> inputs_of(const ShardedEnvironment& env) {
     std::vector<run::shards::Input> inputs;
@@ -253,9 +235,10 @@ std::vector<run::shards::Input> inputs_of(const ShardedEnvironment& env) {
     return inputs;
 }
 
-// The program checked over the whole arrays and over each shard's part of them.
+// The program checked over the whole arrays (with the program planned for them) and over each
+// shard's part of them.
 struct Checked {
-    CheckedProgram whole;
+    CheckedPlan whole;
     std::vector<CheckedProgram> per_shard;
 };
 
@@ -280,7 +263,7 @@ Checked check_shards(std::string_view text, const ShardedEnvironment& env, std::
         }
     }
     Checked c;
-    c.whole = check(text, whole_specs);
+    c.whole = check_planned(text, whole_specs);
     for (std::size_t i = 0; i < k; ++i) {
         try {
             c.per_shard.push_back(check(text, shard_specs[i]));
@@ -295,9 +278,24 @@ Checked check_shards(std::string_view text, const ShardedEnvironment& env, std::
     return c;
 }
 
-// What the checker and the syntax say of each statement, for run::decide.
+// The output of `program` that statement `target` gives (empty: the last statement's bare
+// value), or -1 for none.
+int output_of(const ir::Program& program, const std::string& target) {
+    int found = -1;
+    for (std::size_t o = 0; o < program.outputs.size(); ++o) {
+        const ir::OutputDecl& od = program.outputs[o];
+        if (od.name == target && (!target.empty() || od.node == program.result)) found = static_cast<int>(o);
+    }
+    return found;
+}
+
+// What the checker, the outline and the row split of the program's outputs say of each
+// statement, for run::decide.
 std::vector<run::shards::Statement> statements_of(std::string_view text, const Checked& checked) {
     const Outline outline = jit::outline(text);
+    // What each output's own nodes need beyond a shard's rows: a selection by the data, a scan.
+    dsl::RowSplit rows;
+    if (checked.whole.program) rows = dsl::split_rows(*checked.whole.program, dsl::RowsOptions{.per_output = true});
     std::vector<run::shards::Statement> out;
     for (std::size_t j = 0; j < outline.statements.size(); ++j) {
         const OutlineStatement& st = outline.statements[j];
@@ -307,9 +305,13 @@ std::vector<run::shards::Statement> statements_of(std::string_view text, const C
         s.text = std::string(text.substr(st.span.begin, st.span.end - st.span.begin));
         s.value = std::string(text.substr(st.value_span.begin, st.value_span.end - st.value_span.begin));
         s.reads = jit::parameters(s.value);
-        for (const auto& ps : parsed::parse(s.value).statements) {
-            s.slices = s.slices || (ps.value && has_subscript(*ps.value));
-            s.scans = s.scans || (ps.value && has_scan(*ps.value));
+        // Slices are the text's: views and reductions of selections leave no node that says so
+        // (dsl::OwnRows).
+        for (const OutlineSubscript& sub : outline.subscripts)
+            s.slices = s.slices || sub.statement == static_cast<int>(j);
+        if (const int o = checked.whole.program ? output_of(*checked.whole.program, s.target) : -1; o >= 0) {
+            s.slices = s.slices || rows.own[static_cast<std::size_t>(o)].selects;
+            s.scans = rows.own[static_cast<std::size_t>(o)].scans;
         }
         for (const OutlineReduction& r : outline.reductions)
             if (r.statement == static_cast<int>(j))
@@ -320,7 +322,7 @@ std::vector<run::shards::Statement> statements_of(std::string_view text, const C
             if (!v) return std::nullopt;
             return run::shards::Value{v->dtype, v->shape};
         };
-        s.whole = value(checked.whole);
+        s.whole = value(checked.whole.checked);
         for (const CheckedProgram& p : checked.per_shard) s.per_shard.push_back(value(p));
         out.push_back(std::move(s));
     }

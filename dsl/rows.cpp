@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
 #include <utility>
 
 namespace jit::dsl {
@@ -15,21 +16,64 @@ RowSplit refuse(std::string why) {
     return r;
 }
 
-// What a node of each kind needs of the parts, or "" when a part computes it from its own rows
-// (a Reduce node's further rules are in split_rows: it folds only as a statement's value).
-std::string_view needs_every_part(const ir::Node& node) {
-    switch (node.kind) {
+// What a part needs to compute a node of each kind, one line a kind: nothing beyond its own
+// rows (Own), or every part first (`streamed` says why, in streaming's words) because the node
+// selects by the data (Select: its length) or runs along the rows (Scan: each part's values
+// need the parts before). A Reduce node computes a partial from its rows; its further rules
+// (it folds only as a statement's value) are split_rows'. An Input node reads its own rows
+// unless it is a view of its array (InputDecl::view), which is the input's answer (streaming's).
+struct KindRows {
+    enum class Part : std::uint8_t { Own, Select, Scan };
+    Part part = Part::Own;
+    std::string_view streamed;  // Select, Scan: why the program is not streamed
+};
+
+KindRows kind_rows(ir::NodeKind kind) {
+    using Part = KindRows::Part;
+    switch (kind) {
         case ir::NodeKind::Input:
         case ir::NodeKind::Scalar:
         case ir::NodeKind::Const:
         case ir::NodeKind::Op:
         case ir::NodeKind::Cast:
-        case ir::NodeKind::Reduce: return "";
+        case ir::NodeKind::Reduce: return {Part::Own, ""};
         case ir::NodeKind::Compact:
-            return "a boolean-mask selection's length is known only once all of its data is read";
-        case ir::NodeKind::Scan: return "a scan (cumsum, cumprod) is not streamed (each chunk needs the ones before)";
+            return {Part::Select, "a boolean-mask selection's length is known only once all of its data is read"};
+        case ir::NodeKind::Scan:
+            return {Part::Scan, "a scan (cumsum, cumprod) is not streamed (each chunk needs the ones before)"};
     }
-    return "a node of an unknown kind";
+    return {Part::Select, "a node of an unknown kind"};
+}
+
+std::string_view needs_every_part(const ir::Node& node) { return kind_rows(node.kind).streamed; }
+
+// Per output, what its own nodes need (rows.hpp, OwnRows): the nodes its value reaches without
+// passing through another output's node.
+std::vector<OwnRows> own_rows(const ir::Program& prog) {
+    ir::NodeMap<std::uint8_t> is_output(prog.nodes.size(), 0);
+    for (const auto& od : prog.outputs) is_output[od.node] = 1;
+    std::vector<OwnRows> out;
+    for (const auto& od : prog.outputs) {
+        OwnRows own;
+        ir::NodeMap<std::uint8_t> seen(prog.nodes.size(), 0);
+        std::vector<ir::NodeId> todo{od.node};
+        seen[od.node] = 1;
+        while (!todo.empty()) {
+            const ir::Node& node = prog.node(todo.back());
+            todo.pop_back();
+            const KindRows k = kind_rows(node.kind);
+            own.selects = own.selects || k.part == KindRows::Part::Select;
+            own.scans = own.scans || k.part == KindRows::Part::Scan;
+            for (int a = 0; a < node.nargs; ++a) {
+                const ir::NodeId arg = node.args[a];
+                if (seen[arg] || is_output[arg]) continue;
+                seen[arg] = 1;
+                todo.push_back(arg);
+            }
+        }
+        out.push_back(own);
+    }
+    return out;
 }
 
 // Whether input shape `in` (right-aligned against `s`) has S's full extent (1), is broadcast (2),
@@ -59,6 +103,12 @@ std::string RowSplit::first_refusal() const {
     for (const OutputRows& o : outputs)
         if (o.how == OutputRows::How::Refused) return o.why;
     return "";
+}
+
+RowSplit split_rows(const ir::Program& prog, const RowsOptions& options) {
+    RowSplit r = split_rows(prog, options.small_row_bytes);
+    if (options.per_output) r.own = own_rows(prog);
+    return r;
 }
 
 RowSplit split_rows(const ir::Program& prog, std::size_t small_row_bytes) {

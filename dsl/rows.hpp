@@ -13,6 +13,9 @@
 //     partials fold with the reduction's accumulator and finish (dsl/ops.def: Accumulate,
 //     Finish Keep or DivideByCount). A reduction that does not fold (Finish Select, the
 //     positional ArgFirst) is refused.
+// Sharding runs the whole program on every part, statement by statement, and asks of each
+// output what its own nodes need beyond the part's rows (RowsOptions::per_output, RowSplit::own):
+// a selection by the data, or a scan.
 // Everything here is read off the node kinds and the op table: a new node kind is one line
 // (what a part of it needs) in rows.cpp.
 #pragma once
@@ -47,6 +50,17 @@ struct OutputRows {
     std::string why;            // Refused: why, a sentence for the user
 };
 
+// What an output's own nodes (its value's, down to the nodes of other outputs, which their own
+// statements answer for) need beyond a part's rows, by their kinds, whatever the inputs are cut
+// into. Views are not among them: lowering makes views of what the text never indexes (an
+// average's weights laid along their axes), and a reduction of a boolean-mask selection is
+// fused into a masked reduction of the unselected values, so no node says that it selects.
+// Slices are the text's (jit::outline's subscripts), which sharding reads beside these.
+struct OwnRows {
+    bool selects = false;  // a node whose length is the data's (a boolean-mask selection kept as one)
+    bool scans = false;    // a scan (cumsum, cumprod, ...): each part's running values need the parts before
+};
+
 struct RowSplit {
     // Empty when the program as a whole splits by rows; else why not (then split, inputs and
     // outputs are empty). Even then an input or an output can refuse (InputRows::why,
@@ -58,6 +72,7 @@ struct RowSplit {
     std::int64_t row_elements = 0;    // product of S's other axes
     std::vector<InputRows> inputs;    // per Program::inputs
     std::vector<OutputRows> outputs;  // per Program::outputs
+    std::vector<OwnRows> own;         // per Program::outputs, with RowsOptions::per_output (else empty)
     bool splits() const;
     // The first refusal: why_not, else the first input's, else the first output's; empty if none.
     std::string first_refusal() const;
@@ -71,5 +86,13 @@ inline constexpr std::size_t kOneAxis = std::numeric_limits<std::size_t>::max();
 // collapsing another axis only while the bytes of one row of every operand together exceed
 // `small_row_bytes` (kOneAxis: axis 0 alone).
 RowSplit split_rows(const ir::Program& program, std::size_t small_row_bytes = kOneAxis);
+
+struct RowsOptions {
+    std::size_t small_row_bytes = kOneAxis;  // as split_rows' argument
+    // Also answer per output what its own nodes need (RowSplit::own), whether or not the program
+    // as a whole splits: sharding, which runs every statement on every part, reads that.
+    bool per_output = false;
+};
+RowSplit split_rows(const ir::Program& program, const RowsOptions& options);
 
 }  // namespace jit::dsl

@@ -4,10 +4,12 @@
 //
 // Pure functions (no driver, no device), as chunks.hpp is for streaming: run::decide
 // (decide.hpp) returns their answer as Way::Sharded, run::sharded (sharded.cpp) runs it, and
-// tests check the decisions on any machine. What the checker and the syntax say of each
-// statement (its values' dtypes and shapes over the whole arrays and over each shard, the names
-// it reads, its reductions) is the caller's to give (Request): the API layer asks jit::check and
-// jit::outline, which this layer cannot name.
+// tests check the decisions on any machine. What the checker, the syntax and the row split say
+// of each statement (its values' dtypes and shapes over the whole arrays and over each shard,
+// the names it reads, its reductions and subscripts, whether its own nodes select by the data
+// or scan) is the caller's to give (Request): the API layer asks jit::check and jit::outline,
+// which this layer cannot name, and dsl::split_rows of the program checked over the whole
+// arrays (dsl/rows.hpp: RowSplit::own, read off the node kinds).
 //
 // A statement's value is
 //   * Split when it is computed row by row from split inputs (its axis 0 is theirs; a
@@ -68,8 +70,8 @@ struct Statement {
     std::string text;                // the statement, as written
     std::string value;               // its value's text
     std::vector<std::string> reads;  // the names its value reads
-    bool slices = false;             // its value indexes or slices an array (a[1:])
-    bool scans = false;              // its value calls a scan (cumsum, ...)
+    bool slices = false;             // its value indexes or slices an array (a[1:], a[a > 0])
+    bool scans = false;              // its value has a scan (cumsum, ...)
     struct Reduction {
         std::string function;      // the op table's spelling
         bool whole_value = false;  // the call is the statement's whole value

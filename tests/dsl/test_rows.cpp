@@ -131,4 +131,29 @@ TEST(Rows, AnInputFullOnOneSplitAxisAndBroadcastOnAnotherLimitsTheSplit) {
     EXPECT_EQ(r.split, 1);
 }
 
+TEST(Rows, PerOutputTheOwnNodesSayWhetherTheySelectOrScan) {
+    // Sharding runs every statement on every part: each output answers for its own nodes, down
+    // to the nodes of the outputs it reads.
+    const ir::Program p =
+        program_of("c = cumsum(a); d = c + 1; e = sum(cumprod(a)) * 2; f = a[a > 0]; g = f * 2; h = a[::-1]",
+                   {{"a", {DType::Float32, {100}}}});
+    EXPECT_TRUE(dsl::split_rows(p).own.empty());
+    const dsl::RowSplit r = dsl::split_rows(p, dsl::RowsOptions{.per_output = true});
+    EXPECT_FALSE(r.splits());  // the program as a whole does not split
+    ASSERT_EQ(r.own.size(), p.outputs.size());
+    auto own = [&](const std::string& name) {
+        for (std::size_t o = 0; o < p.outputs.size(); ++o)
+            if (p.outputs[o].name == name) return r.own[o];
+        ADD_FAILURE() << "no output " << name;
+        return dsl::OwnRows{};
+    };
+    EXPECT_TRUE(own("c").scans);
+    EXPECT_FALSE(own("d").scans);  // c's scan is c's
+    EXPECT_TRUE(own("e").scans);
+    EXPECT_TRUE(own("f").selects);
+    EXPECT_FALSE(own("f").scans);
+    EXPECT_TRUE(own("g").selects);                     // f read as the selection it is
+    EXPECT_FALSE(own("h").selects || own("h").scans);  // a view: the text's subscripts say it
+}
+
 }  // namespace
