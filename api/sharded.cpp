@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
 namespace jit {
@@ -347,22 +348,35 @@ private:
 
 }  // namespace
 
-ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
-    // Decided before any device runs anything (run/shards.hpp), then run that way (run/sharded.cpp).
-    run::shards::Request request;
-    request.layout = run::shards::layout(inputs_of(env), impl_->backend, impl_->devices);
+namespace {
+
+// Decided before any device runs anything (run/shards.hpp), for run and explain alike.
+run::Decision decide_shards(std::string_view text, const ShardedEnvironment& env, Backend backend,
+                            const std::vector<int>& devices, run::shards::Request& request) {
+    request.layout = run::shards::layout(inputs_of(env), backend, devices);
     const Checked checked = check_shards(text, env, request.layout.k);
     request.statements = statements_of(text, checked);
-    const run::Decision d = run::decide(request);
-    const run::shards::Layout& layout = d.sharding->layout;
+    return run::decide(request);
+}
 
-    // Each shard's environment: its part of every Sharded input, and the shared scalars.
-    std::vector<Environment> envs(layout.k);
-    for (std::size_t i = 0; i < layout.k; ++i)
+// Each shard's environment: its part of every Sharded input, and the shared scalars.
+std::vector<Environment> shard_environments(const ShardedEnvironment& env, std::size_t k) {
+    std::vector<Environment> envs(k);
+    for (std::size_t i = 0; i < k; ++i)
         for (const auto& [name, v] : env) {
             if (const auto* s = std::get_if<Sharded>(&v)) envs[i].emplace(name, Arg(s->shards()[i]));
             else envs[i].emplace(name, std::get<Arg>(v));
         }
+    return envs;
+}
+
+}  // namespace
+
+ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironment& env) {
+    run::shards::Request request;
+    const run::Decision d = decide_shards(text, env, impl_->backend, impl_->devices, request);
+    const run::shards::Layout& layout = d.sharding->layout;
+    std::vector<Environment> envs = shard_environments(env, layout.k);
     OnRuntimes shards(text, layout, impl_->runtimes);
     ShardedResult result;
     for (run::ShardValue& v : run::sharded(d, shards, envs)) {
@@ -377,6 +391,25 @@ ShardedResult ShardedRuntime::run(std::string_view text, const ShardedEnvironmen
     }
     if (!d.sharding->result.empty()) result.value = result.assigned.at(d.sharding->result);
     return result;
+}
+
+std::string ShardedRuntime::explain(std::string_view text, const ShardedEnvironment& env,
+                                    const ExplainOptions& options) {
+    run::shards::Request request;
+    const run::Decision d = decide_shards(text, env, impl_->backend, impl_->devices, request);
+    const run::shards::Layout& layout = d.sharding->layout;
+    std::string out = run::shards::describe(*d.sharding, request, impl_->backend);
+    out += fmt::format("each shard runs these statements over its own rows; the plan of shard 0:\n");
+    const std::string first =
+        runtime(layout.devices.front()).explain(text, shard_environments(env, 1).front(), options);
+    for (std::size_t b = 0; b < first.size();) {
+        const std::size_t e = std::min(first.find('\n', b), first.size());
+        out += "  ";
+        out.append(first, b, e - b);
+        out += '\n';
+        b = e + 1;
+    }
+    return out;
 }
 
 }  // namespace jit

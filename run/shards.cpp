@@ -6,6 +6,7 @@
 #include <jit/error.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <utility>
@@ -90,6 +91,7 @@ Sharding plan(const Request& r) {
                          st.text));
         StatementPlan plan;
         plan.name = st.target;
+        plan.statement = j;
         if (plan.name.empty() && j + 1 != r.statements.size()) continue;  // a bare value that is dropped
         need(plan.name.empty() || assigned_once.insert(plan.name).second,
              fmt::format("'{}' is assigned twice; in sharded evaluation each name is assigned once", plan.name));
@@ -157,6 +159,45 @@ Sharding plan(const Request& r) {
     }
     if (!r.statements.empty()) s.result = r.statements.back().target;
     return s;
+}
+
+std::string describe(const Sharding& s, const Request& r, Backend backend) {
+    const Layout& l = s.layout;
+    auto device = [&](std::size_t i) {
+        return backend == Backend::Cpu ? std::string("the host") : fmt::format("cuda:{}", l.devices[i]);
+    };
+    std::string out = fmt::format("sharded: {} shard{}", l.k, l.k == 1 ? "" : "s");
+    if (!l.rows.empty()) {
+        std::vector<std::string> counts;
+        for (auto n : l.rows) counts.push_back(std::to_string(n));
+        out += fmt::format(" of {} rows ({})", l.total_rows, fmt::join(counts, " + "));
+    }
+    out += "\n";
+    for (std::size_t i = 0; i < l.k; ++i) {
+        std::int64_t first = 0;
+        for (std::size_t j = 0; j < i && j < l.rows.size(); ++j) first += l.rows[j];
+        out += fmt::format("  shard {}: {}", i, device(i));
+        if (i < l.rows.size()) out += fmt::format(", rows {} to {}", first, first + l.rows[i] - 1);
+        out += "\n";
+    }
+    if (!l.split_names.empty()) out += fmt::format("  split by rows: {}\n", fmt::join(l.split_names, ", "));
+    for (const StatementPlan& p : s.statements) {
+        const Statement& st = r.statements.at(p.statement);
+        out += fmt::format("  {:>2}: {}   -> ", p.statement + 1, st.text);
+        switch (p.out) {
+            case StatementPlan::Out::Split: out += "split by rows, each shard its own"; break;
+            case StatementPlan::Out::Replicated:
+                out += "replicated: reads no split rows, each shard computes it";
+                break;
+            case StatementPlan::Out::Whole:
+                out +=
+                    fmt::format("one value {} {}: {} of {} partials, combined on the host", dtype_name(p.whole.dtype),
+                                shape_to_string(p.whole.shape), ir::spelling(p.reduction), l.k);
+                break;
+        }
+        out += "\n";
+    }
+    return out;
 }
 
 }  // namespace jit::run::shards

@@ -91,7 +91,8 @@ struct Request {
 // What one statement gives.
 struct StatementPlan {
     enum class Out : std::uint8_t { Split, Whole, Replicated };
-    std::string name;  // empty: the last statement's bare value
+    std::string name;           // empty: the last statement's bare value
+    std::size_t statement = 0;  // its index in Request::statements
     Out out = Out::Split;
     ir::Op reduction = ir::Op::Sum;  // Whole: the reduction its partials are combined with
     Value whole;                     // Whole: the combined value's dtype and shape
@@ -106,5 +107,9 @@ struct Sharding {
 // How the program of `r` runs over its shards; an ArgumentError saying why for a statement
 // sharding does not take.
 Sharding plan(const Request& r);
+
+// The decision in words, as ShardedRuntime::explain prints it before a shard's own plan: the
+// shards (rows and devices, named as `backend` names them) and what each statement gives.
+std::string describe(const Sharding& s, const Request& r, Backend backend);
 
 }  // namespace jit::run::shards

@@ -107,6 +107,11 @@ public:
     ShardedResult run(std::string_view text, const ShardedEnvironment& env);
     // run(text, env).value.
     Sharded eval(std::string_view text, const ShardedEnvironment& env);
+    // What run(text, env) would do, in words, running nothing: the shards (rows and devices),
+    // what each statement gives (split, one value combined from the shards' partials, replicated),
+    // then the plan of shard 0 over its rows as Runtime::explain prints it (every shard runs the
+    // same statements over its own rows). A program run() refuses is refused here the same way.
+    std::string explain(std::string_view text, const ShardedEnvironment& env, const ExplainOptions& options = {});
 
 private:
     struct Impl;

@@ -166,6 +166,26 @@ TEST_F(ShardedEval, ReadingACombinedValueIsRefused) {
     EXPECT_NE(m.find("second program"), std::string::npos) << m;
 }
 
+TEST_F(ShardedEval, ExplainSaysWhatEachStatementGivesThenShardZerosPlan) {
+    const std::string e = two.explain("c = a * b; s = sum(c)", {{"a", sa}, {"b", sb}});
+    EXPECT_EQ(e.rfind("sharded: 2 shards of 12 rows (6 + 6)\n", 0), 0u) << e;
+    EXPECT_NE(e.find("  split by rows: a, b\n"), std::string::npos) << e;
+    EXPECT_NE(e.find("   1: c = a * b   -> split by rows, each shard its own\n"), std::string::npos) << e;
+    EXPECT_NE(e.find("   2: s = sum(c)   -> one value float32 (): sum of 2 partials, combined on the host\n"),
+              std::string::npos)
+        << e;
+    // Shard 0's own plan, over its 6 rows, indented under the decision.
+    EXPECT_NE(e.find("the plan of shard 0:\n  program\n    input  a            float32    (6, 5)"), std::string::npos)
+        << e;
+    EXPECT_EQ(two.runtime(0).stats().hits + two.runtime(0).stats().misses, 0u) << "explain runs nothing";
+}
+
+TEST_F(ShardedEval, ExplainRefusesWhatRunRefusesWithTheSameWords) {
+    const std::string ran = argument_error([&] { two.eval("s = sum(a); t = a - s", {{"a", sa}}); });
+    const std::string explained = argument_error([&] { (void)two.explain("s = sum(a); t = a - s", {{"a", sa}}); });
+    EXPECT_EQ(explained, ran);
+}
+
 TEST_F(ShardedEval, InputsOfDifferentRowBlocksAreRefused) {
     Sharded three = Sharded::split(b, {0, 0, 0}, Backend::Cpu);
     EXPECT_NE(argument_error([&] { two.eval("a + b", {{"a", sa}, {"b", three}}); }).find("shards"), std::string::npos);

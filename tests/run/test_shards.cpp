@@ -97,6 +97,32 @@ TEST(Shards, DecideSaysWhatEachStatementGives) {
     EXPECT_EQ(run::placement(d), "sharded: 2 shards (devices 0, 0) of 5 rows");
 }
 
+TEST(Shards, DescribeSaysTheShardsAndWhatEachStatementGives) {
+    const Inputs in;
+    run::shards::Request r;
+    r.layout = run::shards::layout(in.list(), Backend::Cpu, kDevices);
+    r.statements.push_back(statement("c", "a * 2 + row", {"a", "row"}, {5, 4}, {{3, 4}, {2, 4}}));
+    r.statements.push_back(statement("r2", "row * 2", {"row"}, {1, 4}, {{1, 4}, {1, 4}}));
+    r.statements.push_back(statement("", "c", {"c"}, {5, 4}, {{3, 4}, {2, 4}}));  // dropped: not the last
+    run::shards::Statement s = reduction("s", "sum(c)", "sum", true);
+    s.reads = {"c"};
+    r.statements.push_back(s);
+    const run::Decision d = run::decide(r);
+    ASSERT_TRUE(d.sharding);
+    EXPECT_EQ(run::shards::describe(*d.sharding, r, Backend::Cpu),
+              "sharded: 2 shards of 5 rows (3 + 2)\n"
+              "  shard 0: the host, rows 0 to 2\n"
+              "  shard 1: the host, rows 3 to 4\n"
+              "  split by rows: a\n"
+              "   1: c = a * 2 + row   -> split by rows, each shard its own\n"
+              "   2: r2 = row * 2   -> replicated: reads no split rows, each shard computes it\n"
+              "   4: s = sum(c)   -> one value float32 (): sum of 2 partials, combined on the host\n");
+    r.layout.devices = {0, 1};
+    EXPECT_NE(
+        run::shards::describe(*run::decide(r).sharding, r, Backend::Cuda).find("  shard 1: cuda:1, rows 3 to 4\n"),
+        std::string::npos);
+}
+
 TEST(Shards, WhatShardingDoesNotTakeIsRefusedWithAReason) {
     const Inputs in;
     auto refusal = [&](std::vector<run::shards::Statement> statements) -> std::string {
