@@ -161,6 +161,27 @@ TEST_F(StringsGpu, LongRowsAndStridedViews) {
     same("str_len(t) * m", env2);
 }
 
+TEST_F(StringsGpu, SearchesStageBlocksThatFitAndReadTheOthersInPlace) {
+    // A search stages a block's rows (256) in shared memory when their bytes fit (12 KiB), else
+    // reads them where they are: blocks of short and of long rows in turn, every byte alignment
+    // of a block's first row, and a column whose offsets start past 0 (an Arrow slice).
+    std::vector<std::string> w = words(256 * 9 + 77, 12, 11);
+    const std::vector<std::string> longer = words(256 * 9 + 77, 160, 12);
+    for (std::size_t i = 0; i < w.size(); ++i)
+        if ((i / 256) % 3 == 1) w[i] = longer[i];
+    const auto c = columns(w);
+    Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}};
+    same("contains(t, 'ab')", env);
+    same("find(l, 'x\u00e9') + str_len(t)", env);
+    same("contains(t, l)", env);
+    const std::int64_t skip = 37;
+    const auto rows = static_cast<std::int64_t>(w.size()) - skip;
+    const Array sliced =
+        Array::view_utf8(c->off32.data() + skip, 4, c->chars.data(), c->chars.size(), rows, Backend::Cpu);
+    Environment env2{{"t", Arg(sliced)}};
+    same("contains(t, 'b\u20ac') | (str_len(t) > 9)", env2);
+}
+
 TEST_F(StringsGpu, ANewNeedleCompilesNoNewKernel) {
     const auto c = columns(words(5000, 12, 3));
     Environment dev{{"t", Arg(c->utf8.to(Backend::Cuda))}};
