@@ -96,26 +96,7 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
     }
     {
         std::vector<std::string> rd, wr;
-        // A search over an Arrow column: the block's rows' bytes (one range between two offsets)
-        // staged in shared memory by the whole block, then searched there.
-        std::size_t staged = 0;
-        const bool stage = index32 && vec == 1 && searches_strings();
-        for (auto& a : reads_) {
-            if (a.broadcast) {
-                rd.push_back("x_" + a.name);
-            } else if (stage && a.dtype == DType::Utf8 && staged < kStringStageLimit) {
-                if (staged++ == 0) {
-                    s += "    const I row0 = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x);\n";
-                    s += "    const I row1 = min(row0 + static_cast<I>(blockDim.x), count);\n";
-                }
-                s += fmt::format("    __shared__ alignas(16) jx::u8 b_{}[{}];\n", a.name, kStringStageBytes);
-                s += fmt::format("    const auto s_{0} = jx::stage_rows({0}, b_{0}, {1}, row0, row1);\n", a.name,
-                                 kStringStageBytes);
-                rd.push_back(fmt::format("s_{}[i]", a.name));
-            } else {
-                rd.push_back(a.name + "[i]");
-            }
-        }
+        for (auto& a : reads_) rd.push_back(a.broadcast ? "x_" + a.name : a.name + "[i]");
         for (auto& w : writes_) wr.push_back(w.name + "[i]");
         if (index32) {
             s += "    const I i = tail + first;\n";
@@ -185,19 +166,6 @@ void ElementwiseEmitter::classify_inner() {
         w.inner = opt_.force_strided ? InnerClass::General : inner_class_of(p_.node(w.node).shape, w.strides, false);
         if (w.inner == InnerClass::Zero) w.inner = InnerClass::General;  // never a broadcast store
     }
-}
-
-// Whether the stage walks strings byte by byte (a search, a count of code points): such loops
-// are bound by the latency of their loads, so a flat kernel stages its block's rows of each
-// Arrow column in shared memory first, with wide loads (jx::stage_rows).
-bool ElementwiseEmitter::searches_strings() const {
-    for (const ir::NodeId n : p_.ids()) {
-        const ir::Node& node = p_.node(n);
-        if (needed_[n] && node.kind == ir::NodeKind::Op &&
-            (node.op == ir::Op::Contains || node.op == ir::Op::Find || node.op == ir::Op::StrLen))
-            return true;
-    }
-    return false;
 }
 
 bool ElementwiseEmitter::reads_strings() const {

@@ -49,11 +49,7 @@ enum class InnerClass : std::uint8_t {
 
 constexpr int kTileThreads = 256;                    // Tiled: threads per block (tile-edge lanes x rows)
 constexpr std::size_t kTileSharedLimit = 40 * 1024;  // Tiled: shared memory for all tiles of a block
-constexpr std::size_t kVectorOpLimit = 128;
-constexpr std::size_t kStringStageBytes =
-    12 * 1024;  // Flat: shared memory per staged Arrow column (a block's rows' bytes)
-constexpr std::size_t kStringStageLimit =
-    2;  // Flat: Arrow columns staged at most          // Flat/Strided: more operations per element, no vector loop
+constexpr std::size_t kVectorOpLimit = 128;          // Flat/Strided: more operations per element, no vector loop
 
 struct ReadArray {
     ArrayRef ref;
@@ -164,7 +160,6 @@ private:
     // Whether the stage reads a string array: no vector loads then (its elements are read
     // through an accessor, a row at a time).
     bool reads_strings() const;
-    bool searches_strings() const;
     // Element expressions for the scalar (one element per call) form of the strided kernels:
     // `pos` is the last-axis coordinate, p<r> the row offset, t<r> the last-axis stride.
     std::string strided_ref(const std::string& name, InnerClass c, int r, const std::string& pos) const;

@@ -852,48 +852,6 @@ template <class O> struct col_utf8 {
 using col_s8 = col_utf8<i32>;   // Arrow string: int32 offsets
 using col_s8l = col_utf8<i64>;  // Arrow large_string: int64 offsets
 
-#ifdef JX_CUDA
-// A block's rows [r0, r1) of an Arrow column staged in shared memory: their bytes are the one
-// range c[o[r0], o[r1]), copied by the whole block with 16-byte loads (the bytes before the
-// first and after the last 16-byte boundary one by one, so nothing outside the range is read);
-// element i then reads s[o[i] - base]. A block whose rows hold more than `cap` bytes reads the
-// column in global memory (s null). Every thread of the block calls stage_rows with the same
-// rows (it holds a barrier); s is 16-byte aligned.
-template <class O> struct staged_utf8 {
-    const O* o;
-    const u8* c;
-    const u8* s;
-    i64 base;
-    __device__ s8 operator[](i64 i) const {
-        const i64 b = (i64)o[i];
-        const i64 n = (i64)o[i + 1] - b;
-        return s ? s8{s + (b - base), n} : s8{c + b, n};
-    }
-};
-template <class O> __device__ staged_utf8<O> stage_rows(col_utf8<O> col, u8* s, i64 cap, i64 r0, i64 r1) {
-    staged_utf8<O> out{col.o, col.c, nullptr, 0};
-    if (r0 >= r1) return out;
-    const i64 b0 = (i64)col.o[r0];
-    const unsigned long long p0 = (unsigned long long)(col.c + b0);
-    const unsigned long long p1 = (unsigned long long)(col.c + (i64)col.o[r1]);
-    const unsigned long long a0 = p0 & ~15ull;  // s[0] is the byte at a0
-    if ((i64)(p1 - a0) > cap) return out;
-    const unsigned long long w0 = (p0 + 15) & ~15ull, w1 = p1 & ~15ull;
-    const unsigned long long t = threadIdx.x, nt = blockDim.x;
-    if (w0 < w1) {
-        for (unsigned long long q = w0 + 16 * t; q < w1; q += 16 * nt) *(uint4*)(s + (q - a0)) = *(const uint4*)q;
-        for (unsigned long long q = p0 + t; q < w0; q += nt) s[q - a0] = *(const u8*)q;
-        for (unsigned long long q = w1 + t; q < p1; q += nt) s[q - a0] = *(const u8*)q;
-    } else {
-        for (unsigned long long q = p0 + t; q < p1; q += nt) s[q - a0] = *(const u8*)q;
-    }
-    __syncthreads();
-    out.s = s;
-    out.base = b0 - (i64)(p0 - a0);
-    return out;
-}
-#endif
-
 namespace str {
 template <class T> struct is_str { static constexpr bool value = false; };
 template <> struct is_str<sb> { static constexpr bool value = true; };

@@ -161,10 +161,9 @@ TEST_F(StringsGpu, LongRowsAndStridedViews) {
     same("str_len(t) * m", env2);
 }
 
-TEST_F(StringsGpu, SearchesStageBlocksThatFitAndReadTheOthersInPlace) {
-    // A search stages a block's rows (256) in shared memory when their bytes fit (12 KiB), else
-    // reads them where they are: blocks of short and of long rows in turn, every byte alignment
-    // of a block's first row, and a column whose offsets start past 0 (an Arrow slice).
+TEST_F(StringsGpu, SearchesOverBlocksOfShortAndLongRowsAndASlicedColumn) {
+    // Blocks of a launch (256 rows) of short and of long rows in turn, every byte alignment of a
+    // block's first row, and a column whose offsets start past 0 (an Arrow slice).
     std::vector<std::string> w = words(256 * 9 + 77, 12, 11);
     const std::vector<std::string> longer = words(256 * 9 + 77, 160, 12);
     for (std::size_t i = 0; i < w.size(); ++i)

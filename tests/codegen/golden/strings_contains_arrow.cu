@@ -12,10 +12,6 @@ extern "C" __global__ void __launch_bounds__(256) jx_flat(const jx::col_s8 in0, 
     const I count = static_cast<I>(n);
     const I first = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x);
     I tail = 0;
-    const I row0 = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x);
-    const I row1 = min(row0 + static_cast<I>(blockDim.x), count);
-    __shared__ alignas(16) jx::u8 b_in0[12288];
-    const auto s_in0 = jx::stage_rows(in0, b_in0, 12288, row0, row1);
     const I i = tail + first;
-    if (i < count) jx_compute(s_in0[i], t1, out0[i]);
+    if (i < count) jx_compute(in0[i], t1, out0[i]);
 }
