@@ -14,6 +14,17 @@ from jitexpr import _jitexpr as core
 
 pytestmark = pytest.mark.skipif(not core.HAVE_CANCEL, reason="built without jitexpr's cancel token (jit/cancel.hpp)")
 
+
+@pytest.fixture(autouse=True)
+def python_handles_sigint():
+    # Python raises KeyboardInterrupt only where its own handler is installed: a process started
+    # with SIGINT ignored (in the background of a non-interactive shell, under nohup) keeps
+    # ignoring it, and these tests would wait for an interrupt that never comes. They test what
+    # jitexpr does with Python's handler, so they install it for their duration.
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
 N = 1 << 25
 TEXT = "sin(a) * cos(a) + exp(-a) * sqrt(a) + log1p(a) * tanh(a)"
 
