@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Issue 29's GPU check of the run/ layer, in two calls on one warm machine (results to $OUT):
+# Issue 29's GPU check of the run/ layer, in two calls (results to $OUT; STEP=b alone builds what it needs):
 #   STEP=a  a Release build of this tree with the Python module, the GPU tests, the package's
 #           GPU-facing tests, the differential CUDA suite and the fuzzer on CUDA;
 #   STEP=b  the benchmarks of the tree before the run/ layer (.trees/before.tar, a `git archive`
-#           of 8e568c1 in a git-ignored folder) built next to this one, then both timed in turn,
-#           three rounds (about 90 s each on an H100), so that each figure is a median of 3 taken
-#           from the same minutes; then bench_compile of each (the host cost of a memory hit).
+#           of 8e568c1 in a git-ignored folder) built next to this one (this one's benchmarks too,
+#           when STEP=a has not built them), then both timed in turn, ROUNDS rounds (default 5,
+#           about 90 s each on an H100; none starts after STOP_AFTER seconds, default 480), so
+#           that each figure is a median taken from the same minutes; then, with COMPILE=1,
+#           bench_compile of each (the host cost of a memory hit).
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -36,10 +38,17 @@ b)
   rm -rf /tmp/runlayer-runs /tmp/before && mkdir -p /tmp/before && tar -xf .trees/before.tar -C /tmp/before
   cmake -S /tmp/before -B /tmp/before/build -G Ninja -DCMAKE_BUILD_TYPE=Release -DJITEXPR_BUILD_TESTS=OFF \
     -DJITEXPR_BUILD_EXAMPLES=OFF > "$out/before-cmake.log" 2>&1
-  cmake --build /tmp/before/build -j"$(nproc)" --target bench_gpu bench_stream bench_compile bench_hit \
-    > "$out/before-build.log" 2>&1 || { echo "before: build failed"; tail -20 "$out/before-build.log"; }
-  echo "before build: $((SECONDS - t0)) s"
-  for r in 1 2 3; do
+  cmake --build /tmp/before/build -j8 --target bench_gpu bench_stream bench_compile bench_hit \
+    > "$out/before-build.log" 2>&1 || { echo "before: build failed"; tail -20 "$out/before-build.log"; } &
+  if [ ! -x build-gpu/bench/bench_stream ]; then
+    cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DJITEXPR_BUILD_TESTS=OFF \
+      -DJITEXPR_BUILD_EXAMPLES=OFF > "$out/cmake.log" 2>&1
+    cmake --build build-gpu -j8 --target bench_gpu bench_stream bench_compile bench_hit > "$out/build.log" 2>&1 ||
+      echo "after: build failed"
+  fi
+  wait
+  echo "builds: $((SECONDS - t0)) s"
+  for ((r = 1; r <= ${ROUNDS:-5}; r++)); do
     for t in before after; do
       if [ $t = before ]; then b=/tmp/before/build; else b=build-gpu; fi
       d=/tmp/runlayer-runs/$t; mkdir -p "$d"
@@ -51,10 +60,13 @@ b)
     done
     echo "round $r done at $((SECONDS - t0)) s"
     tar -czf "$out/runs.tgz" -C /tmp/runlayer-runs before after  # (the device returns 8 files: one archive)
+    [ $((SECONDS - t0)) -gt "${STOP_AFTER:-480}" ] && { echo "no round after $r: STOP_AFTER"; break; }
   done
-  timeout 100 build-gpu/bench/bench_compile --count 30 --reps 1 --skip-options > "$out/compile-after.txt" 2>&1
-  timeout 100 /tmp/before/build/bench/bench_compile --count 30 --reps 1 --skip-options > "$out/compile-before.txt" 2>&1
-  grep -E "memory hit|disk hit" "$out/compile-before.txt" "$out/compile-after.txt"
+  if [ "${COMPILE:-0}" = 1 ]; then
+    timeout 100 build-gpu/bench/bench_compile --count 30 --reps 1 --skip-options > "$out/compile-after.txt" 2>&1
+    timeout 100 /tmp/before/build/bench/bench_compile --count 30 --reps 1 --skip-options > "$out/compile-before.txt" 2>&1
+    grep -E "memory hit|disk hit" "$out/compile-before.txt" "$out/compile-after.txt"
+  fi
   python3 scripts/bench-medians.py /tmp/runlayer-runs/before /tmp/runlayer-runs/after | tee "$out/medians.txt"
   ;;
 esac
