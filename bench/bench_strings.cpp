@@ -3,7 +3,7 @@
 // CPU, the export of the boolean result, and, with a GPU, the same predicates over the column
 // in device memory against a device copy of as many bytes as they read.
 //
-//   build/bench/bench_strings [--rows N] [--reps R] [--cpu-only]
+//   build/bench/bench_strings [--rows N] [--reps R] [--cpu-only | --gpu-only]
 //
 // The column: N ASCII words of 4 to 24 bytes (1 in 50 holding "needle", 1 in 100 "oslo").
 // Figures: the median of R runs, in ms, and GB/s of the bytes each predicate reads (offsets,
@@ -91,7 +91,7 @@ void noop_release_schema(ArrowSchema* s) { s->release = nullptr; }
 int main(int argc, char** argv) {
     std::int64_t rows = 10'000'000;
     int reps = 9;
-    bool cpu_only = false;
+    bool cpu_only = false, gpu_only = false;
     std::string only;  // time this program alone on the CPU (a profile's run)
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -99,8 +99,9 @@ int main(int argc, char** argv) {
         else if (a == "--rows" && i + 1 < argc) rows = std::stoll(argv[++i]);
         else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
         else if (a == "--cpu-only") cpu_only = true;
+        else if (a == "--gpu-only") gpu_only = true;
         else {
-            fmt::print(stderr, "usage: bench_strings [--rows N] [--reps R] [--cpu-only] [--only TEXT]\n");
+            fmt::print(stderr, "usage: bench_strings [--rows N] [--reps R] [--cpu-only | --gpu-only] [--only TEXT]\n");
             return 2;
         }
     }
@@ -132,26 +133,28 @@ int main(int argc, char** argv) {
         fmt::print("cpu  {:34s} {:8.2f} ms {:6.2f} GB/s\n", only, ms, gbs(ms));
         return 0;
     }
-    const double import_ms = median_ms(reps, [&] { (void)jit::view_arrow(&sch, &arr); });
-    fmt::print("cpu  import (offsets and UTF-8 checked)   {:8.2f} ms\n", import_ms);
-    for (const char* text :
-         {"contains(s, 'needle')", "s == 'oslo'", "sum(contains(s, 'needle'))", "sum(s == 'oslo')"}) {
-        const double ms = median_ms(reps, [&] { (void)cpu.run(text, env); });
-        fmt::print("cpu  {:34s} {:8.2f} ms {:6.2f} GB/s\n", text, ms, gbs(ms));
+    if (!gpu_only) {
+        const double import_ms = median_ms(reps, [&] { (void)jit::view_arrow(&sch, &arr); });
+        fmt::print("cpu  import (offsets and UTF-8 checked)   {:8.2f} ms\n", import_ms);
+        for (const char* text :
+             {"contains(s, 'needle')", "s == 'oslo'", "sum(contains(s, 'needle'))", "sum(s == 'oslo')"}) {
+            const double ms = median_ms(reps, [&] { (void)cpu.run(text, env); });
+            fmt::print("cpu  {:34s} {:8.2f} ms {:6.2f} GB/s\n", text, ms, gbs(ms));
+        }
+        const jit::Array mask = cpu.run("contains(s, 'needle')", env);
+        const double export_ms = median_ms(reps, [&] {
+            ArrowArray out{};
+            ArrowSchema out_schema{};
+            jit::to_arrow(jit::ArrowColumn{mask, std::nullopt, 0}, &out, &out_schema);
+            out.release(&out);
+            out_schema.release(&out_schema);
+        });
+        fmt::print("cpu  export of the bool result (packing)   {:8.2f} ms\n", export_ms);
     }
-    const jit::Array mask = cpu.run("contains(s, 'needle')", env);
-    const double export_ms = median_ms(reps, [&] {
-        ArrowArray out{};
-        ArrowSchema out_schema{};
-        jit::to_arrow(jit::ArrowColumn{mask, std::nullopt, 0}, &out, &out_schema);
-        out.release(&out);
-        out_schema.release(&out_schema);
-    });
-    fmt::print("cpu  export of the bool result (packing)   {:8.2f} ms\n", export_ms);
 
     if (cpu_only) return 0;
     try {
-        jit::RuntimeOptions g;
+        jit::RuntimeOptions g = jit::RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS and the rest
         g.backend = jit::Backend::Cuda;
         g.disk_cache = false;
         jit::Runtime gpu(g);

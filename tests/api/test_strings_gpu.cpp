@@ -181,6 +181,33 @@ TEST_F(StringsGpu, SearchesOverBlocksOfShortAndLongRowsAndASlicedColumn) {
     same("contains(t, 'b\u20ac') | (str_len(t) > 9)", env2);
 }
 
+TEST_F(StringsGpu, ANeedleAcrossTwoRowsIsInNeither) {
+    // Rows end to end in memory: a needle that starts in one row and ends in the next is in
+    // neither, one that ends at a row's last byte is in it. Rows of 0 to 10 bytes in every
+    // phase against a warp's 32 lanes, a partial last warp (33 rows, 1005), and an S array whose
+    // elements fill its width (end to end too, no NULs between them).
+    std::vector<std::string> w;
+    for (int i = 0; i < 1005; ++i) {
+        static const char* const kRows[] = {"ne", "edle", "needle", "", "xneedl", "e", "n", "eedlen", "needleneed"};
+        w.push_back(kRows[(i * 7 + i / 32) % 9]);
+    }
+    for (std::size_t n : {33u, 64u, 1005u}) {
+        const auto c = columns(std::vector<std::string>(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(n)));
+        Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}, {"s", Arg(c->s)}};
+        same("contains(t, 'needle')", env);
+        same("contains(l, 'le') | contains(t, 'en')", env);
+        same("sum(contains(t, 'dlen'))", env);
+        same("contains(s, b'needle')", env);
+    }
+    std::string full;
+    for (int i = 0; i < 100; ++i) full += i % 3 == 0 ? "ab" : "ba";
+    const auto n = static_cast<std::int64_t>(full.size() / 2);
+    const Array s = Array::view(static_cast<const void*>(full.data()), DType::Bytes, 2, {n}, {}, Backend::Cpu);
+    Environment env{{"s", Arg(s)}};
+    same("contains(s, b'ab')", env);
+    same("contains(s, b'aa') | contains(s, b'b')", env);
+}
+
 TEST_F(StringsGpu, ANewNeedleCompilesNoNewKernel) {
     const auto c = columns(words(5000, 12, 3));
     Environment dev{{"t", Arg(c->utf8.to(Backend::Cuda))}};
