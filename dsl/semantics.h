@@ -988,73 +988,8 @@ JX_HD i64 find(s8 h, s8 s) {
 }
 JX_HD i64 find(su h, s8 s) { return find_points(h, s); }
 JX_HD i64 find(s8 h, su s) { return find_points(h, s); }
-#ifdef JX_CUDA
-// contains() of one needle over the rows of a warp's lanes that lie end to end in memory (an
-// Arrow column's consecutive elements; an S array's when every element fills its width): the
-// lanes read the run of rows together, one byte each a step (consecutive bytes: one memory
-// transaction where a lane per row makes 32 scattered ones, and no lane waits for the longest
-// row of the warp), mark where a needle starts, and share the marks (a ballot); a lane's answer
-// is whether a mark lies where a needle fits wholly inside its own row. Returns false (nothing
-// decided) when the active lanes are not one run, their rows are not end to end, or their
-// needles differ: each lane then searches its own row.
-JX_HD bool warp_contains(const u8* h, i64 n, const u8* s, i64 m, bool& found) {
-    const unsigned mask = __activemask();
-    const int lo = __ffs(mask) - 1, hi = 31 - __clz(mask);
-    const unsigned run = mask >> lo;
-    if ((run & (run + 1u)) != 0u) return false;  // the same answer in every active lane
-    unsigned lane;
-    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
-    const auto end = (unsigned long long)(h + n);
-    const unsigned long long prev_end = __shfl_up_sync(mask, end, 1);  // lane lo's is not read
-    const unsigned long long s0 = __shfl_sync(mask, (unsigned long long)s, lo);
-    const long long m0 = __shfl_sync(mask, (long long)m, lo);
-    const bool joined = ((int)lane == lo || prev_end == (unsigned long long)h) && s0 == (unsigned long long)s && m0 == m;
-    if (!__all_sync(mask, joined)) return false;
-    if (m == 0) return found = true;
-    const u8* base = (const u8*)__shfl_sync(mask, (unsigned long long)h, lo);
-    const i64 total = (i64)(__shfl_sync(mask, end, hi) - (unsigned long long)base);
-    const i64 last = total - m;                          // the last place a needle fits in the run
-    const i64 mine_lo = (i64)(h - base), mine_hi = mine_lo + n - m;  // this row's places (none if n < m)
-    const i64 step = hi - lo + 1;
-    const i64 me = (i64)lane - lo;
-    const u8 first = s[0];
-    bool any = false;
-    for (i64 j = 0; j <= last; j += step) {  // the same steps in every lane
-        const i64 q = j + me;
-        bool hit = false;
-        if (q <= last && base[q] == first) {
-            i64 k = 1;
-            while (k < m && base[q + k] == s[k]) ++k;
-            hit = k == m;
-        }
-        const unsigned marks = __ballot_sync(mask, hit);  // bit lo + t: a needle starts at j + t
-        if (marks != 0u) {
-            const i64 a = mine_lo > j ? mine_lo : j;
-            const i64 e = mine_hi < j + step - 1 ? mine_hi : j + step - 1;
-            if (a <= e) {
-                const int b0 = lo + (int)(a - j), b1 = lo + (int)(e - j);
-                any = any || (marks & (0xffffffffu >> (31 - b1)) & (0xffffffffu << b0)) != 0u;
-            }
-        }
-    }
-    found = any;
-    return true;
-}
-#endif
 // contains: find's answer without counting code points.
 template <class A> JX_HD bool contains(A h, A s) { return find_units(h.p, h.n, s.p, s.n) >= 0; }
-#if defined(JX_CUDA) && !defined(JX_NO_WARP_CONTAINS)
-JX_HD bool contains(s8 h, s8 s) {
-    bool found;
-    if (warp_contains(h.p, h.n, s.p, s.n, found)) return found;
-    return find_units(h.p, h.n, s.p, s.n) >= 0;
-}
-JX_HD bool contains(sb h, sb s) {
-    bool found;
-    if (warp_contains(h.p, h.n, s.p, s.n, found)) return found;
-    return find_units(h.p, h.n, s.p, s.n) >= 0;
-}
-#endif
 JX_HD bool contains(su h, s8 s) { return find_points(h, s) >= 0; }
 JX_HD bool contains(s8 h, su s) { return find_points(h, s) >= 0; }
 
