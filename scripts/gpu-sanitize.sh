@@ -13,7 +13,7 @@
 #             new GPU suite is covered without editing this), one process per test, except the
 #             two below that have parts of their own
 #   slow      the runs of minutes, each with its own limit (SLOW_LIMIT, default 480 s): racecheck
-#             over the order statistics, memcheck over the full-disk death test
+#             over the order statistics (one process per test), memcheck over the full-disk death test
 #   faults    memcheck over test_gpu_faults, one test per run
 #   diff      memcheck over DIFF_SHARDS sixteenths of the NumPy differential cases (default 2)
 #   python    memcheck over the Python package's GPU tests (tests/python/test_gpu.py), when the
@@ -132,8 +132,9 @@ for part in $parts; do
       each_test memcheck tests/hardening/test_gpu_faults "$exclude:CudaFullDisk.*" ;;
     slow)
       # Runs of minutes, each with a limit of its own and started first: racecheck over the order
-      # statistics' sorts (over 240 s on the H200), and the full-disk death test under memcheck.
-      RUN_MIN=${SLOW_LIMIT:-480} gtest racecheck tests/api/test_quantile_gpu '*'
+      # statistics' sorts, one process per test (the whole binary took over 330 s on an H100,
+      # 2026-12-06), and the full-disk death test under memcheck.
+      RUN_MIN=${SLOW_LIMIT:-480} each_test racecheck tests/api/test_quantile_gpu
       RUN_MIN=${SLOW_LIMIT:-480} gtest memcheck tests/hardening/test_gpu_faults 'CudaFullDisk.*' ;;
     diff)
       for ((k = 0; k < ${DIFF_SHARDS:-2}; k++)); do

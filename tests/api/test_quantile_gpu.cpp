@@ -114,25 +114,31 @@ std::string call(const char* pattern, const std::string& operand, const char* fo
 
 }  // namespace
 
-TEST_F(QuantileGpu, EveryFormGivesTheCpuBackendsBits) {
+// One test per function (the calls of kCalls): about 40 programs each, so that a run under
+// compute-sanitizer's racecheck (scripts/gpu-sanitize.sh, one process per test) stays in minutes.
+class QuantileGpuCall : public QuantileGpu, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(QuantileGpuCall, EveryOperandAndAxisGivesTheCpuBackendsBits) {
     const Array host = make_data();
     Runtime cpu(options(Backend::Cpu));
     Runtime gpu(options(Backend::Cuda));
     const Array dev = host.to(Backend::Cuda);
-    for (const char* pattern : kCalls)
-        for (const char* operand : kOperands) {
-            const std::string op = operand;
-            const bool median = std::string(pattern).find("median") != std::string::npos;
-            if (!median && (op == "a > 3" || op.rfind("complex", 0) == 0)) continue;  // TypeError, as NumPy
-            for (const char* form : kForms) {
-                const std::string text = call(pattern, op, form);
-                const Array c = run(cpu, text, host), g = run(gpu, text, dev);
-                ASSERT_EQ(c.dtype(), g.dtype()) << text;
-                ASSERT_EQ(c.shape(), g.shape()) << text;
-                EXPECT_EQ(nan_blind_bytes(c), nan_blind_bytes(g)) << text;
-            }
+    const char* pattern = GetParam();
+    const bool median = std::string(pattern).find("median") != std::string::npos;
+    for (const char* operand : kOperands) {
+        const std::string op = operand;
+        if (!median && (op == "a > 3" || op.rfind("complex", 0) == 0)) continue;  // TypeError, as NumPy
+        for (const char* form : kForms) {
+            const std::string text = call(pattern, op, form);
+            const Array c = run(cpu, text, host), g = run(gpu, text, dev);
+            ASSERT_EQ(c.dtype(), g.dtype()) << text;
+            ASSERT_EQ(c.shape(), g.shape()) << text;
+            EXPECT_EQ(nan_blind_bytes(c), nan_blind_bytes(g)) << text;
         }
+    }
 }
+
+INSTANTIATE_TEST_SUITE_P(EveryCall, QuantileGpuCall, ::testing::ValuesIn(kCalls));
 
 TEST_F(QuantileGpu, AStridedViewGivesTheCpuBackendsBits) {
     const Array host = make_data();
