@@ -227,7 +227,7 @@ def _dtype_name(d):
     return np.dtype(d).name
 
 
-class Kernel:
+class Kernel(_core.KernelBase):
     """A program parsed once and evaluated many times (:func:`compile`).
 
     ``k(**names)``, ``k(local_dict)``, with ``out=``, ``backend=``, ``stream=`` as in
@@ -268,7 +268,7 @@ class Kernel:
         return list(self._params)
 
     # __call__(local_dict=None, /, *, out=None, backend=None, stream=None, **names) is the
-    # extension's (python/src/evaluate.cpp, py_kernel_call), installed below: names bound as
+    # extension's (python/src/evaluate.cpp, py_kernel_call), from the base class: names bound as
     # evaluate binds them; with a signature, a value of another dtype is a jitexpr.TypeError
     # ("'a' has dtype float64 but the kernel's signature says float32").
     if TYPE_CHECKING:
@@ -283,7 +283,8 @@ class Kernel:
         return f"jitexpr.Kernel({self._text!r}{sig})"
 
 
-Kernel.__call__ = _core.kernel_call_method(Kernel)
+_core.call_by_vectorcall(Kernel)  # (3.10, 3.11: a class statement's subclass is not, by itself)
+
 
 
 def _probe(dtype_name):

@@ -149,13 +149,9 @@ NB_MODULE(_jitexpr, m) {
             numexpr_keep_last(ex, numexpr_out_ref(out), order, casting);
         },
         "ex"_a.none(), "out"_a.none(), "order"_a.none(), "casting"_a.none());
-    // Kernel.__call__ (a method descriptor of the Kernel class, which must be a type).
-    m.def("kernel_call_method", [](nb::handle cls) {
-        if (!PyType_Check(cls.ptr())) type_error("kernel_call_method takes a class");
-        PyObject* d = PyDescr_NewMethod(reinterpret_cast<PyTypeObject*>(cls.ptr()), &g_kernel_call_def);
-        if (!d) throw nb::python_error();
-        return nb::steal(d);
-    });
+    // jitexpr.Kernel's base: a kernel's call is a vectorcall (python/src/evaluate.cpp).
+    m.attr("KernelBase") = nb::steal(make_kernel_base());
+    m.def("call_by_vectorcall", [m](nb::handle cls) { call_by_vectorcall(cls.ptr(), m.attr("KernelBase").ptr()); });
     m.def("set_to_library", [](nb::handle f) {
         Py_XINCREF(f.ptr());
         g_to_library = f.ptr();  // kept for the life of the process

@@ -84,7 +84,6 @@ constexpr Py_ssize_t kMaxTexts = 4096;
 extern PyObject* g_to_library;
 extern const char* const kEvaluateDoc;
 extern const char* const kKernelCallDoc;
-extern PyMethodDef g_kernel_call_def;
 extern PyMethodDef g_evaluate_def;
 extern PyObject* g_numexpr_checked;
 extern const char* const kNumexprEvaluateDoc;
@@ -181,6 +180,9 @@ bool parse_call(const char* fname, bool kernel, PyObject* const* args, Py_ssize_
 PyObject* result_to_python(nb::object r);
 PyObject* py_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept;
 PyObject* py_kernel_call(PyObject* self, PyObject* const* args, Py_ssize_t nargsf, PyObject* kwnames) noexcept;
+// jitexpr.Kernel's base class (a new reference): instances are called by vectorcall.
+PyObject* make_kernel_base();
+void call_by_vectorcall(PyObject* cls, PyObject* base);
 
 // numexpr.cpp
 std::string numexpr_text(std::string_view text);

@@ -124,6 +124,31 @@ def test_a_kernel_call_has_the_documented_signature_and_call_shape():
         k({"a": 1.0}, {"a": 2.0})
 
 
+def test_a_kernel_and_its_call_method_give_the_same_value():
+    # A kernel is called by vectorcall (its base's call); Kernel.__call__ is the same function.
+    k = jx.compile("a * 2 + b")
+    a, b = np.arange(3.0), np.ones(3)
+    np.testing.assert_array_equal(k(a=a, b=b), jx.Kernel.__call__(k, a=a, b=b))
+    np.testing.assert_array_equal(k({"a": a, "b": b}), a * 2 + b)
+
+
+def test_a_subclass_of_kernel_keeps_its_own_call():
+    class Logged(jx.Kernel):
+        __slots__ = ("calls",)
+
+        def __call__(self, *args, **kwargs):
+            self.calls = getattr(self, "calls", 0) + 1
+            return super().__call__(*args, **kwargs)
+
+    class Plain(jx.Kernel):
+        pass
+
+    k = Logged("a + 1")
+    np.testing.assert_array_equal(k(a=np.ones(2)), np.full(2, 2.0))
+    assert k.calls == 1
+    np.testing.assert_array_equal(Plain("a + 1")(a=np.ones(2)), np.full(2, 2.0))
+
+
 def test_a_kernel_takes_device_and_local_dict_as_variable_names():
     # Only out, backend and stream are a kernel call's own keywords (local_dict is positional).
     k = jx.compile("device + local_dict")
