@@ -29,10 +29,11 @@ public:
           epoch0_(epoch ? epoch->load(std::memory_order_acquire) : 0),
           progress_(progress && *progress ? progress : nullptr) {
         wants_ticks_ = progress_ || (token_ && token_->has_poll());
-        if (wants_ticks_) {  // no clock read on the plain path (every eval has a control)
-            last_progress_ = phase_start_ = Clock::now();
-            last_poll_ = last_progress_ - kPollEvery;  // the first tick polls
-        }
+        // No clock read unless a progress callback needs the start: every eval has a control,
+        // and a call that never ticks (one kernel launched on the GPU) reads no clock at all.
+        // A poll function alone is timed from the first tick, which polls (last_poll_ is the
+        // clock's epoch).
+        if (progress_) last_progress_ = phase_start_ = Clock::now();
     }
     CallControl(const CallControl&) = delete;
     CallControl& operator=(const CallControl&) = delete;
@@ -73,7 +74,7 @@ public:
         unit_ = unit;
         total_ = total;
         done_.store(0, std::memory_order_relaxed);
-        if (wants_ticks_) phase_start_ = Clock::now();
+        if (progress_) phase_start_ = Clock::now();
     }
     void add_done(std::uint64_t n) noexcept { done_.fetch_add(n, std::memory_order_relaxed); }
     void set_done(std::uint64_t n) noexcept { done_.store(n, std::memory_order_relaxed); }
