@@ -527,7 +527,7 @@ void StageEmitter::add_array_params(KernelSource& k, bool with_rows) {
         p.dtype = a.dtype;
         p.broadcast = a.broadcast;
         p.vectorized = k.launch.vec > 1 && !is_string(a.dtype) &&
-                       ((kind_ == KernelKind::Flat && !a.broadcast) ||
+                       (((kind_ == KernelKind::Flat || kind_ == KernelKind::ReduceAll) && !a.broadcast) ||
                         (kind_ == KernelKind::Strided && a.inner == InnerClass::Unit) ||
                         (kind_ == KernelKind::Tiled && a.inner == InnerClass::Tile));
         if (with_rows) p.layout_row = row++;

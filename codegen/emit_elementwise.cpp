@@ -117,7 +117,7 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
 // Whether the stage computes so much per element that memory is not what limits it: then
 // vector loads gain nothing, and unrolling the body once per vector lane would multiply
 // NVRTC's time (superlinearly: one basic block of lanes x operations).
-bool ElementwiseEmitter::compute_bound() const {
+bool StageEmitter::compute_bound() const {
     std::size_t ops = 0;
     for (const ir::NodeId n : p_.ids())
         if (needed_[n] && (p_.node(n).kind == ir::NodeKind::Op || p_.node(n).kind == ir::NodeKind::Cast)) ++ops;
@@ -168,7 +168,7 @@ void ElementwiseEmitter::classify_inner() {
     }
 }
 
-bool ElementwiseEmitter::reads_strings() const {
+bool StageEmitter::reads_strings() const {
     return std::any_of(reads_.begin(), reads_.end(), [](const ReadArray& a) { return is_string(a.dtype); });
 }
 

@@ -117,6 +117,13 @@ protected:
     void add_params(KernelSource& k, bool with_rows, Param::Kind tail);
     std::string layout_struct(int ndim, int rows);
     std::string launch_bounds() const { return fmt::format("__launch_bounds__({})", opt_.block); }
+    // Whether the stage computes so much per element that memory is not what limits it: then
+    // vector loads gain nothing, and unrolling the body once per vector lane would multiply
+    // NVRTC's time (superlinearly: one basic block of lanes x operations).
+    bool compute_bound() const;
+    // Whether the stage reads a string array: no vector loads then (its elements are read
+    // through an accessor, a row at a time).
+    bool reads_strings() const;
 
     const ir::Program& p_;
     const ir::Schedule& s_;
@@ -145,10 +152,6 @@ private:
     std::string kernel(KernelSource& k) override;
     // Contiguous arrays over one index, vectorised where the pointers allow (emit_elementwise.cpp).
     std::string flat_kernel(KernelSource& k);
-    // Whether the stage computes so much per element that memory is not what limits it: then
-    // vector loads gain nothing, and unrolling the body once per vector lane would multiply
-    // NVRTC's time (superlinearly: one basic block of lanes x operations).
-    bool compute_bound() const;
     // How an array moves along the last axis of the iteration space (see InnerClass).
     InnerClass inner_class_of(const Shape& shape, const Strides& strides, bool may_tile) const;
     // Classes of every array (reads then writes); reads that would need more shared memory than
@@ -157,9 +160,6 @@ private:
     // smaller edge to stay within the shared memory budget.
     void classify_inner();
     bool any_inner(InnerClass c) const;
-    // Whether the stage reads a string array: no vector loads then (its elements are read
-    // through an accessor, a row at a time).
-    bool reads_strings() const;
     // Element expressions for the scalar (one element per call) form of the strided kernels:
     // `pos` is the last-axis coordinate, p<r> the row offset, t<r> the last-axis stride.
     std::string strided_ref(const std::string& name, InnerClass c, int r, const std::string& pos) const;

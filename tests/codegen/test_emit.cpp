@@ -209,6 +209,21 @@ TEST(CodegenReduce, FullReductionHasWorkspaceAndLastBlockCombine) {
     EXPECT_NE(k.body.find("atomicAdd"), std::string::npos);
 }
 
+TEST(CodegenReduce, FullReductionReadsContiguousArraysAVectorAtATime) {
+    auto k = emit_of(jxtest::sum_scaled()).kernels[0];
+    EXPECT_EQ(k.launch.vec, 4);
+    EXPECT_NE(k.body.find("jx_vec<float, 4>"), std::string::npos) << k.body;
+    int flags = 0;
+    for (const auto& p : k.params) {
+        flags += p.kind == cg::Param::Kind::VectorFlag;
+        if (p.kind == cg::Param::Kind::Array) {
+            EXPECT_EQ(p.vectorized, !p.written);  // the output is one element
+        }
+    }
+    EXPECT_EQ(flags, 1);
+    EXPECT_EQ(k.params.back().kind, cg::Param::Kind::Workspace);
+}
+
 TEST(CodegenReduce, MeanDividesByTheCountInTheNodeDtype) {
     auto e = emit_of(jxtest::centered());
     ASSERT_EQ(e.kernels.size(), 2u);

@@ -54,11 +54,11 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, AxpbCompiles,
 
 TEST(NvrtcCompiles, WhereWithSine) { expect_compiles(jxtest::where_sin()); }
 
-TEST(ScalarOnly, FlatStridedAndTiledKernelsHaveNoVectorPath) {
+TEST(ScalarOnly, FlatStridedTiledAndFullReductionKernelsHaveNoVectorPath) {
     cg::EmitOptions o;
     o.scalar_only = true;
     for (const Builder& b : {jxtest::axpb(DType::Float32), jxtest::broadcast_add(DType::Float32),
-                             jxtest::transposed_scale(DType::Float32), jxtest::where_sin()}) {
+                             jxtest::transposed_scale(DType::Float32), jxtest::where_sin(), jxtest::sum_scaled()}) {
         for (const auto& k : cg::emit(b.p, b.schedule(), o).kernels) {
             EXPECT_EQ(k.launch.vec, 1) << k.body;
             EXPECT_EQ(k.body.find("jx_vec<"), std::string::npos) << k.body;

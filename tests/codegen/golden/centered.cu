@@ -5,14 +5,24 @@ __device__ __forceinline__ double jx_compute(const double a_in0) {
 }
 
 // full reduction: per-thread accumulation, block reduce, partials, last block combines in order
-extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __restrict__ in0, double* __restrict__ out0, const long long n, void* __restrict__ ws) {
+extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __restrict__ in0, double* __restrict__ out0, const long long n, const int vectors, void* __restrict__ ws) {
     using R = jx::red::Sum<double>;
     double* partial = static_cast<double*>(ws);
     unsigned* ticket = reinterpret_cast<unsigned*>(static_cast<char*>(ws) + 16384);
     double acc = R::identity();
     const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-    for (long long i = first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i]));
+    long long tail = 0;
+    if (vectors) {
+        const long long nvec = n / 2;
+        for (long long k = first; k < nvec; k += step) {
+            const jx_vec<double, 2> v_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + k * 2);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(v_in0.v[e]));
+        }
+        tail = nvec * 2;
+    }
+    for (long long i = tail + first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i]));
     acc = jx_block_reduce<R>(acc);
     __shared__ bool last;
     if (threadIdx.x == 0) {
