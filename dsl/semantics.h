@@ -932,6 +932,21 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     }
 #endif
     const U first = s[0];
+#ifdef JX_CUDA
+    // 32-bit places for rows under 2 GiB: one instruction a compare and an increment instead of
+    // two. contains() over 30M rows on an H100 took 0.553 ms against 0.573 (sum of it 0.66 against
+    // 0.73), interleaved in one call (bench/results/2026-12-06e-h100-strings-find.txt).
+    if (n < 0x7fffffff) {
+        const int nn = (int)n, mm = (int)m;
+        for (int i = 0; i + mm <= nn; ++i) {
+            if (h[i] != first) continue;
+            int k = 1;
+            while (k < mm && h[i + k] == s[k]) ++k;
+            if (k == mm) return i;
+        }
+        return -1;
+    }
+#endif
     for (i64 i = 0; i + m <= n; ++i) {
         if (h[i] != first) continue;
         i64 k = 1;
