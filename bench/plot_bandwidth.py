@@ -2,7 +2,7 @@
 """Plots achieved bandwidth against size from a bench_gpu JSON file (Google Benchmark output):
 jitexpr's a*2+b (new output per eval, and into an existing array) next to the hand-written
 float4 reference and the device copy ceiling.
-    python3 bench/plot_bandwidth.py bench/results/2026-12-01-h200-bench_gpu.json out.png"""
+    python3 bench/plot_bandwidth.py bench/results/2026-12-06e-h100-bench_gpu.json out.png"""
 import json
 import sys
 
