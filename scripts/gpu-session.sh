@@ -5,11 +5,13 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings] [layouts]"
 #   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
 #   ufuncs: issue 16's ufuncs on CUDA on their own (the CUDA differential suite, which holds every
 #   new function x dtype, timed; every op compiled for sm_90 by NVRTC); `tests` runs both among
 #   the other GPU tests.
+#   layouts: issue 33's broadcast, transposed and sum(a*b) against torch.compile, medians of five
+#   interleaved rounds (bench/layouts_compare.py).
 #   strings: issue 32's string kernels against the CPU and bench_strings (GPU predicates against a
 #   device copy of the bytes they read).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
@@ -67,6 +69,10 @@ if has interleaved; then
     --benchmark_filter='ReferenceTranscendental|^BM_Transcendental/|TranscendentalInto|ReferenceAxpbFloat4/268435456|^BM_Axpb/float32/268435456' \
     --benchmark_out="$out/interleaved.json" --benchmark_out_format=json > "$out/interleaved.txt" 2>&1
   grep median "$out/interleaved.txt" | cut -c1-120
+fi
+if has layouts; then
+  timeout 240 python3 bench/layouts_compare.py build-gpu/bench/bench_gpu "$out/layouts.json" > "$out/layouts.txt" 2>&1
+  cat "$out/layouts.txt"
 fi
 if has peers && [ -n "$peers" ]; then
   timeout 150 python3 "$peers" > "$out/peers.txt" 2>&1
