@@ -75,16 +75,21 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
         k.launch.layout_rows = R;
     }
     for (auto& a : reads_) a.broadcast = flat_reads_ && shape_size(a.shape) == 1 && shape_size(st_.shape) != 1;
-    // Contiguous reads are folded a vector at a time where the launch finds every such pointer
-    // aligned (the VectorFlag): one 16-byte load per array and step instead of 16 / size, as the
-    // flat element-wise kernels do. Each thread folds its elements in index order either way.
+    // Contiguous reads are folded in groups of G = 16 / widest element consecutive elements: a
+    // thread takes groups first, first + step, ..., then the tail past the last whole group, one
+    // element a step. The group is read as one 16-byte vector per array where the launch finds
+    // every such pointer aligned (the VectorFlag), else element by element; the scalar-only
+    // kernel of a tiered compile reads it element by element too. The order in which a thread
+    // folds its elements depends on G only, so the first tier, the final kernel and an unaligned
+    // view give the same bits.
     std::size_t widest = 0;
     for (auto& a : reads_)
         if (!a.broadcast) widest = std::max(widest, itemsize(a.dtype));
-    const int vec = flat_reads_ && widest > 0 && 16 / widest >= 2 && !compute_bound() && !opt_.scalar_only &&
-                            !reads_strings() && ir::info(r.op).rule != ir::Rule::ArgFirst
-                        ? static_cast<int>(16 / widest)
-                        : 1;
+    const int group = flat_reads_ && widest > 0 && 16 / widest >= 2 && !compute_bound() && !reads_strings() &&
+                              ir::info(r.op).rule != ir::Rule::ArgFirst
+                          ? static_cast<int>(16 / widest)
+                          : 1;
+    const int vec = opt_.scalar_only ? 1 : group;
     k.launch.vec = vec;
     add_array_params(k, !flat_reads_);
     for (auto& p : k.params)
@@ -118,30 +123,39 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
             }
         }
         std::string from = "first";
-        if (vec > 1) {
-            std::vector<std::string> vd;
-            s += "    long long tail = 0;\n";
-            s += "    if (vectors) {\n";
-            s += fmt::format("        const long long nvec = n / {};\n", vec);
-            s += "        for (long long k = first; k < nvec; k += step) {\n";
+        if (group > 1) {
+            // The groups, a vector each where aligned, else element by element in the same order.
+            std::vector<std::string> vd, ed;
             for (auto& a : reads_) {
-                if (a.broadcast) {
-                    vd.push_back("x_" + a.name);
-                    continue;
-                }
-                s += fmt::format(
-                    "            const jx_vec<{0}, {1}> v_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k * "
-                    "{1});\n",
-                    store_type(a.dtype), vec, a.name);
-                vd.push_back(fmt::format("v_{}.v[e]", a.name));
+                vd.push_back(a.broadcast ? "x_" + a.name : fmt::format("v_{}.v[e]", a.name));
+                ed.push_back(a.broadcast ? "x_" + a.name : fmt::format("{}[k * {} + e]", a.name, group));
             }
+            s += fmt::format("    const long long groups = n / {};\n", group);
+            std::string ind = "    ";
+            if (vec > 1) {
+                s += "    if (vectors) {\n";
+                s += "        for (long long k = first; k < groups; k += step) {\n";
+                for (auto& a : reads_) {
+                    if (a.broadcast) continue;
+                    s += fmt::format(
+                        "            const jx_vec<{0}, {1}> v_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k "
+                        "* {1});\n",
+                        store_type(a.dtype), vec, a.name);
+                }
+                s += "#pragma unroll\n";
+                s += fmt::format("            for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n",
+                                 vec, call_args(vd, {}));
+                s += "        }\n";
+                s += "    } else {\n";
+                ind = "        ";
+            }
+            s += ind + "for (long long k = first; k < groups; k += step) {\n";
             s += "#pragma unroll\n";
-            s += fmt::format("            for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n", vec,
-                             call_args(vd, {}));
-            s += "        }\n";
-            s += fmt::format("        tail = nvec * {};\n", vec);
-            s += "    }\n";
-            from = "tail + first";
+            s += fmt::format("{}    for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n", ind, group,
+                             call_args(ed, {}));
+            s += ind + "}\n";
+            if (vec > 1) s += "    }\n";
+            from = fmt::format("groups * {} + first", group);
         }
         s += fmt::format("    for (long long i = {}; i < n; i += step) acc = R::combine(acc, {});\n", from,
                          leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));

@@ -344,6 +344,47 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
     EXPECT_GE(cuda::tier_stats().ptx_kernels, before.ptx_kernels + std::size(cases));
 }
 
+// A full reduction folds each thread's elements in one order whatever reads them: the first
+// tier's scalar kernel, the final kernel's vectors, or element by element where a view is not
+// aligned for vectors. Sums of values that round (so that another order gives other bits).
+TEST(GpuPipeline, FullReductionsGiveTheSameBitsInEveryTierAndAlignment) {
+    REQUIRE_GPU();
+    RuntimeOptions t;
+    t.backend = Backend::Cuda;
+    t.disk_cache = false;
+    t.tiered_compile = true;
+    RuntimeOptions w = t;
+    w.tiered_compile = false;
+    const std::int64_t n = 100003;  // not a whole number of vectors: a tail too
+    std::vector<float> fa(static_cast<std::size_t>(n)), fb(static_cast<std::size_t>(n));
+    std::vector<double> da(static_cast<std::size_t>(n));
+    for (std::int64_t i = 0; i < n; ++i) {
+        fa[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) * 0.1f + 0.013f;
+        fb[static_cast<std::size_t>(i)] = static_cast<float>(i % 13) * 0.37f - 1.1f;
+        da[static_cast<std::size_t>(i)] = static_cast<double>(i % 89) * 0.01 + 1e-9;
+    }
+    const Array a = Array::from(fa, {}, Backend::Cuda), b = Array::from(fb, {}, Backend::Cuda);
+    const Array d = Array::from(da, {}, Backend::Cuda);
+    struct Case {
+        const char* text;
+        std::vector<Arg> args;
+    };
+    const Case cases[] = {{"sum(a*b)", {a, b}}, {"mean(a)", {a}}, {"sum(d*3)", {d}}, {"min(a - b)", {a, b}}};
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        Runtime tiered(t), whole(w);  // module caches of their own: the first eval is tier 1
+        const std::vector<std::uint8_t> first = bytes_of(tiered.eval(c.text, c.args));
+        EXPECT_EQ(bytes_of(whole.eval(c.text, c.args)), first);
+        tiered.wait_for_compiles();
+        EXPECT_EQ(bytes_of(tiered.eval(c.text, c.args)), first);
+    }
+    // a[1:] is 4 bytes past a 16-byte boundary: element by element, against its aligned copy.
+    Runtime rt(w);
+    const Array shifted = rt.eval("a[1:] * 1", {a});
+    EXPECT_EQ(bytes_of(rt.eval("sum(a[1:] * b[1:])", {a, b})),
+              bytes_of(rt.eval("sum(s * t)", {shifted, rt.eval("b[1:] * 1", {b})})));
+}
+
 TEST(GpuPipeline, CudaMallocPointersWorkThroughTheDriverPath) {
     REQUIRE_GPU();
     int count = 0;

@@ -12,17 +12,20 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __rest
     double acc = R::identity();
     const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-    long long tail = 0;
+    const long long groups = n / 2;
     if (vectors) {
-        const long long nvec = n / 2;
-        for (long long k = first; k < nvec; k += step) {
+        for (long long k = first; k < groups; k += step) {
             const jx_vec<double, 2> v_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + k * 2);
 #pragma unroll
             for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(v_in0.v[e]));
         }
-        tail = nvec * 2;
+    } else {
+        for (long long k = first; k < groups; k += step) {
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(in0[k * 2 + e]));
+        }
     }
-    for (long long i = tail + first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i]));
+    for (long long i = groups * 2 + first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i]));
     acc = jx_block_reduce<R>(acc);
     __shared__ bool last;
     if (threadIdx.x == 0) {

@@ -15,17 +15,20 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restr
     float acc = R::identity();
     const long long first = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
-    long long tail = 0;
+    const long long groups = n / 4;
     if (vectors) {
-        const long long nvec = n / 4;
-        for (long long k = first; k < nvec; k += step) {
+        for (long long k = first; k < groups; k += step) {
             const jx_vec<float, 4> v_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + k * 4);
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(v_in0.v[e], s0));
         }
-        tail = nvec * 4;
+    } else {
+        for (long long k = first; k < groups; k += step) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(in0[k * 4 + e], s0));
+        }
     }
-    for (long long i = tail + first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i], s0));
+    for (long long i = groups * 4 + first; i < n; i += step) acc = R::combine(acc, jx_compute(in0[i], s0));
     acc = jx_block_reduce<R>(acc);
     __shared__ bool last;
     if (threadIdx.x == 0) {
