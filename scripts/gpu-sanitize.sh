@@ -158,7 +158,8 @@ for part in $parts; do
     long)
       gtest memcheck tests/hardening/test_gpu_faults 'CudaSplit.HundredThousandTermSumEqualsCpu' 'CudaFault.*'
       gtest memcheck tests/api/test_pipeline_gpu '*TwoToThe28*' 'CudaFault.*'
-      for t in ${quantile_long//:/ }; do gtest racecheck tests/api/test_quantile_gpu "$t" 'CudaFault.*'; done ;;
+      IFS=: read -ra qlong <<< "$quantile_long"
+      for t in "${qlong[@]}"; do gtest racecheck tests/api/test_quantile_gpu "$t" 'CudaFault.*'; done ;;
     *) echo "gpu-sanitize: unknown part '$part' (race memcheck faults diff python long all)" >&2; exit 2 ;;
   esac
 done
