@@ -149,8 +149,10 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
                 s += "    } else {\n";
                 ind = "        ";
             }
+            // Not unrolled: this is the first tier's loop (compiled for speed of compiling) and
+            // the final kernel's fallback for unaligned pointers.
             s += ind + "for (long long k = first; k < groups; k += step) {\n";
-            s += "#pragma unroll\n";
+            s += "#pragma unroll 1\n";
             s += fmt::format("{}    for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n", ind, group,
                              call_args(ed, {}));
             s += ind + "}\n";

@@ -21,7 +21,7 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __rest
         }
     } else {
         for (long long k = first; k < groups; k += step) {
-#pragma unroll
+#pragma unroll 1
             for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(in0[k * 2 + e]));
         }
     }

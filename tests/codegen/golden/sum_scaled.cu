@@ -24,7 +24,7 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restr
         }
     } else {
         for (long long k = first; k < groups; k += step) {
-#pragma unroll
+#pragma unroll 1
             for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(in0[k * 4 + e], s0));
         }
     }
