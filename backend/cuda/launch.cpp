@@ -399,6 +399,9 @@ void Launcher::launch(const Loaded& l, const detail::RunArgs& args, const Worksp
             const std::int64_t limit =
                 std::min<std::int64_t>(k.launch.max_blocks, static_cast<std::int64_t>(sm_count) * (2048 / block));
             cfg.grid[0] = static_cast<unsigned>(std::clamp<std::int64_t>(div_up(n, block), 1, limit));
+            // Vector loads only where every vectorized pointer is aligned to its width; the
+            // argument slot is reused across launches, so it is written on every call.
+            set_flag(flag_slot, aligned);
             break;
         }
         case KernelKind::Compact: throw InternalError("cuda backend: a compaction launched as one kernel");
