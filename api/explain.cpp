@@ -278,8 +278,23 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
 
 std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env,
                                    const ExplainOptions& o) {
-    std::string out;
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
+    const std::optional<run::AxisOrder> order = order_of(text, f, env);
+    if (!order) return explain_placed(text, f, env, o);
+    // As run() does: the program over the arrays seen in their shared order.
+    std::string axes;
+    for (std::size_t i = 0; i < order->axes.size(); ++i) axes += fmt::format("{}{}", i ? ", " : "", order->axes[i]);
+    std::string out = fmt::format(
+        "axis order: every array lies in memory in the axis order ({}), not C's; the program reads and writes "
+        "them as C-contiguous views of shape {} and its new arrays keep that order (NumPy's order 'K'); the shapes "
+        "below are the views'\n",
+        axes, shape_to_string(order->ordered_shape));
+    return out + explain_placed(text, f, run::in_order(*order, f.names, env), o);
+}
+
+std::string Runtime::Impl::explain_placed(std::string_view text, const Front& f, const Environment& env,
+                                          const ExplainOptions& o) {
+    std::string out;
     // Explaining says which backend: under Auto it starts (the CUDA driver, when there is one).
     const Backend backend = machine.backend();
     const run::Where where = where_of(f, env);

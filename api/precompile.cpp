@@ -4,6 +4,7 @@
 #include <jit/precompile.hpp>
 
 #include "dsl/plan.hpp"
+#include "run/order.hpp"
 #include "run/precompile.hpp"
 
 #include <fmt/format.h>
@@ -60,6 +61,19 @@ ir::Plan plan_of(std::string_view statements, const std::map<std::string, Declar
         b.shape = d.shape;
         b.strides = d.kind == Declaration::Kind::Array && d.strides.empty() ? contiguous_strides(d.shape) : d.strides;
         bindings.emplace(name, std::move(b));
+    }
+    ir::Plan plan = dsl::plan(statements, dsl::bindings_of(bindings), run::Precompiler::limits());
+    // Arrays all in one other axis order than C's: the runtime runs such a program over the
+    // arrays seen in that order (run/order.hpp), so their kernels are the ones to store.
+    std::vector<run::ArrayLayout> arrays;
+    for (const auto& [name, b] : bindings)
+        if (b.kind == dsl::Binding::Kind::Array) arrays.push_back(run::ArrayLayout{&b.shape, &b.strides, b.dtype});
+    const std::optional<run::AxisOrder> order = run::shared_order(arrays);
+    if (!order || !run::order_free(plan.program, order->shape)) return plan;
+    for (auto& [name, b] : bindings) {
+        if (b.kind != dsl::Binding::Kind::Array) continue;
+        b.strides = run::in_order(*order, b.strides);
+        b.shape = order->ordered_shape;
     }
     return dsl::plan(statements, dsl::bindings_of(bindings), run::Precompiler::limits());
 }

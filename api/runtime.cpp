@@ -327,6 +327,31 @@ Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& en
 Array Runtime::Impl::run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing) {
     if (f.module.statements.empty()) return Array();
     if (c.control) c.control->check();  // cancelled before it began
+    const std::optional<run::AxisOrder> order = order_of(text, f, env);
+    if (!order) return run_placed(text, f, env, c, timing);
+    Environment ordered = run::in_order(*order, f.names, env);
+    const Array r = run_placed(text, f, ordered, c, timing);
+    if (c.write_back) run::assign_back(*order, f.names, ordered, env);
+    return run::restored(*order, r);
+}
+
+std::optional<run::AxisOrder> Runtime::Impl::order_of(std::string_view text, const Front& f, const Environment& env) {
+    std::optional<run::AxisOrder> order = run::shared_order(f.names, env);
+    if (!order) return order;
+    // Whether the program keeps the order: read off its plan over the arrays as they are. A text
+    // that does not plan is left to the call itself, which reports why.
+    std::shared_ptr<const run::Entry> plan;
+    try {
+        plan = host_plan(text, f, env);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+    if (!run::order_free(plan->plan.program, order->shape)) return std::nullopt;
+    return order;
+}
+
+Array Runtime::Impl::run_placed(std::string_view text, const Front& f, Environment& env, const run::Call& c,
+                                Timing* timing) {
     // Under Auto, Backend::Auto until a call needs the GPU: host data is decided (run_host)
     // before anything of CUDA starts; device arrays mean the driver is up already.
     Backend backend = machine.started_backend();

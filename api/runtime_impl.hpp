@@ -14,6 +14,7 @@
 #include "dsl/syntax.hpp"
 #include "run/decide.hpp"
 #include "run/machine.hpp"
+#include "run/order.hpp"
 #include "run/ways.hpp"
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -138,6 +140,11 @@ struct Runtime::Impl {
     Array call(std::string_view text, const Front& f, Environment& env, const CallOptions& o, bool write_back);
     // The same, without the OutOfMemoryError's caret. `control` null: the call cannot be stopped.
     Array run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
+    // The axis order the call's arrays share when its program keeps it (run/order.hpp): the
+    // call then runs over the arrays seen in that order and its new arrays come back in it.
+    std::optional<run::AxisOrder> order_of(std::string_view text, const Front& f, const Environment& env);
+    // run() over the arrays as they are, where they are.
+    Array run_placed(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
     // Arrays on the runtime's started backend and device (or none), run as they are.
     Array run_direct(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
     // Host arrays on a CUDA runtime, or under Auto before one started: decided (run::decide),
@@ -149,6 +156,7 @@ struct Runtime::Impl {
                   Environment& env, const run::Call& c, Timing* timing);
 
     std::string explain(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o);
+    std::string explain_placed(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o);
 };
 
 }  // namespace jit

@@ -666,12 +666,17 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
             if (!r) return numexpr_retype_error();
             result = nb::steal(r);
             if (out.is_none() && sc->items.empty()) result = numexpr_constant_result(std::move(result));
-            if (order == NPY_FORTRANORDER && out.is_none() && PyArray_Check(r) &&
-                PyArray_NDIM(reinterpret_cast<PyArrayObject*>(r)) > 1 &&
-                !PyArray_IS_F_CONTIGUOUS(reinterpret_cast<PyArrayObject*>(r))) {
-                PyObject* f = PyArray_NewCopy(reinterpret_cast<PyArrayObject*>(r), NPY_FORTRANORDER);
-                if (!f) return nullptr;
-                result = nb::steal(f);
+            // 'K' and 'A' keep the result as the runtime made it: in the inputs' axis order when
+            // they share one (an element-wise expression), else C order, as numexpr's are.
+            if (out.is_none() && PyArray_Check(r) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(r)) > 1) {
+                auto* ra = reinterpret_cast<PyArrayObject*>(r);
+                const bool f_asked = order == NPY_FORTRANORDER && !PyArray_IS_F_CONTIGUOUS(ra);
+                const bool c_asked = order == NPY_CORDER && !PyArray_IS_C_CONTIGUOUS(ra);
+                if (f_asked || c_asked) {
+                    PyObject* copy = PyArray_NewCopy(ra, f_asked ? NPY_FORTRANORDER : NPY_CORDER);
+                    if (!copy) return nullptr;
+                    result = nb::steal(copy);
+                }
             }
         }
         if (keep_last) numexpr_keep_last(ex, out_ref, order_arg, casting_arg);
@@ -693,7 +698,9 @@ ex: an expression such as ``"2*a + 3*b"``; its variables come from ``local_dict`
     neither is a KeyError naming it.
 out: an existing array to write the result into (same-kind casting under the default
     ``casting``; its shape must hold the result).
-order: 'K' (and 'C', 'A'): results are C-contiguous; 'F' gives a Fortran-ordered copy.
+order: 'K' (default) and 'A': the inputs' layout when they all share one and the expression
+    works element by element (Fortran-ordered inputs give a Fortran-ordered result), else
+    C-contiguous; 'C' C-contiguous; 'F' Fortran-ordered (a copy when the result is not).
 casting: for ``out``: 'same_kind' (default), or 'no', 'equiv', 'safe', 'unsafe' as NumPy.
 sanitize: numexpr's sanitizer (None: the NUMEXPR_SANITIZE variable, on when unset): ``;``,
     ``[``, ``:``, dunder names and attributes other than .real/.imag are a ValueError. (jitexpr

@@ -73,6 +73,8 @@ void expect_same(const std::string& text, const std::vector<Operand>& operands) 
     ASSERT_EQ(got.backend(), Backend::Cuda);
     ASSERT_EQ(got.shape(), want.shape()) << text;
     ASSERT_EQ(got.dtype(), want.dtype()) << text;
+    // A new result's layout is the backends' common rule (run/order.hpp), not the kernel's.
+    EXPECT_EQ(got.strides(), want.strides()) << text;
     EXPECT_TRUE(bytes_of(got) == bytes_of(want)) << text << ": CUDA and CPU results differ for " << got.describe();
 }
 
@@ -126,6 +128,8 @@ TEST(GpuLayouts, TransposedInputMatchesCpu) {
         expect_same("x + y", {{DType::Float64, m * n, transposed({n, m})}, {DType::Float64, m * n, reshaped({m, n})}});
         expect_same("x * y",
                     {{DType::BFloat16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
+        // The tiles: a transposed input beside a C-ordered one (all in one order run contiguous).
+        expect_same("x * y", {{DType::BFloat16, m * n, transposed({n, m})}, {DType::Float16, m * n, reshaped({m, n})}});
     }
 }
 
@@ -135,6 +139,11 @@ TEST(GpuLayouts, TransposedComplexAndBoolMatchCpu) {
                           {DType::Complex128, 70 * 90, transposed({90, 70})}});
     expect_same("where(c, x, -x)",
                 {{DType::Bool, 45 * 77, transposed({77, 45})}, {DType::Float32, 45 * 77, transposed({77, 45})}});
+    // The same through the tiles (one operand C-ordered).
+    expect_same("x * y",
+                {{DType::Complex128, 70 * 90, transposed({90, 70})}, {DType::Complex128, 70 * 90, reshaped({70, 90})}});
+    expect_same("where(c, x, -x)",
+                {{DType::Bool, 45 * 77, transposed({77, 45})}, {DType::Float32, 45 * 77, reshaped({45, 77})}});
 }
 
 TEST(GpuLayouts, TransposedUnderBroadcastOuterAxisMatchesCpu) {
@@ -151,8 +160,10 @@ TEST(GpuLayouts, VectorTilesMatchCpuAndFallBackWhenMisaligned) {
     REQUIRE_GPU();
     const std::int64_t m = 64, n = 128;
     // Aligned: 16-byte vectors for 2-, 4- and 8-byte elements, and under a broadcast outer axis.
-    expect_same("x * y", {{DType::Float16, m * n, transposed({n, m})}, {DType::Float16, m * n, transposed({n, m})}});
-    expect_same("x - 3", {{DType::Int64, m * n, transposed({n, m})}});
+    // Each transposed input has a C-ordered one beside it: arrays all in one other order run
+    // as contiguous ones, without tiles (run/order.hpp).
+    expect_same("x * y", {{DType::Float16, m * n, transposed({n, m})}, {DType::Float16, m * n, reshaped({m, n})}});
+    expect_same("x - y", {{DType::Int64, m * n, transposed({n, m})}, {DType::Int64, m * n, reshaped({m, n})}});
     expect_same("x + y", {{DType::Float32, m * n,
                            [=](const Array& a) {
                                return a.reshape({n, m}).transpose().broadcast_to({3, m, n});
@@ -162,9 +173,17 @@ TEST(GpuLayouts, VectorTilesMatchCpuAndFallBackWhenMisaligned) {
     expect_same("x * 2", {{DType::Float32, (m + 1) * n, [=](const Array& a) {
                                return a.reshape({n, m + 1}).slice(1, 0, m).transpose();
                            }}});
-    expect_same("x * 2", {{DType::Float32, m * n + 1, [=](const Array& a) {
+    expect_same("x * y", {{DType::Float32, m * n + 1,
+                           [=](const Array& a) {
                                return a.slice(0, 1, m * n + 1).reshape({n, m}).transpose();
-                           }}});
+                           }},
+                          {DType::Float32, m * n, reshaped({m, n})}});
+    // All in Fortran order, one pointer off by one element: contiguous kernels' scalar path.
+    expect_same("x * y", {{DType::Float32, m * n + 1,
+                           [=](const Array& a) {
+                               return a.slice(0, 1, m * n + 1).reshape({n, m}).transpose();
+                           }},
+                          {DType::Float32, m * n, transposed({n, m})}});
 }
 
 TEST(GpuLayouts, ReversedAndSteppedViewsMatchCpu) {

@@ -125,22 +125,37 @@ TEST(Precompile, StoresEveryKernelUnderTheKeyTheRuntimeLooksUp) {
     }
 }
 
-TEST(Precompile, TransposedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
+TEST(Precompile, TransposedDeclarationStoresTheContiguousKernelTheRuntimeLooksUp) {
     TempDir dir;
     const std::string cache_dir = dir / "cache";
     ASSERT_EQ(precompile_sm90(dir, "y = x*2 + 1 ; x: float32[N, M].T\n"), 0);
-    // What the runtime sees for a.transpose() of a C-contiguous (300, 1000) array.
-    dsl::Binding x = array(DType::Float32, {1000, 300});
-    x.strides = {1, 1000};
-    const auto k = kernels("y = x*2 + 1", {{"x", x}});
+    // The runtime runs a.transpose() of a C-contiguous (300, 1000) array, its only array, seen
+    // in its memory's order (run/order.hpp): the program over a C-contiguous (300, 1000) one.
+    const auto k = kernels("y = x*2 + 1", {{"x", array(DType::Float32, {300, 1000})}});
     ASSERT_EQ(k.size(), 1u);
-    EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Tiled);
-    const auto expected = keys("y = x*2 + 1", {{"x", x}});
+    EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Flat);
+    const auto expected = keys("y = x*2 + 1", {{"x", array(DType::Float32, {300, 1000})}});
     cache::DiskCache disk = open_disk(cache_dir);
     ASSERT_EQ(disk.entries().size(), 1u);
     EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
-    // Not the contiguous program's kernel.
-    EXPECT_NE(expected, keys("y = x*2 + 1", {{"x", array(DType::Float32, {1000, 300})}}));
+}
+
+TEST(Precompile, TransposedBesideACOrderedDeclarationStoresTheTiledKernelTheRuntimeLooksUp) {
+    TempDir dir;
+    const std::string cache_dir = dir / "cache";
+    ASSERT_EQ(precompile_sm90(dir, "y = x*2 + z ; x: float32[N, M].T, z: float32[N, M]\n"), 0);
+    // What the runtime sees for a.transpose() of a C-contiguous (300, 1000) array beside a
+    // C-contiguous (1000, 300) one.
+    dsl::Binding x = array(DType::Float32, {1000, 300});
+    x.strides = {1, 1000};
+    const std::map<std::string, dsl::Binding> env{{"x", x}, {"z", array(DType::Float32, {1000, 300})}};
+    const auto k = kernels("y = x*2 + z", env);
+    ASSERT_EQ(k.size(), 1u);
+    EXPECT_EQ(k[0].launch.kind, codegen::KernelKind::Tiled);
+    const auto expected = keys("y = x*2 + z", env);
+    cache::DiskCache disk = open_disk(cache_dir);
+    ASSERT_EQ(disk.entries().size(), 1u);
+    EXPECT_TRUE(disk.get(cache::digest(expected[0])).has_value());
 }
 
 TEST(Precompile, SteppedAndReversedViewsStoreTheKernelsTheRuntimeLooksUp) {

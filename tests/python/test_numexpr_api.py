@@ -110,6 +110,14 @@ SAME_VALUE = {
     "a defaultdict's default": lambda m: m.evaluate("a + zz", collections.defaultdict(lambda: 2.0, a=A)),
     "a list": lambda m: m.evaluate("x * 2", {"x": [1, 2]}),
     "unsafe casting into out": lambda m: m.evaluate("a + b", ENV, out=np.empty((2, 3), np.int64), casting="unsafe"),
+    # The result's layout under each order (numexpr keeps its inputs' shared axis order for 'K').
+    "a Fortran-ordered array": lambda m: m.evaluate("f * 2 + 1", {"f": np.asfortranarray(A)}),
+    "two transposed arrays": lambda m: m.evaluate("x - y * 3", {"x": A.T, "y": B.T}),
+    "a permuted 3-d array": lambda m: m.evaluate("p * 2 + 1", {"p": np.arange(24.0).reshape(2, 3, 4).transpose(1, 2, 0)}),
+    "Fortran beside C": lambda m: m.evaluate("f + a", {"f": np.asfortranarray(A), "a": A}),
+    "Fortran with order C": lambda m: m.evaluate("f * 2", {"f": np.asfortranarray(A)}, order="C"),
+    "Fortran with order A": lambda m: m.evaluate("f * 2", {"f": np.asfortranarray(A)}, order="A"),
+    "C with order F": lambda m: m.evaluate("a * 2", ENV, order="F"),
 }
 
 
