@@ -496,6 +496,116 @@ bool import_torch_cuda(PyObject* o, Bound& b, jit::Array& out) {
 // shape, strides (bytes) and dtype read from the array. CuPy's arrays are never read-only, and
 // its interface's stream is CuPy's current stream, which the call asks CuPy for (prepare). False
 // (nothing bound) for anything else, which then goes the interface's way, with its errors.
+// What import_cupy read of a CuPy array, kept under a weak reference to the array (whose callback
+// drops it when the array goes: nothing is held past it). A cupy.ndarray's memory (`data`) and
+// dtype are fixed for its life; its shape can be set (a.shape = ...: a reshape in place, which
+// sets its strides too), so an entry is taken only while the shape read now is the one kept,
+// and, for an array that was not C-contiguous, its strides too (a C-contiguous one's follow from
+// the shape, and CuPy's `_c_contiguous` says, without a tuple, whether it still is). The GIL
+// guards the entries.
+struct CupyCacheEntry {
+    PyObject* ref = nullptr;  // a weak reference to the cupy.ndarray
+    jit::DType dtype = jit::DType::Float32;
+    jit::Shape shape;
+    jit::Strides strides;
+    bool c_contiguous = false;
+    std::uintptr_t ptr = 0;
+    int device = 0;
+};
+constexpr std::size_t kCupyCacheEntries = 16;
+CupyCacheEntry g_cupy_cache[kCupyCacheEntries];
+std::size_t g_cupy_cache_next = 0;
+
+PyObject* cupy_cache_drop(PyObject*, PyObject* ref) {
+    for (CupyCacheEntry& e : g_cupy_cache)
+        if (e.ref == ref) {
+            Py_CLEAR(e.ref);
+            e.shape.clear();
+            e.strides.clear();
+        }
+    Py_RETURN_NONE;
+}
+PyMethodDef g_cupy_cache_drop_def = {"_cupy_cache_drop", &cupy_cache_drop, METH_O, nullptr};
+
+// The shape tuple `shape_o` (of ints) equals `shape`.
+bool same_shape(PyObject* shape_o, const jit::Shape& shape) {
+    if (!PyTuple_Check(shape_o) || PyTuple_GET_SIZE(shape_o) != static_cast<Py_ssize_t>(shape.size())) return false;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+        PyObject* e = PyTuple_GET_ITEM(shape_o, static_cast<Py_ssize_t>(i));
+        if (!PyLong_Check(e)) return false;
+        int overflow = 0;
+        const long long v = PyLong_AsLongLongAndOverflow(e, &overflow);
+        if (overflow != 0 || v != shape[i]) return false;
+    }
+    return true;
+}
+
+// The kept entry of `o` that still describes it, or null.
+const CupyCacheEntry* cupy_cache_find(PyObject* o) {
+    static PyObject* c_contiguous_name = interned("_c_contiguous");
+    for (const CupyCacheEntry& e : g_cupy_cache) {
+        if (!e.ref || PyWeakref_GetObject(e.ref) != o) continue;
+        nb::object shape_o = nb::steal(PyObject_GetAttr(o, names().shape));
+        if (!shape_o.is_valid()) {
+            PyErr_Clear();
+            return nullptr;
+        }
+        if (!same_shape(shape_o.ptr(), e.shape)) return nullptr;
+        if (e.c_contiguous) {
+            nb::object c = nb::steal(PyObject_GetAttr(o, c_contiguous_name));
+            if (!c.is_valid()) PyErr_Clear();
+            if (c.is_valid() && c.ptr() == Py_True) return &e;
+            return nullptr;
+        }
+        nb::object strides_o = nb::steal(PyObject_GetAttr(o, names().strides));
+        if (!strides_o.is_valid()) {
+            PyErr_Clear();
+            return nullptr;
+        }
+        const auto item = static_cast<std::int64_t>(jit::itemsize(e.dtype));
+        jit::Shape bytes(e.strides.size());
+        for (std::size_t i = 0; i < e.strides.size(); ++i) bytes[i] = e.strides[i] * item;
+        return same_shape(strides_o.ptr(), bytes) ? &e : nullptr;
+    }
+    return nullptr;
+}
+
+void cupy_cache_keep(PyObject* o, const CupyCacheEntry& read) {
+    static PyObject* drop = PyCFunction_New(&g_cupy_cache_drop_def, nullptr);  // kept for the process
+    if (!drop) {
+        PyErr_Clear();
+        return;
+    }
+    for (CupyCacheEntry& e : g_cupy_cache)  // a stale entry of the same array is replaced
+        if (e.ref && PyWeakref_GetObject(e.ref) == o) {
+            PyObject* ref = e.ref;
+            e = read;
+            e.ref = ref;
+            return;
+        }
+    PyObject* ref = PyWeakref_NewRef(o, drop);
+    if (!ref) {
+        PyErr_Clear();
+        return;
+    }
+    CupyCacheEntry& e = g_cupy_cache[g_cupy_cache_next++ % kCupyCacheEntries];
+    Py_XDECREF(e.ref);
+    e = read;
+    e.ref = ref;
+}
+
+// The view of `o` that an entry describes, holding `o` for the call's arrays.
+jit::Array cupy_view(PyObject* o, const CupyCacheEntry& e) {
+    Py_INCREF(o);
+    std::shared_ptr<void> keep(o, [](void* p) {
+        PyGILState_STATE g = PyGILState_Ensure();
+        Py_DECREF(static_cast<PyObject*>(p));
+        PyGILState_Release(g);
+    });
+    return jit::Array::view(reinterpret_cast<void*>(e.ptr), e.dtype, e.shape, e.strides, jit::Backend::Cuda, e.device,
+                            std::move(keep));
+}
+
 bool import_cupy(PyObject* o, Bound& b, jit::Array& out) {
     const CupyApi* api = cupy_api();
     if (!api || !api->ndarray || reinterpret_cast<PyObject*>(Py_TYPE(o)) != api->ndarray) return false;
@@ -503,6 +613,12 @@ bool import_cupy(PyObject* o, Bound& b, jit::Array& out) {
     static PyObject* ptr_name = interned("ptr");
     static PyObject* device_id_name = interned("device_id");
     const Names& k = names();
+    if (const CupyCacheEntry* e = cupy_cache_find(o)) {
+        out = cupy_view(o, *e);
+        b.read_only = false;
+        b.stream = 0;
+        return true;
+    }
     try {
         nb::handle x(o);
         nb::object dt = x.attr(dtype_name);
@@ -526,16 +642,15 @@ bool import_cupy(PyObject* o, Bound& b, jit::Array& out) {
             strides[static_cast<std::size_t>(i)] = st / item;
         }
         nb::object data = x.attr(k.data);
-        const auto ptr = nb::cast<std::uintptr_t>(data.attr(ptr_name));
-        const int device = nb::cast<int>(data.attr(device_id_name));
-        Py_INCREF(o);
-        std::shared_ptr<void> keep(o, [](void* p) {
-            PyGILState_STATE g = PyGILState_Ensure();
-            Py_DECREF(static_cast<PyObject*>(p));
-            PyGILState_Release(g);
-        });
-        out = jit::Array::view(reinterpret_cast<void*>(ptr), *d, std::move(shape), std::move(strides),
-                               jit::Backend::Cuda, device, std::move(keep));
+        CupyCacheEntry read;
+        read.ptr = nb::cast<std::uintptr_t>(data.attr(ptr_name));
+        read.device = nb::cast<int>(data.attr(device_id_name));
+        read.dtype = *d;
+        read.c_contiguous = strides == jit::contiguous_strides(shape);
+        read.shape = std::move(shape);
+        read.strides = std::move(strides);
+        out = cupy_view(o, read);
+        cupy_cache_keep(o, read);
         b.read_only = false;
         b.stream = 0;
         return true;

@@ -89,6 +89,28 @@ def test_cupy_inputs_of_any_layout_are_read_through_their_attributes(cupy):
                                     cupy.arange(6) > 3)
 
 
+def test_a_cupy_array_read_again_after_its_shape_is_set_is_read_with_the_new_shape(cupy):
+    a = cupy.arange(12, dtype=cupy.float32)
+    cupy.testing.assert_array_equal(jx.evaluate("a * 2", a=a), a * 2)  # read, and kept
+    a.shape = (3, 4)  # a reshape in place: the same memory, another shape
+    r = jx.evaluate("a * 2", a=a)
+    assert r.shape == (3, 4)
+    cupy.testing.assert_array_equal(r, a * 2)
+    t = a.T  # a new array over the same memory, not C-contiguous: its own strides
+    cupy.testing.assert_array_equal(jx.evaluate("t + 1", t=t), t + 1)
+    cupy.testing.assert_array_equal(jx.evaluate("t + 1", t=t), t + 1)
+
+
+def test_many_cupy_arrays_in_turn_are_each_read_as_they_are(cupy):
+    arrays = [cupy.full((5,), float(i), dtype=cupy.float64) for i in range(40)]
+    for _ in range(2):
+        for i, a in enumerate(arrays):
+            assert float(jx.evaluate("sum(a)", a=a)) == 5.0 * i
+    del arrays  # the kept entries go with their arrays
+    b = cupy.full((5,), 7.0)
+    assert float(jx.evaluate("sum(b)", b=b)) == 35.0
+
+
 def test_a_cupy_subclass_goes_the_interface_way(cupy):
     class Sub(cupy.ndarray):
         pass
