@@ -39,10 +39,15 @@ Strides in_order(const AxisOrder& o, const Strides& strides) {
 }
 
 std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays) {
-    if (arrays.empty()) return std::nullopt;
-    for (const ArrayLayout& a : arrays)
+    // 0-d arrays (a NumPy scalar, a `float32[]` declaration) have no order and take no part.
+    const ArrayLayout* first = nullptr;
+    for (const ArrayLayout& a : arrays) {
+        if (a.shape->empty()) continue;
         if (is_string(a.dtype) || c_contiguous(*a.shape, *a.strides)) return std::nullopt;
-    const Shape& shape = *arrays.front().shape;
+        if (!first) first = &a;
+    }
+    if (!first) return std::nullopt;
+    const Shape& shape = *first->shape;
     if (shape.size() < 2 || std::count_if(shape.begin(), shape.end(), [](std::int64_t e) { return e > 1; }) < 2)
         return std::nullopt;
     AxisOrder o;
@@ -50,7 +55,7 @@ std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays) {
     // Axes of extent 1 first (in their own order), then the others by decreasing stride.
     o.axes.resize(shape.size());
     std::iota(o.axes.begin(), o.axes.end(), 0);
-    const Strides& st = *arrays.front().strides;
+    const Strides& st = *first->strides;
     std::stable_sort(o.axes.begin(), o.axes.end(), [&](int x, int y) {
         const bool ux = shape[static_cast<std::size_t>(x)] == 1, uy = shape[static_cast<std::size_t>(y)] == 1;
         if (ux != uy) return ux;
@@ -58,7 +63,8 @@ std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays) {
     });
     for (int d : o.axes) o.ordered_shape.push_back(shape[static_cast<std::size_t>(d)]);
     for (const ArrayLayout& a : arrays)
-        if (*a.shape != shape || !c_contiguous(o.ordered_shape, in_order(o, *a.strides))) return std::nullopt;
+        if (!a.shape->empty() && (*a.shape != shape || !c_contiguous(o.ordered_shape, in_order(o, *a.strides))))
+            return std::nullopt;
     return o;
 }
 
@@ -66,7 +72,7 @@ std::optional<AxisOrder> shared_order(std::span<const std::string> names, const 
     boost::container::small_vector<ArrayLayout, 8> arrays;
     for (const std::string& n : names) {
         const Array* a = array_of(env, n);
-        if (!a) continue;
+        if (!a || a->ndim() == 0) continue;
         if (a->is_contiguous()) return std::nullopt;
         arrays.push_back(ArrayLayout{&a->shape(), &a->strides(), a->dtype()});
     }
@@ -76,7 +82,7 @@ std::optional<AxisOrder> shared_order(std::span<const std::string> names, const 
 bool order_free(const ir::Program& p, const Shape& shape) {
     if (!p.order_stats.empty() || !p.checks.empty()) return false;
     for (const ir::InputDecl& in : p.inputs)
-        if (in.view || in.shape != shape || is_string(in.dtype)) return false;
+        if (in.view || (in.shape != shape && !in.shape.empty()) || is_string(in.dtype)) return false;
     for (const ir::Node& n : p.nodes) {
         switch (n.kind) {
             case ir::NodeKind::Input:
@@ -103,7 +109,8 @@ Environment in_order(const AxisOrder& o, std::span<const std::string> names, con
             continue;
         }
         const Array& a = it->second.array();
-        out.emplace(n, Arg(core::restrided(a, 0, o.ordered_shape, in_order(o, a.strides()))));
+        out.emplace(n,
+                    a.ndim() == 0 ? it->second : Arg(core::restrided(a, 0, o.ordered_shape, in_order(o, a.strides()))));
     }
     return out;
 }
@@ -119,10 +126,12 @@ void assign_back(const AxisOrder& o, std::span<const std::string> names, const E
     for (const std::string& n : names) {
         const Array* now = array_of(ordered, n);
         if (!now) continue;
-        if (const Array* was = array_of(env, n); was && was->data() == now->data() && was->dtype() == now->dtype() &&
-                                                 now->shape() == o.ordered_shape &&
-                                                 now->strides() == in_order(o, was->strides()))
-            continue;  // the view in_order made: written in place, or not assigned
+        // What in_order put there (the view of env's array, or a 0-d array itself): written in
+        // place, or not assigned.
+        if (const Array* was = array_of(env, n); was && was->data() == now->data() && was->dtype() == now->dtype()) {
+            if (was->ndim() == 0 && now->ndim() == 0) continue;
+            if (now->shape() == o.ordered_shape && now->strides() == in_order(o, was->strides())) continue;
+        }
         env.insert_or_assign(n, Arg(restored(o, *now)));
     }
 }

@@ -32,9 +32,10 @@ struct ArrayLayout {
     DType dtype = DType::Float64;
 };
 
-// The order `arrays` share: when there is at least one, none is C-contiguous, none holds
-// strings, all have one shape of two or more axes of which two or more exceed 1, and each is
-// dense (no gaps, strides positive) in the same order. nullopt otherwise.
+// The order `arrays` share: when there is at least one that is not 0-d, and of those none is
+// C-contiguous, none holds strings, all have one shape of two or more axes of which two or more
+// exceed 1, and each is dense (no gaps, strides positive) in the same order. 0-d arrays (a NumPy
+// scalar) take no part. nullopt otherwise.
 std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays);
 // The same for the arrays bound to `names` in `env`: a C-contiguous array among them ends the
 // check at once, so the common case pays one test.
@@ -45,10 +46,12 @@ Strides in_order(const AxisOrder& o, const Strides& strides);
 // Whether `p` computes every element of its results from the elements at the same place of its
 // inputs and nothing else, over arrays of `shape`: its nodes are inputs, scalars, constants,
 // operations and casts only (no reduction, scan, selection or order statistic), its inputs are
-// the bound arrays themselves (no slice or index of them) and every array value has `shape`.
+// the bound arrays themselves (no slice or index of them) and every array value has `shape` or
+// none (0-d).
 bool order_free(const ir::Program& p, const Shape& shape);
 
-// `env`'s bindings of `names` (the others are not copied), each array seen in order `o`.
+// `env`'s bindings of `names` (the others are not copied), each array seen in order `o` (0-d
+// arrays as they are).
 Environment in_order(const AxisOrder& o, std::span<const std::string> names, const Environment& env);
 
 // An array of the in-order views' shape seen back in the arrays' own axes (anything else as it is).

@@ -75,15 +75,19 @@ TEST(AxisOrder, ArraysInDifferentOrdersGiveCOrder) {
     EXPECT_EQ(values(r), want);
 }
 
-TEST(AxisOrder, ScalarsAndCastsKeepTheOrder) {
+TEST(AxisOrder, ScalarsCastsAndZeroDimensionalArraysKeepTheOrder) {
     const Array a = fortran(5, 7);
-    Environment env{{"a", Arg(a)}, {"s", Arg(3.0)}};
-    const Array r = cpu().run("int32(a * s) > 20", env);
+    const Array z = Array::empty(DType::Float64, {}, Backend::Cpu);  // 0-d, as a NumPy scalar is
+    *static_cast<double*>(z.data()) = 1.0;
+    Environment env{{"a", Arg(a)}, {"s", Arg(3.0)}, {"z", Arg(z)}};
+    const Array r = cpu().run("int32(a * s + z) > 20", env);
     EXPECT_EQ(r.dtype(), DType::Bool);
     EXPECT_EQ(r.strides(), (Strides{1, 5}));
     std::vector<std::uint8_t> want;
-    for (double x : values(a)) want.push_back(static_cast<std::int32_t>(x * 3) > 20);
+    for (double x : values(a)) want.push_back(static_cast<std::int32_t>(x * 3 + 1) > 20);
     EXPECT_EQ(r.to_vector<std::uint8_t>(), want);
+    EXPECT_EQ(env.at("z").array().data(), z.data());
+    EXPECT_EQ(env.at("z").array().ndim(), 0);
 }
 
 TEST(AxisOrder, ReductionsSlicesAndBroadcastsKeepCOrder) {

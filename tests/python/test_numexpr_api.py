@@ -115,6 +115,7 @@ SAME_VALUE = {
     "two transposed arrays": lambda m: m.evaluate("x - y * 3", {"x": A.T, "y": B.T}),
     "a permuted 3-d array": lambda m: m.evaluate("p * 2 + 1", {"p": np.arange(24.0).reshape(2, 3, 4).transpose(1, 2, 0)}),
     "Fortran beside C": lambda m: m.evaluate("f + a", {"f": np.asfortranarray(A), "a": A}),
+    "Fortran times a NumPy scalar": lambda m: m.evaluate("f * s", {"f": np.asfortranarray(A), "s": np.float32(2)}),
     "Fortran with order C": lambda m: m.evaluate("f * 2", {"f": np.asfortranarray(A)}, order="C"),
     "Fortran with order A": lambda m: m.evaluate("f * 2", {"f": np.asfortranarray(A)}, order="A"),
     "C with order F": lambda m: m.evaluate("a * 2", ENV, order="F"),
