@@ -1041,6 +1041,24 @@ def sample_values(rng, dtype, shape):
     return v.astype(real).reshape(shape)
 
 
+def fortran_order(rng, names, driver):
+    """In one case in five (when the driver passes views), every array of two or more axes in
+    Fortran order, same values: the arrays of a call sharing one axis order other than C's, which
+    the runtime runs over as contiguous views (NumPy's order K for the results). Decided by a
+    generator of its own, seeded from `rng`'s state without drawing from it, so that the cases'
+    values stay what they were."""
+    if not driver.strided:
+        return
+    own = np.random.default_rng(rng.bit_generator.state["state"]["state"] % (1 << 63))
+    if own.random() >= 0.2:
+        return
+    for k, v in names.items():
+        bits = v.bits if isinstance(v, BF16) else v
+        if np.ndim(bits) >= 2:
+            f = np.asfortranarray(bits)
+            names[k] = BF16(f) if isinstance(v, BF16) else f
+
+
 def layout(rng, value, driver):
     """The array as a strided or transposed view (when the driver passes views), same values."""
     if not driver.strided or rng.random() < 0.6:
@@ -1126,6 +1144,7 @@ class Generator:
             if rng.random() < 0.04 and shape:
                 shape[-1] += 1  # shapes that do not broadcast
             names[f"a{i}"] = layout(rng, sample_values(rng, dt, tuple(shape)), self.driver)
+        fortran_order(rng, names, self.driver)
         if self.driver.host_scalars:
             for i in range(int(rng.integers(0, 3))):
                 r = rng.random()
