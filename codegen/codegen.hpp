@@ -129,6 +129,7 @@ struct LaunchPolicy {
     bool block_per_row = false;            // ScanAxis: a block per scanned row (else a thread)
     int max_blocks = 0;                    // ReduceAll, ScanAll, Compact: grid cap = number of partial slots
     int partial_bytes = 0;                 // ReduceAll, ScanAll: bytes of one partial (the accumulator type)
+    int group = 1;                         // ReduceAll: consecutive elements a thread folds together (in both tiers)
     std::size_t workspace_bytes() const {  // ReduceAll, ScanAll: partials, then the counter
         if (kind == KernelKind::Compact) return static_cast<std::size_t>(max_blocks + 1) * 8 + 16;
         if (kind != KernelKind::ReduceAll && kind != KernelKind::ScanAll) return 0;
@@ -176,9 +177,11 @@ struct Emitted {
 // Throws InternalError when the program or schedule breaks an invariant of dsl/ir.hpp.
 Emitted emit(const ir::Program& program, const ir::Schedule& schedule, const EmitOptions& options = {});
 
-// `kernel` (a scalar-only Flat kernel of `program`, as emit gives it with scalar_only) written
-// directly in PTX for sm_`sm`: the same entry name, parameters and launch, so that the executor
-// launches it alike. For programs of bool/int32/int64/float32/float64: arithmetic, comparisons,
+// `kernel` (a scalar-only Flat kernel of `program`, or a ReduceAll kernel over flat reads other
+// than a positional one, as emit gives them with scalar_only) written directly in PTX for
+// sm_`sm`: the same entry name, parameters and launch, so that the executor launches it alike,
+// and for a reduction the same order of folding (the same bits). For programs of
+// bool/int32/int64/float32/float64: arithmetic, comparisons,
 // logic, maximum/minimum, where, clip, sqrt, rounding, NaN/inf tests and casts as instructions,
 // other ops as calls of device functions (`links`); nullopt for anything else, and for targets
 // outside sm_70..sm_90. See codegen/ptx.cpp.

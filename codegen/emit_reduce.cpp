@@ -91,6 +91,7 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
                           : 1;
     const int vec = opt_.scalar_only ? 1 : group;
     k.launch.vec = vec;
+    k.launch.group = group;
     add_array_params(k, !flat_reads_);
     for (auto& p : k.params)
         if (p.written) p.layout_row = -1;  // one element: no strides

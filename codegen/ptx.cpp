@@ -1,4 +1,4 @@
-// jitexpr — Flat kernels written directly in PTX, for the first tier of a tiered compile.
+// jitexpr — Flat and full-reduction kernels written directly in PTX, for the first tier of a tiered compile.
 //
 // NVRTC spends most of a cold compile in its C++ front end, the NVVM optimiser and libdevice;
 // a small elementwise kernel written as PTX needs only the PTX assembler (nvJitLink), several
@@ -10,7 +10,9 @@
 // emit.cpp) that holds the very expression the C++ kernels inline; NVRTC compiles each such
 // function once as relocatable code and nvJitLink links it in. Other dtypes and layouts give
 // nullopt and the NVRTC kernel is used. The kernel keeps the parameters and launch of the
-// scalar-only Flat kernel it replaces, so the executor launches either alike.
+// scalar-only kernel it replaces, so the executor launches either alike. Full reductions
+// (ReduceAll over flat reads: sum, prod, min, max, any, all, mean) are written too, folding in
+// the order of the C++ kernel, so that the first tier and the final kernel give the same bits.
 #include "codegen/codegen.hpp"
 #include "core/stack.hpp"
 
@@ -437,22 +439,24 @@ private:
         return v;
     }
 
-    std::string emit(const std::string& entry, int sm) {
-        if (k_.launch.kind != KernelKind::Flat || k_.launch.vec != 1) no();
-        if (sm < 70 || sm > 90) no();
-        std::string params, setup;
-        std::vector<std::pair<ir::NodeId, std::string>> writes;  // node, pointer register
-        std::string count;
+    // The kernel's parameters: their declarations, the loads of their values (`setup`), the
+    // arrays read (input_reads_, node_reads_) and written (writes_), the scalars, the count and
+    // the workspace.
+    void parameters() {
         for (std::size_t i = 0; i < k_.params.size(); ++i) {
             const Param& p = k_.params[i];
             const std::string name = fmt::format("jx_param_{}", i);
+            auto declare = [&](const std::string& type) {
+                params_ += fmt::format("{}    .param .{} {}", params_.empty() ? "" : ",\n", type, name);
+            };
             switch (p.kind) {
                 case Param::Kind::Array: {
                     if (!supported(p.dtype)) no();
-                    params += fmt::format("{}    .param .u64 {}", params.empty() ? "" : ",\n", name);
+                    declare("u64");
                     const std::string r = u64();
-                    setup += fmt::format("    ld.param.u64 {}, [{}];\n    cvta.to.global.u64 {}, {};\n", r, name, r, r);
-                    if (p.written) writes.emplace_back(ir::NodeId(p.array.index), r);
+                    setup_ +=
+                        fmt::format("    ld.param.u64 {}, [{}];\n    cvta.to.global.u64 {}, {};\n", r, name, r, r);
+                    if (p.written) writes_.emplace_back(ir::NodeId(p.array.index), r);
                     else if (p.array.kind == ArrayRef::Kind::Input) input_reads_[p.array.index] = {r, p.broadcast, {}};
                     else node_reads_[ir::NodeId(p.array.index)] = {r, p.broadcast, {}};
                     break;
@@ -460,57 +464,296 @@ private:
                 case Param::Kind::Scalar: {
                     if (!supported(p.dtype)) no();
                     const bool b = p.dtype == DType::Bool;
-                    params +=
-                        fmt::format("{}    .param .{} {}", params.empty() ? "" : ",\n", b ? "u8" : ty(p.dtype), name);
+                    declare(b ? "u8" : ty(p.dtype));
                     V v{reg(p.dtype), p.dtype};
                     if (b) {
                         const std::string w = u32();
-                        setup +=
+                        setup_ +=
                             fmt::format("    ld.param.u8 {}, [{}];\n    setp.ne.u32 {}, {}, 0;\n", w, name, v.reg, w);
                     } else {
-                        setup += fmt::format("    ld.param.{} {}, [{}];\n", ty(p.dtype), v.reg, name);
+                        setup_ += fmt::format("    ld.param.{} {}, [{}];\n", ty(p.dtype), v.reg, name);
                     }
                     scalar_regs_[p.scalar] = v;
                     break;
                 }
                 case Param::Kind::Count:
-                    params += fmt::format("{}    .param .u64 {}", params.empty() ? "" : ",\n", name);
-                    count = name;
+                    declare("u64");
+                    count_ = name;
+                    break;
+                case Param::Kind::Workspace:
+                    if (k_.launch.kind != KernelKind::ReduceAll) no();
+                    declare("u64");
+                    workspace_ = u64();
+                    setup_ += fmt::format("    ld.param.u64 {0}, [{1}];\n    cvta.to.global.u64 {0}, {0};\n",
+                                          workspace_, name);
                     break;
                 default: no();
             }
         }
-        if (count.empty() || writes.empty()) no();
-        std::string body;
-        std::vector<V> results;
-        for (const auto& [node, ptr] : writes) results.push_back(value(node, body));
-        for (std::size_t w = 0; w < writes.size(); ++w) store(writes[w].second, results[w], body);
+        if (count_.empty() || writes_.empty()) no();
+    }
 
-        std::string s = "// jitexpr: a Flat kernel written as PTX (first tier of a tiered compile)\n";
+    // The text around a kernel body: version, the device functions it links, the entry and its
+    // registers (`extra` declares more), then `code`.
+    std::string wrap(const std::string& what, const std::string& entry, int sm, const std::string& extra,
+                     const std::string& code) const {
+        std::string s = fmt::format("// jitexpr: {} written as PTX (first tier of a tiered compile)\n", what);
         // The device functions linked in, by symbol and source hash: part of this text's hash, so
         // a changed function is a new module cache key.
         for (const auto& [symbol, f] : links_) s += fmt::format("// links {} {}\n", symbol, f.key);
         s += fmt::format(".version 7.8\n.target sm_{}\n.address_size 64\n\n", sm);
         s += declarations_;
         if (!declarations_.empty()) s += "\n";
-        s += fmt::format(".visible .entry {}(\n{}\n)\n.maxntid {}, 1, 1\n{{\n", entry, params, k_.launch.block);
+        s += fmt::format(".visible .entry {}(\n{}\n)\n.maxntid {}, 1, 1\n{{\n", entry, params_, k_.launch.block);
         auto at_least_one = [](int n) { return std::max(1, n); };
         s += fmt::format("    .reg .pred %p<{}>;\n    .reg .f32 %f<{}>;\n    .reg .f64 %fd<{}>;\n", at_least_one(np_),
                          at_least_one(nf_), at_least_one(nd_));
         s += fmt::format("    .reg .b32 %r<{}>;\n    .reg .b64 %rd<{}>;\n", at_least_one(nr_), at_least_one(nrd_));
         s += "    .reg .b32 %t<4>;\n    .reg .b64 %rdI, %rdN, %rdS, %rdT;\n    .reg .pred %pL;\n";
-        s += setup;
-        s += fmt::format("    ld.param.u64 %rdN, [{}];\n", count);
+        s += extra;
+        s += setup_;
+        s += fmt::format("    ld.param.u64 %rdN, [{}];\n", count_);
         s += prologue_;
         s += "    mov.u32 %t0, %ctaid.x;\n    mov.u32 %t1, %ntid.x;\n    mov.u32 %t2, %tid.x;\n    mov.u32 %t3, "
              "%nctaid.x;\n";
         s += "    mul.wide.u32 %rdI, %t0, %t1;\n    cvt.u64.u32 %rdT, %t2;\n    add.u64 %rdI, %rdI, %rdT;\n";
         s += "    mul.wide.u32 %rdS, %t3, %t1;\n";
-        s += "    setp.ge.u64 %pL, %rdI, %rdN;\n    @%pL bra $Ldone;\n$Lloop:\n";
-        s += body;
-        s += "    add.u64 %rdI, %rdI, %rdS;\n    setp.lt.u64 %pL, %rdI, %rdN;\n    @%pL bra $Lloop;\n$Ldone:\n    "
-             "ret;\n}\n";
+        s += code;
+        s += "}\n";
         return s;
+    }
+
+    std::string emit(const std::string& entry, int sm) {
+        if (sm < 70 || sm > 90) no();
+        if (k_.launch.kind == KernelKind::ReduceAll) return reduce_all(entry, sm);
+        if (k_.launch.kind != KernelKind::Flat || k_.launch.vec != 1) no();
+        parameters();
+        std::string body;
+        std::vector<V> results;
+        for (const auto& [node, ptr] : writes_) results.push_back(value(node, body));
+        for (std::size_t w = 0; w < writes_.size(); ++w) store(writes_[w].second, results[w], body);
+        std::string code = "    setp.ge.u64 %pL, %rdI, %rdN;\n    @%pL bra $Ldone;\n$Lloop:\n";
+        code += body;
+        code +=
+            "    add.u64 %rdI, %rdI, %rdS;\n    setp.lt.u64 %pL, %rdI, %rdN;\n    @%pL bra $Lloop;\n$Ldone:\n    "
+            "ret;\n";
+        return wrap("a Flat kernel", entry, sm, "", code);
+    }
+
+    // ---- full reductions (ReduceAll over flat reads), the scalar kernel of emit_reduce.cpp
+    // instruction for instruction in the order it folds: each thread's groups of
+    // launch.group elements, then its tail; the warp shuffle tree and the block's warps; one
+    // partial per block; the last block (atomic ticket) folds the partials in block order.
+    // The same order gives the same bits as the NVRTC kernels of both tiers.
+
+    // R::identity() and R::combine(acc, x) of the reduction `op` (its accumulator) over dtype t.
+    std::string identity(ir::Op acc, DType t) {
+        const bool hi = acc == Op::ReduceMin || acc == Op::All || acc == Op::Prod;
+        if (t == DType::Bool) return hi ? "1" : "0";
+        switch (acc) {
+            case Op::Sum: return t == DType::Float32 ? "0f00000000" : t == DType::Float64 ? "0d0000000000000000" : "0";
+            case Op::Prod: return t == DType::Float32 ? "0f3F800000" : t == DType::Float64 ? "0d3FF0000000000000" : "1";
+            case Op::ReduceMin:
+                return t == DType::Float32   ? "0f7F800000"
+                       : t == DType::Float64 ? "0d7FF0000000000000"
+                       : t == DType::Int32   ? "0x7FFFFFFF"
+                                             : "0x7FFFFFFFFFFFFFFF";
+            case Op::ReduceMax:
+                return t == DType::Float32   ? "0fFF800000"
+                       : t == DType::Float64 ? "0dFFF0000000000000"
+                       : t == DType::Int32   ? "0x80000000"
+                                             : "0x8000000000000000";
+            default: no();
+        }
+    }
+    void set_identity(ir::Op acc, const V& a, std::string& out) {
+        if (a.t == DType::Bool) {
+            const std::string w = u32();
+            out += fmt::format("    mov.u32 {}, {};\n    setp.ne.u32 {}, {}, 0;\n", w, identity(acc, a.t), a.reg, w);
+        } else {
+            // Integers as bits: the extremes are written in hex.
+            out += fmt::format("    mov.{} {}, {};\n", is_f(a.t) ? ty(a.t) : bits(a.t), a.reg, identity(acc, a.t));
+        }
+    }
+    void combine(ir::Op acc, const V& a, const V& x, std::string& out) {
+        const DType t = a.t;
+        if (x.t != t) no();
+        switch (acc) {
+            case Op::Sum:
+            case Op::Prod:
+                if (t == DType::Bool) no();
+                out += fmt::format("    {}.{} {}, {}, {};\n",
+                                   acc == Op::Sum ? (is_f(t) ? "add.rn" : "add") : (is_f(t) ? "mul.rn" : "mul.lo"),
+                                   ty(t), a.reg, a.reg, x.reg);
+                return;
+            case Op::ReduceMin:
+            case Op::ReduceMax: {
+                const V m = minmax(acc == Op::ReduceMax, a, x, out);
+                out += fmt::format("    mov.{} {}, {};\n", ty(t), a.reg, m.reg);
+                return;
+            }
+            case Op::Any:
+            case Op::All:
+                if (t != DType::Bool) no();
+                out += fmt::format("    {}.pred {}, {}, {};\n", acc == Op::Any ? "or" : "and", a.reg, a.reg, x.reg);
+                return;
+            default: no();
+        }
+    }
+    // __shfl_down_sync(0xffffffff, v, d) of any value, 32 bits at a time (jx_shfl_down).
+    V shfl_down(const V& v, int d, std::string& out) {
+        V r{reg(v.t), v.t};
+        if (v.t == DType::Bool) {
+            const std::string w = u32(), s = u32();
+            out += fmt::format("    selp.u32 {}, 1, 0, {};\n", w, v.reg);
+            out += fmt::format("    shfl.sync.down.b32 {}, {}, {}, 31, -1;\n", s, w, d);
+            out += fmt::format("    setp.ne.u32 {}, {}, 0;\n", r.reg, s);
+        } else if (bytes(v.t) == 4) {
+            const std::string w = u32(), s = u32();
+            out += fmt::format("    mov.b32 {}, {};\n", w, v.reg);
+            out += fmt::format("    shfl.sync.down.b32 {}, {}, {}, 31, -1;\n", s, w, d);
+            out += fmt::format("    mov.b32 {}, {};\n", r.reg, s);
+        } else {
+            const std::string lo = u32(), hi = u32(), slo = u32(), shi = u32();
+            out += fmt::format("    mov.b64 {{{}, {}}}, {};\n", lo, hi, v.reg);
+            out += fmt::format("    shfl.sync.down.b32 {}, {}, {}, 31, -1;\n", slo, lo, d);
+            out += fmt::format("    shfl.sync.down.b32 {}, {}, {}, 31, -1;\n", shi, hi, d);
+            out += fmt::format("    mov.b64 {}, {{{}, {}}};\n", r.reg, slo, shi);
+        }
+        return r;
+    }
+    // A value of dtype t at [addr] (`space`: global, global.cg or shared) and back.
+    void load_at(const std::string& space, const V& v, const std::string& addr, std::string& out) {
+        if (v.t == DType::Bool) {
+            const std::string b = u32();
+            out += fmt::format("    ld.{}.u8 {}, [{}];\n    setp.ne.u32 {}, {}, 0;\n", space, b, addr, v.reg, b);
+        } else {
+            out += fmt::format("    ld.{}.{} {}, [{}];\n", space, ty(v.t), v.reg, addr);
+        }
+    }
+    void store_at(const std::string& space, const V& v, const std::string& addr, std::string& out) {
+        if (v.t == DType::Bool) {
+            const std::string b = u32();
+            out += fmt::format("    selp.u32 {}, 1, 0, {};\n    st.{}.u8 [{}], {};\n", b, v.reg, space, addr, b);
+        } else {
+            out += fmt::format("    st.{}.{} [{}], {};\n", space, ty(v.t), addr, v.reg);
+        }
+    }
+    // jx_block_reduce: the warp tree, the warps' values through shared memory, warp 0's tree;
+    // the result is valid in thread 0. `tag` makes its labels unique.
+    void block_reduce(ir::Op acc, const V& v, const std::string& tag, std::string& out) {
+        auto tree = [&] {
+            for (int d = 16; d > 0; d >>= 1) combine(acc, v, shfl_down(v, d, out), out);
+        };
+        tree();
+        const std::string lane = u32(), warp = u32(), addr = u32(), warps = u32();
+        const std::string p = reg(DType::Bool);
+        const int size = bytes(v.t);
+        out += "    bar.sync 0;\n";
+        out += fmt::format("    and.b32 {}, %t2, 31;\n    shr.u32 {}, %t2, 5;\n", lane, warp);
+        out += fmt::format("    setp.ne.u32 {}, {}, 0;\n    @{} bra $Lb{}_lane;\n", p, lane, p, tag);
+        out += fmt::format("    mov.u32 {}, jx_sh;\n    mad.lo.u32 {}, {}, {}, {};\n", addr, addr, warp, size, addr);
+        store_at("shared", v, addr, out);
+        out += fmt::format("$Lb{}_lane:\n    bar.sync 0;\n", tag);
+        out += fmt::format("    setp.ne.u32 {}, {}, 0;\n    @{} bra $Lb{}_done;\n", p, warp, p, tag);
+        out += fmt::format("    add.u32 {}, %t1, 31;\n    shr.u32 {}, {}, 5;\n", warps, warps, warps);
+        out += fmt::format("    setp.lt.u32 {}, {}, {};\n    @!{} bra $Lb{}_id;\n", p, lane, warps, p, tag);
+        out += fmt::format("    mov.u32 {}, jx_sh;\n    mad.lo.u32 {}, {}, {}, {};\n", addr, addr, lane, size, addr);
+        load_at("shared", v, addr, out);
+        out += fmt::format("    bra.uni $Lb{}_tree;\n$Lb{}_id:\n", tag, tag);
+        set_identity(acc, v, out);
+        out += fmt::format("$Lb{}_tree:\n", tag);
+        tree();
+        out += fmt::format("$Lb{}_done:\n", tag);
+    }
+
+    std::string reduce_all(const std::string& entry, int sm) {
+        if (k_.launch.vec != 1 || k_.entries.size() != 1) no();
+        parameters();
+        if (writes_.size() != 1 || workspace_.empty()) no();
+        const ir::Node& r = p_.node(writes_[0].first);
+        if (r.kind != ir::NodeKind::Reduce || r.axis >= 0 || r.nargs != 1) no();
+        const ir::OpInfo& info = ir::info(r.op);
+        if (info.kind != ir::OpKind::Reduction || info.rule == ir::Rule::ArgFirst) no();
+        const ir::Op acc_op = info.accumulate;
+        const bool mean = info.finish == ir::Finish::DivideByCount;
+        if (info.finish != ir::Finish::Keep && !mean) no();
+        const DType t = r.dtype;
+        if (!supported(t) || p_.node(r.args[0]).dtype != t || (mean && !is_f(t))) no();
+        for (const Param& p : k_.params)
+            if (p.written && p.dtype != t) no();
+        const int group = std::max(1, k_.launch.group);
+        const int size = bytes(t);
+        if (k_.launch.partial_bytes != size) no();
+
+        // One element: the operand at %rdI folded into acc.
+        const V acc{reg(t), t};
+        std::string element;
+        combine(acc_op, acc, value(r.args[0], element), element);
+
+        std::string code;
+        set_identity(acc_op, acc, code);
+        code += "    mov.u64 %rdF, %rdI;\n";
+        if (group > 1) {  // groups first, a thread's groups step apart, each element in turn
+            code += fmt::format("    div.u64 %rdG, %rdN, {};\n    mov.u64 %rdK, %rdF;\n", group);
+            code += "$Lgroup:\n    setp.ge.u64 %pL, %rdK, %rdG;\n    @%pL bra $Lgroups_done;\n";
+            code +=
+                fmt::format("    mul.lo.u64 %rdI, %rdK, {};\n    add.u64 %rdE, %rdI, {};\n$Lelement:\n", group, group);
+            code += element;
+            code += "    add.u64 %rdI, %rdI, 1;\n    setp.lt.u64 %pL, %rdI, %rdE;\n    @%pL bra $Lelement;\n";
+            code += "    add.u64 %rdK, %rdK, %rdS;\n    bra.uni $Lgroup;\n$Lgroups_done:\n";
+            code += fmt::format("    mul.lo.u64 %rdI, %rdG, {};\n    add.u64 %rdI, %rdI, %rdF;\n", group);
+        }
+        code += "$Ltail:\n    setp.ge.u64 %pL, %rdI, %rdN;\n    @%pL bra $Ltail_done;\n";
+        code += element;
+        code += "    add.u64 %rdI, %rdI, %rdS;\n    bra.uni $Ltail;\n$Ltail_done:\n";
+        block_reduce(acc_op, acc, "0", code);
+
+        // Thread 0 stores the block's partial and takes a ticket; the last block goes on.
+        const std::size_t ticket_at = k_.launch.workspace_bytes() - 16;
+        const std::string addr = u64(), old = u32(), last = u32(), p = reg(DType::Bool);
+        code += "    setp.ne.u32 %pL, %t2, 0;\n    @%pL bra $Lticket_done;\n";
+        code += fmt::format("    mad.wide.u32 {}, %t0, {}, {};\n", addr, size, workspace_);
+        store_at("global", acc, addr, code);
+        code += "    membar.gl;\n";
+        code += fmt::format("    add.u64 {}, {}, {};\n", addr, workspace_, ticket_at);
+        code += fmt::format("    atom.global.add.u32 {}, [{}], 1;\n", old, addr);
+        code += fmt::format("    sub.u32 {}, %t3, 1;\n    setp.eq.u32 {}, {}, {};\n", last, p, old, last);
+        code += fmt::format("    selp.u32 {}, 1, 0, {};\n    st.shared.u8 [jx_last], {};\n", last, p, last);
+        code += "$Lticket_done:\n    bar.sync 0;\n";
+        code += fmt::format("    ld.shared.u8 {}, [jx_last];\n    setp.eq.u32 {}, {}, 0;\n", last, p, last);
+        code += fmt::format("    @{} bra $Lreturn;\n    membar.gl;\n", p);
+
+        // The last block folds the partials in block order, a thread's slots blockDim apart.
+        const V total{reg(t), t};
+        const V part{reg(t), t};
+        const std::string b = u32();
+        set_identity(acc_op, total, code);
+        code += fmt::format("    mov.u32 {}, %t2;\n$Lpartial:\n    setp.ge.u32 %pL, {}, %t3;\n", b, b);
+        code += "    @%pL bra $Lpartials_done;\n";
+        code += fmt::format("    mad.wide.u32 {}, {}, {}, {};\n", addr, b, size, workspace_);
+        load_at("global.cg", part, addr, code);
+        combine(acc_op, total, part, code);
+        code += fmt::format("    add.u32 {}, {}, %t1;\n    bra.uni $Lpartial;\n$Lpartials_done:\n", b, b);
+        block_reduce(acc_op, total, "1", code);
+
+        // Thread 0 stores the result (the mean divided by the count) and resets the ticket.
+        code += "    setp.ne.u32 %pL, %t2, 0;\n    @%pL bra $Lreturn;\n";
+        V result = total;
+        if (mean) {
+            const V count{reg(t), t}, q{reg(t), t};
+            code += fmt::format("    cvt.rn.{}.s64 {}, %rdN;\n", ty(t), count.reg);
+            code += fmt::format("    div.rn.{} {}, {}, {};\n", ty(t), q.reg, total.reg, count.reg);
+            result = q;
+        }
+        store_at("global", result, writes_[0].second, code);
+        code += fmt::format("    add.u64 {}, {}, {};\n    st.global.u32 [{}], 0;\n", addr, workspace_, ticket_at, addr);
+        code += "$Lreturn:\n    ret;\n";
+
+        const std::string extra = fmt::format(
+            "    .reg .b64 %rdF, %rdG, %rdK, %rdE;\n    .shared .align 16 .b8 jx_sh[{}];\n    .shared .u8 jx_last;\n",
+            32 * size);
+        return wrap("a full reduction", entry, sm, extra, code);
     }
 
     const ir::Program& p_;
@@ -520,9 +763,14 @@ private:
     std::map<std::int32_t, Read> input_reads_;  // by input slot
     std::map<ir::NodeId, Read> node_reads_;     // by node stored by an earlier stage
     std::map<std::int32_t, V> scalar_regs_;
-    std::string prologue_;                       // before the loop: broadcast reads, scalars, constants
-    std::map<std::string, KernelSource> links_;  // device functions called, by symbol
-    std::string declarations_;                   // their .extern .func lines
+    std::string params_;                                      // the entry's parameter declarations
+    std::string setup_;                                       // their loads
+    std::string count_;                                       // the Count parameter's name
+    std::string workspace_;                                   // ReduceAll: the workspace pointer's register
+    std::vector<std::pair<ir::NodeId, std::string>> writes_;  // node, pointer register
+    std::string prologue_;                                    // before the loop: broadcast reads, scalars, constants
+    std::map<std::string, KernelSource> links_;               // device functions called, by symbol
+    std::string declarations_;                                // their .extern .func lines
 
 public:
     std::vector<KernelSource> links() const {

@@ -344,6 +344,82 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
     EXPECT_GE(cuda::tier_stats().ptx_kernels, before.ptx_kernels + std::size(cases));
 }
 
+// Full reductions written as PTX (issue 33, item 3) against the NVRTC kernels, byte for byte:
+// every accumulator over each dtype it takes, on values whose sums round (another order of
+// folding gives other bits), over grids of one block, of hundreds, and at the grid's cap (each
+// thread then folds many groups), with a tail past the last whole group; an empty operand; and
+// a reduction feeding an element-wise stage.
+TEST(GpuPtxTier, FullReductionsMatchTheNvrtcKernelsByteForByte) {
+    REQUIRE_GPU();
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    RuntimeOptions t;
+    t.backend = Backend::Cuda;
+    t.disk_cache = false;
+    t.tiered_compile = true;
+    RuntimeOptions w = t;
+    w.tiered_compile = false;
+    auto floats = [](std::int64_t n, int salt) {
+        std::vector<float> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+            v[static_cast<std::size_t>(i)] = static_cast<float>((i * 7 + salt) % 97) * 0.1f + 0.013f;
+        return Array::from(v, {}, Backend::Cuda);
+    };
+    auto doubles = [](std::int64_t n) {
+        std::vector<double> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = static_cast<double>(i % 89) * 0.01 + 1e-9;
+        return Array::from(v, {}, Backend::Cuda);
+    };
+    auto ints = [](std::int64_t n) {
+        std::vector<std::int32_t> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+            v[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 7919) % 2001 - 1000);
+        return Array::from(v, {}, Backend::Cuda);
+    };
+    const std::int64_t n = 100003;  // hundreds of blocks, not a whole number of groups
+    const Array a = floats(n, 0), b = floats(n, 5), d = doubles(n), i = ints(n);
+    const Array small = floats(77, 1), big = floats((1 << 22) + 3, 2), one = floats(1, 3);
+    const Array empty = Array::from(std::vector<float>{}, {}, Backend::Cuda);
+    struct Case {
+        const char* text;
+        std::vector<Arg> args;
+    };
+    const Case cases[] = {
+        {"sum(a*b)", {a, b}},
+        {"sum(a*2 + b)", {small, small}},
+        {"sum(a*1.5)", {big}},
+        {"sum(d*3)", {d}},
+        {"prod(d*1e-6 + 1)", {d}},
+        {"mean(a)", {a}},
+        {"mean(d)", {d}},
+        {"mean(i)", {i}},
+        {"sum(i)", {i}},
+        {"prod(i)", {i}},
+        {"min(a - b)", {a, b}},
+        {"max(d)", {d}},
+        {"min(i)", {i}},
+        {"max(i)", {i}},
+        {"any(a > 9.6)", {a}},
+        {"all(a > 0)", {a}},
+        {"sum(a > 5)", {a}},
+        {"sum(a * x)", {a, one}},
+        {"sum(a * s)", {a, Arg(2.5)}},
+        {"sum(e)", {empty}},
+        {"mean(e)", {empty}},
+        {"a - mean(b)*3", {small, a}},
+    };
+    const cuda::TierStats before = cuda::tier_stats();
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        Runtime tiered(t), whole(w);  // module caches of their own: the first eval is tier 1
+        const std::vector<std::uint8_t> first = bytes_of(tiered.eval(c.text, c.args));
+        EXPECT_EQ(bytes_of(whole.eval(c.text, c.args)), first);
+        tiered.wait_for_compiles();
+        EXPECT_EQ(bytes_of(tiered.eval(c.text, c.args)), first);
+    }
+    // Each program's reduction was a PTX kernel (the empty ones may not be tiered).
+    EXPECT_GE(cuda::tier_stats().ptx_kernels, before.ptx_kernels + std::size(cases) - 2);
+}
+
 // A full reduction folds each thread's elements in one order whatever reads them: the first
 // tier's scalar kernel, the final kernel's vectors, or element by element where a view is not
 // aligned for vectors. Sums of values that round (so that another order gives other bits).

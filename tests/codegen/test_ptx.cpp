@@ -289,9 +289,31 @@ TEST(PtxTier, OtherProgramsKeepNvrtc) {
     EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::Float16}}).has_value());
     EXPECT_FALSE(ptx_of("a + 1", {{"a", DType::UInt8}}).has_value());
     EXPECT_FALSE(ptx_of("a * 2", {{"a", DType::Complex64}}).has_value());
-    // Not a Flat kernel: a reduction.
-    const Lowered r = lower("sum(a)", {{"a", F32}});
-    for (const auto& k : r.kernels) EXPECT_FALSE(cg::emit_ptx(r.program, k, 90).has_value());
+    // Reductions along an axis, and a positional full reduction (argmin's first-true search).
+    dsl::Binding m = array(F32, 0);
+    m.shape = {40, 25};
+    m.strides = {25, 1};
+    const Lowered axis = lower("sum(a, axis=1)", {{"a", m}});
+    for (const auto& k : axis.kernels) EXPECT_FALSE(cg::emit_ptx(axis.program, k, 90).has_value());
+    const Lowered arg = lower("argmin(a)", {{"a", F32}});
+    int first_true = 0;  // argmin is a min, then the first element equal to it: that one keeps NVRTC
+    for (const auto& k : arg.kernels) {
+        for (const auto& p : k.params) {
+            if (p.written && ir::info(arg.program.node(p.array.node()).op).rule == ir::Rule::ArgFirst) {
+                ++first_true;
+                EXPECT_FALSE(cg::emit_ptx(arg.program, k, 90).has_value());
+            }
+        }
+    }
+    EXPECT_EQ(first_true, 1);
+    // A full reduction of a strided (transposed) operand: its reads need the layout.
+    dsl::Binding t = array(F32, 0);
+    t.shape = {40, 25};
+    t.strides = {1, 40};
+    const Lowered strided = lower("sum(a * 2)", {{"a", t}});
+    ASSERT_EQ(strided.kernels.size(), 1u);
+    EXPECT_FALSE(cg::emit_ptx(strided.program, strided.kernels[0], 90).has_value());
+    EXPECT_FALSE(ptx_of("sum(a)", {{"a", DType::Float16}}).has_value());
     // Targets outside sm_70..sm_90.
     const Lowered l = lower("a + 1", {{"a", F32}});
     EXPECT_FALSE(cg::emit_ptx(l.program, l.kernels.at(0), 100).has_value());
@@ -307,6 +329,73 @@ void expect_golden(const std::string& name, const cg::KernelSource& k) {
     std::stringstream ss;
     ss << in.rdbuf();
     EXPECT_EQ(k.source, ss.str());
+}
+
+// Full reductions (issue 33, item 3: no first eval waits for NVRTC): each accumulator over each
+// dtype it takes, mean's division, bool operands, a broadcast element, a scalar, and a reduction
+// feeding an element-wise stage. Every kernel is PTX and assembles.
+TEST(PtxTier, FullReductionsGetAPtxKernelThatAssembles) {
+    const Case cases[] = {
+        {"sum(a*b)", {{"a", F32}, {"b", F32}}, {}},
+        {"sum(a*2 + b)", {{"a", F64}, {"b", F64}}, {}},
+        {"sum(i)", {{"i", I32}}, {}},
+        {"sum(i)", {{"i", I64}}, {}},
+        {"prod(a)", {{"a", F64}}, {}},
+        {"prod(i)", {{"i", I32}}, {}},
+        {"min(a - b)", {{"a", F32}, {"b", F32}}, {}},
+        {"max(a)", {{"a", F64}}, {}},
+        {"min(i)", {{"i", I32}}, {}},
+        {"max(i)", {{"i", I64}}, {}},
+        {"min(c)", {{"c", B}}, {}},
+        {"mean(a)", {{"a", F32}}, {}},
+        {"mean(i)", {{"i", I32}}, {}},
+        {"any(a > b)", {{"a", F32}, {"b", F32}}, {}},
+        {"all(c)", {{"c", B}}, {}},
+        {"sum(c)", {{"c", B}}, {}},
+        {"sum(a * s)", {{"a", F32}}, {{"s", F32}}},
+        {"sum(sin(a))", {{"a", F32}}, {}},
+        {"a - mean(b)*3", {{"a", F32}, {"b", F32}}, {}},
+    };
+    cuda::ModuleCache cache;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        const Lowered l = lower(c.text, c.vars, 1000, c.scalars);
+        ASSERT_FALSE(l.kernels.empty());
+        int reductions = 0;
+        for (const auto& k : l.kernels) {
+            reductions += k.launch.kind == cg::KernelKind::ReduceAll;
+            auto p = cg::emit_ptx(l.program, k, 90);
+            ASSERT_TRUE(p.has_value()) << k.body;
+            EXPECT_EQ(p->params.size(), k.params.size());
+            EXPECT_EQ(p->launch.workspace_bytes(), k.launch.workspace_bytes());
+            expect_assembles(*p, &cache);
+        }
+        EXPECT_EQ(reductions, 1);
+    }
+}
+
+// The order of folding is the C++ kernel's: groups of launch.group consecutive elements (16 bytes
+// of the widest operand), then the tail; the partials through the ticket; a broadcast element
+// read once.
+TEST(PtxTier, AFullReductionFoldsInGroupsOfItsVectorWidth) {
+    const Lowered l = lower("sum(a * b)", {{"a", array(F32, 1000)}, {"b", array(F32, 1)}});
+    ASSERT_EQ(l.kernels.size(), 1u);
+    EXPECT_EQ(l.kernels[0].launch.group, 4);
+    auto p = cg::emit_ptx(l.program, l.kernels[0], 90);
+    ASSERT_TRUE(p.has_value());
+    const std::string& s = p->source;
+    EXPECT_NE(s.find("div.u64 %rdG, %rdN, 4;"), std::string::npos);
+    EXPECT_NE(s.find("atom.global.add.u32"), std::string::npos);
+    EXPECT_NE(s.find("ld.global.cg.f32"), std::string::npos);
+    EXPECT_LT(s.find("ld.global.f32"), s.find("$Lgroup:"));  // b's one element, before the loops
+    const Lowered d = lower("sum(a)", {{"a", F64}});
+    EXPECT_EQ(d.kernels.at(0).launch.group, 2);
+}
+
+TEST(PtxTier, SumOfProductsFloat32MatchesItsGoldenFile) {
+    auto k = ptx_of("sum(a*b)", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(k.has_value());
+    expect_golden("sum_product_float32.ptx", *k);
 }
 
 TEST(PtxTier, AxpbFloat32MatchesItsGoldenFile) {
