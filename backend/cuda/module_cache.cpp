@@ -146,9 +146,9 @@ ImageStore ModuleCache::image_store() const {
 // The module from the ImageStore's image, or null (no store, a miss, or an image that does not load).
 ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions& co, const std::string& key,
                                   Lookup& lk) {
+    auto t0 = Clock::now();
     auto decoded = stored_image(store, co, key);
     if (!decoded) return nullptr;
-    auto t0 = Clock::now();
     try {
         ModulePtr m = Module::load(*decoded);
         lk.load_ms = ms_since(t0);

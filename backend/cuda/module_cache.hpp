@@ -41,6 +41,8 @@ public:
     // How one lookup went, for PrepareInfo.
     struct Lookup {
         bool hit = false;  // memory or disk: no NVRTC
+        // load_ms: from the disk cache, reading and checking its entry and loading the module;
+        // after a compile, loading the module
         double compile_ms = 0, load_ms = 0;
     };
 
