@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <exception>
 #include <optional>
 #include <type_traits>
@@ -29,6 +30,11 @@ inline constexpr std::size_t kFrontStackBytes = std::size_t{4} << 20;
 // Bytes of stack left below the caller's frame on this thread; SIZE_MAX when the thread's
 // stack is not known (the first call on a thread asks the system; later calls are a subtraction).
 std::size_t stack_left();
+
+// The lowest address this thread's stack may use (what stack_left() measures down to), 0 when
+// not known. The main thread's comes from the auxiliary vector and RLIMIT_STACK, not from
+// /proc/self/maps (see stack.cpp).
+std::uintptr_t stack_floor_of_this_thread();
 
 // Runs job(arg) on a new thread with a stack of `bytes` and waits for it. Throws ResourceError
 // when no such thread can be made. job must not throw (with_stack catches for it).

@@ -18,6 +18,8 @@
 #include <gtest/gtest.h>
 
 #include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -84,6 +86,24 @@ TEST(SmallStack, NestingErrorComesBackFromTheParsersOwnStack) {
             EXPECT_NE(std::string(e.what()).find('^'), std::string::npos) << e.what();
         }
     });
+}
+
+// The main thread's floor is computed without /proc/self/maps (a fresh process's first eval
+// paid ~0.1 ms for glibc's reading of it); it must be the floor glibc reports, within a page
+// for where the executable's name ends.
+TEST(SmallStack, TheMainThreadsFloorIsTheOneGlibcReports) {
+    if (::getpid() != static_cast<pid_t>(::syscall(SYS_gettid))) GTEST_SKIP() << "not on the main thread";
+    pthread_attr_t attr;
+    ASSERT_EQ(pthread_getattr_np(pthread_self(), &attr), 0);
+    void* addr = nullptr;
+    std::size_t size = 0;
+    ASSERT_EQ(pthread_attr_getstack(&attr, &addr, &size), 0);
+    pthread_attr_destroy(&attr);
+    const auto glibc = reinterpret_cast<std::uintptr_t>(addr) + 4096;
+    const std::uintptr_t ours = core::stack_floor_of_this_thread();
+    ASSERT_NE(ours, 0u);
+    EXPECT_LE(ours > glibc ? ours - glibc : glibc - ours, 4096u) << std::hex << ours << " " << glibc;
+    EXPECT_GT(core::stack_left(), 0u);
 }
 
 TEST(SmallStack, ALargeStackRunsTheParserInPlace) {
