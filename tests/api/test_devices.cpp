@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,25 @@ TEST(RuntimeDevice, AutoWithoutCudaDoesNotStandInForADevice) {
     o.backend = Backend::Auto;
     o.device = 1;
     EXPECT_THROW(jit::Runtime{o}, jit::NoDeviceError);
+}
+
+namespace {
+std::size_t threads_of_this_process() {
+    std::size_t n = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+    return n;
+}
+}  // namespace
+
+// Starting the CUDA backend plans and emits a small program on a thread of its own meanwhile
+// (run/machine.cpp, FrontWarmUp); that thread ends with the start, also when the start fails.
+TEST(RuntimeDevice, AStartThatFailsLeavesNoWarmUpThreadBehind) {
+    if (jit::cuda_info().available) GTEST_SKIP() << "CUDA is available here";
+    const std::size_t before = threads_of_this_process();
+    jit::RuntimeOptions o = cpu_options();
+    o.backend = Backend::Cuda;
+    EXPECT_THROW(jit::Runtime{o}, jit::NoDeviceError);
+    EXPECT_EQ(threads_of_this_process(), before);
 }
 
 TEST(ArrayDevice, HostArraysAreOnDeviceZero) {
