@@ -89,7 +89,7 @@ protected:
     void SetUp() override {
         std::string why;
         if (!cuda::available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
-        RuntimeOptions g;
+        RuntimeOptions g = RuntimeOptions::from_environment();  // JITEXPR_NVRTC_OPTIONS: kernel variants
         g.backend = Backend::Cuda;
         g.disk_cache = false;
         gpu_ = std::make_unique<Runtime>(g);
