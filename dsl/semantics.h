@@ -932,43 +932,12 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     }
 #endif
     const U first = s[0];
-#if defined(JX_CUDA) && defined(JX_FIND_SWAR)
-    // Bytes, four places a step (an experiment chosen with -DJX_FIND_SWAR): the row's aligned
-    // 32-bit words, each compared with the first needle byte in all four lanes at once
-    // (__vcmpeq4), the rest of the needle checked only where a lane matched. The row's first
-    // bytes up to an aligned word and its last partial word are read byte by byte: nothing
-    // outside the row is read.
-    if constexpr (sizeof(U) == 1) {
-        if (n < 0x7fffffff) {
-            const int nn = (int)n, mm = (int)m, last = nn - mm;  // the last place the needle fits
-            auto at = [&](int i) {
-                int k = 1;
-                while (k < mm && h[i + k] == s[k]) ++k;
-                return k == mm;
-            };
-            int i = 0;
-            for (; i <= last && (((unsigned long long)(h + i)) & 3u); ++i)
-                if (h[i] == first && at(i)) return i;
-            const unsigned f4 = (unsigned)(u8)first * 0x01010101u;
-            for (; i <= last && i + 3 < nn; i += 4) {
-                unsigned x = __vcmpeq4(*(const unsigned*)(h + i), f4);
-                if (last - i < 3) x &= 0xffffffffu >> (8 * (3 - (last - i)));
-                while (x) {
-                    const int b = (__ffs(x) - 1) >> 3;
-                    if (at(i + b)) return i + b;
-                    x &= ~(0xffu << (8 * b));
-                }
-            }
-            for (; i <= last; ++i)
-                if (h[i] == first && at(i)) return i;
-            return -1;
-        }
-    }
-#endif
 #ifdef JX_CUDA
     // 32-bit places for rows under 2 GiB: one instruction a compare and an increment instead of
     // two. contains() over 30M rows on an H100 took 0.553 ms against 0.573 (sum of it 0.66 against
-    // 0.73), interleaved in one call (bench/results/2026-12-06e-h100-strings-find.txt).
+    // 0.73), interleaved in one call (bench/results/2026-12-06e-h100-strings-find.txt). Aligned
+    // words compared four bytes at once (__vcmpeq4) were slower still: 0.96 ms against 0.55
+    // (bench/results/2026-12-06g-h100-strings-swar.txt).
     if (n < 0x7fffffff) {
         const int nn = (int)n, mm = (int)m;
         for (int i = 0; i + mm <= nn; ++i) {
