@@ -122,6 +122,8 @@ std::string one_of(std::string_view text, std::string_view source, const std::ve
 struct Timing {
     bool cache_hit = false;         // prepared program found in memory
     bool module_cache_hit = false;  // CUDA module found in the module cache (memory or disk)
+    // emit: generating the kernels' source (CUDA); compile: NVRTC or nvJitLink; load: loading
+    // the modules, and for a disk-cache hit reading and checking its entry first.
     double parse_ms = 0, check_ms = 0, emit_ms = 0, compile_ms = 0, load_ms = 0;
     double run_ms = 0;  // launch(es) and, for host data, transfers, until complete
     // Host data on a CUDA runtime: where it ran and why ("cuda, streamed: 12 chunks, ...",
