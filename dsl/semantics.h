@@ -1023,6 +1023,111 @@ template <class A, class B> JX_HD bool ends_points(A h, B s) {
 }
 JX_HD bool ends(su h, s8 s) { return ends_points(h, s); }
 JX_HD bool ends(s8 h, su s) { return ends_points(h, s); }
+
+// ---- contains(column, needle) over a block of consecutive Arrow rows, searched together.
+// One thread a row reads its row a byte at a time: about five instructions a byte and loads
+// that no two lanes share. Here the block's rows are one byte range c[o[row0], o[row0 + rows])
+// (an Arrow column's rows lie in order), read in 16-byte chunks spread over the threads. A chunk
+// is tested four bytes at a time for where the needle's first two bytes start (a zero byte of
+// (w ^ first) | (w' ^ second), w' being the stream one byte on); only such places are compared
+// in full, within the row they start in (a binary search of the block's offsets). `hit` holds a
+// byte a row of the block, zero on entry; a thread's share only ever sets bytes to 1, so the
+// threads may run in any order (the host tests run them one after another).
+struct chunk16 {
+    u32 w[5];  // the chunk's four words and the word after it
+};
+// The bytes of [at, at + 20) that lie within [lo, hi), the others zero.
+JX_HD chunk16 load_chunk_bytes(const u8* at, const u8* lo, const u8* hi) {
+    chunk16 k{{0u, 0u, 0u, 0u, 0u}};
+    for (int b = 0; b < 20; ++b) {
+        const u8* q = at + b;
+        if (q >= lo && q < hi) k.w[b >> 2] |= (u32)*q << (8 * (b & 3));
+    }
+    return k;
+}
+JX_HD chunk16 load_chunk(const u8* at, const u8* lo, const u8* hi) {
+    if (at < lo || at + 16 > hi) return load_chunk_bytes(at, lo, hi);
+    chunk16 k;
+#ifdef JX_CUDA
+    struct alignas(16) v4 {
+        u32 x[4];
+    };
+    const v4 v = *reinterpret_cast<const v4*>(at);
+    for (int q = 0; q < 4; ++q) k.w[q] = v.x[q];
+    if (at + 20 <= hi) k.w[4] = *reinterpret_cast<const u32*>(at + 16);
+#else
+    std::memcpy(k.w, at, 16);
+    if (at + 20 <= hi) std::memcpy(&k.w[4], at + 16, 4);
+#endif
+    else {
+        k.w[4] = 0u;
+        for (int b = 0; b < 4 && at + 16 + b < hi; ++b) k.w[4] |= (u32)at[16 + b] << (8 * b);
+    }
+    return k;
+}
+// Whether `needle` starts at byte p of the column's data, inside the row of [row0, row0 + rows)
+// that p lies in; marks that row.
+template <class O>
+JX_HD void contains_verify(const col_utf8<O>& col, s8 needle, i64 row0, i64 rows, i64 p, u8* hit) {
+    i64 a = row0, b = row0 + rows;  // the last row r with o[r] <= p: o[a] <= p < o[b]
+    while (b - a > 1) {
+        const i64 mid = a + ((b - a) >> 1);
+        if ((i64)col.o[mid] <= p) a = mid;
+        else b = mid;
+    }
+    if (hit[a - row0] || p + needle.n > (i64)col.o[a + 1]) return;
+    if (equal_units(col.c + p, needle.p, needle.n)) hit[a - row0] = 1;
+}
+// Thread `tid` of `nthreads`' share of the search of rows [row0, row0 + rows).
+template <class O>
+JX_HD void contains_share(const col_utf8<O>& col, s8 needle, i64 row0, i64 rows, i64 tid, i64 nthreads, u8* hit) {
+    if (rows <= 0) return;
+    if (needle.n == 0) {
+        for (i64 r = tid; r < rows; r += nthreads) hit[r] = 1;
+        return;
+    }
+    const i64 lo = (i64)col.o[row0], hi = (i64)col.o[row0 + rows];
+    if (hi - lo < needle.n) return;
+    const u8* const first = col.c + lo;
+    const u8* const end = col.c + hi;
+    const u8* const base = first - (reinterpret_cast<u64>(first) & 15u);  // 16-byte aligned
+    const u32 b0 = 0x01010101u * needle.p[0];
+    const u32 b1 = needle.n > 1 ? 0x01010101u * needle.p[1] : 0u;
+    const i64 chunks = (end - base + 15) >> 4;
+    for (i64 q = tid; q < chunks; q += nthreads) {
+        const u8* at = base + 16 * q;
+        const chunk16 k = load_chunk(at, first, end);
+        for (int j = 0; j < 4; ++j) {
+            u32 x = k.w[j] ^ b0;
+            if (needle.n > 1) x |= ((k.w[j] >> 8) | (k.w[j + 1] << 24)) ^ b1;
+            if (((x - 0x01010101u) & ~x & 0x80808080u) == 0u) continue;  // no zero byte in x
+            for (int e = 0; e < 4; ++e) {
+                if ((x >> (8 * e)) & 0xFFu) continue;
+                const u8* const at_e = at + 4 * j + e;
+                if (at_e < first || at_e + needle.n > end) continue;
+                contains_verify(col, needle, row0, rows, (i64)(at_e - col.c), hit);
+            }
+        }
+    }
+}
+#ifdef JX_CUDA
+// The whole block: marks in hit[0, blockDim.x) which of rows [row0, min(row0 + blockDim.x, n))
+// contain `needle`. Every thread of the block calls it (it synchronises the block twice).
+// JX_ROW_CONTAINS (JITEXPR_NVRTC_OPTIONS=-DJX_ROW_CONTAINS) searches a row a thread instead, so
+// that one build measures both against each other.
+template <class O> JX_HD void block_contains(const col_utf8<O>& col, s8 needle, i64 row0, i64 n, u8* hit) {
+    const i64 rows = n - row0 < (i64)blockDim.x ? n - row0 : (i64)blockDim.x;
+#ifdef JX_ROW_CONTAINS
+    hit[threadIdx.x] = (i64)threadIdx.x < rows && contains(col[row0 + threadIdx.x], needle);
+    __syncthreads();
+#else
+    hit[threadIdx.x] = 0;
+    __syncthreads();
+    contains_share(col, needle, row0, rows, (i64)threadIdx.x, (i64)blockDim.x, hit);
+    __syncthreads();
+#endif
+}
+#endif
 }  // namespace str
 
 // @section base
