@@ -923,6 +923,9 @@ def cast(dtype, v, ev):
             src = src.astype(np.int64)
         return Arr(ev.round_to(src, dtype), dtype)
     if isinstance(v, Host):
+        # an expression of host scalars is an int64 where a cast meets it: its exact value must
+        # fit (int16(3 << 108) is Python's OverflowError, not a wrapped int64)
+        check_host_fit(v, "int64")
         v = ev.arr(v.a, ev.dtype_name(v.a))
     src = v.a
     if v.dtype in HALF:  # an explicit cast leaving a 16-bit float rounds it first
