@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -221,21 +222,22 @@ private:
 
     // An op PTX has no exact instructions for: a call of the device function that computes it as
     // the C++ kernels do (codegen::device_function), linked in by nvJitLink.
-    V call(const ir::Node& n, const std::vector<V>& a, std::string& out) {
+    V call(const ir::Node& n, const std::vector<V>& a, std::string& out) { return call(n.op, n.dtype, a, out); }
+    V call(ir::Op op, DType dtype, const std::vector<V>& a, std::string& out) {
         std::vector<DType> types;
         for (const V& v : a) types.push_back(v.t);
-        std::optional<KernelSource> f = device_function(n.op, types, n.dtype);
+        std::optional<KernelSource> f = device_function(op, types, dtype);
         if (!f) no();
         const std::string& symbol = f->entries[0];
         auto param = [](DType t) { return t == DType::Float64 || t == DType::Int64 ? ".b64" : ".b32"; };
         if (!links_.count(symbol)) {
-            std::string decl = fmt::format(".extern .func (.param {} jxr) {} (", param(n.dtype), symbol);
+            std::string decl = fmt::format(".extern .func (.param {} jxr) {} (", param(dtype), symbol);
             for (std::size_t i = 0; i < a.size(); ++i)
                 decl += fmt::format("{}.param {} jxp{}", i ? ", " : "", param(a[i].t), i);
             declarations_ += decl + ");\n";
             links_.emplace(symbol, std::move(*f));
         }
-        V r{reg(n.dtype), n.dtype};
+        V r{reg(dtype), dtype};
         out += "    {\n";
         std::string args;
         for (std::size_t i = 0; i < a.size(); ++i) {
@@ -244,7 +246,7 @@ private:
             args += fmt::format("{}jxp{}", i ? ", " : "", i);
         }
         out += fmt::format("    .param {} jxr;\n    call (jxr), {}, ({});\n    ld.param{} {}, [jxr];\n    }}\n",
-                           param(n.dtype), symbol, args, param(n.dtype), r.reg);
+                           param(dtype), symbol, args, param(dtype), r.reg);
         return r;
     }
 
@@ -298,7 +300,11 @@ private:
             case Op::Add: return t == DType::Bool ? pred2("or") : binary("add.rn", "add", nullptr);
             case Op::Sub: return binary("sub.rn", "sub", nullptr);
             case Op::Mul: return t == DType::Bool ? pred2("and") : binary("mul.rn", "mul.lo", nullptr);
-            case Op::Div: return binary("div.rn", nullptr, nullptr);
+            // IEEE division and square root: ptxas writes each div.rn / sqrt.rn out with its slow
+            // path, some 7 ms (div) and 4 ms (sqrt) of assembly a kernel on the development
+            // machine, against well under 1 ms for a call of the device function (compiled once a
+            // machine) that computes the same bits.
+            case Op::Div: no();
             case Op::Square: {
                 a.push_back(a.at(0));
                 return t == DType::Bool ? a[0] : binary("mul.rn", "mul.lo", nullptr);
@@ -311,7 +317,7 @@ private:
             case Op::Abs:
                 if (t == DType::Bool && a.size() == 1 && a[0].t == t) return a[0];
                 return unary("abs", "abs");
-            case Op::Sqrt: return unary("sqrt.rn", nullptr);
+            case Op::Sqrt: no();
             case Op::Floor:
             case Op::Ceil:
             case Op::Trunc:
@@ -655,7 +661,9 @@ private:
         out += fmt::format("    mov.u32 {}, jx_sh;\n    mad.lo.u32 {}, {}, {}, {};\n", addr, addr, warp, size, addr);
         store_at("shared", v, addr, out);
         out += fmt::format("$Lb{}_lane:\n    bar.sync 0;\n", tag);
-        out += fmt::format("    setp.ne.u32 {}, {}, 0;\n    @{} bra $Lb{}_done;\n", p, warp, p, tag);
+        // The same for every lane of a warp: bra.uni spares ptxas the work of a divergent branch
+        // around the second tree's shuffles (its assembly is several milliseconds shorter).
+        out += fmt::format("    setp.ne.u32 {}, {}, 0;\n    @{} bra.uni $Lb{}_done;\n", p, warp, p, tag);
         out += fmt::format("    add.u32 {}, %t1, 31;\n    shr.u32 {}, {}, 5;\n", warps, warps, warps);
         out += fmt::format("    setp.lt.u32 {}, {}, {};\n    @!{} bra $Lb{}_id;\n", p, lane, warps, p, tag);
         out += fmt::format("    mov.u32 {}, jx_sh;\n    mad.lo.u32 {}, {}, {}, {};\n", addr, addr, lane, size, addr);
@@ -695,7 +703,11 @@ private:
         set_identity(acc_op, acc, code);
         code += "    mov.u64 %rdF, %rdI;\n";
         if (group > 1) {  // groups first, a thread's groups step apart, each element in turn
-            code += fmt::format("    div.u64 %rdG, %rdN, {};\n    mov.u64 %rdK, %rdF;\n", group);
+            // group is a power of two (16 / an element's size): a 64-bit division would cost
+            // ptxas several milliseconds of its inlined routine.
+            if ((group & (group - 1)) != 0) no();
+            code += fmt::format("    shr.u64 %rdG, %rdN, {};\n    mov.u64 %rdK, %rdF;\n",
+                                std::countr_zero(static_cast<unsigned>(group)));
             code += "$Lgroup:\n    setp.ge.u64 %pL, %rdK, %rdG;\n    @%pL bra $Lgroups_done;\n";
             code +=
                 fmt::format("    mul.lo.u64 %rdI, %rdK, {};\n    add.u64 %rdE, %rdI, {};\n$Lelement:\n", group, group);
@@ -722,7 +734,7 @@ private:
         code += fmt::format("    selp.u32 {}, 1, 0, {};\n    st.shared.u8 [jx_last], {};\n", last, p, last);
         code += "$Lticket_done:\n    bar.sync 0;\n";
         code += fmt::format("    ld.shared.u8 {}, [jx_last];\n    setp.eq.u32 {}, {}, 0;\n", last, p, last);
-        code += fmt::format("    @{} bra $Lreturn;\n    membar.gl;\n", p);
+        code += fmt::format("    @{} bra.uni $Lreturn;\n    membar.gl;\n", p);  // one answer for the block
 
         // The last block folds the partials in block order, a thread's slots blockDim apart.
         const V total{reg(t), t};
@@ -741,10 +753,9 @@ private:
         code += "    setp.ne.u32 %pL, %t2, 0;\n    @%pL bra $Lreturn;\n";
         V result = total;
         if (mean) {
-            const V count{reg(t), t}, q{reg(t), t};
+            const V count{reg(t), t};
             code += fmt::format("    cvt.rn.{}.s64 {}, %rdN;\n", ty(t), count.reg);
-            code += fmt::format("    div.rn.{} {}, {}, {};\n", ty(t), q.reg, total.reg, count.reg);
-            result = q;
+            result = call(ir::Op::Div, t, {total, count}, code);  // as jx::op::Div (see instructions)
         }
         store_at("global", result, writes_[0].second, code);
         code += fmt::format("    add.u64 {}, {}, {};\n    st.global.u32 [{}], 0;\n", addr, workspace_, ticket_at, addr);

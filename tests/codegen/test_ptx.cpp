@@ -227,6 +227,8 @@ TEST(PtxTier, OpsWithoutExactInstructionsCallLinkedDeviceFunctions) {
         {"a % b", {{"a", F64}, {"b", F64}}, {}},
         {"a ** b", {{"a", F32}, {"b", F32}}, {}},
         {"a ** 3", {{"a", I64}}, {}},
+        {"a / b + sqrt(a)", {{"a", F32}, {"b", F32}}, {}},  // IEEE div and sqrt: see the next test
+        {"sqrt(a) / b", {{"a", F64}, {"b", F64}}, {}},
     };
     cuda::ModuleCache cache;
     for (const Case& c : calls) {
@@ -243,6 +245,24 @@ TEST(PtxTier, OpsWithoutExactInstructionsCallLinkedDeviceFunctions) {
         }
         expect_assembles(*k, &cache);
     }
+}
+
+// ptxas writes div.rn and sqrt.rn out with their slow paths, several milliseconds of assembly
+// for every kernel that has one; a call of the (once compiled) device function costs far less.
+// So does a mean's final division. A group's count is a shift, not a 64-bit division.
+TEST(PtxTier, DivisionSquareRootAndAMeansCountAreCallsOrShiftsNotInlineRoutines) {
+    for (const char* text : {"a / b", "sqrt(a) + b", "mean(a * b)", "sum(a * b)"})
+        for (const DType t : {F32, F64}) {
+            SCOPED_TRACE(std::string(text) + " " + std::string(dtype_name(t)));
+            auto k = ptx_of(text, {{"a", t}, {"b", t}});
+            ASSERT_TRUE(k.has_value());
+            EXPECT_EQ(k->source.find("div."), std::string::npos);
+            EXPECT_EQ(k->source.find("sqrt."), std::string::npos);
+        }
+    auto m = ptx_of("mean(a)", {{"a", F32}});
+    ASSERT_TRUE(m.has_value());
+    ASSERT_EQ(m->links.size(), 1u);
+    EXPECT_NE(m->source.find("call (jxr), " + m->links[0].entries[0] + ","), std::string::npos);
 }
 
 TEST(PtxTier, ADeviceFunctionIsCompiledOnceForEveryKernelThatCallsIt) {
@@ -384,7 +404,7 @@ TEST(PtxTier, AFullReductionFoldsInGroupsOfItsVectorWidth) {
     auto p = cg::emit_ptx(l.program, l.kernels[0], 90);
     ASSERT_TRUE(p.has_value());
     const std::string& s = p->source;
-    EXPECT_NE(s.find("div.u64 %rdG, %rdN, 4;"), std::string::npos);
+    EXPECT_NE(s.find("shr.u64 %rdG, %rdN, 2;"), std::string::npos);  // n / 4
     EXPECT_NE(s.find("atom.global.add.u32"), std::string::npos);
     EXPECT_NE(s.find("ld.global.cg.f32"), std::string::npos);
     EXPECT_LT(s.find("ld.global.f32"), s.find("$Lgroup:"));  // b's one element, before the loops
