@@ -2,7 +2,8 @@
 //
 //   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR [--text EXPR]] [--first-constant K]
 //
-// --dump DIR writes the kernel sources of part 1 to DIR (kNNN-M.cu) and exits: input for
+// --dump DIR writes the kernel sources of part 1 to DIR (kNNN-M.cu, and the first tier's PTX
+// kernels as kNNN-M.ptx) and exits: input for
 // timing NVRTC outside this program; with --text EXPR, the kernels of that one expression over
 // float32 arrays a and b instead.
 //
@@ -204,8 +205,26 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "bench_compile: %s\n", err.what());
                 return 2;
             }
+            // The first tier's PTX kernels too (kNNN-M.ptx), where codegen/ptx.cpp writes them.
+            const ir::Plan p = dsl::plan(e.text, bindings_ab(e.dtype, 1 << 20), cuda::limits());
+            cuda::KernelOptions ko;
+            ko.ptx_sm = 90;
+            std::vector<codegen::KernelSource> tier1 = cuda::build_kernels(p, ko, cuda::Tier::ScalarOnly).kernels;
+            std::vector<codegen::KernelSource> links;  // the device functions they call (kNNN-M.fn.cu)
+            for (auto& k : tier1)
+                if (k.ptx) {
+                    for (const auto& f : k.links) links.push_back(f);
+                    ks.push_back(std::move(k));
+                }
+            for (const auto& f : links) {
+                const std::string path = fmt::format("{}/k{:03}-{}.fn.cu", dump, i, j++);
+                FILE* fp = std::fopen(path.c_str(), "wb");
+                if (!fp) return 1;
+                std::fwrite(f.source.data(), 1, f.source.size(), fp);
+                std::fclose(fp);
+            }
             for (const auto& k : ks) {
-                const std::string path = fmt::format("{}/k{:03}-{}.cu", dump, i, j++);
+                const std::string path = fmt::format("{}/k{:03}-{}.{}", dump, i, j++, k.ptx ? "ptx" : "cu");
                 FILE* f = std::fopen(path.c_str(), "wb");
                 if (!f) return 1;
                 std::fwrite(k.source.data(), 1, k.source.size(), f);
@@ -279,6 +298,7 @@ int main(int argc, char** argv) {
         // the disk cache keeps them) and reported apart.
         if (cuda::ptx_assembler_available()) {
             std::vector<double> ptx_ms;
+            std::vector<std::string> ptx_texts;
             cuda::ModuleCache functions;
             const int sm = co.cc_major * 10 + co.cc_minor;
             for (const Expr& e : exprs) {
@@ -291,16 +311,30 @@ int main(int argc, char** argv) {
                 for (const auto& k : ks)  // the functions it calls, compiled once (not the kernel:
                     for (const auto& f : k.links) (void)functions.device_function(f, co);  // NVRTC-like caches)
                 double best = 1e300;
+                std::string parts;  // each kernel's kind, PTX bytes and time in the best repetition
                 for (int r = 0; r < reps; ++r) {
                     double t = 0;
-                    for (const auto& k : ks) t += functions.build(k, co).compile_ms;
+                    std::string these;
+                    for (const auto& k : ks) {
+                        const double ms = functions.build(k, co).compile_ms;
+                        t += ms;
+                        these +=
+                            fmt::format(" kind{}:{}B:{:.1f}ms", static_cast<int>(k.launch.kind), k.source.size(), ms);
+                    }
+                    if (t < best) parts = these;
                     best = std::min(best, t);
                 }
                 ptx_ms.push_back(best);
+                ptx_texts.push_back(fmt::format("{} ({};{})", e.text, dtype_name(e.dtype), parts));
             }
             report(
                 fmt::format("compile only, PTX tier 1 (nvJitLink), {} of {} expressions", ptx_ms.size(), exprs.size()),
                 ptx_ms);
+            std::vector<std::size_t> order(ptx_ms.size());
+            for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+            std::sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) { return ptx_ms[x] > ptx_ms[y]; });
+            for (std::size_t k = 0; k < std::min<std::size_t>(order.size(), 6); ++k)
+                std::printf("  slowest %zu: %.2f ms  %s\n", k + 1, ptx_ms[order[k]], ptx_texts[order[k]].c_str());
             const auto fs = functions.stats();
             std::printf("  device functions they call: %llu compiled by NVRTC once, %.1f ms in all (%.1f ms each)\n",
                         static_cast<unsigned long long>(fs.compiles), fs.compile_ms,
