@@ -71,6 +71,21 @@ std::optional<ExactInt> exact_int(const ir::Program& p, ir::NodeId id, std::span
     r.wrapped = a->wrapped || outside(*a) || (b && (b->wrapped || outside(*b)));
     if (r.big) return r;
     const __int128 x = a->v, y = b ? b->v : 0;
+    if (n.dtype == DType::Bool) {
+        // Booleans as NumPy computes them (host bools are weak bools): ~ is not, + is or, * is and.
+        switch (n.op) {
+            case ir::Op::Invert: r.v = x == 0; break;
+            case ir::Op::BitAnd:
+            case ir::Op::Mul: r.v = x != 0 && y != 0; break;
+            case ir::Op::BitOr:
+            case ir::Op::Add: r.v = x != 0 || y != 0; break;
+            case ir::Op::BitXor: r.v = (x != 0) != (y != 0); break;
+            case ir::Op::Pos: r.v = x != 0; break;
+            default: return std::nullopt;
+        }
+        r.last_ring = false;
+        return r;
+    }
     bool over = false;
     switch (n.op) {
         case ir::Op::Add: over = __builtin_add_overflow(x, y, &r.v); break;

@@ -605,6 +605,16 @@ TEST(HostScalarExpression, ANegativeShiftCountInsideADtypeConversionIsPythonsVal
     EXPECT_EQ(run("uint32(s >> t)", env).to_vector<std::uint32_t>(), (std::vector<std::uint32_t>{4294967260u}));
 }
 
+// Host bools are NumPy's weak bools in the check too: ~False is True, not Python's -1 (fuzzer seed
+// 43: s << ~s with s = False was refused as a negative shift count; NumPy gives 0).
+TEST(HostScalarExpression, HostBoolsAreInvertedAsBoolsNotAsPythonInts) {
+    for (const bool s : {false, true}) {
+        Environment env{{"s", Arg(s)}};
+        EXPECT_EQ(run("s << ~s", env).to_vector<std::int64_t>(), (std::vector<std::int64_t>{s ? 1 : 0})) << s;
+        EXPECT_EQ(run("(s + s) << 2", env).to_vector<std::int64_t>(), (std::vector<std::int64_t>{s ? 4 : 0})) << s;
+    }
+}
+
 // The value of a program of host integers alone is stored as an int64: a Python value past it is
 // an error, not a wrapped number (k * 4 with k = 2**62 gave 0).
 TEST(HostScalarExpression, AProgramOfHostIntegersAloneMustFitInt64) {
