@@ -141,6 +141,9 @@ RING = {np.add, np.subtract, np.multiply, np.negative, np.positive, np.bitwise_a
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 
 
+BIG_BITS = 4096  # exact host values past this many bits are kept as +-2**BIG_BITS
+
+
 def exact_host_value(fn, vals):
     """The Python value of fn over host integers (and integer literals), or None."""
     args = []
@@ -152,6 +155,13 @@ def exact_host_value(fn, vals):
         args.append(np.asarray(int(x), dtype=object))
     if fn is np.left_shift and int(args[1]) > 4096 and int(args[0]) != 0:
         return int(args[0]) * 2**4096  # past any dtype, as the Python int is (without building it)
+    # Past any dtype too, and not built: a power or product of more than BIG_BITS bits (3 ** 5**9
+    # would take the reference minutes of big-integer multiplication).
+    if fn is np.power and abs(int(args[0])) > 1 and int(args[1]) > 0 and \
+            int(args[1]) * int(args[0]).bit_length() > BIG_BITS:
+        return (-1 if int(args[0]) < 0 and int(args[1]) % 2 else 1) * 2**BIG_BITS
+    if fn is np.multiply and int(args[0]).bit_length() + int(args[1]).bit_length() > BIG_BITS:
+        return (-1 if (int(args[0]) < 0) != (int(args[1]) < 0) else 1) * 2**BIG_BITS
     try:
         with np.errstate(all="ignore"):
             r = fn(*args)
@@ -161,6 +171,7 @@ def exact_host_value(fn, vals):
     return int(r) if isinstance(r, int) and not isinstance(r, bool) else None
 
 
+LOGICAL_FNS = {np.logical_and, np.logical_or, np.logical_xor}
 COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}
 
 
@@ -409,7 +420,9 @@ class Evaluator:
         for i, v in enumerate(vals):
             if isinstance(v, Arr) and v.dtype in HALF and operand_dtype != v.dtype:
                 ops[i] = self.round_to(v.a, v.dtype)
-        if len(halves) == 1 and not others and not wide_loop:
+        # (The logical functions read a Python number as a bool, not in the array's type:
+        # logical_xor(1e-40, float16 array) takes 1e-40 as True, as it does beside float32.)
+        if len(halves) == 1 and not others and not wide_loop and fn not in LOGICAL_FNS:
             # A Python int or float meeting a 16-bit float array becomes that type (NEP 50):
             # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.)
             h = halves.pop()
