@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <unordered_map>
 
 namespace jit {
@@ -25,11 +26,6 @@ namespace jit {
 namespace runtime_private {
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
-
-template <class T>
-void append_raw(std::string& key, const T& v) {
-    key.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
 
 // Appends the binding of `name` (absent, scalar kind, or array dtype/backend/shape/strides) as
 // raw bytes: the part of the front-cache key that the arguments contribute.
@@ -46,14 +42,33 @@ void append_signature(std::string& key, const std::string& name, const Environme
         return;
     }
     const Array& arr = a.array();
-    key += 'a';
-    key += static_cast<char>(arr.dtype());
-    key += static_cast<char>(arr.backend());
-    key += static_cast<char>(arr.ndim());
-    key += static_cast<char>(arr.read_only());  // a read-only target is refused when checked
-    for (auto e : arr.shape()) append_raw(key, e);
-    for (auto e : arr.strides()) append_raw(key, e);
-    if (is_string(arr.dtype())) append_raw(key, arr.itemsize());  // a string array's width
+    const Shape& shape = arr.shape();
+    const Strides& strides = arr.strides();
+    // Written into the key's own storage at once (one resize, no per-byte capacity checks: this
+    // is on every call's path).
+    const std::size_t at = key.size();
+    const std::size_t dims = shape.size() + strides.size();
+    const bool width = is_string(arr.dtype());  // a string array's width
+    key.resize(at + 5 + 8 * dims + (width ? sizeof(std::size_t) : 0));
+    char* out = key.data() + at;
+    out[0] = 'a';
+    out[1] = static_cast<char>(arr.dtype());
+    out[2] = static_cast<char>(arr.backend());
+    out[3] = static_cast<char>(arr.ndim());
+    out[4] = static_cast<char>(arr.read_only());  // a read-only target is refused when checked
+    out += 5;
+    for (const std::int64_t e : shape) {  // fixed-size copies, inlined (a few axes)
+        std::memcpy(out, &e, 8);
+        out += 8;
+    }
+    for (const std::int64_t e : strides) {
+        std::memcpy(out, &e, 8);
+        out += 8;
+    }
+    if (width) {
+        const std::size_t item = arr.itemsize();
+        std::memcpy(out, &item, sizeof item);
+    }
 }
 
 DType scalar_dtype(const Arg& a) {
