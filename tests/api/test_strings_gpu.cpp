@@ -128,6 +128,9 @@ const char* const kPrograms[] = {
     "find(t, 'x') + find(u, 'b') + find(l, u)",
     "str_len(t) * 2 + str_len(s) + str_len(u)",
     "sum(contains(t, 'b'))",
+    "contains(t, '') | contains(l, 'a')",             // the block search: an empty needle, two columns
+    "sum(contains(l, 'ab')) + sum(contains(t, ''))",  // and in a full reduction's loop
+    "argmax(contains(t, 'ba'))",
     "sum(where(t == u, str_len(l), -1))",
     "contains(t, 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')",
     "x[startswith(l, 'a')]",
@@ -144,6 +147,21 @@ TEST_F(StringsGpu, EveryOpAgainstTheCpuOverManySizes) {
         const Array x = Array::from(xs, {}, Backend::Cpu);
         Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}, {"s", Arg(c->s)}, {"u", Arg(c->u)}, {"x", Arg(x)}};
         for (const char* text : kPrograms) same(text, env);
+    }
+}
+
+// The programs above as the CPU reference runs them, without a device: a program the CPU refuses
+// would only be found on a GPU machine.
+TEST(StringsGpuPrograms, EveryProgramRunsOnTheCpu) {
+    const auto c = columns(words(300, 12, 5));
+    const Array x = Array::from(std::vector<float>(300, 1.5f), {}, Backend::Cpu);
+    RuntimeOptions o;
+    o.backend = Backend::Cpu;
+    o.disk_cache = false;
+    Runtime cpu(o);
+    for (const char* text : kPrograms) {
+        Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}, {"s", Arg(c->s)}, {"u", Arg(c->u)}, {"x", Arg(x)}};
+        EXPECT_NO_THROW((void)cpu.run(text, env)) << text;
     }
 }
 
