@@ -143,6 +143,8 @@ def numpy_text(t):
         return t[1]
     if k == "lit":
         return t[1].replace("datetime64(", "np.datetime64(").replace("timedelta64(", "np.timedelta64(")
+    if k == "bin" and numbers_only(t):  # Python's arithmetic, with jitexpr's rules for two bools
+        return f"_py('{t[1]}', {numpy_text(t[2])}, {numpy_text(t[3])})"
     if k == "bin":
         return f"({numpy_text(t[2])} {t[1]} {numpy_text(t[3])})"
     if k == "call":
@@ -160,6 +162,21 @@ def numbers_only(t):
     if t[0] == "lit":
         return not t[1].startswith(("datetime64", "timedelta64"))
     return t[0] == "bin" and numbers_only(t[2]) and numbers_only(t[3])
+
+
+def _py(op, a, b):
+    """Python's `a op b` on two numbers as jitexpr folds literals (docs/language.md): two bools
+    stay a bool under + * | & ^ (True + True is True), and - of two bools is a TypeError."""
+    if isinstance(a, bool) and isinstance(b, bool):
+        if op in ("+", "|"):
+            return a or b
+        if op in ("*", "&"):
+            return a and b
+        if op == "^":
+            return a != b
+        if op == "-":
+            raise TypeError("- of two bools")
+    return eval(f"a {op} b", {}, {"a": a, "b": b})
 
 
 def _text_compared(x, op, text):
@@ -217,8 +234,8 @@ def reference(t, names):
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         try:
-            r = np.asarray(eval(numpy_text(t), {"np": np, "_astype": _astype, "_text_compared": _text_compared},
-                                dict(names)))
+            r = np.asarray(eval(numpy_text(t), {"np": np, "_astype": _astype, "_text_compared": _text_compared,
+                                                "_py": _py}, dict(names)))
         except (TypeError, OverflowError):
             return ("error", "type")
         except ZeroDivisionError:  # Python's arithmetic of two literals, as jitexpr folds them
