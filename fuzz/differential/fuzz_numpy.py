@@ -420,6 +420,14 @@ class Evaluator:
         for i, v in enumerate(vals):
             if isinstance(v, Arr) and v.dtype in HALF and operand_dtype != v.dtype:
                 ops[i] = self.round_to(v.a, v.dtype)
+        # The exact evaluation carries float32 in float64: a Python float meeting a float32
+        # operation is still NumPy's float32 first (NEP 50), so a1 / 1e300 divides by inf there.
+        if self.hi and operand_dtype in ("float32", "complex64") and not wide_loop and fn not in LOGICAL_FNS and \
+                fn not in COMPARISONS:
+            for i, v in enumerate(vals):
+                if isinstance(v, Lit) and isinstance(v.v, float):
+                    with np.errstate(all="ignore"):
+                        ops[i] = float(np.float32(v.v))
         # (The logical functions read a Python number as a bool, not in the array's type:
         # logical_xor(1e-40, float16 array) takes 1e-40 as True, as it does beside float32.)
         if len(halves) == 1 and not others and not wide_loop and fn not in LOGICAL_FNS:
