@@ -217,7 +217,10 @@ void StagePlanner::pick_representatives() {
     for (const ir::NodeId n : p.ids()) {
         if (!need[n]) continue;
         const ir::Node& nd = p.node(n);
-        if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype) {
+        // (Not for 16-bit floats: an op's value is carried unrounded in float32, and a cast to
+        // its own type rounds it, as the lowering asks where a reduction reads it.)
+        if (nd.kind == ir::NodeKind::Cast && p.node(nd.args[0]).dtype == nd.dtype && nd.dtype != DType::Float16 &&
+            nd.dtype != DType::BFloat16) {
             rep[n] = rep[nd.args[0]];
             continue;
         }

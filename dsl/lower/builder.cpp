@@ -121,6 +121,14 @@ ir::NodeId Lowerer::fresh(ir::NodeId v, const Shape& s, SourceSpan span) {
     return add(std::move(c));
 }
 
+ir::NodeId Lowerer::half_rounded(ir::NodeId v, SourceSpan span) {
+    const Node& n = node(v);
+    if (n.kind != NodeKind::Op || (n.dtype != DType::Float16 && n.dtype != DType::BFloat16)) return v;
+    // prod(a ** e) of float16 a: 30000 ** e is inf in float16 and 0 * inf is NaN, as in NumPy;
+    // unrounded (1.4e12 in float32) the product was 0.
+    return fresh(v, n.shape, span);
+}
+
 ir::NodeId Lowerer::op_node(Op op, DType result, Shape s, std::initializer_list<ir::NodeId> args, SourceSpan span) {
     Node n;
     n.kind = NodeKind::Op;

@@ -116,6 +116,10 @@ private:
     void check_fit(const Val& v, DType t);
     ir::NodeId cast(const Val& v, DType t, SourceSpan span);
     ir::NodeId fresh(ir::NodeId v, const Shape& s, SourceSpan span);
+    // A float16/bfloat16 value computed by an op (carried unrounded in float32) rounded to its
+    // type, as a store would: what a reduction, scan or order statistic reads (NumPy's operand
+    // is a float16 array). Other values are returned as they are.
+    ir::NodeId half_rounded(ir::NodeId v, SourceSpan span);
     ir::NodeId op_node(Op op, DType result, Shape s, std::initializer_list<ir::NodeId> args, SourceSpan span);
     DType promote_all(std::initializer_list<const Val*> vals, Weak* weak_out) const;
     [[noreturn]] void type_error(const std::string& msg, SourceSpan span) const { throw TypeError(msg, text_, span); }

@@ -102,6 +102,7 @@ void Lowerer::check_nonempty(Op op, const Shape& in, const Axes& ax, SourceSpan 
 // ones over the smaller results). The last node has the requested shape (keepdims: extent 1
 // where reduced); a mean over several axes is a sum divided by the count.
 ir::NodeId Lowerer::reduce_nodes(Op op, ir::NodeId x, DType result, const Axes& ax, bool keepdims, SourceSpan span) {
+    x = half_rounded(x, span);
     const Shape in = node(x).shape;
     const auto nd = static_cast<std::int32_t>(in.size());
     Shape final_shape = reduced_shape(in, ax, keepdims);
@@ -573,7 +574,7 @@ Val Lowerer::scan_call(const ir::OpInfo& fn, const Expr& e) {
     const Typed t = rule(op, dt(a), span);  // the operand's dtype first, as for a reduction
     const auto nd = static_cast<std::int32_t>(std::max<std::size_t>(1, in.size()));
     const Axes ax = axes_of(axis == given.end() ? nullptr : axis->second, nd, true, fname);
-    ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
+    ir::NodeId x = half_rounded(cast(Val{a.node, Weak::None}, t.operand, span), span);
     const bool product = ir::info(op).accumulate == Op::Prod;
     if (ir::info(op).finish == ir::Finish::Lowered && is_inexact(t.operand))
         x = select(isnan_of(x, span), const_of(product ? 1 : 0, t.operand, span), x, span);
@@ -658,7 +659,7 @@ Val Lowerer::order_statistic(Op op, const Val& a, Arg&& arg, const std::string& 
     for (std::size_t k = 0; k < in.size(); ++k)
         if (ax.has(k)) d.axes |= 1u << k;
     d.keepdims = keep;
-    ir::NodeId x = cast(Val{a.node, Weak::None}, t.operand, span);
+    ir::NodeId x = half_rounded(cast(Val{a.node, Weak::None}, t.operand, span), span);
     if (in.empty()) {
         // A 0-d value is a row of one element: seen as shape (1,) (a broadcasting cast), so
         // that every backend has an axis to select along; the result has no axis to keep.

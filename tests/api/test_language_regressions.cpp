@@ -336,6 +336,22 @@ TEST(FuzzFindings, AFloat16ValueLeavingItsTypeIsRoundedFirst) {
     EXPECT_EQ(run("where(a < 0, sinh(a), float64(a))", env).item<double>(), -3.626953125);  // by promotion too
 }
 
+// A float16 chain's end is rounded where a reduction, scan or order statistic reads it, as
+// NumPy's float16 operand array is (fuzzer seeds 46 and 47): 30000 ** e is inf in float16, so
+// prod and cumprod over [0, 30000 ** e] meet 0 * inf (NaN), and quantile interpolates to inf - inf.
+TEST(FuzzFindings, AFloat16ValueEnteringAReductionOrScanIsRoundedFirst) {
+    const Environment env{{"a", Arg(run("float16(x)", {{"x", Arg(host<float>({0.0f, 30000.0f}))}}))},
+                          {"b", Arg(host<std::int8_t>({4, -1, 33, -7}))}};
+    EXPECT_TRUE(std::isnan(run("float64(prod(a ** e))", env).item<double>()));
+    const std::vector<double> c = run("float64(cumprod(a ** e))", env).to_vector<double>();
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0], 0.0);
+    EXPECT_TRUE(std::isnan(c[1]));
+    EXPECT_TRUE(std::isnan(run("float64(nancumprod(a ** e))", env).to_vector<double>().at(1)));
+    EXPECT_TRUE(std::isnan(run("float64(quantile(exp(b), 0.9))", env).item<double>()));
+    EXPECT_TRUE(std::isinf(run("float64(sum(a ** e))", env).item<double>()));
+}
+
 TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
     const Array u = host<std::uint64_t>({5});
     EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);  // NumPy: OverflowError
