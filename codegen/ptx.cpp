@@ -222,8 +222,10 @@ private:
 
     // An op PTX has no exact instructions for: a call of the device function that computes it as
     // the C++ kernels do (codegen::device_function), linked in by nvJitLink.
+    // `uniform`: every lane of the warp makes the call together (call.uni), which ptxas assembles
+    // faster than a call it must allow to diverge.
     V call(const ir::Node& n, const std::vector<V>& a, std::string& out) { return call(n.op, n.dtype, a, out); }
-    V call(ir::Op op, DType dtype, const std::vector<V>& a, std::string& out) {
+    V call(ir::Op op, DType dtype, const std::vector<V>& a, std::string& out, bool uniform = false) {
         std::vector<DType> types;
         for (const V& v : a) types.push_back(v.t);
         std::optional<KernelSource> f = device_function(op, types, dtype);
@@ -245,8 +247,8 @@ private:
                                i, a[i].reg);
             args += fmt::format("{}jxp{}", i ? ", " : "", i);
         }
-        out += fmt::format("    .param {} jxr;\n    call (jxr), {}, ({});\n    ld.param{} {}, [jxr];\n    }}\n",
-                           param(dtype), symbol, args, param(dtype), r.reg);
+        out += fmt::format("    .param {} jxr;\n    call{} (jxr), {}, ({});\n    ld.param{} {}, [jxr];\n    }}\n",
+                           param(dtype), uniform ? ".uni" : "", symbol, args, param(dtype), r.reg);
         return r;
     }
 
@@ -749,14 +751,19 @@ private:
         code += fmt::format("    add.u32 {}, {}, %t1;\n    bra.uni $Lpartial;\n$Lpartials_done:\n", b, b);
         block_reduce(acc_op, total, "1", code);
 
-        // Thread 0 stores the result (the mean divided by the count) and resets the ticket.
-        code += "    setp.ne.u32 %pL, %t2, 0;\n    @%pL bra $Lreturn;\n";
+        // Thread 0 stores the result (the mean divided by the count) and resets the ticket. A mean
+        // is divided by all of warp 0, the same call in every lane (a warp-uniform call.uni: a call
+        // under thread 0's branch cost ptxas about 10 ms more); only thread 0's quotient is kept.
         V result = total;
         if (mean) {
+            const std::string warp = u32();
+            code += fmt::format("    shr.u32 {}, %t2, 5;\n    setp.ne.u32 %pL, {}, 0;\n    @%pL bra.uni $Lreturn;\n",
+                                warp, warp);
             const V count{reg(t), t};
             code += fmt::format("    cvt.rn.{}.s64 {}, %rdN;\n", ty(t), count.reg);
-            result = call(ir::Op::Div, t, {total, count}, code);  // as jx::op::Div (see instructions)
+            result = call(ir::Op::Div, t, {total, count}, code, /*uniform=*/true);  // as jx::op::Div
         }
+        code += "    setp.ne.u32 %pL, %t2, 0;\n    @%pL bra $Lreturn;\n";
         store_at("global", result, writes_[0].second, code);
         code += fmt::format("    add.u64 {}, {}, {};\n    st.global.u32 [{}], 0;\n", addr, workspace_, ticket_at, addr);
         code += "$Lreturn:\n    ret;\n";
