@@ -502,6 +502,29 @@ TEST(GpuPipeline, ReductionMatchesHost) {
     EXPECT_NEAR(s.to_vector<float>()[0], ref, std::fabs(ref) * 1e-5 + 1e-3);
 }
 
+// The fuzzer's float16 findings (FuzzFindings in test_language_regressions) on CUDA: a float16
+// chain is rounded where a reduction, scan or order statistic reads it, so 30000 ** e is inf and
+// prod over [0, inf] is NaN, as in NumPy and on the CPU.
+TEST(GpuPipeline, AFloat16ValueEnteringAReductionOrScanIsRoundedFirst) {
+    REQUIRE_GPU();
+    Environment env{{"x", Arg(Array::from(std::vector<float>{0.0f, 30000.0f}, {}, Backend::Cuda))},
+                    {"b", Arg(Array::from(std::vector<std::int8_t>{4, -1, 33, -7}, {}, Backend::Cuda))}};
+    gpu().run("a = float16(x)", env);
+    auto values = [&](const char* text) {
+        const Array r = gpu().run(text, env);
+        EXPECT_EQ(r.backend(), Backend::Cuda) << text;
+        return r.to_vector<double>();
+    };
+    EXPECT_TRUE(std::isnan(values("float64(prod(a ** e))").at(0)));
+    const std::vector<double> c = values("float64(cumprod(a ** e))");
+    ASSERT_EQ(c.size(), 2u);
+    EXPECT_EQ(c[0], 0.0);
+    EXPECT_TRUE(std::isnan(c[1]));
+    EXPECT_TRUE(std::isnan(values("float64(nancumprod(a ** e))").at(1)));
+    EXPECT_TRUE(std::isnan(values("float64(quantile(exp(b), 0.9))").at(0)));
+    EXPECT_TRUE(std::isinf(values("float64(sum(a ** e))").at(0)));
+}
+
 TEST(GpuPipeline, GeneratedSourceHoldsNoUserNames) {
     REQUIRE_GPU();
     Array a = Array::from(std::vector<float>(8, 1.f), {}, Backend::Cuda);
