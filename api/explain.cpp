@@ -279,7 +279,7 @@ std::uint64_t explain_stages(std::string& out, const ir::Plan& plan, const std::
 std::string Runtime::Impl::explain(std::string_view text, const Front& f, const Environment& env,
                                    const ExplainOptions& o) {
     if (f.module.statements.empty()) return "an empty program: nothing to run\n";
-    const std::optional<run::AxisOrder> order = order_of(text, f, env);
+    const std::optional<run::AxisOrder> order = order_of(text, f, env, Bound(f, env));
     if (!order) return explain_placed(text, f, env, o);
     // As run() does: the program over the arrays seen in their shared order.
     std::string axes;
@@ -297,9 +297,10 @@ std::string Runtime::Impl::explain_placed(std::string_view text, const Front& f,
     std::string out;
     // Explaining says which backend: under Auto it starts (the CUDA driver, when there is one).
     const Backend backend = machine.backend();
-    const run::Where where = where_of(f, env);
+    const Bound b(f, env);
+    const run::Where where = where_of(b);
     const bool host_path = !run::runs_direct(options.backend, backend, where);
-    if (!host_path) check_devices(f, env);
+    if (!host_path) check_devices(f, b);
     run::OnDevice on(backend, machine.device());
     const ir::Plan plan = plan_of(text, f, env, machine.limits());
     explain_program(out, plan, f.module, text, env);
@@ -330,7 +331,7 @@ std::string Runtime::Impl::explain_placed(std::string_view text, const Front& f,
     };
 
     // The decision a run takes (run::decide), over the plan it reads.
-    const std::shared_ptr<const run::Entry> host = host_path ? host_plan(text, f, env) : nullptr;
+    const std::shared_ptr<const run::Entry> host = host_path ? host_plan(text, f, env, b) : nullptr;
     const ir::Plan& decided = host ? host->plan : plan;
     std::vector<Array> inputs;
     for (const ir::InputDecl& in : decided.program.inputs)
@@ -346,7 +347,7 @@ std::string Runtime::Impl::explain_placed(std::string_view text, const Front& f,
 
     if (d.way == run::Way::Direct) {
         std::string key;
-        entry_key(key, text, f, env);
+        entry_key(key, text, f, b);
         out += entries.contains(std::string_view(key))
                    ? "program cache: prepared in memory (a run skips parsing, checking and planning)\n"
                    : fmt::format("program cache: not prepared yet (the first run plans it{})\n",

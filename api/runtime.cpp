@@ -29,13 +29,20 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 // Appends the binding of `name` (absent, scalar kind, or array dtype/backend/shape/strides) as
 // raw bytes: the part of the front-cache key that the arguments contribute.
-void append_signature(std::string& key, const std::string& name, const Environment& env) {
-    auto it = env.find(name);
-    if (it == env.end()) {
+Bound::Bound(const Front& f, const Environment& env) {
+    at.reserve(f.names.size());
+    for (const std::string& n : f.names) {
+        auto it = env.find(n);
+        at.push_back(it == env.end() ? nullptr : &it->second);
+    }
+}
+
+void append_signature(std::string& key, const Arg* bound) {
+    if (!bound) {
         key += '-';
         return;
     }
-    const Arg& a = it->second;
+    const Arg& a = *bound;
     if (!a.is_array()) {
         key += 's';
         key += static_cast<char>(a.value().index());
@@ -179,18 +186,18 @@ const Front& Runtime::Impl::front(std::string_view text, bool strict, bool into,
     });
 }
 
-void Runtime::Impl::entry_key(std::string& key, std::string_view text, const Front& f, const Environment& env) {
+void Runtime::Impl::entry_key(std::string& key, std::string_view text, const Front& f, const Bound& b) {
     key.assign(text);
     key += '\0';
     if (f.strict) key += '!';
-    for (const std::string& n : f.names) runtime_private::append_signature(key, n, env);
+    for (const Arg* a : b.at) runtime_private::append_signature(key, a);
 }
 
 const std::shared_ptr<const run::Entry>& Runtime::Impl::entry(On on, std::string_view text, const Front& f,
-                                                              const Environment& env, Timing* timing,
+                                                              const Environment& env, const Bound& b, Timing* timing,
                                                               detail::CallControl* control) {
     thread_local std::string key;  // reused: no allocation once it has grown
-    entry_key(key, text, f, env);
+    entry_key(key, text, f, b);
     bool created = false;
     auto prepare = [&] {
         const auto t0 = Clock::now();
@@ -260,9 +267,9 @@ ir::Plan Runtime::Impl::plan_of(std::string_view text, const Front& f, const Env
 }
 
 std::shared_ptr<const run::Entry> Runtime::Impl::host_plan(std::string_view text, const Front& f,
-                                                           const Environment& env) {
+                                                           const Environment& env, const Bound& b) {
     std::string key;
-    entry_key(key, text, f, env);
+    entry_key(key, text, f, b);
     return host_plans.fetch(std::string_view(key), [&] {
         return std::shared_ptr<const run::Entry>(run::host_plan(plan_of(text, f, env, machine.host_limits())));
     });
@@ -276,25 +283,23 @@ detail::PrepareOptions Runtime::Impl::prepare_options() const {
     return po;
 }
 
-run::Where Runtime::Impl::where_of(const Front& f, const Environment& env) {
+run::Where Runtime::Impl::where_of(const Bound& b) {
     run::Where r;
-    for (const std::string& n : f.names) {
-        auto it = env.find(n);
-        if (it == env.end() || !it->second.is_array()) continue;
-        (it->second.array().backend() == Backend::Cpu ? r.host : r.on_device) = true;
+    for (const Arg* a : b.at) {
+        if (!a || !a->is_array()) continue;
+        (a->array().backend() == Backend::Cpu ? r.host : r.on_device) = true;
     }
     return r;
 }
 
-void Runtime::Impl::check_devices(const Front& f, const Environment& env) const {
+void Runtime::Impl::check_devices(const Front& f, const Bound& b) const {
     const Backend backend = machine.started_backend();  // started: a call that runs directly
     const int device = machine.device();
-    for (const std::string& n : f.names) {
-        auto it = env.find(n);
-        if (it == env.end() || !it->second.is_array()) continue;
-        const Array& a = it->second.array();
+    for (std::size_t i = 0; i < b.at.size(); ++i) {
+        if (!b.at[i] || !b.at[i]->is_array()) continue;
+        const Array& a = b.at[i]->array();
         if (a.backend() != backend || (backend == Backend::Cuda && a.device() != device))
-            throw DeviceMismatchError(mismatch_message(backend, device, n, a));
+            throw DeviceMismatchError(mismatch_message(backend, device, f.names[i], a));
     }
 }
 
@@ -305,7 +310,7 @@ public:
     CallPrograms(Runtime::Impl& rt, std::string_view text, const Front& f, Timing* timing, detail::CallControl* control)
         : rt_(rt), text_(text), f_(f), timing_(timing), control_(control) {}
     std::shared_ptr<const run::Entry> entry(const Environment& env, bool timed) override {
-        return rt_.entry(Runtime::Impl::On::Main, text_, f_, env, timed ? timing_ : nullptr, control_);
+        return rt_.entry(Runtime::Impl::On::Main, text_, f_, env, Bound(f_, env), timed ? timing_ : nullptr, control_);
     }
 
 private:
@@ -342,22 +347,24 @@ Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& en
 Array Runtime::Impl::run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing) {
     if (f.module.statements.empty()) return Array();
     if (c.control) c.control->check();  // cancelled before it began
-    const std::optional<run::AxisOrder> order = order_of(text, f, env);
-    if (!order) return run_placed(text, f, env, c, timing);
+    const Bound b(f, env);
+    const std::optional<run::AxisOrder> order = order_of(text, f, env, b);
+    if (!order) return run_placed(text, f, env, b, c, timing);
     Environment ordered = run::in_order(*order, f.names, env);
-    const Array r = run_placed(text, f, ordered, c, timing);
+    const Array r = run_placed(text, f, ordered, Bound(f, ordered), c, timing);
     if (c.write_back) run::assign_back(*order, f.names, ordered, env);
     return run::restored(*order, r);
 }
 
-std::optional<run::AxisOrder> Runtime::Impl::order_of(std::string_view text, const Front& f, const Environment& env) {
-    std::optional<run::AxisOrder> order = run::shared_order(f.names, env);
+std::optional<run::AxisOrder> Runtime::Impl::order_of(std::string_view text, const Front& f, const Environment& env,
+                                                      const Bound& b) {
+    std::optional<run::AxisOrder> order = run::shared_order(std::span<const Arg* const>(b.at.data(), b.at.size()));
     if (!order) return order;
     // Whether the program keeps the order: read off its plan over the arrays as they are. A text
     // that does not plan is left to the call itself, which reports why.
     std::shared_ptr<const run::Entry> plan;
     try {
-        plan = host_plan(text, f, env);
+        plan = host_plan(text, f, env, b);
     } catch (const Error&) {
         return std::nullopt;
     }
@@ -365,34 +372,34 @@ std::optional<run::AxisOrder> Runtime::Impl::order_of(std::string_view text, con
     return order;
 }
 
-Array Runtime::Impl::run_placed(std::string_view text, const Front& f, Environment& env, const run::Call& c,
-                                Timing* timing) {
+Array Runtime::Impl::run_placed(std::string_view text, const Front& f, Environment& env, const Bound& b,
+                                const run::Call& c, Timing* timing) {
     // Under Auto, Backend::Auto until a call needs the GPU: host data is decided (run_host)
     // before anything of CUDA starts; device arrays mean the driver is up already.
     Backend backend = machine.started_backend();
     run::Where where;
     if (backend != Backend::Cpu) {
-        where = where_of(f, env);
+        where = where_of(b);
         if (backend == Backend::Auto && where.on_device) backend = machine.start();
     }
-    if (!run::runs_direct(options.backend, backend, where)) return run_host(text, f, env, c, timing);
-    return run_direct(text, f, env, c, timing);
+    if (!run::runs_direct(options.backend, backend, where)) return run_host(text, f, env, b, c, timing);
+    return run_direct(text, f, env, b, c, timing);
 }
 
-Array Runtime::Impl::run_direct(std::string_view text, const Front& f, Environment& env, const run::Call& c,
-                                Timing* timing) {
-    check_devices(f, env);
+Array Runtime::Impl::run_direct(std::string_view text, const Front& f, Environment& env, const Bound& b,
+                                const run::Call& c, Timing* timing) {
+    check_devices(f, b);
     run::OnDevice on(machine.started_backend(), machine.device());
-    const run::Entry& e = *entry(On::Main, text, f, env, timing, c.control);
+    const run::Entry& e = *entry(On::Main, text, f, env, b, timing, c.control);
     check_out(e.plan.program, text);
     return run::direct(e, env, c);
 }
 
-Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment& env, const run::Call& c,
-                              Timing* timing) {
+Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment& env, const Bound& b,
+                              const run::Call& c, Timing* timing) {
     // The pipeline's streams, buffers and kernels are this device's (a scope only: it starts nothing).
     run::OnDevice on(Backend::Cuda, machine.device());
-    const std::shared_ptr<const run::Entry> host = host_plan(text, f, env);
+    const std::shared_ptr<const run::Entry> host = host_plan(text, f, env, b);
     const ir::Program& p = host->plan.program;
     check_out(p, text);
     std::vector<Array> inputs(p.inputs.size());
@@ -401,7 +408,7 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment
     run::Request r;
     r.asked = options.backend;
     r.backend = machine.started_backend();
-    r.where = where_of(f, env);
+    r.where = where_of(b);
     r.plan = &host->plan;
     r.inputs = inputs;
     r.all_or_nothing = c.all_or_nothing;
@@ -409,12 +416,12 @@ Array Runtime::Impl::run_host(std::string_view text, const Front& f, Environment
     const run::Decision d = run::decide(r, machine);
     // Under Auto, the backend this call started is the CPU (no CUDA here): the runtime's own.
     if (d.way == run::Way::Direct && machine.started_backend() == Backend::Cpu)
-        return run_direct(text, f, env, c, timing);
-    return execute(d, *host, text, f, env, c, timing);
+        return run_direct(text, f, env, b, c, timing);
+    return execute(d, *host, text, f, env, b, c, timing);
 }
 
 Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std::string_view text, const Front& f,
-                             Environment& env, const run::Call& c, Timing* timing) {
+                             Environment& env, const Bound& b, const run::Call& c, Timing* timing) {
     Array r;
     switch (d.way) {
         case run::Way::Direct:
@@ -424,7 +431,7 @@ Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std
             run::Call on_cpu = c;
             on_cpu.stream = nullptr;
             if (c.control) c.control->check();
-            r = run::direct(*entry(On::Cpu, text, f, env, timing, c.control), env, on_cpu);
+            r = run::direct(*entry(On::Cpu, text, f, env, b, timing, c.control), env, on_cpu);
             break;
         }
         case run::Way::Copied:
@@ -438,7 +445,7 @@ Array Runtime::Impl::execute(const run::Decision& d, const run::Entry& host, std
             std::optional<Array> s = run::streamed(d, host, programs, env, c);
             if (!s)
                 return execute(run::not_streamed(d, "its chunks make a different program", options.backend), host, text,
-                               f, env, c, timing);
+                               f, env, b, c, timing);
             r = std::move(*s);
             if (timing) {
                 timing->streamed = true;
@@ -621,7 +628,7 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 std::string Runtime::source(std::string_view text, const Environment& env) {
     const Front& f = impl_->front(text, /*strict=*/false, /*into=*/false);
     run::OnDevice on(impl_->machine.backend(), impl_->machine.device());  // starts the backend under Auto
-    return impl_->entry(Impl::On::Main, text, f, env, nullptr, nullptr)->prepared->source();
+    return impl_->entry(Impl::On::Main, text, f, env, Bound(f, env), nullptr, nullptr)->prepared->source();
 }
 
 Runtime& Runtime::default_runtime() {

@@ -17,6 +17,8 @@
 #include "run/order.hpp"
 #include "run/ways.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -71,9 +73,17 @@ inline bool operator==(const FrontKey& a, const FrontKeyView& b) {
     return a.text == b.text && a.strict == b.strict && a.into == b.into;
 }
 
-// Appends the binding of `name` (absent, scalar kind, or array dtype/backend/shape/strides) as
-// raw bytes: the part of the entry-cache key that the arguments contribute.
-void append_signature(std::string& key, const std::string& name, const Environment& env);
+// What a call binds to each of a program's names (Front::names), looked up in its environment
+// once: at[i] is the binding of names[i], or null. The checks, the placement and the entry key
+// of a call read these, not the map again (the environment is not changed while they do).
+struct Bound {
+    boost::container::small_vector<const Arg*, 8> at;
+    Bound(const Front& f, const Environment& env);
+};
+
+// Appends a binding (absent: null, scalar kind, or array dtype/backend/shape/strides) as raw
+// bytes: the part of the entry-cache key that the arguments contribute.
+void append_signature(std::string& key, const Arg* a);
 DType scalar_dtype(const Arg& a);
 
 // The name under which run_into binds its `out` array (no identifier can be spelt so).
@@ -81,6 +91,7 @@ inline constexpr std::string_view kOutName = "(out)";
 
 }  // namespace runtime_private
 
+using runtime_private::Bound;
 using runtime_private::Clock;
 using runtime_private::Front;
 using runtime_private::kOutName;
@@ -113,27 +124,29 @@ struct Runtime::Impl {
 
     // The key of the program prepared for `text` with the dtypes, shapes and layouts `env`
     // binds to its names.
-    static void entry_key(std::string& key, std::string_view text, const Front& f, const Environment& env);
+    static void entry_key(std::string& key, std::string_view text, const Front& f, const Bound& b);
     // Which backend a program is prepared for: the runtime's, or (host data kept on the CPU by
     // a CUDA runtime) the CPU backend.
     enum class On : std::uint8_t { Main, Cpu };
     // The program prepared for `text` over `env`, from the cache of `on`: valid until this
     // thread's next call of entry(). `timing` (may be null) records the preparation; `control`
     // (may be null) watches it: compile progress, stop requests between compiles.
+    // `b`: env's bindings of f.names.
     const std::shared_ptr<const run::Entry>& entry(On on, std::string_view text, const Front& f, const Environment& env,
-                                                   Timing* timing, detail::CallControl* control);
+                                                   const Bound& b, Timing* timing, detail::CallControl* control);
     // The plan of `text` with the dtypes, shapes and layouts `env` binds to its names, within
     // `limits`.
     ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env, const dsl::Limits& limits) const;
     // The plan over host arrays of a CUDA runtime's call (cached).
-    std::shared_ptr<const run::Entry> host_plan(std::string_view text, const Front& f, const Environment& env);
+    std::shared_ptr<const run::Entry> host_plan(std::string_view text, const Front& f, const Environment& env,
+                                                const Bound& b);
     detail::PrepareOptions prepare_options() const;
 
     // Where the arrays bound to the program's names are.
-    static run::Where where_of(const Front& f, const Environment& env);
+    static run::Where where_of(const Bound& b);
     // Every array bound to the program's names lives on this runtime's backend and device: moving
     // them is explicit (Array::to), so any other is a DeviceMismatchError.
-    void check_devices(const Front& f, const Environment& env) const;
+    void check_devices(const Front& f, const Bound& b) const;
 
     // One call: binds, runs and (when write_back) stores the assigned names into env. Memory
     // that could not be had is an OutOfMemoryError with a caret under what asked for it.
@@ -142,18 +155,22 @@ struct Runtime::Impl {
     Array run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
     // The axis order the call's arrays share when its program keeps it (run/order.hpp): the
     // call then runs over the arrays seen in that order and its new arrays come back in it.
-    std::optional<run::AxisOrder> order_of(std::string_view text, const Front& f, const Environment& env);
+    std::optional<run::AxisOrder> order_of(std::string_view text, const Front& f, const Environment& env,
+                                           const Bound& b);
     // run() over the arrays as they are, where they are.
-    Array run_placed(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
+    Array run_placed(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,
+                     Timing* timing);
     // Arrays on the runtime's started backend and device (or none), run as they are.
-    Array run_direct(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
+    Array run_direct(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,
+                     Timing* timing);
     // Host arrays on a CUDA runtime, or under Auto before one started: decided (run::decide),
     // then run that way.
-    Array run_host(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
+    Array run_host(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,
+                   Timing* timing);
     // The same text prepared over other arrays, for a way of running (run::Programs).
     class CallPrograms;
     Array execute(const run::Decision& d, const run::Entry& host, std::string_view text, const Front& f,
-                  Environment& env, const run::Call& c, Timing* timing);
+                  Environment& env, const Bound& b, const run::Call& c, Timing* timing);
 
     std::string explain(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o);
     std::string explain_placed(std::string_view text, const Front& f, const Environment& env, const ExplainOptions& o);

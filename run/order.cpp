@@ -68,10 +68,10 @@ std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays) {
     return o;
 }
 
-std::optional<AxisOrder> shared_order(std::span<const std::string> names, const Environment& env) {
+std::optional<AxisOrder> shared_order(std::span<const Arg* const> bound) {
     boost::container::small_vector<ArrayLayout, 8> arrays;
-    for (const std::string& n : names) {
-        const Array* a = array_of(env, n);
+    for (const Arg* arg : bound) {
+        const Array* a = arg && arg->is_array() ? &arg->array() : nullptr;
         if (!a || a->ndim() == 0) continue;
         if (a->is_contiguous()) return std::nullopt;
         arrays.push_back(ArrayLayout{&a->shape(), &a->strides(), a->dtype()});

@@ -37,9 +37,9 @@ struct ArrayLayout {
 // exceed 1, and each is dense (no gaps, strides positive) in the same order. 0-d arrays (a NumPy
 // scalar) take no part. nullopt otherwise.
 std::optional<AxisOrder> shared_order(std::span<const ArrayLayout> arrays);
-// The same for the arrays bound to `names` in `env`: a C-contiguous array among them ends the
-// check at once, so the common case pays one test.
-std::optional<AxisOrder> shared_order(std::span<const std::string> names, const Environment& env);
+// The same for the arrays among a call's bindings (null: unbound): a C-contiguous array among them
+// ends the check at once, so the common case pays one test.
+std::optional<AxisOrder> shared_order(std::span<const Arg* const> bound);
 // `strides` (of an array of o.shape) seen in order `o`.
 Strides in_order(const AxisOrder& o, const Strides& strides);
 
