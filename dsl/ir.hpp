@@ -192,8 +192,11 @@ struct ScalarDecl {
     std::string name;  // for messages only
     DType dtype = DType::Float64;
     // Set when the scalar is an integer exponent of an integer base: a negative value is a
-    // ValueError at bind time (pointing at `span`), as for a negative literal.
+    // ValueError at bind time (pointing at `span`), as for a negative literal. An exponent made
+    // of the scalar by conversions (uint16(n), int8(n)) is tested as converted: each use's casts,
+    // innermost first, are a list of exponent_casts (empty: the value as it is).
     bool must_be_nonnegative = false;
+    std::vector<std::vector<DType>> exponent_casts;
     // Integer dtypes a weak integer scalar is converted to: its value must fit each (a
     // ValueError at bind time, as NumPy 2 raises for a Python int out of an array's range).
     std::vector<DType> must_fit;

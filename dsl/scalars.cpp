@@ -199,15 +199,50 @@ void check_scalar_fits(const ir::Program& p, std::span<const ir::Value> scalars)
     }
 }
 
+// A host integer as `casts` (innermost first) convert it: an integer dtype keeps the low bits (as
+// NumPy's astype does), bool is v != 0, a float keeps the sign (all that is asked of it here).
+__int128 converted(std::int64_t value, const std::vector<DType>& casts) {
+    __int128 v = value;
+    for (const DType t : casts) {
+        if (is_bool(t)) {
+            v = v != 0;
+        } else if (is_integer(t)) {
+            const int bits = 8 * static_cast<int>(itemsize(t));
+            const unsigned __int128 low =
+                static_cast<unsigned __int128>(v) & ((static_cast<unsigned __int128>(1) << bits) - 1);
+            if (is_unsigned_int(t)) v = static_cast<__int128>(low);
+            else v = static_cast<__int128>(low << (128 - bits)) >> (128 - bits);  // sign-extended
+        }
+    }
+    return v;
+}
+
+// A negative integer exponent made of host scalar `s`: NumPy's ValueError.
+void check_exponent(const ir::Program& p, const ir::ScalarDecl& d, const ir::Value& value) {
+    if (!d.must_be_nonnegative || !is_signed_int(value.dtype)) return;
+    if (d.exponent_casts.empty() && value.i < 0)
+        throw ValueError(
+            fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name, value.i), p.text,
+            d.span);
+    for (const std::vector<DType>& casts : d.exponent_casts) {
+        const __int128 v = converted(value.i, casts);
+        if (v >= 0) continue;
+        if (casts.empty())
+            throw ValueError(
+                fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name, value.i),
+                p.text, d.span);
+        throw ValueError(fmt::format("integers to negative integer powers are not allowed ('{}' is {}, {} as {})",
+                                     d.name, value.i, int128_text(v), dtype_name(casts.back())),
+                         p.text, d.span);
+    }
+}
+
 }  // namespace
 
 void check_scalars(const ir::Program& p, std::span<const ir::Value> scalars) {
     for (std::size_t s = 0; s < p.scalars.size(); ++s) {
         const ir::ScalarDecl& d = p.scalars[s];
-        if (d.must_be_nonnegative && is_signed_int(scalars[s].dtype) && scalars[s].i < 0)
-            throw ValueError(
-                fmt::format("integers to negative integer powers are not allowed ('{}' is {})", d.name, scalars[s].i),
-                p.text, d.span);
+        check_exponent(p, d, scalars[s]);
         for (DType t : d.must_fit)
             if (!int_fits(scalars[s].i, t))
                 throw ValueError(

@@ -208,6 +208,9 @@ Val Lowerer::ldexp(const Val& x, const Val& n, const Expr& e) {
         if (xv.weak == Weak::Complex) type_error("ldexp() is not supported for complex", e.operands.at(0)->span);
         const DType t =
             xv.weak == Weak::Float || (xv.weak == Weak::Int && is_bool(dt(nv))) ? DType::Float64 : DType::Float16;
+        // An expression of host integers is computed in int64 when the program runs: Python's
+        // value must be one (5 << n with n < 0 is Python's ValueError), as wherever it meets a dtype.
+        if (xv.weak == Weak::Int) check_fit(xv, DType::Int64);
         xv = Val{cast(Val{xv.node, Weak::None}, t, e.operands.at(0)->span), Weak::None};
     }
     const Typed t = rule(Op::Ldexp, dt(xv), e.span);

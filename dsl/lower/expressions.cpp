@@ -156,7 +156,7 @@ Val Lowerer::name(const Expr& e) {
         auto [it, inserted] = scalar_slot_.try_emplace(e.text, -1);
         if (inserted) {
             it->second = static_cast<std::int32_t>(p_.scalars.size());
-            p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, {}, e.span});
+            p_.scalars.push_back(ir::ScalarDecl{e.text, b->dtype, false, {}, {}, e.span});
             Node n;
             n.kind = NodeKind::Scalar;
             n.dtype = b->dtype;

@@ -149,13 +149,19 @@ std::optional<Val> Lowerer::integer_compare(Op op, const Val& a, const Val& b, S
     return Val{cmp(true_if_negative ? Op::Or : Op::And, sign, c), Weak::None};
 }
 
-// Marks the host scalar behind `n` (possibly through casts) as an exponent that must not be negative.
+// Marks the host scalar behind `n` as an exponent that must not be negative. Behind casts, the
+// value tested is the scalar's as they convert it (uint16(n) is never negative; int8(n) may be).
 void Lowerer::mark_nonnegative_scalar(ir::NodeId n) {
-    while (node(n).kind == NodeKind::Cast) n = node(n).args[0];
+    std::vector<DType> casts;  // outermost first while walking in
+    while (node(n).kind == NodeKind::Cast) {
+        casts.push_back(node(n).dtype);
+        n = node(n).args[0];
+    }
     const Node& s = node(n);
     if (s.kind == NodeKind::Scalar) {
         ir::ScalarDecl& d = p_.scalars[static_cast<std::size_t>(s.slot)];
         d.must_be_nonnegative = true;
+        d.exponent_casts.emplace_back(casts.rbegin(), casts.rend());
         d.span = s.span;
     }
 }

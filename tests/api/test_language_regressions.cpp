@@ -352,6 +352,32 @@ TEST(FuzzFindings, AFloat16ValueEnteringAReductionOrScanIsRoundedFirst) {
     EXPECT_TRUE(std::isinf(run("float64(sum(a ** e))", env).item<double>()));
 }
 
+// Fuzzer seed 49: an exponent made of a host int by a cast is tested as the cast converts it
+// (np.int64(n).astype(...)): uint16(-193) is 65343, int8(200) is -56.
+TEST(FuzzFindings, ACastHostExponentIsTestedAsConverted) {
+    const Array a = host<std::int64_t>({2, 3});
+    EXPECT_EQ(cpu().eval("a ** uint16(s)", {a, Arg(-193)}).dtype(), DType::Int64);
+    EXPECT_EQ(cpu().eval("a ** uint8(s)", {a, Arg(-254)}).to_vector<std::int64_t>(), (std::vector<std::int64_t>{4, 9}));
+    EXPECT_THROW(cpu().eval("a ** int8(s)", {a, Arg(200)}), ValueError);
+    EXPECT_EQ(cpu().eval("a ** int8(s)", {a, Arg(258)}).to_vector<std::int64_t>(), (std::vector<std::int64_t>{4, 9}));
+    EXPECT_THROW(cpu().eval("a ** s", {a, Arg(-1)}), ValueError);
+    EXPECT_THROW(cpu().eval("a ** uint8(s) + a ** s", {a, Arg(-254)}), ValueError);  // each use as it is
+    try {
+        cpu().eval("a ** int8(s)", {a, Arg(200)});
+        FAIL() << "no error";
+    } catch (const ValueError& e) {
+        EXPECT_NE(std::string(e.what()).find("'s' is 200, -56 as int8"), std::string::npos) << e.what();
+    }
+}
+
+// Fuzzer seed 49: ldexp's mantissa, an expression of host ints, is computed in int64 as
+// anywhere else, so Python's errors for it are raised (5 << n with n < 0).
+TEST(FuzzFindings, LdexpOfAHostIntegerExpressionRaisesPythonsError) {
+    EXPECT_THROW(cpu().eval("ldexp(5 << n, real(b))", {Arg(-137), Arg(true)}), ValueError);
+    EXPECT_THROW(cpu().eval("ldexp(5 << n, 1)", {Arg(-137)}), ValueError);
+    EXPECT_EQ(cpu().eval("ldexp(5 << n, real(b))", {Arg(2), Arg(true)}).item<double>(), 40.0);
+}
+
 TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
     const Array u = host<std::uint64_t>({5});
     EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);  // NumPy: OverflowError
