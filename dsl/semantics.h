@@ -300,10 +300,11 @@ template <class T, class = en<is_int<T>::value>>
 JX_HD float round_bf16(T v) { return bf16_to_float(double_to_bf16((double)v)); }
 template <class R> JX_HD float round_bf16(cx<R> v) { return round_bf16(v.re); }
 
-// nextafter in the 16-bit formats (operands carried as float, exactly representable).
+// nextafter in the 16-bit formats (operands carried as float, exactly representable). NumPy's
+// float16 loop gives x where x == y (nextafter(0.0, -0.0) is +0.0), not C's y.
 JX_HD float nextafter_f16(float a, float b) {
     if (m::isnan(a) || m::isnan(b)) return a + b;
-    if (a == b) return b;
+    if (a == b) return a;
     u16 h = float_to_half(a);
     if ((h & 0x7fffu) == 0) return half_to_float((u16)(b > 0 ? 0x0001u : 0x8001u));
     bool up = (a < b) == ((h & 0x8000u) == 0);  // away from zero

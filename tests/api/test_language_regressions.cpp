@@ -378,6 +378,16 @@ TEST(FuzzFindings, LdexpOfAHostIntegerExpressionRaisesPythonsError) {
     EXPECT_EQ(cpu().eval("ldexp(5 << n, real(b))", {Arg(2), Arg(true)}).item<double>(), 40.0);
 }
 
+// Fuzzer seed 50: NumPy's float16 nextafter of equal values gives the first (+0.0 towards -0.0).
+TEST(FuzzFindings, Float16NextafterOfEqualValuesGivesTheFirst) {
+    const Environment env{{"z", Arg(run("float16(x)", {{"x", Arg(host<float>({0.0f, -0.0f}))}}))}};
+    const std::vector<float> r = run("float32(nextafter(z[0], z[1]))", env).to_vector<float>();
+    ASSERT_EQ(r.size(), 1u);
+    EXPECT_EQ(r[0], 0.0f);
+    EXPECT_FALSE(std::signbit(r[0]));
+    EXPECT_TRUE(std::signbit(run("float32(nextafter(z[1], z[0]))", env).item<float>()));
+}
+
 TEST(FuzzFindings, AHostIntegerOutOfTheArraysRangeIsAValueError) {
     const Array u = host<std::uint64_t>({5});
     EXPECT_THROW(cpu().eval("u | k", {u, Arg(-142)}), ValueError);  // NumPy: OverflowError
