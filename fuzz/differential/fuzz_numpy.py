@@ -885,7 +885,9 @@ def call(name, args, ev):
                 raise RefSkip()
             args = [strongify(a, ev) for a in args]
         return binary("**", args[0], args[1], ev, function=True)
-    if name == "clip":  # the ufunc (np.clip with a Python number first makes it an int64 array)
+    if name == "clip":  # the ufunc after np.clip's asarray of the first operand (2**63: uint64)
+        if isinstance(args[0], Lit) and (x := int_value(args[0])) is not None and 2**63 <= x < 2**64:
+            args = [strongify(args[0], ev)] + list(args[1:])
         check_literal_fits(ev, args)
         fn_clip = np._core.umath.clip if hasattr(np, "_core") else np.core.umath.clip
     if name == "nextafter":  # steps in the 16-bit type (nextafter_f16 / _bf16); two bools are float16's
