@@ -16,6 +16,8 @@
 #   device copy of the bytes they read).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
+#   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
+#   BUILD_TARGETS="bench_strings test_strings_gpu" is the contains A/B in about 4 minutes)
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
@@ -25,8 +27,12 @@ steps=${STEPS:-build tests bench stream interleaved peers compile python dask ca
 filter=${BENCH_FILTER:-(/268435456/|/16384/|Host|Block)}
 has() { case " $steps " in *" $1 "*) return 0;; esac; return 1; }
 if has build; then
+  # BUILD_TARGETS="bench_strings test_strings_gpu": only those (a short call on a fresh machine,
+  # e.g. STEPS="build strings" when machines are scarce); everything otherwise.
   cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release > "$out/cmake.log" 2>&1
-  cmake --build build-gpu -j"$(nproc)" -- -k 0 > "$out/build.log" 2>&1 || echo "build: failures, see build.log"
+  # shellcheck disable=SC2086
+  cmake --build build-gpu -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 > "$out/build.log" 2>&1 \
+    || echo "build: failures, see build.log"
   tail -1 "$out/build.log"
 fi
 if has tests; then
