@@ -194,6 +194,16 @@ std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSou
 // int32/int64/float32/float64 only; nullopt otherwise. Its KernelSource is `relocatable`.
 std::optional<KernelSource> device_function(ir::Op op, const std::vector<DType>& args, DType result);
 
+// The device functions the PTX first tier calls, prebuilt together: one relocatable KernelSource
+// per group of dtypes (float32, float64, the integers), whose `entries` are the symbols of the
+// functions it holds, each the very function device_function gives. A machine compiles each
+// group once, in one NVRTC run (the CUDA backend does it in the background and keeps it in its
+// disk cache), and then links PTX kernels with the groups holding their calls instead of
+// compiling every function on its first use (about 20 ms of NVRTC each). Built on first use.
+const std::vector<KernelSource>& device_libraries();
+// The index in device_libraries() of the group holding the device function `symbol`; -1: none.
+int device_library_of(std::string_view symbol);
+
 // The text of dsl/semantics.h, embedded at build time.
 std::string_view semantics_source();
 

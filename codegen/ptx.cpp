@@ -23,6 +23,7 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -799,6 +800,82 @@ public:
 };
 
 }  // namespace
+
+namespace {
+
+// What the PTX tier calls rather than writes (Emitter::call), for operands of one dtype, as
+// dsl's promotion leaves them: each op in float32 and float64, or in int32 and int64.
+// tests/codegen/test_ptx.cpp checks that every call of a single-op program is listed here.
+constexpr Op kFloatCalls[] = {
+    Op::Arccos,    Op::Arccosh,    Op::Arcsin,    Op::Arcsinh, Op::Arctan2,   Op::Arctan,   Op::Arctanh, Op::Cbrt,
+    Op::Conj,      Op::Copysign,   Op::Cos,       Op::Cosh,    Op::Deg2rad,   Op::Div,      Op::Erf,     Op::Erfc,
+    Op::Exp2,      Op::Exp,        Op::Expm1,     Op::Fabs,    Op::FloorDiv,  Op::Fmax,     Op::Fmin,    Op::Fmod,
+    Op::Heaviside, Op::Hypot,      Op::Imag,      Op::Ldexp,   Op::Lgamma,    Op::Log10,    Op::Log1p,   Op::Log2,
+    Op::Log,       Op::Logaddexp2, Op::Logaddexp, Op::Mod,     Op::Nextafter, Op::OnesLike, Op::Pow,     Op::Rad2deg,
+    Op::Real,      Op::Reciprocal, Op::Sign,      Op::Sin,     Op::Sinh,      Op::Spacing,  Op::Sqrt,    Op::Tan,
+    Op::Tanh,      Op::Tgamma,
+};
+constexpr Op kFloat64OnlyCalls[] = {Op::FloatPower};  // float32 operands are promoted first
+constexpr Op kIntCalls[] = {
+    Op::Ceil, Op::Conj,     Op::Fmax, Op::Fmin, Op::Floor,      Op::FloorDiv, Op::Fmod, Op::Gcd, Op::Imag, Op::Lcm,
+    Op::Mod,  Op::OnesLike, Op::Pow,  Op::Real, Op::Reciprocal, Op::Round,    Op::Shl,  Op::Shr, Op::Sign, Op::Trunc,
+};
+
+KernelSource library(std::string_view group, const std::vector<std::pair<Op, DType>>& functions) {
+    KernelSource k;
+    k.relocatable = true;
+    k.name = fmt::format("jx_library_{}", group);
+    SemanticsNeeds needs;
+    std::string bodies;
+    for (const auto& [op, t] : functions) {
+        const int arity = ir::info(op).arity;
+        std::optional<KernelSource> f = device_function(op, std::vector<DType>(static_cast<std::size_t>(arity), t), t);
+        if (!f) continue;
+        needs.ops.push_back(op);
+        k.entries.push_back(f->entries[0]);
+        bodies += f->body;
+    }
+    k.body = bodies;
+    k.source = fmt::format("// jitexpr device library {} (linked into PTX kernels)\n#define JX_CUDA 1\n", group);
+    k.source += semantics_for(needs);
+    k.source += "\n";
+    k.source += bodies;
+    k.hash = fnv1a(k.source);
+    k.key = hex64(k.hash);
+    return k;
+}
+
+}  // namespace
+
+const std::vector<KernelSource>& device_libraries() {
+    static const std::vector<KernelSource> libraries = [] {
+        auto of = [](std::initializer_list<DType> types, std::initializer_list<std::span<const Op>> lists) {
+            std::vector<std::pair<Op, DType>> out;
+            for (DType t : types)
+                for (std::span<const Op> ops : lists)
+                    for (Op op : ops) out.emplace_back(op, t);
+            return out;
+        };
+        std::vector<KernelSource> v;
+        v.push_back(library("f32", of({DType::Float32}, {kFloatCalls})));
+        v.push_back(library("f64", of({DType::Float64}, {kFloatCalls, kFloat64OnlyCalls})));
+        v.push_back(library("int", of({DType::Int32, DType::Int64}, {kIntCalls})));
+        return v;
+    }();
+    return libraries;
+}
+
+int device_library_of(std::string_view symbol) {
+    static const std::map<std::string, int, std::less<>> index = [] {
+        std::map<std::string, int, std::less<>> m;
+        const auto& libs = device_libraries();
+        for (std::size_t g = 0; g < libs.size(); ++g)
+            for (const auto& e : libs[g].entries) m.emplace(e, static_cast<int>(g));
+        return m;
+    }();
+    auto it = index.find(symbol);
+    return it == index.end() ? -1 : it->second;
+}
 
 std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSource& kernel, int sm) {
     if (kernel.entries.size() != 1) return std::nullopt;

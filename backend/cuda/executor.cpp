@@ -70,12 +70,14 @@ public:
             warm_up_nvrtc();
             const KernelOptions first = first_tier_options(ko, compile_, o.ptx_first_tier);
             main_.emitted = build_kernels(plan_, first, Tier::ScalarOnly);
-            bool any_ptx = false;
+            bool any_ptx = false, any_call = false;
             for (const auto& k : main_.emitted.kernels)
                 if (k.ptx) {
                     any_ptx = true;
+                    any_call = any_call || !k.links.empty();
                     tiers().count_ptx();
                 }
+            if (any_call) start_library_build();
             full_ = std::make_unique<Variant>();
             full_->emitted = std::move(full);
             info_.emit_ms = ms_since(t0) - found_load_ms;
@@ -238,6 +240,31 @@ private:
                 detail::CallControl::throw_cancelled();
         }
         // The last kernels stay queued: the call returns as it does without a control.
+    }
+
+    // A machine's first PTX kernels that call device functions: the device libraries
+    // (codegen::device_libraries) are compiled on a thread of their own and kept on disk, so
+    // that later PTX kernels link them instead of compiling each function they call. Once per
+    // cache and options, and only for a cache that stores images (otherwise every process would
+    // pay for them again); the kernels of this program compile their functions as before.
+    void start_library_build() {
+        if (!cache_->claim_library_build(compile_)) return;
+        thread_local WaitForUpgrades wait_before_this_thread_exits;
+        (void)wait_before_this_thread_exits;
+        tiers().begin_other();
+        try {
+            std::thread([cache = cache_, co = compile_]() mutable {
+                try {
+                    (void)cache->build_libraries(co);
+                } catch (...) {
+                    // Only an optimisation: the functions compile one by one.
+                }
+                cache.reset();  // before the count: the process may be exiting once it drops
+                tiers().end_other();
+            }).detach();
+        } catch (...) {
+            tiers().end_other();  // no thread to be had: nothing is prebuilt
+        }
     }
 
     // The background half of a tiered compile: loads full_ (compiling what is missing, which

@@ -85,13 +85,94 @@ void ModuleCache::keep_compiled(const ImageStore& store, const std::string& key,
     }
 }
 
+std::string ModuleCache::library_key(std::size_t group, const CompileOptions& co) {
+    std::string id =
+        fmt::format("{}|{}.{}|{}|{}|", group, co.cc_major, co.cc_minor, co.fast_math ? 1 : 0, co.line_info ? 1 : 0);
+    for (const auto& e : co.extra) id += e + " ";
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (auto it = library_keys_.find(id); it != library_keys_.end()) return it->second;
+    }
+    std::string key = disk_key(codegen::device_libraries().at(group), co);  // hashes ~100 KB: once
+    std::lock_guard<std::mutex> lock(mutex_);
+    return library_keys_.emplace(id, std::move(key)).first->second;
+}
+
+std::shared_ptr<const Image> ModuleCache::built_library(std::size_t group, const CompileOptions& co) {
+    const std::string key = library_key(group, co);
+    if (auto img = functions_.get(key)) return *img;
+    auto img = stored_image(image_store(), co, key);
+    if (!img) return nullptr;
+    auto held = std::make_shared<const Image>(std::move(*img));
+    functions_.put(key, held);
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++library_loads_;
+    return held;
+}
+
+std::size_t ModuleCache::build_libraries(const CompileOptions& co) {
+    const auto& libs = codegen::device_libraries();
+    std::size_t built = 0;
+    for (std::size_t g = 0; g < libs.size(); ++g) {
+        if (built_library(g, co)) continue;
+        Image img;
+        try {
+            img = compile(libs[g].source, libs[g].name, co, true);
+        } catch (const CompileError&) {
+            continue;  // its functions compile one by one, and report their errors there
+        }
+        const std::string key = library_key(g, co);
+        if (const ImageStore store = image_store(); store.put) {
+            try {
+                store.put(key, encode_image(img));
+            } catch (...) {
+                // The disk cache is an optimisation; failing to write it is not an error here.
+            }
+        }
+        functions_.put(key, std::make_shared<const Image>(std::move(img)));
+        std::lock_guard<std::mutex> lock(mutex_);
+        ++library_compiles_;
+        ++built;
+    }
+    return built;
+}
+
+bool ModuleCache::claim_library_build(const CompileOptions& co) {
+    if (!image_store().put) return false;
+    std::string id = fmt::format("{}.{}|{}|{}|", co.cc_major, co.cc_minor, co.fast_math ? 1 : 0, co.line_info ? 1 : 0);
+    for (const auto& e : co.extra) id += e + " ";
+    {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!library_builds_.insert(id).second) return false;
+    }
+    for (std::size_t g = 0; g < codegen::device_libraries().size(); ++g)
+        if (!built_library(g, co)) return true;
+    return false;
+}
+
 Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co) {
     if (!k.ptx) return compile(k.source, k.name, co, k.relocatable);
     const auto t0 = Clock::now();
+    // Each call from a built device library (one image per group, however many it holds), the
+    // others compiled one by one (once per machine, then from memory or the ImageStore).
     std::vector<std::shared_ptr<const Image>> held(k.links.size());
-    parallel_for(k.links.size(), [&](std::size_t i) { held[i] = device_function(k.links[i], co); });
+    std::vector<std::size_t> alone;
+    std::map<int, std::shared_ptr<const Image>> libraries;
+    for (std::size_t i = 0; i < k.links.size(); ++i) {
+        const int g = k.links[i].entries.empty() ? -1 : codegen::device_library_of(k.links[i].entries[0]);
+        if (g >= 0) {
+            auto [it, first] = libraries.try_emplace(g);
+            if (first) it->second = built_library(static_cast<std::size_t>(g), co);
+            if (it->second) continue;
+        }
+        alone.push_back(i);
+    }
+    parallel_for(alone.size(), [&](std::size_t j) { held[alone[j]] = device_function(k.links[alone[j]], co); });
     std::vector<const Image*> link;
-    for (const auto& h : held) link.push_back(h.get());
+    for (const auto& h : held)
+        if (h) link.push_back(h.get());
+    for (const auto& [g, img] : libraries)
+        if (img) link.push_back(img.get());
     Image img = assemble_ptx(k.source, k.name, co, link);
     img.compile_ms = ms_since(t0);  // the functions compiled for it included
     return img;
@@ -193,6 +274,8 @@ ModuleCache::Stats ModuleCache::stats() const {
     s.compiles = compiles_;
     s.disk_hits = disk_hits_;
     s.compile_ms = compile_ms_;
+    s.library_compiles = library_compiles_;
+    s.library_loads = library_loads_;
     return s;
 }
 

@@ -10,9 +10,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 namespace jit::cuda {
@@ -35,8 +37,11 @@ public:
         std::uint64_t disk_hits = 0;  // images found in the ImageStore
         std::uint64_t evictions = 0;  // modules dropped from memory by the LRU bound
         double compile_ms = 0;        // total NVRTC time
-        std::size_t entries = 0;      // modules held
-        std::size_t capacity = 0;     // most modules held
+        // Device libraries (codegen::device_libraries) compiled by build_libraries, apart from
+        // `compiles`, and those a PTX kernel was linked with from the ImageStore.
+        std::uint64_t library_compiles = 0, library_loads = 0;
+        std::size_t entries = 0;   // modules held
+        std::size_t capacity = 0;  // most modules held
     };
     // How one lookup went, for PrepareInfo.
     struct Lookup {
@@ -76,6 +81,17 @@ public:
     // ImageStore, else NVRTC (then stored). Threads asking at once share one compile.
     std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
 
+    // The device libraries (codegen::device_libraries) for `options`: each one that neither
+    // memory nor the ImageStore holds is compiled (one NVRTC run per group, a few hundred ms)
+    // and stored. From then on build() links a PTX kernel with the libraries holding its calls
+    // rather than compiling each function. Returns how many it compiled; a library that does
+    // not compile is skipped (its functions compile one by one as before).
+    std::size_t build_libraries(const CompileOptions& options);
+    // True once per cache and options, when the ImageStore can keep images and some library is
+    // not built yet: the caller then runs build_libraries (in the background). A machine builds
+    // them once; a cache without a store never (each process would pay for them again).
+    bool claim_library_build(const CompileOptions& options);
+
     void set_image_store(ImageStore store);
     void set_capacity(std::size_t capacity);
     Stats stats() const;
@@ -102,11 +118,18 @@ private:
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
                      Lookup& lookup);
 
+    // Device library `group` for `co` from memory, else the ImageStore (then kept in memory);
+    // null when neither has it. Never compiles.
+    std::shared_ptr<const Image> built_library(std::size_t group, const CompileOptions& co);
+    std::string library_key(std::size_t group, const CompileOptions& co);  // disk_key, memoized
+
     cache::MemoryCache<std::string, ModulePtr> modules_;
     cache::MemoryCache<std::string, std::shared_ptr<const Image>> functions_;  // relocatable device functions
     mutable std::mutex mutex_;                                                 // store_ and the counters below
     ImageStore store_;
-    std::uint64_t compiles_ = 0, disk_hits_ = 0;
+    std::uint64_t compiles_ = 0, disk_hits_ = 0, library_compiles_ = 0, library_loads_ = 0;
+    std::map<std::string, std::string> library_keys_;  // library_key's: options and group -> disk key
+    std::set<std::string> library_builds_;             // claim_library_build's: the options claimed
     double compile_ms_ = 0;
 };
 

@@ -46,6 +46,16 @@ public:
         else ++stats_.failed;
         if (--in_flight_ == 0) idle_.notify_all();
     }
+    // Another background compile (the device libraries): waited for alike, counted as neither
+    // an upgrade nor a failure.
+    void begin_other() {
+        std::lock_guard<std::mutex> lock(m_);
+        ++in_flight_;
+    }
+    void end_other() {
+        std::lock_guard<std::mutex> lock(m_);
+        if (--in_flight_ == 0) idle_.notify_all();
+    }
     void count_ptx() {
         std::lock_guard<std::mutex> lock(m_);
         ++stats_.ptx_kernels;

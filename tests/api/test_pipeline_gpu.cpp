@@ -252,6 +252,33 @@ std::vector<std::uint8_t> bytes_of(const Array& a) {
     a.copy_to_host(b.data());
     return b;
 }
+// The first tier's result `x` against the NVRTC kernels' `y`: the first element that differs,
+// with the inputs there, in hex.
+void expect_same_bytes(const Array& x, const Array& y, const std::vector<Arg>& args, int index) {
+    const std::vector<std::uint8_t> bx = bytes_of(x), by = bytes_of(y);
+    EXPECT_EQ(bx.size(), by.size());
+    const std::size_t width = itemsize(x.dtype());
+    for (std::size_t e = 0; e * width < std::min(bx.size(), by.size()); ++e) {
+        if (std::memcmp(&bx[e * width], &by[e * width], width) == 0) continue;
+        auto hex = [](const std::uint8_t* p, std::size_t len) {
+            std::string h;
+            for (std::size_t i = len; i-- > 0;) h += fmt::format("{:02x}", p[i]);
+            return h;
+        };
+        std::string in;
+        for (const Arg& arg : args) {
+            const Array& a = arg.array();
+            const std::vector<std::uint8_t> ba = bytes_of(a);
+            const std::size_t aw = itemsize(a.dtype());
+            in += ' ';
+            in += hex(&ba[e * aw], aw);
+        }
+        ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * width], width)
+                      << " (first tier) and 0x" << hex(&by[e * width], width) << " (NVRTC); inputs" << in;
+        return;
+    }
+}
+
 }  // namespace
 
 TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
@@ -315,33 +342,62 @@ TEST(GpuPtxTier, FirstEvalsMatchTheNvrtcKernelsByteForByte) {
         Runtime tiered(t), whole(w);  // module caches of their own: the first eval is tier 1
         const Array x = tiered.eval(c.text, args);
         const Array y = whole.eval(c.text, args);
-        const std::vector<std::uint8_t> bx = bytes_of(x), by = bytes_of(y);
-        EXPECT_EQ(bx.size(), by.size());
-        // The first element that differs, with the inputs there, in hex.
-        const std::size_t width = itemsize(x.dtype());
-        for (std::size_t e = 0; e * width < std::min(bx.size(), by.size()); ++e) {
-            if (std::memcmp(&bx[e * width], &by[e * width], width) == 0) continue;
-            auto hex = [](const std::uint8_t* p, std::size_t len) {
-                std::string h;
-                for (std::size_t i = len; i-- > 0;) h += fmt::format("{:02x}", p[i]);
-                return h;
-            };
-            std::string in;
-            for (const Arg& arg : args) {
-                const Array& a = arg.array();
-                const std::vector<std::uint8_t> ba = bytes_of(a);
-                const std::size_t aw = itemsize(a.dtype());
-                in += ' ';
-                in += hex(&ba[e * aw], aw);
-            }
-            ADD_FAILURE() << "case " << index << ": element " << e << " is 0x" << hex(&bx[e * width], width)
-                          << " (first tier) and 0x" << hex(&by[e * width], width) << " (NVRTC); inputs" << in;
-            break;
-        }
+        expect_same_bytes(x, y, args, index);
         tiered.wait_for_compiles();
         ++index;
     }
     EXPECT_GE(cuda::tier_stats().ptx_kernels, before.ptx_kernels + std::size(cases));
+}
+
+// The device-function cases once the machine has built the device libraries (a disk cache
+// where a first program started their build): the first tier links the libraries' functions,
+// compiling none on its own, and still gives the NVRTC kernels' bits.
+TEST(GpuPtxTier, KernelsLinkedWithTheDeviceLibrariesMatchTheNvrtcKernelsByteForByte) {
+    REQUIRE_GPU();
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    const std::string dir = testing::TempDir() + "jitexpr-libraries-" + std::to_string(::getpid());
+    RuntimeOptions t;
+    t.backend = Backend::Cuda;
+    t.cache_dir = dir;
+    t.tiered_compile = true;
+    RuntimeOptions w = t;
+    w.disk_cache = false;
+    w.tiered_compile = false;
+    const DType F32 = DType::Float32, F64 = DType::Float64, I32 = DType::Int32, I64 = DType::Int64;
+    {
+        Runtime first(t);
+        (void)first.eval("sin(a) + 1", {special(F32, 4099, 0)});  // calls a device function
+        first.wait_for_compiles();                                // the libraries' build with it
+    }
+    struct Case {
+        const char* text;
+        std::vector<DType> args;
+    };
+    const Case cases[] = {
+        {"where(a > 0.5, sin(a)*b + exp(-b), a*a - b)", {F32, F32}},
+        {"cbrt(a) + erf(b) - log(abs(a)) + a / b", {F32, F32}},
+        {"tanh(a) + log1p(abs(b)) + arctan2(a, b) + hypot(a, b)", {F64, F64}},
+        {"expm1(a) * cos(b) + sqrt(abs(a)) / b", {F64, F64}},
+        {"a // b + a % b", {I32, I32}},
+        {"a // b - a % b + a ** 3", {I64, I64}},
+        {"float_power(a, b) + ldexp(a, 3)", {F64, F64}},
+    };
+    const std::int64_t n = 4099;
+    int index = 0;
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.text);
+        std::vector<Arg> args;
+        for (std::size_t k = 0; k < c.args.size(); ++k) args.emplace_back(special(c.args[k], n, static_cast<int>(k)));
+        Runtime tiered(t), whole(w);
+        const Array x = tiered.eval(c.text, args);
+        const Array y = whole.eval(c.text, args);
+        expect_same_bytes(x, y, args, index);
+        tiered.wait_for_compiles();
+        // The PTX kernel and the full kernel: no device function compiled on its own.
+        EXPECT_EQ(tiered.stats().compiles, 2u);
+        ++index;
+    }
+    std::filesystem::remove_all(dir);
 }
 
 // Full reductions written as PTX (issue 33, item 3) against the NVRTC kernels, byte for byte:

@@ -301,6 +301,96 @@ TEST(PtxTier, ADeviceFunctionIsCompiledOnceForEveryKernelThatCallsIt) {
     EXPECT_EQ(second.stats().disk_hits, 1u);
 }
 
+TEST(PtxTier, EveryDeviceFunctionOfASingleOpProgramIsInADeviceLibrary) {
+    // Each op the grammar spells, over arrays of each dtype the PTX tier takes: whatever its
+    // first-tier kernel calls must be prebuilt in one of the libraries.
+    int calls = 0;
+    for (const ir::OpInfo& o : ir::op_table()) {
+        if (o.names.empty() && o.token.empty()) continue;
+        if (o.kind != ir::OpKind::Operator && o.kind != ir::OpKind::Function) continue;
+        const std::string name(ir::spelling(o.op));
+        std::string text;
+        if (!o.token.empty()) text = o.arity == 1 ? name + "a" : "a " + name + " b";
+        else text = name + (o.arity == 1 ? "(a)" : o.arity == 2 ? "(a, b)" : "(a, b, c)");
+        for (DType t : {F32, F64, I32, I64}) {
+            std::vector<cg::KernelSource> kernels;
+            ir::Program program;
+            try {
+                Lowered l = lower(text, {{"a", t}, {"b", t}, {"c", t}});
+                kernels = std::move(l.kernels);
+                program = std::move(l.program);
+            } catch (const Error&) {
+                continue;  // not defined for this dtype
+            }
+            for (const auto& k : kernels) {
+                auto ptx = cg::emit_ptx(program, k, 90);
+                if (!ptx) continue;
+                for (const auto& f : ptx->links) {
+                    ++calls;
+                    EXPECT_GE(cg::device_library_of(f.entries[0]), 0) << f.entries[0] << " of " << text;
+                }
+            }
+        }
+    }
+    EXPECT_GT(calls, 100);
+}
+
+TEST(PtxTier, EveryDeviceLibraryFunctionIsTheDeviceFunctionItself) {
+    const auto& libs = cg::device_libraries();
+    ASSERT_EQ(libs.size(), 3u);
+    std::size_t functions = 0;
+    for (std::size_t g = 0; g < libs.size(); ++g) {
+        EXPECT_TRUE(libs[g].relocatable);
+        for (const auto& symbol : libs[g].entries) {
+            ++functions;
+            EXPECT_EQ(cg::device_library_of(symbol), static_cast<int>(g)) << symbol;
+        }
+    }
+    EXPECT_GT(functions, 100u);
+    const auto sin32 = cg::device_function(ir::Op::Sin, {F32}, F32);
+    ASSERT_TRUE(sin32.has_value());
+    EXPECT_NE(libs[0].source.find(sin32->body), std::string::npos);
+    EXPECT_EQ(cg::device_library_of("jxl_Sin_f32_f32"), 0);
+    EXPECT_EQ(cg::device_library_of("jxl_Sin_f64_f64"), 1);
+    EXPECT_EQ(cg::device_library_of("jxl_Gcd_i64_i64_i64"), 2);
+    EXPECT_EQ(cg::device_library_of("jxl_FloatPower_f32_f32_f32"), -1);  // float32 is promoted first
+}
+
+TEST(PtxTier, OnceTheDeviceLibrariesAreBuiltAKernelCompilesNoDeviceFunction) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    auto x = ptx_of("sin(a) / b + hypot(a, b)", {{"a", F32}, {"b", F32}});
+    ASSERT_TRUE(x.has_value());
+    ASSERT_EQ(x->links.size(), 3u);
+    std::map<std::string, std::string> disk;
+    cuda::ImageStore store;
+    store.get = [&disk](const std::string& key) -> std::optional<std::string> {
+        auto it = disk.find(key);
+        if (it == disk.end()) return std::nullopt;
+        return it->second;
+    };
+    store.put = [&disk](const std::string& key, const std::string& bytes) { disk[key] = bytes; };
+    cuda::ModuleCache first;
+    EXPECT_FALSE(first.claim_library_build(sm90()));  // no store: nothing would keep them
+    first.set_image_store(store);
+    ASSERT_TRUE(first.claim_library_build(sm90()));
+    EXPECT_FALSE(first.claim_library_build(sm90()));  // once
+    EXPECT_EQ(first.build_libraries(sm90()), 3u);
+    EXPECT_EQ(disk.size(), 3u);
+    EXPECT_EQ(first.build_libraries(sm90()), 0u);  // all built
+    const cuda::Image img = first.build(*x, sm90());
+    EXPECT_TRUE(img.is_cubin);
+    EXPECT_EQ(first.stats().compiles, 0u);
+    EXPECT_EQ(first.stats().library_compiles, 3u);
+    // A later process reads the libraries its kernels call from the store, and has nothing to claim.
+    cuda::ModuleCache second;
+    second.set_image_store(store);
+    (void)second.build(*x, sm90());
+    EXPECT_EQ(second.stats().compiles, 0u);
+    EXPECT_EQ(second.stats().library_loads, 1u);  // the float32 group only
+    EXPECT_FALSE(second.claim_library_build(sm90()));
+    EXPECT_EQ(disk.size(), 3u);
+}
+
 TEST(PtxTier, DeviceFunctionsAreForInt32Int64Float32AndFloat64Only) {
     EXPECT_TRUE(cg::device_function(ir::Op::Sin, {F64}, F64).has_value());
     EXPECT_FALSE(cg::device_function(ir::Op::Sin, {DType::Float16}, DType::Float16).has_value());
