@@ -389,10 +389,6 @@ std::string StageEmitter::compute_function() {
         sep();
         params += fmt::format("const {} t{}", reg_type(text_dtype(t)), t);
     }
-    for (std::size_t k = 0; k < block_searches_.size(); ++k) {
-        sep();
-        params += fmt::format("const bool h{}", k);
-    }
     std::string ret = is_compact_stage() ? "bool" : "void";
     if (is_root_stage()) {
         ret = reg_type(p_.node(p_.node(st_.reduce).args[0]).dtype);
@@ -420,50 +416,9 @@ std::string StageEmitter::compute_function() {
     return out;
 }
 
-// contains(column, 'needle') over an Arrow column, one thread a row, read each row a byte at a
-// time: 36% of a device copy's rate on an H100 (bench/results/2026-12-06g-h100-strings-swar.txt),
-// as did every per-row variant tried (word loads, a warp a row, rows staged in shared memory).
-// With a thread a row and no loop, a block's rows are consecutive, so their bytes are one range
-// of the column's data, which the block searches together in 16-byte loads (dsl/semantics.h,
-// str::block_contains) and never reads the offsets but at a candidate.
-void StageEmitter::find_block_searches() {
-    if (opt_.scalar_only) return;
-    for (const ir::NodeId n : p_.ids()) {
-        if (!needed_[n] || is_buffer(n)) continue;
-        const ir::Node& node = p_.node(n);
-        if (node.kind != ir::NodeKind::Op || node.op != ir::Op::Contains || node.nargs != 2) continue;
-        const ir::Node& h = p_.node(node.args[0]);
-        const ir::Node& s = p_.node(node.args[1]);
-        if (is_buffer(node.args[0]) || h.kind != ir::NodeKind::Input || h.dtype != DType::Utf8) continue;
-        if (s.kind != ir::NodeKind::Const || s.dtype != DType::Utf8) continue;
-        const int read = input_read_.at(h.slot);
-        const ReadArray& a = reads_[static_cast<std::size_t>(read)];
-        if (a.dtype != DType::Utf8 || shape_size(a.shape) != shape_size(st_.shape)) continue;
-        block_searches_.push_back({n, read, s.slot});
-    }
-}
-
-std::string StageEmitter::block_search_lines(const std::string& indent, const std::string& row0) const {
-    std::string s;
-    for (std::size_t b = 0; b < block_searches_.size(); ++b) {
-        s += fmt::format("{}__shared__ jx::u8 jx_hit{}[{}];\n", indent, b, opt_.block);
-        s += fmt::format("{}jx::str::block_contains({}, t{}, {}, n, jx_hit{});\n", indent,
-                         reads_[static_cast<std::size_t>(block_searches_[b].read)].name, block_searches_[b].text, row0,
-                         b);
-    }
-    return s;
-}
-
-int StageEmitter::block_search_of(ir::NodeId n) const {
-    for (std::size_t k = 0; k < block_searches_.size(); ++k)
-        if (block_searches_[k].node == n) return static_cast<int>(k);
-    return -1;
-}
-
 std::string StageEmitter::node_line(ir::NodeId n) {
     const ir::Node& node = p_.node(n);
     const std::string t = reg_type(node.dtype);
-    if (const int k = block_search_of(n); k >= 0) return fmt::format("const bool v{} = h{};", n, k);
     auto arg = [&](int k) {
         if (k >= node.nargs) internal("missing operand");
         return fmt::format("v{}", node.args[k]);
@@ -555,10 +510,6 @@ std::string StageEmitter::call_args(const std::vector<std::string>& read_exprs,
     for (auto t : texts_) {
         sep();
         s += fmt::format("t{}", t);
-    }
-    for (std::size_t k = 0; k < block_searches_.size(); ++k) {
-        sep();
-        s += fmt::format("jx_hit{}[threadIdx.x]", k);
     }
     for (auto& w : write_exprs) {
         sep();

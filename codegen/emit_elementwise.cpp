@@ -4,8 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdint>
-#include <limits>
 #include <string>
 
 namespace jit::codegen::emitter {
@@ -20,12 +18,6 @@ void ElementwiseEmitter::choose_kind() {
         classify_inner();
         if (any_inner(InnerClass::Tile)) kind_ = KernelKind::Tiled;
     }
-    if (kind_ == KernelKind::Flat && flat_index32()) find_block_searches();
-}
-
-bool ElementwiseEmitter::flat_index32() const {
-    const std::int64_t count = shape_size(st_.shape);
-    return 2 * (count + opt_.block) <= std::numeric_limits<std::int32_t>::max();
 }
 
 std::string ElementwiseEmitter::kernel(KernelSource& k) {
@@ -59,7 +51,8 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
     // index, which shows in a kernel whose body is heavy.
     // The choice depends on the element count only through that bound, so kernels are still
     // shared between shapes.
-    const bool index32 = flat_index32();
+    const std::int64_t count = shape_size(T);
+    const bool index32 = 2 * (count + opt_.block) <= std::numeric_limits<std::int32_t>::max();
     k.launch.index_bits = index32 ? 32 : 64;
     std::string params = array_params(true) + "const long long n" + (vec > 1 ? ", const int vectors" : "");
     std::string s = "// flat: contiguous or single-element arrays over one index\n";
@@ -106,9 +99,6 @@ std::string ElementwiseEmitter::flat_kernel(KernelSource& k) {
         for (auto& a : reads_) rd.push_back(a.broadcast ? "x_" + a.name : a.name + "[i]");
         for (auto& w : writes_) wr.push_back(w.name + "[i]");
         if (index32) {
-            // A block's rows answer their contains() together first (every thread takes part).
-            if (vec > 1 && !block_searches_.empty()) internal("a block search in a vector kernel");
-            s += block_search_lines("    ", "static_cast<long long>(blockIdx.x) * blockDim.x");
             s += "    const I i = tail + first;\n";
             s += fmt::format("    if (i < count) jx_compute({});\n", call_args(rd, wr));
         } else {

@@ -18,8 +18,6 @@ void ReduceEmitter::choose_kind() {
         flat_reads_ = true;
         for (auto& a : reads_) flat_reads_ = flat_reads_ && same_flat(a.shape, a.strides, st_.shape);
         if (opt_.force_strided && nd > 0) flat_reads_ = false;
-        // The loop's blocks take consecutive elements a thread each (a string read means no groups).
-        if (flat_reads_ && reads_strings()) find_block_searches();
     } else {
         if (r.axis >= nd) internal("reduction axis out of range");
         kind_ = KernelKind::ReduceAxis;
@@ -162,21 +160,8 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
             if (vec > 1) s += "    }\n";
             from = fmt::format("groups * {} + first", group);
         }
-        if (block_searches_.empty()) {
-            s += fmt::format("    for (long long i = {}; i < n; i += step) acc = R::combine(acc, {});\n", from,
-                             leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
-        } else {
-            // The same elements in the same order, in steps the whole block takes together: its
-            // rows answer their contains() first.
-            if (group > 1) internal("a block search in a grouped reduction");
-            s += "    for (long long base = static_cast<long long>(blockIdx.x) * blockDim.x; base < n; base += step) "
-                 "{\n";
-            s += block_search_lines("        ", "base");
-            s += "        const long long i = base + threadIdx.x;\n";
-            s += fmt::format("        if (i < n) acc = R::combine(acc, {});\n",
-                             leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
-            s += "    }\n";
-        }
+        s += fmt::format("    for (long long i = {}; i < n; i += step) acc = R::combine(acc, {});\n", from,
+                         leaf(fmt::format("jx_compute({})", call_args(rd, {})), "i"));
     } else {
         s += "    for (long long i = first; i < n; i += step) {\n";
         for (int q = 0; q < R; ++q) s += fmt::format("        long long p{} = 0;\n", q);

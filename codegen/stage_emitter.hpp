@@ -140,21 +140,6 @@ protected:
     std::map<std::int32_t, int> input_read_;  // input slot -> index into reads_
     std::map<ir::NodeId, int> buffer_read_;   // node -> index into reads_
     KernelKind kind_ = KernelKind::Flat;
-    // contains(Arrow column, string constant) nodes that a Flat kernel's block answers together
-    // for its rows (str::block_contains, before jx_compute): jx_compute takes the answer of the
-    // k-th as its parameter h<k>, the kernel passes jx_hit<k>[threadIdx.x].
-    struct BlockSearch {
-        ir::NodeId node;
-        int read;           // index into reads_ of the column
-        std::int32_t text;  // the needle's Program::strings slot
-    };
-    std::vector<BlockSearch> block_searches_;
-    int block_search_of(ir::NodeId n) const;
-    // Fills block_searches_: for a kernel whose blocks take consecutive rows a thread each, all
-    // threads of a block at every step (a Flat kernel with 32-bit indices, a ReduceAll's loop).
-    void find_block_searches();
-    // The kernel lines that answer them for the rows [`row0`, row0 + blockDim.x) (an expression).
-    std::string block_search_lines(const std::string& indent, const std::string& row0) const;
 };
 
 // Flat, Strided and Tiled kernels: the element-wise stages.
@@ -167,8 +152,6 @@ private:
     std::string kernel(KernelSource& k) override;
     // Contiguous arrays over one index, vectorised where the pointers allow (emit_elementwise.cpp).
     std::string flat_kernel(KernelSource& k);
-    // Whether the Flat kernel indexes with 32 bits: a thread an element (or vector), no loop.
-    bool flat_index32() const;
     // How an array moves along the last axis of the iteration space (see InnerClass).
     InnerClass inner_class_of(const Shape& shape, const Strides& strides, bool may_tile) const;
     // Classes of every array (reads then writes); reads that would need more shared memory than

@@ -54,16 +54,6 @@ if has strings; then
   tail -3 "$out/strings-gpu-tests.log"
   timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
   cat "$out/bench-strings.txt"
-  # contains: the block-wide search against the row-a-thread one (JX_ROW_CONTAINS), interleaved.
-  for round in 1 2; do
-    for variant in block row; do
-      opts=""; [ "$variant" = row ] && opts="-DJX_ROW_CONTAINS"
-      echo "## $variant round $round" >> "$out/bench-strings-ab.txt"
-      JITEXPR_NVRTC_OPTIONS="$opts" timeout 120 build-gpu/bench/bench_strings --rows 30000000 --reps 7 --gpu-only \
-        >> "$out/bench-strings-ab.txt" 2>&1
-    done
-  done
-  grep -E "^##|contains" "$out/bench-strings-ab.txt"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \

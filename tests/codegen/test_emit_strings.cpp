@@ -10,7 +10,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -101,26 +100,6 @@ TEST(CodegenGoldenStrings, ContainsOverAnArrowColumn) {
     expect_golden("strings_contains_arrow", kernels_of(e));
 }
 
-// contains(Arrow column, constant) is answered for a block's rows together (str::block_contains)
-// in a Flat kernel with 32-bit indices and in a ReduceAll's loop; other haystacks (S, U, a needle
-// that is a column) keep the per-row search.
-TEST(CodegenGoldenStrings, ArrowContainsIsSearchedByTheBlockInFlatAndReduceAllKernels) {
-    const cg::Emitted flat = emitted("(contains(t, 'a') & contains(l, 'bc')) | contains(u, t) | contains(s, b'd')");
-    ASSERT_EQ(flat.kernels.size(), 1u);
-    EXPECT_EQ(flat.kernels[0].launch.kind, cg::KernelKind::Flat);
-    const cg::Emitted sum = emitted("sum(contains(l, 'needle'))");
-    ASSERT_EQ(sum.kernels.size(), 1u);
-    EXPECT_EQ(sum.kernels[0].launch.kind, cg::KernelKind::ReduceAll);
-    expect_golden("strings_block_contains", kernels_of(flat) + kernels_of(sum));
-}
-
-TEST(CodegenStrings, ArrowContainsOverMoreRowsThan32BitIndicesKeepsThePerRowSearch) {
-    const cg::Emitted e = emitted("contains(t, 'needle')", {std::int64_t{1} << 31});
-    ASSERT_EQ(e.kernels.size(), 1u);
-    EXPECT_EQ(e.kernels[0].body.find("block_contains"), std::string::npos);
-    EXPECT_NE(e.kernels[0].body.find("jx::op::Contains"), std::string::npos);
-}
-
 TEST(CodegenGoldenStrings, FusedWithNumbersAndAReduction) {
     // A mask of S and U predicates, a where over numbers and its sum: one kernel.
     const cg::Emitted e = emitted("sum(where((s == b'oslo') | startswith(u, 'ab'), x * 2, 0))");
@@ -146,9 +125,6 @@ TEST(CodegenStrings, EveryKindCompilesToCubin) {
     expect_compiles(emitted("str_len(s) + str_len(u) + str_len(t) + str_len(l)"));
     expect_compiles(emitted("startswith(t, u) | endswith(u, l) | contains(u, t)"));
     expect_compiles(emitted("sum(contains(s, b'x'))"));
-    expect_compiles(emitted("sum(contains(l, 'needle')) + sum(where(contains(t, 'a') & contains(t, ''), x, 1))"));
-    expect_compiles(emitted("argmax(contains(t, 'needle'))"));
-    expect_compiles(emitted("(contains(t, 'a') & contains(l, 'bc')) | contains(u, t) | contains(s, b'd')"));
     expect_compiles(emitted("sum(str_len(t), axis=1)", {10, 100}));
     expect_compiles(emitted("x[t == 'x']"));
     expect_compiles(emitted("cumsum(s > b'm')"));
