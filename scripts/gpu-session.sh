@@ -17,7 +17,7 @@
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 #   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
-#   BUILD_TARGETS="bench_strings test_strings_gpu" is the contains A/B in about 4 minutes)
+#   BUILD_TARGETS="bench_strings test_strings_gpu" is the string kernels and their benchmark in about 2 minutes)
 set -u
 cd "$(dirname "$0")/.."
 out=${OUT:-gpu-out}
