@@ -310,12 +310,22 @@ private:
                 for (const auto& k : v.emitted.kernels) misses += cache_->find(k, compile_) ? 0 : 1;
             ctl->begin(Progress::Phase::Compile, Progress::Unit::Kernels, misses);
         }
+        // A first tier's own kernels (those the full kernels do not share: the PTX and the
+        // scalar-only ones) stay off the disk cache: a later process finds the full kernels
+        // there and never asks for them, and the store's write would be on the first eval's path.
+        std::vector<char> to_store(n, 1);
+        if (&v == &main_ && full_)
+            for (std::size_t i = 0; i < n; ++i) {
+                const KernelSource& k = v.emitted.kernels[i];
+                to_store[i] = std::any_of(full_->emitted.kernels.begin(), full_->emitted.kernels.end(),
+                                          [&](const KernelSource& f) { return f.key == k.key && f.name == k.name; });
+            }
         parallel_for_watched(n, ctl, [&](std::size_t i) {
             DeviceScope scope(device_);  // items may run on other threads
             const KernelSource& k = v.emitted.kernels[i];
             Loaded& l = v.kernels[i];
             l.kernel = &k;
-            l.module = cache_->get(k, compile_, &lookups[i]);
+            l.module = cache_->get(k, compile_, &lookups[i], to_store[i] != 0);
             if (ctl && !lookups[i].hit) ctl->add_done(1);
             for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e)
                 l.fn[e] = l.module->function(k.entries[e]);

@@ -178,7 +178,7 @@ Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& c
     return img;
 }
 
-ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup) {
+ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup, bool to_store) {
     Lookup local;
     Lookup& lk = lookup ? *lookup : local;
     lk = {};
@@ -186,7 +186,7 @@ ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions&
     bool created = false;
     ModulePtr m = modules_.get_or_create(memory_key(key), [&] {
         created = true;
-        return create(k, co, key, lk);
+        return create(k, co, key, lk, to_store);
     });
     if (!created) lk.hit = true;  // found in memory, or loaded by the thread that was first
     return m;
@@ -244,12 +244,13 @@ ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions&
 }
 
 ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
-                              Lookup& lk) {
+                              Lookup& lk, bool to_store) {
     const ImageStore store = image_store();
-    if (ModulePtr m = from_store(store, co, key, lk)) return m;
+    if (to_store)
+        if (ModulePtr m = from_store(store, co, key, lk)) return m;
     Image img = build(k, co);
     lk.compile_ms = img.compile_ms;
-    keep_compiled(store, key, img);
+    keep_compiled(to_store ? store : ImageStore{}, key, img);
     auto t0 = Clock::now();
     ModulePtr m = Module::load(img);
     lk.load_ms = ms_since(t0);

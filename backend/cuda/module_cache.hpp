@@ -62,7 +62,11 @@ public:
     // ImageStore, else compiled (and given to the store). Threads asking for the same kernel at
     // once share one compile; different kernels compile in parallel. Throws CompileError /
     // CudaError; a failure is not cached (the next call tries again).
-    ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
+    // `to_store` false: what it compiles is kept in memory only (a first tier's own kernels:
+    // once the full kernels are on disk no later process asks for them, and a store's write
+    // with its fsyncs would sit on the first eval's path).
+    ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr,
+                  bool to_store = true);
     // The same without compiling: from memory, else from the ImageStore (then kept in memory);
     // null when neither has it.
     ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
@@ -116,7 +120,7 @@ private:
     // Counts a compile and gives its image to the store (a failing store is ignored).
     void keep_compiled(const ImageStore& store, const std::string& key, const Image& img);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
-                     Lookup& lookup);
+                     Lookup& lookup, bool to_store);
 
     // Device library `group` for `co` from memory, else the ImageStore (then kept in memory);
     // null when neither has it. Never compiles.

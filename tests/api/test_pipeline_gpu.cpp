@@ -190,6 +190,30 @@ TEST(GpuPipeline, TieredCompileIsSkippedWhenTheFullKernelsAreOnDisk) {
     std::filesystem::remove_all(dir);
 }
 
+TEST(GpuPipeline, AFirstTiersOwnKernelsAreNotWrittenToDisk) {
+    REQUIRE_GPU();
+    const std::string dir = testing::TempDir() + "jitexpr-tier-files-" + std::to_string(::getpid());
+    std::filesystem::remove_all(dir);
+    RuntimeOptions o;
+    o.backend = Backend::Cuda;
+    o.cache_dir = dir;
+    o.tiered_compile = true;
+    Array a = Array::from(std::vector<float>(5000, 2.f), {}, Backend::Cuda);
+    {
+        Runtime rt(o);
+        const cuda::TierStats before = cuda::tier_stats();
+        EXPECT_FLOAT_EQ(rt.eval("a*3.25 - 1", {a}).to_vector<float>()[0], 5.5f);
+        rt.wait_for_compiles();
+        EXPECT_EQ(cuda::tier_stats().started, before.started + 1);  // it did start on a first tier
+    }
+    // The full kernel alone: the first tier's kernel stayed in memory.
+    int files = 0;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(dir))
+        if (e.is_regular_file() && e.path().extension() == ".bin") ++files;
+    EXPECT_EQ(files, 1);
+    std::filesystem::remove_all(dir);
+}
+
 // The first tier's PTX kernels (codegen/ptx.cpp) against the NVRTC kernels, byte for byte, on
 // values that tell implementations apart: signed zeros, NaN, infinities, denormals, values that
 // saturate casts, integer extremes.
