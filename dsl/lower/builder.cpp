@@ -129,13 +129,48 @@ ir::NodeId Lowerer::half_rounded(ir::NodeId v, SourceSpan span) {
     return fresh(v, n.shape, span);
 }
 
+namespace {
+
+// Ops whose result jumps where an operand crosses a float16/bfloat16 rounding boundary (or
+// overflows or underflows in it): comparisons, predicates, rounding, floor division and
+// remainders, signs and steps, the exponent and mantissa views. Such an op reads a 16-bit chain's
+// value rounded to its type, as NumPy reads a float16 array: isinf(a * a) is true where a * a
+// overflows float16 (in the float32 carrier it was a finite 112057), and nextafter of that value
+// was NaN. The arithmetic around them keeps the unrounded carrier (docs/language.md).
+bool reads_rounded(Op op) {
+    switch (ir::info(op).rule) {
+        case ir::Rule::IntDiv:
+        case ir::Rule::Compare:
+        case ir::Rule::RoundUnary:
+        case ir::Rule::SignUnary:
+        case ir::Rule::Predicate:
+        case ir::Rule::Fmod:
+        case ir::Rule::Ldexp:
+        case ir::Rule::FrexpExponent: return true;
+        default: break;
+    }
+    switch (op) {
+        case Op::Rint:
+        case Op::Nextafter:
+        case Op::Heaviside:
+        case Op::Spacing:
+        case Op::FrexpMantissa:
+        case Op::ModfFraction:
+        case Op::ModfIntegral: return true;
+        default: return false;
+    }
+}
+
+}  // namespace
+
 ir::NodeId Lowerer::op_node(Op op, DType result, Shape s, std::initializer_list<ir::NodeId> args, SourceSpan span) {
     Node n;
     n.kind = NodeKind::Op;
     n.op = op;
     n.dtype = result;
     n.shape = std::move(s);
-    for (ir::NodeId a : args) n.args[n.nargs++] = a;
+    const bool rounded = reads_rounded(op);
+    for (ir::NodeId a : args) n.args[n.nargs++] = rounded ? half_rounded(a, span) : a;
     n.span = span;
     return add(std::move(n));
 }

@@ -352,6 +352,23 @@ TEST(FuzzFindings, AFloat16ValueEnteringAReductionOrScanIsRoundedFirst) {
     EXPECT_TRUE(std::isinf(run("float64(sum(a ** e))", env).item<double>()));
 }
 
+// Fuzzer seed 53: an op whose result jumps at a rounding boundary reads a float16 chain's value
+// rounded, as NumPy reads a float16 array. a * a overflows float16 where a is 334.75 (112057 in
+// the float32 carrier): isinf was false, and nextafter(a * a, prod(a)) NaN where NumPy gives inf
+// (nextafter(inf, inf)).
+TEST(FuzzFindings, AFloat16ValueReadByAComparisonPredicateOrStepIsRoundedFirst) {
+    const Environment env{{"a", Arg(run("float16(x)", {{"x", Arg(host<float>({334.75f, 0.5f}))}}))}};
+    auto bools = [&](const char* text) { return run(text, env).to_vector<std::uint8_t>(); };
+    EXPECT_EQ(bools("isinf(a * a)"), (std::vector<std::uint8_t>{1, 0}));
+    EXPECT_EQ(bools("isfinite(a * a)"), (std::vector<std::uint8_t>{0, 1}));
+    EXPECT_EQ(bools("a * a == a * a + 1"), (std::vector<std::uint8_t>{1, 0}));  // inf == inf
+    EXPECT_TRUE(std::isinf(run("float64(nextafter(a * a, a * a))", env).to_vector<double>().at(0)));
+    EXPECT_EQ(run("float64(nextafter(a * a, a))", env).to_vector<double>().at(0), 65504.0);  // down from inf
+    EXPECT_TRUE(std::isnan(run("float64(a * a // 3)", env).to_vector<double>().at(0)));      // inf // 3
+    // 0.5 * 1e-4 * 1e-4 underflows float16 to 0: sign 0, as NumPy
+    EXPECT_EQ(run("float64(sign(a * 0.0001 * 0.0001))", env).to_vector<double>().at(1), 0.0);
+}
+
 // Fuzzer seed 49: an exponent made of a host int by a cast is tested as the cast converts it
 // (np.int64(n).astype(...)): uint16(-193) is 65343, int8(200) is -56.
 TEST(FuzzFindings, ACastHostExponentIsTestedAsConverted) {

@@ -603,6 +603,9 @@ TEST(GpuPipeline, AFloat16ValueEnteringAReductionOrScanIsRoundedFirst) {
     EXPECT_TRUE(std::isnan(values("float64(nancumprod(a ** e))").at(1)));
     EXPECT_TRUE(std::isnan(values("float64(quantile(exp(b), 0.9))").at(0)));
     EXPECT_TRUE(std::isinf(values("float64(sum(a ** e))").at(0)));
+    // and where a comparison, predicate or step reads it (fuzzer seed 53)
+    EXPECT_EQ(values("float64(isinf(a ** e))"), (std::vector<double>{0.0, 1.0}));
+    EXPECT_EQ(values("float64(a ** e == a ** e + 1)"), (std::vector<double>{0.0, 1.0}));
 }
 
 TEST(GpuPipeline, GeneratedSourceHoldsNoUserNames) {
