@@ -173,6 +173,11 @@ def exact_host_value(fn, vals):
 
 LOGICAL_FNS = {np.logical_and, np.logical_or, np.logical_xor, np.logical_not}
 COMPARISONS = {np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal}
+# Functions whose result jumps where an operand crosses a 16-bit float's rounding boundary:
+# jitexpr reads a float16/bfloat16 chain rounded there (docs/language.md), as NumPy reads its array.
+ROUNDED_READS = COMPARISONS | {np.isnan, np.isinf, np.isfinite, np.signbit, np.floor, np.ceil, np.trunc, np.rint,
+                               np.round, np.floor_divide, np.remainder, np.fmod, np.divmod, np.sign, np.heaviside,
+                               np.nextafter, np.spacing, np.frexp, np.modf, np.ldexp}
 
 
 def check_host_fit(v, dtype, fn=None):
@@ -481,7 +486,8 @@ class Evaluator:
                 if operand_dtype and np.dtype(operand_dtype if operand_dtype not in HALF else "float16").kind in "iu":
                     ops[i] = int(v.a.astype(operand_dtype))
         for i, v in enumerate(vals):  # (a logical function reads the value as a bool: it leaves its type)
-            if isinstance(v, Arr) and v.dtype in HALF and (operand_dtype != v.dtype or fn in LOGICAL_FNS):
+            if isinstance(v, Arr) and v.dtype in HALF and (operand_dtype != v.dtype or fn in LOGICAL_FNS or
+                                                           fn in ROUNDED_READS):
                 ops[i] = self.round_to(v.a, v.dtype)
         # The exact evaluation carries float32 in float64: a Python float meeting a float32
         # operation is still NumPy's float32 first (NEP 50), so a1 / 1e300 divides by inf there.
@@ -972,7 +978,11 @@ def nextafter_half(args, ev):
     logical = ev.logical(np.nextafter, vals)
     if logical not in HALF:
         return ev.apply(np.nextafter, vals)
-    x, y = (np.broadcast_arrays(*[np.asarray(ev.operand(v), dtype=np.float64) for v in vals]))
+    # Each operand in the 16-bit type first: a chain's end is read rounded, and a Python number
+    # beside the array becomes its type (NEP 50: nextafter(1e10, bfloat16 array) steps from
+    # bfloat16(1e10), seed 54 case 126003).
+    x, y = (np.broadcast_arrays(*[np.asarray(ev.round_to(np.asarray(ev.operand(v), dtype=np.float64), logical),
+                                             dtype=np.float64) for v in vals]))
     if logical == "float16":
         r = np.nextafter(x.astype(np.float16), y.astype(np.float16)).astype(np.float32)
     else:
