@@ -305,6 +305,12 @@ class Evaluator:
             if np.asarray(r.a).dtype.kind != "f":
                 return r  # complex: the plain patterns only
             return Arr(r.a + (sign // 2) * allowed_ulps * eps * np.abs(r.a), r.dtype)
+        if np.asarray(r.a).dtype.kind == "c":
+            # A complex result's error may point anywhere, not only along it: moved on a diagonal
+            # (alternating by result), so that each part moves by about the magnitude's error
+            # (log(arccosh(complex64 z)), seed 55 case 228691: 0.4 ulp of |z| in the imaginary part).
+            turn = (1 + 1j) if k % 2 == 0 else (1 - 1j)
+            return Arr(r.a * (1 + sign * allowed_ulps * eps * turn), r.dtype)
         return Arr(r.a * (1 + sign * allowed_ulps * eps), r.dtype)
 
     def inexact_host(self, r, allowed_ulps):
@@ -499,9 +505,11 @@ class Evaluator:
                         ops[i] = float(np.float32(v.v))
         # (The logical functions read a Python number as a bool, not in the array's type:
         # logical_xor(1e-40, float16 array) takes 1e-40 as True, as it does beside float32.)
-        if len(halves) == 1 and not others and not wide_loop and fn not in LOGICAL_FNS:
+        if len(halves) == 1 and (not others or operand_dtype in HALF) and not wide_loop and fn not in LOGICAL_FNS:
             # A Python int or float meeting a 16-bit float array becomes that type (NEP 50):
-            # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.)
+            # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.) So it
+            # does beside arrays that promote into it: clip(bool, float16, 65536) clips at inf
+            # (seed 55, case 286291).
             h = halves.pop()
             for i, v in enumerate(vals):
                 if isinstance(v, (Lit, Host)) and not isinstance(self.operand(v), (complex, np.complexfloating)):
