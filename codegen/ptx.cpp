@@ -712,10 +712,18 @@ private:
             code += fmt::format("    shr.u64 %rdG, %rdN, {};\n    mov.u64 %rdK, %rdF;\n",
                                 std::countr_zero(static_cast<unsigned>(group)));
             code += "$Lgroup:\n    setp.ge.u64 %pL, %rdK, %rdG;\n    @%pL bra $Lgroups_done;\n";
-            code +=
-                fmt::format("    mul.lo.u64 %rdI, %rdK, {};\n    add.u64 %rdE, %rdI, {};\n$Lelement:\n", group, group);
-            code += element;
-            code += "    add.u64 %rdI, %rdI, 1;\n    setp.lt.u64 %pL, %rdI, %rdE;\n    @%pL bra $Lelement;\n";
+            if (group <= 4) {
+                // The group's elements written out (float32 and int32: 4, 64-bit types: 2): a
+                // loop of a known count costs ptxas ~4 ms more to assemble (22 -> 18 ms for
+                // sum(a*2+b) in float32 on the development machine).
+                code += fmt::format("    mul.lo.u64 %rdI, %rdK, {};\n", group);
+                for (int e = 0; e < group; ++e) code += element + "    add.u64 %rdI, %rdI, 1;\n";
+            } else {
+                code += fmt::format("    mul.lo.u64 %rdI, %rdK, {};\n    add.u64 %rdE, %rdI, {};\n$Lelement:\n", group,
+                                    group);
+                code += element;
+                code += "    add.u64 %rdI, %rdI, 1;\n    setp.lt.u64 %pL, %rdI, %rdE;\n    @%pL bra $Lelement;\n";
+            }
             code += "    add.u64 %rdK, %rdK, %rdS;\n    bra.uni $Lgroup;\n$Lgroups_done:\n";
             code += fmt::format("    mul.lo.u64 %rdI, %rdG, {};\n    add.u64 %rdI, %rdI, %rdF;\n", group);
         }
