@@ -2,10 +2,10 @@
 """A differential fuzzer: random jitexpr programs over every dtype, shape and literal kind,
 evaluated by jitexpr and by NumPy 2, and the smallest program that tells them apart.
 
-    fuzz_numpy.py --library build/api/libjitexpr_c.so --seed 1 --cases 2000     # CI: seconds
-    fuzz_numpy.py --library ... --minutes 20                                    # by hand
+    fuzz_numpy.py --seed 16 --cases 3000                              # as CI (the Python package)
+    fuzz_numpy.py --minutes 20                                        # by hand
     fuzz_numpy.py --driver cli --binary build/tools/jitexpr --minutes 5
-    fuzz_numpy.py --library ... --seed 7 --case 1234 -v                         # one case again
+    fuzz_numpy.py --seed 7 --case 1234 -v                             # one case again
 
 One case in five (unless --no-dates) is a program of dates and durations (dates.py): datetime64 and
 timedelta64 arrays of random units with NaT, literals, NumPy's arithmetic, comparisons and errors.
@@ -306,10 +306,12 @@ class Evaluator:
                 return r  # complex: the plain patterns only
             return Arr(r.a + (sign // 2) * allowed_ulps * eps * np.abs(r.a), r.dtype)
         if np.asarray(r.a).dtype.kind == "c":
-            # A complex result's error may point anywhere, not only along it: moved on a diagonal
-            # (alternating by result), so that each part moves by about the magnitude's error
-            # (log(arccosh(complex64 z)), seed 55 case 228691: 0.4 ulp of |z| in the imaginary part).
-            turn = (1 + 1j) if k % 2 == 0 else (1 - 1j)
+            # A complex result's error may point anywhere, not only along it: moved on a diagonal,
+            # one in the patterns that move it up and the other in those that move it down (by
+            # result), so that each part moves by about the magnitude's error in some pattern
+            # (log(arccosh(complex64 z)), seed 55 case 228691: 0.4 ulp of |z| in the imaginary
+            # part; sum(where(b, arccos(complex64 z), ...)), seed 58 case 323298, the real part).
+            turn = (1 + 1j) if (sign > 0) == (k % 2 == 0) else (1 - 1j)
             return Arr(r.a * (1 + sign * allowed_ulps * eps * turn), r.dtype)
         return Arr(r.a * (1 + sign * allowed_ulps * eps), r.dtype)
 
@@ -1129,9 +1131,11 @@ def scan_(name, v, axis, ev):
     if kind in HALF:
         x = ev.round_to(x, kind)
         out = np.empty_like(x)
-        acc = np.full(x.shape[:-1], 1 if prod else 0, dtype=x.dtype)
+        # NumPy's accumulate starts from the first element, not from 0 + it: a cumsum of -0.0
+        # begins -0.0 (seed 58, case 244552: reciprocal(cumsum(...)) is -inf there).
+        acc = None
         for j in range(x.shape[-1]):
-            acc = ev.round_to(acc * x[..., j] if prod else acc + x[..., j], kind)
+            acc = x[..., j] if acc is None else ev.round_to(acc * x[..., j] if prod else acc + x[..., j], kind)
             out[..., j] = acc
         r = out
     else:
