@@ -9,6 +9,7 @@
 #include <jit/jit.hpp>
 
 #include "backend/cuda/cuda.hpp"
+#include "backend/cuda/host_copy.hpp"
 #include "backend/cuda/stream.hpp"
 
 #include <fmt/format.h>
@@ -85,12 +86,16 @@ int main(int argc, char** argv) {
     std::printf("pinned host->device      %7.1f GB/s\n", link.pinned_to_device_gbs);
     std::printf("pinned device->host      %7.1f GB/s\n", link.pinned_to_host_gbs);
     std::printf("staging pageable->pinned %7.1f GB/s (%u threads)\n", link.staging_gbs, link.staging_threads);
+    std::printf("staging, streaming stores %6.1f GB/s\n", link.staging_streaming_gbs);
     std::printf("direct pageable->device  %7.1f GB/s\n", link.pageable_to_device_gbs);
+    std::printf("pin in place (register + unregister), 256 MiB at once %7.1f GB/s, in 16 MiB pieces %7.1f GB/s\n",
+                link.register_gbs, link.register_pieces_gbs);
+    std::printf("pin in place, copy to device, unpin      %7.1f GB/s\n", link.registered_to_device_gbs);
 
     const std::int64_t n = static_cast<std::int64_t>(gib * (1 << 30) / 8);  // two float32 inputs
     const std::size_t bytes = static_cast<std::size_t>(n) * 4;
     std::string place_pageable, place_pinned, place_ooc;
-    double pageable = 0, pinned = 0, ooc = 0;
+    double pageable = 0, pageable_memcpy = 0, pinned = 0, ooc = 0;
     {
         jit::Array a = jit::Array::empty(jit::DType::Float32, {n}, jit::Backend::Cpu);
         jit::Array b = jit::Array::empty(jit::DType::Float32, {n}, jit::Backend::Cpu);
@@ -100,6 +105,10 @@ int main(int argc, char** argv) {
         fill(static_cast<float*>(c.data()), n, 0.f);
         jit::Runtime rt = runtime(0);
         pageable = streamed(rt, a, b, c, reps, &place_pageable);
+        jit::cuda::set_streaming_stores(false);  // the same with the host copies by memcpy
+        std::string ignored;
+        pageable_memcpy = streamed(rt, a, b, c, reps, &ignored);
+        jit::cuda::set_streaming_stores(true);
         // Out-of-core: the device may hold a quarter of the inputs.
         jit::Runtime small = runtime(static_cast<std::size_t>(static_cast<double>(bytes) * 2 / 4));
         ooc = streamed(small, a, b, c, reps, &place_ooc);
@@ -131,6 +140,12 @@ int main(int argc, char** argv) {
         "  from pageable memory   %7.1f GB/s = %3.0f%% of staging into pinned (goal >= 80%%), %.1fx the direct "
         "pageable copy (goal >= 1)   [%s]\n",
         pageable, 100 * pageable / stage_ref, pageable / link.pageable_to_device_gbs, place_pageable.c_str());
+    // Every byte of a*2+b crosses the host twice (inputs into the pinned buffers, the result out
+    // of them): 1.5x the input bytes are staged.
+    std::printf("  from pageable memory, host copies by memcpy %7.1f GB/s (%.2fx)\n", pageable_memcpy,
+                pageable / pageable_memcpy);
+    std::printf("  host bytes staged (inputs and result) per second %7.1f GB/s = %3.0f%% of streaming-store staging\n",
+                1.5 * pageable, 100 * 1.5 * pageable / link.staging_streaming_gbs);
     std::printf("  out-of-core (limit = a quarter of the inputs) %7.1f GB/s = %3.0f%% of staging   [%s]\n", ooc,
                 100 * ooc / stage_ref, place_ooc.c_str());
     if (!json.empty()) {
@@ -139,18 +154,20 @@ int main(int argc, char** argv) {
             std::perror(json.c_str());
             return 1;
         }
-        std::fprintf(f,
-                     "{\n  \"input_gib\": %.2f,\n  \"pinned_to_device_gbs\": %.2f,\n  \"pinned_to_host_gbs\": %.2f,\n"
-                     "  \"staging_gbs\": %.2f,\n  \"staging_threads\": %u,\n  \"pageable_direct_gbs\": %.2f,\n"
-                     "  \"axpb_pinned_gbs\": %.2f,\n  \"axpb_pageable_gbs\": %.2f,\n  \"axpb_out_of_core_gbs\": %.2f,\n"
-                     "  \"goal_pinned_80pct_of_link\": %s,\n  \"goal_pageable_80pct_of_staging\": %s,\n"
-                     "  \"goal_pageable_above_direct\": %s,\n  \"goal_out_of_core_80pct_of_staging\": %s\n}\n",
-                     gib, link.pinned_to_device_gbs, link.pinned_to_host_gbs, link.staging_gbs, link.staging_threads,
-                     link.pageable_to_device_gbs, pinned, pageable, ooc,
-                     pinned >= 0.8 * link.pinned_to_device_gbs ? "true" : "false",
-                     pageable >= 0.8 * stage_ref ? "true" : "false",
-                     pageable >= link.pageable_to_device_gbs ? "true" : "false",
-                     ooc >= 0.8 * stage_ref ? "true" : "false");
+        std::fprintf(
+            f,
+            "{\n  \"input_gib\": %.2f,\n  \"pinned_to_device_gbs\": %.2f,\n  \"pinned_to_host_gbs\": %.2f,\n"
+            "  \"staging_gbs\": %.2f,\n  \"staging_threads\": %u,\n  \"pageable_direct_gbs\": %.2f,\n"
+            "  \"register_gbs\": %.2f,\n  \"register_pieces_gbs\": %.2f,\n  \"registered_to_device_gbs\": %.2f,\n"
+            "  \"axpb_pinned_gbs\": %.2f,\n  \"axpb_pageable_gbs\": %.2f,\n  \"axpb_pageable_memcpy_gbs\": %.2f,\n  "
+            "\"staging_streaming_gbs\": %.2f,\n  \"axpb_out_of_core_gbs\": %.2f,\n"
+            "  \"goal_pinned_80pct_of_link\": %s,\n  \"goal_pageable_80pct_of_staging\": %s,\n"
+            "  \"goal_pageable_above_direct\": %s,\n  \"goal_out_of_core_80pct_of_staging\": %s\n}\n",
+            gib, link.pinned_to_device_gbs, link.pinned_to_host_gbs, link.staging_gbs, link.staging_threads,
+            link.pageable_to_device_gbs, link.register_gbs, link.register_pieces_gbs, link.registered_to_device_gbs,
+            pinned, pageable, ooc, pinned >= 0.8 * link.pinned_to_device_gbs ? "true" : "false",
+            pageable >= 0.8 * stage_ref ? "true" : "false", pageable >= link.pageable_to_device_gbs ? "true" : "false",
+            ooc >= 0.8 * stage_ref ? "true" : "false");
         std::fclose(f);
     }
     return 0;

@@ -5,6 +5,7 @@
 #include "backend/call_control.hpp"
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/driver.hpp"
+#include "backend/cuda/host_copy.hpp"
 
 #include <jit/error.hpp>
 
@@ -288,7 +289,7 @@ public:
     void copy(void* dst, const void* src, std::size_t n) {
         const std::size_t parts = std::min<std::size_t>(threads_, std::max<std::size_t>(1, n / kCopyPart));
         if (parts <= 1) {
-            std::memcpy(dst, src, n);
+            copy_streaming(dst, src, n);
             return;
         }
         {
@@ -324,7 +325,7 @@ private:
                 d = dst_;
                 s = src_;
             }
-            if (hi > lo) std::memcpy(d + lo, s + lo, hi - lo);
+            if (hi > lo) copy_streaming(d + lo, s + lo, hi - lo);
             std::lock_guard<std::mutex> lock(m_);
             if (--left_ == 0) done_.notify_all();
         }

@@ -3,6 +3,7 @@
 
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/driver.hpp"
+#include "backend/cuda/host_copy.hpp"
 
 #include <jit/error.hpp>
 
@@ -53,7 +54,8 @@ public:
     }
     unsigned threads() const { return threads_; }
 
-    void run(const std::vector<CopyTask>& tasks) {
+    void run(const std::vector<CopyTask>& tasks, bool streaming = true) {
+        streaming_ = streaming;
         parts_.clear();
         for (const CopyTask& t : tasks) {
             const std::size_t k = std::max<std::size_t>(1, std::min<std::size_t>(threads_ * 2, t.n / kPart));
@@ -64,7 +66,7 @@ public:
         }
         if (parts_.empty()) return;
         if (parts_.size() == 1 || threads_ == 1) {
-            for (const CopyTask& p : parts_) std::memcpy(p.dst, p.src, p.n);
+            for (const CopyTask& p : parts_) copy(p);
             return;
         }
         {
@@ -80,12 +82,16 @@ public:
     }
 
 private:
+    void copy(const CopyTask& p) const {
+        if (streaming_) copy_streaming(p.dst, p.src, p.n);
+        else std::memcpy(p.dst, p.src, p.n);
+    }
     void take_parts() {
         std::size_t finished = 0;
         for (;;) {
             const std::size_t i = next_.fetch_add(1, std::memory_order_relaxed);
             if (i >= parts_.size()) break;
-            std::memcpy(parts_[i].dst, parts_[i].src, parts_[i].n);
+            copy(parts_[i]);
             ++finished;
         }
         if (finished) {
@@ -113,6 +119,7 @@ private:
     std::condition_variable wake_, done_;
     std::uint64_t generation_ = 0;
     std::size_t left_ = 0;
+    bool streaming_ = false;  // set before a batch's parts are published (under m_)
 };
 
 unsigned staging_threads() {
@@ -487,11 +494,35 @@ LinkMeasure measure_link(std::size_t bytes, int repeats) {
         check(d.MemcpyDtoHAsync(host_pinned, dp, bytes, p.copy_out), "cuMemcpyDtoHAsync");
         check(d.StreamSynchronize(p.copy_out), "cuStreamSynchronize");
     });
-    m.staging_gbs = best([&] { p.copier->run({CopyTask{host_pinned, pageable.get(), bytes}}); });
+    m.staging_gbs = best([&] { p.copier->run({CopyTask{host_pinned, pageable.get(), bytes}}, false); });
+    m.staging_streaming_gbs = best([&] { p.copier->run({CopyTask{host_pinned, pageable.get(), bytes}}); });
     m.pageable_to_device_gbs = best([&] {
         check(d.MemcpyHtoDAsync(dp, pageable.get(), bytes, p.copy_in), "cuMemcpyHtoDAsync");
         check(d.StreamSynchronize(p.copy_in), "cuStreamSynchronize");
     });
+    if (d.MemHostRegister) {
+        bool refused = false;
+        auto reg = [&](void* q, std::size_t n) {
+            if (!refused && d.MemHostRegister(q, n, 0) != CUDA_SUCCESS) refused = true;
+            return !refused;
+        };
+        m.register_gbs = best([&] {
+            if (reg(pageable.get(), bytes)) check(d.MemHostUnregister(pageable.get()), "cuMemHostUnregister");
+        });
+        constexpr std::size_t kPiece = std::size_t{16} << 20;
+        m.register_pieces_gbs = best([&] {
+            for (std::size_t off = 0; off + kPiece <= bytes; off += kPiece)
+                if (reg(pageable.get() + off, kPiece))
+                    check(d.MemHostUnregister(pageable.get() + off), "cuMemHostUnregister");
+        });
+        m.registered_to_device_gbs = best([&] {
+            if (!reg(pageable.get(), bytes)) return;
+            check(d.MemcpyHtoDAsync(dp, pageable.get(), bytes, p.copy_in), "cuMemcpyHtoDAsync");
+            check(d.StreamSynchronize(p.copy_in), "cuStreamSynchronize");
+            check(d.MemHostUnregister(pageable.get()), "cuMemHostUnregister");
+        });
+        if (refused) m.register_gbs = m.register_pieces_gbs = m.registered_to_device_gbs = 0;
+    }
     return m;
 }
 

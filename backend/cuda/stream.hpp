@@ -83,7 +83,12 @@ struct LinkMeasure {
     double pinned_to_device_gbs = 0;    // cuMemcpyHtoDAsync from pinned memory
     double pinned_to_host_gbs = 0;      // cuMemcpyDtoHAsync into pinned memory
     double staging_gbs = 0;             // pageable -> pinned by the pipeline's copy threads
+    double staging_streaming_gbs = 0;   // the same with non-temporal stores
     double pageable_to_device_gbs = 0;  // cuMemcpyHtoDAsync from pageable memory (the driver's path)
+    // Pinning pageable memory in place (cuMemHostRegister + cuMemHostUnregister, bytes per
+    // second): of the whole buffer at once, and in pieces of 16 MiB; then the whole buffer
+    // registered, copied to the device and unregistered. 0 where the driver refuses.
+    double register_gbs = 0, register_pieces_gbs = 0, registered_to_device_gbs = 0;
     unsigned staging_threads = 0;
 };
 // Copies `bytes` (at least 1 MiB) each way, best of `repeats`.
