@@ -312,20 +312,24 @@ private:
         }
         // A first tier's own kernels (those the full kernels do not share: the PTX and the
         // scalar-only ones) stay off the disk cache: a later process finds the full kernels
-        // there and never asks for them, and the store's write would be on the first eval's path.
-        std::vector<char> to_store(n, 1);
+        // there and never asks for them. Those it shares are written in the background: the
+        // store's write, with its fsyncs, would be on the first eval's path.
+        using Store = ModuleCache::Store;
+        std::vector<Store> to_store(n, Store::Now);
         if (&v == &main_ && full_)
             for (std::size_t i = 0; i < n; ++i) {
                 const KernelSource& k = v.emitted.kernels[i];
                 to_store[i] = std::any_of(full_->emitted.kernels.begin(), full_->emitted.kernels.end(),
-                                          [&](const KernelSource& f) { return f.key == k.key && f.name == k.name; });
+                                          [&](const KernelSource& f) { return f.key == k.key && f.name == k.name; })
+                                  ? Store::Later
+                                  : Store::No;
             }
         parallel_for_watched(n, ctl, [&](std::size_t i) {
             DeviceScope scope(device_);  // items may run on other threads
             const KernelSource& k = v.emitted.kernels[i];
             Loaded& l = v.kernels[i];
             l.kernel = &k;
-            l.module = cache_->get(k, compile_, &lookups[i], to_store[i] != 0);
+            l.module = cache_->get(k, compile_, &lookups[i], to_store[i]);
             if (ctl && !lookups[i].hit) ctl->add_done(1);
             for (std::size_t e = 0; e < k.entries.size() && e < l.fn.size(); ++e)
                 l.fn[e] = l.module->function(k.entries[e]);

@@ -2,12 +2,16 @@
 #include "backend/cuda/module_cache.hpp"
 
 #include "backend/cuda/parallel.hpp"
+#include "backend/cuda/tiers.hpp"
 
 #include <jit/error.hpp>
 
 #include <fmt/format.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <thread>
 
 namespace jit::cuda {
 
@@ -15,6 +19,64 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// ImageStore writes taken off the calling thread (Store::Later): one thread of the process
+// writes them in the order given, then ends when none is left. Each write counts as a
+// background compile (tiers()), so Runtime::wait_for_compiles and exit wait for it; the thread
+// that queues one waits for them when it exits (WaitForUpgrades), as for an upgrade.
+class LaterWrites {
+public:
+    void push(ImageStore store, std::string key, std::string bytes) {
+        thread_local WaitForUpgrades wait_before_this_thread_exits;
+        (void)wait_before_this_thread_exits;
+        tiers().begin_other();
+        std::unique_lock<std::mutex> lock(m_);
+        jobs_.push_back({std::move(store), std::move(key), std::move(bytes)});
+        if (running_) return;
+        running_ = true;
+        try {
+            std::thread([this] { drain(); }).detach();
+        } catch (...) {  // no thread to be had: this one writes
+            lock.unlock();
+            drain();
+        }
+    }
+
+private:
+    struct Job {
+        ImageStore store;
+        std::string key, bytes;
+    };
+    void drain() {
+        for (;;) {
+            Job job;
+            {
+                std::lock_guard<std::mutex> lock(m_);
+                if (jobs_.empty()) {
+                    running_ = false;
+                    return;
+                }
+                job = std::move(jobs_.front());
+                jobs_.pop_front();
+            }
+            try {
+                job.store.put(job.key, job.bytes);
+            } catch (...) {
+                // The disk cache is an optimisation; failing to write it is not an error here.
+            }
+            job = {};  // the store's references dropped before the count
+            tiers().end_other();
+        }
+    }
+    std::mutex m_;
+    std::deque<Job> jobs_;
+    bool running_ = false;
+};
+
+LaterWrites& later_writes() {
+    static auto* w = new LaterWrites;  // never destroyed: writes may end during exit
+    return *w;
+}
 
 }  // namespace
 
@@ -42,7 +104,8 @@ std::string ModuleCache::disk_key(const codegen::KernelSource& k, const CompileO
 
 ModuleCache::ModuleCache(std::size_t capacity) : modules_(capacity), functions_(1024) {}
 
-std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelSource& f, const CompileOptions& co) {
+std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelSource& f, const CompileOptions& co,
+                                                          Store when) {
     const std::string key = disk_key(f, co);
     return functions_.get_or_create(key, [&]() -> std::shared_ptr<const Image> {
         const ImageStore store = image_store();
@@ -52,7 +115,7 @@ std::shared_ptr<const Image> ModuleCache::device_function(const codegen::KernelS
             return std::make_shared<const Image>(std::move(*img));
         }
         Image img = compile(f.source, f.name, co, true);
-        keep_compiled(store, key, img);
+        keep_compiled(store, key, img, when);
         return std::make_shared<const Image>(std::move(img));
     });
 }
@@ -70,13 +133,18 @@ std::optional<Image> ModuleCache::stored_image(const ImageStore& store, const Co
     return decode_image(*bytes, co);
 }
 
-void ModuleCache::keep_compiled(const ImageStore& store, const std::string& key, const Image& img) {
+void ModuleCache::keep_compiled(const ImageStore& store, const std::string& key, const Image& img, Store when) {
     {
         std::lock_guard<std::mutex> lock(mutex_);
         ++compiles_;
         compile_ms_ += img.compile_ms;
     }
-    if (store.put) {
+    if (when == Store::No || !store.put) return;
+    if (when == Store::Later) {
+        later_writes().push(store, key, encode_image(img));
+        return;
+    }
+    {
         try {
             store.put(key, encode_image(img));
         } catch (...) {
@@ -150,7 +218,7 @@ bool ModuleCache::claim_library_build(const CompileOptions& co) {
     return false;
 }
 
-Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co) {
+Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& co, Store when) {
     if (!k.ptx) return compile(k.source, k.name, co, k.relocatable);
     const auto t0 = Clock::now();
     // Each call from a built device library (one image per group, however many it holds), the
@@ -167,7 +235,11 @@ Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& c
         }
         alone.push_back(i);
     }
-    parallel_for(alone.size(), [&](std::size_t j) { held[alone[j]] = device_function(k.links[alone[j]], co); });
+    // Device functions serve every later kernel that calls them: stored even for a kernel that
+    // is not (Store::No), and off the calling thread unless it writes at once.
+    const Store fn_store = when == Store::Now ? Store::Now : Store::Later;
+    parallel_for(alone.size(),
+                 [&](std::size_t j) { held[alone[j]] = device_function(k.links[alone[j]], co, fn_store); });
     std::vector<const Image*> link;
     for (const auto& h : held)
         if (h) link.push_back(h.get());
@@ -178,7 +250,7 @@ Image ModuleCache::build(const codegen::KernelSource& k, const CompileOptions& c
     return img;
 }
 
-ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup, bool to_store) {
+ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions& co, Lookup* lookup, Store when) {
     Lookup local;
     Lookup& lk = lookup ? *lookup : local;
     lk = {};
@@ -186,7 +258,7 @@ ModulePtr ModuleCache::get(const codegen::KernelSource& k, const CompileOptions&
     bool created = false;
     ModulePtr m = modules_.get_or_create(memory_key(key), [&] {
         created = true;
-        return create(k, co, key, lk, to_store);
+        return create(k, co, key, lk, when);
     });
     if (!created) lk.hit = true;  // found in memory, or loaded by the thread that was first
     return m;
@@ -244,13 +316,13 @@ ModulePtr ModuleCache::from_store(const ImageStore& store, const CompileOptions&
 }
 
 ModulePtr ModuleCache::create(const codegen::KernelSource& k, const CompileOptions& co, const std::string& key,
-                              Lookup& lk, bool to_store) {
+                              Lookup& lk, Store when) {
     const ImageStore store = image_store();
-    if (to_store)
+    if (when != Store::No)
         if (ModulePtr m = from_store(store, co, key, lk)) return m;
-    Image img = build(k, co);
+    Image img = build(k, co, when);
     lk.compile_ms = img.compile_ms;
-    keep_compiled(to_store ? store : ImageStore{}, key, img);
+    keep_compiled(store, key, img, when);
     auto t0 = Clock::now();
     ModulePtr m = Module::load(img);
     lk.load_ms = ms_since(t0);

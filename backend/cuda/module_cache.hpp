@@ -31,6 +31,12 @@ struct ImageStore {
 
 class ModuleCache {
 public:
+    // What becomes of an image compiled for get(): given to the ImageStore at once (Now), by a
+    // background writer (Later: the store's write, with its fsyncs, a few ms on some hosts and
+    // tens at worst, stays off a first eval's path; Runtime::wait_for_compiles and exit wait
+    // for it), or kept in memory only (No).
+    enum class Store : std::uint8_t { No, Now, Later };
+
     struct Stats {
         std::uint64_t hits = 0;       // modules found in memory (or being loaded by another thread)
         std::uint64_t compiles = 0;   // NVRTC compiles
@@ -62,11 +68,12 @@ public:
     // ImageStore, else compiled (and given to the store). Threads asking for the same kernel at
     // once share one compile; different kernels compile in parallel. Throws CompileError /
     // CudaError; a failure is not cached (the next call tries again).
-    // `to_store` false: what it compiles is kept in memory only (a first tier's own kernels:
-    // once the full kernels are on disk no later process asks for them, and a store's write
-    // with its fsyncs would sit on the first eval's path).
+    // `store` says what becomes of what it compiles (the kernel and the device functions built
+    // for it); No also skips the ImageStore lookup. A first tier's own kernels use No (once the
+    // full kernels are on disk no later process asks for them), its kernels shared with the
+    // full ones Later.
     ModulePtr get(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr,
-                  bool to_store = true);
+                  Store store = Store::Now);
     // The same without compiling: from memory, else from the ImageStore (then kept in memory);
     // null when neither has it.
     ModulePtr find(const codegen::KernelSource& kernel, const CompileOptions& options, Lookup* lookup = nullptr);
@@ -79,11 +86,13 @@ public:
     // The image of `kernel` without loading it: NVRTC for C++ kernels (relocatable code for
     // device functions); nvJitLink for PTX kernels, linked with the device functions they call,
     // each compiled once and kept (memory, then the ImageStore) for every later kernel. Needs
-    // no driver. Throws CompileError.
-    Image build(const codegen::KernelSource& kernel, const CompileOptions& options);
+    // no driver. Throws CompileError. `store` as get()'s, for the device functions it compiles
+    // (Later for No: they serve later kernels).
+    Image build(const codegen::KernelSource& kernel, const CompileOptions& options, Store store = Store::Now);
     // The relocatable image of a device function (a PTX kernel's `links`): memory, else the
     // ImageStore, else NVRTC (then stored). Threads asking at once share one compile.
-    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options);
+    std::shared_ptr<const Image> device_function(const codegen::KernelSource& f, const CompileOptions& options,
+                                                 Store store = Store::Now);
 
     // The device libraries (codegen::device_libraries) for `options`: each one that neither
     // memory nor the ImageStore holds is compiled (one NVRTC run per group, a few hundred ms)
@@ -117,10 +126,10 @@ private:
     // The image the store holds under `key` (nullopt: no store, a miss, or bytes that do not decode).
     static std::optional<Image> stored_image(const ImageStore& store, const CompileOptions& options,
                                              const std::string& key);
-    // Counts a compile and gives its image to the store (a failing store is ignored).
-    void keep_compiled(const ImageStore& store, const std::string& key, const Image& img);
+    // Counts a compile and gives its image to the store as `when` says (a failing store is ignored).
+    void keep_compiled(const ImageStore& store, const std::string& key, const Image& img, Store when);
     ModulePtr create(const codegen::KernelSource& kernel, const CompileOptions& options, const std::string& key,
-                     Lookup& lookup, bool to_store);
+                     Lookup& lookup, Store store);
 
     // Device library `group` for `co` from memory, else the ImageStore (then kept in memory);
     // null when neither has it. Never compiles.

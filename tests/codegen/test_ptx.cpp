@@ -4,6 +4,7 @@
 // the NVRTC kernels compute is GpuPtxTier.* (tests/api/test_pipeline_gpu.cpp) on a GPU.
 #include "backend/cuda/cuda.hpp"
 #include "backend/cuda/executor.hpp"
+#include "backend/cuda/tiers.hpp"
 #include "codegen/codegen.hpp"
 #include "dsl/plan.hpp"
 
@@ -14,8 +15,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -299,6 +302,50 @@ TEST(PtxTier, ADeviceFunctionIsCompiledOnceForEveryKernelThatCallsIt) {
     second.build(*y, sm90());
     EXPECT_EQ(second.stats().compiles, 0u);
     EXPECT_EQ(second.stats().disk_hits, 1u);
+}
+
+TEST(PtxTier, ADeviceFunctionBuiltForALaterStoreIsWrittenByAnotherThreadBeforeTheWaitReturns) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    auto x = ptx_of("sin(a) * 3", {{"a", F32}});
+    ASSERT_TRUE(x.has_value());
+    ASSERT_EQ(x->links.size(), 1u);
+    std::mutex m;
+    std::map<std::string, std::thread::id> writer;  // key -> the thread that wrote it
+    cuda::ImageStore store;
+    store.get = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+    store.put = [&](const std::string& key, const std::string&) {
+        std::lock_guard<std::mutex> lock(m);
+        writer[key] = std::this_thread::get_id();
+    };
+    cuda::ModuleCache cache;
+    cache.set_image_store(store);
+    (void)cache.build(*x, sm90(), cuda::ModuleCache::Store::Later);
+    cuda::tiers().wait();  // what Runtime::wait_for_compiles and exit wait for
+    std::lock_guard<std::mutex> lock(m);
+    ASSERT_EQ(writer.size(), 1u);
+    EXPECT_NE(writer.begin()->first.find("|rdc=1"), std::string::npos);
+    EXPECT_NE(writer.begin()->second, std::this_thread::get_id());
+}
+
+TEST(PtxTier, ADeviceFunctionBuiltForAKernelKeptInMemoryOnlyIsStillStored) {
+    if (!cuda::ptx_assembler_available()) GTEST_SKIP() << "built without nvJitLink";
+    auto x = ptx_of("cos(a) * 3", {{"a", F32}});
+    ASSERT_TRUE(x.has_value());
+    std::mutex m;
+    std::map<std::string, std::string> disk;
+    cuda::ImageStore store;
+    store.get = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
+    store.put = [&](const std::string& key, const std::string& bytes) {
+        std::lock_guard<std::mutex> lock(m);
+        disk[key] = bytes;
+    };
+    cuda::ModuleCache cache;
+    cache.set_image_store(store);
+    (void)cache.build(*x, sm90(), cuda::ModuleCache::Store::No);
+    cuda::tiers().wait();
+    std::lock_guard<std::mutex> lock(m);
+    ASSERT_EQ(disk.size(), 1u);  // the function (later kernels call it), not the kernel
+    EXPECT_NE(disk.begin()->first.find("|rdc=1"), std::string::npos);
 }
 
 TEST(PtxTier, EveryDeviceFunctionOfASingleOpProgramIsInADeviceLibrary) {
