@@ -6,6 +6,7 @@
 // writes the figures and the goals of issue 21 with pass/fail.
 //
 //   bench_stream [--gib N (inputs together, default 8)] [--reps R (default 3)] [--json FILE]
+//                [--staging-threads T (the pipeline's copy threads; default 3/4 of the hardware's, <= 16)]
 #include <jit/jit.hpp>
 
 #include "backend/cuda/cuda.hpp"
@@ -72,8 +73,10 @@ int main(int argc, char** argv) {
         if (a == "--gib" && i + 1 < argc) gib = std::stod(argv[++i]);
         else if (a == "--reps" && i + 1 < argc) reps = std::stoi(argv[++i]);
         else if (a == "--json" && i + 1 < argc) json = argv[++i];
+        else if (a == "--staging-threads" && i + 1 < argc)
+            jit::cuda::set_staging_threads(static_cast<unsigned>(std::max(0, std::stoi(argv[++i]))));
         else {
-            std::fprintf(stderr, "usage: bench_stream [--gib N] [--reps R] [--json FILE]\n");
+            std::fprintf(stderr, "usage: bench_stream [--gib N] [--reps R] [--json FILE] [--staging-threads T]\n");
             return 2;
         }
     }

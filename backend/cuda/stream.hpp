@@ -71,6 +71,11 @@ struct StreamStats {
     bool pinned_inputs = false;  // every chunked input was pinned already (no staging)
 };
 
+// The copy threads of the pipelines made from now on (a device's is made at its first streamed
+// run or link measurement), for benchmarks; 0 (the default): three quarters of the hardware
+// threads, 1 to 16.
+void set_staging_threads(unsigned n) noexcept;
+
 // Whether this driver offers what the pipeline needs (pinned memory, events, streams).
 bool streaming_supported();
 // Free and total device memory now (cuMemGetInfo).
