@@ -45,6 +45,20 @@
 #endif
 
 namespace jit::cache {
+
+std::uint64_t hash64(std::string_view bytes, std::uint64_t seed) {
+#if JITEXPR_HAVE_XXHASH
+    return XXH3_64bits_withSeed(bytes.data(), bytes.size(), seed);
+#else
+    std::uint64_t h = seed ^ 1469598103934665603ULL;
+    for (const unsigned char c : bytes) {
+        h ^= c;
+        h *= 1099511628211ULL;
+    }
+    return h;
+#endif
+}
+
 namespace {
 
 using files::Fd;

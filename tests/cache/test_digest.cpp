@@ -132,3 +132,18 @@ TEST(KeyBuilder, KeyIsAValidDiskKey) {
     EXPECT_EQ(k.size(), 64u);
     EXPECT_TRUE(jit::cache::DiskCache::valid_key(k));
 }
+
+TEST(Hash64, TheSameBytesAndSeedGiveTheSameHashAndAnyChangeAnother) {
+    std::string source(15000, 'x');
+    for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<char>('a' + i * 7 % 26);
+    const std::uint64_t h = jit::cache::hash64(source, 0x9e3779b97f4a7c15ULL);
+    EXPECT_EQ(jit::cache::hash64(std::string(source), 0x9e3779b97f4a7c15ULL), h);
+    EXPECT_NE(jit::cache::hash64(source, 1), h);  // another seed
+    for (const std::size_t at : {std::size_t{0}, std::size_t{7000}, source.size() - 1}) {
+        std::string changed = source;
+        changed[at] ^= 1;
+        EXPECT_NE(jit::cache::hash64(changed, 0x9e3779b97f4a7c15ULL), h) << "byte " << at;
+    }
+    EXPECT_NE(jit::cache::hash64(std::string_view(source).substr(1), 0x9e3779b97f4a7c15ULL), h);  // a byte fewer
+    EXPECT_NE(jit::cache::hash64("", 0), jit::cache::hash64(std::string_view("\0", 1), 0));
+}
