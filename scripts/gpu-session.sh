@@ -14,6 +14,8 @@
 #   interleaved rounds (bench/layouts_compare.py).
 #   strings: issue 32's string kernels against the CPU and bench_strings (GPU predicates against a
 #   device copy of the bytes they read).
+#   strings-ab: contains searched in registers (-DJX_FIND_REGS) against the byte loop, interleaved
+#   (STEPS="build strings-ab" with BUILD_TARGETS="bench_strings test_strings_gpu": about 3 minutes).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 #   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
@@ -59,6 +61,20 @@ if has strings; then
   tail -3 "$out/strings-gpu-tests.log"
   timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
   cat "$out/bench-strings.txt"
+fi
+if has strings-ab; then
+  # Issue 32: contains searched in registers (-DJX_FIND_REGS, dsl/semantics.h) against the byte
+  # loop, two interleaved rounds over 30M rows; the GPU string suite with the variant first.
+  JITEXPR_NVRTC_OPTIONS=-DJX_FIND_REGS timeout 200 build-gpu/tests/api/test_strings_gpu > "$out/strings-gpu-regs.log" 2>&1
+  echo "test_strings_gpu with -DJX_FIND_REGS: exit $?"; tail -3 "$out/strings-gpu-regs.log"
+  for round in 1 2; do
+    for v in "" "-DJX_FIND_REGS"; do
+      echo "## ${v:-byte loop} round $round" >> "$out/strings-ab.txt"
+      JITEXPR_NVRTC_OPTIONS="$v" timeout 120 build-gpu/bench/bench_strings --rows 30000000 --reps 7 --gpu-only \
+        >> "$out/strings-ab.txt" 2>&1
+    done
+  done
+  grep -E "^##|contains|copy" "$out/strings-ab.txt"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \
