@@ -27,101 +27,6 @@ using detail::check;
 using detail::to_device_ptr;
 using Clock = std::chrono::steady_clock;
 
-// ---- host copies by several threads
-
-struct CopyTask {
-    void* dst;
-    const void* src;
-    std::size_t n;
-};
-
-// memcpy of a batch of ranges, split into parts of at least kPart bytes, by threads that live as
-// long as the process (sleeping between batches) and the calling thread. One batch at a time
-// (the pipeline's mutex is held).
-class Copier {
-public:
-    static constexpr std::size_t kPart = std::size_t{2} << 20;
-
-    explicit Copier(unsigned threads) : threads_(std::max(1u, threads)) {
-        for (unsigned t = 1; t < threads_; ++t) {
-            try {
-                std::thread([this] { work(); }).detach();
-            } catch (...) {
-                threads_ = t;
-                break;
-            }
-        }
-    }
-    unsigned threads() const { return threads_; }
-
-    void run(const std::vector<CopyTask>& tasks, bool streaming = true) {
-        streaming_ = streaming;
-        parts_.clear();
-        for (const CopyTask& t : tasks) {
-            const std::size_t k = std::max<std::size_t>(1, std::min<std::size_t>(threads_ * 2, t.n / kPart));
-            const std::size_t per = (t.n / k + 63) / 64 * 64;
-            for (std::size_t off = 0; off < t.n; off += per)
-                parts_.push_back({static_cast<unsigned char*>(t.dst) + off,
-                                  static_cast<const unsigned char*>(t.src) + off, std::min(per, t.n - off)});
-        }
-        if (parts_.empty()) return;
-        if (parts_.size() == 1 || threads_ == 1) {
-            for (const CopyTask& p : parts_) copy(p);
-            return;
-        }
-        {
-            std::lock_guard<std::mutex> lock(m_);
-            next_.store(0, std::memory_order_relaxed);
-            left_ = parts_.size();
-            ++generation_;
-        }
-        wake_.notify_all();
-        take_parts();
-        std::unique_lock<std::mutex> lock(m_);
-        done_.wait(lock, [this] { return left_ == 0; });
-    }
-
-private:
-    void copy(const CopyTask& p) const {
-        if (streaming_) copy_streaming(p.dst, p.src, p.n);
-        else std::memcpy(p.dst, p.src, p.n);
-    }
-    void take_parts() {
-        std::size_t finished = 0;
-        for (;;) {
-            const std::size_t i = next_.fetch_add(1, std::memory_order_relaxed);
-            if (i >= parts_.size()) break;
-            copy(parts_[i]);
-            ++finished;
-        }
-        if (finished) {
-            std::lock_guard<std::mutex> lock(m_);
-            left_ -= finished;
-            if (left_ == 0) done_.notify_all();
-        }
-    }
-    void work() {
-        std::uint64_t seen = 0;
-        for (;;) {
-            {
-                std::unique_lock<std::mutex> lock(m_);
-                wake_.wait(lock, [&] { return generation_ != seen; });
-                seen = generation_;
-            }
-            take_parts();
-        }
-    }
-
-    unsigned threads_;
-    std::vector<CopyTask> parts_;
-    std::atomic<std::size_t> next_{0};
-    std::mutex m_;
-    std::condition_variable wake_, done_;
-    std::uint64_t generation_ = 0;
-    std::size_t left_ = 0;
-    bool streaming_ = false;  // set before a batch's parts are published (under m_)
-};
-
 std::atomic<unsigned> g_staging_threads{0};  // set_staging_threads's; 0: the default
 
 // Three quarters of the hardware threads, at most 16: the pipeline's time on pageable data is
@@ -150,7 +55,7 @@ struct Pipeline {
     CUevent in_done[kMaxSlots] = {}, kernel_done[kMaxSlots] = {}, out_done[kMaxSlots] = {};
     CUevent allocated = nullptr;
     Pinned slot[kMaxSlots];
-    std::unique_ptr<Copier> copier;
+    std::unique_ptr<HostCopier> copier;
 };
 
 // The current device's (streams, events and pinned blocks belong to its context).
@@ -177,7 +82,7 @@ void make_ready(Pipeline& p, const detail::Driver& d) {
         check(d.EventCreate(&p.out_done[s], CU_EVENT_DISABLE_TIMING), "cuEventCreate");
     }
     check(d.EventCreate(&p.allocated, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    p.copier = std::make_unique<Copier>(staging_threads());
+    p.copier = std::make_unique<HostCopier>(staging_threads());
     p.ready = true;
 }
 
