@@ -37,6 +37,14 @@ Bound::Bound(const Front& f, const Environment& env) {
     }
 }
 
+Bound::Bound(const Front& f, const std::vector<Arg>& args) {
+    at.resize(f.names.size());
+    for (std::size_t i = 0; i < f.names.size(); ++i) {
+        const std::int32_t p = f.positional[i];
+        at[i] = p >= 0 && static_cast<std::size_t>(p) < args.size() ? &args[static_cast<std::size_t>(p)] : nullptr;
+    }
+}
+
 void append_signature(std::string& key, const Arg* bound) {
     if (!bound) {
         key += '-';
@@ -78,6 +86,67 @@ void append_signature(std::string& key, const Arg* bound) {
     }
 }
 
+namespace {
+std::int64_t array_word(const Array& arr) {
+    return 2 | static_cast<std::int64_t>(arr.dtype()) << 8 | static_cast<std::int64_t>(arr.backend()) << 16 |
+           static_cast<std::int64_t>(arr.read_only()) << 24 | static_cast<std::int64_t>(arr.shape().size()) << 32 |
+           static_cast<std::int64_t>(arr.strides().size()) << 48;
+}
+std::int64_t scalar_word(const Arg& a) { return 1 | static_cast<std::int64_t>(a.value().index()) << 8; }
+}  // namespace
+
+bool same_signature(const Signature& s, const Bound& b) {
+    const std::int64_t* w = s.data();
+    const std::int64_t* const end = w + s.size();
+    for (const Arg* a : b.at) {
+        if (w == end) return false;
+        if (!a) {
+            if (*w++ != 0) return false;
+            continue;
+        }
+        if (!a->is_array()) {
+            if (*w++ != scalar_word(*a)) return false;
+            continue;
+        }
+        const Array& arr = a->array();
+        const Shape& shape = arr.shape();
+        const Strides& strides = arr.strides();
+        if (w[0] != array_word(arr)) return false;  // the same ranks: the words that follow line up
+        if (end - w < static_cast<std::ptrdiff_t>(3 + shape.size() + strides.size())) return false;
+        if (w[1] != arr.device() || w[2] != static_cast<std::int64_t>(arr.itemsize())) return false;
+        w += 3;
+        for (const std::int64_t e : shape)
+            if (*w++ != e) return false;
+        for (const std::int64_t e : strides)
+            if (*w++ != e) return false;
+    }
+    return w == end;
+}
+
+void signature_of(Signature& out, const Bound& b) {
+    out.clear();
+    for (const Arg* a : b.at) {
+        if (!a) {
+            out.push_back(0);
+            continue;
+        }
+        if (!a->is_array()) {
+            out.push_back(scalar_word(*a));
+            continue;
+        }
+        const Array& arr = a->array();
+        const std::size_t at = out.size();
+        const std::size_t nd = arr.shape().size(), ns = arr.strides().size();
+        out.resize(at + 3 + nd + ns);
+        std::int64_t* w = out.data() + at;
+        w[0] = array_word(arr);
+        w[1] = arr.device();
+        w[2] = static_cast<std::int64_t>(arr.itemsize());
+        std::copy(arr.shape().begin(), arr.shape().end(), w + 3);
+        std::copy(arr.strides().begin(), arr.strides().end(), w + 3 + nd);
+    }
+}
+
 DType scalar_dtype(const Arg& a) {
     switch (a.value().index()) {
         case 1: return DType::Bool;
@@ -105,6 +174,11 @@ RuntimeOptions checked(RuntimeOptions options) {
                         "a GPU",
                         options.device));
     return options;
+}
+
+std::uint64_t next_runtime_serial() {
+    static std::atomic<std::uint64_t> next{0};
+    return next.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
 run::MachineOptions machine_options(const RuntimeOptions& o) {
@@ -153,7 +227,8 @@ Runtime::Impl::Impl(RuntimeOptions o)
       machine(machine_options(options)),
       fronts(options.memory_cache_entries),
       entries(options.memory_cache_entries),
-      cpu_entries(options.memory_cache_entries) {}
+      cpu_entries(options.memory_cache_entries),
+      serial(next_runtime_serial()) {}
 
 const Front& Runtime::Impl::front(std::string_view text, bool strict, bool into, double* parse_ms) {
     return *fronts.fetch(runtime_private::FrontKeyView{text, strict, into}, [&] {
@@ -180,6 +255,10 @@ const Front& Runtime::Impl::front(std::string_view text, bool strict, bool into,
         f->names = dsl::free_names(f->module);
         for (auto& t : dsl::targets(f->module))
             if (std::find(f->names.begin(), f->names.end(), t) == f->names.end()) f->names.push_back(t);
+        for (const std::string& n : f->names) {
+            const auto p = std::find(f->params.begin(), f->params.end(), n);
+            f->positional.push_back(p == f->params.end() ? -1 : static_cast<std::int32_t>(p - f->params.begin()));
+        }
         f->strict = strict;
         if (parse_ms) *parse_ms = ms_since(t0);
         return std::shared_ptr<const Front>(std::move(f));
@@ -193,9 +272,92 @@ void Runtime::Impl::entry_key(std::string& key, std::string_view text, const Fro
     for (const Arg* a : b.at) runtime_private::append_signature(key, a);
 }
 
+// ---- a repeated call
+//
+// A loop that evaluates one text over arrays of the same kinds asks the same questions on every
+// call: the axis order, the placement, the devices, the entry key and its cache. Each thread
+// keeps the answers of its last few direct runs; a call of the same parse (the same Front)
+// with the same bindings (Signature) on the same runtime, backend started as then, runs the
+// program it ran then. The entries are held weakly: a program the cache dropped (evicted,
+// cleared) is looked up again, and a runtime destroyed leaves nothing alive here.
+
+namespace {
+
+struct Repeat {
+    std::uint64_t serial = 0;  // the runtime's (0: empty)
+    Backend started = Backend::Auto;
+    const Front* front = nullptr;
+    std::weak_ptr<const Front> front_memory;  // keeps `front`'s address from being reused
+    runtime_private::Signature signature;
+    runtime_private::EntryCache::Handle entry;
+    // Per input and scalar slot of the entry's program: the index of its name in Front::names.
+    boost::container::small_vector<std::uint32_t, 8> input_at;
+    boost::container::small_vector<std::uint32_t, 4> scalar_at;
+};
+
+struct Repeats {
+    std::array<Repeat, 4> slots;
+    unsigned next = 0;
+};
+
+// Where each of `names` is in f.names; false when one is not there.
+template <class Decls, class Out>
+bool positions(const Front& f, const Decls& decls, Out& out) {
+    out.clear();
+    for (const auto& d : decls) {
+        const auto it = std::find(f.names.begin(), f.names.end(), d.name);
+        if (it == f.names.end()) return false;
+        out.push_back(static_cast<std::uint32_t>(it - f.names.begin()));
+    }
+    return true;
+}
+
+Repeats& repeats() {
+    thread_local Repeats r;
+    return r;
+}
+
+}  // namespace
+
+bool Runtime::Impl::repeat(const Front& f, const Bound& b, Repeated& r) {
+    for (const Repeat& s : repeats().slots) {
+        if (s.front != &f || s.serial != serial || s.started != machine.started_backend() ||
+            !runtime_private::same_signature(s.signature, b))
+            continue;
+        r.entry = entries.again(s.entry);
+        if (!r.entry) return false;  // dropped from the cache: looked up again
+        r.inputs.resize(s.input_at.size());
+        for (std::size_t i = 0; i < s.input_at.size(); ++i) r.inputs[i] = b.at[s.input_at[i]];
+        r.scalars.resize(s.scalar_at.size());
+        for (std::size_t i = 0; i < s.scalar_at.size(); ++i) r.scalars[i] = b.at[s.scalar_at[i]];
+        return true;
+    }
+    return false;
+}
+
+void Runtime::Impl::remember(const Front& f, const Bound& b, const run::Entry& e, const EntryCache::Handle& h) {
+    Repeats& r = repeats();
+    Repeat* slot = nullptr;
+    for (Repeat& s : r.slots)
+        if (s.front == &f && s.serial == serial) slot = &s;  // this text's last signature replaced
+    if (!slot) slot = &r.slots[r.next++ % r.slots.size()];
+    const ir::Program& p = e.plan.program;
+    if (!positions(f, p.inputs, slot->input_at) || !positions(f, p.scalars, slot->scalar_at)) {
+        *slot = Repeat{};  // a slot bound under a name the text does not use: not remembered
+        return;
+    }
+    slot->serial = serial;
+    slot->started = machine.started_backend();
+    slot->front = &f;
+    slot->front_memory = f.weak_from_this();
+    runtime_private::signature_of(slot->signature, b);
+    slot->entry = h;
+}
+
 const std::shared_ptr<const run::Entry>& Runtime::Impl::entry(On on, std::string_view text, const Front& f,
                                                               const Environment& env, const Bound& b, Timing* timing,
-                                                              detail::CallControl* control) {
+                                                              detail::CallControl* control,
+                                                              EntryCache::Handle* handle) {
     thread_local std::string key;  // reused: no allocation once it has grown
     entry_key(key, text, f, b);
     bool created = false;
@@ -221,8 +383,9 @@ const std::shared_ptr<const run::Entry>& Runtime::Impl::entry(On on, std::string
         }
         return e;
     };
-    const std::shared_ptr<const run::Entry>& e =
-        (on == On::Main ? entries : cpu_entries).fetch(std::string_view(key), prepare, &created);
+    const std::shared_ptr<const run::Entry>& e = on == On::Main
+                                                     ? entries.fetch(std::string_view(key), prepare, &created, handle)
+                                                     : cpu_entries.fetch(std::string_view(key), prepare, &created);
     if (!created && timing) timing->cache_hit = true;
     return e;
 }
@@ -321,8 +484,14 @@ private:
     detail::CallControl* control_;
 };
 
-Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& env, const CallOptions& o,
-                          bool write_back) {
+namespace {
+
+// `fn(call)` with the run-time arguments of a call with options `o`. Memory that could not be had
+// is an OutOfMemoryError with a caret under what asked for it: the node a backend names (an
+// order statistic, a reduction), else the statement.
+template <class Fn>
+Array guarded(std::string_view text, const Front& f, const CallOptions& o, bool write_back,
+              std::atomic<std::uint64_t>& cancel_epoch, Fn&& fn) {
     detail::CallControl control(o.cancel ? &*o.cancel : nullptr, &cancel_epoch, &o.progress);
     run::Call c;
     c.stream = o.stream;
@@ -330,10 +499,8 @@ Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& en
     c.all_or_nothing = o.in_place_all_or_nothing;
     c.write_back = write_back;
     c.run_ms = o.timing ? &o.timing->run_ms : nullptr;
-    // Memory that could not be had is an OutOfMemoryError with a caret under what asked for
-    // it: the node a backend names (an order statistic, a reduction), else the statement.
     try {
-        return run(text, f, env, c, o.timing);
+        return fn(c);
     } catch (const detail::OutOfMemoryAt& e) {
         throw e.at(text, e.where.empty() ? statements_span(f) : e.where);
     } catch (const OutOfMemoryError& e) {
@@ -344,12 +511,32 @@ Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& en
     }
 }
 
+}  // namespace
+
+Array Runtime::Impl::call(std::string_view text, const Front& f, Environment& env, const CallOptions& o,
+                          bool write_back) {
+    return guarded(text, f, o, write_back, cancel_epoch,
+                   [&](const run::Call& c) { return run(text, f, env, c, o.timing); });
+}
+
+Array Runtime::Impl::call(std::string_view text, const Front& f, const Repeated& r, const CallOptions& o) {
+    return guarded(text, f, o, /*write_back=*/false, cancel_epoch, [&](const run::Call& c) {
+        c.control->check();  // cancelled before it began
+        run::OnDevice on(machine.started_backend(), machine.device());
+        return run::direct(**r.entry, r.slots(), c, nullptr);
+    });
+}
+
 Array Runtime::Impl::run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing) {
     if (f.module.statements.empty()) return Array();
     if (c.control) c.control->check();  // cancelled before it began
     const Bound b(f, env);
+    if (Repeated r; !timing && repeat(f, b, r)) {
+        run::OnDevice on(machine.started_backend(), machine.device());
+        return run::direct(**r.entry, r.slots(), c, &env);
+    }
     const std::optional<run::AxisOrder> order = order_of(text, f, env, b);
-    if (!order) return run_placed(text, f, env, b, c, timing);
+    if (!order) return run_placed(text, f, env, b, c, timing, /*remember=*/true);
     Environment ordered = run::in_order(*order, f.names, env);
     const Array r = run_placed(text, f, ordered, Bound(f, ordered), c, timing);
     if (c.write_back) run::assign_back(*order, f.names, ordered, env);
@@ -373,7 +560,7 @@ std::optional<run::AxisOrder> Runtime::Impl::order_of(std::string_view text, con
 }
 
 Array Runtime::Impl::run_placed(std::string_view text, const Front& f, Environment& env, const Bound& b,
-                                const run::Call& c, Timing* timing) {
+                                const run::Call& c, Timing* timing, bool remember) {
     // Under Auto, Backend::Auto until a call needs the GPU: host data is decided (run_host)
     // before anything of CUDA starts; device arrays mean the driver is up already.
     Backend backend = machine.started_backend();
@@ -383,15 +570,17 @@ Array Runtime::Impl::run_placed(std::string_view text, const Front& f, Environme
         if (backend == Backend::Auto && where.on_device) backend = machine.start();
     }
     if (!run::runs_direct(options.backend, backend, where)) return run_host(text, f, env, b, c, timing);
-    return run_direct(text, f, env, b, c, timing);
+    return run_direct(text, f, env, b, c, timing, remember);
 }
 
 Array Runtime::Impl::run_direct(std::string_view text, const Front& f, Environment& env, const Bound& b,
-                                const run::Call& c, Timing* timing) {
+                                const run::Call& c, Timing* timing, bool remember) {
     check_devices(f, b);
     run::OnDevice on(machine.started_backend(), machine.device());
-    const run::Entry& e = *entry(On::Main, text, f, env, b, timing, c.control);
+    EntryCache::Handle h;
+    const run::Entry& e = *entry(On::Main, text, f, env, b, timing, c.control, remember ? &h : nullptr);
     check_out(e.plan.program, text);
+    if (remember) this->remember(f, b, e, h);
     return run::direct(e, env, c);
 }
 
@@ -542,6 +731,8 @@ Array Runtime::eval(std::string_view text, const std::vector<Arg>& args, const C
                                         names.empty() ? "none" : names, args.size(),
                                         args.size() == 1 ? " was" : "s were"));
     }
+    // The same text over arguments like those of a recent call: no environment is needed.
+    if (Repeated r; !options.timing && impl_->repeat(*f, Bound(*f, args), r)) return impl_->call(text, *f, r, options);
     // The bindings live in a per-thread environment that keeps its nodes from call to call, so
     // evaluating the same text again allocates nothing here. Names of other programs are dropped
     // first (a stale binding would change the program), and the values are released afterwards
@@ -613,14 +804,27 @@ Array Runtime::run_into(std::string_view text, Environment& env, const Array& ou
 Array Runtime::run_into(std::string_view text, Environment& env, const Array& out, const CallOptions& options) {
     if (!out.defined()) throw ArgumentError("run_into: the out array is undefined");
     const Front* f = &impl_->front(text, options.strict_in_place, /*into=*/true, fresh_timing(options));
-    const std::string name(kOutName);
-    // Bound for this call only: the name leaves env however the call ends.
+    // Bound for this call only: the name leaves env however the call ends. Its node is kept for
+    // the thread's next call (emptied: it holds no array), so a repeated call allocates none.
+    thread_local Environment::node_type spare;
     struct Unbind {
         Environment& env;
-        const std::string& name;
-        ~Unbind() { env.erase(name); }
-    } unbind{env, name};
-    env.insert_or_assign(name, Arg(out));
+        ~Unbind() {
+            auto it = env.find(kOutName);
+            if (it == env.end()) return;
+            Environment::node_type n = env.extract(it);
+            n.mapped() = Arg(false);
+            if (!spare) spare = std::move(n);
+        }
+    } unbind{env};
+    if (auto it = env.find(kOutName); it != env.end()) {
+        it->second = Arg(out);
+    } else if (spare) {
+        spare.mapped() = Arg(out);
+        env.insert(std::move(spare));
+    } else {
+        env.emplace(std::string(kOutName), Arg(out));
+    }
     Array r = impl_->call(text, *f, env, options, /*write_back=*/true);
     return r.defined() ? r : out;
 }

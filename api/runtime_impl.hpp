@@ -38,11 +38,14 @@ namespace runtime_private {
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0);
 
-// The parsed text of a program and the names whose bindings its checking depends on.
-struct Front {
+// The parsed text of a program and the names whose bindings its checking depends on. (Shared:
+// a repeated call remembers it by a weak pointer.)
+struct Front : std::enable_shared_from_this<Front> {
     syntax::Module module;
     std::vector<std::string> params;  // positional parameters (no named constants)
     std::vector<std::string> names;   // names read (named constants too), then assigned names
+    // Per name of `names`, its index in `params` (a positional argument), or -1.
+    std::vector<std::int32_t> positional;
     // CallOptions::strict_in_place: every assignment to a bound array writes into it (same-kind
     // cast, broadcast) instead of rebinding the name when the value's dtype or shape differs.
     bool strict = false;
@@ -79,6 +82,28 @@ inline bool operator==(const FrontKey& a, const FrontKeyView& b) {
 struct Bound {
     boost::container::small_vector<const Arg*, 8> at;
     Bound(const Front& f, const Environment& env);
+    // Positional arguments, in the order of f.params.
+    Bound(const Front& f, const std::vector<Arg>& args);
+};
+
+// A call's bindings of a program's names as words, for comparing with an earlier call's: kind,
+// dtype, place (backend and device), read-only flag, item size, shape and strides of each
+// array, the kind of each scalar. Everything the entry key holds, and the device, which the
+// key leaves to check_devices.
+using Signature = boost::container::small_vector<std::int64_t, 24>;
+void signature_of(Signature& out, const Bound& b);
+bool same_signature(const Signature& s, const Bound& b);
+
+// The programs prepared for a text and a binding signature.
+using EntryCache = cache::MemoryCache<std::string, std::shared_ptr<const run::Entry>>;
+
+// A call found to repeat an earlier one (Runtime::Impl::repeat): the program it ran and where
+// the program's inputs and scalars are among the call's bindings.
+struct Repeated {
+    std::shared_ptr<const std::shared_ptr<const run::Entry>> entry;  // held while it runs
+    boost::container::small_vector<const Arg*, 8> inputs;
+    boost::container::small_vector<const Arg*, 4> scalars;
+    run::Slots slots() const { return run::Slots{{inputs.data(), inputs.size()}, {scalars.data(), scalars.size()}}; }
 };
 
 // Appends a binding (absent: null, scalar kind, or array dtype/backend/shape/strides) as raw
@@ -96,6 +121,7 @@ using runtime_private::Clock;
 using runtime_private::Front;
 using runtime_private::kOutName;
 using runtime_private::ms_since;
+using runtime_private::Repeated;
 
 struct Runtime::Impl {
     explicit Impl(RuntimeOptions o);
@@ -109,7 +135,8 @@ struct Runtime::Impl {
     // preparation per key however many threads ask, and a repeated key found without a lock
     // (cache::MemoryCache::fetch).
     cache::MemoryCache<runtime_private::FrontKey, std::shared_ptr<const Front>, runtime_private::FrontKeyHash> fronts;
-    cache::MemoryCache<std::string, std::shared_ptr<const run::Entry>> entries;
+    using EntryCache = runtime_private::EntryCache;
+    EntryCache entries;
     // Host data on a CUDA runtime: the plans decide() reads, and the programs prepared for the
     // CPU backend when a call is kept on the CPU (not counted in stats()).
     cache::MemoryCache<std::string, std::shared_ptr<const run::Entry>> host_plans{256};
@@ -117,6 +144,15 @@ struct Runtime::Impl {
 
     // Runtime::cancel() moves it on; a call stops when it differs from its value at the start.
     std::atomic<std::uint64_t> cancel_epoch{0};
+
+    // A repeated call (runtime.cpp's repeat()): this runtime among all a thread has used.
+    const std::uint64_t serial;
+    // Whether a call like one of the last ones of this thread that ran directly: same text,
+    // same bindings (Signature), the same started backend; `r` then holds what it ran. When
+    // not, the call goes the whole way (order, placement, checks, entry cache).
+    bool repeat(const Front& f, const Bound& b, runtime_private::Repeated& r);
+    // Remembers that `f` over `b` ran directly as `e`, found in `entries` as `h`.
+    void remember(const Front& f, const Bound& b, const run::Entry& e, const EntryCache::Handle& h);
 
     // The parse of `text` as a call reads it (FrontKey): valid until this thread's next call of
     // front(). `parse_ms` (may be null) gets the parse's time on a miss.
@@ -132,8 +168,10 @@ struct Runtime::Impl {
     // thread's next call of entry(). `timing` (may be null) records the preparation; `control`
     // (may be null) watches it: compile progress, stop requests between compiles.
     // `b`: env's bindings of f.names.
+    // `handle` (may be null): what finds the entry again (On::Main only).
     const std::shared_ptr<const run::Entry>& entry(On on, std::string_view text, const Front& f, const Environment& env,
-                                                   const Bound& b, Timing* timing, detail::CallControl* control);
+                                                   const Bound& b, Timing* timing, detail::CallControl* control,
+                                                   EntryCache::Handle* handle = nullptr);
     // The plan of `text` with the dtypes, shapes and layouts `env` binds to its names, within
     // `limits`.
     ir::Plan plan_of(std::string_view text, const Front& f, const Environment& env, const dsl::Limits& limits) const;
@@ -151,6 +189,8 @@ struct Runtime::Impl {
     // One call: binds, runs and (when write_back) stores the assigned names into env. Memory
     // that could not be had is an OutOfMemoryError with a caret under what asked for it.
     Array call(std::string_view text, const Front& f, Environment& env, const CallOptions& o, bool write_back);
+    // The same for a repeated call of eval (nothing written back).
+    Array call(std::string_view text, const Front& f, const runtime_private::Repeated& r, const CallOptions& o);
     // The same, without the OutOfMemoryError's caret. `control` null: the call cannot be stopped.
     Array run(std::string_view text, const Front& f, Environment& env, const run::Call& c, Timing* timing);
     // The axis order the call's arrays share when its program keeps it (run/order.hpp): the
@@ -159,10 +199,12 @@ struct Runtime::Impl {
                                            const Bound& b);
     // run() over the arrays as they are, where they are.
     Array run_placed(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,
-                     Timing* timing);
+                     Timing* timing, bool remember = false);
     // Arrays on the runtime's started backend and device (or none), run as they are.
+    // `remember`: a later call with the same text and bindings may run the same program at once
+    // (repeat()).
     Array run_direct(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,
-                     Timing* timing);
+                     Timing* timing, bool remember = false);
     // Host arrays on a CUDA runtime, or under Auto before one started: decided (run::decide),
     // then run that way.
     Array run_host(std::string_view text, const Front& f, Environment& env, const Bound& b, const run::Call& c,

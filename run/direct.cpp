@@ -115,6 +115,15 @@ void bind_scalars(const ir::Program& p, const Environment& env, std::span<ir::Va
 }
 
 Array direct(const Entry& entry, Environment& env, const Call& call) {
+    const ir::Program& p = entry.plan.program;
+    boost::container::small_vector<const Arg*, 8> inputs(p.inputs.size());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = &env.find(p.inputs[i].name)->second;
+    boost::container::small_vector<const Arg*, 4> scalars(p.scalars.size());
+    for (std::size_t s = 0; s < p.scalars.size(); ++s) scalars[s] = &env.find(p.scalars[s].name)->second;
+    return direct(entry, Slots{{inputs.data(), inputs.size()}, {scalars.data(), scalars.size()}}, call, &env);
+}
+
+Array direct(const Entry& entry, const Slots& slots, const Call& call, Environment* env) {
     const Entry* e = &entry;
     const ir::Program& p = e->plan.program;
     void* const stream = call.stream;
@@ -122,10 +131,10 @@ Array direct(const Entry& entry, Environment& env, const Call& call) {
     const auto t_run = call.run_ms ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
     // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
     boost::container::small_vector<Array, 8> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i)
-        inputs[i] = bound_input(p.inputs[i], env.find(p.inputs[i].name)->second.array());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], slots.inputs[i]->array());
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
-    bind_scalars(p, env, std::span<ir::Value>(scalars.data(), scalars.size()));
+    for (std::size_t s = 0; s < p.scalars.size(); ++s) scalars[s] = scalar_value(*slots.scalars[s]);
+    dsl::check_scalars(p, std::span<ir::Value>(scalars.data(), scalars.size()));
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
     boost::container::small_vector<std::size_t, 4> copy_back;
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
@@ -184,9 +193,9 @@ Array direct(const Entry& entry, Environment& env, const Call& call) {
         if (e->backend == Backend::Cuda) cuda::synchronize(stream);
         *call.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t_run).count();
     }
-    if (call.write_back)
+    if (env && call.write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
-            if (!p.outputs[o].name.empty()) env.insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
+            if (!p.outputs[o].name.empty()) env->insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
     return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
 }
 

@@ -78,6 +78,17 @@ void bind_scalars(const ir::Program& p, const Environment& env, std::span<ir::Va
 // returns the value of its last statement (undefined when that is an assignment).
 Array direct(const Entry& e, Environment& env, const Call& call);
 
+// What a call binds to a program's slots, found by the caller: inputs[i] the array of
+// Program::inputs[i], scalars[s] the value of Program::scalars[s] (a repeated call knows where
+// they are without looking names up).
+struct Slots {
+    std::span<const Arg* const> inputs;
+    std::span<const Arg* const> scalars;
+};
+// direct() over `slots`; the outputs are assigned into `env` when it is given and
+// Call::write_back.
+Array direct(const Entry& e, const Slots& slots, const Call& call, Environment* env);
+
 // Way::Copied (and Way::TooLarge, an OutOfMemoryError): every host array bound to `names` (the
 // names the text reads and assigns) copied to CUDA device `device`, the program prepared over
 // the copies (`programs`) run there, the arrays assigned to `targets` copied back into the

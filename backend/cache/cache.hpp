@@ -168,19 +168,36 @@ public:
         return node_or_create(key, std::forward<F>(factory), nullptr)->value;
     }
 
-    // See above. `created` (optional) is set to whether this call ran the factory.
+private:
+    struct Node;
+
+public:
+    // What fetch() found, kept by a caller that can tell a repeated request without its key:
+    // again() returns the value while nothing has left the cache since (weak: it keeps nothing
+    // alive, and outlives the cache harmlessly).
+    class Handle {
+    public:
+        Handle() = default;
+
+    private:
+        friend class MemoryCache;
+        std::weak_ptr<Node> node;
+        std::uint64_t generation = 0;
+        const void* cache = nullptr;
+    };
+
+    // See above. `created` (optional) is set to whether this call ran the factory; `handle`
+    // (optional) to what again() finds again.
     template <class Q, class F>
-    const V& fetch(const Q& key, F&& factory, bool* created = nullptr) {
+    const V& fetch(const Q& key, F&& factory, bool* created = nullptr, Handle* handle = nullptr) {
         Local& l = local();
         const std::uint64_t g = generation_.load(std::memory_order_acquire);
         if (l.generation == g) {
             if (auto it = l.map.find(key); it != l.map.end()) {
-                Node& n = *it->second;
-                const std::uint64_t t = tick_.load(std::memory_order_relaxed);
-                if (n.used.load(std::memory_order_relaxed) != t) n.used.store(t, std::memory_order_relaxed);
-                l.hits.store(l.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+                hit(l, *it->second);
                 if (created) *created = false;
-                return n.value;
+                if (handle) *handle = handle_of(it->second, g);
+                return it->second->value;
             }
         } else {
             l.map.clear();  // entries left the cache since: start over
@@ -188,14 +205,28 @@ public:
         }
         l.last.reset();
         NodePtr node = node_or_create(key, std::forward<F>(factory), created, /*retry=*/true);
+        if (handle) *handle = handle_of(node, g);
         if (keeps_entries()) {
             // `g` was read before the lookup: if an entry left the cache since, the next call
             // finds the generation changed and starts over.
             auto it = l.map.try_emplace(K(key), std::move(node)).first;
             return it->second->value;
         }
-        l.last = std::move(node);  // capacity 0: held for the caller until its next call
+        l.last = std::move(node);        // capacity 0: held for the caller until its next call
+        if (handle) *handle = Handle{};  // never kept: nothing to find again
         return l.last->value;
+    }
+
+    // The value `h` was fetched with, if no entry has left this cache since (any eviction,
+    // erasure, replacement or clearing forgets every handle): a hit, counted and aged as
+    // fetch()'s are, held by the pointer returned. Null otherwise: fetch() again.
+    std::shared_ptr<const V> again(const Handle& h) {
+        if (h.cache != this || h.generation != generation_.load(std::memory_order_acquire)) return nullptr;
+        NodePtr n = h.node.lock();
+        if (!n) return nullptr;
+        hit(local(), *n);
+        const V* v = &n->value;
+        return std::shared_ptr<const V>(std::move(n), v);
     }
 
     // Whether a ready entry is held, without counting a hit or a miss or touching its age (explain).
@@ -268,6 +299,14 @@ private:
     };
     using NodePtr = std::shared_ptr<Node>;
     using List = std::list<std::pair<K, NodePtr>>;
+
+    Handle handle_of(const NodePtr& n, std::uint64_t generation) const {
+        Handle h;
+        h.node = n;
+        h.generation = generation;
+        h.cache = this;
+        return h;
+    }
     struct Flight {
         std::shared_future<NodePtr> result;
         std::thread::id owner;
@@ -307,6 +346,13 @@ private:
         }
         tables.emplace_back(id_, std::move(l));
         return *tables.back().second;
+    }
+
+    // A hit on `n` through thread table `l`: counted, and its age refreshed.
+    void hit(Local& l, Node& n) {
+        const std::uint64_t t = tick_.load(std::memory_order_relaxed);
+        if (n.used.load(std::memory_order_relaxed) != t) n.used.store(t, std::memory_order_relaxed);
+        l.hits.store(l.hits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     }
 
     std::uint64_t local_hits() const {
