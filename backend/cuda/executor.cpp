@@ -388,8 +388,8 @@ private:
             if (a.backend() != Backend::Cuda || a.device() != device_)
                 throw DeviceMismatchError(
                     fmt::format("cuda backend: input {} is on {}, not cuda device {}", i, a.place(), device_));
-            Strides ds = d.strides.size() == d.shape.size() ? d.strides : contiguous_strides(d.shape);
-            if (a.dtype() != d.dtype || a.shape() != d.shape || !same_layout(d.shape, a.strides(), ds))
+            if (a.dtype() != d.dtype || a.shape() != d.shape ||
+                !same_layout_as_declared(d.shape, a.strides(), d.strides))
                 throw ArgumentError(fmt::format("cuda backend: input {} is {}, the program was prepared for {} {}", i,
                                                 a.describe(), dtype_name(d.dtype), shape_to_string(d.shape)));
         }

@@ -35,6 +35,18 @@ bool same_layout(const Shape& shape, const Strides& a, const Strides& b) {
     return true;
 }
 
+bool same_layout_as_declared(const Shape& shape, const Strides& a, const Strides& declared) {
+    if (declared.size() == shape.size()) return same_layout(shape, a, declared);
+    if (a.size() != shape.size()) return false;
+    if (shape_size(shape) == 0) return true;
+    std::int64_t expect = 1;  // C-contiguous, compared without making the strides
+    for (std::size_t d = shape.size(); d-- > 0;) {
+        if (shape[d] != 1 && a[d] != expect) return false;
+        expect *= shape[d];
+    }
+    return true;
+}
+
 namespace {
 
 // Bytes of a scalar parameter (the register type of its dtype) from a host value.
@@ -125,8 +137,11 @@ void Launcher::write_row(const KernelSource& k, const Param& p, const detail::Ru
     const int D = k.launch.ndim;
     std::int32_t o = schedule.output_of[p.array.node()];
     const ir::Node& n = program.node(p.array.node());
-    Strides st = o >= 0 ? args.outputs[static_cast<std::size_t>(o)].strides() : contiguous_strides(n.shape);
-    if (st.size() != n.shape.size()) st = contiguous_strides(n.shape);
+    // The output's own strides (no copy), or those of a C-contiguous temporary.
+    Strides made;
+    const Strides* given = o >= 0 ? &args.outputs[static_cast<std::size_t>(o)].strides() : nullptr;
+    if (!given || given->size() != n.shape.size()) given = &(made = contiguous_strides(n.shape));
+    const Strides& st = *given;
     if (k.launch.kind == KernelKind::ReduceAxis) {
         // The result's axes are the iteration space's without the reduced one, in order; a
         // result with keepdims (or folded from one) may hold other axes of extent 1, which carry

@@ -20,6 +20,8 @@ namespace jit::cuda {
 bool c_contiguous(const Shape& shape, const Strides& strides);
 // True when two layouts of `shape` address the same elements alike.
 bool same_layout(const Shape& shape, const Strides& a, const Strides& b);
+// same_layout(shape, a, declared) where an empty `declared` stands for C-contiguous strides.
+bool same_layout_as_declared(const Shape& shape, const Strides& a, const Strides& declared);
 
 // A kernel ready to launch: its source description, module and entry points.
 struct Loaded {
