@@ -922,98 +922,6 @@ template <class U> JX_HD bool equal_units(const U* a, const U* b, i64 n) {
         if (a[k] != b[k]) return false;
     return true;
 }
-// ---- A row of up to 60 bytes searched in registers (an experiment for issue 32, chosen on the
-// GPU with -DJX_FIND_REGS, e.g. JITEXPR_NVRTC_OPTIONS=-DJX_FIND_REGS; docs/kernels.md lists the
-// forms measured before). Every variant so far that spent more control flow a byte was slower
-// than the byte loop; this one has none: the lane reads its row's aligned words (the last,
-// partial one a byte at a time, so nothing past the row's end is read; the bytes of the first
-// word before the row lie in the same allocation, whose start is aligned), realigns them with
-// funnel shifts, and tests four places a step for the needle's first two bytes in straight-line
-// code whose length is the warp's longest row. Only places that pass are compared in full.
-JX_HD u32 bytes_equal4(u32 a, u32 b) {  // 0xff in each byte where a and b agree
-#ifdef JX_CUDA
-    return __vcmpeq4(a, b);
-#else
-    u32 r = 0;
-    for (int k = 0; k < 4; ++k)
-        if (((a >> (8 * k)) & 0xFFu) == ((b >> (8 * k)) & 0xFFu)) r |= 0xFFu << (8 * k);
-    return r;
-#endif
-}
-JX_HD u32 funnel_right(u32 lo, u32 hi, u32 shift) {  // bits [shift, shift + 32) of hi:lo, shift < 32
-#ifdef JX_CUDA
-    return __funnelshift_r(lo, hi, shift);
-#else
-    return (u32)((((u64)hi << 32) | lo) >> shift);
-#endif
-}
-JX_HD u32 aligned_word(const u8* p) {  // p is 4-byte aligned
-#ifdef JX_CUDA
-    return *(const u32*)p;
-#else
-    u32 w;
-    std::memcpy(&w, p, 4);
-    return w;
-#endif
-}
-constexpr int kRegRowWords = 16;  // rows of up to 60 bytes
-#ifdef JX_CUDA
-#define JX_UNROLL _Pragma("unroll")
-#else
-#define JX_UNROLL
-#endif
-// The first position of s (m bytes, 1 <= m <= n <= 60) in h (n bytes), or -1.
-JX_HD int find_in_registers(const u8* h, int n, const u8* s, int m) {
-    const int a = (int)((u64)h & 3u);
-    const u8* const base = h - a;
-    const int full = (a + n) >> 2;  // aligned words wholly inside [h - a, h + n)
-    const int tail = (a + n) & 3;   // bytes of the row in the word after them
-    u32 last_word = 0;
-    for (int k = 0; k < 3; ++k)
-        if (k < tail) last_word |= (u32)base[4 * full + k] << (8 * k);
-    int words = full + (tail ? 1 : 0);
-#ifdef JX_CUDA
-    words = __reduce_max_sync(__activemask(), words);  // the same straight-line length in every lane
-#endif
-    u32 w[kRegRowWords + 2];
-JX_UNROLL
-    for (int j = 0; j < kRegRowWords + 2; ++j) w[j] = 0u;
-JX_UNROLL
-    for (int j = 0; j < kRegRowWords + 1; ++j)
-        if (j < words) w[j] = j < full ? aligned_word(base + 4 * j) : j == full ? last_word : 0u;
-    const u32 first = 0x01010101u * s[0], second = 0x01010101u * (m > 1 ? s[1] : 0u);
-    const int last = n - m;  // the last place the needle fits
-    u64 places = 0;          // bit p: the needle's first bytes start at h[p]
-JX_UNROLL
-    for (int j = 0; j < kRegRowWords; ++j) {
-        if (j >= words) break;  // the same in every lane
-        const u32 r = funnel_right(w[j], w[j + 1], 8u * (u32)a);  // h[4j .. 4j + 4)
-        u32 hit = bytes_equal4(r, first);
-        if (m > 1) {
-            const u32 r2 = funnel_right(w[j + 1], w[j + 2], 8u * (u32)a);
-            hit &= bytes_equal4(funnel_right(r, r2, 8u), second);  // h[4j + 1 .. 4j + 5)
-        }
-        const int room = last - 4 * j;  // places 4j .. 4j + room fit, of these four
-        if (room < 0) hit = 0u;
-        else if (room < 3) hit &= 0xFFFFFFFFu >> (8 * (3 - room));
-        const u32 bits = ((hit >> 7) & 0x01010101u) * 0x01020408u >> 24;  // a bit a byte
-        places |= (u64)bits << (4 * j);
-    }
-    while (places) {
-#ifdef JX_CUDA
-        const int p = __ffsll((long long)places) - 1;
-#else
-        int p = 0;
-        while (!((places >> p) & 1u)) ++p;
-#endif
-        int k = 2;
-        while (k < m && h[p + k] == s[k]) ++k;
-        if (k >= m) return p;
-        places &= places - 1;
-    }
-    return -1;
-}
-
 // The first position of s (m units) in h (n units), or -1.
 template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     if (m == 0) return 0;
@@ -1025,10 +933,6 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     }
 #endif
     const U first = s[0];
-#if defined(JX_CUDA) && defined(JX_FIND_REGS)
-    if constexpr (sizeof(U) == 1)
-        if (n <= 4 * kRegRowWords - 4) return find_in_registers((const u8*)h, (int)n, (const u8*)s, (int)m);
-#endif
 #ifdef JX_CUDA
     // 32-bit places for rows under 2 GiB: one instruction a compare and an increment instead of
     // two. contains() over 30M rows on an H100 took 0.553 ms against 0.573 (sum of it 0.66 against

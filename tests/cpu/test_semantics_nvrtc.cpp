@@ -234,36 +234,3 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
 }
 
 }  // namespace
-
-namespace {
-
-TEST(SemanticsNvrtc, TheRegisterRowSearchOfJxFindRegsCompilesToCubinForSm90) {
-    // The experiment's path (-DJX_FIND_REGS, chosen through JITEXPR_NVRTC_OPTIONS) is not in
-    // any kernel a default build makes: compiled here so that it keeps compiling.
-    std::ostringstream src;
-    src << "#define JX_CUDA 1\n" << read_file(JITEXPR_SOURCE_DIR "/dsl/semantics.h") << "\n";
-    src << "extern \"C\" __global__ void jx_find_regs(const unsigned char* c, const int* o, const unsigned char* s,\n"
-           "                                         int m, bool* out, int n) {\n"
-           "    const int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-           "    if (i >= n) return;\n"
-           "    out[i] = jx::str::contains(jx::s8{c + o[i], o[i + 1] - o[i]}, jx::s8{s, m});\n"
-           "}\n";
-    const std::string text = src.str();
-    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
-    nvrtcProgram prog = nullptr;
-    ASSERT_EQ(nv.CreateProgram(&prog, text.c_str(), "find_regs.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
-    struct Destroy {
-        const jit::cuda::detail::Nvrtc& nv;
-        nvrtcProgram* p;
-        ~Destroy() { nv.DestroyProgram(p); }
-    } destroy{nv, &prog};
-    const char* opts[] = {"-arch=sm_90", "-std=c++17", "-default-device", "-DJX_FIND_REGS"};
-    const nvrtcResult rc = nv.CompileProgram(prog, 4, opts);
-    std::size_t log_size = 0;
-    nv.GetProgramLogSize(prog, &log_size);
-    std::string log(log_size, '\0');
-    if (log_size) nv.GetProgramLog(prog, log.data());
-    ASSERT_EQ(rc, NVRTC_SUCCESS) << nv.GetErrorString(rc) << "\n" << log;
-}
-
-}  // namespace
