@@ -5,7 +5,7 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings] [layouts]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings] [layouts] [profile]"
 #   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
 #   ufuncs: issue 16's ufuncs on CUDA on their own (the CUDA differential suite, which holds every
 #   new function x dtype, timed; every op compiled for sm_90 by NVRTC); `tests` runs both among
@@ -14,8 +14,6 @@
 #   interleaved rounds (bench/layouts_compare.py).
 #   strings: issue 32's string kernels against the CPU and bench_strings (GPU predicates against a
 #   device copy of the bytes they read).
-#   strings-ab: contains searched in registers (-DJX_FIND_REGS) against the byte loop, interleaved
-#   (STEPS="build strings-ab" with BUILD_TARGETS="bench_strings test_strings_gpu": about 3 minutes).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 #   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
@@ -35,7 +33,12 @@ if has build; then
   # (0.2 ms more a disk hit than the wheels' XXH3): a copy carried in .carry/xxh/ is used.
   xxh=()
   [ -f .carry/xxh/xxhash.h ] && xxh=("-DJITEXPR_XXHASH_INCLUDE_DIR=$PWD/.carry/xxh")  # cp /usr/include/xxhash.h .carry/xxh/
-  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release ${xxh[@]+"${xxh[@]}"} > "$out/cmake.log" 2>&1
+  # PYTHON_MODULE=1: the extension module too (build-gpu/python), for scripts/gpu-profile.sh's
+  # steps after this script without a build of their own.
+  py=()
+  [ "${PYTHON_MODULE:-0}" = 1 ] && py=(-DJITEXPR_BUILD_PYTHON=ON "-Dnanobind_DIR=$(python3 -m nanobind --cmake_dir)")
+  cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release ${xxh[@]+"${xxh[@]}"} ${py[@]+"${py[@]}"} \
+    > "$out/cmake.log" 2>&1
   grep "disk-cache checksum" "$out/cmake.log"
   # shellcheck disable=SC2086
   cmake --build build-gpu -j"$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 > "$out/build.log" 2>&1 \
@@ -43,8 +46,36 @@ if has build; then
   tail -1 "$out/build.log"
 fi
 if has tests; then
-  timeout 240 ctest --test-dir build-gpu -L gpu -j8 --timeout 200 --output-on-failure > "$out/gpu-tests.log" 2>&1
+  # The longest GPU test (2-3 minutes on a slow host) runs beside the others from the start, so
+  # that the step's time is the longer of the two, not their sum.
+  diff_test=DifferentialNumPy.CudaBackendAgrees
+  timeout 280 build-gpu/tests/diff/test_diff_cuda --gtest_filter="$diff_test" > "$out/gpu-diff-test.log" 2>&1 &
+  diff_pid=$!
+  timeout 270 ctest --test-dir build-gpu -L gpu -E "^$diff_test\$" -j8 --timeout 200 --output-on-failure \
+    > "$out/gpu-tests.log" 2>&1
   grep -E "tests passed|\*\*\*Failed|Timeout" "$out/gpu-tests.log"
+  wait "$diff_pid"; echo "$diff_test: exit $?"; grep -E "^\[  (PASSED|FAILED|SKIPPED)" "$out/gpu-diff-test.log"
+fi
+if has profile; then
+  # Where a memory hit's host time goes (issue 33, item 2): bench_gpu's per-call rows under
+  # gperftools' sampling profiler, the eval beside the bare launch. The lent machine has no
+  # gperftools: carry it (mkdir -p .carry/prof && cp /usr/lib/x86_64-linux-gnu/libprofiler.so.0
+  # /lib/x86_64-linux-gnu/libunwind.so.8 /usr/bin/google-pprof .carry/prof/).
+  if [ -f .carry/prof/libprofiler.so.0 ]; then
+    for b in HostOverheadPerEval HostBareLaunch; do
+      timeout 90 env CPUPROFILE="$out/$b.prof" CPUPROFILE_FREQUENCY=4000 LD_PRELOAD="$PWD/.carry/prof/libprofiler.so.0" \
+        LD_LIBRARY_PATH="$PWD/.carry/prof" build-gpu/bench/bench_gpu --benchmark_filter="^BM_$b/" \
+        --benchmark_repetitions=12 > "$out/profile-$b.txt" 2>&1
+      perl .carry/prof/google-pprof --text build-gpu/bench/bench_gpu "$out/$b.prof" > "$out/profile-$b-self.txt" 2>&1
+      perl .carry/prof/google-pprof --text --cum build-gpu/bench/bench_gpu "$out/$b.prof" > "$out/profile-$b-cum.txt" 2>&1
+      echo "## $b"; grep median "$out/profile-$b.txt" | cut -c1-110
+      head -28 "$out/profile-$b-self.txt" | cut -c1-150
+      echo "## $b, inclusive"
+      grep -E "jit::|cuLaunchKernel|::BM_|malloc|free|mutex" "$out/profile-$b-cum.txt" | head -40 | cut -c1-150
+    done
+  else
+    echo "profile: no .carry/prof/libprofiler.so.0 (see the comment above)"
+  fi
 fi
 if has ufuncs; then
   t0=$SECONDS
@@ -61,20 +92,6 @@ if has strings; then
   tail -3 "$out/strings-gpu-tests.log"
   timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
   cat "$out/bench-strings.txt"
-fi
-if has strings-ab; then
-  # Issue 32: contains searched in registers (-DJX_FIND_REGS, dsl/semantics.h) against the byte
-  # loop, two interleaved rounds over 30M rows; the GPU string suite with the variant first.
-  JITEXPR_NVRTC_OPTIONS=-DJX_FIND_REGS timeout 200 build-gpu/tests/api/test_strings_gpu > "$out/strings-gpu-regs.log" 2>&1
-  echo "test_strings_gpu with -DJX_FIND_REGS: exit $?"; tail -3 "$out/strings-gpu-regs.log"
-  for round in 1 2; do
-    for v in "" "-DJX_FIND_REGS"; do
-      echo "## ${v:-byte loop} round $round" >> "$out/strings-ab.txt"
-      JITEXPR_NVRTC_OPTIONS="$v" timeout 120 build-gpu/bench/bench_strings --rows 30000000 --reps 7 --gpu-only \
-        >> "$out/strings-ab.txt" 2>&1
-    done
-  done
-  grep -E "^##|contains|copy" "$out/strings-ab.txt"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \
