@@ -74,6 +74,18 @@ extern "C" __global__ void ref_axpb_f4(const float4* __restrict__ a, const float
         c[i] = make_float4(x.x * 2.f + y.x, x.y * 2.f + y.y, x.z * 2.f + y.z, x.w * 2.f + y.w);
     }
 }
+// The parameters of jitexpr's flat kernel for a*2+b (tests/codegen/golden/axpb_float32.cu): three
+// arrays, the element count and the vector flag, for a bare launch with the same argument list.
+extern "C" __global__ void ref_axpb_flat(const float* __restrict__ a, const float* __restrict__ b,
+                                         float* __restrict__ c, const long long n, const int vectors) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (vectors && i < n / 4) {
+        const float4 x = reinterpret_cast<const float4*>(a)[i], y = reinterpret_cast<const float4*>(b)[i];
+        reinterpret_cast<float4*>(c)[i] = make_float4(x.x * 2.f + y.x, x.y * 2.f + y.y, x.z * 2.f + y.z, x.w * 2.f + y.w);
+    } else if (!vectors && i < n) {
+        c[i] = a[i] * 2.f + b[i];
+    }
+}
 __device__ __forceinline__ float ref_where1(float a, float b) {
     return a > 0.5f ? sinf(a) * b + expf(-b) : a * a - b;
 }
@@ -298,6 +310,21 @@ void BM_HostBareLaunch(benchmark::State& state) {
     host_batches(state, launch);
 }
 
+// The same floor with the argument list of jitexpr's own kernel for the call (three pointers, a
+// 64-bit count, a flag) and its grid: what cuLaunchKernel of that kernel costs by itself.
+void BM_HostBareLaunchFlatSignature(benchmark::State& state) {
+    AxpbArgs x;
+    void* f = reference_kernel("ref_axpb_flat");
+    void *pa = x.a.data(), *pb = x.b.data(), *pc = x.c.data();
+    long long n = 1024;
+    int vectors = 1;
+    void* args[5] = {&pa, &pb, &pc, &n, &vectors};
+    cuda::LaunchConfig cfg;
+    cfg.block[0] = 256;
+    cfg.grid[0] = 4;
+    host_batches(state, [&] { cuda::launch(f, cfg, args); });
+}
+
 void BM_HostSustainedPerEval(benchmark::State& state) {
     AxpbArgs x;
     Kernel k = compile("a*2 + b", gpu());
@@ -433,6 +460,7 @@ BENCHMARK(BM_HostOverheadPerEval)->UseManualTime()->Iterations(kHostBatches)->Un
 BENCHMARK(BM_HostOverheadEvalText)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostOverheadInto)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostBareLaunch)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostBareLaunchFlatSignature)->UseManualTime()->Iterations(kHostBatches)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostSustainedPerEval)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostSustainedBareLaunch)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_BlockAxpb)->Apply(blocks)->UseManualTime()->Unit(benchmark::kMicrosecond);
