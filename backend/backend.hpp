@@ -39,8 +39,49 @@ public:
     virtual Array allocate(std::size_t output, const Shape& shape) = 0;
 };
 
+// The arrays of a call's inputs, read as a span of arrays: contiguous (a vector of them), or
+// each where the caller holds it (RunInputs::at: a call that binds its arguments as they are,
+// without copying the arrays, whose shared counts are atomic).
+class RunInputs {
+public:
+    RunInputs() = default;
+    RunInputs(std::span<const Array> arrays) : arrays_(arrays.data()), n_(arrays.size()) {}
+    RunInputs(const std::vector<Array>& arrays) : arrays_(arrays.data()), n_(arrays.size()) {}
+    static RunInputs at(std::span<const Array* const> pointers) {
+        RunInputs r;
+        r.pointers_ = pointers.data();
+        r.n_ = pointers.size();
+        return r;
+    }
+    std::size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    const Array& operator[](std::size_t i) const { return pointers_ ? *pointers_[i] : arrays_[i]; }
+
+    class iterator {
+    public:
+        iterator(const RunInputs* r, std::size_t i) : r_(r), i_(i) {}
+        const Array& operator*() const { return (*r_)[i_]; }
+        iterator& operator++() {
+            ++i_;
+            return *this;
+        }
+        bool operator!=(const iterator& o) const { return i_ != o.i_; }
+
+    private:
+        const RunInputs* r_;
+        std::size_t i_;
+    };
+    iterator begin() const { return {this, 0}; }
+    iterator end() const { return {this, n_}; }
+
+private:
+    const Array* arrays_ = nullptr;
+    const Array* const* pointers_ = nullptr;
+    std::size_t n_ = 0;
+};
+
 struct RunArgs {
-    std::span<const Array> inputs;        // one per Program::inputs, shapes/strides as declared
+    RunInputs inputs;                     // one per Program::inputs, shapes/strides as declared
     std::span<const ir::Value> scalars;   // one per Program::scalars, already of the declared dtype
     std::span<Array> outputs;             // one per Program::outputs, allocated (or the aliased
                                           // input's memory), shape of the output node; may be strided.

@@ -129,9 +129,22 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
     void* const stream = call.stream;
     const bool all_or_nothing = call.all_or_nothing;
     const auto t_run = call.run_ms ? Clock::now() : Clock::time_point();  // a hit reads no clock untimed
-    // Small vectors: no heap allocation for programs of up to 8 inputs/outputs.
-    boost::container::small_vector<Array, 8> inputs(p.inputs.size());
-    for (std::size_t i = 0; i < p.inputs.size(); ++i) inputs[i] = bound_input(p.inputs[i], slots.inputs[i]->array());
+    // Small vectors: no heap allocation for programs of up to 8 inputs/outputs. An input read
+    // as it is bound is passed where the caller holds it; a view of it (a[1:]) or its int64
+    // counts (dates) are made here.
+    boost::container::small_vector<Array, 8> made;
+    made.reserve(p.inputs.size());  // no reallocation: `inputs` points into it
+    boost::container::small_vector<const Array*, 8> inputs(p.inputs.size());
+    for (std::size_t i = 0; i < p.inputs.size(); ++i) {
+        const ir::InputDecl& d = p.inputs[i];
+        const Array& a = slots.inputs[i]->array();
+        if (!d.view && !d.temporal) {
+            inputs[i] = &a;
+        } else {
+            made.push_back(bound_input(d, a));
+            inputs[i] = &made.back();
+        }
+    }
     boost::container::small_vector<ir::Value, 4> scalars(p.scalars.size());
     for (std::size_t s = 0; s < p.scalars.size(); ++s) scalars[s] = scalar_value(*slots.scalars[s]);
     dsl::check_scalars(p, std::span<ir::Value>(scalars.data(), scalars.size()));
@@ -141,7 +154,7 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
         const ir::OutputDecl& od = p.outputs[o];
         if (p.is_dynamic(od.node)) continue;  // the backend has it made once it has counted
         if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
-            outputs[o] = inputs[static_cast<std::size_t>(od.alias_input)];
+            outputs[o] = *inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
             try {
                 outputs[o] = empty_like(e->output_shapes[o], stream == nullptr);
@@ -158,7 +171,7 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
         }
     }
     detail::RunArgs ra;
-    ra.inputs = std::span<const Array>(inputs.data(), inputs.size());
+    ra.inputs = detail::RunInputs::at(std::span<const Array* const>(inputs.data(), inputs.size()));
     ra.scalars = std::span<const ir::Value>(scalars.data(), scalars.size());
     ra.outputs = std::span<Array>(outputs.data(), outputs.size());
     ra.stream = stream;
@@ -183,7 +196,7 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
     // the backend's copy (same dtype and shape; the target may be strided). The program is
     // complete, so these copies are not cancelled: an in-place write finishes or never starts.
     for (std::size_t o : copy_back) {
-        const Array& target = inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
+        const Array& target = *inputs[static_cast<std::size_t>(p.outputs[o].alias_input)];
         core::copy(target, outputs[o], stream);
         outputs[o] = target;
     }
@@ -196,7 +209,7 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
     if (env && call.write_back)
         for (std::size_t o = 0; o < p.outputs.size(); ++o)
             if (!p.outputs[o].name.empty()) env->insert_or_assign(p.outputs[o].name, Arg(outputs[o]));
-    return e->plan.result_output >= 0 ? outputs[static_cast<std::size_t>(e->plan.result_output)] : Array();
+    return e->plan.result_output >= 0 ? std::move(outputs[static_cast<std::size_t>(e->plan.result_output)]) : Array();
 }
 
 }  // namespace jit::run
