@@ -198,6 +198,13 @@ def check_host_fit(v, dtype, fn=None):
         raise RefError("value")
 
 
+def past_int64_ring(v):
+    """A ring operation's result past int64 and within uint64 (9223372036854775807 << True):
+    jitexpr's int64 steps wrap to the same 64 bits, which a uint64 operand takes as this exact
+    value (check_host_fit refuses it for any other dtype)."""
+    return v.ring and not v.wrapped and v.exact is not None and INT64_MAX < v.exact < 2**64
+
+
 class Arr:
     def __init__(self, a, dtype):
         self.a, self.dtype = a, dtype
@@ -386,6 +393,8 @@ class Evaluator:
             if isinstance(v, Arr):
                 proxies.append(np.zeros((), dtype="float16" if v.dtype == "bfloat16" else v.dtype))
                 kinds.append(v.dtype)
+            elif isinstance(v, Host) and past_int64_ring(v):
+                proxies.append(v.exact)
             elif isinstance(v, Host):
                 # (the exact evaluation's wide carriers are Python's float and complex here: a
                 # clongdouble host value would type the result complex256)
@@ -427,6 +436,8 @@ class Evaluator:
         if isinstance(v, Arr):
             return v.a
         if isinstance(v, Host):
+            if past_int64_ring(v):
+                return v.exact
             return v.a.item() if v.a.dtype not in (np.longdouble, np.clongdouble) else v.a[()]
         return v.v
 
