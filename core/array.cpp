@@ -328,6 +328,24 @@ Array make_view(void* data, DType dtype, std::size_t item_bytes, Shape shape, St
 }
 }  // namespace
 
+Array Array::with_data(void* data, std::shared_ptr<void> keep_alive) const {
+    if (dtype_ == DType::Utf8)
+        throw ArgumentError("with_data: a utf8 array is its offsets and its bytes; make a view with view_utf8");
+    // The bytes the layout reaches from element 0, as make_view counts them (the dimensions were
+    // checked when this array was made, so nothing overflows here).
+    std::int64_t hi = 0;
+    const Shape& sh = shape();
+    const Strides& st = strides();
+    const bool empty = shape_size(sh) == 0;
+    for (std::size_t k = 0; k < sh.size() && k < st.size() && !empty; ++k)
+        if (st[k] > 0) hi += (sh[k] - 1) * st[k];
+    const std::size_t bytes = empty ? 0 : static_cast<std::size_t>(hi + 1) * itemsize_;
+    Array a = *this;
+    a.offset_ = 0;
+    a.storage_ = std::make_shared<BorrowedStorage>(data, bytes, backend_, device(), std::move(keep_alive));
+    return a;
+}
+
 Array Array::view(const void* data, DType dtype, Shape shape, Strides strides, Backend backend,
                   std::shared_ptr<void> keep_alive) {
     return view(data, dtype, std::move(shape), std::move(strides), backend, kDefaultDevice, std::move(keep_alive));

@@ -37,6 +37,29 @@ TEST(ArrayCopies, AViewHasItsOwnShapeAndLeavesTheOriginalAlone) {
     EXPECT_EQ(s.strides(), (Strides{3, 2}));
 }
 
+TEST(ArrayCopies, WithDataRepointsALayoutAllocatingOnlyTheStorage) {
+    std::vector<float> first{1, 2, 3, 4, 5, 6}, second{10, 20, 30, 40, 50, 60};
+    const Array v = Array::view(first.data(), DType::Float32, {3}, {2}, Backend::Cpu);  // every other element
+    jit::test::start_counting_allocations();
+    const Array w = v.with_data(second.data());
+    EXPECT_EQ(jit::test::stop_counting_allocations(), 1u);  // the storage; the dimensions are v's
+    EXPECT_EQ(&w.shape(), &v.shape());
+    EXPECT_EQ(w.to_vector<float>(), (std::vector<float>{10, 30, 50}));
+    EXPECT_EQ(v.to_vector<float>(), (std::vector<float>{1, 3, 5}));
+    EXPECT_EQ(w.storage()->bytes(), 5 * sizeof(float));  // from element 0 to the last one reached
+}
+
+TEST(ArrayCopies, WithDataKeepsTheReadOnlyFlagAndRefusesUtf8) {
+    const std::vector<float> frozen{1, 2};
+    std::vector<float> other{3, 4};
+    const Array r = Array::view(static_cast<const void*>(frozen.data()), DType::Float32, {2}, {1}, Backend::Cpu);
+    EXPECT_TRUE(r.with_data(other.data()).read_only());
+    const std::int32_t offsets[] = {0, 1, 2};
+    const char chars[] = "ab";
+    const Array s = Array::view_utf8(offsets, 4, chars, 2, 2, Backend::Cpu);
+    EXPECT_THROW((void)s.with_data(other.data()), ArgumentError);
+}
+
 TEST(ArrayCopies, ADefaultArrayHasNoDimensions) {
     const Array a;
     EXPECT_FALSE(a.defined());

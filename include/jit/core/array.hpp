@@ -107,6 +107,14 @@ public:
                            std::int64_t rows, Backend backend, int device = kDefaultDevice,
                            std::shared_ptr<void> keep_alive = nullptr);
 
+    // This array's layout (dtype, item size, shape, strides, backend, device, read-only flag)
+    // over other memory: element (0, ..., 0) at `data`, `keep_alive` held as Array::view holds
+    // it. The dimensions are shared with this array, so nothing is allocated for them: a caller
+    // that wraps buffers of one layout call after call keeps one array of that layout and
+    // re-points it. Nothing of this array's memory is read or kept. Not for Utf8 arrays (their
+    // layout is two buffers: view_utf8).
+    Array with_data(void* data, std::shared_ptr<void> keep_alive = nullptr) const;
+
     DType dtype() const { return dtype_; }
     // Bytes per element: the dtype's own, an S or U array's width, a Utf8 array's offset width.
     std::size_t itemsize() const { return itemsize_; }
