@@ -154,6 +154,45 @@ void check_out_object(nb::handle out) {
 }
 
 // A NumPy array, viewed in place (the caller keeps the object alive for the call).
+// The layouts of the last NumPy arrays viewed (the GIL guards them). An array of a layout seen
+// before is viewed by re-pointing it (Array::with_data): of the four allocations of a view of its
+// own (shape, strides, their shared block, the storage) only the storage's is left.
+struct NumpyLayout {
+    jit::DType dtype = jit::DType::Float32;
+    npy_intp item = 0;
+    int nd = -1;  // -1: empty
+    npy_intp dims[jit::kMaxDims] = {};
+    npy_intp strides[jit::kMaxDims] = {};  // in bytes, as NumPy's
+    jit::Array layout;                     // a view of this layout over no memory
+};
+constexpr std::size_t kNumpyLayouts = 8;
+NumpyLayout g_numpy_layouts[kNumpyLayouts];
+std::size_t g_numpy_layouts_next = 0;
+
+const NumpyLayout* numpy_layout_find(PyArrayObject* a, jit::DType dt, npy_intp item, int nd) {
+    const npy_intp* dims = PyArray_DIMS(a);
+    const npy_intp* strides = PyArray_STRIDES(a);
+    for (const NumpyLayout& l : g_numpy_layouts) {
+        if (l.nd != nd || l.dtype != dt || l.item != item) continue;
+        bool same = true;
+        for (int k = 0; k < nd && same; ++k) same = l.dims[k] == dims[k] && l.strides[k] == strides[k];
+        if (same) return &l;
+    }
+    return nullptr;
+}
+
+void numpy_layout_keep(PyArrayObject* a, jit::DType dt, npy_intp item, int nd, const jit::Array& view) {
+    NumpyLayout& l = g_numpy_layouts[g_numpy_layouts_next++ % kNumpyLayouts];
+    l.dtype = dt;
+    l.item = item;
+    l.nd = nd;
+    for (int k = 0; k < nd; ++k) {
+        l.dims[k] = PyArray_DIM(a, k);
+        l.strides[k] = PyArray_STRIDE(a, k);
+    }
+    l.layout = view.with_data(nullptr);
+}
+
 jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
     PyArray_Descr* d = PyArray_DESCR(a);
     const std::optional<jit::DType> dt = dtype_of_descr(d);
@@ -172,6 +211,7 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
     if (item == 0)
         type_error(fmt_name(name) + " has NumPy dtype " + descr_name(d) +
                    ", of itemsize 0: it holds no string (jitexpr takes S and U arrays of width 1 and more)");
+    if (const NumpyLayout* l = numpy_layout_find(a, *dt, item, nd)) return l->layout.with_data(PyArray_DATA(a));
     for (int k = 0; k < nd; ++k) {
         shape[static_cast<std::size_t>(k)] = PyArray_DIM(a, k);
         const npy_intp st = PyArray_STRIDE(a, k);
@@ -179,10 +219,12 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
             type_error(fmt_name(name) + " has a stride that is not a whole number of elements; pass a copy");
         strides[static_cast<std::size_t>(k)] = st / item;
     }
-    if (jit::is_string(*dt))
-        return jit::Array::view(PyArray_DATA(a), *dt, static_cast<std::size_t>(item), std::move(shape),
-                                std::move(strides), jit::Backend::Cpu);
-    return jit::Array::view(PyArray_DATA(a), *dt, std::move(shape), std::move(strides), jit::Backend::Cpu);
+    jit::Array v = jit::is_string(*dt) ? jit::Array::view(PyArray_DATA(a), *dt, static_cast<std::size_t>(item),
+                                                          std::move(shape), std::move(strides), jit::Backend::Cpu)
+                                       : jit::Array::view(PyArray_DATA(a), *dt, std::move(shape), std::move(strides),
+                                                          jit::Backend::Cpu);
+    numpy_layout_keep(a, *dt, item, nd, v);
+    return v;
 }
 
 // --- DLPack in
@@ -511,6 +553,7 @@ struct CupyCacheEntry {
     bool c_contiguous = false;
     std::uintptr_t ptr = 0;
     int device = 0;
+    jit::Array layout;  // a view of the array's layout over no memory, re-pointed each call
 };
 constexpr std::size_t kCupyCacheEntries = 16;
 CupyCacheEntry g_cupy_cache[kCupyCacheEntries];
@@ -522,6 +565,7 @@ PyObject* cupy_cache_drop(PyObject*, PyObject* ref) {
             Py_CLEAR(e.ref);
             e.shape.clear();
             e.strides.clear();
+            e.layout = jit::Array();
         }
     Py_RETURN_NONE;
 }
@@ -602,6 +646,8 @@ jit::Array cupy_view(PyObject* o, const CupyCacheEntry& e) {
         Py_DECREF(static_cast<PyObject*>(p));
         PyGILState_Release(g);
     });
+    // A kept layout is re-pointed (no allocation for the dimensions); the first read makes one.
+    if (e.layout.defined()) return e.layout.with_data(reinterpret_cast<void*>(e.ptr), std::move(keep));
     return jit::Array::view(reinterpret_cast<void*>(e.ptr), e.dtype, e.shape, e.strides, jit::Backend::Cuda, e.device,
                             std::move(keep));
 }
@@ -650,6 +696,7 @@ bool import_cupy(PyObject* o, Bound& b, jit::Array& out) {
         read.shape = std::move(shape);
         read.strides = std::move(strides);
         out = cupy_view(o, read);
+        read.layout = out.with_data(nullptr);
         cupy_cache_keep(o, read);
         b.read_only = false;
         b.stream = 0;

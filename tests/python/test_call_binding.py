@@ -153,3 +153,29 @@ def test_a_kernel_takes_device_and_local_dict_as_variable_names():
     # Only out, backend and stream are a kernel call's own keywords (local_dict is positional).
     k = jx.compile("device + local_dict")
     np.testing.assert_array_equal(k(device=np.ones(2), local_dict=np.full(2, 2.0)), np.full(2, 3.0))
+
+
+def test_arrays_of_one_layout_are_each_read_from_their_own_memory():
+    # NumPy arrays of a layout seen before are viewed by re-pointing that layout: each call must
+    # still read its own arrays (plain, strided, reversed, 2-d) and write its own out=.
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        for make in (lambda: rng.random(12).astype(np.float32),
+                     lambda: rng.random(24).astype(np.float32)[::2],
+                     lambda: rng.random(12).astype(np.float32)[::-1],
+                     lambda: rng.random((3, 4)).astype(np.float32).T):
+            a, b = make(), make()
+            out = np.empty_like(a)
+            np.testing.assert_array_equal(jx.evaluate("a * 2 + b", a=a, b=b), a * 2 + b)
+            jx.evaluate("a - b", a=a, b=b, out=out)
+            np.testing.assert_array_equal(out, a - b)
+
+
+def test_a_read_only_array_of_a_cached_layout_is_still_refused_as_a_target():
+    a = np.arange(4.0)
+    jx.run("a = a + 1", a=a)  # its layout is kept
+    frozen = np.arange(4.0)
+    frozen.flags.writeable = False
+    with pytest.raises(jx.ReadOnlyError):
+        jx.run("a = a + 1", a=frozen)
+    np.testing.assert_array_equal(frozen, np.arange(4.0))
