@@ -258,6 +258,13 @@ const CupyApi* cupy_api() {
     api.memory_pointer = attr_or_null(cuda, "MemoryPointer");
     api.from_dlpack = attr_or_null(cupy, "from_dlpack");
     Py_XDECREF(cuda);
+    if (PyObject* capi = attr_or_null(imported_module("cupy_backends.cuda.stream"), "__pyx_capi__")) {
+        static const char* const kSignature = "intptr_t (void)";
+        PyObject* f = PyDict_Check(capi) ? PyDict_GetItemString(capi, "get_current_stream_ptr") : nullptr;  // borrowed
+        if (f && PyCapsule_IsValid(f, kSignature))
+            api.current_stream_ptr = reinterpret_cast<std::intptr_t (*)()>(PyCapsule_GetPointer(f, kSignature));
+        Py_DECREF(capi);
+    }
     return &api;
 }
 
@@ -291,6 +298,14 @@ std::uintptr_t current_stream_of(const std::string& library) {
         if (library == "cupy") {
             static PyObject* ptr_name = interned("ptr");
             const CupyApi* api = cupy_api();
+            if (api && api->current_stream_ptr) {
+                // A Cython C function that may fail (CuPy's first call on a thread asks the
+                // runtime for the devices): its error is Python's; the Python-level way below then
+                // meets the same error.
+                const std::intptr_t p = api->current_stream_ptr();
+                if (!PyErr_Occurred()) return static_cast<std::uintptr_t>(p);
+                PyErr_Clear();
+            }
             if (api && api->get_current_stream) {
                 PyObject* st = PyObject_CallNoArgs(api->get_current_stream);
                 if (!st) throw nb::python_error();
@@ -539,11 +554,12 @@ bool import_torch_cuda(PyObject* o, Bound& b, jit::Array& out) {
 // its interface's stream is CuPy's current stream, which the call asks CuPy for (prepare). False
 // (nothing bound) for anything else, which then goes the interface's way, with its errors.
 // What import_cupy read of a CuPy array, kept under a weak reference to the array (whose callback
-// drops it when the array goes: nothing is held past it). A cupy.ndarray's memory (`data`) and
-// dtype are fixed for its life; its shape can be set (a.shape = ...: a reshape in place, which
-// sets its strides too), so an entry is taken only while the shape read now is the one kept,
-// and, for an array that was not C-contiguous, its strides too (a C-contiguous one's follow from
-// the shape, and CuPy's `_c_contiguous` says, without a tuple, whether it still is). The GIL
+// drops it when the array goes: nothing is held past it). A cupy.ndarray's memory (`data`),
+// dtype and strides cannot be set (AttributeError); its shape can (a.shape = ...: a reshape in
+// place, which sets its strides too), so an entry is taken only while the shape read now is the
+// one kept, and, for an array that was not C-contiguous, its strides too. A C-contiguous array
+// whose shape is set to its own shape keeps C-contiguous strides, so for one of those the shape
+// is the whole check (one attribute read a call; CuPy's `_c_contiguous` was a second). The GIL
 // guards the entries.
 struct CupyCacheEntry {
     PyObject* ref = nullptr;  // a weak reference to the cupy.ndarray
@@ -586,7 +602,6 @@ bool same_shape(PyObject* shape_o, const jit::Shape& shape) {
 
 // The kept entry of `o` that still describes it, or null.
 const CupyCacheEntry* cupy_cache_find(PyObject* o) {
-    static PyObject* c_contiguous_name = interned("_c_contiguous");
     for (const CupyCacheEntry& e : g_cupy_cache) {
         if (!e.ref || PyWeakref_GetObject(e.ref) != o) continue;
         nb::object shape_o = nb::steal(PyObject_GetAttr(o, names().shape));
@@ -595,12 +610,7 @@ const CupyCacheEntry* cupy_cache_find(PyObject* o) {
             return nullptr;
         }
         if (!same_shape(shape_o.ptr(), e.shape)) return nullptr;
-        if (e.c_contiguous) {
-            nb::object c = nb::steal(PyObject_GetAttr(o, c_contiguous_name));
-            if (!c.is_valid()) PyErr_Clear();
-            if (c.is_valid() && c.ptr() == Py_True) return &e;
-            return nullptr;
-        }
+        if (e.c_contiguous) return &e;
         nb::object strides_o = nb::steal(PyObject_GetAttr(o, names().strides));
         if (!strides_o.is_valid()) {
             PyErr_Clear();

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -360,6 +361,11 @@ struct CupyApi {
     PyObject* unowned_memory = nullptr;      // cupy.cuda.UnownedMemory
     PyObject* memory_pointer = nullptr;      // cupy.cuda.MemoryPointer
     PyObject* from_dlpack = nullptr;         // cupy.from_dlpack
+    // cupy_backends.cuda.stream's C function get_current_stream_ptr, from the module's
+    // __pyx_capi__ (how Cython modules hand each other their C functions), taken only under the
+    // signature "intptr_t (void)": CuPy's current stream without making or reading a Stream object
+    // (0.05 us against get_current_stream().ptr's 0.4 us on an H100 host).
+    std::intptr_t (*current_stream_ptr)() = nullptr;
 };
 
 // What jitexpr uses of PyTorch, looked up once torch is imported, as CupyApi: the tensor type,

@@ -63,6 +63,22 @@ def test_cupy_current_stream_is_honoured(cupy):
     cupy.testing.assert_array_equal(r, a * 2)
 
 
+def test_cupy_current_stream_is_read_on_every_call(cupy):
+    a = cupy.arange(16, dtype=cupy.float32)
+    s = cupy.cuda.Stream(non_blocking=True)
+
+    def stream_of_a_call():
+        return jx._jitexpr.evaluate("a * 2", {"a": a}, None, None, None, None, True).stream
+
+    before = stream_of_a_call()
+    with s:
+        inside = stream_of_a_call()
+    after = stream_of_a_call()
+    s.synchronize()
+    assert inside == s.ptr
+    assert before == after == cupy.cuda.get_current_stream().ptr
+
+
 def test_a_cupy_result_is_made_over_jitexpr_memory_and_freed_with_it(cupy):
     import gc
     a = cupy.arange(1000, dtype=cupy.float32)
