@@ -664,7 +664,16 @@ def evaluate(node, ev):
     if k == "bin":
         return binary(node[1], evaluate(node[2], ev), evaluate(node[3], ev), ev)
     if k == "call":
-        return call(node[1], [evaluate(a, ev) for a in node[2]], ev)
+        args = [evaluate(a, ev) for a in node[2]]
+        # The sign read from a zero whose sign NumPy leaves to its loops (zero_sign_free:
+        # signbit(fmin(a0, 0)) with a0 = -0.0 is True for NumPy's scalar fmin and False for its
+        # array loop; seed 64, case 118310): not judged.
+        sign_arg = {"signbit": 0, "copysign": 1}.get(node[1])
+        if sign_arg is not None and sign_arg < len(args) and zero_sign_free(node[2][sign_arg]) and \
+                isinstance(args[sign_arg], Arr) and np.asarray(args[sign_arg].a).dtype.kind in "fc" and \
+                (np.asarray(args[sign_arg].a) == 0).any():
+            raise RefSkip()
+        return call(node[1], args, ev)
     if k in ("where", "tern"):
         c, x, y = (evaluate(a, ev) for a in node[1:])
         return where(c, x, y, ev)
