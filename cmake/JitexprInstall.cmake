@@ -23,7 +23,7 @@ foreach(t ${_jitexpr_internal})
   endif()
 endforeach()
 
-install(TARGETS jitexpr ${_jitexpr_internal} jitexpr_warnings
+install(TARGETS jitexpr ${_jitexpr_internal} jitexpr_warnings jitexpr_xxhash
   EXPORT jitexprTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

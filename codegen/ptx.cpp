@@ -848,7 +848,7 @@ KernelSource library(std::string_view group, const std::vector<std::pair<Op, DTy
     k.source += semantics_for(needs);
     k.source += "\n";
     k.source += bodies;
-    k.hash = fnv1a(k.source);
+    k.hash = source_hash(k.source);
     k.key = hex64(k.hash);
     return k;
 }
@@ -898,7 +898,7 @@ std::optional<KernelSource> emit_ptx(const ir::Program& program, const KernelSou
     k.links = w.links();
     k.body = *text;
     k.source = *text;
-    k.hash = fnv1a(k.source);
+    k.hash = source_hash(k.source);
     k.key = hex64(k.hash);
     return k;
 }

@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 std::abort();
             }
             for (const auto& k : e.kernels) {
-                if (k.hash != jit::codegen::fnv1a(k.source) || k.entries.empty()) {
+                if (k.hash != jit::codegen::source_hash(k.source) || k.entries.empty()) {
                     std::fprintf(stderr, "fuzz_pipeline: kernel %s: bad hash or no entry points\n", k.name.c_str());
                     std::abort();
                 }

@@ -335,7 +335,7 @@ TEST(ModuleCacheBound, AFailedCompileIsNotCachedAndIsRetried) {
     codegen::KernelSource k;
     k.name = "jx_broken";
     k.source = "this is not CUDA";
-    k.hash = codegen::fnv1a(k.source);
+    k.hash = codegen::source_hash(k.source);
     cuda::CompileOptions co;
     EXPECT_THROW(cache.get(k, co), CompileError);
     EXPECT_THROW(cache.get(k, co), CompileError);
