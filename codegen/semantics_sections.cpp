@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -80,14 +81,28 @@ Layout parse(std::string_view text) {
         if (current >= 0 && end > chunk_begin)
             L.chunks.push_back(Chunk{current, text.substr(chunk_begin, end - chunk_begin)});
     };
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-        std::size_t eol = text.find('\n', pos);
-        std::size_t next = eol == std::string_view::npos ? text.size() : eol + 1;
-        std::string_view line = text.substr(pos, next - pos);
-        std::size_t first = line.find_first_not_of(" \t");
-        constexpr std::string_view kMark = "// @";
-        if (first != std::string_view::npos && line.substr(first, kMark.size()) == kMark) {
+    // Only the lines that start with a marker matter: memchr (vectorised) finds each '@', a rare
+    // byte in C++, and one that ends "// @" is a marker where the line holds nothing before it but
+    // blanks. (The file is ~80 KB of about 4,000 lines and 56 markers: a line at a time this was
+    // 0.4 M instructions of a fresh process's first emit, on the way to a disk hit, and glibc's
+    // memmem, which is not vectorised, 0.3 M.)
+    constexpr std::string_view kMark = "// @";
+    std::size_t search = 0;
+    while (search < text.size()) {
+        const void* hit = std::memchr(text.data() + search, '@', text.size() - search);
+        if (!hit) break;
+        const std::size_t sign = static_cast<std::size_t>(static_cast<const char*>(hit) - text.data());
+        search = sign + 1;
+        if (sign + 1 < kMark.size() || text.substr(sign + 1 - kMark.size(), kMark.size()) != kMark) continue;
+        const std::size_t at = sign + 1 - kMark.size();
+        const std::size_t nl = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+        const std::size_t pos = nl == std::string_view::npos ? 0 : nl + 1;  // the line's start
+        const std::size_t eol = text.find('\n', at);
+        const std::size_t next = eol == std::string_view::npos ? text.size() : eol + 1;
+        search = next;
+        const std::string_view line = text.substr(pos, next - pos);
+        const std::size_t first = line.find_first_not_of(" \t");
+        if (first == at - pos) {
             std::vector<std::string_view> w = words(line.substr(first + kMark.size()));
             std::string_view directive = w.empty() ? std::string_view{} : w.front();
             if (directive == "section") {
@@ -129,7 +144,6 @@ Layout parse(std::string_view text) {
             }
             // Other "// @word" comments are ordinary text.
         }
-        pos = next;
     }
     close_chunk(text.size());
 

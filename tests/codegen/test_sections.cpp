@@ -76,6 +76,32 @@ TEST(SemanticsSections, SectionsComeOutInFileOrderWithoutMarkerLines) {
     EXPECT_EQ(text.find("half_to_float"), std::string::npos);
 }
 
+// Every section chosen gives the file as a reader splits it a line at a time: from the first
+// @section on, less the lines whose first non-blank text is a directive marker (a "// @" after
+// code, or an '@' elsewhere, is text). The parse looks only at lines holding an '@'.
+TEST(SemanticsSections, EverySectionTogetherIsTheFileLessItsMarkerLines) {
+    SemanticsNeeds all;
+    all.complex = all.half = all.strings = true;
+    for (const ir::OpInfo& i : ir::op_table()) all.ops.push_back(i.op);
+    std::string expected;
+    bool started = false;
+    std::istringstream in{std::string(codegen::semantics_source())};
+    for (std::string line; std::getline(in, line);) {
+        const auto first = line.find_first_not_of(" \t");
+        const bool marker = first != std::string::npos && line.compare(first, 4, "// @") == 0;
+        std::istringstream words(marker ? line.substr(first + 4) : std::string());
+        std::string directive;
+        words >> directive;
+        const bool directive_line =
+            marker && (directive == "section" || directive == "needs" || directive == "ops" || directive == "dtypes");
+        if (directive_line && directive == "section") started = true;
+        if (started && !directive_line) expected += line + "\n";
+    }
+    std::string got = codegen::semantics_for(all);
+    if (!codegen::semantics_source().ends_with('\n') && !got.empty()) got += '\n';  // getline's last line
+    EXPECT_EQ(got, expected);
+}
+
 TEST(SemanticsSections, FlatFloatKernelEmbedsLessThanTheWholeFile) {
     auto b = jxtest::axpb(DType::Float32);
     const auto trimmed = codegen::emit(b.p, b.schedule()).kernels.at(0).source;
