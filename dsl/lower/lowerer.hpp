@@ -16,6 +16,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,7 +32,8 @@ using syntax::ExprKind;
 constexpr std::size_t kMaxNodes = 1'000'000;
 
 const std::map<std::string_view, double, std::less<>>& named_constants();
-const std::vector<const ir::OpInfo*>& functions_named(std::string_view name);
+// The op table's functions spelled `name`, in table order (empty: none).
+std::span<const ir::OpInfo* const> functions_named(std::string_view name);
 std::string closest(const std::string& name, const std::vector<std::string>& candidates);
 SourceSpan join(SourceSpan a, SourceSpan b);
 bool fits(const ir::Value& v, DType t);
