@@ -1,6 +1,7 @@
 // Compile latency: what a new expression costs, and what it costs once compiled.
 //
 //   bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR [--text EXPR]] [--first-constant K]
+//   bench_compile --first-emit [TEXT]      (see first_emit)
 //
 // --dump DIR writes the kernel sources of part 1 to DIR (kNNN-M.cu, and the first tier's PTX
 // kernels as kNNN-M.ptx) and exits: input for
@@ -165,6 +166,21 @@ int child_disk_hit(const std::string& dir, const std::string& text) {
     return 0;
 }
 
+// --first-emit [TEXT]: a fresh process's first plan and emit of TEXT (float32 a and b of 1024
+// elements; default `r = a*2+b`), as a disk hit's child does them before it reads the cache,
+// then the same again (warm). No GPU, no NVRTC: run it in a loop of fresh processes for medians.
+int first_emit(const std::string& text) {
+    for (const char* round : {"first", "again"}) {
+        const auto t0 = Clock::now();
+        const ir::Plan p = dsl::plan(text, bindings_ab(DType::Float32, 1024), cuda::limits());
+        const double plan_ms = ms_since(t0);
+        const auto t1 = Clock::now();
+        const auto kernels = codegen::emit(p.program, p.schedule, codegen::EmitOptions{}).kernels;
+        std::printf("%s: plan %.4f ms, emit %.4f ms (%zu kernels)\n", round, plan_ms, ms_since(t1), kernels.size());
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -185,6 +201,7 @@ int main(int argc, char** argv) {
         else if (a == "--text" && i + 1 < argc) dump_text = argv[++i];
         else if (a == "--first-constant" && i + 1 < argc) first_constant = std::max(2, std::atoi(argv[++i]));
         else if (a == "--child-disk-hit" && i + 2 < argc) return child_disk_hit(argv[i + 1], argv[i + 2]);
+        else if (a == "--first-emit") return first_emit(i + 1 < argc ? argv[i + 1] : "r = a*2+b");
         else {
             std::fprintf(stderr,
                          "usage: bench_compile [--count N] [--reps R] [--arch sm_XY] [--skip-options] [--dump DIR "
