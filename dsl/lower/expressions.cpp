@@ -51,7 +51,11 @@ std::span<const ir::OpInfo* const> functions_named(std::string_view name) {
                 if (bar == std::string_view::npos) break;
                 names.remove_prefix(bar + 1);
             }
-        std::stable_sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+        // By spelling, then by place in the table (the entries are one array): table order within
+        // a name. (std::sort: stable_sort's temporary buffer comes from the nothrow operator new.)
+        std::sort(pairs.begin(), pairs.end(), [](const auto& a, const auto& b) {
+            return a.first != b.first ? a.first < b.first : std::less<const ir::OpInfo*>()(a.second, b.second);
+        });
         Index x;
         x.names.reserve(pairs.size());
         x.ops.reserve(pairs.size());
