@@ -314,8 +314,12 @@ class Evaluator:
         real = {"complex64": "float32", "complex128": "float64"}.get(r.dtype, r.dtype)
         eps = 2.0**-8 if real == "bfloat16" else float(np.finfo(real).eps)
         if abs(sign) == 2:
-            if np.asarray(r.a).dtype.kind != "f":
-                return r  # complex: the plain patterns only
+            if np.asarray(r.a).dtype.kind == "c":
+                # Each part of each element up (down) by the element's allowed error: the
+                # elements' errors apart, as for floats (nancumsum(tan(complex128 z)), seed 66,
+                # case 160778: imaginary parts -1.0006, 1, 1, -0.9935 summed to 0.0059, where
+                # scaling the whole result by one factor moved the sum by almost nothing).
+                return Arr(r.a + (sign // 2) * allowed_ulps * eps * np.abs(r.a) * (1 + 1j), r.dtype)
             return Arr(r.a + (sign // 2) * allowed_ulps * eps * np.abs(r.a), r.dtype)
         if np.asarray(r.a).dtype.kind == "c":
             # A complex result's error may point anywhere, not only along it: moved on a diagonal,
@@ -1000,6 +1004,13 @@ def call(name, args, ev):
         # would be a float64's step (4e-16 where a float32's is 2.4e-7, seed 44 case 94806).
         ops = [np.asarray(ev.operand(a)).astype(np.float32) if isinstance(a, Arr) else ev.operand(a) for a in args]
         return Arr(np.asarray(fn(*ops)).astype(ev.carrier("float32")), "float32")
+    if name == "spacing" and ev.hi and len(args) == 1 and (
+            (isinstance(args[0], Arr) and args[0].dtype == "float64") or
+            (not isinstance(args[0], Arr) and isinstance(ev.operand(args[0]), (float, np.floating)))):
+        # The same for float64: spacing(2.5) carried as a long double would be a long double's
+        # step (2e-19 where a float64's is 4.4e-16, seed 66, case 52815).
+        x = np.asarray(ev.operand(args[0])).astype(np.float64)
+        return Arr(np.asarray(np.spacing(x)).astype(ev.carrier("float64")), "float64")
     if name == "log1p" and cplx:
         fn = lambda z, hi=ev.hi: complex_log1p(z, hi)  # noqa: E731
     # a ufunc of Python scalars alone gives a NumPy scalar: typed (np.maximum(2, 3) is int64);
