@@ -203,8 +203,6 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
     const int nd = PyArray_NDIM(a);
     if (nd > jit::kMaxDims)
         type_error(fmt_name(name) + " has " + std::to_string(nd) + " dimensions; jitexpr arrays have at most 8");
-    jit::Shape shape(static_cast<std::size_t>(nd));
-    jit::Strides strides(static_cast<std::size_t>(nd));
     // The width of an S or U array is its own (NumPy's S5: 5 bytes); S0 and U0 hold nothing.
     const npy_intp item =
         jit::is_string(*dt) ? static_cast<npy_intp>(PyDataType_ELSIZE(d)) : static_cast<npy_intp>(jit::itemsize(*dt));
@@ -212,6 +210,8 @@ jit::Array view_numpy(PyArrayObject* a, const std::string& name) {
         type_error(fmt_name(name) + " has NumPy dtype " + descr_name(d) +
                    ", of itemsize 0: it holds no string (jitexpr takes S and U arrays of width 1 and more)");
     if (const NumpyLayout* l = numpy_layout_find(a, *dt, item, nd)) return l->layout.with_data(PyArray_DATA(a));
+    jit::Shape shape(static_cast<std::size_t>(nd));  // only for a layout not seen: two allocations
+    jit::Strides strides(static_cast<std::size_t>(nd));
     for (int k = 0; k < nd; ++k) {
         shape[static_cast<std::size_t>(k)] = PyArray_DIM(a, k);
         const npy_intp st = PyArray_STRIDE(a, k);
