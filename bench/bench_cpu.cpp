@@ -248,6 +248,22 @@ void BM_HostOverheadPerEval(benchmark::State& state) {
 }
 BENCHMARK(BM_HostOverheadPerEval);
 
+// The same call through Runtime::eval with the text, and through run() into an existing array:
+// the rows bench_gpu's Host* rows have on CUDA, here with the CPU backend's kernels.
+void BM_HostOverheadEvalText(benchmark::State& state) {
+    Array a = filled16(), b = filled16();
+    for (int i = 0; i < 100; ++i) runtime().eval("a*2+b", {a, b});
+    for (auto _ : state) benchmark::DoNotOptimize(runtime().eval("a*2+b", {a, b}));
+}
+BENCHMARK(BM_HostOverheadEvalText);
+
+void BM_HostOverheadInto(benchmark::State& state) {
+    jit::Environment env{{"a", filled16()}, {"b", filled16()}, {"c", filled16()}};
+    for (int i = 0; i < 100; ++i) runtime().run("c = a*2 + b", env);
+    for (auto _ : state) runtime().run("c = a*2 + b", env);
+}
+BENCHMARK(BM_HostOverheadInto);
+
 // Baseline: memcpy of one 2^24 float32 array (bytes read + written).
 void BM_Memcpy(benchmark::State& state) {
     std::vector<float> src(static_cast<std::size_t>(kN), 1.0f), dst(static_cast<std::size_t>(kN));
