@@ -394,7 +394,17 @@ inline T* capsule_pointer(nb::handle capsule, const char* name, const std::strin
 // exception is raised once the call has returned.
 
 #if JITEXPR_PY_HAVE_CANCEL
+// When the call in flight on this thread first polled (CallToken resets it).
+inline thread_local std::chrono::steady_clock::time_point t_first_poll;
+
+// The runtime polls at a call's first safe point and then about every 20 ms. The first poll of
+// a call only notes the time: taking the GIL would cost a short call a large part of its time,
+// and its signals are checked once it returns (call_released); the next, ~20 ms on, runs
+// Python's signal handlers.
 inline bool poll_signals() {
+    const auto now = std::chrono::steady_clock::now();
+    if (t_first_poll == std::chrono::steady_clock::time_point{}) t_first_poll = now;
+    if (now - t_first_poll < std::chrono::milliseconds(10)) return false;
     nb::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;  // leaves KeyboardInterrupt set on this thread
 }
@@ -411,6 +421,7 @@ struct TokenSlot {
 class CallToken {
 public:
     CallToken() {
+        t_first_poll = {};  // a nested call starts it again: that only delays the next poll
         thread_local TokenSlot slot;
         if (!slot.busy) {
             if (!slot.token) slot.token.emplace(&poll_signals);
