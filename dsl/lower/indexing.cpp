@@ -35,7 +35,12 @@ std::int64_t Lowerer::index_constant(const Expr& e, bool in_slice) {
 
 Val Lowerer::subscript(const Expr& e) {
     const Val base = expr(*e.operands.at(0));
-    if (base.weak != Weak::None) type_error("a scalar cannot be indexed (only arrays are)", e.operands[0]->span);
+    if (base.weak != Weak::None) {
+        // NumPy computes the index before it indexes: an error of the index itself comes first.
+        for (std::size_t k = 1; k < e.operands.size(); ++k)
+            if (const Expr& x = *e.operands[k]; !is_none(x) && !folder_.is_literal(x)) (void)expr(x);
+        type_error("a scalar cannot be indexed (only arrays are)", e.operands[0]->span);
+    }
     if (e.index.size() == 1 && e.index[0].kind == syntax::IndexItem::Kind::Index) {
         const Expr& x = *e.operands.at(static_cast<std::size_t>(e.index[0].start));
         if (!is_none(x) && !folder_.is_literal(x)) {
