@@ -2,6 +2,8 @@
 // (the class: dsl/lower/lowerer.hpp).
 #include "dsl/lower/lowerer.hpp"
 
+#include <algorithm>
+
 namespace jit::dsl::lowering {
 
 // The constant integer an index part must be (folded as Python folds literals).
@@ -233,7 +235,7 @@ ir::NodeId Lowerer::view_of(ir::NodeId n, const View& v, SourceSpan span) {
         m.args[0] = view_of(a, w, span);
         r = add(std::move(m));
     } else if (src.kind == NodeKind::Scan) {
-        r = view_of_scan(src, v, span);
+        r = view_of_scan(n, src, v, span);
     } else {
         throw ValueError("this expression cannot be indexed (index the arrays it is computed from)", text_, span);
     }
@@ -245,7 +247,7 @@ ir::NodeId Lowerer::view_of(ir::NodeId n, const View& v, SourceSpan span) {
 // a prefix: cumsum(a)[:k] is cumsum(a[:k])): the same scan of the operand's view, the same
 // values bit for bit. Any other view of the scanned axis would read the running values at
 // other positions, which only the scan's stored result holds.
-ir::NodeId Lowerer::view_of_scan(const Node& src, const View& v, SourceSpan span) {
+ir::NodeId Lowerer::view_of_scan(ir::NodeId n, const Node& src, const View& v, SourceSpan span) {
     if (shape_size(v.out) == 0) {
         // A view of no element reads no running value (a selection by a mask axis of no
         // element: cumsum(1)[zeros(0) > 1]): a zero of the scan's dtype broadcast to it.
@@ -254,6 +256,20 @@ ir::NodeId Lowerer::view_of_scan(const Node& src, const View& v, SourceSpan span
         c.dtype = src.dtype;
         c.shape = v.out;
         c.args[0] = constant(ir::Value::of_int(0).cast(src.dtype), span);
+        c.nargs = 1;
+        c.span = span;
+        return add(std::move(c));
+    }
+    if (shape_size(src.shape) == 1 && v.out.size() >= src.shape.size() &&
+        std::all_of(v.axes.begin(), v.axes.end(), [](const ViewAxis& x) { return x.start == 0; })) {
+        // A scan of one element (cumsum(2.5), a scan of an axis of one) read at that element,
+        // as a broadcast of it reads it ((cumsum(z) * v[None, :])[m]): the scan's one running
+        // value, spread to the view's shape (of no fewer axes: a broadcast adds axes only).
+        Node c;
+        c.kind = NodeKind::Cast;
+        c.dtype = src.dtype;
+        c.shape = v.out;
+        c.args[0] = n;
         c.nargs = 1;
         c.span = span;
         return add(std::move(c));

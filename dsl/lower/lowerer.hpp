@@ -193,7 +193,7 @@ private:
     static View operand_view(const View& v, const Shape& s, const Shape& a);
     static bool identity(const View& v, const Shape& s);
     ir::NodeId view_of(ir::NodeId n, const View& v, SourceSpan span);
-    ir::NodeId view_of_scan(const Node& src, const View& v, SourceSpan span);
+    ir::NodeId view_of_scan(ir::NodeId n, const Node& src, const View& v, SourceSpan span);
     ir::NodeId view_input(const Node& src, const View& v, SourceSpan span);
 
     // ---- reductions.cpp: reductions and scans: their axes and arguments, plain and masked reductions, order

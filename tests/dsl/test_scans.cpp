@@ -191,6 +191,13 @@ TEST(ScanShapes, AViewKeepingTheScannedAxisFromItsStartIsAScanOfTheView) {
     EXPECT_EQ(shape_of("cumsum(v)[:4]"), (Shape{4}));
 }
 
+TEST(ScanShapes, AScanOfOneElementReadThroughABroadcastIsThatElementSpread) {
+    // The scan's one element meets the 7 of v[None, :] as a broadcast (a view of step 0 along
+    // the scanned axis), which then the slice reads: fuzzer seed 68, case 332153.
+    EXPECT_EQ(shape_of("(cumsum(z) * v[None, :])[:, 2:]"), (Shape{1, 5}));
+    EXPECT_EQ(shape_of("(cumprod(v[:1]) * b)[1:, ::2]"), (Shape{3, 3}));
+}
+
 TEST(ScanVerify, AScanInAnOpNodeIsBroken) {
     auto p = plan_of("cumsum(b, axis=1)", vars());
     p.program.nodes[p.program.result.index()].kind = ir::NodeKind::Op;

@@ -118,6 +118,18 @@ def test_producer_and_consumer_fuse_with_the_scan():
     np.testing.assert_allclose(got, np.cumsum(a) - np.sum(a), rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("text", ["(cumprod(s) * a[None, :])[m]", "(cumsum(a[:1]) * b)[1:, ::2]",
+                                  "(nancumsum(s) + b)[:, 1]", "(cumprod(s) * a[None, :])[m[:0]]"])
+def test_scan_of_one_element_read_through_a_broadcast_is_that_element_spread(text):
+    a = np.array([2.0, np.nan, -1.5, 4.0])
+    b = np.arange(12.0).reshape(3, 4)
+    names = {"s": 3.0, "a": a, "b": b, "m": np.array([True])}
+    expected = eval(text, {n: getattr(np, n) for n in FUNCTIONS}, dict(names))
+    got = jx.evaluate(text, names)
+    assert got.shape == expected.shape
+    np.testing.assert_array_equal(got, expected)
+
+
 def test_scan_of_a_transposed_view_runs_in_its_c_order():
     a = np.arange(12.0).reshape(3, 4).T
     check("cumsum(a)", a)
