@@ -1,7 +1,8 @@
 // String predicates through the C++ API, piece by piece (issue 32's Speed section): the Arrow
 // import of a string column (its offsets and UTF-8 checked), contains and == over it on the
 // CPU, the export of the boolean result, and, with a GPU, the same predicates over the column
-// in device memory against a device copy of as many bytes as they read.
+// in device memory against a device copy of as many bytes as they read (contains also with the
+// warp search of -DJX_CONTAINS_WARP).
 //
 //   build/bench/bench_strings [--rows N] [--reps R] [--cpu-only | --gpu-only]
 //
@@ -174,6 +175,16 @@ int main(int argc, char** argv) {
             const double ms = median_ms(reps, [&] { wait(gpu.run(text, denv)); });
             fmt::print("gpu  {:34s} {:8.3f} ms {:7.1f} GB/s  ({:.0f}% of the copy's)\n", text, ms, gbs(ms),
                        100 * gbs(ms) / copy_gbs);
+        }
+        // contains() with the warp's rows searched together (dsl/semantics.h, warp_contains), an
+        // option until it is shown faster: the same predicates in the same process.
+        jit::RuntimeOptions wo = g;
+        wo.nvrtc_options.push_back("-DJX_CONTAINS_WARP");
+        jit::Runtime warp(wo);
+        for (const char* text : {"contains(s, 'needle')", "sum(contains(s, 'needle'))"}) {
+            const double ms = median_ms(reps, [&] { wait(warp.run(text, denv)); });
+            fmt::print("gpu  {:34s} {:8.3f} ms {:7.1f} GB/s  ({:.0f}% of the copy's; the warp search)\n", text, ms,
+                       gbs(ms), 100 * gbs(ms) / copy_gbs);
         }
     } catch (const jit::Error& e) {
         fmt::print("gpu  skipped: {}\n", e.what());

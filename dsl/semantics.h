@@ -959,6 +959,106 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
     return -1;
 }
 
+#ifdef JX_CUDA
+// contains() of one-byte units (S, Arrow UTF-8) a warp at a time, where the warp's 32 rows lie
+// in order in one buffer with gaps of at most 64 bytes (an Arrow column, an S array, a step-2
+// view) and share one needle of 1 to 16 bytes: each lane loads 16 aligned bytes of the rows'
+// range (one coalesced 16-byte load, the edges byte by byte inside the range), marks the places
+// of the 16 where the needle starts (its bytes xor-ed into the shifted words, then a zero-byte
+// test: four places an instruction), and each lane tests the marks of its own row's places,
+// taken from the lane that holds them. The row-a-thread search below loads each row a byte at
+// a time from 32 rows at once (several cache lines an instruction) and runs as long as the
+// warp's longest row; this reads each byte once, 512 a warp a step. Returns false (the caller
+// searches its row itself) where the warp is not whole or the rows or needle do not fit.
+// Not yet measured on a GPU: taken only with -DJX_CONTAINS_WARP (JITEXPR_NVRTC_OPTIONS, or
+// RuntimeOptions::nvrtc_options) until bench_strings, which times both, shows it faster.
+__device__ __forceinline__ uint4 load16_in(unsigned long long a, unsigned long long lo, unsigned long long hi) {
+    if (a >= lo && a + 16 <= hi) return __ldg((const uint4*)a);  // a is a multiple of 16
+    u32 w[4] = {0u, 0u, 0u, 0u};
+    if (a < hi && a + 16 > lo) {
+#pragma unroll
+        for (int k = 0; k < 16; ++k)
+            if (a + k >= lo && a + k < hi) w[k >> 2] |= (u32)__ldg((const u8*)(a + k)) << (8 * (k & 3));
+    }
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+__device__ __forceinline__ bool warp_contains(const u8* p, i64 n, const u8* s, i64 m, bool& found) {
+#ifndef JX_CONTAINS_WARP
+    (void)p, (void)n, (void)s, (void)m, (void)found;
+    return false;
+#else
+    const unsigned full = 0xffffffffu;
+    if (__activemask() != full) return false;
+    unsigned lane;
+    asm("mov.u32 %0, %%laneid;" : "=r"(lane));
+    const unsigned long long hp = (unsigned long long)p, he = hp + (unsigned long long)n;
+    const unsigned long long sp = (unsigned long long)s;
+    const unsigned long long prev_end = __shfl_up_sync(full, he, 1);
+    const i64 m0 = __shfl_sync(full, m, 0);
+    const bool fits = sp == __shfl_sync(full, sp, 0) && m == m0 && m >= 1 && m <= 16 &&
+                      (lane == 0 || (hp >= prev_end && hp - prev_end <= 64));
+    if (!__all_sync(full, fits)) return false;
+    const unsigned long long lo = __shfl_sync(full, hp, 0), hi = __shfl_sync(full, he, 31);
+    const int nm = (int)m0;
+    u32 rep[16];  // needle byte j in each byte of rep[j]
+#pragma unroll
+    for (int j = 0; j < 16; ++j) rep[j] = j < nm ? (u32)__ldg(s + j) * 0x01010101u : 0u;
+    const unsigned long long base = lo & ~15ull;
+    const i64 first = (i64)(hp - base), last = (i64)(he - base) - m0 + 1;  // this row's places: [first, last)
+    const i64 span = (i64)(hi - base);
+    bool hit = false;
+    for (i64 w0 = 0; w0 < span; w0 += 512) {  // the same steps in every lane
+        const unsigned long long a = base + (unsigned long long)w0 + 16ull * lane;
+        const uint4 c = load16_in(a, lo, hi);
+        uint4 d = make_uint4(__shfl_down_sync(full, c.x, 1), __shfl_down_sync(full, c.y, 1),
+                             __shfl_down_sync(full, c.z, 1), __shfl_down_sync(full, c.w, 1));
+        if (lane == 31) d = load16_in(a + 16, lo, hi);
+        const u32 W[8] = {c.x, c.y, c.z, c.w, d.x, d.y, d.z, d.w};
+        u32 bits = 0;  // bit k: the needle starts at byte k of this lane's 16
+#pragma unroll
+        for (int g = 0; g < 4; ++g) {
+            u32 diff = 0;
+#pragma unroll
+            for (int j = 0; j < 16; ++j) {
+                if (j >= nm) break;
+                const int o = 4 * g + j;
+                const u32 u = (o & 3) ? __funnelshift_r(W[o >> 2], W[(o >> 2) + 1], 8 * (o & 3)) : W[o >> 2];
+                diff |= u ^ rep[j];
+            }
+            const u32 zero = ~(((diff & 0x7F7F7F7Fu) + 0x7F7F7F7Fu) | diff | 0x7F7F7F7Fu);  // 0x80: a zero byte
+            bits |= (((zero >> 7) * 0x01020408u) >> 24) << (4 * g);
+        }
+        // Even lane 2q: the marks of the step's places [32q, 32q + 32).
+        const u32 word = bits | (__shfl_down_sync(full, bits, 1) << 16);
+        const i64 ls = first - w0 > 0 ? first - w0 : 0, le = last - w0 < 512 ? last - w0 : 512;
+        int q0 = 0, count = 0;
+        if (le > ls) {
+            q0 = (int)(ls >> 5);
+            count = (int)((le - 1) >> 5) - q0 + 1;
+        }
+        int most = count;
+#pragma unroll
+        for (int k = 16; k > 0; k >>= 1) {
+            const int o = __shfl_xor_sync(full, most, k);
+            most = o > most ? o : most;
+        }
+        for (int t = 0; t < most; ++t) {
+            const int q = q0 + t;
+            const u32 v = __shfl_sync(full, word, (2 * q) & 31);
+            if (t < count) {
+                const int from = (int)ls - 32 * q, to = (int)le - 32 * q;
+                const unsigned long long lo_bits = (1ull << (from > 0 ? from : 0)) - 1;
+                const unsigned long long hi_bits = (1ull << (to < 32 ? to : 32)) - 1;
+                hit = hit || (v & (u32)(hi_bits & ~lo_bits)) != 0u;
+            }
+        }
+    }
+    found = hit;
+    return true;
+#endif
+}
+#endif
+
 // Code point by code point, for su against s8 (either way round).
 template <class A, class B> JX_HD int compare_points(A a, B b) {
     cursor x = cur(a), y = cur(b);
@@ -1007,7 +1107,13 @@ JX_HD i64 find(s8 h, s8 s) {
 JX_HD i64 find(su h, s8 s) { return find_points(h, s); }
 JX_HD i64 find(s8 h, su s) { return find_points(h, s); }
 // contains: find's answer without counting code points.
-template <class A> JX_HD bool contains(A h, A s) { return find_units(h.p, h.n, s.p, s.n) >= 0; }
+template <class A> JX_HD bool contains(A h, A s) {
+#ifdef JX_CUDA
+    bool found = false;
+    if (sizeof(*h.p) == 1 && warp_contains((const u8*)h.p, h.n, (const u8*)s.p, s.n, found)) return found;
+#endif
+    return find_units(h.p, h.n, s.p, s.n) >= 0;
+}
 JX_HD bool contains(su h, s8 s) { return find_points(h, s) >= 0; }
 JX_HD bool contains(s8 h, su s) { return find_points(h, s) >= 0; }
 

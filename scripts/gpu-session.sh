@@ -12,8 +12,9 @@
 #   the other GPU tests.
 #   layouts: issue 33's broadcast, transposed and sum(a*b) against torch.compile, medians of five
 #   interleaved rounds (bench/layouts_compare.py).
-#   strings: issue 32's string kernels against the CPU and bench_strings (GPU predicates against a
-#   device copy of the bytes they read).
+#   strings: issue 32's string kernels against the CPU (twice: the second time with contains()'s
+#   warp search, -DJX_CONTAINS_WARP) and bench_strings (GPU predicates against a device copy of
+#   the bytes they read).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 #   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
@@ -90,6 +91,11 @@ if has strings; then
   # string predicates against a device copy of the bytes they read (goal: half its GB/s or more).
   timeout 200 build-gpu/tests/api/test_strings_gpu > "$out/strings-gpu-tests.log" 2>&1; echo "test_strings_gpu: exit $?"
   tail -3 "$out/strings-gpu-tests.log"
+  # The whole suite again with contains()'s warp search (dsl/semantics.h, an option until measured
+  # faster: bench_strings times both in one process).
+  JITEXPR_NVRTC_OPTIONS=-DJX_CONTAINS_WARP timeout 200 build-gpu/tests/api/test_strings_gpu \
+    > "$out/strings-gpu-tests-warp.log" 2>&1; echo "test_strings_gpu -DJX_CONTAINS_WARP: exit $?"
+  tail -3 "$out/strings-gpu-tests-warp.log"
   timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
   cat "$out/bench-strings.txt"
 fi

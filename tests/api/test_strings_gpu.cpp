@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -99,13 +100,14 @@ protected:
         cpu_ = std::make_unique<Runtime>(c);
     }
     // `text` over host arrays on the CPU and over device copies on CUDA: equal dtype, shape, bytes.
-    void same(const std::string& text, const Environment& host) {
+    void same(const std::string& text, const Environment& host) { same_on(*gpu_, text, host); }
+    void same_on(Runtime& gpu, const std::string& text, const Environment& host) {
         SCOPED_TRACE(text);
         Environment dev;
         for (const auto& [n, v] : host) dev.insert_or_assign(n, v.is_array() ? Arg(v.array().to(Backend::Cuda)) : v);
         Environment h = host;
         const Array want = cpu_->run(text, h);
-        const Array got = gpu_->run(text, dev);
+        const Array got = gpu.run(text, dev);
         ASSERT_EQ(got.backend(), Backend::Cuda);
         EXPECT_EQ(got.dtype(), want.dtype());
         EXPECT_EQ(got.shape(), want.shape());
@@ -224,6 +226,56 @@ TEST_F(StringsGpu, ANeedleAcrossTwoRowsIsInNeither) {
     Environment env{{"s", Arg(s)}};
     same("contains(s, b'ab')", env);
     same("contains(s, b'aa') | contains(s, b'b')", env);
+}
+
+TEST_F(StringsGpu, AWarpSearchesItsRowsTogetherForNeedlesOfEveryLength) {
+    // contains() of one-byte units searched a warp's rows together where they lie in order with
+    // small gaps (dsl/semantics.h, warp_contains; -DJX_CONTAINS_WARP), against the CPU, and the
+    // default row-a-thread search likewise: rows of 0 to 40 bytes and, in some warps, of
+    // hundreds (many 512-byte steps), over two letters so that needles of 1 to 17 bytes (17: the
+    // row-a-thread search) match often; the column sliced past its first 1 to 16 rows (its first
+    // row at other byte alignments); every other row; an S array with gaps under and over 64 bytes.
+    RuntimeOptions o = RuntimeOptions::from_environment();
+    o.backend = Backend::Cuda;
+    o.disk_cache = false;
+    o.nvrtc_options.push_back("-DJX_CONTAINS_WARP");
+    Runtime warp(o);
+    auto both = [&](const std::string& text, const Environment& env) {
+        same(text, env);
+        same_on(warp, text, env);
+    };
+    std::mt19937 rng(21);
+    std::vector<std::string> w(4096 + 45);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+        const std::size_t len = (i / 32) % 7 == 3 ? rng() % 700 : rng() % 41;
+        while (w[i].size() < len) w[i] += (rng() % 3 == 0) ? 'b' : 'a';
+    }
+    const auto c = columns(w);
+    Environment env{{"t", Arg(c->utf8)}, {"l", Arg(c->large)}};
+    const std::string needle = "abaabaaabaaaabaab";
+    for (std::size_t m = 1; m <= needle.size(); ++m) {
+        const std::string text = "contains(t, '" + needle.substr(0, m) + "')";
+        both(text, env);
+        both("contains(l[::2], '" + needle.substr(0, m) + "')", env);
+    }
+    for (std::int64_t skip = 1; skip <= 16; ++skip) {
+        const auto rows = static_cast<std::int64_t>(w.size()) - skip;
+        const Array sliced =
+            Array::view_utf8(c->off32.data() + skip, 4, c->chars.data(), c->chars.size(), rows, Backend::Cpu);
+        Environment env2{{"t", Arg(sliced)}};
+        both("contains(t, 'aab')", env2);
+        both("sum(contains(t, 'baa'))", env2);
+    }
+    for (std::size_t width : {8u, 100u}) {
+        std::vector<unsigned char> fixed(w.size() * width, 0);
+        for (std::size_t i = 0; i < w.size(); ++i)
+            std::memcpy(fixed.data() + i * width, w[i].data(), std::min(width, w[i].size()));
+        const Array s = Array::view(static_cast<const void*>(fixed.data()), DType::Bytes, width,
+                                    {static_cast<std::int64_t>(w.size())}, {}, Backend::Cpu);
+        Environment env3{{"s", Arg(s)}};
+        both("contains(s, b'ab')", env3);
+        both("contains(s, b'aaaaab')", env3);
+    }
 }
 
 TEST_F(StringsGpu, ANewNeedleCompilesNoNewKernel) {

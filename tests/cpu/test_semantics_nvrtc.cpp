@@ -191,6 +191,29 @@ std::string kernel_source(int* calls) {
     return src.str();
 }
 
+// `src` compiles to CUBIN for sm_90 under NVRTC with `extra` options besides the runtime's.
+void compiles_for_sm90(const std::string& src, const std::vector<const char*>& extra) {
+    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
+    nvrtcProgram prog = nullptr;
+    ASSERT_EQ(nv.CreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+    struct Destroy {
+        const jit::cuda::detail::Nvrtc& nv;
+        nvrtcProgram* p;
+        ~Destroy() { nv.DestroyProgram(p); }
+    } destroy{nv, &prog};
+    std::vector<const char*> opts = {"-arch=sm_90", "-std=c++17", "-default-device"};
+    opts.insert(opts.end(), extra.begin(), extra.end());
+    nvrtcResult rc = nv.CompileProgram(prog, static_cast<int>(opts.size()), opts.data());
+    std::size_t log_size = 0;
+    nv.GetProgramLogSize(prog, &log_size);
+    std::string log(log_size, '\0');
+    if (log_size) nv.GetProgramLog(prog, log.data());
+    ASSERT_EQ(rc, NVRTC_SUCCESS) << nv.GetErrorString(rc) << "\n" << log;
+    std::size_t cubin = 0;
+    ASSERT_EQ(nv.GetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
+    EXPECT_GT(cubin, 0u);
+}
+
 TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
     int calls = 0;
     const std::string src = kernel_source(&calls);
@@ -213,24 +236,20 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
     ASSERT_EQ(missing, 0);
     ASSERT_GT(calls, 500);
 
-    const jit::cuda::detail::Nvrtc& nv = jit::cuda::detail::nvrtc();
-    nvrtcProgram prog = nullptr;
-    ASSERT_EQ(nv.CreateProgram(&prog, src.c_str(), "semantics_check.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
-    struct Destroy {
-        const jit::cuda::detail::Nvrtc& nv;
-        nvrtcProgram* p;
-        ~Destroy() { nv.DestroyProgram(p); }
-    } destroy{nv, &prog};
-    const char* opts[] = {"-arch=sm_90", "-std=c++17", "-default-device"};
-    nvrtcResult rc = nv.CompileProgram(prog, 3, opts);
-    std::size_t log_size = 0;
-    nv.GetProgramLogSize(prog, &log_size);
-    std::string log(log_size, '\0');
-    if (log_size) nv.GetProgramLog(prog, log.data());
-    ASSERT_EQ(rc, NVRTC_SUCCESS) << nv.GetErrorString(rc) << "\n" << log;
-    std::size_t cubin = 0;
-    ASSERT_EQ(nv.GetCUBINSize(prog, &cubin), NVRTC_SUCCESS);
-    EXPECT_GT(cubin, 0u);
+    compiles_for_sm90(src, {});
+}
+
+// contains()'s warp search (dsl/semantics.h, warp_contains) is compiled only with
+// -DJX_CONTAINS_WARP: over an Arrow column and an S array, in a kernel as codegen writes them.
+TEST(SemanticsNvrtc, TheWarpSearchOfContainsCompilesToCubinForSm90) {
+    const std::string src =
+        "#define JX_CUDA 1\n" + read_file(JITEXPR_SOURCE_DIR "/dsl/semantics.h") +
+        "\nextern \"C\" __global__ void jx_contains(const jx::col_s8 t, const jx::col_sb s, const jx::s8 n8,\n"
+        "        const jx::sb nb, bool* out, const long long count) {\n"
+        "    const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+        "    if (i < count) out[i] = jx::op::Contains(t[i], n8) && jx::op::Contains(s[i], nb);\n"
+        "}\n";
+    compiles_for_sm90(src, {"-DJX_CONTAINS_WARP"});
 }
 
 }  // namespace
