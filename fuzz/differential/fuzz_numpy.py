@@ -688,7 +688,12 @@ def evaluate(node, ev):
     if k == "scan":
         return scan_(node[1], evaluate(node[2], ev), node[3], ev)
     if k in ("index", "mask") and weak_expr(node[1], ev):
-        raise RefError("type")  # a Python number (or jitexpr's weak expression of them) cannot be indexed
+        # A Python number (or jitexpr's weak expression of them) cannot be indexed; Python
+        # evaluates a mask's expression before it subscripts, so that expression's error comes
+        # first (seed 70, case 452282: a host float indexed by find() of unbroadcastable columns).
+        if k == "mask":
+            evaluate(node[2], ev)
+        raise RefError("type")
     if k == "index":
         return index_(evaluate(node[1], ev), node[2], ev)
     if k == "mask":
