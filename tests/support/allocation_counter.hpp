@@ -15,7 +15,7 @@ void start_counting_allocations() noexcept;
 std::size_t stop_counting_allocations() noexcept;
 
 // From now on operator new throws std::bad_alloc for requests of `bytes` or more, on every
-// thread, as a system out of memory would (0: never). Host arrays (posix_memalign) are not
+// thread, as a system out of memory would (0: never). Host arrays (malloc, aligned_alloc) are not
 // touched: only the heap allocations of jitexpr's own work are.
 void fail_allocations_from(std::size_t bytes) noexcept;
 
