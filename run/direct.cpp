@@ -11,6 +11,9 @@
 
 #include <chrono>
 #include <complex>
+#include <span>
+#include <utility>
+#include <vector>
 
 namespace jit::run {
 
@@ -71,6 +74,96 @@ void enforce_checks(const ir::Program& p, std::span<const Array> outputs) {
         outputs[static_cast<std::size_t>(c.output)].copy_to_host(&ok);
         if (!ok) throw ValueError(c.message, p.text, c.span);
     }
+}
+
+// Whether `b` reaches memory `a` reaches other than as the very same view: an array bound under
+// two names (`a = a + b` with b = a[::-1], or a[1:] and a[:-1]). The same view is safe: element
+// i is read where it is written, as `a = a + a` reads it.
+bool overlaps_otherwise(const Array& a, const Array& b) {
+    if (a.backend() != b.backend() || a.device() != b.device() || a.size() == 0 || b.size() == 0 ||
+        is_string(a.dtype()) || is_string(b.dtype()))
+        return false;
+    if (a.data() == b.data() && a.shape() == b.shape() && a.strides() == b.strides() && a.itemsize() == b.itemsize())
+        return false;
+    auto reach = [](const Array& x) {
+        std::int64_t lo = 0, hi = 0;
+        for (int k = 0; k < x.ndim(); ++k) {
+            const std::int64_t e = x.shape()[static_cast<std::size_t>(k)],
+                               st = x.strides()[static_cast<std::size_t>(k)];
+            (st < 0 ? lo : hi) += (e - 1) * st;
+        }
+        const auto base = reinterpret_cast<std::intptr_t>(x.data());
+        const auto item = static_cast<std::int64_t>(x.itemsize());
+        return std::pair<std::intptr_t, std::intptr_t>(base + lo * item, base + (hi + 1) * item);
+    };
+    const auto [alo, ahi] = reach(a);
+    const auto [blo, bhi] = reach(b);
+    return alo < bhi && blo < ahi;
+}
+
+// Whether a statement after the one that assigns output `o` reads input `slot` itself (not
+// through a value computed before that assignment, which NumPy computed before the write too):
+// from output `m`'s value, the nodes that `o`'s value does not reach and that were made after
+// the first operation `o`'s value reaches (nodes are made in statement order).
+bool read_after(const ir::Program& p, std::size_t o, std::size_t m, std::int32_t slot) {
+    ir::NodeMap<std::uint8_t> before(p.nodes.size(), 0);
+    std::vector<ir::NodeId> stack{p.outputs[o].node};
+    ir::NodeId first(static_cast<std::int32_t>(p.nodes.size()));
+    while (!stack.empty()) {
+        const ir::NodeId n = stack.back();
+        stack.pop_back();
+        if (before[n]) continue;
+        before[n] = 1;
+        const ir::Node& nd = p.node(n);
+        if (nd.kind != ir::NodeKind::Input && nd.kind != ir::NodeKind::Const && nd.kind != ir::NodeKind::Scalar)
+            first = std::min(first, n);
+        for (int k = 0; k < nd.nargs; ++k) stack.push_back(nd.args[k]);
+    }
+    const ir::Node& start = p.node(p.outputs[m].node);
+    if (start.kind == ir::NodeKind::Input && start.slot == slot) return true;  // `...; b` read as it is
+    ir::NodeMap<std::uint8_t> seen(p.nodes.size(), 0);
+    stack.assign(1, p.outputs[m].node);
+    while (!stack.empty()) {
+        const ir::NodeId n = stack.back();
+        stack.pop_back();
+        if (seen[n] || before[n] || n < first) continue;
+        seen[n] = 1;
+        const ir::Node& nd = p.node(n);
+        for (int k = 0; k < nd.nargs; ++k) {
+            const ir::Node& arg = p.node(nd.args[k]);
+            if (arg.kind == ir::NodeKind::Input && arg.slot == slot) return true;
+            stack.push_back(nd.args[k]);
+        }
+    }
+    return false;
+}
+
+// The outputs written into an input's memory that another input (under another name) reaches
+// in another way: they are computed apart and copied in at the end, as NumPy computes an
+// overlapping ufunc, unless a later statement reads that other input, which NumPy would read
+// as the earlier statement left it: that is refused before anything runs (an output assigned
+// twice is the last assignment, so a statement between the two is "later" only from the
+// first operation its value reaches: conservative).
+boost::container::small_vector<bool, 8> outputs_apart(const ir::Program& p, std::span<const Array* const> inputs) {
+    boost::container::small_vector<bool, 8> apart(p.outputs.size(), false);
+    for (std::size_t o = 0; o < p.outputs.size(); ++o) {
+        const std::int32_t alias = p.outputs[o].alias_input;
+        if (alias < 0) continue;
+        const auto a = static_cast<std::size_t>(alias);
+        for (std::size_t j = 0; j < p.inputs.size(); ++j) {
+            // The target's own views (a = a[::-1]) are the plan's to order.
+            if (j == a || p.inputs[j].name == p.inputs[a].name || !overlaps_otherwise(*inputs[a], *inputs[j])) continue;
+            apart[o] = true;
+            for (std::size_t m = 0; m < p.outputs.size(); ++m)
+                if (m != o && read_after(p, o, m, static_cast<std::int32_t>(j)))
+                    throw ArgumentError(fmt::format(
+                        "'{}' and '{}' share memory: the program writes '{}' in place and a later statement "
+                        "reads '{}', which would see that write; bind a copy of '{}' or run the statements "
+                        "one at a time",
+                        p.inputs[a].name, p.inputs[j].name, p.inputs[a].name, p.inputs[j].name, p.inputs[j].name));
+        }
+    }
+    return apart;
 }
 
 }  // namespace
@@ -150,10 +243,12 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
     dsl::check_scalars(p, std::span<ir::Value>(scalars.data(), scalars.size()));
     boost::container::small_vector<Array, 8> outputs(p.outputs.size());
     boost::container::small_vector<std::size_t, 4> copy_back;
+    const boost::container::small_vector<bool, 8> apart =
+        outputs_apart(p, std::span<const Array* const>(inputs.data(), inputs.size()));
     for (std::size_t o = 0; o < p.outputs.size(); ++o) {
         const ir::OutputDecl& od = p.outputs[o];
         if (p.is_dynamic(od.node)) continue;  // the backend has it made once it has counted
-        if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing) {
+        if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && !apart[o]) {
             outputs[o] = *inputs[static_cast<std::size_t>(od.alias_input)];
         } else {
             try {
@@ -187,7 +282,7 @@ Array direct(const Entry& entry, const Slots& slots, const Call& call, Environme
         std::vector<std::string> partly;
         for (std::size_t o = 0; o < p.outputs.size(); ++o) {
             const ir::OutputDecl& od = p.outputs[o];
-            if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && started[o])
+            if (od.alias_input >= 0 && e->plan.direct_alias[o] && !all_or_nothing && !apart[o] && started[o])
                 partly.push_back(od.name.empty() ? p.inputs[static_cast<std::size_t>(od.alias_input)].name : od.name);
         }
         throw CancelledError(std::move(partly));
