@@ -217,21 +217,37 @@ Val Lowerer::unary(Op op, const Val& a, SourceSpan span) {
 // (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0, a complex square or reciprocal has its own
 // infinities, and CUDA's pow is not correctly rounded. A host scalar (or an expression of
 // them) is chosen by its value per call (a select of the candidates).
+// A strong 0-d exponent (a NumPy scalar, a 0-d array) meets only np.power's loop: for a float32
+// or float64 result, a float exponent of 0.5 is sqrt there too (`x ** np.float64(0.5)` is nan at
+// -inf), whatever the operator form.
 Val Lowerer::power(const Val& a, const Val& b, SourceSpan span, bool operator_form) {
+    // ndarray.__pow__'s `** 2` is np.square, whose bool loop is int8's: a bool array `** 2` (the
+    // literal: a host scalar's value cannot choose the dtype) is int8, not int64.
+    if (operator_form && a.weak == Weak::None && is_bool(dt(a)) && b.weak == Weak::Int && !a.selected() &&
+        node(b.node).kind == NodeKind::Const && node(b.node).value.as_double() == 2.0) {
+        const ir::NodeId x = cast(a, DType::Int8, span);
+        return Val{op_node(Op::Square, DType::Int8, node(x).shape, {x}, span), Weak::None};
+    }
     const Val r = binary(Op::Pow, a, b, span);
-    if (a.weak != Weak::None || b.weak == Weak::None || b.weak == Weak::Bool || a.selected() || b.selected() ||
-        r.selected() || !is_inexact(dt(a)))
+    const bool strong_scalar = b.weak == Weak::None && node(b.node).shape.empty() && is_float(dt(b));
+    if (a.weak != Weak::None || (b.weak == Weak::None && !strong_scalar) || b.weak == Weak::Bool || a.selected() ||
+        b.selected() || r.selected() || !is_inexact(dt(a)))
         return r;
     const DType t = node(r.node).dtype;
     const Node& bn = node(b.node);
     if (!is_inexact(t) || is_complex(bn.dtype) || is_bool(bn.dtype)) return r;
     std::vector<std::pair<double, Op>> shortcuts;
     const bool int_exponent = b.weak == Weak::Int;
-    if (operator_form && int_exponent) shortcuts = {{2.0, Op::Square}, {-1.0, Op::Reciprocal}};
-    else if (operator_form) shortcuts = {{0.5, Op::Sqrt}};
-    else if (t == DType::Float32 || t == DType::Float64)
+    if (strong_scalar) {
+        if (t == DType::Float32 || t == DType::Float64) shortcuts = {{0.5, Op::Sqrt}};
+    } else if (operator_form && int_exponent) {
+        shortcuts = {{2.0, Op::Square}, {-1.0, Op::Reciprocal}};
+    } else if (operator_form) {
+        shortcuts = {{0.5, Op::Sqrt}};
+    } else if (t == DType::Float32 || t == DType::Float64) {
         shortcuts = int_exponent ? std::vector<std::pair<double, Op>>{{2.0, Op::Square}}
                                  : std::vector<std::pair<double, Op>>{{0.5, Op::Sqrt}, {2.0, Op::Square}};
+    }
     if (shortcuts.empty()) return r;
     const ir::NodeId x = cast(a, t, span);
     auto shortcut = [&](Op op) { return op_node(op, t, node(x).shape, {x}, span); };

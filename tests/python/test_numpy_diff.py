@@ -150,6 +150,21 @@ def test_integer_power_by_a_negative_integer_raises_as_numpy_does():
         jx.evaluate("a ** -1", a=a)
 
 
+@pytest.mark.parametrize("k", [np.float64(0.5), np.float32(0.5), np.array(0.5), np.float64(0.25), np.float64(2)],
+                         ids=["f64-half", "f32-half", "0d-half", "quarter", "two"])
+@pytest.mark.parametrize("dt", ["float16", "float32", "float64"])
+def test_a_numpy_scalar_exponent_of_a_half_is_sqrt_where_numpys_loop_takes_it_so(k, dt):
+    # np.power's float32/float64 loops take an exponent of 0.5 that does not move as sqrt:
+    # (-inf) ** 0.5 is nan and (-0.0) ** 0.5 is -0.0 there; float16's loop is pow.
+    x = np.array([-np.inf, -0.0, 0.0, 4.0, 2.0, np.inf, np.nan], dtype=dt)
+    with np.errstate(all="ignore"):
+        for text, want in (("x ** k", x ** k), ("power(x, k)", np.power(x, k))):
+            got = jx.evaluate(text, x=x, k=k)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_literals_that_do_not_fit_raise_as_numpy_does():
     u = np.arange(3, dtype=np.uint8)
     with pytest.raises(OverflowError):
