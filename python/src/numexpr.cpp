@@ -211,6 +211,66 @@ bool numexpr_sanitize(PyObject* sanitize) {
     return end == env || v != 0;
 }
 
+// numexpr's min(x, k) and max(x, k) reduce x along axis k (its signature is min(var, axis=None)),
+// where jitexpr's two-argument min/max are the element-wise minimum/maximum: each such call with
+// a second positional argument gets `axis=` before it. Quoted text is skipped. Empty when no
+// call changes.
+std::string numexpr_min_max_axes(std::string_view text) {
+    std::vector<std::size_t> at;  // where "axis=" goes
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    auto skip_quote = [&](std::size_t i) {  // i at a quote: the index after its closing quote
+        const char q = text[i];
+        for (++i; i < text.size() && text[i] != q; ++i)
+            if (text[i] == '\\') ++i;
+        return i + 1;
+    };
+    for (std::size_t i = 0; i + 3 < text.size(); ++i) {
+        if (text[i] == '\'' || text[i] == '"') {
+            i = skip_quote(i) - 1;
+            continue;
+        }
+        if ((text.compare(i, 3, "min") != 0 && text.compare(i, 3, "max") != 0) ||
+            (i > 0 && (ident(text[i - 1]) || text[i - 1] == '.')))
+            continue;
+        std::size_t k = i + 3;
+        while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+        if (k >= text.size() || text[k] != '(') continue;
+        // The call's top-level commas, up to its closing parenthesis.
+        int depth = 0;
+        std::vector<std::size_t> commas;
+        bool keyword = false;
+        std::size_t j = k;
+        for (; j < text.size(); ++j) {
+            const char c = text[j];
+            if (c == '\'' || c == '"') {
+                j = skip_quote(j) - 1;
+                continue;
+            }
+            if (c == '(' || c == '[') ++depth;
+            else if (c == ')' || c == ']') {
+                if (--depth == 0) break;
+            } else if (depth == 1 && c == ',') commas.push_back(j);
+            else if (depth == 1 && c == '=' && !commas.empty() && text[j + 1] != '=' && text[j - 1] != '=' &&
+                     text[j - 1] != '!' && text[j - 1] != '<' && text[j - 1] != '>')
+                keyword = true;
+        }
+        if (j >= text.size() || commas.size() != 1 || keyword) continue;
+        std::size_t arg = commas[0] + 1;
+        while (arg < j && (text[arg] == ' ' || text[arg] == '\t')) ++arg;
+        if (arg < j) at.push_back(arg);
+    }
+    if (at.empty()) return {};
+    std::string out;
+    std::size_t copied = 0;
+    for (const std::size_t a : at) {
+        out.append(text.substr(copied, a - copied));
+        out += "axis=";
+        copied = a;
+    }
+    out.append(text.substr(copied));
+    return out;
+}
+
 // What numexpr refuses before parsing, and what the drop-in refuses as numexpr does: a
 // non-string (ValueError), what its sanitizer refuses (ValueError: "forbidden control
 // characters"), an assignment (SyntaxError), `and`/`or`/`not` (TypeError), a negative axis
@@ -250,7 +310,15 @@ nb::object numexpr_check_text(PyObject* ex, bool sanitize) {
         PyErr_SetString(value_error, "negative axis are not supported");
         throw nb::python_error();
     }
-    const std::string meant = numexpr_text(text);
+    // One expression, as numexpr's compile() of it in "eval" mode takes: no second statement
+    // (`a\n+ b` is not `+b`), not nothing.
+    if (jit::outline(text).statements.size() != 1) {
+        PyErr_Format(PyExc_SyntaxError, "invalid syntax: numexpr evaluates one expression: %R", ex);
+        throw nb::python_error();
+    }
+    std::string meant = numexpr_text(text);
+    if (std::string axes = numexpr_min_max_axes(meant.empty() ? text : std::string_view(meant)); !axes.empty())
+        meant = std::move(axes);
     nb::object effective = meant.empty() ? nb::borrow(ex) : nb::str(meant.data(), meant.size());
     if (!exact || !sanitize) return effective;  // (a str subclass may hash as it likes: not kept)
     if (!g_numexpr_checked) {

@@ -255,3 +255,22 @@ def test_thread_variables_as_numexpr_reads_them(env, want):
 def test_more_threads_than_max_threads_is_a_value_error():
     with pytest.raises(ValueError, match="MAX_THREADS"):
         jne.set_num_threads(jne.MAX_THREADS + 1)
+
+
+@pytest.mark.parametrize("text", ["max(a, 1)", "min(a, 0)", "max(a,1)", "min(a , 1)", "max(2 * a - 1, 1)"])
+def test_a_second_positional_argument_of_min_and_max_is_the_axis(ne, text):
+    # numexpr's min(var, axis=None): min(a, 1) reduces along axis 1, it is not minimum(a, 1).
+    a = np.arange(12.0).reshape(3, 4)
+    want = ne.evaluate(text, local_dict={"a": a})
+    got = jne.evaluate(text, local_dict={"a": a})
+    assert got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("text", ["a\n+ a", "a;a", "", "   ", "\n", "#x"])
+def test_two_statements_or_none_are_a_syntax_error(ne, text):
+    a = np.arange(3.0)
+    with pytest.raises(SyntaxError):
+        ne.evaluate(text, local_dict={"a": a}, sanitize=False)
+    with pytest.raises(SyntaxError):
+        jne.evaluate(text, local_dict={"a": a}, sanitize=False)
