@@ -352,8 +352,14 @@ Val Lowerer::masked_reduction(Op op, const std::string& fname, const Val& a, Arg
         return cast(Val{reduce_nodes(Op::Sum, ones, DType::Int64, ax, keepdims, span), Weak::None}, d, span);
     };
     auto neutral = [&](double v) { return select(counted, x, const_of(v, t.operand, span), span); };
+    // No element to reduce: none selected, or a reduced axis of the values (past the mask's)
+    // of extent 0. An axis that is not reduced may be empty (max(x[m], axis=0) of a (1, 0) x is
+    // an empty result, as NumPy's): the mask is tested as it is, not spread over the values.
     auto require_selection = [&] {
-        const ir::NodeId any = reduce_nodes(Op::Any, full_shape(mask), DType::Bool, Axes{}, false, span);
+        for (std::size_t d = k; d < full.size(); ++d)
+            if (ax.has(d) && full[d] == 0)
+                throw ValueError(fmt::format("{}() of an empty array has no value", ir::spelling(op)), text_, span);
+        const ir::NodeId any = reduce_nodes(Op::Any, mask, DType::Bool, Axes{}, false, span);
         checks_.push_back(
             PendingCheck{any, fmt::format("{}() of an empty array has no value", ir::spelling(op)), span});
     };

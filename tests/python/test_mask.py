@@ -208,3 +208,25 @@ def test_a_selection_is_indexed_and_reduced_along_its_other_axes():
     for text in ["c[m][0]", "c[m][1:]", "c[m][None]"]:
         with pytest.raises(ValueError, match="along its other axes only"):
             jx.evaluate(text, names, backend="cpu")
+
+
+@pytest.mark.parametrize("shape,mask,text", [
+    ((1, 0), [True], "max(x[m], axis=0)"),
+    ((1, 0), [True], "max(x[m])"),
+    ((1, 0), [False], "min(x[m], axis=0)"),
+    ((1, 3), [False], "max(x[m], axis=0)"),
+    ((2, 0), [True, False], "argmin(x[m], axis=0)"),
+])
+def test_min_and_max_of_a_selection_fail_only_where_numpys_have_nothing_to_reduce(shape, mask, text):
+    # fuzzer seed 71, case 1160153: max(x[m], axis=0) of a (1, 0) selection is an empty array in
+    # NumPy; only a reduction over no element (nothing selected, or a reduced axis of extent 0)
+    # is its ValueError.
+    x, m = np.zeros(shape), np.array(mask)
+    try:
+        want = getattr(np, text.split("(")[0])(x[m], **({"axis": 0} if "axis" in text else {}))
+    except ValueError:
+        with pytest.raises(ValueError):
+            jx.evaluate(text, x=x, m=m)
+        return
+    got = jx.evaluate(text, x=x, m=m)
+    assert got.shape == np.shape(want) and got.dtype == np.asarray(want).dtype
