@@ -10,6 +10,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace jit::dsl {
 
@@ -122,7 +123,11 @@ std::optional<ExactInt> exact_int(const ir::Program& p, ir::NodeId id, std::span
             break;
         case ir::Op::FloorDiv:
         case ir::Op::Mod: {
-            if (y == 0) return std::nullopt;  // 0 in the kernels, as NumPy's integer division by zero
+            if (y == 0) {  // Python's ZeroDivisionError, as a literal `1000 // 0` is
+                r.error = "integer division or modulo";
+                r.error_span = n.span;
+                return r;
+            }
             __int128 q = x / y, m = x % y;
             if (m != 0 && ((m < 0) != (y < 0))) {
                 q -= 1;
@@ -166,6 +171,9 @@ void check_scalar_fits(const ir::Program& p, std::span<const ir::Value> scalars)
     for (const ir::ScalarFitCheck& c : p.scalar_fits) {
         const std::optional<ExactInt> r = exact_int(p, c.node, scalars);
         if (!r) continue;
+        if (r->error && std::string_view(r->error) == "integer division or modulo")
+            throw ValueError("integer division or modulo in this expression of host scalars by zero", p.text,
+                             r->error_span);  // (" by zero": Python's ZeroDivisionError in the package)
         if (r->error)
             throw ValueError(
                 fmt::format("{} in this expression of host scalars (Python's error for its integers)", r->error),

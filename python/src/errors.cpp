@@ -40,7 +40,8 @@ void translate(const std::exception_ptr& p, void*) {
         // Python's ZeroDivisionError: jitexpr.ZeroDivisionError, a jitexpr.ValueError too.
         const std::string& m = e.message();
         const bool overflow = m.rfind("integer ", 0) == 0 && m.find(" is out of bounds for ") != std::string::npos;
-        const bool by_zero = m.size() >= 8 && m.compare(m.size() - 8, 8, " by zero") == 0;
+        const bool by_zero = (m.size() >= 8 && m.compare(m.size() - 8, 8, " by zero") == 0) ||
+                             m.rfind("0.0 cannot be raised to a negative", 0) == 0;  // Python's for 0 ** -1
         PyObject* t = overflow ? g_errors.overflow : by_zero ? g_errors.zero_division : nullptr;
         raise_source(t ? t : g_errors.value, e);
     } catch (const jit::IndexError& e) {

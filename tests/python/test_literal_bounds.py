@@ -69,3 +69,18 @@ def test_an_out_of_range_python_int_is_numpys(name, dtype):
                 np.testing.assert_allclose(got, want, rtol=4 * np.finfo(want.dtype).eps, err_msg=text)
             else:
                 np.testing.assert_array_equal(got, want, err_msg=text)
+
+
+def test_an_integer_division_of_host_scalars_by_zero_is_pythons_zero_division_error():
+    # fuzzer seed 71, case 48231: Python computes 1000 // s before NumPy sees it.
+    a = np.arange(3)
+    for text in ("a * (1000 // s)", "a + 1000 % s"):
+        with pytest.raises(ZeroDivisionError):
+            jx.evaluate(text, a=a, s=0)
+    np.testing.assert_array_equal(jx.evaluate("a * (1000 // s)", a=a, s=7), a * (1000 // 7))
+    np.testing.assert_array_equal(jx.evaluate("a // s", a=a, s=0), [0, 0, 0])  # an array's: NumPy's 0
+
+
+def test_zero_to_a_negative_literal_power_is_pythons_zero_division_error():
+    with pytest.raises(ZeroDivisionError):
+        jx.evaluate("0 ** -1")
