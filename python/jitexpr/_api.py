@@ -53,7 +53,8 @@ def _check_text(text):
         raise err from None
 
 
-def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(names read before assigned, named constants mentioned, names only assigned)."""
     try:
         return _names_cache[text]
     except KeyError:
@@ -61,11 +62,12 @@ def _names_of(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     _check_text(text)
     params = tuple(_core.parameters(text))
     consts = tuple(sorted(set(_CONSTANT_RE.findall(text)))) if any(c in text for c in ("pi", "e", "inf", "nan")) else ()
+    targets = tuple(n for n in _core.targets(text) if n not in params)
     with _names_lock:
         if len(_names_cache) >= 4096:
             _names_cache.clear()
-        _names_cache[text] = (params, consts)
-    return params, consts
+        _names_cache[text] = (params, consts, targets)
+    return params, consts, targets
 
 
 # evaluate and Kernel calls bind names in the extension (_core.evaluate_named, the same rules as
@@ -79,13 +81,20 @@ def parameters(text: str) -> list[str]:
 
 
 def _bind(text, names, local_dict, depth):
-    """{name: value} for every name `text` reads that is bound somewhere, and for the named
-    constants it mentions that a variable shadows. Unbound names are left out: the checker then
+    """{name: value} for every name `text` reads that is bound somewhere, for the named
+    constants it mentions that a variable shadows, and for the names it only assigns that the
+    keywords or ``local_dict`` give (an assignment writes into such an array in place; the
+    caller's frame is not asked for those). Unbound names are left out: the checker then
     reports them with a caret and a suggestion. The caller's frame is looked at only for names
     that the keywords and ``local_dict`` do not give."""
-    params, consts = _names_of(text)
+    params, consts, targets = _names_of(text)
     bound = {}
     missing = []
+    for n in targets:
+        if names and n in names:
+            bound[n] = names[n]
+        elif local_dict is not None and n in local_dict:
+            bound[n] = local_dict[n]
     for n in params:
         if names and n in names:
             bound[n] = names[n]

@@ -365,14 +365,14 @@ nb::object names_of(PyObject* text) {
     PyObject* r = PyObject_CallOneArg(g_names_of, text);
     if (!r) throw nb::python_error();
     nb::object held = nb::steal(r);
-    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(r, 0)) ||
-        !PyTuple_Check(PyTuple_GET_ITEM(r, 1)))
-        throw jit::InternalError("jitexpr._api._names_of returned something other than two tuples");
+    if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 3 || !PyTuple_Check(PyTuple_GET_ITEM(r, 0)) ||
+        !PyTuple_Check(PyTuple_GET_ITEM(r, 1)) || !PyTuple_Check(PyTuple_GET_ITEM(r, 2)))
+        throw jit::InternalError("jitexpr._api._names_of returned something other than three tuples");
     if (PyUnicode_CheckExact(text)) {  // (a str subclass may hash as it likes: not kept)
         // The names interned, as the keywords of a call site are: a keyword is then found by
         // its pointer (Keywords::get).
         nb::list groups;
-        for (int g = 0; g < 2; ++g) {
+        for (int g = 0; g < 3; ++g) {
             PyObject* names = PyTuple_GET_ITEM(r, g);
             const Py_ssize_t k = PyTuple_GET_SIZE(names);
             nb::object fresh = nb::steal(PyTuple_New(k));
@@ -385,7 +385,7 @@ nb::object names_of(PyObject* text) {
             }
             groups.append(fresh);
         }
-        held = nb::make_tuple(groups[0], groups[1]);
+        held = nb::make_tuple(groups[0], groups[1], groups[2]);
         r = held.ptr();
         if (PyDict_GET_SIZE(g_texts) >= kMaxTexts) PyDict_Clear(g_texts);
         if (PyDict_SetItem(g_texts, text, r) < 0) throw nb::python_error();
@@ -474,6 +474,20 @@ void bind_names(PyObject* text, const BindSpec& spec, Items& items, std::vector<
                 if (g == groups[0]) ++missing_params;
             }
         }
+    }
+    // The names the text only assigns, from the keywords or local_dict alone (never the frame):
+    // a bound array of the value's dtype and shape is written in place.
+    PyObject* targets = PyTuple_GET_ITEM(entry.ptr(), 2);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(targets); ++i) {
+        PyObject* n = PyTuple_GET_ITEM(targets, i);
+        PyObject* v = have_names ? spec.keywords->get(n) : nullptr;
+        if (!v && have_local) {
+            if (nb::object got = lookup(spec.local_dict.ptr(), n, spec.numexpr); got.is_valid()) {
+                v = got.ptr();
+                keep.push_back(std::move(got));
+            }
+        }
+        if (v) items.emplace_back(n, v);
     }
     if (missing.empty()) return;
     // The frame's globals (unless global_dict replaces them) and locals (unless local_dict does).

@@ -64,3 +64,29 @@ def test_a_value_computed_before_the_write_may_be_used_after_it():
     r = jx.run("t = b * 2; a = a + t; c = t", a=a, b=b)
     np.testing.assert_array_equal(buf, [0, 1, 4, 7, 10, 13])
     np.testing.assert_array_equal(r["c"], [0, 2, 4, 6, 8])
+
+
+def test_a_name_only_assigned_and_bound_by_keyword_or_dict_is_written_in_place():
+    # The one assignment rule: a bound array of the value's dtype and shape is written into,
+    # whether or not the program reads it first (run, evaluate's programs, local_dict too).
+    b = np.arange(4.0)
+    a = np.zeros(4)
+    r = jx.run("a = b * 2", a=a, b=b)
+    assert r["a"] is a
+    np.testing.assert_array_equal(a, b * 2)
+    a = np.zeros(4)
+    jx.run("a = b * 2", {"a": a, "b": b})
+    np.testing.assert_array_equal(a, b * 2)
+    t = np.zeros(4)
+    np.testing.assert_array_equal(jx.evaluate("t = b * 2; t + 1", b=b, t=t), b * 2 + 1)
+    np.testing.assert_array_equal(t, b * 2)
+    i = np.zeros(4, np.int64)  # another dtype: a new array, the caller's untouched
+    r = jx.run("i = b * 2", i=i, b=b)
+    assert r["i"] is not i and not i.any()
+
+
+def test_a_name_only_assigned_is_not_taken_from_the_callers_frame():
+    b = np.arange(4.0)
+    c = np.zeros(4)
+    r = jx.run("c = b * 2", b=b)
+    assert not c.any() and r["c"] is not c

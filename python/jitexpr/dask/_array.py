@@ -172,7 +172,7 @@ def row_split(text, info):
 
 
 def _params_in(text, values):
-    params, consts = _api._names_of(text)
+    params, consts, _ = _api._names_of(text)
     return [n for n in params] + [c for c in consts if c in values]
 
 

@@ -214,7 +214,7 @@ def eval_frame(df, program, /, local_dict=None, *, _frame_depth=1, **names):
     for _, _, _, index, _ in ol["subscripts"][:1]:
         raise_at(program, index, "eval_frame is row by row, and an index reads across rows and partitions; "
                  "select rows with Dask (df[mask], df.loc[...]) instead")
-    params, consts = _api._names_of(program)
+    params, consts, _ = _api._names_of(program)
     outside_names = [n for n in list(params) + list(consts) if n not in columns]
     bound = _api._bind(program, names, local_dict, _frame_depth + 1) if outside_names else {}
     scalars = {}
