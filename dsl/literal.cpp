@@ -161,9 +161,19 @@ private:
     [[noreturn]] void type_error(const std::string& m, SourceSpan s) const { throw TypeError(m, text_, s); }
 
     static Big parse_big(const Expr& e) {
-        // A literal past uint64 (the parser bounds its length): decimal or 0x hexadecimal.
+        // A literal past uint64 (the parser bounds its length): decimal, or 0x, 0o or 0b, with
+        // Python's underscores between digits (dropped here).
+        std::string digits;
+        for (const char c : e.text)
+            if (c != '_') digits.push_back(c);
+        std::string_view t = digits;
+        if (t.size() > 2 && t[0] == '0' && (t[1] == 'o' || t[1] == 'O' || t[1] == 'b' || t[1] == 'B')) {
+            const unsigned base = (t[1] == 'o' || t[1] == 'O') ? 8 : 2;
+            Big v = 0;
+            for (const char c : t.substr(2)) v = v * base + static_cast<unsigned>(c - '0');
+            return v;
+        }
         // cpp_int reads a leading 0 as octal: a decimal literal's leading zeros are dropped.
-        std::string_view t = e.text;
         if (t.size() > 1 && t[0] == '0' && t[1] != 'x' && t[1] != 'X')
             t.remove_prefix(t.find_first_not_of('0') == std::string_view::npos ? t.size() - 1
                                                                                : t.find_first_not_of('0'));

@@ -16,6 +16,7 @@
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -200,18 +201,27 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
             fail(st, p, q, fmt::format("integer literal too long (more than {} digits)", kMaxIntegerDigits));
         lit.int_big = true;
     };
-    if (*q == '0' && q + 1 != last && (q[1] == 'x' || q[1] == 'X')) {
+    // Python's prefixed integers: 0x, 0o and 0b, an underscore allowed after the prefix and
+    // between digits (0x_ff, 0b1010_1010).
+    if (*q == '0' && q + 1 != last && std::strchr("xXoObB", q[1]) && q[1] != '\0') {
+        const char kind = static_cast<char>(q[1] | 0x20);
+        const int shift = kind == 'x' ? 4 : kind == 'o' ? 3 : 1;
+        const char* const name = kind == 'x' ? "hexadecimal" : kind == 'o' ? "octal" : "binary";
         q += 2;
         iterator_type digits = q;
         std::uint64_t v = 0;
         bool overflow = false;
-        for (int d; q != last && (d = hex_value(*q)) >= 0; ++q) {
-            if (v > (kMax >> 4)) overflow = true;
-            v = (v << 4) | static_cast<std::uint64_t>(d);
+        for (;;) {
+            if (q != last && *q == '_' && q + 1 != last && hex_value(q[1]) >= 0 && hex_value(q[1]) < (1 << shift)) ++q;
+            int d;
+            if (q == last || (d = hex_value(*q)) < 0 || d >= (1 << shift)) break;
+            if (v > (kMax >> shift)) overflow = true;
+            v = (v << shift) | static_cast<std::uint64_t>(d);
+            ++q;
         }
         if (q == digits) {
             reject_suffix();
-            fail(st, p, q, "hexadecimal literal '0x' has no digits");
+            fail(st, p, q, fmt::format("{} literal '0{}' has no digits", name, kind));
         }
         reject_suffix();
         lit.kind = ExprKind::Int;
@@ -219,12 +229,21 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
         if (overflow) too_large();
         return q;
     }
+    // Decimal digits with Python's single underscores between them (1_000_000, 1_0.5e1_0).
+    bool underscores = false;
+    auto digits = [&] {
+        while (q != last &&
+               (is_digit(*q) || (*q == '_' && q != p && is_digit(q[-1]) && q + 1 != last && is_digit(q[1])))) {
+            underscores = underscores || *q == '_';
+            ++q;
+        }
+    };
     bool is_float = false;
-    while (q != last && is_digit(*q)) ++q;
+    digits();
     if (q != last && *q == '.') {
         is_float = true;
         ++q;
-        while (q != last && is_digit(*q)) ++q;
+        digits();
     }
     if (q != last && (*q == 'e' || *q == 'E')) {
         is_float = true;
@@ -235,20 +254,26 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
                  fmt::format("malformed number '{}': the exponent has no digits",
                              std::string_view(p, static_cast<std::size_t>(q - p))));
         }
-        while (q != last && is_digit(*q)) ++q;
+        digits();
     }
+    // The digits as Python reads them: without the underscores.
+    std::string plain;
+    if (underscores) {
+        for (iterator_type i = p; i != q; ++i)
+            if (*i != '_') plain.push_back(*i);
+    }
+    const char* const np = underscores ? plain.data() : &*p;
+    const char* const nq = underscores ? plain.data() + plain.size() : &*p + (q - p);
     if (q != last && (*q == 'j' || *q == 'J')) {
         // An imaginary literal, as in Python: decimal digits (leading zeros allowed), a fraction
         // or an exponent, then j or J; its value is a complex with a zero real part.
         double imag = 0.0;
-        auto [ptr, ec] = std::from_chars(p, q, imag, std::chars_format::general);
+        auto [ptr, ec] = std::from_chars(np, nq, imag, std::chars_format::general);
         if (ec == std::errc::result_out_of_range) {
-            std::string copy(p, q);
+            // Past a double: inf (1e400j is infj in Python); below: zero or a subnormal.
+            std::string copy(np, nq);
             imag = std::strtod(copy.c_str(), nullptr);
-            if (imag == std::numeric_limits<double>::infinity()) {
-                fail(st, p, q + 1, fmt::format("imaginary literal '{}j' is too large for a double", copy));
-            }
-        } else if (ec != std::errc() || ptr != q) {
+        } else if (ec != std::errc() || ptr != nq) {
             fail(st, p, q + 1, "malformed imaginary literal");
         }
         ++q;
@@ -261,7 +286,7 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
     if (!is_float) {
         std::uint64_t v = 0;
         bool overflow = false;
-        for (iterator_type i = p; i != q && !overflow; ++i) {
+        for (const char* i = np; i != nq && !overflow; ++i) {
             auto d = static_cast<std::uint64_t>(*i - '0');
             if (v > (kMax - d) / 10) overflow = true;
             else v = v * 10 + d;
@@ -272,15 +297,13 @@ inline iterator_type scan_number(const ParseState& st, iterator_type p, iterator
         return q;
     }
     double value = 0.0;
-    auto [ptr, ec] = std::from_chars(p, q, value, std::chars_format::general);
+    auto [ptr, ec] = std::from_chars(np, nq, value, std::chars_format::general);
     if (ec == std::errc::result_out_of_range) {
-        // Overflow is an error; underflow rounds to zero or a subnormal, as in Python.
-        std::string copy(p, q);
+        // As Python reads a float literal: past a double it is inf (1e400), below it rounds to
+        // zero or a subnormal.
+        std::string copy(np, nq);
         value = std::strtod(copy.c_str(), nullptr);
-        if (value == std::numeric_limits<double>::infinity()) {
-            fail(st, p, q, fmt::format("float literal '{}' is too large for a double", copy));
-        }
-    } else if (ec != std::errc() || ptr != q) {
+    } else if (ec != std::errc() || ptr != nq) {
         fail(st, p, q, "malformed float literal");
     }
     lit.kind = ExprKind::Float;

@@ -84,3 +84,11 @@ def test_an_integer_division_of_host_scalars_by_zero_is_pythons_zero_division_er
 def test_zero_to_a_negative_literal_power_is_pythons_zero_division_error():
     with pytest.raises(ZeroDivisionError):
         jx.evaluate("0 ** -1")
+
+
+@pytest.mark.parametrize("text", ["1e400", "-1e400 * 2", "1e400j", "0b1011", "0B1010_1010", "0o777", "0x_ff",
+                                  "1_000_000 + 1", "1_0.2_5e1_0", "0b1" + "0" * 64 + " // 2**60", "0o7_7 * 0.5"])
+def test_number_literals_are_pythons(text):
+    got = jx.evaluate(text)
+    want = eval(text)
+    assert got == want
