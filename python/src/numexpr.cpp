@@ -637,6 +637,22 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
         NPY_CASTING casting = NPY_SAME_KIND_CASTING;
         if (PyArray_CastingConverter(casting_arg.ptr(), &casting) != NPY_SUCCEED) return nullptr;
         if (!out.is_none()) check_out_object(out);  // before it is kept or given to NumPy's copyto
+        // numexpr's out= of a reduction of every element must hold one element (it is not filled
+        // with the value): a top-level reduction without an axis.
+        if (!out.is_none() && PyArray_Check(out.ptr()) &&
+            PyArray_SIZE(reinterpret_cast<PyArrayObject*>(out.ptr())) != 1) {
+            Py_ssize_t n = 0;
+            const char* u = PyUnicode_AsUTF8AndSize(meant.ptr(), &n);
+            if (!u) return nullptr;
+            const jit::Outline o = jit::outline(std::string_view(u, static_cast<std::size_t>(n)));
+            for (const jit::OutlineReduction& r : o.reductions)
+                if (!o.statements.empty() && r.span.begin == o.statements.back().value_span.begin &&
+                    r.span.end == o.statements.back().value_span.end && r.keywords.empty()) {
+                    PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError,
+                                    "out argument must have size 1 for a full reduction");
+                    return nullptr;
+                }
+        }
         nb::object out_ref = keep_last ? numexpr_out_ref(out) : nb::none();
         Py_ssize_t size = 0;
         const char* utf8 = PyUnicode_AsUTF8AndSize(meant.ptr(), &size);

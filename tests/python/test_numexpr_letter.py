@@ -274,3 +274,15 @@ def test_two_statements_or_none_are_a_syntax_error(ne, text):
         ne.evaluate(text, local_dict={"a": a}, sanitize=False)
     with pytest.raises(SyntaxError):
         jne.evaluate(text, local_dict={"a": a}, sanitize=False)
+
+
+def test_out_of_more_than_one_element_for_a_full_reduction_is_numexprs_value_error(ne):
+    a = np.arange(6.0)
+    for m in (ne, jne):
+        out = np.zeros(6)
+        with pytest.raises(ValueError, match="size 1 for a full reduction"):
+            m.evaluate("sum(a)", local_dict={"a": a}, out=out)
+        assert not out.any()
+        one = np.zeros(1)
+        m.evaluate("sum(a)", local_dict={"a": a}, out=one)
+        assert one[0] == 15.0
