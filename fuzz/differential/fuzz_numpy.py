@@ -996,8 +996,10 @@ def call(name, args, ev):
                 raise RefSkip()
             args = [strongify(a, ev) for a in args]
         return binary("**", args[0], args[1], ev, function=True)
-    if name == "clip":  # the ufunc; of literals alone, after np.clip's asarray of the first (2**63: uint64)
-        if all(isinstance(a, Lit) for a in args) and (x := int_value(args[0])) is not None and 2**63 <= x < 2**64:
+    if name == "clip":  # the ufunc; of Python numbers alone (literals or host scalars: seed 71, case
+        # 1192230), after np.clip's asarray of the first (2**63: uint64)
+        if all(isinstance(a, (Lit, Host)) for a in args) and (x := int_value(args[0])) is not None and \
+                2**63 <= x < 2**64:
             args = [strongify(args[0], ev)] + list(args[1:])
         check_literal_fits(ev, args)
         fn_clip = np._core.umath.clip if hasattr(np, "_core") else np.core.umath.clip
