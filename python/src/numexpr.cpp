@@ -355,8 +355,15 @@ void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
             (void)PyLong_AsLongLongAndOverflow(v, &overflow);
             any_big = any_big || overflow != 0;
             continue;
-        } else {
+        } else if (PyFloat_Check(v) || PyComplex_Check(v) || PyBool_Check(v)) {
             if (!PyFloat_Check(v) && !PyComplex_Check(v)) all_inexact = false;
+            continue;
+        } else if (v == Py_None || PyDict_Check(v) || PyAnySet_Check(v) || PyCallable_Check(v) || PyModule_Check(v)) {
+            // What NumPy makes an object array of (numexpr's asarray of each variable): its error.
+            PyErr_SetString(g_errors.value ? g_errors.value : PyExc_ValueError, "unknown type object");
+            throw nb::python_error();
+        } else {
+            all_inexact = false;
             continue;
         }
         if (!d) throw nb::python_error();
@@ -389,8 +396,13 @@ void numexpr_take_values(Items& items, std::vector<nb::object>& keep) {
                 continue;
             }
         }
-        if (t == NPY_UINT32) {
-            PyObject* c = PyArray_FromAny(v, PyArray_DescrFromType(NPY_INT64), 0, 0, NPY_ARRAY_FORCECAST, nullptr);
+        // numexpr's kinds: uint32 is int64, long double float64 and its complex complex128.
+        const int to = t == NPY_UINT32        ? NPY_INT64
+                       : t == NPY_LONGDOUBLE  ? NPY_DOUBLE
+                       : t == NPY_CLONGDOUBLE ? NPY_CDOUBLE
+                                              : -1;
+        if (to >= 0) {
+            PyObject* c = PyArray_FromAny(v, PyArray_DescrFromType(to), 0, 0, NPY_ARRAY_FORCECAST, nullptr);
             if (!c) throw nb::python_error();
             keep.push_back(nb::steal(c));
             value = keep.back();

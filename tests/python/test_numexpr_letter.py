@@ -286,3 +286,18 @@ def test_out_of_more_than_one_element_for_a_full_reduction_is_numexprs_value_err
         one = np.zeros(1)
         m.evaluate("sum(a)", local_dict={"a": a}, out=one)
         assert one[0] == 15.0
+
+
+@pytest.mark.parametrize("value", [None, {"a": 1}, len], ids=["none", "dict", "function"])
+def test_a_variable_numpy_makes_an_object_array_of_is_numexprs_value_error(ne, value):
+    for m in (ne, jne):
+        with pytest.raises(ValueError, match="unknown type object"):
+            m.evaluate("a * 2", local_dict={"a": value})
+
+
+def test_long_double_computes_in_float64_as_numexprs(ne):
+    for v in (np.longdouble(1.5), np.array([1.5, 2.5], np.longdouble), np.array([1 + 2j], np.clongdouble)):
+        want = ne.evaluate("a * 2", local_dict={"a": v})
+        got = jne.evaluate("a * 2", local_dict={"a": v})
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
