@@ -301,3 +301,12 @@ def test_long_double_computes_in_float64_as_numexprs(ne):
         got = jne.evaluate("a * 2", local_dict={"a": v})
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("value", [2.0, "2", None])
+def test_set_num_threads_takes_an_int_as_numexprs(ne, value):
+    for m in (ne, jne):
+        before = m.get_num_threads() if hasattr(m, "get_num_threads") else m.utils.get_num_threads()
+        with pytest.raises(TypeError):
+            m.set_num_threads(value)
+        m.set_num_threads(before)

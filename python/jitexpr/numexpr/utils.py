@@ -13,6 +13,7 @@ and this module's are the same setting.
 
 from __future__ import annotations
 
+import operator
 import os
 
 from .. import _api
@@ -56,7 +57,7 @@ def detect_number_of_cores() -> int:
 def set_num_threads(nthreads: int) -> int:
     """Sets the number of threads later evaluations use; returns the previous number. More
     than ``MAX_THREADS`` (``NUMEXPR_MAX_THREADS``) or fewer than 1 is a ValueError."""
-    n = int(nthreads)
+    n = operator.index(nthreads)  # an int (a bool too), as numexpr takes it: 2.0 and "2" are TypeErrors
     if n > MAX_THREADS:
         raise ArgumentError(f"the number of threads ({n}) cannot be larger than MAX_THREADS ({MAX_THREADS}, "
                             "the environment variable NUMEXPR_MAX_THREADS)")
