@@ -76,29 +76,33 @@ void enforce_checks(const ir::Program& p, std::span<const Array> outputs) {
     }
 }
 
-// Whether `b` reaches memory `a` reaches other than as the very same view: an array bound under
-// two names (`a = a + b` with b = a[::-1], or a[1:] and a[:-1]). The same view is safe: element
-// i is read where it is written, as `a = a + a` reads it.
-bool overlaps_otherwise(const Array& a, const Array& b) {
-    if (a.backend() != b.backend() || a.device() != b.device() || a.size() == 0 || b.size() == 0 ||
-        is_string(a.dtype()) || is_string(b.dtype()))
-        return false;
-    if (a.data() == b.data() && a.shape() == b.shape() && a.strides() == b.strides() && a.itemsize() == b.itemsize())
-        return false;
-    auto reach = [](const Array& x) {
-        std::int64_t lo = 0, hi = 0;
-        for (int k = 0; k < x.ndim(); ++k) {
-            const std::int64_t e = x.shape()[static_cast<std::size_t>(k)],
-                               st = x.strides()[static_cast<std::size_t>(k)];
-            (st < 0 ? lo : hi) += (e - 1) * st;
-        }
-        const auto base = reinterpret_cast<std::intptr_t>(x.data());
-        const auto item = static_cast<std::int64_t>(x.itemsize());
-        return std::pair<std::intptr_t, std::intptr_t>(base + lo * item, base + (hi + 1) * item);
-    };
-    const auto [alo, ahi] = reach(a);
-    const auto [blo, bhi] = reach(b);
-    return alo < bhi && blo < ahi;
+// The bytes [lo, hi) an array's elements reach; empty for an empty array or a string array
+// (never written in place). Addresses are unique across host and devices (CUDA's unified
+// addressing), so arrays of different places never overlap.
+struct Reach {
+    std::intptr_t lo = 0, hi = 0;
+    bool empty() const { return lo == hi; }
+};
+inline __attribute__((always_inline)) Reach reach_of(const Array& x) {
+    if (is_string(x.dtype())) return {};
+    const Shape& shape = x.shape();
+    const Strides& strides = x.strides();
+    std::int64_t lo = 0, hi = 0;
+    for (std::size_t k = 0; k < shape.size(); ++k) {
+        if (shape[k] == 0) return {};
+        (strides[k] < 0 ? lo : hi) += (shape[k] - 1) * strides[k];
+    }
+    const auto base = reinterpret_cast<std::intptr_t>(x.data());
+    const auto item = static_cast<std::int64_t>(x.itemsize());
+    return {base + lo * item, base + (hi + 1) * item};
+}
+
+// Whether `b` (reaching rb) reaches memory `a` (reaching ra) reaches other than as the very same
+// view: an array bound under two names (`a = a + b` with b = a[::-1], or a[1:] and a[:-1]). The
+// same view is safe: element i is read where it is written, as `a = a + a` reads it.
+bool overlaps_otherwise(const Array& a, Reach ra, const Array& b, Reach rb) {
+    if (ra.empty() || rb.empty() || ra.hi <= rb.lo || rb.hi <= ra.lo) return false;
+    return !(ra.lo == rb.lo && a.shape() == b.shape() && a.strides() == b.strides() && a.itemsize() == b.itemsize());
 }
 
 // Whether a statement after the one that assigns output `o` reads input `slot` itself (not
@@ -150,9 +154,13 @@ boost::container::small_vector<bool, 8> outputs_apart(const ir::Program& p, std:
         const std::int32_t alias = p.outputs[o].alias_input;
         if (alias < 0) continue;
         const auto a = static_cast<std::size_t>(alias);
+        const Reach target = reach_of(*inputs[a]);
+        if (target.empty()) continue;
         for (std::size_t j = 0; j < p.inputs.size(); ++j) {
             // The target's own views (a = a[::-1]) are the plan's to order.
-            if (j == a || p.inputs[j].name == p.inputs[a].name || !overlaps_otherwise(*inputs[a], *inputs[j])) continue;
+            if (j == a || !overlaps_otherwise(*inputs[a], target, *inputs[j], reach_of(*inputs[j])) ||
+                p.inputs[j].name == p.inputs[a].name)
+                continue;
             apart[o] = true;
             for (std::size_t m = 0; m < p.outputs.size(); ++m)
                 if (m != o && read_after(p, o, m, static_cast<std::int32_t>(j)))
