@@ -223,8 +223,9 @@ Val Lowerer::unary(Op op, const Val& a, SourceSpan span) {
 Val Lowerer::power(const Val& a, const Val& b, SourceSpan span, bool operator_form) {
     // ndarray.__pow__'s `** 2` is np.square, whose bool loop is int8's: a bool array `** 2` (the
     // literal: a host scalar's value cannot choose the dtype) is int8, not int64.
-    if (operator_form && a.weak == Weak::None && is_bool(dt(a)) && b.weak == Weak::Int && !a.selected() &&
-        node(b.node).kind == NodeKind::Const && node(b.node).value.as_double() == 2.0) {
+    // (An array of one dimension or more: a 0-d result is a NumPy scalar there, whose ** is int64.)
+    if (operator_form && a.weak == Weak::None && is_bool(dt(a)) && !node(a.node).shape.empty() && b.weak == Weak::Int &&
+        !a.selected() && node(b.node).kind == NodeKind::Const && node(b.node).value.as_double() == 2.0) {
         const ir::NodeId x = cast(a, DType::Int8, span);
         return Val{op_node(Op::Square, DType::Int8, node(x).shape, {x}, span), Weak::None};
     }

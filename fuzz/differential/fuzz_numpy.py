@@ -875,6 +875,13 @@ def binary(op, a, b, ev, function=False):
             if isinstance(b, Host):
                 check_host_fit(b, "float64")
             return call(short, [a], ev)
+    if op == "**" and not function and isinstance(a, Arr) and a.dtype == "bool" and np.ndim(a.a) >= 1 and \
+            isinstance(b, (Lit, Host)) and int_value(b) == 2:
+        # ndarray.__pow__'s ** 2 is np.square: int8 for bools. jitexpr takes it for the literal
+        # (a host scalar's value cannot choose the dtype): a host 2 is not judged.
+        if isinstance(b, Host):
+            raise RefSkip()
+        return call("square", [a], ev)
     ka, kb = kind_of(ev, a), kind_of(ev, b)
     if op in ("<", "<=", ">", ">=") and (is_complex_kind(ka) or is_complex_kind(kb)):
         raise RefError("type")  # jitexpr does not order complex numbers (NumPy does)
