@@ -527,12 +527,18 @@ class Evaluator:
                         ops[i] = float(np.float32(v.v))
         # (The logical functions read a Python number as a bool, not in the array's type:
         # logical_xor(1e-40, float16 array) takes 1e-40 as True, as it does beside float32.)
-        if len(halves) == 1 and (not others or operand_dtype in HALF) and not wide_loop and fn not in LOGICAL_FNS:
+        # A function whose loop is a 16-bit float's over bool and 8-bit integer arrays alone (uint8
+        # arctan2 is float16's) converts a Python number to that type too (seed 73, case 65047:
+        # arctan2(uint8, 2147483648) is arctan2(150, inf)).
+        small_ints = not halves and others and logical in HALF and all(
+            np.dtype(v.dtype).kind in "biu" and v.a.dtype.itemsize == 1 for v in others)
+        if (len(halves) == 1 and (not others or operand_dtype in HALF) or small_ints) and not wide_loop and \
+                fn not in LOGICAL_FNS:
             # A Python int or float meeting a 16-bit float array becomes that type (NEP 50):
             # f16 + 1e10 is f16 + inf. (Carried as float32 otherwise, it would not round.) So it
             # does beside arrays that promote into it: clip(bool, float16, 65536) clips at inf
             # (seed 55, case 286291).
-            h = halves.pop()
+            h = halves.pop() if halves else logical
             for i, v in enumerate(vals):
                 if isinstance(v, (Lit, Host)) and not isinstance(self.operand(v), (complex, np.complexfloating)):
                     x = self.operand(v)
