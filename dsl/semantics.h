@@ -970,9 +970,20 @@ template <class U> JX_HD i64 find_units(const U* h, i64 n, const U* s, i64 m) {
 // a time from 32 rows at once (several cache lines an instruction) and runs as long as the
 // warp's longest row; this reads each byte once, 512 a warp a step. Returns false (the caller
 // searches its row itself) where the warp is not whole or the rows or needle do not fit.
-// Not yet measured on a GPU: taken only with -DJX_CONTAINS_WARP (JITEXPR_NVRTC_OPTIONS, or
-// RuntimeOptions::nvrtc_options) until bench_strings, which times both, shows it faster.
+// Taken only with -DJX_CONTAINS_WARP (JITEXPR_NVRTC_OPTIONS, or RuntimeOptions::nvrtc_options):
+// on an H100 it ran at 20% of a device copy's rate against the byte loop's 36%
+// (bench/results/2026-12-07h-h100-session.txt). -DJX_CONTAINS_WHOLE_BLOCKS is the next try (the
+// edge lanes' sixteen predicated byte loads made one load); if bench_strings does not show it
+// past the byte loop, the form goes.
 __device__ __forceinline__ uint4 load16_in(unsigned long long a, unsigned long long lo, unsigned long long hi) {
+#ifdef JX_CONTAINS_WHOLE_BLOCKS
+    // The aligned block whole wherever it holds a byte of the range: it cannot leave that
+    // byte's page, and the bytes outside the range are never tested (a row's places end where
+    // the needle would pass the row). compute-sanitizer's memcheck may still call the read out
+    // of bounds where an allocation does not end on a 16-byte boundary.
+    if (a < hi && a + 16 > lo) return __ldg((const uint4*)a);
+    return make_uint4(0u, 0u, 0u, 0u);
+#else
     if (a >= lo && a + 16 <= hi) return __ldg((const uint4*)a);  // a is a multiple of 16
     u32 w[4] = {0u, 0u, 0u, 0u};
     if (a < hi && a + 16 > lo) {
@@ -981,6 +992,7 @@ __device__ __forceinline__ uint4 load16_in(unsigned long long a, unsigned long l
             if (a + k >= lo && a + k < hi) w[k >> 2] |= (u32)__ldg((const u8*)(a + k)) << (8 * (k & 3));
     }
     return make_uint4(w[0], w[1], w[2], w[3]);
+#endif
 }
 __device__ __forceinline__ bool warp_contains(const u8* p, i64 n, const u8* s, i64 m, bool& found) {
 #ifndef JX_CONTAINS_WARP
@@ -1012,7 +1024,7 @@ __device__ __forceinline__ bool warp_contains(const u8* p, i64 n, const u8* s, i
         const uint4 c = load16_in(a, lo, hi);
         uint4 d = make_uint4(__shfl_down_sync(full, c.x, 1), __shfl_down_sync(full, c.y, 1),
                              __shfl_down_sync(full, c.z, 1), __shfl_down_sync(full, c.w, 1));
-        if (lane == 31) d = load16_in(a + 16, lo, hi);
+        if (lane == 31 && nm > 1) d = load16_in(a + 16, lo, hi);
         const u32 W[8] = {c.x, c.y, c.z, c.w, d.x, d.y, d.z, d.w};
         u32 bits = 0;  // bit k: the needle starts at byte k of this lane's 16
 #pragma unroll

@@ -240,7 +240,7 @@ TEST(SemanticsNvrtc, EveryOpCompilesToCubinForSm90) {
 }
 
 // contains()'s warp search (dsl/semantics.h, warp_contains) is compiled only with
-// -DJX_CONTAINS_WARP: over an Arrow column and an S array, in a kernel as codegen writes them.
+// -DJX_CONTAINS_WARP (and its experiment -DJX_CONTAINS_WHOLE_BLOCKS): over an Arrow column and an S array, in a kernel as codegen writes them.
 TEST(SemanticsNvrtc, TheWarpSearchOfContainsCompilesToCubinForSm90) {
     const std::string src =
         "#define JX_CUDA 1\n" + read_file(JITEXPR_SOURCE_DIR "/dsl/semantics.h") +
@@ -250,6 +250,7 @@ TEST(SemanticsNvrtc, TheWarpSearchOfContainsCompilesToCubinForSm90) {
         "    if (i < count) out[i] = jx::op::Contains(t[i], n8) && jx::op::Contains(s[i], nb);\n"
         "}\n";
     compiles_for_sm90(src, {"-DJX_CONTAINS_WARP"});
+    compiles_for_sm90(src, {"-DJX_CONTAINS_WARP", "-DJX_CONTAINS_WHOLE_BLOCKS"});  // its edges loaded whole
 }
 
 }  // namespace
