@@ -126,26 +126,48 @@ std::string ReduceEmitter::reduce_all_kernel(KernelSource& k) {
         std::string from = "first";
         if (group > 1) {
             // The groups, a vector each where aligned, else element by element in the same order.
-            std::vector<std::string> vd, ed;
+            std::vector<std::string> ed;
             for (auto& a : reads_) {
-                vd.push_back(a.broadcast ? "x_" + a.name : fmt::format("v_{}.v[e]", a.name));
                 ed.push_back(a.broadcast ? "x_" + a.name : fmt::format("{}[k * {} + e]", a.name, group));
             }
             s += fmt::format("    const long long groups = n / {};\n", group);
             std::string ind = "    ";
             if (vec > 1) {
+                // With -DJX_REDUCE_TWO_STEPS (an experiment until a GPU times it against
+                // torch.compile: gpu-session.sh's `ab` step), two steps a turn: every array's two
+                // vectors are loaded before either is folded (twice the bytes in flight a thread),
+                // folded in the order of one step a turn, so the bits are the same.
+                auto loads = [&](const std::string& at, const std::string& suffix) {
+                    for (auto& a : reads_) {
+                        if (a.broadcast) continue;
+                        s += fmt::format(
+                            "            const jx_vec<{0}, {1}> v_{2}{4} = *reinterpret_cast<const "
+                            "jx_vec<{0}, {1}>*>({2} + ({3}) * {1});\n",
+                            store_type(a.dtype), vec, a.name, at, suffix);
+                    }
+                };
+                auto folds = [&](const std::string& suffix) {
+                    std::vector<std::string> vs;
+                    for (auto& a : reads_)
+                        vs.push_back(a.broadcast ? "x_" + a.name : fmt::format("v_{}{}.v[e]", a.name, suffix));
+                    s += "#pragma unroll\n";
+                    s +=
+                        fmt::format("            for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n",
+                                    vec, call_args(vs, {}));
+                };
                 s += "    if (vectors) {\n";
-                s += "        for (long long k = first; k < groups; k += step) {\n";
-                for (auto& a : reads_) {
-                    if (a.broadcast) continue;
-                    s += fmt::format(
-                        "            const jx_vec<{0}, {1}> v_{2} = *reinterpret_cast<const jx_vec<{0}, {1}>*>({2} + k "
-                        "* {1});\n",
-                        store_type(a.dtype), vec, a.name);
-                }
-                s += "#pragma unroll\n";
-                s += fmt::format("            for (int e = 0; e < {}; ++e) acc = R::combine(acc, jx_compute({}));\n",
-                                 vec, call_args(vd, {}));
+                s += "        long long k = first;\n";
+                s += "#ifdef JX_REDUCE_TWO_STEPS\n";
+                s += "        for (; k + step < groups; k += 2 * step) {\n";
+                loads("k", "_0");
+                loads("k + step", "_1");
+                folds("_0");
+                folds("_1");
+                s += "        }\n";
+                s += "#endif\n";
+                s += "        for (; k < groups; k += step) {\n";
+                loads("k", "");
+                folds("");
                 s += "        }\n";
                 s += "    } else {\n";
                 ind = "        ";

@@ -5,16 +5,17 @@
 # time left. Each step has a time limit so that one slow step cannot cost the others.
 #
 #   scripts/gpu-session.sh [PEERS_SCRIPT]      e.g. .carry/peers_h200.py (copied from ../shared/anchors)
-#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings] [layouts] [profile]"
+#   STEPS="build tests bench stream interleaved peers compile python dask cancel sanitize sanitize-faults [sanitize-long] [ufuncs] [strings] [ab] [layouts] [profile]"
 #   (or STEPS="build sanitize-all": compute-sanitizer over everything within ~8 minutes)
 #   ufuncs: issue 16's ufuncs on CUDA on their own (the CUDA differential suite, which holds every
 #   new function x dtype, timed; every op compiled for sm_90 by NVRTC); `tests` runs both among
 #   the other GPU tests.
+#   ab: issue 33's sum(a*b) with two steps a turn (-DJX_REDUCE_TWO_STEPS) against one, interleaved.
 #   layouts: issue 33's broadcast, transposed and sum(a*b) against torch.compile, medians of five
 #   interleaved rounds (bench/layouts_compare.py).
-#   strings: issue 32's string kernels against the CPU (twice: the second time with contains()'s
-#   warp search, -DJX_CONTAINS_WARP) and bench_strings (GPU predicates against a device copy of
-#   the bytes they read).
+#   strings: issue 32's string kernels against the CPU (three times: the second with contains()'s
+#   warp search, -DJX_CONTAINS_WARP, the third with its edges loaded whole) and bench_strings
+#   (GPU predicates against a device copy of the bytes they read).
 #   python and dask need the wheels of .whl/ (carried; see docs/python.md) for what the machine lacks.
 #   BENCH_FILTER=... as named
 #   BUILD_TARGETS=... builds only those targets (STEPS="build strings" with
@@ -96,8 +97,26 @@ if has strings; then
   JITEXPR_NVRTC_OPTIONS=-DJX_CONTAINS_WARP timeout 200 build-gpu/tests/api/test_strings_gpu \
     > "$out/strings-gpu-tests-warp.log" 2>&1; echo "test_strings_gpu -DJX_CONTAINS_WARP: exit $?"
   tail -3 "$out/strings-gpu-tests-warp.log"
+  # And with its edge blocks loaded whole (-DJX_CONTAINS_WHOLE_BLOCKS, the second experiment).
+  JITEXPR_NVRTC_OPTIONS="-DJX_CONTAINS_WARP -DJX_CONTAINS_WHOLE_BLOCKS" timeout 200 build-gpu/tests/api/test_strings_gpu \
+    > "$out/strings-gpu-tests-whole.log" 2>&1; echo "test_strings_gpu, whole blocks: exit $?"
+  tail -3 "$out/strings-gpu-tests-whole.log"
   timeout 300 build-gpu/bench/bench_strings --rows 100000000 --reps 15 > "$out/bench-strings.txt" 2>&1
   cat "$out/bench-strings.txt"
+fi
+if has ab; then
+  # Issue 33 item 1: sum(a*b) with two steps a turn (-DJX_REDUCE_TWO_STEPS, codegen/emit_reduce.cpp)
+  # against one, four interleaved rounds in one process each, then the reduction tests with it.
+  for r in 1 2 3 4; do
+    for opt in "" -DJX_REDUCE_TWO_STEPS; do
+      JITEXPR_NVRTC_OPTIONS="$opt" timeout 40 build-gpu/bench/bench_gpu --benchmark_filter='^BM_SumOfProduct/268435456' \
+        --benchmark_repetitions=3 --benchmark_report_aggregates_only=true 2>/dev/null | grep median |
+        sed "s/^/round $r [${opt:-one step}] /"
+    done
+  done | tee "$out/sum-two-steps.txt"
+  JITEXPR_NVRTC_OPTIONS=-DJX_REDUCE_TWO_STEPS timeout 150 build-gpu/tests/api/test_reductions_gpu \
+    > "$out/reductions-two-steps.log" 2>&1; echo "test_reductions_gpu -DJX_REDUCE_TWO_STEPS: exit $?"
+  tail -1 "$out/reductions-two-steps.log"
 fi
 if has bench; then
   timeout 150 build-gpu/bench/bench_gpu --benchmark_min_time=0.1s --benchmark_filter="$filter" \

@@ -6,13 +6,17 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace {
 
 using namespace jit;
 using jxtest::Builder;
 namespace cg = jit::codegen;
 
-void expect_compiles(const Builder& b, bool force_strided = false, bool scalar_only = false) {
+void expect_compiles(const Builder& b, bool force_strided = false, bool scalar_only = false,
+                     std::vector<std::string> extra = {}) {
     cg::EmitOptions o;
     o.force_strided = force_strided;
     o.scalar_only = scalar_only;
@@ -21,6 +25,7 @@ void expect_compiles(const Builder& b, bool force_strided = false, bool scalar_o
     cuda::CompileOptions co;
     co.cc_major = 9;
     co.cc_minor = 0;
+    co.extra = std::move(extra);
     for (const auto& k : e.kernels) {
         try {
             cuda::Image img = cuda::compile(k.source, k.name, co);
@@ -92,6 +97,17 @@ TEST(NvrtcCompiles, TwoTransposedInputsOfThreeDimensions) {
 
 TEST(NvrtcCompiles, TransposedComplexInput) { expect_compiles(jxtest::transposed_scale(DType::Complex128)); }
 TEST(NvrtcCompiles, FullSumWithScalar) { expect_compiles(jxtest::sum_scaled()); }
+// The experiment of two steps a turn (emit_reduce.cpp), taken with -DJX_REDUCE_TWO_STEPS.
+TEST(NvrtcCompiles, FullSumTwoStepsATurn) {
+    const Builder b = jxtest::sum_scaled();
+    ASSERT_NE(cg::emit(b.p, b.schedule(), {}).kernels.at(0).source.find("JX_REDUCE_TWO_STEPS"), std::string::npos);
+    expect_compiles(b, false, false, {"-DJX_REDUCE_TWO_STEPS"});
+    Builder dot;  // sum(a*b) in float64: two arrays, two vectors each a turn
+    auto x = dot.input(DType::Float64, {4096});
+    auto y = dot.input(DType::Float64, {4096});
+    dot.output(dot.reduce(ir::Op::Sum, dot.op(ir::Op::Mul, DType::Float64, {x, y}), DType::Float64));
+    expect_compiles(dot, false, false, {"-DJX_REDUCE_TWO_STEPS"});
+}
 TEST(NvrtcCompiles, FullSumStridedReads) { expect_compiles(jxtest::sum_scaled(), true); }
 TEST(NvrtcCompiles, HalfSum) { expect_compiles(jxtest::sum_scaled(DType::Float16)); }
 TEST(NvrtcCompiles, SumLastAxis) { expect_compiles(jxtest::reduce_axis(ir::Op::Sum, 1)); }

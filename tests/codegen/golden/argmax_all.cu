@@ -14,8 +14,19 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const float* __restr
     const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
     const long long groups = n / 4;
     if (vectors) {
-        for (long long k = first; k < groups; k += step) {
-            const jx_vec<float, 4> v_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + k * 4);
+        long long k = first;
+#ifdef JX_REDUCE_TWO_STEPS
+        for (; k + step < groups; k += 2 * step) {
+            const jx_vec<float, 4> v_in0_0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + (k) * 4);
+            const jx_vec<float, 4> v_in0_1 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + (k + step) * 4);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(v_in0_0.v[e]));
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(v_in0_1.v[e]));
+        }
+#endif
+        for (; k < groups; k += step) {
+            const jx_vec<float, 4> v_in0 = *reinterpret_cast<const jx_vec<float, 4>*>(in0 + (k) * 4);
 #pragma unroll
             for (int e = 0; e < 4; ++e) acc = R::combine(acc, jx_compute(v_in0.v[e]));
         }

@@ -14,8 +14,19 @@ extern "C" __global__ void __launch_bounds__(256) jx_kernel(const double* __rest
     const long long step = static_cast<long long>(gridDim.x) * blockDim.x;
     const long long groups = n / 2;
     if (vectors) {
-        for (long long k = first; k < groups; k += step) {
-            const jx_vec<double, 2> v_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + k * 2);
+        long long k = first;
+#ifdef JX_REDUCE_TWO_STEPS
+        for (; k + step < groups; k += 2 * step) {
+            const jx_vec<double, 2> v_in0_0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + (k) * 2);
+            const jx_vec<double, 2> v_in0_1 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + (k + step) * 2);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(v_in0_0.v[e]));
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(v_in0_1.v[e]));
+        }
+#endif
+        for (; k < groups; k += step) {
+            const jx_vec<double, 2> v_in0 = *reinterpret_cast<const jx_vec<double, 2>*>(in0 + (k) * 2);
 #pragma unroll
             for (int e = 0; e < 2; ++e) acc = R::combine(acc, jx_compute(v_in0.v[e]));
         }
