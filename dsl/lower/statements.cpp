@@ -103,6 +103,19 @@ void Lowerer::assign(const std::string& target, SourceSpan target_span, const Va
                                   "another name, or bind a writable copy",
                                   target, dtype_name(bound->dtype), shape_to_string(bound->shape)),
                 text_, target_span);
+        // A string array is never written: jitexpr computes no string-valued result, and NumPy's
+        // same-kind cast of a number into one writes its text, which jitexpr does not make.
+        if (is_string(bound->dtype))
+            throw TypeError(
+                target == "(out)"
+                    ? fmt::format("cannot store a {} result in out= ({} {}): jitexpr does not write into string "
+                                  "arrays; pass an out= of dtype {}",
+                                  dtype_name(dt(v)), dtype_name(bound->dtype), shape_to_string(bound->shape),
+                                  dtype_name(dt(v)))
+                    : fmt::format("cannot store a {} value in '{}' ({} {}) in place: jitexpr does not write into "
+                                  "string arrays; assign to another name",
+                                  dtype_name(dt(v)), target, dtype_name(bound->dtype), shape_to_string(bound->shape)),
+                text_, st.value->span);
         // Written in place: the value must fit the array's dtype (same kind) and shape.
         if (!can_cast_same_kind(dt(v), bound->dtype)) {
             // The conversion to name: float32(x); a date's, datetime64(x, 's').

@@ -126,6 +126,32 @@ def test_refusals_are_type_errors_with_numpys_reason():
         assert isinstance(e.value, jx.Error)
 
 
+@pytest.mark.parametrize("kind", ["S", "U"])
+def test_a_string_array_is_never_written_as_out_or_in_place(kind):
+    # NumPy's same-kind cast writes a number's text into a string array; jitexpr refuses (it
+    # stored raw result bytes there, corrupting the strings), the array left as it was.
+    s = s_array(10, 7) if kind == "S" else u_array(10, 7)
+    before = s.copy()
+    lit = "b'a'" if kind == "S" else "'a'"
+    calls = [lambda: jx.evaluate(f"s == {lit}", s=s, out=s),
+             lambda: jx.evaluate("x * 2.5", x=np.arange(10.0), out=s),
+             lambda: jx.evaluate("str_len(s)", s=s, out=s),
+             lambda: jx.run(f"s = s == {lit}", s=s, strict_in_place=True)]
+    if kind == "S":  # (the drop-in refuses U arrays, as numexpr does)
+        calls.append(lambda: jitexpr_numexpr().evaluate(f"s == {lit}", local_dict={"s": s}, out=s))
+    for call in calls:
+        with pytest.raises(jx.TypeError) as e:
+            call()
+        assert "does not write into string arrays" in str(e.value)
+        assert isinstance(e.value, TypeError)
+        np.testing.assert_array_equal(s, before)
+
+
+def jitexpr_numexpr():
+    import jitexpr.numexpr
+    return jitexpr.numexpr
+
+
 def test_zero_itemsize_and_byte_order():
     z = np.zeros(3, dtype=[("a", "S0")])["a"]  # a view of itemsize 0
     assert z.dtype.itemsize == 0
