@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace jit::dsl::dates {
@@ -124,7 +125,7 @@ bool ieq(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-std::optional<ParsedDate> parse_datetime(std::string_view text, std::string* error) {
+std::optional<ParsedDate> parse_datetime(std::string_view text, std::string* error, std::optional<TimeUnit> to) {
     auto fail = [&](std::string msg) -> std::optional<ParsedDate> {
         if (error) *error = std::move(msg);
         return std::nullopt;
@@ -228,6 +229,15 @@ std::optional<ParsedDate> parse_datetime(std::string_view text, std::string* err
     }
     if (ends_in_zone()) return zone();
     if (i != s.size()) return at("the end of the date");
+    // Digits finer than the unit the date goes to are dropped first (NumPy's floor), so that
+    // '...:15.1234567890123' as ns is not judged against the range of fs.
+    if (to && *to != TimeUnit::Generic) {
+        const int kept = 3 * std::max(0, static_cast<int>(*to) - static_cast<int>(TimeUnit::s));
+        if (digits > kept) {
+            for (; digits > kept; --digits) frac /= 10;
+            if (digits == 0) return done(v, TimeUnit::s);
+        }
+    }
     // 1 to 3 digits: ms, 4 to 6: us, ... (NumPy: an empty fraction is ms too)
     const int groups = digits == 0 ? 1 : (digits + 2) / 3;
     for (int k = digits; k < 3 * groups; ++k) frac *= 10;

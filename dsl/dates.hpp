@@ -58,7 +58,10 @@ struct ParsedDate {
     std::int64_t value = kNaT;
     TimeUnit unit = TimeUnit::Generic;
 };
-std::optional<ParsedDate> parse_datetime(std::string_view text, std::string* error);
+// `to`: the unit the caller converts the date to; digits of a fraction finer than it are dropped
+// (floored) before the range is checked, as NumPy reads datetime64('...:15.1234567890123', 'ns').
+std::optional<ParsedDate> parse_datetime(std::string_view text, std::string* error,
+                                         std::optional<TimeUnit> to = std::nullopt);
 
 // "datetime64[ns] holds 1677-09-21T00:12:43.145224193 to 2262-04-11T23:47:16.854775807" and the
 // like, for messages about a value out of a dtype's range.

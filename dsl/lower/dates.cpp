@@ -304,7 +304,7 @@ Val Lowerer::date_call(const Expr& e, bool datetime) {
     if (value.kind == ExprKind::Str) {
         if (datetime) {
             std::string err;
-            const auto d = dates::parse_datetime(value.text, &err);
+            const auto d = dates::parse_datetime(value.text, &err, unit);
             if (!d) throw ValueError(err, text_, value.span);
             return literal_of(d->value, d->unit);
         }

@@ -92,6 +92,20 @@ def test_text_compared_with_a_date_is_datetime64_of_it(unit, text):
                                                            {"ts": ts, "np": np, "text": text}))
 
 
+@pytest.mark.parametrize("text,unit", [("2024-03-01T12:30:15.1234567890123", "ns"),
+                                       ("1677-09-21T00:12:43.145224191", "us"),
+                                       ("2024-01-01T00:00:00.000000000001", "s"),
+                                       ("1969-12-31T23:59:59.9999999", "us"),
+                                       ("1969-12-31T23:59:59.9999999", "D"),
+                                       ("2024-03-01T12:30:15.12", "ns")])
+def test_a_fraction_finer_than_the_unit_asked_for_is_floored_as_numpys(text, unit):
+    # The text's own unit (fs for 13 digits) was range-checked before the conversion, so these
+    # were ValueErrors; NumPy drops the finer digits (a floor, before 1970 too).
+    got = jx.evaluate(f"datetime64('{text}', '{unit}')")
+    want = np.datetime64(text, unit)
+    assert got.dtype == np.asarray(want).dtype and got == want
+
+
 def test_text_compared_with_a_date_through_the_numexpr_drop_in():
     # numexpr's dialect makes '...' bytes; against a date it is read as a date all the same.
     # (numexpr itself takes no datetime64 array: "unknown type datetime64[D]".)
