@@ -677,10 +677,16 @@ def evaluate(node, ev):
         # fmax(0.0, -0.0) is inf or -inf by the loop; seed 70, case 1620437): not judged.
         if node[1] in ("/", "//", "%") and divides_by_free_zero(node[3], y):
             raise RefSkip()
+        if node[1] == "**" and divides_by_free_zero(node[2], x):
+            raise RefSkip()
         return binary(node[1], x, y, ev)
     if k == "call":
         args = [evaluate(a, ev) for a in node[2]]
         if node[1] in ("fmod", "arctan2") and len(args) == 2 and divides_by_free_zero(node[2][1], args[1]):
+            raise RefSkip()
+        # 1/x of such a zero, and a power of it (negative exponents): inf of either sign (seed 74,
+        # case 719936: reciprocal(fmin(-0.0, int16(-0.0))) is inf for NumPy's SIMD fmin).
+        if node[1] in ("reciprocal", "power", "float_power") and args and divides_by_free_zero(node[2][0], args[0]):
             raise RefSkip()
         # The sign read from a zero whose sign NumPy leaves to its loops (zero_sign_free:
         # signbit(fmin(a0, 0)) with a0 = -0.0 is True for NumPy's scalar fmin and False for its
@@ -1020,6 +1026,8 @@ def call(name, args, ev):
         scalars = all(isinstance(a, (Lit, Host)) for a in args)
         nv = [strongify(a, ev) for a in args] if scalars and all(kind_of(ev, a) == "bool" for a in args) else args
         if ev.logical(np.nextafter, nv) in HALF:
+            for a in nv:  # an expression of host scalars is checked as apply() checks it (seed 74,
+                check_host_fit(a, "int64")  # case 782236: nextafter(s0 << s0, fabs(True)))
             return nextafter_half(nv, ev)
     if arity > 1 and not any(isinstance(a, Arr) for a in args) and any(
             (x := int_value(a)) is not None and not -2**63 <= x < 2**63 for a in args):
