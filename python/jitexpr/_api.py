@@ -229,11 +229,19 @@ def explain(program: str, /, local_dict: Optional[Mapping[str, Any]] = None, *, 
 
 
 def _dtype_name(d):
+    # A signature's dtype as the calls' dtypes are compared with it: NumPy's name; a string
+    # dtype's str ('<U6', '|S4': its width too), or "str" / "bytes" for one of no width (any).
     if isinstance(d, str) and d in ("float", "int", "bool", "complex"):
         return d
     if d in (float, int, bool, complex):
         return d.__name__
-    return np.dtype(d).name
+    try:
+        t = np.dtype(d)
+    except (TypeError, ValueError) as e:
+        raise JxTypeError(f"the signature's {d!r} is not a dtype: {e}") from None
+    if t.kind in "SU":
+        return ("bytes" if t.kind == "S" else "str") if t.itemsize == 0 else str(t)
+    return t.name
 
 
 class Kernel(_core.KernelBase):
@@ -299,6 +307,8 @@ _core.call_by_vectorcall(Kernel)  # (3.10, 3.11: a class statement's subclass is
 def _probe(dtype_name):
     if dtype_name in ("float", "int", "bool", "complex"):
         return {"float": 1.0, "int": 1, "bool": True, "complex": 1j}[dtype_name]
+    if dtype_name in ("str", "bytes"):  # a string of any width
+        return np.array(["a"] if dtype_name == "str" else [b"a"])
     return np.ones((1,), dtype=dtype_name)
 
 

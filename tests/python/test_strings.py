@@ -147,6 +147,20 @@ def test_a_string_array_is_never_written_as_out_or_in_place(kind):
         np.testing.assert_array_equal(s, before)
 
 
+def test_a_kernel_signature_takes_string_dtypes_with_or_without_a_width():
+    # 'U6' in a signature raised NumPy's own TypeError ("data type 'str192' not understood").
+    u6, u2, s3 = np.array(["ab", "c"], "U6"), np.array(["ab", "c"]), np.array([b"ab", b"cde"])
+    assert list(jx.compile("str_len(u)", signature={"u": "U6"})(u=u6)) == [2, 1]
+    assert list(jx.compile("str_len(u)", signature={"u": np.dtype("U6")})(u=u6)) == [2, 1]
+    assert list(jx.compile("str_len(u)", signature={"u": "str"})(u=u2)) == [2, 1]
+    assert list(jx.compile("str_len(u)", signature={"u": "bytes"})(u=s3)) == [2, 3]
+    for sig, arg in [({"u": "U6"}, u2), ({"u": "str"}, s3), ({"u": "S4"}, s3)]:
+        with pytest.raises(jx.TypeError, match="signature says"):
+            jx.compile("str_len(u)", signature=sig)(u=arg)
+    with pytest.raises(jx.TypeError, match="is not a dtype"):
+        jx.compile("str_len(u)", signature={"u": "nonsense"})
+
+
 def jitexpr_numexpr():
     import jitexpr.numexpr
     return jitexpr.numexpr
