@@ -161,7 +161,13 @@ def _to_library(result):
     if result.shape == () and lib in ("pyarrow", "polars", "duckdb", "pandas"):
         # A reduction over Arrow columns: a Python scalar, None when no row was valid.
         v = result.validity()
-        return None if v is not None and not bool(v) else result.numpy().item()
+        if v is not None and not bool(v):
+            return None
+        a = result.numpy()
+        x = a.item()
+        # A date or duration finer than us has no Python type (item() is a bare int): NumPy's
+        # scalar keeps its unit (datetime64('...05', 'ns')).
+        return a[()] if a.dtype.kind in "mM" and isinstance(x, int) else x
     try:
         if lib == "cupy":
             import cupy

@@ -190,6 +190,16 @@ def test_pyarrow_temporal_columns_in_and_out_with_nulls():
     assert jx.evaluate("d64 == datetime64('1970-01-02')", d64=d64).to_pylist() == [True, None]
 
 
+def test_an_arrow_reduction_finer_than_us_keeps_its_unit():
+    # A ns result's item() is a bare int (Python's datetime stops at us): NumPy's scalar instead.
+    pa = need("pyarrow")
+    assert repr(jx.evaluate("sum(d)", d=pa.array([5, None, -7], pa.duration("ns")))) == "np.timedelta64(-2,'ns')"
+    t = jx.evaluate("max(t)", t=pa.array([5, None, -7], pa.timestamp("ns")))
+    assert t == np.datetime64(5, "ns") and t.dtype == np.dtype("M8[ns]")
+    assert jx.evaluate("max(t)", t=pa.array([5, None], pa.timestamp("us"))).microsecond == 5  # a datetime
+    assert jx.evaluate("max(t)", t=pa.array([None], pa.timestamp("ns"))) is None
+
+
 def test_a_timestamp_with_a_zone_compares_in_utc():
     pa = need("pyarrow")
     # 2024-03-01T00:30 in Oslo (UTC+1) is 2024-02-29T23:30 UTC
