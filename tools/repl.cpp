@@ -31,6 +31,7 @@
 
 #include <fcntl.h>
 #include <sys/select.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef JITEXPR_HAVE_READLINE
@@ -59,12 +60,40 @@ const std::vector<std::string>& command_names() {
     return c;
 }
 
-void ensure_history_file(const std::string& path) {
-    if (path.empty()) return;
+// Whether the history file at `path` may be read, appended to and trimmed (to its last 1000
+// entries, which rewrites it): a file jitexpr made, or makes now. One that exists must be a
+// regular file (not a symlink, which could name any file), of this user, empty or in the
+// format jitexpr writes (readline's: a "#<seconds>" line before each entry). Anything else is
+// not jitexpr's to change: the REPL then keeps no history and says so once, on stderr.
+bool ensure_history_file(const std::string& path) {
+    if (path.empty()) return false;
     std::error_code ec;
     std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK, 0600);
+    std::string why;
+    if (fd < 0) {
+        why = errno == ELOOP ? "it is a symbolic link" : std::strerror(errno);
+    } else {
+        struct stat st {};
+        char head[32] = {};
+        const ssize_t got = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? ::read(fd, head, sizeof head - 1) : -1;
+        ::close(fd);
+        if (!S_ISREG(st.st_mode)) {
+            why = "it is not a regular file";
+        } else if (st.st_uid != ::geteuid()) {
+            why = "it belongs to another user";
+        } else if (got < 0) {
+            why = std::strerror(errno);
+        } else if (got > 0) {
+            std::size_t k = 1;
+            while (k < static_cast<std::size_t>(got) && head[k] >= '0' && head[k] <= '9') ++k;
+            if (head[0] != '#' || k == 1 || (k < static_cast<std::size_t>(got) && head[k] != '\n'))
+                why = "it is not a jitexpr history file (its first line is not a \"#<seconds>\" timestamp)";
+        }
+    }
+    if (why.empty()) return true;
+    std::fprintf(stderr, "jitexpr: keeping no history this session: %s: %s\n", path.c_str(), why.c_str());
+    return false;
 }
 
 #if JITEXPR_HAVE_READLINE
@@ -119,10 +148,9 @@ public:
         // line before each entry keeps its lines together when read back).
         history_write_timestamps = 1;
         history_multiline_entries = 1;
-        if (!history_.empty()) {
-            ensure_history_file(history_);
-            read_history(history_.c_str());
-        }
+        history_comment_char = '#';  // the timestamps' mark: with readline's default ('\0') none is written
+        if (!ensure_history_file(history_)) history_.clear();
+        if (!history_.empty()) read_history(history_.c_str());
     }
     ~LineReader() {
         if (!history_.empty()) history_truncate_file(history_.c_str(), 1000);
@@ -191,7 +219,9 @@ private:
 
 class LineReader {
 public:
-    explicit LineReader(const Session&) : history_(history_path()) { ensure_history_file(history_); }
+    explicit LineReader(const Session&) : history_(history_path()) {
+        if (!ensure_history_file(history_)) history_.clear();
+    }
 
     ReadResult read(const std::string& prompt) {
         std::fputs(prompt.c_str(), stdout);
@@ -469,7 +499,9 @@ bool repl_has_readline() { return JITEXPR_HAVE_READLINE != 0; }
 std::string banner_text(const Session& session) { return banner_lines(session); }
 
 std::string history_path() {
-    if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x) return std::string(x) + "/jitexpr/history";
+    // A relative XDG_STATE_HOME is ignored (the XDG base directory rule, as for the disk cache's
+    // XDG_CACHE_HOME): it would put the history wherever the REPL was started.
+    if (const char* x = std::getenv("XDG_STATE_HOME"); x && *x == '/') return std::string(x) + "/jitexpr/history";
     if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.jitexpr_history";
     return {};
 }

@@ -26,8 +26,8 @@ std::string banner_text(const Session& session);
 std::vector<std::string> completions(const Session& session, const std::string& line_before_word,
                                      const std::string& prefix);
 
-// Where the history is kept: $XDG_STATE_HOME/jitexpr/history, else ~/.jitexpr_history;
-// empty when neither is known.
+// Where the history is kept: $XDG_STATE_HOME/jitexpr/history (an absolute XDG_STATE_HOME), else
+// ~/.jitexpr_history; empty when neither is known.
 std::string history_path();
 
 }  // namespace jit::cli

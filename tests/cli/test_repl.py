@@ -261,6 +261,46 @@ class Repl(ReplBase):
         c.expect_exact(PROMPT)
         self.line(c, "persisted", "array(17, dtype=int64)")
 
+    def test_a_history_file_that_is_not_jitexprs_is_left_as_it_is(self):
+        # Keeping the last 1000 entries rewrites the file: through a symlink it cut another
+        # file to its last 1000 lines, and a file of other text was appended to and trimmed.
+        os.makedirs(os.path.join(self.state, "jitexpr"))
+        history = os.path.join(self.state, "jitexpr", "history")
+        other = os.path.join(self.state, "precious.txt")
+        text = "".join("%d\n" % i for i in range(3000))
+        for make in ("symlink", "text"):
+            with open(other, "w") as f:
+                f.write(text)
+            if os.path.lexists(history):
+                os.remove(history)
+            if make == "symlink":
+                os.symlink(other, history)
+            else:
+                with open(history, "w") as f:
+                    f.write(text)
+            c = self.spawn()
+            self.assertIn("keeping no history", c.before)  # (said before the first prompt)
+            self.line(c, "kept = 5", "")
+            c.sendeof()
+            c.expect(pexpect.EOF)
+            c.close()
+            with open(other) as f:
+                self.assertEqual(f.read(), text)
+            with open(history) as f:
+                self.assertEqual(f.read(), text)
+
+    def test_the_history_file_has_a_timestamp_line_before_each_entry(self):
+        self.need_readline()
+        c = self.spawn()
+        self.line(c, "stamped = 1", "")
+        c.sendeof()
+        c.expect(pexpect.EOF)
+        c.close()
+        with open(os.path.join(self.state, "jitexpr", "history")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[-1], "stamped = 1")
+        self.assertRegex(lines[-2], r"^#[0-9]+$")
+
     def test_tab_completes_a_variable(self):
         self.need_readline()
         c = self.spawn()
