@@ -30,6 +30,8 @@
 #include <optional>
 #include <sstream>
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifndef JITEXPR_VERSION
@@ -84,18 +86,47 @@ void install_signal_handlers() {
     }
 }
 
-std::string read_stream(std::istream& in) {
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+}  // namespace
 
-std::string read_script(const std::string& path) {
-    if (path == "-") return read_stream(std::cin);
-    std::ifstream f(path, std::ios::binary);
-    if (!f) throw IOError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-    std::string text = read_stream(f);
-    if (f.bad()) throw IOError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+std::string read_input_file(const std::string& path, std::size_t limit) {
+    const bool in = path == "-";
+    const int fd = in ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw IOError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+    struct Closer {
+        int fd;
+        bool own;
+        ~Closer() {
+            if (own) ::close(fd);
+        }
+    } closer{fd, !in};
+    const std::string name = in ? std::string("standard input") : path;
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) throw IOError(fmt::format("{}: is a directory", name));
+    std::string text;
+    if (S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_size) <= limit)
+        text.reserve(static_cast<std::size_t>(st.st_size));
+    // Read into the string itself (the REPL and scripts run on small stacks: no buffer there).
+    constexpr std::size_t kStep = std::size_t{1} << 16;
+    std::size_t have = 0;
+    while (true) {
+        if (have > limit)
+            throw IOError(fmt::format("{}: more than {} MiB, the most jitexpr reads as a script", name, limit >> 20));
+        text.resize(have + kStep);
+        const ssize_t r = ::read(fd, text.data() + have, kStep);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            throw IOError(fmt::format("{}: cannot read: {}", name, std::strerror(errno)));
+        }
+        if (r == 0) break;
+        have += static_cast<std::size_t>(r);
+    }
+    text.resize(have);
     return text;
 }
+
+namespace {
+
+std::string read_script(const std::string& path) { return read_input_file(path); }
 
 void print_value(const Array& a) { std::cout << format_array(a) << '\n' << std::flush; }
 

@@ -4,6 +4,7 @@
 #include <jit/array.hpp>
 #include <jit/runtime.hpp>
 
+#include <cstddef>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -95,6 +96,13 @@ std::string time_text(const StatementTime& t, Backend backend);
 // RuntimeOptions from the environment with the command line's options over it; sets
 // JITEXPR_STAGING / JITEXPR_CPU_KERNELS for --staging / --cpu-kernels.
 RuntimeOptions runtime_options(const CliOptions& o);
+
+// The most a script or a precompile file may hold (64 MiB: far past any written by hand).
+inline constexpr std::size_t kMaxInputFileBytes = std::size_t{64} << 20;
+// The whole of a script or precompile file (`-`: standard input): an IOError naming `path` for a
+// directory, a read error, or more than `limit` bytes, which is found when the limit is passed
+// (an endless /dev/zero, a pipe that never ends), not after reading it all.
+std::string read_input_file(const std::string& path, std::size_t limit = kMaxInputFileBytes);
 
 // The whole program: returns the exit status. Never throws.
 int main(int argc, char** argv);

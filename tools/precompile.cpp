@@ -13,9 +13,7 @@
 #include <algorithm>
 
 #include <cctype>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 
 namespace jit::cli {
 namespace {
@@ -232,11 +230,7 @@ std::pair<int, int> parse_arch(const std::string& text) {
 }
 
 int precompile_command(const PrecompileOptions& o) {
-    std::ifstream in(o.file, std::ios::binary);
-    if (!in) throw IOError(fmt::format("cannot read {}", o.file));
-    std::stringstream ss;
-    ss << in.rdbuf();
-    const std::string text = ss.str();
+    const std::string text = read_input_file(o.file);
     const std::vector<PrecompileItem> items = parse_precompile_file(text, o.file);
 
     jit::PrecompileOptions po;

@@ -216,6 +216,31 @@ class Streams(Base):
         self.assertTrue(os.path.isdir(self.path("d")))
 
 
+class ScriptInput(Base):
+    """A script or precompile file that is a directory, or larger than any program: a clear
+    error naming it, found before it is all read (an endless input grew to gigabytes)."""
+
+    def test_a_directory_as_the_script_or_the_precompile_file_is_named(self):
+        os.mkdir(self.path("d"))
+        r = run([self.path("d")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(self.path("d") + ": is a directory", r.stderr)
+        self.assertNotIn("internal error", r.stderr)
+        r = run(["precompile", self.path("d"), "--arch", "sm_80", "--cache-dir", self.path("c")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn(self.path("d") + ": is a directory", r.stderr)
+
+    def test_an_endless_script_is_refused_at_the_limit(self):
+        # /dev/zero never ends: refused once 64 MiB are read, not after memory runs out.
+        r = run(["/dev/zero"], timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("/dev/zero: more than 64 MiB", r.stderr)
+        with open("/dev/zero", "rb") as zero:
+            r = run(["-"], stdin=zero, timeout=60)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("standard input: more than 64 MiB", r.stderr)
+
+
 # ---- item 1: regular files, modes, links, names
 
 class RegularFiles(Base):
