@@ -452,7 +452,14 @@ const std::vector<Spec>& specs() {
          "OPTIONS",
          "JITEXPR_NVRTC_OPTIONS",
          "More NVRTC options for every kernel, separated by spaces (e.g. \"--Ofast-compile=max\").",
-         [](CliOptions& o, const std::string& v) { o.nvrtc_options = v; }},
+         [](CliOptions& o, const std::string& v) {
+             try {
+                 settings::nvrtc_options(v, "--nvrtc-options");  // JITEXPR_NVRTC_OPTIONS's parser: the same refusals
+             } catch (const ArgumentError& e) {
+                 throw UsageError(e.what());
+             }
+             o.nvrtc_options = v;
+         }},
         {{"--show-kernels"},
          "",
          "JITEXPR_SHOW_KERNELS=1",

@@ -315,6 +315,13 @@ class Errors(Base):
     def test_bad_backend_exits_2(self):
         self.assertEqual(run(["--backend", "tpu", "-e", "1"]).returncode, 2)
 
+    def test_bad_nvrtc_options_exit_2_as_the_variables_do(self):
+        # --nvrtc-options took a word JITEXPR_NVRTC_OPTIONS refuses (and ran with it).
+        r = run(["--nvrtc-options", "foo", "-e", "1"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("'foo' is not an NVRTC option", r.stderr)
+        self.assertEqual(run(["--nvrtc-options", "-DX=1", "-e", "1"]).returncode, 0)
+
     def test_help_and_version_exit_0(self):
         r = run(["--help"])
         self.assertEqual(r.returncode, 0)

@@ -405,6 +405,7 @@ TEST(CliArgs, EveryOptionOfTheTableParses) {
                            : arg == "NAME=FILE" ? "x=x.npy"
                            : arg == "SIZE"      ? "4GiB"
                            : arg == "GBS"       ? "20"
+                           : arg == "OPTIONS"   ? "--Ofast-compile=max"
                                                 : "value");
         }
         EXPECT_NO_THROW(jit::cli::parse_args(args)) << opt;
