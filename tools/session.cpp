@@ -483,8 +483,12 @@ Array run_constructor(const parsed::Expr& call, const CtorContext& cx) {
         if (cnt > static_cast<double>(kMaxElements))
             throw ValueError("the array would be too large", cx.full, call_span);
         n = cnt > 0 ? static_cast<std::int64_t>(cnt) : 0;
-        return make_array(t, {n}, cx, call_span,
-                          [&](std::int64_t i) { return Number::of_float(a + static_cast<double>(i) * s); });
+        // As NumPy fills it: a, a + s, then a + i * ((a + s) - a), the step as the first two
+        // elements hold it (a + i * s differs in the last bits: arange(1, 0, -0.3)).
+        const double delta = (a + s) - a;
+        return make_array(t, {n}, cx, call_span, [&](std::int64_t i) {
+            return Number::of_float(i == 1 ? a + s : a + static_cast<double>(i) * delta);
+        });
     }
     if (name == "linspace") {
         if (tuple || args.size() < 2 || args.size() > 3 || (args.size() == 3 && num_kw))

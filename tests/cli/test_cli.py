@@ -127,6 +127,17 @@ class NpyRoundTrip(Base):
         self.assertSameArray(np.load(self.path("b.npy")), np.arange(4, dtype=np.int32) * 3)
 
 
+    def test_a_float_arange_has_numpys_bits(self):
+        # a + i * step differed from NumPy's fill (a, a + s, a + i * ((a + s) - a)) in the last
+        # bits for about half of the ranges an outside tester tried.
+        for a, b, s in [(1, 0, -0.3), (-1, 2, 0.3), (10, 0, -1.3), (0.1, 7.3, 0.7), (-3.25, 4.9, 0.35)]:
+            with self.subTest(a=a, b=b, s=s):
+                r = run(["-e", f"r = arange({a}, {b}, {s})", "--save", "r=" + self.path("r.npy")])
+                self.assertEqual(r.returncode, 0, r.stderr)
+                got, want = np.load(self.path("r.npy")), np.arange(a, b, s)
+                self.assertEqual(got.tobytes(), want.tobytes())
+
+
 class Statements(Base):
     def test_bare_expression_prints_numpy_style(self):
         r = run(["-e", "arange(3)"])
