@@ -43,6 +43,7 @@ DiskCacheReport clear_disk_cache(const std::string& dir) {
     r.temporaries = c.temporaries;
     r.old_format_removed = c.old_format_removed;
     r.left = c.left;
+    r.failed = c.failed;
     return r;
 }
 
@@ -56,6 +57,7 @@ DiskCacheReport verify_disk_cache(const std::string& dir) {
     r.removed = v.removed;
     r.problems = v.problems;
     r.left = v.left;
+    r.failed = v.failed;
     return r;
 }
 

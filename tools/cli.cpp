@@ -165,21 +165,25 @@ int cache_command(const std::string& command) {
     if (command == "clear") {
         // Only files jitexpr wrote go; anything else found in the cache is named and kept.
         for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+        for (const auto& l : r.failed) std::cout << "left " << printable(l) << '\n';
         std::cout << fmt::format("removed {} entries from {}", r.removed, printable(r.directory));
         if (r.old_format_removed)
             std::cout << fmt::format(", and {} files of earlier formats (v1, v2)", r.old_format_removed);
         if (!r.left.empty()) std::cout << fmt::format("; left {} files that are not jitexpr's", r.left.size());
+        if (!r.failed.empty()) std::cout << fmt::format("; {} entries could not be removed", r.failed.size());
         std::cout << '\n';
-        return kExitOk;
+        return r.failed.empty() ? kExitOk : kExitError;
     }
     // verify
     for (const auto& p : r.problems) std::cout << "removed " << printable(p) << '\n';
     for (const auto& l : r.left) std::cout << "left " << printable(l) << '\n';
+    for (const auto& l : r.failed) std::cout << "left " << printable(l) << '\n';
     std::cout << fmt::format("checked {} entries in {}: {} valid, {} removed", r.checked, printable(r.directory),
                              r.valid, r.removed);
     if (!r.left.empty()) std::cout << fmt::format(", {} left in place (not jitexpr's)", r.left.size());
+    if (!r.failed.empty()) std::cout << fmt::format(", {} damaged and not removable", r.failed.size());
     std::cout << '\n';
-    return kExitOk;
+    return r.failed.empty() ? kExitOk : kExitError;
 }
 
 // What -v says once each: why auto uses the CPU backend (once the runtime has looked for CUDA)

@@ -532,7 +532,8 @@ struct VerifyReport {
     std::vector<std::string> problems;  // one line per removed file: path and why
     std::vector<std::string> left;      // one line per file that is not jitexpr's (or not
                                         // readable by this build), left in place: path and why
-    bool ok() const { return removed == 0 && left.empty(); }
+    std::vector<std::string> failed;    // damaged entries of jitexpr's that could not be removed
+    bool ok() const { return removed == 0 && left.empty() && failed.empty(); }
 };
 
 struct ClearReport {
@@ -540,6 +541,7 @@ struct ClearReport {
     std::uint64_t temporaries = 0;         // stale temporary files removed
     std::uint64_t old_format_removed = 0;  // files of the previous formats (v1, v2) removed
     std::vector<std::string> left;         // files that are not jitexpr's, left in place: path and why
+    std::vector<std::string> failed;       // entries of jitexpr's that could not be removed: path and why
 };
 
 class DiskCache {

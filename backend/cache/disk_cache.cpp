@@ -397,11 +397,15 @@ Examined examine(int dirfd, const std::string& name, std::string_view key, bool 
 
 // Removes `name` only if it still is the file that was examined (a writer may have renamed a
 // fresh entry over it since). Tolerates it being gone.
-bool remove_if_same(int dirfd, const std::string& name, const struct stat& seen) {
+// `error`, where given: the errno of an unlink that failed (0 when the file was gone or replaced).
+bool remove_if_same(int dirfd, const std::string& name, const struct stat& seen, int* error = nullptr) {
+    if (error) *error = 0;
     struct stat now {};
     if (::fstatat(dirfd, name.c_str(), &now, AT_SYMLINK_NOFOLLOW) != 0) return false;
     if (now.st_dev != seen.st_dev || now.st_ino != seen.st_ino) return false;
-    return ::unlinkat(dirfd, name.c_str(), S_ISDIR(now.st_mode) ? AT_REMOVEDIR : 0) == 0;
+    if (::unlinkat(dirfd, name.c_str(), S_ISDIR(now.st_mode) ? AT_REMOVEDIR : 0) == 0) return true;
+    if (error) *error = errno;
+    return false;
 }
 
 // Whether a file in a previous format's folder (v1, v2) is jitexpr's: empty, or starting with
@@ -942,7 +946,9 @@ ClearReport DiskCache::clear() {
             if (!x.present) return;
             if (S_ISDIR(x.st.st_mode) && ::unlinkat(sfd, f.name.c_str(), AT_REMOVEDIR) == 0) return;  // empty
             if (S_ISREG(x.st.st_mode) && ours(x.verdict)) {
-                if (remove_if_same(sfd, f.name, x.st)) ++report.removed;
+                int error = 0;
+                if (remove_if_same(sfd, f.name, x.st, &error)) ++report.removed;
+                else if (error != 0) report.failed.push_back(path + ": cannot remove: " + std::strerror(error));
                 return;
             }
             report.left.push_back(path + ": " + x.why);
@@ -1022,10 +1028,15 @@ VerifyReport DiskCache::verify() {
                 report.problems.push_back(path + ": an empty directory in place of an entry");
                 return;
             }
-            if (removable(x.verdict) && remove_if_same(sfd, f.name, x.st)) {
+            int error = 0;
+            if (removable(x.verdict) && remove_if_same(sfd, f.name, x.st, &error)) {
                 ++m.corrupt;
                 ++report.removed;
                 report.problems.push_back(path + ": " + x.why);
+                return;
+            }
+            if (error != 0) {  // damaged and jitexpr's, but not removable here
+                report.failed.push_back(path + ": " + x.why + "; cannot remove: " + std::strerror(error));
                 return;
             }
             report.left.push_back(path + ": " + x.why);

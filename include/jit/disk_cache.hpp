@@ -23,6 +23,9 @@ struct DiskCacheReport {
     // Files found in the cache that are not jitexpr's (or not readable by this build): named,
     // with why, and left in place. Only files jitexpr wrote are ever removed.
     std::vector<std::string> left;
+    // clear, verify: files of jitexpr's (verify: damaged ones) that could not be removed (a
+    // folder without write permission), with why. `jitexpr cache` then exits 1.
+    std::vector<std::string> failed;
 };
 
 // `dir` empty: the runtime's default ($JITEXPR_CACHE_DIR, else $XDG_CACHE_HOME/jitexpr, else

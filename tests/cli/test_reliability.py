@@ -640,6 +640,45 @@ class Permissions(Base):
         self.assertEqual(np.load(f).tolist(), [0.0, 0.0])
         self.assertEqual(stat.S_IMODE(os.stat(f).st_mode), 0o444)
 
+    def test_cache_clear_and_verify_say_what_they_could_not_remove(self):
+        # A shard folder this user may not write: clear said "removed 0 entries" with exit 0, and
+        # verify called the damaged entry of jitexpr's "not jitexpr's".
+        cache = self.path("c")
+        prog = self.path("p.txt")
+        with open(prog, "w") as f:
+            f.write("c = a*2 + b ; a: float32[N], b: float32[N]\n")
+        env = dict(environment(), JITEXPR_CACHE_DIR=cache, JITEXPR_DISK_CACHE="1")
+        r = subprocess.run(NOBODY + [JITEXPR, "precompile", prog, "--arch", "sm_80"], capture_output=True,
+                           text=True, env=env, timeout=120)
+        if r.returncode != 0:
+            self.skipTest("precompile needs NVRTC: " + r.stderr[-200:])
+        entries = [os.path.join(d, n) for d, _, names in os.walk(cache) for n in names if n.endswith(".bin")]
+        self.assertTrue(entries)
+        shards = sorted({os.path.dirname(e) for e in entries})
+        for d in shards:
+            os.chmod(d, 0o500)
+        try:
+            r = subprocess.run(NOBODY + [JITEXPR, "cache", "clear"], capture_output=True, text=True, env=env,
+                               timeout=120)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("cannot remove: Permission denied", r.stdout)
+            self.assertIn("could not be removed", r.stdout)
+            self.assertTrue(all(os.path.exists(e) for e in entries))
+            with open(entries[0], "r+b") as f:  # damaged now
+                f.seek(-1, os.SEEK_END)
+                last = f.read(1)
+                f.seek(-1, os.SEEK_END)
+                f.write(bytes([last[0] ^ 0xFF]))
+            r = subprocess.run(NOBODY + [JITEXPR, "cache", "verify"], capture_output=True, text=True, env=env,
+                               timeout=120)
+            self.assertEqual(r.returncode, 1, r.stdout + r.stderr)
+            self.assertIn("damaged and not removable", r.stdout)
+            self.assertNotIn("not jitexpr's", r.stdout)
+        finally:
+            for d in shards:
+                os.chmod(d, 0o755)
+
+
 
 # ---- issue 34, item 2: the deepest text on a small main-thread stack
 
