@@ -147,9 +147,9 @@ void run_text(Session& s, const std::string& text, const std::string& origin) {
     }
 }
 
-int cache_command(const std::string& command) {
+int cache_command(const std::string& command, const std::string& dir) {
     if (command == "stats") {
-        const DiskCacheReport r = disk_cache_stats();
+        const DiskCacheReport r = disk_cache_stats(dir);
         if (!r.enabled) {
             std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
             return kExitOk;
@@ -157,7 +157,7 @@ int cache_command(const std::string& command) {
         std::cout << fmt::format("directory: {}\nentries: {}\nbytes: {}\n", r.directory, r.entries, r.bytes);
         return kExitOk;
     }
-    const DiskCacheReport r = command == "clear" ? clear_disk_cache() : verify_disk_cache();
+    const DiskCacheReport r = command == "clear" ? clear_disk_cache(dir) : verify_disk_cache(dir);
     if (!r.enabled) {
         std::cout << "disk cache disabled: " << r.disabled_reason << '\n';
         return kExitError;
@@ -550,7 +550,7 @@ std::string wrap(const std::string& text, std::size_t width, std::size_t indent,
 const char* const kSynopsis[] = {
     "jitexpr [OPTION]... [-e STATEMENTS]... [SCRIPT | -]",
     "jitexpr explain [OPTION]... [-e STATEMENTS]... PROGRAM",
-    "jitexpr cache stats|clear|verify",
+    "jitexpr cache stats|clear|verify [--cache-dir DIR]",
     "jitexpr precompile FILE [--arch sm_XY] [--cache-dir DIR] [--fast-math]",
     "jitexpr --help | --version",
 };
@@ -628,7 +628,18 @@ const std::vector<CommandDoc>& repl_command_docs() {
 CliOptions parse_args(const std::vector<std::string>& args) {
     CliOptions o;
     if (!args.empty() && args[0] == "cache") {
-        if (args.size() != 2) throw UsageError("use: jitexpr cache stats|clear|verify");
+        // jitexpr cache CMD [--cache-dir DIR]: the folder as precompile takes it.
+        std::size_t n = args.size();
+        if (n == 4 && args[2] == "--cache-dir") {
+            if (args[3].empty()) throw UsageError("--cache-dir: the folder is empty");
+            o.cache_dir = args[3];
+            n = 2;
+        } else if (n == 3 && args[2].rfind("--cache-dir=", 0) == 0) {
+            o.cache_dir = args[2].substr(12);
+            if (o.cache_dir->empty()) throw UsageError("--cache-dir: the folder is empty");
+            n = 2;
+        }
+        if (n != 2) throw UsageError("use: jitexpr cache stats|clear|verify [--cache-dir DIR]");
         if (args[1] != "stats" && args[1] != "clear" && args[1] != "verify")
             throw UsageError(fmt::format("unknown cache command '{}' (use stats, clear or verify)", args[1]));
         o.mode = CliOptions::Mode::Cache;
@@ -863,7 +874,7 @@ int main(int argc, char** argv) {
         switch (o.mode) {
             case CliOptions::Mode::Help: std::cout << usage_text(); return kExitOk;
             case CliOptions::Mode::Version: std::cout << version_text(); return kExitOk;
-            case CliOptions::Mode::Cache: return cache_command(o.cache_command);
+            case CliOptions::Mode::Cache: return cache_command(o.cache_command, o.cache_dir.value_or(""));
             case CliOptions::Mode::Precompile: {
                 PrecompileOptions po;
                 po.file = o.precompile_file;

@@ -333,6 +333,17 @@ class Errors(Base):
         self.assertIn("'foo' is not an NVRTC option", r.stderr)
         self.assertEqual(run(["--nvrtc-options", "-DX=1", "-e", "1"]).returncode, 0)
 
+    def test_cache_commands_take_a_cache_dir_after_them(self):
+        # precompile takes --cache-dir; 'cache clear --cache-dir X' was a usage error.
+        d = self.path("cachedir")
+        r = run(["cache", "stats", "--cache-dir", d], env={"JITEXPR_DISK_CACHE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("directory: " + d, r.stdout)
+        r = run(["cache", "clear", "--cache-dir=" + d], env={"JITEXPR_DISK_CACHE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("from " + d, r.stdout)
+        self.assertEqual(run(["cache", "clear", "--cache-dir"]).returncode, 2)
+
     def test_help_and_version_exit_0(self):
         r = run(["--help"])
         self.assertEqual(r.returncode, 0)
