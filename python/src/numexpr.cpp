@@ -730,10 +730,14 @@ PyObject* py_numexpr_evaluate(PyObject*, PyObject* const* args, Py_ssize_t nargs
             for (const auto& [name, value] : sc->items) names[name] = value;
             nb::object e = nb::borrow(opcode_error)(nb::str(text.data(), text.size()), names);
             if (e.is_none()) return false;
-            const bool not_implemented = PyErr_GivenExceptionMatches(e.ptr(), PyExc_NotImplementedError);
-            PyObject* type = not_implemented
-                                 ? (g_errors.not_implemented ? g_errors.not_implemented : PyExc_NotImplementedError)
-                                 : (g_errors.type ? g_errors.type : PyExc_TypeError);
+            // numexpr's NotImplementedError, ValueError (a str constant's UnicodeEncodeError among
+            // them) or TypeError, as jitexpr's error of that built-in.
+            PyObject* type = nullptr;
+            if (PyErr_GivenExceptionMatches(e.ptr(), PyExc_NotImplementedError))
+                type = g_errors.not_implemented ? g_errors.not_implemented : PyExc_NotImplementedError;
+            else if (PyErr_GivenExceptionMatches(e.ptr(), PyExc_ValueError))
+                type = g_errors.value ? g_errors.value : PyExc_ValueError;
+            else type = g_errors.type ? g_errors.type : PyExc_TypeError;
             nb::object msg = nb::steal(PyObject_Str(e.ptr()));
             if (!msg.is_valid()) return false;
             PyErr_SetObject(type, msg.ptr());

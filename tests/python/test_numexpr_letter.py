@@ -120,7 +120,22 @@ SAME_TYPE = {
     "literal division by zero": ("1/0", {}),
     "a dunder name": ("__class__", {}),
     "an attribute": ("a.sum()", {"a": np.ones(3)}),
+    "a str constant added to bytes": ("s + 'a'", {"s": np.array([b"ab", b"c"])}),
+    "bytes added to a number": ("s + 1", {"s": np.array([b"ab", b"c"])}),
+    "a program that is one str constant": ("'abc'", {}),
+    "a program that is one bytes constant": ("b'abc'", {}),
 }
+
+
+def test_a_str_constant_that_is_not_ascii_is_a_value_error_as_numexprs_encoding(ne):
+    # numexpr encodes a str constant as ASCII: its UnicodeEncodeError (a ValueError); the
+    # drop-in raised TypeError.
+    s = np.array([b"ab", b"c"])
+    with pytest.raises(UnicodeEncodeError):
+        ne.evaluate("s == '\u00e9'", local_dict={"s": s})
+    with pytest.raises(ValueError, match="'ascii' codec can't encode") as e:
+        jne.evaluate("s == '\u00e9'", local_dict={"s": s})
+    assert isinstance(e.value, jitexpr.ValueError)
 
 
 @pytest.mark.parametrize("case", SAME_TYPE)

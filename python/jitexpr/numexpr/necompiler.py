@@ -623,11 +623,23 @@ def _opcode_error(ex, names):
     strings: the NotImplementedError naming the opcode its machine lacks (``add_sss`` for two
     byte strings added, ``ge_bsi`` for one against an int32), or the TypeError of a string
     meeting a number in arithmetic; None otherwise. The drop-in asks it when jitexpr's checker
-    refuses an operation on strings, so that the exception is numexpr's."""
+    refuses an operation on strings, so that the exception is numexpr's. In numexpr's order:
+    the names' first reading with no types (every variable a double: ``s + 'a'`` is its
+    TypeError "strings can only be operated with strings"), a program that is one string constant
+    (its ValueError from NumPy: "data type must provide an itemsize"), then the typed compile,
+    whose str constants are encoded as ASCII (``s == 'é'`` is its UnicodeEncodeError)."""
+    try:
+        tree = stringToExpression(ex, {}, {}, sanitize=False)
+    except TypeError as e:
+        return e
+    except Exception:  # noqa: BLE001 - any other answer: jitexpr's own error stands
+        return None
+    if isinstance(tree, expressions.ConstantNode) and tree.astKind in ("bytes", "str"):
+        return ValueError("data type must provide an itemsize")
     try:
         signature = [(name, getType(np.asarray(value))) for name, value in names.items()]
         precompile(ex, signature, sanitize=False)
-    except (NotImplementedError, TypeError) as e:
+    except (NotImplementedError, TypeError, UnicodeEncodeError) as e:
         return e
     except Exception:  # noqa: BLE001 - any other answer: jitexpr's own error stands
         return None
