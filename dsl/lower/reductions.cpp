@@ -564,7 +564,11 @@ Val Lowerer::temporal_reduction(Op op, const std::string& fname, const Val& a, A
     const ir::NodeId none = int64_op(Op::Eq, count, int64_const(0, span), span);
     const ir::NodeId one = int64_const(1, span);
     const ir::NodeId safe = select(none, one, count, span);  // no division by 0, even where masked
-    return Val{with_nat(int64_op(Op::Or, any_nat, none, span), trunc_div(sum, safe, span), t, span), Weak::None};
+    // A sum that wrapped onto NaT's bits is NaT, as sum() gives it: NaT // n is NaT (NumPy's
+    // mean divides its sum), not INT64_MIN // n.
+    const ir::NodeId sum_nat = int64_op(Op::Eq, sum, nat, span);
+    const ir::NodeId nat_mean = int64_op(Op::Or, int64_op(Op::Or, any_nat, none, span), sum_nat, span);
+    return Val{with_nat(nat_mean, trunc_div(sum, safe, span), t, span), Weak::None};
 }
 
 Val Lowerer::scan_call(const ir::OpInfo& fn, const Expr& e) {

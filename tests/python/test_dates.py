@@ -54,6 +54,14 @@ def test_durations_and_their_reductions():
     same(jx.evaluate("(t1 - t0) / timedelta64(1, 'm')", t0=t0, t1=t1), (t1 - t0) / np.timedelta64(1, "m"))
 
 
+def test_a_mean_whose_sum_wraps_onto_nat_is_nat_as_the_sum_is():
+    # sum([2**62, 2**62]) wraps onto NaT's bits (NaT, as NumPy's); mean divided those bits (-2**62 s).
+    d = np.array([2**62, 2**62], "m8[s]")
+    assert np.isnat(jx.evaluate("sum(d)")) and np.isnat(jx.evaluate("mean(d)"))
+    rows = np.array([[2**62, 2**62], [3, 5]], "m8[s]")
+    same(jx.evaluate("mean(rows, axis=1)"), np.mean(rows, axis=1))
+
+
 def test_numpy_date_scalars_are_zero_dimensional_arrays():
     cut = np.datetime64("2024-03-01T12:00")
     ts = np.array(["2024-03-01T11:00", "2024-03-01T13:00"], "M8[s]")
