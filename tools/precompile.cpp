@@ -202,7 +202,7 @@ std::vector<PrecompileItem> parse_precompile_file(std::string_view text, const s
             decls = trim(line.substr(semi + 1));
         }
         if (item.statements.empty()) fail("no statements before ';'");
-        std::map<std::string, std::int64_t> symbols;
+        std::map<std::string, std::int64_t>& symbols = item.symbols;
         if (!decls.empty()) {
             for (std::string_view d : split_top(decls)) {
                 std::string why;
@@ -229,6 +229,25 @@ std::pair<int, int> parse_arch(const std::string& text) {
     return {v / 10, v % 10};
 }
 
+namespace {
+
+// A message about shapes in the file's own terms: each symbolic dimension's stand-in size, where
+// it is a dimension of a shape ("(1021, 3)"), written as its symbol ("(N, 3)").
+std::string with_symbols(std::string message, const std::map<std::string, std::int64_t>& symbols) {
+    for (const auto& [name, size] : symbols) {
+        const std::string digits = std::to_string(size);
+        for (std::size_t at = message.find(digits); at != std::string::npos; at = message.find(digits, at + 1)) {
+            const std::size_t end = at + digits.size();
+            const bool opens = at > 0 && (message[at - 1] == '(' || message[at - 1] == ' ');
+            const bool closes = end < message.size() && (message[end] == ',' || message[end] == ')');
+            if (opens && closes) message.replace(at, digits.size(), name);
+        }
+    }
+    return message;
+}
+
+}  // namespace
+
 int precompile_command(const PrecompileOptions& o) {
     const std::string text = read_input_file(o.file);
     const std::vector<PrecompileItem> items = parse_precompile_file(text, o.file);
@@ -244,7 +263,8 @@ int precompile_command(const PrecompileOptions& o) {
     // check stores nothing. The error quotes the file's own line, with its number.
     auto in_file = [&](const PrecompileItem& item, const SourceError& e) {
         const auto at = [&](std::uint32_t p) { return static_cast<std::uint32_t>(item.offset + p); };
-        return ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(), e.message(),
+        return ArgumentError(fmt::format("{}:{}: {}: {}\n{}", o.file, item.line, e.kind(),
+                                         with_symbols(e.message(), item.symbols),
                                          render_caret(text, SourceSpan{at(e.span().begin), at(e.span().end)})));
     };
     for (const PrecompileItem& item : items) {

@@ -26,6 +26,7 @@ struct PrecompileItem {
     std::size_t offset = 0;  // of `statements` in the file's text (for error carets)
     std::string statements;  // as the program will be run
     std::map<std::string, Declaration, std::less<>> bindings;
+    std::map<std::string, std::int64_t> symbols;  // a symbolic dimension's stand-in size
 };
 
 // Parses the file's text. Throws ArgumentError "FILE:LINE: why" on a malformed line.

@@ -333,6 +333,15 @@ class Errors(Base):
         self.assertIn("'foo' is not an NVRTC option", r.stderr)
         self.assertEqual(run(["--nvrtc-options", "-DX=1", "-e", "1"]).returncode, 0)
 
+    def test_a_precompile_shape_error_names_the_files_symbols(self):
+        # It named the stand-in sizes of N and M: "shapes (1021,) (1023,)".
+        f = self.path("nm.txt")
+        with open(f, "w") as out:
+            out.write("d = x + y ; x: float64[N, 3], y: float64[4, K]\n")
+        r = run(["precompile", f, "--arch", "sm_80", "--cache-dir", self.path("c")], env={"JITEXPR_DISK_CACHE": "1"})
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("could not be broadcast together with shapes (N, 3) (4, K)", r.stderr)
+
     def test_cache_commands_take_a_cache_dir_after_them(self):
         # precompile takes --cache-dir; 'cache clear --cache-dir X' was a usage error.
         d = self.path("cachedir")
