@@ -59,6 +59,18 @@ def _specs(values):
     return {n: _spec(n, v) for n, v in values.items()}
 
 
+def _dtype_specs(values):
+    """The specs with every extent of 0 made 1: for asking a reduction's dtype only, which does
+    not depend on the extents, where an empty operand (a (0, 5) array reduced along axis 1) would
+    be an empty reduction's error."""
+    out = {}
+    for n, sp in _specs(values).items():
+        if sp[0] == "array" and isinstance(sp[2], tuple) and any(isinstance(e, int) and e == 0 for e in sp[2]):
+            sp = (sp[0], sp[1], tuple(1 if isinstance(e, int) and e == 0 else e for e in sp[2]))
+        out[n] = sp
+    return out
+
+
 def _check_kernel_signature(text, signature, values):
     if signature is None:
         return
@@ -314,19 +326,19 @@ def reduce(kind, text, values, axis=None, keepdims=False, ddof=0, split_every=No
     acc = None
     nan = False
     if kind in _IN_LANGUAGE:
-        r = check_specs(f"{kind}({text})", _specs(operand_vals)).result
+        r = check_specs(f"{kind}({text})", _dtype_specs(operand_vals)).result
         dtype = r.dtype
         if kind == "mean" and np.dtype(dtype).kind == "f" and np.dtype(dtype).itemsize < 4:
             acc = "float32"  # float16 partial sums would lose most of their digits
     elif kind in ("var", "std"):
-        mean_dt = np.dtype(check_specs(f"mean({text})", _specs(operand_vals)).result.dtype)
+        mean_dt = np.dtype(check_specs(f"mean({text})", _dtype_specs(operand_vals)).result.dtype)
         wide = {"c": "complex128"}.get(mean_dt.kind, "float64")
         if mean_dt.kind in "fc" and mean_dt.itemsize <= (8 if mean_dt.kind == "c" else 4):
             wide = "complex64" if mean_dt.kind == "c" else "float32"
         acc = wide
         dtype = _tasks._real_dtype(mean_dt)
     else:
-        r = check_specs(f"{kind[3:]}({text})", _specs(operand_vals)).result  # min/max rules (no complex)
+        r = check_specs(f"{kind[3:]}({text})", _dtype_specs(operand_vals)).result  # min/max rules (no complex)
         nan = np.dtype(r.dtype).kind in "fc"
         dtype = np.dtype(np.int64)
     if ndim == 0:

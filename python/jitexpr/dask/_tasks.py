@@ -265,9 +265,15 @@ def _concat(nested, axes, field):
     if not axes:
         raise ValueError("more list levels than reduced axes")
     parts = [_concat(p, axes[1:], field) for p in nested]
-    if len(parts) == 1:
+    # An empty partial (a block, or a group of them, that selected nothing) adds nothing, and
+    # its other extents need not match its neighbours' (a (0, 0) beside (1, 1)): left out.
+    # When all are empty, any one stands for them.
+    full = [q for q in parts if q.size]
+    if not full:
         return parts[0]
-    return _xp(parts[0]).concatenate(parts, axis=axes[0])
+    if len(full) == 1:
+        return full[0]
+    return _xp(full[0]).concatenate(full, axis=axes[0])
 
 
 class Combine:
@@ -295,6 +301,9 @@ class Combine:
         p = {f: _concat(nested, list(axes), f) for f in fields}
         shape = tuple(np.broadcast_shapes(*[tuple(p[f].shape) for f in fields]))
         out_shape = kept_shape(shape, axes)
+        if kind in ("min", "max", "argmin", "argmax") and not self.final and \
+                any(p["v"].shape[a] == 0 for a in axes):
+            return p  # every block of the group selected nothing: an empty partial, passed on
         if kind in ("sum", "prod", "min", "max", "any", "all"):
             fn = "sum" if kind == "sum" else kind
             r = {"v": _keep(_api.evaluate(reduce_text(fn, "v", axes, nd), {"v": p["v"]}), shape, axes)}
@@ -310,7 +319,10 @@ class Combine:
             return self._finish(_api.evaluate(f"{self.dtype}({wide}(s) / n)", {"s": s, "n": n}), keepdims)
         if kind in ("var", "std"):
             env = dict(p)
-            r = _api.run(f"N = {reduce_text('sum', 'n', axes, nd)}; M = {reduce_text('sum', 'n * m', axes, nd)} / N", env)
+            # (A group of blocks that selected nothing has N = 0 and adds nothing: its mean is
+            # taken as 0, not 0 / 0, whose NaN would reach the result.)
+            r = _api.run(f"N = {reduce_text('sum', 'n', axes, nd)}; "
+                         f"M = {reduce_text('sum', 'n * m', axes, nd)} / maximum(N, 1)", env)
             N, M = _keep(r["N"], p["n"].shape, axes), _keep(r["M"], out_shape, axes)
             env["M"] = M
             sq = "real((m - M) * conj(m - M))" if np.dtype(M.dtype).kind == "c" else "(m - M) * (m - M)"

@@ -149,6 +149,39 @@ def test_a_block_that_selects_nothing_does_not_count(fn):
     np.testing.assert_allclose(got, getattr(np, fn)(np.arange(10.0)[np.arange(10.0) > 6]), rtol=1e-12)
 
 
+@pytest.mark.parametrize("fn", ["min", "max", "std", "var"])
+def test_a_combine_group_whose_blocks_all_select_nothing_does_not_count(fn):
+    # 32 blocks of 2 combined 4 at a time: whole groups select nothing. std/var were NaN (0/0 in
+    # the group's mean) and min/max raised "max() of an empty array".
+    an = np.arange(64.0)
+    a = da.from_array(an, chunks=2)
+    np.testing.assert_allclose(compute(jxd.evaluate(f"{fn}(a[a > 61])", a=a)), getattr(np, fn)(an[an > 61]),
+                               rtol=1e-12)
+    x = da.from_array(np.array([1.0, 2.0, 4.0]), chunks=((0, 0, 3),))  # empty blocks, split_every=2
+    np.testing.assert_allclose(compute(getattr(jxd, fn)("x", x=x, split_every=2)),
+                               getattr(np, fn)(np.array([1.0, 2.0, 4.0])), rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn", ["min", "max", "argmin", "argmax"])
+def test_an_extreme_over_every_axis_beside_an_empty_block_equals_numpy(fn):
+    # An empty block's partial (0, 0) beside its neighbours' (1, 1) failed NumPy's concatenate.
+    mn = np.arange(12.0).reshape(4, 3)
+    m0 = da.from_array(mn, chunks=((4,), (1, 0, 2)))
+    assert compute(jxd.evaluate(f"{fn}(m0)", m0=m0)) == getattr(np, fn)(mn)
+    m = da.from_array(mn, chunks=((2, 2), (1, 2)))
+    k = da.from_array(np.array([False, False, True, True]), chunks=2)
+    if fn in ("min", "max"):
+        assert compute(jxd.evaluate(f"{fn}(m[k])", m=m, k=k)) == getattr(np, fn)(mn[2:])
+
+
+def test_a_reduction_along_an_axis_of_an_array_with_no_rows_is_numpys_empty_result():
+    z = da.from_array(np.zeros((0, 5)), chunks=((0,), (2, 3)))
+    for fn in ("max", "argmax", "std"):
+        got = compute(jxd.evaluate(f"{fn}(z, axis=1)", z=z))
+        want = getattr(np, fn)(np.zeros((0, 5)), axis=1)
+        assert got.shape == want.shape == (0,) and got.dtype == want.dtype
+
+
 def test_the_extreme_of_an_empty_selection_is_numpys_error_when_computed():
     a = da.arange(10.0, chunks=5)
     r = jxd.evaluate("max(a[a > 60])", a=a)
