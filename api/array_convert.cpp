@@ -92,6 +92,7 @@ void convert_elements(const unsigned char* src, DType from, unsigned char* dst, 
 }  // namespace
 
 void Array::copy_to_host_as(void* dst, DType to) const {
+    if (!defined()) throw ArgumentError("copy_to_host_as: the array is undefined (the program gave no value)");
     if (to == dtype_ || (to == DType::UInt8 && dtype_ == DType::Bool)) return copy_to_host(dst);
     if (is_string(dtype_) || is_string(to))
         throw ArgumentError(

@@ -203,7 +203,7 @@ jit::Environment to_named(std::size_t n, const char* const* names, const jitexpr
     for (std::size_t i = 0; i < n; ++i) {
         if (!names[i]) throw jit::ArgumentError(fmt::format("argument {}: null name", i));
         if (!env.emplace(names[i], to_arg(args[i], i)).second)
-            throw jit::ArgumentError(fmt::format("argument {}: '{}' is bound twice", i, names[i]));
+            throw jit::ArgumentError(fmt::format("argument {}: '{}' is bound twice", i, jit::printable_name(names[i])));
     }
     return env;
 }

@@ -29,10 +29,22 @@ double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std
 
 // Appends the binding of `name` (absent, scalar kind, or array dtype/backend/shape/strides) as
 // raw bytes: the part of the front-cache key that the arguments contribute.
+namespace {
+// An undefined Array (what a program with no value returns) bound to a name: an ArgumentError
+// naming it, before anything reads its null memory.
+[[noreturn]] void undefined_argument(const std::string& name) {
+    throw ArgumentError(
+        fmt::format("'{}' is bound to an undefined array (jit::Array(), or the value of a program "
+                    "that gave none)",
+                    printable_name(name)));
+}
+}  // namespace
+
 Bound::Bound(const Front& f, const Environment& env) {
     at.reserve(f.names.size());
     for (const std::string& n : f.names) {
         auto it = env.find(n);
+        if (it != env.end() && it->second.is_array() && !it->second.array().defined()) undefined_argument(n);
         at.push_back(it == env.end() ? nullptr : &it->second);
     }
 }
@@ -42,6 +54,7 @@ Bound::Bound(const Front& f, const std::vector<Arg>& args) {
     for (std::size_t i = 0; i < f.names.size(); ++i) {
         const std::int32_t p = f.positional[i];
         at[i] = p >= 0 && static_cast<std::size_t>(p) < args.size() ? &args[static_cast<std::size_t>(p)] : nullptr;
+        if (at[i] && at[i]->is_array() && !at[i]->array().defined()) undefined_argument(f.names[i]);
     }
 }
 
@@ -776,8 +789,8 @@ Array Runtime::eval(std::string_view text, const Named& named, const CallOptions
         if (std::find(f->names.begin(), f->names.end(), n) != f->names.end()) continue;
         std::string used;
         for (const std::string& u : f->names) used += (used.empty() ? "" : ", ") + u;
-        throw ArgumentError(fmt::format("'{}' is bound but the program neither reads nor assigns it (it uses: {})", n,
-                                        used.empty() ? "no names" : used));
+        throw ArgumentError(fmt::format("'{}' is bound but the program neither reads nor assigns it (it uses: {})",
+                                        printable_name(n), used.empty() ? "no names" : used));
     }
     Environment env = names;  // read only (nothing is written back): the caller's names stay as they are
     return impl_->call(text, *f, env, options, /*write_back=*/false);

@@ -405,15 +405,21 @@ Array Array::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t
         if (v < 0) v += n;
         return std::min(std::max(v, lo), hi);
     };
+    // The count as NumPy's: (distance - 1) / |step| + 1, in unsigned arithmetic (a step near
+    // INT64_MAX, or INT64_MIN, overflowed the rounding-up form into a negative extent).
     std::int64_t count;
     if (step > 0) {
         start = clamp(start, 0, n);
         stop = clamp(stop, 0, n);
-        count = stop > start ? (stop - start + step - 1) / step : 0;
+        count = stop > start ? static_cast<std::int64_t>(
+                                   static_cast<std::uint64_t>(stop - start - 1) / static_cast<std::uint64_t>(step) + 1)
+                             : 0;
     } else {
         start = clamp(start, -1, n - 1);
         stop = clamp(stop, -1, n - 1);
-        count = start > stop ? (start - stop - step - 1) / (-step) : 0;
+        const std::uint64_t magnitude = static_cast<std::uint64_t>(-(step + 1)) + 1u;
+        count =
+            start > stop ? static_cast<std::int64_t>(static_cast<std::uint64_t>(start - stop - 1) / magnitude + 1) : 0;
     }
     Array a = *this;
     const std::int64_t s = strides()[static_cast<std::size_t>(axis)];
@@ -421,7 +427,8 @@ Array Array::slice(int axis, std::int64_t start, std::int64_t stop, std::int64_t
     Shape shape = this->shape();
     Strides strides = this->strides();
     shape[static_cast<std::size_t>(axis)] = count;
-    strides[static_cast<std::size_t>(axis)] = s * step;
+    // (One element or none: the step is never taken, and s * step could overflow.)
+    strides[static_cast<std::size_t>(axis)] = count > 1 ? s * step : s;
     a.set_dims(std::move(shape), std::move(strides));
     return a;
 }
@@ -444,12 +451,20 @@ Array Array::broadcast_to(const Shape& shape) const {
     return a;
 }
 
+void Array::check_value_count(std::size_t count, const Shape& shape) {
+    check_shape(shape);
+    if (static_cast<std::uint64_t>(shape_size(shape)) != count)
+        throw ArgumentError(fmt::format("from: {} values for shape {}, which holds {}", count, shape_to_string(shape),
+                                        shape_size(shape)));
+}
+
 void Array::check_item() const {
     if (!defined()) throw ArgumentError("item(): the array is undefined (the program gave no value)");
     if (size() != 1) throw ArgumentError(fmt::format("item() needs an array of one element, not {}", describe()));
 }
 
 void Array::copy_to_host(void* dst) const {
+    if (!defined()) throw ArgumentError("copy_to_host: the array is undefined (the program gave no value)");
     if (dtype_ == DType::Utf8)
         throw ArgumentError(
             fmt::format("copy_to_host: {} is a variable-length string column, which has no elements "

@@ -92,6 +92,12 @@ std::string printable(std::string_view text) {
     return out;
 }
 
+std::string printable_name(std::string_view name) {
+    constexpr std::size_t kMost = 64;
+    if (name.size() <= kMost) return printable(name);
+    return printable(name.substr(0, kMost)) + fmt::format("... ({} bytes)", name.size());
+}
+
 std::string render_caret(std::string_view text, SourceSpan span) {
     const std::size_t n = text.size();
     std::size_t begin = std::min<std::size_t>(span.begin, n);

@@ -279,8 +279,9 @@ int jitexpr_eval_named_with(jitexpr_runtime* rt, const char* text, size_t n_args
 
 typedef struct jitexpr_kernel jitexpr_kernel;
 
-/* Parses `text` now (syntax and name errors are reported here). The kernel refers to `rt`,
- * which must outlive it. NULL on failure. */
+/* Parses `text` now (syntax errors are reported here; names, an unknown function too, dtypes
+ * and shapes at the first call). The kernel refers to `rt`, which must outlive it. NULL on
+ * failure. */
 jitexpr_kernel* jitexpr_compile(jitexpr_runtime* rt, const char* text);
 void jitexpr_kernel_free(jitexpr_kernel* k); /* NULL is allowed */
 /* The number of positional parameters, and the name of parameter i (NULL if out of range). */

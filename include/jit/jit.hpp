@@ -65,7 +65,8 @@ private:
     Runtime* runtime_;
 };
 
-// Parses `text` (throwing ParseError/NameError now, not at the first call).
+// Parses `text` now (a ParseError now, not at the first call); names (an unknown function
+// too), dtypes and shapes are checked at the first call, which knows the arguments.
 Kernel compile(std::string_view text, Runtime& runtime = Runtime::default_runtime());
 
 // The names a program reads before assigning them, in order of first appearance: the

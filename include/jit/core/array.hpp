@@ -54,16 +54,19 @@ public:
     // Copies host data (C order) into a new array on `backend`.
     static Array from_host(const void* data, DType dtype, Shape shape, Backend backend = Backend::Auto,
                            int device = kDefaultDevice);
+    // A shape that holds another number of elements than `values` is an ArgumentError.
     template <class T>
     static Array from(std::span<const T> values, Shape shape = {}, Backend backend = Backend::Auto,
                       int device = kDefaultDevice) {
         if (shape.empty() && values.size() != 1) shape = {static_cast<std::int64_t>(values.size())};
+        check_value_count(values.size(), shape);
         return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
     template <class T>
     static Array from(const std::vector<T>& values, Shape shape = {}, Backend backend = Backend::Auto,
                       int device = kDefaultDevice) {
         if (shape.empty()) shape = {static_cast<std::int64_t>(values.size())};
+        check_value_count(values.size(), shape);
         return from_host(values.data(), dtype_of_v<T>, std::move(shape), backend, device);
     }
 
@@ -197,6 +200,7 @@ public:
 
 private:
     void check_item() const;
+    static void check_value_count(std::size_t count, const Shape& shape);
     // Shape and strides, shared by copies and never changed once made: copying an array (as
     // every eval does with its arguments) allocates nothing.
     struct Dims {

@@ -28,6 +28,9 @@ std::string render_caret(std::string_view text, SourceSpan span);
 // `text` with the same characters shown as '?' (tab and newline included): for file names and
 // other outside text put into a message.
 std::string printable(std::string_view text);
+// A name the caller gave (a bound variable's), for a message: printable() of its first 64
+// bytes, with "... (N bytes)" after a longer one.
+std::string printable_name(std::string_view name);
 
 // Base of everything jitexpr throws. what() is the whole message, ready to print.
 class Error : public std::runtime_error {
